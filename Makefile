@@ -1,0 +1,28 @@
+# Two entry points that work on a fresh machine with only Python:
+#   make demo   create .venv, install graphshard, run the main job on a built-in default
+#   make test   create/update .venv with the test extras, run the test suite
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# The CPU build of torch is pinned so that nothing pulls a CUDA build with gigabytes of packages.
+TORCH_PIN ?= torch==2.13.0
+
+.PHONY: demo test venv clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "$(TORCH_PIN)"
+	$(PY) -m pip install --quiet -e ".[test]" "$(TORCH_PIN)"
+	touch $@
+
+venv: $(VENV)/.installed
+
+demo: venv
+	$(VENV)/bin/graphshard demo
+
+test: venv
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info

@@ -1,0 +1,241 @@
+"""The partition book: vectorised ID mapping between global, per-partition and per-type spaces.
+
+Every partition owns one contiguous range of new homogeneous node (edge) IDs, and inside it every
+type one contiguous sub-range (DESIGN.md §3), so all lookups are ``searchsorted`` over range bounds.
+Methods take tensors, arrays or lists and return int64 tensors; IDs out of range raise
+:class:`~graphshard.errors.IDRangeError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from .errors import IDRangeError, InputError
+from .graph import DEFAULT_NTYPE, EType, etype_str, parse_etype
+from .ids import as_id_array, check_range
+
+OriginalLoader = Callable[[str, str], np.ndarray]
+
+
+class _Space:
+    """One ID space (nodes or edges): per-type, per-partition ranges."""
+
+    def __init__(self, kind: str, types: Sequence[str], ranges: dict[str, np.ndarray], num_parts: int):
+        self.kind, self.types, self.num_parts = kind, list(types), num_parts
+        self.type_id = {t: i for i, t in enumerate(self.types)}
+        nt = len(self.types)
+        # flat[(p * nt + t)] = [start, end) of type t in partition p; ordered, tiling [0, total)
+        flat = np.zeros((num_parts * nt, 2), dtype=np.int64)
+        for t, name in enumerate(self.types):
+            flat[t::nt] = ranges[name]
+        self.flat = flat
+        self.starts = flat[:, 0]
+        self.total = int(flat[-1, 1]) if flat.size else 0
+        sizes = flat[:, 1] - flat[:, 0]
+        # typed[t] = cumulative per-type counts over partitions (P + 1)
+        self.typed = np.zeros((nt, num_parts + 1), dtype=np.int64)
+        for t in range(nt):
+            np.cumsum(sizes[t::nt], out=self.typed[t, 1:])
+        self.part_bounds = np.append(flat[::nt, 0], self.total) if nt else np.zeros(num_parts + 1, np.int64)
+
+    def tid(self, name: str) -> int:
+        if name not in self.type_id:
+            raise InputError(f"unknown {self.kind} type {name!r}; known: {self.types}")
+        return self.type_id[name]
+
+    def check_part(self, part_id: int) -> int:
+        if not 0 <= int(part_id) < self.num_parts:
+            raise IDRangeError(f"partition ID {part_id} is out of range [0, {self.num_parts})")
+        return int(part_id)
+
+    def homo_to_slot(self, ids: np.ndarray) -> np.ndarray:
+        check_range(ids, self.total, f"homogeneous {self.kind} ID")
+        return np.searchsorted(self.starts, ids, side="right") - 1
+
+    def part_of(self, ids: np.ndarray, type_name: str | None) -> np.ndarray:
+        if type_name is None:
+            check_range(ids, self.total, f"homogeneous {self.kind} ID")
+            return np.searchsorted(self.part_bounds, ids, side="right") - 1
+        t = self.tid(type_name)
+        check_range(ids, int(self.typed[t, -1]), f"{self.kind} ID of type {type_name!r}")
+        return np.searchsorted(self.typed[t], ids, side="right") - 1
+
+    def to_per_type(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        slot = self.homo_to_slot(ids)
+        nt = len(self.types)
+        p, t = slot // nt, slot % nt
+        return t, ids - self.starts[slot] + self.typed[t, p]
+
+    def to_homo(self, ids: np.ndarray, type_name: str) -> np.ndarray:
+        t = self.tid(type_name)
+        p = self.part_of(ids, type_name)
+        return self.flat[p * len(self.types) + t, 0] + (ids - self.typed[t, p])
+
+    def part_ids(self, part_id: int, type_name: str | None) -> np.ndarray:
+        p = self.check_part(part_id)
+        if type_name is None:
+            return np.arange(self.part_bounds[p], self.part_bounds[p + 1], dtype=np.int64)
+        t = self.tid(type_name)
+        return np.arange(self.typed[t, p], self.typed[t, p + 1], dtype=np.int64)
+
+    def to_local(self, ids: np.ndarray, part_id: int, type_name: str | None) -> np.ndarray:
+        p = self.check_part(part_id)
+        owner = self.part_of(ids, type_name)
+        if (owner != p).any():
+            bad = int(ids[np.argmax(owner != p)])
+            raise IDRangeError(f"{self.kind} ID {bad} belongs to partition {int(owner[np.argmax(owner != p)])}, not {p}")
+        base = self.part_bounds[p] if type_name is None else self.typed[self.tid(type_name), p]
+        return ids - base
+
+
+def _tensor(arr: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(arr, dtype=np.int64))
+
+
+class RangePartitionBook:
+    """Maps node and edge IDs of a partitioned graph (new IDs, as written by ``partition_graph``).
+
+    ``ntype``/``etype`` arguments default to the homogeneous space; pass a type name to work with
+    per-type IDs of that type (as DGL's partition book does).
+    """
+
+    def __init__(
+        self,
+        num_parts: int,
+        ntypes: Sequence[str],
+        etypes: Sequence[str],
+        node_map: dict[str, np.ndarray],
+        edge_map: dict[str, np.ndarray],
+        part_id: int | None = None,
+        original_loader: OriginalLoader | None = None,
+    ):
+        self._nodes = _Space("node", ntypes, node_map, num_parts)
+        self._edges = _Space("edge", etypes, edge_map, num_parts)
+        self.partid = part_id
+        self._loader = original_loader
+        self._orig_cache: dict[tuple[str, str], np.ndarray] = {}
+        self._inverse_cache: dict[tuple[str, str], np.ndarray] = {}
+
+    # -- description ----------------------------------------------------------------------------
+    def num_partitions(self) -> int:
+        return self._nodes.num_parts
+
+    @property
+    def ntypes(self) -> list[str]:
+        return list(self._nodes.types)
+
+    @property
+    def canonical_etypes(self) -> list[EType]:
+        return [parse_etype(e) for e in self._edges.types]
+
+    def num_nodes(self, ntype: str | None = None) -> int:
+        return self._nodes.total if ntype is None else int(self._nodes.typed[self._nodes.tid(ntype), -1])
+
+    def num_edges(self, etype: EType | str | None = None) -> int:
+        return self._edges.total if etype is None else int(self._edges.typed[self._edges.tid(self._ename(etype)), -1])
+
+    def _nname(self, ntype: str | None) -> str | None:
+        return None if ntype is None or (ntype == DEFAULT_NTYPE and self.ntypes == [DEFAULT_NTYPE]) else ntype
+
+    def _ename(self, etype: EType | str | None) -> str | None:
+        if etype is None:
+            return None
+        name = etype_str(etype) if isinstance(etype, tuple) else etype
+        if name not in self._edges.type_id:
+            matches = [e for e in self._edges.types if e.split(":")[1] == name]
+            if len(matches) == 1:
+                return matches[0]
+        return name
+
+    # -- partition lookups ------------------------------------------------------------------------
+    def nid2partid(self, nids: Any, ntype: str | None = None) -> torch.Tensor:
+        """Partition owning each node ID (homogeneous, or per-type IDs of ``ntype``)."""
+        return _tensor(self._nodes.part_of(as_id_array(nids, "node IDs"), self._nname(ntype)))
+
+    def eid2partid(self, eids: Any, etype: EType | str | None = None) -> torch.Tensor:
+        """Partition owning each edge ID (homogeneous, or per-type IDs of ``etype``)."""
+        return _tensor(self._edges.part_of(as_id_array(eids, "edge IDs"), self._ename(etype)))
+
+    def partid2nids(self, part_id: int, ntype: str | None = None) -> torch.Tensor:
+        """All node IDs owned by ``part_id`` (homogeneous, or per-type IDs of ``ntype``)."""
+        return _tensor(self._nodes.part_ids(part_id, self._nname(ntype)))
+
+    def partid2eids(self, part_id: int, etype: EType | str | None = None) -> torch.Tensor:
+        """All edge IDs owned by ``part_id``."""
+        return _tensor(self._edges.part_ids(part_id, self._ename(etype)))
+
+    def nid2localnid(self, nids: Any, part_id: int, ntype: str | None = None) -> torch.Tensor:
+        """Local IDs within ``part_id`` (homogeneous: local node ID; per-type: index among the partition's nodes of that type)."""
+        return _tensor(self._nodes.to_local(as_id_array(nids, "node IDs"), part_id, self._nname(ntype)))
+
+    def eid2localeid(self, eids: Any, part_id: int, etype: EType | str | None = None) -> torch.Tensor:
+        """Local edge IDs within ``part_id`` (offset from the partition's first edge ID)."""
+        return _tensor(self._edges.to_local(as_id_array(eids, "edge IDs"), part_id, self._ename(etype)))
+
+    # -- type conversions -------------------------------------------------------------------------
+    def map_to_per_ntype(self, nids: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """Homogeneous node IDs → ``(node type IDs, per-type node IDs)``."""
+        t, per = self._nodes.to_per_type(as_id_array(nids, "node IDs"))
+        return _tensor(t), _tensor(per)
+
+    def map_to_per_etype(self, eids: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """Homogeneous edge IDs → ``(edge type IDs, per-type edge IDs)``."""
+        t, per = self._edges.to_per_type(as_id_array(eids, "edge IDs"))
+        return _tensor(t), _tensor(per)
+
+    def map_to_homo_nid(self, nids: Any, ntype: str) -> torch.Tensor:
+        """Per-type node IDs of ``ntype`` → homogeneous node IDs."""
+        return _tensor(self._nodes.to_homo(as_id_array(nids, "node IDs"), ntype))
+
+    def map_to_homo_eid(self, eids: Any, etype: EType | str) -> torch.Tensor:
+        """Per-type edge IDs of ``etype`` → homogeneous edge IDs."""
+        return _tensor(self._edges.to_homo(as_id_array(eids, "edge IDs"), self._ename(etype)))
+
+    # -- original IDs -----------------------------------------------------------------------------
+    def to_original(self, ntype: str, nids: Any) -> torch.Tensor:
+        """Per-type new node IDs of ``ntype`` → the user's original per-type IDs."""
+        return self._to_orig("node", ntype, nids)
+
+    def from_original(self, ntype: str, orig_ids: Any) -> torch.Tensor:
+        """The user's original per-type node IDs of ``ntype`` → per-type new IDs."""
+        return self._from_orig("node", ntype, orig_ids)
+
+    def to_original_eids(self, etype: EType | str, eids: Any) -> torch.Tensor:
+        """Per-type new edge IDs of ``etype`` → original per-type edge IDs."""
+        return self._to_orig("edge", self._ename(etype), eids)
+
+    def from_original_eids(self, etype: EType | str, orig_ids: Any) -> torch.Tensor:
+        """Original per-type edge IDs of ``etype`` → per-type new edge IDs."""
+        return self._from_orig("edge", self._ename(etype), orig_ids)
+
+    def _original(self, kind: str, type_name: str) -> np.ndarray:
+        space = self._nodes if kind == "node" else self._edges
+        space.tid(type_name)
+        key = (kind, type_name)
+        if key not in self._orig_cache:
+            if self._loader is None:
+                raise InputError("this partition book has no access to original IDs (build it with load_partition_book)")
+            self._orig_cache[key] = self._loader(kind, type_name)
+        return self._orig_cache[key]
+
+    def _to_orig(self, kind: str, type_name: str, ids: Any) -> torch.Tensor:
+        table = self._original(kind, type_name)
+        arr = as_id_array(ids, f"{kind} IDs")
+        check_range(arr, table.shape[0], f"{kind} ID of type {type_name!r}")
+        return _tensor(table[arr])
+
+    def _from_orig(self, kind: str, type_name: str, ids: Any) -> torch.Tensor:
+        key = (kind, type_name)
+        if key not in self._inverse_cache:
+            table = self._original(kind, type_name)
+            inverse = np.empty_like(table)
+            inverse[table] = np.arange(table.shape[0], dtype=np.int64)
+            self._inverse_cache[key] = inverse
+        inverse = self._inverse_cache[key]
+        arr = as_id_array(ids, f"original {kind} IDs")
+        check_range(arr, inverse.shape[0], f"original {kind} ID of type {type_name!r}")
+        return _tensor(inverse[arr])

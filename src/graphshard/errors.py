@@ -1,0 +1,19 @@
+"""Exception types raised by graphshard. Every message names the file, key or ID at fault."""
+
+from __future__ import annotations
+
+
+class GraphshardError(Exception):
+    """Base class of every error graphshard raises on purpose."""
+
+
+class InputError(GraphshardError, ValueError):
+    """A graph, option or argument given by the user is invalid."""
+
+
+class IDRangeError(InputError, IndexError):
+    """An ID lies outside the range of IDs it is meant to address."""
+
+
+class FormatError(GraphshardError, ValueError):
+    """A file on disk does not follow the format it claims (missing, truncated, corrupt, inconsistent)."""

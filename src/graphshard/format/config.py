@@ -1,0 +1,197 @@
+"""The partition configuration JSON (``<graph_name>.json``): a typed model, its reader and writer."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import FormatError, InputError
+
+FORMAT_NAME = "graphshard"
+FORMAT_VERSION = 1
+PART_FILES = ("part_graph", "node_feats", "edge_feats")
+_NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+def check_graph_name(name: str) -> None:
+    """Graph names are letters, digits and underscores (they become file names)."""
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise InputError(f"graph name {name!r} must be non-empty and use only letters, digits and underscores")
+
+
+@dataclass(frozen=True)
+class PartitionConfig:
+    """Contents of ``<graph_name>.json``. ``node_map[t]``/``edge_map[t]`` are (P, 2) int64 arrays."""
+
+    path: Path
+    graph_name: str
+    part_method: str
+    num_parts: int
+    halo_hops: int
+    num_nodes: int
+    num_edges: int
+    ntypes: dict[str, int]
+    etypes: dict[str, int]
+    node_map: dict[str, np.ndarray]
+    edge_map: dict[str, np.ndarray]
+    parts: list[dict[str, str]]
+    checksums: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
+
+    def part_path(self, part_id: int, key: str) -> Path:
+        """Absolute path of file ``key`` (``part_graph``, ``node_feats``, ...) of partition ``part_id``."""
+        return self.root / self.parts[part_id][key]
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "format": FORMAT_NAME, "format_version": FORMAT_VERSION,
+            "graph_name": self.graph_name, "part_method": self.part_method,
+            "num_parts": self.num_parts, "halo_hops": self.halo_hops,
+            "num_nodes": self.num_nodes, "num_edges": self.num_edges,
+            "ntypes": self.ntypes, "etypes": self.etypes,
+            "node_map": {k: v.tolist() for k, v in self.node_map.items()},
+            "edge_map": {k: v.tolist() for k, v in self.edge_map.items()},
+        }
+        for i, entry in enumerate(self.parts):
+            out[f"part-{i}"] = entry
+        out.update(self.extra)
+        out["checksums"] = self.checksums
+        return out
+
+
+def write_config(cfg: PartitionConfig) -> None:
+    """Write the JSON atomically (temporary file, fsync, rename, directory fsync)."""
+    tmp = cfg.path.with_name(f".{cfg.path.name}.tmp-{os.getpid()}")
+    with open(tmp, "w") as f:
+        json.dump(cfg.to_json(), f, indent=1)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, cfg.path)
+    fd = os.open(cfg.path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+_KNOWN = {"format", "format_version", "graph_name", "part_method", "num_parts", "halo_hops", "num_nodes",
+          "num_edges", "ntypes", "etypes", "node_map", "edge_map", "checksums"}
+
+
+def read_config(path: str | os.PathLike) -> PartitionConfig:
+    """Read and validate ``<graph_name>.json``; raises :class:`FormatError` naming the file and key at fault."""
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise FormatError(f"{path}: partition config file is missing")
+    try:
+        raw = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise FormatError(f"{path}: not valid JSON ({exc})") from None
+    r = _Reader(path, raw)
+    if raw.get("format", FORMAT_NAME) != FORMAT_NAME or r.int("format_version") != FORMAT_VERSION:
+        raise FormatError(f"{path}: unsupported format {raw.get('format')!r} version {raw.get('format_version')!r}")
+    num_parts = r.int("num_parts", 1)
+    ntypes, etypes = r.type_ids("ntypes"), r.type_ids("etypes")
+    cfg = PartitionConfig(
+        path=path,
+        graph_name=r.str("graph_name"),
+        part_method=r.str("part_method"),
+        num_parts=num_parts,
+        halo_hops=r.int("halo_hops", 1),
+        num_nodes=r.int("num_nodes", 0),
+        num_edges=r.int("num_edges", 0),
+        ntypes=ntypes,
+        etypes=etypes,
+        node_map=r.ranges("node_map", list(ntypes), num_parts),
+        edge_map=r.ranges("edge_map", list(etypes), num_parts),
+        parts=[r.part(i) for i in range(num_parts)],
+        checksums=r.checksums(),
+        extra={k: v for k, v in raw.items() if k not in _KNOWN and not k.startswith("part-")},
+    )
+    _check_tiling(path, "node_map", cfg.node_map, list(ntypes), cfg.num_nodes, num_parts)
+    _check_tiling(path, "edge_map", cfg.edge_map, list(etypes), cfg.num_edges, num_parts)
+    return cfg
+
+
+class _Reader:
+    """Typed access to the raw JSON with errors naming the key."""
+
+    def __init__(self, path: Path, raw: Any):
+        if not isinstance(raw, dict):
+            raise FormatError(f"{path}: top level must be a JSON object")
+        self.path, self.raw = path, raw
+
+    def get(self, key: str) -> Any:
+        if key not in self.raw:
+            raise FormatError(f"{self.path}: missing key {key!r}")
+        return self.raw[key]
+
+    def int(self, key: str, minimum: int | None = None) -> int:
+        v = self.get(key)
+        if isinstance(v, bool) or not isinstance(v, int) or (minimum is not None and v < minimum):
+            raise FormatError(f"{self.path}: key {key!r} must be an integer >= {minimum}, got {v!r}")
+        return v
+
+    def str(self, key: str) -> str:
+        v = self.get(key)
+        if not isinstance(v, str):
+            raise FormatError(f"{self.path}: key {key!r} must be a string, got {v!r}")
+        return v
+
+    def type_ids(self, key: str) -> dict[str, int]:
+        v = self.get(key)
+        if not isinstance(v, dict) or sorted(v.values()) != list(range(len(v))):
+            raise FormatError(f"{self.path}: key {key!r} must map type names to IDs 0..{len(v) - 1 if isinstance(v, dict) else '?'}")
+        return dict(sorted(v.items(), key=lambda kv: kv[1]))
+
+    def ranges(self, key: str, types: list[str], num_parts: int) -> dict[str, np.ndarray]:
+        v = self.get(key)
+        if not isinstance(v, dict) or set(v) != set(types):
+            raise FormatError(f"{self.path}: key {key!r} must have one entry per type {types}, got {sorted(v) if isinstance(v, dict) else v!r}")
+        out = {}
+        for t in types:
+            try:
+                arr = np.asarray(v[t], dtype=np.int64)
+            except (TypeError, ValueError):
+                raise FormatError(f"{self.path}: {key}[{t!r}] must be a list of [start, end] integer pairs") from None
+            if arr.shape != (num_parts, 2) or (arr[:, 1] < arr[:, 0]).any():
+                raise FormatError(f"{self.path}: {key}[{t!r}] must hold {num_parts} [start, end] pairs with start <= end")
+            out[t] = arr
+        return out
+
+    def part(self, i: int) -> dict[str, str]:
+        entry = self.get(f"part-{i}")
+        if not isinstance(entry, dict) or any(not isinstance(entry.get(k), str) for k in PART_FILES):
+            raise FormatError(f"{self.path}: key 'part-{i}' must name {list(PART_FILES)} as relative paths")
+        return dict(entry)
+
+    def checksums(self) -> dict[str, str]:
+        v = self.raw.get("checksums", {})
+        if not isinstance(v, dict) or not all(isinstance(x, str) for x in v.values()):
+            raise FormatError(f"{self.path}: key 'checksums' must map file paths to sha256 hex strings")
+        return v
+
+
+def _check_tiling(path: Path, key: str, ranges: dict[str, np.ndarray], types: list[str], total: int, num_parts: int) -> None:
+    """Ranges ordered partition-major, type-minor must tile ``[0, total)`` without gaps or overlaps."""
+    expected = 0
+    for p in range(num_parts):
+        for t in types:
+            start, end = (int(x) for x in ranges[t][p])
+            if start != expected:
+                raise FormatError(f"{path}: {key}[{t!r}][{p}] starts at {start}, expected {expected} "
+                                  "(ranges must tile the ID space partition-major, type-minor)")
+            expected = end
+    if expected != total:
+        raise FormatError(f"{path}: {key} covers {expected} IDs but the graph has {total}")

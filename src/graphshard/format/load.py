@@ -1,0 +1,205 @@
+"""Loading partitions: structure and features memory-mapped, with validation and checksums."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from ..book import RangePartitionBook
+from ..errors import FormatError
+from ..graph import EType, parse_etype
+from .config import PartitionConfig, read_config
+from .tensorfile import read_tensors, sha256_file
+
+NODE_KEYS = ("node/_ID", "node/inner_node", "node/orig_id", "node/part_id", "node/_TYPE")
+EDGE_KEYS = ("edge/_ID", "edge/inner_edge", "edge/orig_id", "edge/_TYPE")
+
+
+@dataclass(frozen=True)
+class PartitionGraph:
+    """One partition's local graph: CSC in-adjacency over local IDs plus node/edge data.
+
+    Local IDs ``[0, num_inner_nodes)`` are inner nodes in new-ID order, then HALO nodes.
+    ``ndata``/``edata`` are keyed without their ``node/``/``edge/`` prefix (``_ID``, ``inner_node``, ...).
+    """
+
+    indptr: torch.Tensor
+    indices: torch.Tensor
+    ndata: dict[str, torch.Tensor]
+    edata: dict[str, torch.Tensor]
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.indptr.shape[0] - 1)
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.indices.shape[0])
+
+    @property
+    def num_inner_nodes(self) -> int:
+        return int(self.ndata["inner_node"].sum())
+
+    @property
+    def num_inner_edges(self) -> int:
+        return int(self.edata["inner_edge"].sum())
+
+    def dst_local(self) -> torch.Tensor:
+        """Local destination ID of each edge (aligned with ``indices``)."""
+        return torch.repeat_interleave(torch.arange(self.num_nodes), self.indptr.diff())
+
+
+class Partition(NamedTuple):
+    graph: PartitionGraph
+    node_feats: dict[str, torch.Tensor]
+    edge_feats: dict[str, torch.Tensor]
+    partition_book: RangePartitionBook
+    graph_name: str
+    ntypes: list[str]
+    etypes: list[EType]
+
+
+def load_partition(part_config: str | os.PathLike, part_id: int, load_feats: bool = True, verify: bool = False) -> Partition:
+    """Load partition ``part_id`` described by ``part_config`` (the ``<graph_name>.json``).
+
+    Tensors are memory-mapped, not copied. ``verify=True`` checks the sha256 of every file read.
+    Raises :class:`FormatError` naming the file and what is wrong.
+    """
+    cfg = read_config(part_config)
+    book = book_from_config(cfg, part_id)
+    graph = _read_graph(cfg, part_id, verify)
+    node_feats, edge_feats = load_partition_feats(cfg, part_id, verify) if load_feats else ({}, {})
+    return Partition(graph, node_feats, edge_feats, book, cfg.graph_name, list(cfg.ntypes), [parse_etype(e) for e in cfg.etypes])
+
+
+def load_partition_feats(part_config: str | os.PathLike | PartitionConfig, part_id: int, verify: bool = False
+                         ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """Node and edge features of partition ``part_id``'s inner items, keyed ``"<type>/<name>"``."""
+    cfg = part_config if isinstance(part_config, PartitionConfig) else read_config(part_config)
+    _check_part(cfg, part_id)
+    node = _read(cfg, part_id, "node_feats", verify)
+    edge = _read(cfg, part_id, "edge_feats", verify)
+    _check_feature_rows(cfg, part_id, node, cfg.node_map, "node_feats")
+    _check_feature_rows(cfg, part_id, edge, cfg.edge_map, "edge_feats")
+    return node, edge
+
+
+def load_partition_book(part_config: str | os.PathLike, part_id: int | None = None) -> RangePartitionBook:
+    """The partition book of a partitioned graph (reads only the JSON until original IDs are asked for)."""
+    return book_from_config(read_config(part_config), part_id)
+
+
+def book_from_config(cfg: PartitionConfig, part_id: int | None = None) -> RangePartitionBook:
+    if part_id is not None:
+        _check_part(cfg, part_id)
+    return RangePartitionBook(cfg.num_parts, list(cfg.ntypes), list(cfg.etypes), cfg.node_map, cfg.edge_map,
+                              part_id, lambda kind, name: _original_ids(cfg, kind, name))
+
+
+def verify_checksums(part_config: str | os.PathLike) -> None:
+    """Check every file listed in the config against its recorded sha256; raises :class:`FormatError`."""
+    cfg = read_config(part_config)
+    for rel in cfg.checksums:
+        _verify_file(cfg, rel)
+
+
+# -- internals ---------------------------------------------------------------------------------
+def _check_part(cfg: PartitionConfig, part_id: int) -> None:
+    if not 0 <= part_id < cfg.num_parts:
+        raise FormatError(f"{cfg.path}: partition {part_id} does not exist (num_parts = {cfg.num_parts})")
+
+
+def _verify_file(cfg: PartitionConfig, rel: str) -> None:
+    path = cfg.root / rel
+    if rel not in cfg.checksums:
+        raise FormatError(f"{cfg.path}: no checksum recorded for {rel}")
+    if not path.is_file():
+        raise FormatError(f"{path}: file is missing")
+    if sha256_file(path) != cfg.checksums[rel]:
+        raise FormatError(f"{path}: sha256 does not match the checksum recorded in {cfg.path.name} (corrupt or modified)")
+
+
+def _read(cfg: PartitionConfig, part_id: int, key: str, verify: bool) -> dict[str, torch.Tensor]:
+    rel = cfg.parts[part_id][key]
+    if verify:
+        _verify_file(cfg, rel)
+    return read_tensors(cfg.root / rel)
+
+
+def _read_graph(cfg: PartitionConfig, part_id: int, verify: bool) -> PartitionGraph:
+    t = _read(cfg, part_id, "part_graph", verify)
+    path = cfg.part_path(part_id, "part_graph")
+    for key in ("indptr", "indices", *NODE_KEYS, *EDGE_KEYS):
+        if key not in t:
+            raise FormatError(f"{path}: missing tensor {key!r}")
+    n, e = t["indptr"].shape[0] - 1, t["indices"].shape[0]
+    if n < 0 or int(t["indptr"][-1]) != e or int(t["indptr"][0]) != 0:
+        raise FormatError(f"{path}: 'indptr' does not describe the {e} entries of 'indices'")
+    for key in NODE_KEYS + EDGE_KEYS:
+        want = n if key.startswith("node/") else e
+        if t[key].shape != (want,):
+            raise FormatError(f"{path}: tensor {key!r} has shape {tuple(t[key].shape)}, expected ({want},)")
+    lo, hi = _part_range(cfg.node_map, part_id)
+    n_inner = hi - lo
+    ids = t["node/_ID"][:n_inner].numpy()
+    if n_inner > n or not np.array_equal(ids, np.arange(lo, hi)) or bool(t["node/inner_node"][n_inner:].any()):
+        raise FormatError(f"{path}: inner nodes must be the local prefix with new IDs [{lo}, {hi}) as in {cfg.path.name}")
+    return PartitionGraph(t["indptr"], t["indices"],
+                          {k[5:]: t[k] for k in NODE_KEYS}, {k[5:]: t[k] for k in EDGE_KEYS})
+
+
+def _part_range(ranges: dict[str, np.ndarray], part_id: int) -> tuple[int, int]:
+    arrs = list(ranges.values())
+    if not arrs:
+        return 0, 0
+    return int(arrs[0][part_id, 0]), int(arrs[-1][part_id, 1])
+
+
+def _check_feature_rows(cfg: PartitionConfig, part_id: int, feats: dict[str, torch.Tensor],
+                        ranges: dict[str, np.ndarray], key: str) -> None:
+    path = cfg.part_path(part_id, key)
+    for name, tensor in feats.items():
+        type_name = name.rsplit("/", 1)[0]
+        if "/" not in name or type_name not in ranges:
+            raise FormatError(f"{path}: feature key {name!r} does not start with a known type")
+        start, end = ranges[type_name][part_id]
+        if tensor.dim() == 0 or tensor.shape[0] != end - start:
+            raise FormatError(f"{path}: feature {name!r} has {tensor.shape[0] if tensor.dim() else 0} rows, "
+                              f"expected {end - start} (inner items of that type)")
+
+
+def _original_ids(cfg: PartitionConfig, kind: str, type_name: str) -> np.ndarray:
+    """Original per-type IDs of every item of one type, in per-type new-ID order."""
+    ranges = cfg.node_map if kind == "node" else cfg.edge_map
+    pieces = []
+    for p in range(cfg.num_parts):
+        extra = cfg.parts[p].get("orig_nids" if kind == "node" else "orig_eids")
+        if extra:
+            pieces.append(read_tensors(cfg.root / extra)[type_name].numpy())
+            continue
+        t = read_tensors(cfg.part_path(p, "part_graph"))
+        lo, hi = (int(x) for x in ranges[type_name][p])
+        if kind == "node":
+            base = _part_range(cfg.node_map, p)[0]
+            pieces.append(t["node/orig_id"][lo - base : hi - base].numpy())
+        else:
+            pieces.append(_inner_edge_orig_ids(t, lo, hi))
+    return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+
+
+def _inner_edge_orig_ids(t: dict[str, torch.Tensor], lo: int, hi: int) -> np.ndarray:
+    ids = t["edge/_ID"].numpy()
+    sel = (ids >= lo) & (ids < hi) & t["edge/inner_edge"].numpy()
+    out = np.empty(hi - lo, dtype=np.int64)
+    out[ids[sel] - lo] = t["edge/orig_id"].numpy()[sel]
+    return out
+
+
+def list_partition_files(cfg: PartitionConfig) -> list[Path]:
+    """Every file the config names, for inspection tools."""
+    return [cfg.root / rel for entry in cfg.parts for rel in entry.values()]

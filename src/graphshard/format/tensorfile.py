@@ -1,0 +1,105 @@
+"""safetensors files: a streaming writer that hashes as it writes, and a memory-mapped reader."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..errors import FormatError
+
+_DTYPES = {
+    np.dtype(np.float64): "F64", np.dtype(np.float32): "F32", np.dtype(np.float16): "F16",
+    np.dtype(np.int64): "I64", np.dtype(np.int32): "I32", np.dtype(np.int16): "I16", np.dtype(np.int8): "I8",
+    np.dtype(np.uint64): "U64", np.dtype(np.uint32): "U32", np.dtype(np.uint16): "U16", np.dtype(np.uint8): "U8",
+    np.dtype(np.bool_): "BOOL",
+}
+_CHUNK = 1 << 26
+
+
+def write_tensors(path: Path, tensors: dict[str, np.ndarray]) -> str:
+    """Write ``tensors`` to ``path`` in safetensors layout and return the file's sha256 (hex).
+
+    Entries are laid out by element size (largest first), then name, so every tensor is aligned;
+    the output depends only on the input (deterministic bytes).
+    """
+    arrays = {k: _contiguous(k, v, path) for k, v in tensors.items()}
+    names = sorted(arrays, key=lambda k: (-arrays[k].dtype.itemsize, k))
+    header, offset = {}, 0
+    for k in names:
+        a = arrays[k]
+        header[k] = {"dtype": _DTYPES[a.dtype], "shape": list(a.shape), "data_offsets": [offset, offset + a.nbytes]}
+        offset += a.nbytes
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-(len(text) + 8) % 8)
+    digest = hashlib.sha256()
+    with open(path, "wb") as f:
+        for piece in (struct.pack("<Q", len(text)), text):
+            f.write(piece)
+            digest.update(piece)
+        for k in names:
+            buf = memoryview(arrays[k].reshape(-1).view(np.uint8))
+            for lo in range(0, len(buf), _CHUNK):
+                f.write(buf[lo : lo + _CHUNK])
+                digest.update(buf[lo : lo + _CHUNK])
+    return digest.hexdigest()
+
+
+def _contiguous(name: str, value: np.ndarray, path: Path) -> np.ndarray:
+    arr = np.ascontiguousarray(value)
+    if arr.dtype not in _DTYPES:
+        raise FormatError(f"{path}: tensor {name!r} has dtype {arr.dtype}, which safetensors cannot store")
+    return arr
+
+
+def read_tensors(path: Path) -> dict[str, torch.Tensor]:
+    """Open ``path`` and return its tensors memory-mapped (copy-on-write; nothing is read up front).
+
+    Raises :class:`FormatError` naming the file if it is missing, truncated or malformed.
+    """
+    from safetensors import SafetensorError, safe_open
+
+    if not os.path.isfile(path):
+        raise FormatError(f"{path}: file is missing")
+    _check_layout(path)
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            return {k: f.get_tensor(k) for k in f.keys()}
+    except (SafetensorError, OSError, RuntimeError) as exc:
+        raise FormatError(f"{path}: not a valid safetensors file ({exc})") from None
+
+
+def _check_layout(path: Path) -> None:
+    """Cheap structural check: the header parses and the data section matches the file size."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        head = f.read(8)
+        if len(head) < 8:
+            raise FormatError(f"{path}: truncated (no safetensors header)")
+        (n,) = struct.unpack("<Q", head)
+        if n > size - 8:
+            raise FormatError(f"{path}: truncated (header of {n} bytes, file of {size} bytes)")
+        try:
+            header = json.loads(f.read(n))
+        except ValueError:
+            raise FormatError(f"{path}: corrupt safetensors header (not JSON)") from None
+    if not isinstance(header, dict):
+        raise FormatError(f"{path}: corrupt safetensors header (not an object)")
+    end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__" and isinstance(v, dict)
+               and "data_offsets" in v), default=0)
+    if 8 + n + end != size:
+        raise FormatError(f"{path}: truncated or padded: header describes {8 + n + end} bytes, file has {size}")
+
+
+def sha256_file(path: Path) -> str:
+    """sha256 (hex) of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(_CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()

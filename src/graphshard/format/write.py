@@ -1,0 +1,75 @@
+"""Atomic writing of a partitioned graph: files go to a staging directory, then into place, JSON last."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from .config import PartitionConfig, write_config
+from .tensorfile import write_tensors
+
+log = logging.getLogger(__name__)
+
+FILE_NAMES = {
+    "part_graph": "graph.safetensors",
+    "node_feats": "node_feats.safetensors",
+    "edge_feats": "edge_feats.safetensors",
+    "orig_nids": "orig_nids.safetensors",
+    "orig_eids": "orig_eids.safetensors",
+}
+
+
+class PartitionWriter:
+    """Stage partition files under ``out_dir`` and publish them atomically with :meth:`commit`.
+
+    Until the config JSON is written nothing looks complete: an interrupted run leaves at most a
+    hidden staging directory (removed by the next run for the same graph name) and no JSON.
+    Use as a context manager; an exception discards the staged files.
+    """
+
+    def __init__(self, out_dir: str | os.PathLike, graph_name: str):
+        self.out_dir = Path(out_dir).resolve()
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        prefix = f".staging-{graph_name}-"
+        for stale in self.out_dir.glob(prefix + "*"):
+            log.info("removing staging directory of an interrupted run: %s", stale)
+            shutil.rmtree(stale, ignore_errors=True)
+        self.staging = self.out_dir / f"{prefix}{os.getpid()}"
+        self.staging.mkdir()
+        self.checksums: dict[str, str] = {}
+        self.parts: dict[int, dict[str, str]] = {}
+
+    def __enter__(self) -> "PartitionWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None or self.staging.exists():
+            shutil.rmtree(self.staging, ignore_errors=True)
+
+    def write_file(self, part_id: int, key: str, tensors: dict[str, np.ndarray]) -> int:
+        """Stage file ``key`` of partition ``part_id``; returns its size in bytes."""
+        rel = f"part{part_id}/{FILE_NAMES[key]}"
+        target = self.staging / rel
+        target.parent.mkdir(exist_ok=True)
+        self.checksums[rel] = write_tensors(target, tensors)
+        self.parts.setdefault(part_id, {})[key] = rel
+        return target.stat().st_size
+
+    def commit(self, cfg: PartitionConfig) -> PartitionConfig:
+        """Move the staged partitions into ``out_dir`` and write the config JSON last."""
+        cfg = replace(cfg, parts=[self.parts[p] for p in range(cfg.num_parts)], checksums=dict(sorted(self.checksums.items())))
+        if cfg.path.exists():
+            cfg.path.unlink()  # an old config must never describe a mix of old and new files
+        for p in range(cfg.num_parts):
+            final = self.out_dir / f"part{p}"
+            if final.exists():
+                final.rename(self.staging / f"replaced-part{p}")
+            (self.staging / f"part{p}").rename(final)
+        write_config(cfg)
+        shutil.rmtree(self.staging, ignore_errors=True)
+        return cfg

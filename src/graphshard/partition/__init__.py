@@ -1,0 +1,1 @@
+"""In-memory partitioning: assignment, relabelling, HALO construction, partition building."""

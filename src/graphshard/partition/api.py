@@ -1,0 +1,173 @@
+"""``partition_graph``: the in-memory partitioning pipeline (assign → relabel → build → write)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from ..errors import InputError
+from ..format.config import PartitionConfig, check_graph_name
+from ..format.write import PartitionWriter
+from ..graph import Graph, etype_str, to_numpy
+from ..progress import PhaseTimer
+from .assign import assign
+from .build import feature_arrays, inner_orig_ids, structure_arrays
+from .counting_sort import csc_by_new_dst
+from .halo import InEdges, check_hops, expand_dsts, local_structure
+from .homogenize import HomoView, homogenize
+from .relabel import Relabelling, relabel
+
+log = logging.getLogger(__name__)
+
+
+def partition_graph(
+    g: Graph | Any,
+    graph_name: str,
+    num_parts: int,
+    out_path: str | os.PathLike,
+    num_hops: int = 1,
+    part_method: str | Any = "metis",
+    balance_ntypes: Any = None,
+    balance_edges: bool = False,
+    return_mapping: bool = False,
+    num_trainers_per_machine: int = 1,
+    objtype: str = "cut",
+    seed: int = 0,
+    save_orig_ids: bool = False,
+) -> tuple[Any, Any] | None:
+    """Partition ``g`` into ``num_parts`` parts and write partition format v1 to ``out_path``.
+
+    Args:
+        g: a :class:`Graph`, or a PyG ``Data``/``HeteroData``.
+        graph_name: letters, digits and underscores; the config is ``out_path/<graph_name>.json``.
+        num_parts: number of partitions (machines), 1 ≤ num_parts ≤ number of nodes.
+        num_hops: HALO depth k ≥ 1 (in-edges of nodes within k-1 backward hops are stored too).
+        part_method: ``"metis"``, ``"random"``, ``"kaminpar"``, or an explicit array giving each node's
+            partition in homogeneous order (node types in order, then per-type IDs).
+        balance_ntypes: per-node integer vector (homogeneous order, or a dict per node type); each
+            partition gets about as many nodes of each value as the others.
+        balance_edges: balance the in-degree (edges owned) per partition too.
+        return_mapping: return ``(orig_nids, orig_eids)``: new → original ID maps (tensors for a
+            homogeneous graph, dicts of per-type tensors otherwise).
+        num_trainers_per_machine: T > 1 splits each partition into T trainer groups; node feature
+            ``"<ntype>/trainer_id"`` holds each inner node's global trainer ``machine * T + local``.
+        objtype: METIS objective, ``"cut"`` or ``"vol"``.
+        seed: random seed (assignment is deterministic for a given seed).
+        save_orig_ids: also write ``orig_nids.safetensors`` / ``orig_eids.safetensors`` per partition.
+
+    Raises:
+        InputError: invalid graph, name, counts or options.
+    """
+    g = g if isinstance(g, Graph) else Graph.from_pyg(g)
+    _check_args(g, graph_name, num_parts, num_hops, num_trainers_per_machine)
+    timer = PhaseTimer(total=5, logger=log)
+    try:
+        with timer.phase("homogenize"):
+            view = homogenize(g)
+            classes = _balance_vector(g, balance_ntypes)
+        with timer.phase("assign"):
+            result = assign(view, part_method, num_parts, num_trainers_per_machine, classes, balance_edges, objtype, seed)
+        with timer.phase("relabel"):
+            rl = relabel(view, result.parts, num_parts)
+            indptr, eids = csc_by_new_dst(rl.perm, view.dst, rl.old2new, view.num_nodes)
+            adj = InEdges(indptr, eids, rl.perm, view.src, rl.old2new)
+        method = part_method if isinstance(part_method, str) else "explicit"
+        with PartitionWriter(out_path, graph_name) as writer:
+            with timer.phase("build+write"):
+                mapping = _write_parts(writer, g, view, rl, adj, num_hops, result.trainer_ids, save_orig_ids)
+            with timer.phase("commit"):
+                cfg = writer.commit(_config(writer, g, graph_name, method, num_hops, rl, num_trainers_per_machine))
+    finally:
+        timer.close()
+    log.info("wrote %d partitions of %r to %s", num_parts, graph_name, cfg.path)
+    return _mapping(g, view, rl, mapping) if return_mapping else None
+
+
+def _check_args(g: Graph, name: str, num_parts: int, num_hops: int, trainers: int) -> None:
+    check_graph_name(name)
+    check_hops(num_hops)
+    for label, v in (("num_parts", num_parts), ("num_trainers_per_machine", trainers)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise InputError(f"{label} must be an integer >= 1, got {v!r}")
+    if num_parts * trainers > g.total_nodes:
+        raise InputError(f"num_parts × num_trainers_per_machine = {num_parts * trainers} exceeds the "
+                         f"number of nodes ({g.total_nodes})")
+
+
+def _balance_vector(g: Graph, balance: Any) -> np.ndarray | None:
+    if balance is None:
+        return None
+    if isinstance(balance, dict):
+        missing = [t for t in g.ntypes if t not in balance]
+        if missing:
+            raise InputError(f"balance_ntypes: no entry for node types {missing}")
+        parts = [to_numpy(balance[t]) for t in g.ntypes]
+        for t, arr in zip(g.ntypes, parts):
+            if arr.shape != (g.num_nodes[t],):
+                raise InputError(f"balance_ntypes[{t!r}] must have {g.num_nodes[t]} entries, got shape {arr.shape}")
+        arr = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    else:
+        arr = to_numpy(balance)
+    if arr.shape != (g.total_nodes,):
+        raise InputError(f"balance_ntypes must have one entry per node ({g.total_nodes}), got shape {arr.shape}")
+    if arr.dtype == bool:
+        arr = arr.astype(np.int64)
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise InputError(f"balance_ntypes must hold integers, got dtype {arr.dtype}")
+    return arr.astype(np.int64, copy=False)
+
+
+def _write_parts(writer: PartitionWriter, g: Graph, view: HomoView, rl: Relabelling, adj: InEdges, num_hops: int,
+                 trainer_ids: np.ndarray | None, save_orig: bool) -> list[tuple[dict, dict]]:
+    scratch = np.empty(view.num_nodes, dtype=np.int64)
+    originals = []
+    for p in tqdm(range(rl.num_parts), desc="write partitions", unit="part", disable=None, leave=False):
+        start, end = rl.part_nodes(p)
+        local = local_structure(start, end, expand_dsts(start, end, num_hops, adj, view.num_nodes), adj, scratch)
+        writer.write_file(p, "part_graph", structure_arrays(local, view, rl))
+        del local
+        nids, eids = inner_orig_ids(g, view, rl, p)
+        node_feats, edge_feats = feature_arrays(g, nids, eids)
+        if trainer_ids is not None:
+            for t, name in enumerate(g.ntypes):
+                node_feats[f"{name}/trainer_id"] = trainer_ids[nids[name] + view.node_offsets[t]]
+        writer.write_file(p, "node_feats", node_feats)
+        writer.write_file(p, "edge_feats", edge_feats)
+        if save_orig:
+            writer.write_file(p, "orig_nids", nids)
+            writer.write_file(p, "orig_eids", eids)
+        originals.append((nids, eids))
+    return originals
+
+
+def _config(writer: PartitionWriter, g: Graph, name: str, method: str, num_hops: int, rl: Relabelling,
+            trainers: int) -> PartitionConfig:
+    node_map, edge_map = rl.node_map(), rl.edge_map()
+    return PartitionConfig(
+        path=writer.out_dir / f"{name}.json",
+        graph_name=name,
+        part_method=method,
+        num_parts=rl.num_parts,
+        halo_hops=num_hops,
+        num_nodes=g.total_nodes,
+        num_edges=g.total_edges,
+        ntypes={t: i for i, t in enumerate(g.ntypes)},
+        etypes={etype_str(et): i for i, et in enumerate(g.canonical_etypes)},
+        node_map={t: node_map[i] for i, t in enumerate(g.ntypes)},
+        edge_map={etype_str(et): edge_map[i] for i, et in enumerate(g.canonical_etypes)},
+        parts=[],
+        extra={"num_trainers_per_machine": trainers},
+    )
+
+
+def _mapping(g: Graph, view: HomoView, rl: Relabelling, originals: list[tuple[dict, dict]]) -> tuple[Any, Any]:
+    if g.is_homogeneous:
+        return torch.from_numpy(rl.new2old), torch.from_numpy(rl.perm)
+    nids = {t: torch.from_numpy(np.concatenate([o[0][t] for o in originals])) for t in g.ntypes}
+    eids = {et: torch.from_numpy(np.concatenate([o[1][etype_str(et)] for o in originals])) for et in g.canonical_etypes}
+    return nids, eids

@@ -1,0 +1,109 @@
+"""Node-to-partition assignment: one module per algorithm, and :func:`assign` to choose among them.
+
+Balance options by method:
+
+=============  ==================================  =========================================
+method         ``balance_ntypes``                  ``balance_edges``
+=============  ==================================  =========================================
+``random``     exact: every class dealt evenly      not supported (error)
+``metis``      METIS multi-constraint weights       METIS constraint on in-degree (per class)
+``kaminpar``   not supported (error)                single node weight ``1 + in-degree``
+explicit       not applicable (error)               not applicable (error)
+=============  ==================================  =========================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...errors import InputError
+from ..homogenize import HomoView
+from .adjacency import undirected_csr
+from .kaminpar import kaminpar_partition
+from .metis import metis_kway
+from .random import random_assignment
+
+METHODS = ("random", "metis", "kaminpar")
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """``parts[v]``: partition (machine) of homogeneous node ``v``; ``trainer_ids[v]``: its global trainer
+    ``machine * T + local trainer`` when ``T > 1`` trainers per machine, else None."""
+
+    parts: np.ndarray
+    trainer_ids: np.ndarray | None
+
+
+def assign(
+    view: HomoView,
+    method: str | Any,
+    num_parts: int,
+    trainers: int = 1,
+    balance_ntypes: np.ndarray | None = None,
+    balance_edges: bool = False,
+    objtype: str = "cut",
+    seed: int = 0,
+) -> Assignment:
+    """Compute the node assignment with ``method`` (a name in :data:`METHODS` or an explicit array)."""
+    if not isinstance(method, str):
+        return Assignment(_explicit(view, method, num_parts, trainers, balance_ntypes, balance_edges), None)
+    if method not in METHODS:
+        raise InputError(f"unknown partition method {method!r}; choose one of {list(METHODS)} or pass an array")
+    fine_parts = num_parts * trainers
+    if method == "random":
+        if balance_edges:
+            raise InputError("balance_edges is not supported with part_method='random' (use 'metis')")
+        fine = random_assignment(view.num_nodes, fine_parts, seed, balance_ntypes)
+        parts = fine % num_parts
+        return Assignment(parts, parts * trainers + fine // num_parts if trainers > 1 else None)
+    csr = undirected_csr(view.src, view.dst, view.num_nodes)
+    in_degree = np.bincount(view.dst, minlength=view.num_nodes) if balance_edges else None
+    if method == "metis":
+        fine = metis_kway(csr, fine_parts, metis_weights(balance_ntypes, in_degree), objtype, seed)
+    else:
+        if balance_ntypes is not None:
+            raise InputError("balance_ntypes is not supported with part_method='kaminpar' (use 'metis' or 'random')")
+        weights = None if in_degree is None else in_degree + 1
+        fine = kaminpar_partition(csr, fine_parts, weights, seed)
+    return Assignment(fine // trainers, fine if trainers > 1 else None)
+
+
+def metis_weights(classes: np.ndarray | None, in_degree: np.ndarray | None) -> np.ndarray | None:
+    """METIS vertex weights (N, ncon): one indicator column per class, and in-degree (per class) columns."""
+    if classes is None and in_degree is None:
+        return None
+    n = len(classes) if classes is not None else len(in_degree)
+    if classes is None:
+        return in_degree.reshape(n, 1).astype(np.int64)
+    _, inverse = np.unique(classes, return_inverse=True)
+    num_classes = int(inverse.max(initial=-1)) + 1
+    columns = 2 * num_classes if in_degree is not None else num_classes
+    w = np.zeros((n, columns), dtype=np.int64)
+    rows = np.arange(n)
+    w[rows, inverse] = 1
+    if in_degree is not None:
+        w[rows, num_classes + inverse] = in_degree
+    return np.ascontiguousarray(w[:, w.sum(axis=0) > 0])
+
+
+def _explicit(view: HomoView, parts: Any, num_parts: int, trainers: int, classes: Any, balance_edges: bool) -> np.ndarray:
+    from ...graph import to_numpy
+
+    if trainers > 1 or classes is not None or balance_edges:
+        raise InputError("an explicit assignment cannot be combined with num_trainers_per_machine > 1, "
+                         "balance_ntypes or balance_edges")
+    arr = to_numpy(parts)
+    if arr.ndim != 1 or arr.shape[0] != view.num_nodes:
+        raise InputError(f"explicit assignment must be a 1-D array of {view.num_nodes} partition IDs, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise InputError(f"explicit assignment must hold integers, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64, copy=False)
+    bad = (arr < 0) | (arr >= num_parts)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InputError(f"explicit assignment: node {i} has partition {int(arr[i])}, outside [0, {num_parts})")
+    return arr
