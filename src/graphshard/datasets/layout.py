@@ -1,0 +1,187 @@
+"""Read and write the dataset directory layout of ``../shared/data`` (see its README).
+
+Homogeneous: ``src.npy``, ``dst.npy``, features (``feat.npy`` dense or ``feat_csr_*.npy``), ``label.npy``,
+``{train,val,test}_idx.npy``, ``meta.json``. Heterogeneous (``meta.json`` → ``kind``):
+``edges/<src>__<rel>__<dst>.npy`` of shape (2, E), ``<ntype>_feat.npy`` (or CSR), ``<ntype>_label.npy``,
+``<ntype>_{train,val,test}_idx.npy``. Every array is loaded with ``allow_pickle=False``.
+In the :class:`Graph`, features are ``feat``, labels ``label`` and splits boolean ``{train,val,test}_mask``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph, etype_str, parse_etype
+
+SPLITS = ("train", "val", "test")
+
+
+@dataclass
+class Dataset:
+    """A graph with its learning task: ``target_ntype`` carries ``label`` and the split masks."""
+
+    name: str
+    graph: Graph
+    num_classes: int | None
+    target_ntype: str = DEFAULT_NTYPE
+
+
+def _load(path: Path) -> np.ndarray:
+    if not path.is_file():
+        raise InputError(f"{path}: dataset file is missing")
+    try:
+        return np.load(path, allow_pickle=False, mmap_mode="r")
+    except ValueError as exc:
+        raise InputError(f"{path}: not a plain NumPy array ({exc})") from None
+
+
+def _features(d: Path, fmt: str, files: list[str], shape: list[int] | None) -> np.ndarray | None:
+    if fmt == "none":
+        return None
+    if fmt == "dense":
+        return np.asarray(_load(d / files[0]))
+    if fmt == "csr":
+        indptr, indices, data = (np.asarray(_load(d / f)) for f in files)
+        rows, cols = int(shape[0]), int(shape[1])
+        if indptr.shape != (rows + 1,) or indices.shape != data.shape or (indices.size and indices.max() >= cols):
+            raise InputError(f"{d}: CSR feature files {files} do not describe a {rows} x {cols} matrix")
+        dense = np.zeros((rows, cols), dtype=data.dtype)
+        dense[np.repeat(np.arange(rows), np.diff(indptr)), indices] = data
+        return dense
+    raise InputError(f"{d}/meta.json: unknown feature format {fmt!r} (expected dense, csr or none)")
+
+
+def _split_masks(d: Path, prefix: str, n: int) -> dict[str, np.ndarray]:
+    masks = {}
+    for split in SPLITS:
+        f = d / f"{prefix}{split}_idx.npy"
+        if f.is_file():
+            idx = np.asarray(_load(f), dtype=np.int64)
+            if idx.size and (idx.min() < 0 or idx.max() >= n):
+                raise InputError(f"{f}: index {int(idx.max())} out of range [0, {n})")
+            mask = np.zeros(n, dtype=bool)
+            mask[idx] = True
+            masks[f"{split}_mask"] = mask
+    return masks
+
+
+def load_dataset(path: str | os.PathLike) -> Dataset:
+    """Load a dataset directory in the shared layout (homogeneous or heterogeneous)."""
+    d = Path(path)
+    meta_path = d / "meta.json"
+    if not meta_path.is_file():
+        raise InputError(f"{meta_path}: missing (not a dataset directory)")
+    meta = json.loads(meta_path.read_text())
+    try:
+        if meta.get("kind", "homogeneous") == "heterogeneous":
+            return _load_hetero(d, meta)
+        return _load_homo(d, meta)
+    except KeyError as exc:
+        raise InputError(f"{meta_path}: missing key {exc.args[0]!r}") from None
+
+
+def _load_homo(d: Path, meta: dict[str, Any]) -> Dataset:
+    n = int(meta["num_nodes"])
+    feats: dict[str, np.ndarray] = {}
+    x = _features(d, meta.get("feat_format", "none"), meta.get("feat_files", []), meta.get("feat_shape"))
+    if x is not None:
+        feats["feat"] = x
+    if (d / "label.npy").is_file():
+        feats["label"] = np.asarray(_load(d / "label.npy"))
+    feats.update(_split_masks(d, "", n))
+    src, dst = np.asarray(_load(d / "src.npy")), np.asarray(_load(d / "dst.npy"))
+    g = Graph({DEFAULT_NTYPE: n}, {DEFAULT_ETYPE: (src, dst)}, {DEFAULT_NTYPE: feats} if feats else {})
+    return Dataset(meta.get("name", d.name), g, meta.get("num_classes"))
+
+
+def _load_hetero(d: Path, meta: dict[str, Any]) -> Dataset:
+    num_nodes = {t: int(meta["num_nodes"][t]) for t in meta["node_types"]}
+    edges = {}
+    for et_text in meta["edge_types"]:
+        et = parse_etype(et_text)
+        arr = np.asarray(_load(d / "edges" / f"{et[0]}__{et[1]}__{et[2]}.npy"))
+        if arr.ndim != 2 or arr.shape[0] != 2:
+            raise InputError(f"{d}/edges: edge file of {et_text!r} must have shape (2, E), got {arr.shape}")
+        edges[et] = (arr[0], arr[1])
+    target = meta.get("target_node_type")
+    node_feats: dict[str, dict[str, np.ndarray]] = {}
+    for t in num_nodes:
+        spec = meta.get("features", {}).get(t, {"format": "none"})
+        feats = {}
+        x = _features(d, spec.get("format", "none"), spec.get("files", []), spec.get("shape"))
+        if x is not None:
+            feats["feat"] = x
+        label_file = meta.get("label_files", {}).get(t)
+        if label_file:
+            feats["label"] = np.asarray(_load(d / label_file))
+        if t == target:
+            feats.update(_split_masks(d, f"{t}_", num_nodes[t]))
+        if feats:
+            node_feats[t] = feats
+    return Dataset(meta.get("name", d.name), Graph(num_nodes, edges, node_feats), meta.get("num_classes"), target or DEFAULT_NTYPE)
+
+
+def save_dataset(ds: Dataset, path: str | os.PathLike, extra_meta: dict[str, Any] | None = None) -> Path:
+    """Write ``ds`` in the shared layout (dense features), atomically: a temporary directory, then rename."""
+    final = Path(path).resolve()
+    tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    g = ds.graph
+    meta: dict[str, Any] = {"name": ds.name, "num_classes": ds.num_classes, **(extra_meta or {})}
+    if g.is_homogeneous:
+        meta.update(_save_homo(g, tmp))
+    else:
+        meta.update(_save_hetero(g, tmp, ds.target_ntype))
+    (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    if final.exists():
+        shutil.rmtree(final)
+    tmp.rename(final)
+    return final
+
+
+def _save_arrays(d: Path, prefix: str, feats: dict[str, np.ndarray]) -> dict[str, Any]:
+    info: dict[str, Any] = {"format": "none", "files": []}
+    if "feat" in feats:
+        np.save(d / f"{prefix}feat.npy", feats["feat"])
+        info = {"format": "dense", "files": [f"{prefix}feat.npy"], "shape": list(feats["feat"].shape)}
+    if "label" in feats:
+        np.save(d / f"{prefix}label.npy", feats["label"])
+    for split in SPLITS:
+        if f"{split}_mask" in feats:
+            np.save(d / f"{prefix}{split}_idx.npy", np.flatnonzero(feats[f"{split}_mask"]).astype(np.int64))
+    return info
+
+
+def _save_homo(g: Graph, d: Path) -> dict[str, Any]:
+    src, dst = g.edges[DEFAULT_ETYPE]
+    np.save(d / "src.npy", src)
+    np.save(d / "dst.npy", dst)
+    info = _save_arrays(d, "", g.node_feats.get(DEFAULT_NTYPE, {}))
+    return {"kind": "homogeneous", "num_nodes": g.num_nodes[DEFAULT_NTYPE], "num_edges": int(len(src)),
+            "directed": False, "feat_format": info["format"], "feat_files": info["files"],
+            "feat_shape": info.get("shape"), "feat_dim": info.get("shape", [0, None])[1]}
+
+
+def _save_hetero(g: Graph, d: Path, target: str) -> dict[str, Any]:
+    (d / "edges").mkdir()
+    for et, (s, t) in g.edges.items():
+        np.save(d / "edges" / f"{et[0]}__{et[1]}__{et[2]}.npy", np.stack([s, t]))
+    features, labels = {}, {}
+    for t in g.ntypes:
+        feats = g.node_feats.get(t, {})
+        features[t] = _save_arrays(d, f"{t}_", feats)
+        if "label" in feats:
+            labels[t] = f"{t}_label.npy"
+    return {"kind": "heterogeneous", "node_types": g.ntypes, "num_nodes": g.num_nodes,
+            "edge_types": [etype_str(et) for et in g.canonical_etypes],
+            "num_edges": {etype_str(et): g.num_edges(et) for et in g.canonical_etypes},
+            "target_node_type": target, "label_files": labels, "features": features}

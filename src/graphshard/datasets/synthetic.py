@@ -1,0 +1,150 @@
+"""Synthetic graph generators: R-MAT (Graph500), a planted-community graph with label signal, and a
+MAG-like heterogeneous graph. All are seeded and deterministic; all return symmetric edge sets
+without self-loops or duplicates (heterogeneous relations are stored in one direction)."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph
+from ..partition.assign.adjacency import undirected_csr
+from .layout import Dataset
+
+GRAPH500 = (0.57, 0.19, 0.19)  # a, b, c (d = 1 - a - b - c)
+
+
+@numba.njit(cache=True, inline="always")
+def _mix(x: np.uint64) -> np.uint64:
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+@numba.njit(cache=True, parallel=True)
+def _rmat_edges(scale: int, num_edges: int, a: float, b: float, c: float, seed: int):
+    src = np.empty(num_edges, dtype=np.int64)
+    dst = np.empty(num_edges, dtype=np.int64)
+    ab, abc = a + b, a + b + c
+    base = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
+    for i in numba.prange(num_edges):
+        u, v = 0, 0
+        for level in range(scale):
+            r = _mix(base + np.uint64(i * scale + level) + np.uint64(1))
+            x = (r >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+            bit = 1 << (scale - 1 - level)
+            if x >= a:
+                if x < ab:
+                    v |= bit
+                elif x < abc:
+                    u |= bit
+                else:
+                    u |= bit
+                    v |= bit
+        src[i], dst[i] = u, v
+    return src, dst
+
+
+def _symmetric(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    csr = undirected_csr(src, dst, n)
+    return np.repeat(np.arange(n, dtype=np.int64), np.diff(csr.xadj)), csr.adjncy
+
+
+def rmat_graph(scale: int, edge_factor: int = 16, feat_dim: int = 0, seed: int = 0,
+               abc: tuple[float, float, float] = GRAPH500) -> Dataset:
+    """R-MAT graph with ``2**scale`` nodes from ``edge_factor * 2**scale`` sampled edges (Graph500
+    parameters), vertex IDs scrambled, symmetrised, self-loops and duplicates dropped.
+    ``feat_dim > 0`` adds standard-normal float32 node features ``feat``."""
+    n = 1 << scale
+    src, dst = _rmat_edges(scale, edge_factor * n, *abc, seed)
+    scramble = np.random.default_rng(seed).permutation(n)
+    src, dst = _symmetric(scramble[src], scramble[dst], n)
+    feats = {}
+    if feat_dim:
+        feats["feat"] = np.random.default_rng(seed + 1).standard_normal((n, feat_dim), dtype=np.float32)
+    g = Graph({DEFAULT_NTYPE: n}, {DEFAULT_ETYPE: (src, dst)}, {DEFAULT_NTYPE: feats} if feats else {})
+    return Dataset(f"rmat{scale}", g, None)
+
+
+def _split_masks(n: int, rng: np.random.Generator, fractions=(0.3, 0.2, 0.5)) -> dict[str, np.ndarray]:
+    order = rng.permutation(n)
+    cuts = np.cumsum([int(round(f * n)) for f in fractions])
+    masks, lo = {}, 0
+    for name, hi in zip(("train_mask", "val_mask", "test_mask"), cuts):
+        m = np.zeros(n, dtype=bool)
+        m[order[lo:min(hi, n)]] = True
+        masks[name], lo = m, hi
+    return masks
+
+
+def _pick_within(labels: np.ndarray, wanted: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """For each entry of ``wanted`` (a class), a uniformly random node of that class."""
+    order = np.argsort(labels, kind="stable")
+    counts = np.bincount(labels, minlength=int(wanted.max(initial=0)) + 1)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    return order[starts[wanted] + (rng.random(wanted.shape[0]) * counts[wanted]).astype(np.int64)]
+
+
+def _class_features(labels: np.ndarray, num_classes: int, dim: int, noise: float, rng: np.random.Generator) -> np.ndarray:
+    centres = rng.standard_normal((num_classes, dim), dtype=np.float32)
+    return centres[labels] + noise * rng.standard_normal((labels.shape[0], dim), dtype=np.float32)
+
+
+def community_graph(num_nodes: int = 20000, num_classes: int = 8, avg_degree: int = 16, intra: float = 0.85,
+                    feat_dim: int = 32, noise: float = 2.0, seed: int = 0) -> Dataset:
+    """Planted-community graph: node ``v`` belongs to class ``label[v]``; a fraction ``intra`` of its
+    edges stay within its class. Features are the class centre plus Gaussian noise (``noise`` sets how
+    hard the task is from features alone), so both structure and features carry the label."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, num_classes, num_nodes)
+    m = num_nodes * avg_degree // 2
+    src = rng.integers(0, num_nodes, m)
+    inside = rng.random(m) < intra
+    dst = rng.integers(0, num_nodes, m)
+    dst[inside] = _pick_within(labels, labels[src[inside]], rng)
+    src, dst = _symmetric(src, dst, num_nodes)
+    feats = {"feat": _class_features(labels, num_classes, feat_dim, noise, rng), "label": labels,
+             **_split_masks(num_nodes, rng)}
+    return Dataset("community", Graph({DEFAULT_NTYPE: num_nodes}, {DEFAULT_ETYPE: (src, dst)}, {DEFAULT_NTYPE: feats}),
+                   num_classes)
+
+
+def hetero_graph(num_papers: int = 20000, num_authors: int = 8000, num_institutions: int = 200, num_fields: int = 50,
+                 num_classes: int = 8, feat_dim: int = 32, noise: float = 2.0, seed: int = 0) -> Dataset:
+    """MAG-like heterogeneous graph: ``paper`` (features, label, splits), ``author``, ``institution`` and
+    ``field`` (featureless), with relations ``author:writes:paper``, ``paper:cites:paper``,
+    ``author:affiliated_with:institution`` and ``paper:has_topic:field``. Papers cite, authors write
+    and topics attach mostly within a paper's class."""
+    rng = np.random.default_rng(seed)
+    label = rng.integers(0, num_classes, num_papers)
+    author_class = rng.integers(0, num_classes, num_authors)
+    field_class = np.arange(num_fields) % num_classes
+
+    def within(classes: np.ndarray, targets: np.ndarray, count: int, p: float) -> np.ndarray:
+        pick = rng.integers(0, len(targets), count)
+        same = rng.random(count) < p
+        pick[same] = _pick_within(targets, classes[same], rng)
+        return pick
+
+    w_src = rng.integers(0, num_authors, 3 * num_authors)
+    w_dst = within(author_class[w_src], label, w_src.shape[0], 0.8)
+    c_src = rng.integers(0, num_papers, 5 * num_papers)
+    c_dst = within(label[c_src], label, c_src.shape[0], 0.8)
+    keep = c_src != c_dst
+    t_src = rng.integers(0, num_papers, 2 * num_papers)
+    t_dst = within(label[t_src], field_class, t_src.shape[0], 0.7)
+    edges = {
+        ("author", "writes", "paper"): _unique_pairs(w_src, w_dst, num_papers),
+        ("paper", "cites", "paper"): _unique_pairs(c_src[keep], c_dst[keep], num_papers),
+        ("author", "affiliated_with", "institution"): (np.arange(num_authors), rng.integers(0, num_institutions, num_authors)),
+        ("paper", "has_topic", "field"): _unique_pairs(t_src, t_dst, num_fields),
+    }
+    paper = {"feat": _class_features(label, num_classes, feat_dim, noise, rng), "label": label,
+             **_split_masks(num_papers, rng)}
+    num_nodes = {"paper": num_papers, "author": num_authors, "institution": num_institutions, "field": num_fields}
+    return Dataset("hetero", Graph(num_nodes, edges, {"paper": paper}), num_classes, "paper")
+
+
+def _unique_pairs(src: np.ndarray, dst: np.ndarray, num_dst: int) -> tuple[np.ndarray, np.ndarray]:
+    key = np.unique(src.astype(np.int64) * num_dst + dst)
+    return key // num_dst, key % num_dst

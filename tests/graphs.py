@@ -1,0 +1,57 @@
+"""Small graphs with known structure, and the shared data directory (optional), for tests."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphshard import Graph
+from graphshard.datasets import community_graph
+
+SHARED_DATA = Path(os.environ.get("GRAPHSHARD_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+
+def shared_dataset(name: str) -> Path:
+    """Path of a dataset in ../shared/data, or skip the test when it is not there."""
+    path = SHARED_DATA / name
+    if not (path / "meta.json").is_file():
+        pytest.skip(f"shared dataset {name} not available at {path}")
+    return path
+
+
+def small_hetero(seed: int = 0) -> Graph:
+    """A heterogeneous graph with features on some types, an empty node type and an empty edge type."""
+    rng = np.random.default_rng(seed)
+    n = {"paper": 60, "author": 25, "venue": 3, "ghost": 0}
+    def rel(s, d, m):
+        pairs = np.unique(rng.integers(0, n[s], m) * n[d] + rng.integers(0, n[d], m))
+        return pairs // n[d], pairs % n[d]
+    edges = {
+        ("author", "writes", "paper"): rel("author", "paper", 90),
+        ("paper", "cites", "paper"): rel("paper", "paper", 150),
+        ("paper", "published_in", "venue"): (np.arange(60), rng.integers(0, 3, 60)),
+        ("venue", "hosts", "ghost"): (np.zeros(0, np.int64), np.zeros(0, np.int64)),
+    }
+    cites = len(edges[("paper", "cites", "paper")][0])
+    return Graph(
+        n, edges,
+        node_feats={"paper": {"feat": rng.standard_normal((60, 5)).astype(np.float32), "label": rng.integers(0, 4, 60)},
+                    "author": {"emb": rng.standard_normal((25, 3))}},
+        edge_feats={("paper", "cites", "paper"): {"weight": rng.random(cites).astype(np.float32)}},
+    )
+
+
+def small_homo(seed: int = 0) -> Graph:
+    """A directed homogeneous graph with 4 planted communities, node and edge features."""
+    ds = community_graph(num_nodes=240, num_classes=4, avg_degree=6, intra=0.9, feat_dim=4, seed=seed)
+    src, dst = ds.graph.edges[("_N", "_E", "_N")]
+    keep = np.random.default_rng(seed).random(len(src)) < 0.7  # make it directed: in- and out-edges differ
+    g = ds.graph
+    feats = dict(g.node_feats["_N"])
+    return Graph.from_arrays(src[keep], dst[keep], 240, node_feats=feats,
+                             edge_feats={"w": np.arange(int(keep.sum()), dtype=np.float32)})
+
+
