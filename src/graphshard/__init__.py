@@ -1,15 +1,33 @@
-"""graphshard: partition graphs for distributed GNN training, and train on the partitions."""
+"""graphshard: partition graphs for distributed GNN training, and train on the partitions.
 
-from .book import RangePartitionBook
-from .errors import FormatError, GraphshardError, IDRangeError, InputError
-from .format.load import Partition, PartitionGraph, load_partition, load_partition_book, load_partition_feats
-from .graph import Graph
-from .ids import IDConverter
-from .partition.api import partition_graph
+Names are imported on first use, so ``import graphshard`` (and the partitioning path) does not
+load PyTorch; loading partitions and the partition book do.
+"""
 
-__all__ = [
-    "FormatError", "Graph", "GraphshardError", "IDConverter", "IDRangeError", "InputError", "Partition",
-    "PartitionGraph", "RangePartitionBook", "load_partition", "load_partition_book", "load_partition_feats",
-    "partition_graph",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "FormatError": "errors", "GraphshardError": "errors", "IDRangeError": "errors", "InputError": "errors",
+    "Graph": "graph", "IDConverter": "ids", "RangePartitionBook": "book",
+    "Partition": "format.load", "PartitionGraph": "format.load", "load_partition": "format.load",
+    "load_partition_book": "format.load", "load_partition_feats": "format.load",
+    "partition_graph": "partition.api",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'graphshard' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)

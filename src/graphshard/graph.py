@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import sys
+
 import numpy as np
-import torch
 
 from .errors import InputError
 
@@ -29,9 +30,15 @@ def parse_etype(text: str) -> EType:
     return parts[0], parts[1], parts[2]
 
 
+def is_tensor(value: Any) -> bool:
+    """Whether ``value`` is a torch tensor (without importing torch when nobody else has)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
 def to_numpy(value: Any) -> np.ndarray:
     """A tensor or array-like as a NumPy array, without copying CPU tensors or arrays."""
-    if isinstance(value, torch.Tensor):
+    if is_tensor(value):
         return value.detach().cpu().numpy()
     return np.asarray(value)
 
@@ -206,7 +213,7 @@ def _from_data(data: Any) -> Graph:
     src, dst = (ei[0], ei[1]) if ei is not None else (np.zeros(0, np.int64), np.zeros(0, np.int64))
     nf, ef = {}, {}
     for key, value in data.items():
-        if key == "edge_index" or not isinstance(value, torch.Tensor) or value.dim() == 0:
+        if key == "edge_index" or not is_tensor(value) or value.dim() == 0:
             continue
         if data.is_node_attr(key) and value.shape[0] == n:
             nf[key] = value
@@ -220,7 +227,7 @@ def _from_hetero_data(data: Any) -> Graph:
     edges, node_feats, edge_feats = {}, {}, {}
     for t in data.node_types:
         store = data[t]
-        feats = {k: v for k, v in store.items() if isinstance(v, torch.Tensor) and v.dim() > 0 and v.shape[0] == num_nodes[t]}
+        feats = {k: v for k, v in store.items() if is_tensor(v) and v.dim() > 0 and v.shape[0] == num_nodes[t]}
         if feats:
             node_feats[t] = feats
     for et in data.edge_types:
@@ -229,7 +236,7 @@ def _from_hetero_data(data: Any) -> Graph:
         edges[et] = (ei[0], ei[1])
         e = ei.shape[1]
         feats = {k: v for k, v in store.items()
-                 if k != "edge_index" and isinstance(v, torch.Tensor) and v.dim() > 0 and v.shape[0] == e}
+                 if k != "edge_index" and is_tensor(v) and v.dim() > 0 and v.shape[0] == e}
         if feats:
             edge_feats[et] = feats
     return Graph(num_nodes, edges, node_feats, edge_feats)

@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import torch
 
 from .errors import IDRangeError, InputError
+from .graph import is_tensor, to_numpy
 
 
 def type_offsets(counts: Sequence[int]) -> np.ndarray:
@@ -25,9 +25,7 @@ def type_offsets(counts: Sequence[int]) -> np.ndarray:
 
 def as_id_array(ids: Any, what: str = "IDs") -> np.ndarray:
     """Return ``ids`` (tensor, array, list or scalar) as a 1-D int64 NumPy array, copying only if needed."""
-    if isinstance(ids, torch.Tensor):
-        ids = ids.detach().cpu().numpy()
-    arr = np.asarray(ids)
+    arr = to_numpy(ids)
     if arr.ndim == 0:
         arr = arr.reshape(1)
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
@@ -42,7 +40,7 @@ def check_range(ids: np.ndarray, upper: int, what: str) -> None:
     bad = (ids < 0) | (ids >= upper)
     if bad.any():
         first = int(ids[np.argmax(bad)])
-        raise IDRangeError(f"{what}: ID {first} is out of range [0, {upper}) ({int(bad.sum())} such IDs)")
+        raise IDRangeError(f"{what} {first} is out of range [0, {upper}) ({int(bad.sum())} such IDs)")
 
 
 def to_homo(type_ids: np.ndarray, per_type_ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -143,4 +141,8 @@ def _per_type_counts(meta: Mapping[str, Any], types_key: str, counts_key: str, c
 
 
 def _like(template: Any, arr: np.ndarray) -> Any:
-    return torch.from_numpy(arr) if isinstance(template, torch.Tensor) else arr
+    if is_tensor(template):
+        import torch
+
+        return torch.from_numpy(arr)
+    return arr

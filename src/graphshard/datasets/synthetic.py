@@ -57,11 +57,11 @@ def rmat_graph(scale: int, edge_factor: int = 16, feat_dim: int = 0, seed: int =
     ``feat_dim > 0`` adds standard-normal float32 node features ``feat``."""
     n = 1 << scale
     src, dst = _rmat_edges(scale, edge_factor * n, *abc, seed)
-    scramble = np.random.default_rng(seed).permutation(n)
+    scramble = np.random.default_rng([seed, 1]).permutation(n)
     src, dst = _symmetric(scramble[src], scramble[dst], n)
     feats = {}
     if feat_dim:
-        feats["feat"] = np.random.default_rng(seed + 1).standard_normal((n, feat_dim), dtype=np.float32)
+        feats["feat"] = np.random.default_rng([seed, 2]).standard_normal((n, feat_dim), dtype=np.float32)
     g = Graph({DEFAULT_NTYPE: n}, {DEFAULT_ETYPE: (src, dst)}, {DEFAULT_NTYPE: feats} if feats else {})
     return Dataset(f"rmat{scale}", g, None)
 

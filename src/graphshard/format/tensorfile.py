@@ -6,10 +6,12 @@ import hashlib
 import json
 import os
 import struct
+from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from ..errors import FormatError
 
@@ -22,42 +24,64 @@ _DTYPES = {
 _CHUNK = 1 << 26
 
 
-def write_tensors(path: Path, tensors: dict[str, np.ndarray]) -> str:
+@dataclass(frozen=True)
+class Lazy:
+    """A tensor computed only when the writer reaches it, so large tensors never coexist in memory."""
+
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    make: Callable[[], np.ndarray]
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+
+
+def write_tensors(path: Path, tensors: dict[str, np.ndarray | Lazy]) -> str:
     """Write ``tensors`` to ``path`` in safetensors layout and return the file's sha256 (hex).
 
     Entries are laid out by element size (largest first), then name, so every tensor is aligned;
-    the output depends only on the input (deterministic bytes).
+    the output depends only on the input (deterministic bytes). :class:`Lazy` entries are computed
+    one at a time while writing.
     """
-    arrays = {k: _contiguous(k, v, path) for k, v in tensors.items()}
-    names = sorted(arrays, key=lambda k: (-arrays[k].dtype.itemsize, k))
+    specs = {k: v if isinstance(v, Lazy) else np.ascontiguousarray(v) for k, v in tensors.items()}
+    for k, v in specs.items():
+        if np.dtype(v.dtype) not in _DTYPES:
+            raise FormatError(f"{path}: tensor {k!r} has dtype {v.dtype}, which safetensors cannot store")
+    names = sorted(specs, key=lambda k: (-np.dtype(specs[k].dtype).itemsize, k))
     header, offset = {}, 0
     for k in names:
-        a = arrays[k]
-        header[k] = {"dtype": _DTYPES[a.dtype], "shape": list(a.shape), "data_offsets": [offset, offset + a.nbytes]}
+        a = specs[k]
+        header[k] = {"dtype": _DTYPES[np.dtype(a.dtype)], "shape": list(a.shape), "data_offsets": [offset, offset + a.nbytes]}
         offset += a.nbytes
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-(len(text) + 8) % 8)
     digest = hashlib.sha256()
-    with open(path, "wb") as f:
+    with open(path, "wb") as f, ThreadPoolExecutor(1) as hasher:
         for piece in (struct.pack("<Q", len(text)), text):
             f.write(piece)
             digest.update(piece)
         for k in names:
-            buf = memoryview(arrays[k].reshape(-1).view(np.uint8))
+            arr = _materialise(k, specs[k], path)
+            buf = memoryview(arr.reshape(-1).view(np.uint8))
             for lo in range(0, len(buf), _CHUNK):
+                hashed = hasher.submit(digest.update, buf[lo : lo + _CHUNK])  # hashlib releases the GIL
                 f.write(buf[lo : lo + _CHUNK])
-                digest.update(buf[lo : lo + _CHUNK])
+                hashed.result()
+            del arr, buf
     return digest.hexdigest()
 
 
-def _contiguous(name: str, value: np.ndarray, path: Path) -> np.ndarray:
-    arr = np.ascontiguousarray(value)
-    if arr.dtype not in _DTYPES:
-        raise FormatError(f"{path}: tensor {name!r} has dtype {arr.dtype}, which safetensors cannot store")
+def _materialise(name: str, spec: np.ndarray | Lazy, path: Path) -> np.ndarray:
+    if not isinstance(spec, Lazy):
+        return spec
+    arr = np.ascontiguousarray(spec.make())
+    if arr.dtype != np.dtype(spec.dtype) or arr.shape != tuple(spec.shape):
+        raise FormatError(f"{path}: tensor {name!r} came out as {arr.dtype}{arr.shape}, declared {spec.dtype}{spec.shape}")
     return arr
 
 
-def read_tensors(path: Path) -> dict[str, torch.Tensor]:
+def read_tensors(path: Path) -> dict[str, "torch.Tensor"]:  # noqa: F821
     """Open ``path`` and return its tensors memory-mapped (copy-on-write; nothing is read up front).
 
     Raises :class:`FormatError` naming the file if it is missing, truncated or malformed.

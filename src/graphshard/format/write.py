@@ -5,13 +5,14 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from .config import PartitionConfig, write_config
-from .tensorfile import write_tensors
+from .tensorfile import Lazy, write_tensors
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +31,9 @@ class PartitionWriter:
     Until the config JSON is written nothing looks complete: an interrupted run leaves at most a
     hidden staging directory (removed by the next run for the same graph name) and no JSON.
     Use as a context manager; an exception discards the staged files.
+
+    Files are written on a background thread (write-behind) so I/O and hashing overlap with
+    building the next partition; at most one file is pending, which bounds the extra memory.
     """
 
     def __init__(self, out_dir: str | os.PathLike, graph_name: str):
@@ -43,25 +47,42 @@ class PartitionWriter:
         self.staging.mkdir()
         self.checksums: dict[str, str] = {}
         self.parts: dict[int, dict[str, str]] = {}
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="graphshard-writer")
+        self._pending: Future | None = None
 
     def __enter__(self) -> "PartitionWriter":
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is not None or self.staging.exists():
-            shutil.rmtree(self.staging, ignore_errors=True)
+        try:
+            if self._pending is not None and exc_type is None:
+                self._pending.result()
+        finally:
+            self._pool.shutdown(wait=True)
+            if exc_type is not None or self.staging.exists():
+                shutil.rmtree(self.staging, ignore_errors=True)
 
-    def write_file(self, part_id: int, key: str, tensors: dict[str, np.ndarray]) -> int:
-        """Stage file ``key`` of partition ``part_id``; returns its size in bytes."""
+    def write_file(self, part_id: int, key: str, tensors: dict[str, np.ndarray | Lazy]) -> None:
+        """Stage file ``key`` of partition ``part_id`` (written in the background; errors surface on
+        the next call or at :meth:`commit`)."""
         rel = f"part{part_id}/{FILE_NAMES[key]}"
         target = self.staging / rel
         target.parent.mkdir(exist_ok=True)
-        self.checksums[rel] = write_tensors(target, tensors)
         self.parts.setdefault(part_id, {})[key] = rel
-        return target.stat().st_size
+        self._wait()
+        self._pending = self._pool.submit(self._write, rel, target, tensors)
+
+    def _write(self, rel: str, target: Path, tensors: dict[str, np.ndarray | Lazy]) -> None:
+        self.checksums[rel] = write_tensors(target, tensors)
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()
 
     def commit(self, cfg: PartitionConfig) -> PartitionConfig:
         """Move the staged partitions into ``out_dir`` and write the config JSON last."""
+        self._wait()
         cfg = replace(cfg, parts=[self.parts[p] for p in range(cfg.num_parts)], checksums=dict(sorted(self.checksums.items())))
         if cfg.path.exists():
             cfg.path.unlink()  # an old config must never describe a mix of old and new files

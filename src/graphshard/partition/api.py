@@ -7,7 +7,6 @@ import os
 from typing import Any
 
 import numpy as np
-import torch
 from tqdm.auto import tqdm
 
 from ..errors import InputError
@@ -17,8 +16,7 @@ from ..graph import Graph, etype_str, to_numpy
 from ..progress import PhaseTimer
 from .assign import assign
 from .build import feature_arrays, inner_orig_ids, structure_arrays
-from .counting_sort import csc_by_new_dst
-from .halo import InEdges, check_hops, expand_dsts, local_structure
+from .halo import InEdges, check_hops, expand_dsts, local_structure, own_in_edges
 from .homogenize import HomoView, homogenize
 from .relabel import Relabelling, relabel
 
@@ -74,8 +72,7 @@ def partition_graph(
             result = assign(view, part_method, num_parts, num_trainers_per_machine, classes, balance_edges, objtype, seed)
         with timer.phase("relabel"):
             rl = relabel(view, result.parts, num_parts)
-            indptr, eids = csc_by_new_dst(rl.perm, view.dst, rl.old2new, view.num_nodes)
-            adj = InEdges(indptr, eids, rl.perm, view.src, rl.old2new)
+            adj = InEdges.build(view, rl) if num_hops > 1 else None
         method = part_method if isinstance(part_method, str) else "explicit"
         with PartitionWriter(out_path, graph_name) as writer:
             with timer.phase("build+write"):
@@ -122,13 +119,14 @@ def _balance_vector(g: Graph, balance: Any) -> np.ndarray | None:
     return arr.astype(np.int64, copy=False)
 
 
-def _write_parts(writer: PartitionWriter, g: Graph, view: HomoView, rl: Relabelling, adj: InEdges, num_hops: int,
+def _write_parts(writer: PartitionWriter, g: Graph, view: HomoView, rl: Relabelling, adj: InEdges | None, num_hops: int,
                  trainer_ids: np.ndarray | None, save_orig: bool) -> list[tuple[dict, dict]]:
     scratch = np.empty(view.num_nodes, dtype=np.int64)
     originals = []
     for p in tqdm(range(rl.num_parts), desc="write partitions", unit="part", disable=None, leave=False):
         start, end = rl.part_nodes(p)
-        local = local_structure(start, end, expand_dsts(start, end, num_hops, adj, view.num_nodes), adj, scratch)
+        halo_dsts = expand_dsts(start, end, num_hops, adj, view.num_nodes)
+        local = local_structure(start, end, own_in_edges(view, rl, p), halo_dsts, adj, scratch)
         writer.write_file(p, "part_graph", structure_arrays(local, view, rl))
         del local
         nids, eids = inner_orig_ids(g, view, rl, p)
@@ -166,8 +164,10 @@ def _config(writer: PartitionWriter, g: Graph, name: str, method: str, num_hops:
 
 
 def _mapping(g: Graph, view: HomoView, rl: Relabelling, originals: list[tuple[dict, dict]]) -> tuple[Any, Any]:
+    import torch
+
     if g.is_homogeneous:
-        return torch.from_numpy(rl.new2old), torch.from_numpy(rl.perm)
+        return torch.from_numpy(rl.new2old), torch.from_numpy(rl.perm.astype(np.int64))
     nids = {t: torch.from_numpy(np.concatenate([o[0][t] for o in originals])) for t in g.ntypes}
     eids = {et: torch.from_numpy(np.concatenate([o[1][etype_str(et)] for o in originals])) for et in g.canonical_etypes}
     return nids, eids

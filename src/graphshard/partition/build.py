@@ -6,8 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..format.tensorfile import Lazy
 from ..graph import Graph, etype_str
 from .halo import LocalStructure
+from .kernels import take_int64, take_rows
 from .homogenize import HomoView
 from .relabel import Relabelling
 
@@ -23,16 +25,19 @@ class PartitionArrays:
     orig_eids: dict[str, np.ndarray]
 
 
-def structure_arrays(local: LocalStructure, view: HomoView, rl: Relabelling) -> dict[str, np.ndarray]:
-    """The tensors of ``graph.safetensors`` for one partition."""
+def structure_arrays(local: LocalStructure, view: HomoView, rl: Relabelling) -> dict[str, np.ndarray | Lazy]:
+    """The tensors of ``graph.safetensors`` for one partition; edge-sized derived ones are lazy."""
     orig_nodes = rl.new2old[local.node_ids]
     ntype = view.node_types(orig_nodes)
-    orig_edges = rl.perm[local.eids]
-    etype = view.edge_types(orig_edges)
     inner_node = np.zeros(local.node_ids.shape[0], dtype=bool)
     inner_node[: local.num_inner] = True
-    inner_edge = np.zeros(local.eids.shape[0], dtype=bool)
-    inner_edge[: local.num_inner_edges] = True
+    m = (local.eids.shape[0],)
+
+    def inner_edge() -> np.ndarray:
+        flags = np.zeros(m, dtype=bool)
+        flags[: local.num_inner_edges] = True
+        return flags
+
     return {
         "indptr": local.indptr,
         "indices": local.indices,
@@ -42,9 +47,9 @@ def structure_arrays(local: LocalStructure, view: HomoView, rl: Relabelling) -> 
         "node/part_id": np.searchsorted(rl.part_starts(), local.node_ids, side="right") - 1,
         "node/_TYPE": ntype,
         "edge/_ID": local.eids,
-        "edge/inner_edge": inner_edge,
-        "edge/orig_id": orig_edges - view.edge_offsets[etype],
-        "edge/_TYPE": etype,
+        "edge/inner_edge": Lazy(np.dtype(bool), m, inner_edge),
+        "edge/orig_id": Lazy(np.dtype(np.int64), m, lambda: view.per_type_eids(take_int64(rl.perm, local.eids))),
+        "edge/_TYPE": Lazy(np.dtype(np.int64), m, lambda: view.edge_types(rl.perm[local.eids] if view.num_etypes > 1 else local.eids)),
     }
 
 
@@ -57,19 +62,19 @@ def inner_orig_ids(g: Graph, view: HomoView, rl: Relabelling, p: int) -> tuple[d
     eids = {}
     for r, et in enumerate(g.canonical_etypes):
         lo, hi = rl.edge_bounds[p, r], rl.edge_bounds[p, r + 1]
-        eids[etype_str(et)] = rl.perm[lo:hi] - view.edge_offsets[r]
+        eids[etype_str(et)] = rl.perm[lo:hi] - view.edge_offsets[r]  # int64 result (offsets are int64)
     return nids, eids
 
 
 def feature_arrays(g: Graph, orig_nids: dict[str, np.ndarray], orig_eids: dict[str, np.ndarray]) -> tuple[dict, dict]:
     """Inner-node and inner-edge feature rows of one partition, keyed ``"<type>/<name>"``."""
     node_feats = {
-        f"{t}/{name}": np.ascontiguousarray(arr[orig_nids[t]])
+        f"{t}/{name}": take_rows(arr, orig_nids[t])
         for t, feats in g.node_feats.items()
         for name, arr in feats.items()
     }
     edge_feats = {
-        f"{etype_str(et)}/{name}": np.ascontiguousarray(arr[orig_eids[etype_str(et)]])
+        f"{etype_str(et)}/{name}": take_rows(arr, orig_eids[etype_str(et)])
         for et, feats in g.edge_feats.items()
         for name, arr in feats.items()
     }

@@ -11,26 +11,54 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
-from .counting_sort import gather_ranges
+from .kernels import gather_ranges, range_in_edges, relabel_in_place
+from .homogenize import HomoView
+from .relabel import Relabelling
 
 
 @dataclass(frozen=True)
-class InEdges:
-    """Global in-adjacency over new IDs: ``eids[indptr[v]:indptr[v+1]]`` are the new edge IDs into ``v``.
+class OwnInEdges:
+    """A partition's own edges (those into its inner nodes), grouped by destination.
 
-    ``perm`` maps new edge IDs to original ones, ``src`` holds original source IDs and ``old2new``
-    renumbers nodes; sources are looked up on demand so no extra edge-sized array is kept.
+    ``indptr`` is over the inner nodes; ``eids``/``src`` give each entry's new edge ID and new source ID.
     """
 
     indptr: np.ndarray
     eids: np.ndarray
-    perm: np.ndarray
     src: np.ndarray
-    old2new: np.ndarray
+
+
+def own_in_edges(view: HomoView, rl: Relabelling, p: int) -> OwnInEdges:
+    """The in-edges of partition ``p``'s inner nodes (compiled kernel, one pass over them)."""
+    (lo, hi), (elo, ehi) = rl.part_nodes(p), rl.part_edges(p)
+    key = np.empty(ehi - elo, dtype=np.int32 if hi - lo < 2**31 else np.int64)
+    return OwnInEdges(*range_in_edges(rl.perm, view.src, view.dst, rl.old2new, lo, hi, elo, ehi, key))
+
+
+@dataclass(frozen=True)
+class InEdges:
+    """Global in-adjacency over new IDs (needed only for ``num_hops > 1``):
+    ``eids[indptr[v]:indptr[v+1]]`` are the new edge IDs into new node ``v``."""
+
+    indptr: np.ndarray
+    eids: np.ndarray
+    view: HomoView
+    rl: Relabelling
+
+    @classmethod
+    def build(cls, view: HomoView, rl: Relabelling) -> "InEdges":
+        indptr = np.zeros(view.num_nodes + 1, dtype=np.int64)
+        eids = np.empty(view.num_edges, dtype=np.int64)
+        for p in range(rl.num_parts):  # partitions tile both ID spaces, so their pieces concatenate
+            own = own_in_edges(view, rl, p)
+            (lo, hi), (elo, ehi) = rl.part_nodes(p), rl.part_edges(p)
+            indptr[lo + 1 : hi + 1] = own.indptr[1:] + elo
+            eids[elo:ehi] = own.eids
+        return cls(indptr, eids, view, rl)
 
     def sources(self, new_eids: np.ndarray) -> np.ndarray:
         """New source ID of each new edge ID."""
-        return self.old2new[self.src[self.perm[new_eids]]]
+        return self.rl.old2new[self.view.src[self.rl.perm[new_eids]]]
 
 
 @dataclass(frozen=True)
@@ -38,9 +66,8 @@ class LocalStructure:
     """One partition's local graph before tensors are written.
 
     ``node_ids``: new IDs of local nodes (inner range first, then HALO nodes ascending).
-    ``indptr``/``indices``: CSC over local IDs. ``eids``: new edge ID of each entry of ``indices``.
-    ``num_inner``: number of inner nodes; ``num_inner_edges``: edges whose destination is inner
-    (they come first).
+    ``indptr``/``indices``: CSC over local IDs; ``eids``: new edge ID of each entry.
+    ``num_inner`` inner nodes; the first ``num_inner_edges`` edges are inner.
     """
 
     node_ids: np.ndarray
@@ -57,9 +84,9 @@ def check_hops(num_hops: int) -> None:
         raise InputError(f"num_hops must be an integer >= 1, got {num_hops!r}")
 
 
-def expand_dsts(start: int, end: int, num_hops: int, adj: InEdges, num_nodes: int) -> np.ndarray:
+def expand_dsts(start: int, end: int, num_hops: int, adj: InEdges | None, num_nodes: int) -> np.ndarray:
     """New IDs outside ``[start, end)`` whose in-edges the partition must also hold (ascending)."""
-    if num_hops == 1:
+    if num_hops == 1 or adj is None:
         return np.zeros(0, dtype=np.int64)
     seen = np.zeros(num_nodes, dtype=bool)
     seen[start:end] = True
@@ -73,25 +100,27 @@ def expand_dsts(start: int, end: int, num_hops: int, adj: InEdges, num_nodes: in
     return np.sort(np.concatenate(found))
 
 
-def local_structure(start: int, end: int, halo_dsts: np.ndarray, adj: InEdges, scratch: np.ndarray) -> LocalStructure:
-    """Local CSC of the partition owning new IDs ``[start, end)`` whose extra in-edge holders are ``halo_dsts``.
-
-    ``scratch`` is an int64 work array of length N (reused across partitions, contents irrelevant).
-    """
+def local_structure(start: int, end: int, own: OwnInEdges, halo_dsts: np.ndarray, adj: InEdges | None,
+                    scratch: np.ndarray) -> LocalStructure:
+    """Local CSC of the partition owning new IDs ``[start, end)``, whose extra in-edge holders
+    (``num_hops > 1``) are ``halo_dsts``. ``scratch``: int64 work array of length N, reused."""
     n_inner = end - start
-    inner_eids = adj.eids[adj.indptr[start] : adj.indptr[end]]
-    halo_eids = gather_ranges(adj.indptr, halo_dsts, adj.eids)
-    eids = np.concatenate([inner_eids, halo_eids]) if halo_eids.size else inner_eids
-    srcs = adj.sources(eids)
+    eids, srcs = own.eids, own.src
+    if halo_dsts.size:
+        extra = gather_ranges(adj.indptr, halo_dsts, adj.eids)
+        eids = np.concatenate([eids, extra])
+        srcs = np.concatenate([srcs, adj.sources(extra)])
     halo = _halo_nodes(srcs, start, end, scratch.shape[0])
     node_ids = np.concatenate([np.arange(start, end, dtype=np.int64), halo])
     scratch[node_ids] = np.arange(node_ids.shape[0], dtype=np.int64)
     degrees = np.zeros(node_ids.shape[0], dtype=np.int64)
-    degrees[:n_inner] = np.diff(adj.indptr[start : end + 1])
-    degrees[scratch[halo_dsts]] = adj.indptr[halo_dsts + 1] - adj.indptr[halo_dsts]
+    degrees[:n_inner] = np.diff(own.indptr)
+    if halo_dsts.size:
+        degrees[scratch[halo_dsts]] = adj.indptr[halo_dsts + 1] - adj.indptr[halo_dsts]
     indptr = np.zeros(node_ids.shape[0] + 1, dtype=np.int64)
     np.cumsum(degrees, out=indptr[1:])
-    return LocalStructure(node_ids, indptr, scratch[srcs], eids, n_inner, int(inner_eids.shape[0]))
+    indices = relabel_in_place(srcs, scratch)  # srcs is owned here (own.src is consumed)
+    return LocalStructure(node_ids, indptr, indices, eids, n_inner, int(own.eids.shape[0]))
 
 
 def _halo_nodes(srcs: np.ndarray, start: int, end: int, num_nodes: int) -> np.ndarray:

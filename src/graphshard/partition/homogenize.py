@@ -29,13 +29,25 @@ class HomoView:
     def num_edges(self) -> int:
         return int(self.src.shape[0])
 
+    @property
+    def num_etypes(self) -> int:
+        return int(self.edge_offsets.shape[0] - 1)
+
     def node_types(self, homo_ids: np.ndarray) -> np.ndarray:
         """Node type ID of each homogeneous node ID."""
         return np.searchsorted(self.node_offsets, homo_ids, side="right") - 1
 
     def edge_types(self, homo_eids: np.ndarray) -> np.ndarray:
         """Edge type ID of each homogeneous edge ID."""
+        if self.num_etypes <= 1:
+            return np.zeros(homo_eids.shape[0], dtype=np.int64)  # one type: zero pages, no search
         return np.searchsorted(self.edge_offsets, homo_eids, side="right") - 1
+
+    def per_type_eids(self, homo_eids: np.ndarray) -> np.ndarray:
+        """Per-type edge ID of each homogeneous edge ID (the input itself when there is one type)."""
+        if self.num_etypes <= 1:
+            return homo_eids
+        return homo_eids - self.edge_offsets[self.edge_types(homo_eids)]
 
 
 def homogenize(g: Graph) -> HomoView:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .counting_sort import stable_order, stable_order_gathered
+from .kernels import stable_order, stable_order_gathered
 from .homogenize import HomoView
 
 
@@ -19,7 +19,7 @@ class Relabelling:
         num_parts: number of partitions P.
         new2old: new homogeneous node ID → original homogeneous node ID.
         old2new: the inverse of ``new2old``.
-        perm: new edge ID → original homogeneous edge ID.
+        perm: new edge ID → original homogeneous edge ID (int32 when there are fewer than 2**31 edges).
         node_bounds: (P, NT + 1); partition ``p``'s nodes of type ``t`` are new IDs
             ``[node_bounds[p, t], node_bounds[p, t + 1])`` and ``node_bounds[p, NT]`` ends the partition.
         edge_bounds: (P, ET + 1); the same for edges.
@@ -58,7 +58,8 @@ def relabel(view: HomoView, parts: np.ndarray, num_parts: int) -> Relabelling:
     new2old, node_off = stable_order(parts, num_parts)
     old2new = np.empty_like(new2old)
     old2new[new2old] = np.arange(new2old.shape[0], dtype=np.int64)
-    perm, edge_off = stable_order_gathered(view.dst, parts, num_parts)
+    perm = np.empty(view.num_edges, dtype=np.int32 if view.num_edges < 2**31 else np.int64)
+    edge_off = stable_order_gathered(view.dst, parts, num_parts, perm)
     return Relabelling(
         num_parts=num_parts,
         new2old=new2old,

@@ -22,34 +22,74 @@ class UndirectedCSR:
 
 
 def undirected_csr(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> UndirectedCSR:
-    """Symmetrise ``(src, dst)``, drop self-loops and duplicates; O(E) memory beyond the output."""
-    xadj, adjncy = _fill(src, dst, num_nodes)
+    """Symmetrise ``(src, dst)``, drop self-loops and duplicates.
+
+    Works in a buffer of ``2 E`` int32 entries (int64 from 2**31 nodes on), then returns int64 arrays.
+    Every pass runs in parallel over chunks of edges or ranges of rows.
+    """
+    threads = numba.get_num_threads()
+    counts = _chunk_degrees(src, dst, num_nodes, threads)
+    xadj, pos = _chunk_positions(counts)
+    del counts
+    adjncy = np.empty(int(xadj[-1]), dtype=np.int32 if num_nodes < 2**31 else np.int64)
+    _fill(src, dst, pos, adjncy, threads)
+    del pos
     degrees = _sort_dedup_rows(xadj, adjncy)
     new_xadj = np.zeros(num_nodes + 1, dtype=np.int64)
     np.cumsum(degrees, out=new_xadj[1:])
-    _compact(xadj, new_xadj, adjncy)
-    return UndirectedCSR(new_xadj, adjncy[: new_xadj[-1]].copy())
+    out = np.empty(int(new_xadj[-1]), dtype=np.int64)
+    _copy_rows(xadj, new_xadj, adjncy, out)
+    return UndirectedCSR(new_xadj, out)
 
 
 @numba.njit(cache=True, nogil=True)
-def _fill(src, dst, n):
+def _bounds(n, chunks):
+    b = np.empty(chunks + 1, dtype=np.int64)
+    for c in range(chunks + 1):
+        b[c] = n * c // chunks
+    return b
+
+
+@numba.njit(cache=True, parallel=True)
+def _chunk_degrees(src, dst, n, chunks):
+    """Per chunk of edges, how many adjacency entries each node receives (both directions)."""
+    b = _bounds(src.shape[0], chunks)
+    counts = np.zeros((chunks, n), dtype=np.int64)
+    for c in numba.prange(chunks):
+        for i in range(b[c], b[c + 1]):
+            if src[i] != dst[i]:
+                counts[c, src[i]] += 1
+                counts[c, dst[i]] += 1
+    return counts
+
+
+@numba.njit(cache=True, nogil=True)
+def _chunk_positions(counts):
+    """Row offsets (xadj) and, per chunk and node, where that chunk's entries for the node start."""
+    chunks, n = counts.shape
     xadj = np.zeros(n + 1, dtype=np.int64)
-    for i in range(src.shape[0]):
-        if src[i] != dst[i]:
-            xadj[src[i] + 1] += 1
-            xadj[dst[i] + 1] += 1
+    pos = np.empty_like(counts)
+    running = 0
     for v in range(n):
-        xadj[v + 1] += xadj[v]
-    pos = xadj[:-1].copy()
-    adjncy = np.empty(xadj[n], dtype=np.int64)
-    for i in range(src.shape[0]):
-        u, v = src[i], dst[i]
-        if u != v:
-            adjncy[pos[u]] = v
-            pos[u] += 1
-            adjncy[pos[v]] = u
-            pos[v] += 1
-    return xadj, adjncy
+        xadj[v] = running
+        for c in range(chunks):
+            pos[c, v] = running
+            running += counts[c, v]
+    xadj[n] = running
+    return xadj, pos
+
+
+@numba.njit(cache=True, parallel=True)
+def _fill(src, dst, pos, adjncy, chunks):
+    b = _bounds(src.shape[0], chunks)
+    for c in numba.prange(chunks):
+        for i in range(b[c], b[c + 1]):
+            u, v = src[i], dst[i]
+            if u != v:
+                adjncy[pos[c, u]] = v
+                pos[c, u] += 1
+                adjncy[pos[c, v]] = u
+                pos[c, v] += 1
 
 
 @numba.njit(cache=True, parallel=True)
@@ -70,9 +110,9 @@ def _sort_dedup_rows(xadj, adjncy):
     return degrees
 
 
-@numba.njit(cache=True, nogil=True)
-def _compact(old_xadj, new_xadj, adjncy):
-    for v in range(old_xadj.shape[0] - 1):
+@numba.njit(cache=True, parallel=True)
+def _copy_rows(old_xadj, new_xadj, adjncy, out):
+    for v in numba.prange(old_xadj.shape[0] - 1):
         lo, dst = old_xadj[v], new_xadj[v]
         for j in range(new_xadj[v + 1] - dst):
-            adjncy[dst + j] = adjncy[lo + j]
+            out[dst + j] = adjncy[lo + j]

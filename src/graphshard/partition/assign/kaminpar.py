@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 
 import numpy as np
 
@@ -31,24 +32,29 @@ def write_parhip(path: str, csr: UndirectedCSR, node_weights: np.ndarray | None 
 
 
 def kaminpar_partition(
-    csr: UndirectedCSR,
+    make_csr: Callable[[], UndirectedCSR],
     num_parts: int,
     node_weights: np.ndarray | None = None,
     seed: int = 0,
     imbalance: float = 0.03,
     num_threads: int | None = None,
 ) -> np.ndarray:
-    """Partition ``csr`` into ``num_parts`` blocks with KaMinPar's default context, using all cores."""
-    n = csr.num_nodes
-    if num_parts == 1 or n == 0:
-        return np.zeros(n, dtype=np.int64)
+    """Partition the graph built by ``make_csr`` into ``num_parts`` blocks with KaMinPar's default
+    context, using all cores. The CSR only lives while it is written to the ParHIP file, so it is
+    not held in memory next to KaMinPar's own copy."""
     import kaminpar
 
-    threads = num_threads or len(os.sched_getaffinity(0))
     with tempfile.TemporaryDirectory(prefix="graphshard-kaminpar-") as tmp:
         path = os.path.join(tmp, "graph.parhip")
-        write_parhip(path, csr, node_weights)
+        n = _write_csr(path, make_csr(), node_weights)
+        if num_parts == 1 or n == 0:
+            return np.zeros(n, dtype=np.int64)
         graph = kaminpar.load_graph(path, kaminpar.GraphFileFormat.PARHIP)
     kaminpar.reseed(seed)
-    solver = kaminpar.KaMinPar(threads, kaminpar.default_context())
+    solver = kaminpar.KaMinPar(num_threads or len(os.sched_getaffinity(0)), kaminpar.default_context())
     return np.asarray(solver.compute_partition(graph, num_parts, imbalance), dtype=np.int64)
+
+
+def _write_csr(path: str, csr: UndirectedCSR, node_weights: np.ndarray | None) -> int:
+    write_parhip(path, csr, node_weights)
+    return csr.num_nodes

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+_STREAM = 0x72616E64  # keeps this stream apart from other users of the same seed
+
 
 def random_assignment(num_nodes: int, num_parts: int, seed: int, classes: np.ndarray | None = None) -> np.ndarray:
     """Assign each node a partition in ``[0, num_parts)`` uniformly at random but exactly balanced.
@@ -12,7 +14,7 @@ def random_assignment(num_nodes: int, num_parts: int, seed: int, classes: np.nda
     nodes are dealt class by class, continuing the round-robin, so each partition gets the same
     number of nodes of every class, ±1, and the same number overall, ±1.
     """
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng([seed, _STREAM])
     order = rng.permutation(num_nodes)
     if classes is not None:
         order = order[np.argsort(classes[order], kind="stable")]

@@ -1,0 +1,153 @@
+"""Compiled (numba) kernels of the partition pipeline: stable counting sorts, in-edge grouping, gathers.
+
+The counting sorts run in parallel: every thread histograms a contiguous chunk, a prefix sum over
+(key, chunk) gives each chunk its write positions, and each chunk scatters its items in order, so
+the result is stable (identical to a sequential counting sort).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True)
+def _chunk_bounds(n: int, num_chunks: int) -> np.ndarray:
+    bounds = np.empty(num_chunks + 1, dtype=np.int64)
+    for c in range(num_chunks + 1):
+        bounds[c] = n * c // num_chunks
+    return bounds
+
+
+@numba.njit(cache=True, nogil=True)
+def _chunk_positions(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """From per-chunk key counts (chunks, keys): per-chunk start positions and key offsets (keys + 1)."""
+    num_chunks, num_keys = counts.shape
+    pos = np.empty_like(counts)
+    offsets = np.zeros(num_keys + 1, dtype=np.int64)
+    running = 0
+    for k in range(num_keys):
+        offsets[k] = running
+        for c in range(num_chunks):
+            pos[c, k] = running
+            running += counts[c, k]
+    offsets[num_keys] = running
+    return pos, offsets
+
+
+def stable_order_gathered(index: np.ndarray, table: np.ndarray, num_keys: int, order: np.ndarray) -> np.ndarray:
+    """Stable order of the positions ``i`` by key ``table[index[i]]`` in ``[0, num_keys)``, written into
+    ``order`` (preallocated; int32 suffices below 2**31 items). Returns the key offsets (keys + 1)."""
+    return _stable_order_gathered(index, table, num_keys, order, numba.get_num_threads())
+
+
+@numba.njit(cache=True, parallel=True)
+def _stable_order_gathered(index, table, num_keys, order, num_chunks):
+    bounds = _chunk_bounds(index.shape[0], num_chunks)
+    counts = np.zeros((num_chunks, num_keys), dtype=np.int64)
+    for c in numba.prange(num_chunks):
+        for i in range(bounds[c], bounds[c + 1]):
+            counts[c, table[index[i]]] += 1
+    pos, offsets = _chunk_positions(counts)
+    for c in numba.prange(num_chunks):
+        for i in range(bounds[c], bounds[c + 1]):
+            k = table[index[i]]
+            order[pos[c, k]] = i
+            pos[c, k] += 1
+    return offsets
+
+
+def stable_order(keys: np.ndarray, num_keys: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, offsets)``: positions sorted stably by ``keys`` in ``[0, num_keys)``; key ``k`` occupies
+    ``order[offsets[k]:offsets[k+1]]``."""
+    order = np.empty(keys.shape[0], dtype=np.int64)
+    offsets = stable_order_gathered(np.arange(keys.shape[0]), keys, num_keys, order)
+    return order, offsets
+
+
+def range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi, key):
+    """In-edges of the nodes with new IDs ``[node_lo, node_hi)``, which are exactly the new edges
+    ``[edge_lo, edge_hi)`` (an edge belongs to its destination's partition), grouped by destination.
+
+    Returns ``(indptr, new_eids, new_src)``: for local destination ``v = new ID - node_lo``, entries
+    ``indptr[v]:indptr[v+1]`` in increasing new edge ID. ``perm`` maps new → original edge IDs;
+    ``src``/``dst`` hold original node IDs; ``old2new`` renumbers nodes. The first pass reads the
+    edges in order (``perm`` ascends inside a partition); only the final scatter is random.
+    ``key`` is a work array of ``edge_hi - edge_lo`` integers wide enough for local IDs.
+    """
+    return _range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi, key, numba.get_num_threads())
+
+
+@numba.njit(cache=True, parallel=True)
+def _range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi, key, num_chunks):
+    n = node_hi - node_lo
+    m = edge_hi - edge_lo
+    bounds = _chunk_bounds(m, num_chunks)
+    tmp_src = np.empty(m, dtype=np.int64)
+    counts = np.zeros((num_chunks, n), dtype=np.int64)
+    for c in numba.prange(num_chunks):
+        for j in range(bounds[c], bounds[c + 1]):
+            e = perm[edge_lo + j]
+            v = old2new[dst[e]] - node_lo
+            key[j] = v
+            tmp_src[j] = old2new[src[e]]
+            counts[c, v] += 1
+    pos, indptr = _chunk_positions(counts)
+    new_eids = np.empty(m, dtype=np.int64)
+    new_src = np.empty(m, dtype=np.int64)
+    for c in numba.prange(num_chunks):
+        for j in range(bounds[c], bounds[c + 1]):
+            v = key[j]
+            k = pos[c, v]
+            new_eids[k] = edge_lo + j
+            new_src[k] = tmp_src[j]
+            pos[c, v] = k + 1
+    return indptr, new_eids, new_src
+
+
+@numba.njit(cache=True, nogil=True)
+def gather_ranges(indptr: np.ndarray, nodes: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Concatenate ``values[indptr[v]:indptr[v+1]]`` for each ``v`` in ``nodes``, in order."""
+    total = 0
+    for i in range(nodes.shape[0]):
+        total += indptr[nodes[i] + 1] - indptr[nodes[i]]
+    out = np.empty(total, dtype=values.dtype)
+    k = 0
+    for i in range(nodes.shape[0]):
+        for j in range(indptr[nodes[i]], indptr[nodes[i] + 1]):
+            out[k] = values[j]
+            k += 1
+    return out
+
+
+@numba.njit(cache=True, parallel=True)
+def relabel_in_place(ids: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """Replace every ``ids[i]`` by ``table[ids[i]]`` without a temporary array; returns ``ids``."""
+    for i in numba.prange(ids.shape[0]):
+        ids[i] = table[ids[i]]
+    return ids
+
+
+@numba.njit(cache=True, parallel=True)
+def take_int64(table: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``table[idx]`` as int64, in parallel (the table may be int32)."""
+    out = np.empty(idx.shape[0], dtype=np.int64)
+    for i in numba.prange(idx.shape[0]):
+        out[i] = table[idx[i]]
+    return out
+
+
+@numba.njit(cache=True, parallel=True)
+def _take_rows(table: np.ndarray, rows: np.ndarray, out: np.ndarray) -> None:
+    for i in numba.prange(rows.shape[0]):
+        out[i] = table[rows[i]]
+
+
+def take_rows(table: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``table[rows]`` for a feature array of any shape, gathering rows in parallel."""
+    flat = table.reshape(table.shape[0], -1) if table.ndim != 2 else table
+    if flat.dtype == np.bool_ or not flat.flags.c_contiguous:
+        return np.ascontiguousarray(table[rows])
+    out = np.empty((rows.shape[0], flat.shape[1]), dtype=flat.dtype)
+    _take_rows(flat, rows, out)
+    return out.reshape((rows.shape[0],) + table.shape[1:])

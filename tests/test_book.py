@@ -1,0 +1,92 @@
+"""The partition book against the written partitions and against brute-force tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphshard import IDRangeError, RangePartitionBook, load_partition, load_partition_book, partition_graph
+
+
+def test_book_agrees_with_partitions(graph, tmp_path):
+    partition_graph(graph, "g", 3, tmp_path, num_hops=2, part_method="metis")
+    book = load_partition_book(tmp_path / "g.json")
+    assert book.num_partitions() == 3 and book.ntypes == graph.ntypes
+    assert book.canonical_etypes == graph.canonical_etypes
+    for p in range(3):
+        part = load_partition(tmp_path / "g.json", p)
+        nid, ptype, orig = part.graph.ndata["_ID"], part.graph.ndata["_TYPE"], part.graph.ndata["orig_id"]
+        assert torch.equal(book.nid2partid(nid), part.graph.ndata["part_id"])
+        inner = part.graph.ndata["inner_node"]
+        assert torch.equal(book.partid2nids(p), nid[inner])
+        assert torch.equal(book.nid2localnid(nid[inner], p), torch.arange(int(inner.sum())))
+        t, per = book.map_to_per_ntype(nid)
+        assert torch.equal(t, ptype)
+        for ti, tname in enumerate(graph.ntypes):
+            sel = t == ti
+            assert torch.equal(book.map_to_homo_nid(per[sel], tname), nid[sel])
+            assert torch.equal(book.to_original(tname, per[sel]), orig[sel])
+            assert torch.equal(book.from_original(tname, orig[sel]), per[sel])
+            assert torch.equal(book.nid2partid(per[sel], tname), part.graph.ndata["part_id"][sel])
+        eid, etype, eorig = part.graph.edata["_ID"], part.graph.edata["_TYPE"], part.graph.edata["orig_id"]
+        assert torch.equal(book.eid2partid(eid[part.graph.edata["inner_edge"]]),
+                           torch.full((int(part.graph.edata["inner_edge"].sum()),), p))
+        et, eper = book.map_to_per_etype(eid)
+        assert torch.equal(et, etype)
+        for ri, ename in enumerate(graph.canonical_etypes):
+            sel = et == ri
+            assert torch.equal(book.map_to_homo_eid(eper[sel], ename), eid[sel])
+            assert torch.equal(book.to_original_eids(ename, eper[sel]), eorig[sel])
+        inner_e = eid[part.graph.edata["inner_edge"]].sort().values
+        assert torch.equal(book.partid2eids(p), inner_e)
+
+
+def test_out_of_range_raises(tmp_path):
+    from tests.graphs import small_homo
+    partition_graph(small_homo(), "g", 2, tmp_path, part_method="random")
+    book = load_partition_book(tmp_path / "g.json")
+    with pytest.raises(IDRangeError, match="ID 240"):
+        book.nid2partid([0, 240])
+    with pytest.raises(IDRangeError, match="ID -1"):
+        book.map_to_per_ntype(torch.tensor([-1]))
+    with pytest.raises(IDRangeError, match="partition ID 2"):
+        book.partid2nids(2)
+    with pytest.raises(IDRangeError, match="belongs to partition 1"):
+        book.nid2localnid(book.partid2nids(1)[:1], 0)
+    with pytest.raises(IDRangeError):
+        book.to_original("_N", [240])
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 6), min_size=1, max_size=3), min_size=1, max_size=4), st.data())
+def test_book_matches_brute_force(sizes, data):
+    """sizes[p][t]: nodes of type t in partition p. Compare every lookup with an explicit table."""
+    num_types = min(len(s) for s in sizes)
+    sizes = [s[:num_types] for s in sizes]
+    ntypes = [f"t{i}" for i in range(num_types)]
+    table, start = [], 0  # table[homo] = (partition, type, per-type ID)
+    node_map = {t: np.zeros((len(sizes), 2), np.int64) for t in ntypes}
+    typed_count = [0] * num_types
+    for p, row in enumerate(sizes):
+        for t, c in enumerate(row):
+            node_map[ntypes[t]][p] = (start, start + c)
+            table += [(p, t, typed_count[t] + i) for i in range(c)]
+            typed_count[t] += c
+            start += c
+    if not table:
+        return
+    edge_map = {"t0:r:t0": np.zeros((len(sizes), 2), np.int64)}
+    book = RangePartitionBook(len(sizes), ntypes, ["t0:r:t0"], node_map, edge_map)
+    ids = np.array(data.draw(st.lists(st.integers(0, len(table) - 1), min_size=1, max_size=15)))
+    assert book.nid2partid(ids).tolist() == [table[i][0] for i in ids]
+    t, per = book.map_to_per_ntype(ids)
+    assert list(zip(t.tolist(), per.tolist())) == [table[i][1:] for i in ids]
+    for i in ids:
+        p, ti, pid = table[i]
+        assert book.map_to_homo_nid([pid], ntypes[ti]).item() == i
+        assert book.nid2partid([pid], ntypes[ti]).item() == p
+    with pytest.raises(IDRangeError):
+        book.nid2partid([len(table)])
