@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +10,7 @@ import pytest
 from graphshard import Graph
 from graphshard.datasets import community_graph
 
-SHARED_DATA = Path(os.environ.get("GRAPHSHARD_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # ../shared/data beside the repo
 
 
 def shared_dataset(name: str) -> Path:

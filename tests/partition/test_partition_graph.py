@@ -208,3 +208,31 @@ def test_homogenize_offsets():
     assert view.node_offsets.tolist() == [0, 60, 85, 88, 88]
     s, d = g.edges[("author", "writes", "paper")]
     assert np.array_equal(view.src[: len(s)], s + 60) and np.array_equal(view.dst[: len(s)], d)
+
+
+def test_failed_background_write_cleans_up(tmp_path, monkeypatch):
+    from tests.graphs import small_homo
+    import graphshard.format.write as write
+
+    calls = []
+
+    def flaky(path, tensors):
+        calls.append(path)
+        if len(calls) == 4:
+            raise OSError(f"{path}: no space left on device")
+        return real(path, tensors)
+    real = write.write_tensors
+    monkeypatch.setattr(write, "write_tensors", flaky)
+    with pytest.raises(OSError, match="no space left"):
+        partition_graph(small_homo(), "g", 3, tmp_path, part_method="random")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_stale_staging_from_interrupted_run_is_removed(tmp_path):
+    from tests.graphs import small_homo
+    stale = tmp_path / ".staging-g-424242" / "part0"
+    stale.mkdir(parents=True)
+    (stale / "graph.safetensors").write_bytes(b"half written")
+    partition_graph(small_homo(), "g", 2, tmp_path, part_method="random")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.json", "part0", "part1"]
+    check_partitioning(small_homo(), tmp_path / "g.json", 1, 2)

@@ -78,11 +78,14 @@ def _split_masks(n: int, rng: np.random.Generator, fractions=(0.3, 0.2, 0.5)) ->
 
 
 def _pick_within(labels: np.ndarray, wanted: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """For each entry of ``wanted`` (a class), a uniformly random node of that class."""
+    """For each entry of ``wanted`` (a class), a uniformly random node of that class (of any class
+    when that class has no node)."""
     order = np.argsort(labels, kind="stable")
     counts = np.bincount(labels, minlength=int(wanted.max(initial=0)) + 1)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    return order[starts[wanted] + (rng.random(wanted.shape[0]) * counts[wanted]).astype(np.int64)]
+    empty = counts[wanted] == 0
+    starts, sizes = np.where(empty, 0, starts[wanted]), np.where(empty, labels.shape[0], counts[wanted])
+    return order[starts + (rng.random(wanted.shape[0]) * sizes).astype(np.int64)]
 
 
 def _class_features(labels: np.ndarray, num_classes: int, dim: int, noise: float, rng: np.random.Generator) -> np.ndarray:

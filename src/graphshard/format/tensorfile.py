@@ -7,7 +7,7 @@ import json
 import os
 import struct
 from concurrent.futures import ThreadPoolExecutor
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,16 +21,17 @@ _DTYPES = {
     np.dtype(np.uint64): "U64", np.dtype(np.uint32): "U32", np.dtype(np.uint16): "U16", np.dtype(np.uint8): "U8",
     np.dtype(np.bool_): "BOOL",
 }
-_CHUNK = 1 << 26
+_CHUNK = 1 << 24
 
 
 @dataclass(frozen=True)
 class Lazy:
-    """A tensor computed only when the writer reaches it, so large tensors never coexist in memory."""
+    """A tensor produced while the writer reaches it, in row ranges: ``make(lo, hi)`` returns rows
+    ``[lo, hi)``. Derived tensors are therefore never whole in memory."""
 
     dtype: np.dtype
     shape: tuple[int, ...]
-    make: Callable[[], np.ndarray]
+    make: Callable[[int, int], np.ndarray]
 
     @property
     def nbytes(self) -> int:
@@ -62,23 +63,31 @@ def write_tensors(path: Path, tensors: dict[str, np.ndarray | Lazy]) -> str:
             f.write(piece)
             digest.update(piece)
         for k in names:
-            arr = _materialise(k, specs[k], path)
-            buf = memoryview(arr.reshape(-1).view(np.uint8))
-            for lo in range(0, len(buf), _CHUNK):
-                hashed = hasher.submit(digest.update, buf[lo : lo + _CHUNK])  # hashlib releases the GIL
-                f.write(buf[lo : lo + _CHUNK])
-                hashed.result()
-            del arr, buf
+            for block in _blocks(k, specs[k], path):
+                buf = memoryview(block.reshape(-1).view(np.uint8))
+                for lo in range(0, len(buf), _CHUNK):
+                    hashed = hasher.submit(digest.update, buf[lo : lo + _CHUNK])  # hashlib releases the GIL
+                    f.write(buf[lo : lo + _CHUNK])
+                    hashed.result()
+                del buf
     return digest.hexdigest()
 
 
-def _materialise(name: str, spec: np.ndarray | Lazy, path: Path) -> np.ndarray:
+def _blocks(name: str, spec: np.ndarray | Lazy, path: Path) -> Iterator[np.ndarray]:
+    """The tensor's bytes in order: the array itself, or a Lazy tensor produced in row ranges."""
     if not isinstance(spec, Lazy):
-        return spec
-    arr = np.ascontiguousarray(spec.make())
-    if arr.dtype != np.dtype(spec.dtype) or arr.shape != tuple(spec.shape):
-        raise FormatError(f"{path}: tensor {name!r} came out as {arr.dtype}{arr.shape}, declared {spec.dtype}{spec.shape}")
-    return arr
+        yield spec
+        return
+    rows = spec.shape[0] if spec.shape else 1
+    row_bytes = max(1, spec.nbytes // max(rows, 1))
+    step = max(1, _CHUNK // row_bytes)
+    for lo in range(0, rows, step):
+        hi = min(rows, lo + step)
+        block = np.ascontiguousarray(spec.make(lo, hi))
+        if block.dtype != np.dtype(spec.dtype) or block.shape != (hi - lo, *spec.shape[1:]):
+            raise FormatError(f"{path}: tensor {name!r} rows [{lo}, {hi}) came out as {block.dtype}{block.shape}, "
+                              f"declared {spec.dtype}{spec.shape}")
+        yield block
 
 
 def read_tensors(path: Path) -> dict[str, "torch.Tensor"]:  # noqa: F821

@@ -76,13 +76,13 @@ def partition_graph(
         method = part_method if isinstance(part_method, str) else "explicit"
         with PartitionWriter(out_path, graph_name) as writer:
             with timer.phase("build+write"):
-                mapping = _write_parts(writer, g, view, rl, adj, num_hops, result.trainer_ids, save_orig_ids)
+                _write_parts(writer, g, view, rl, adj, num_hops, result.trainer_ids, save_orig_ids)
             with timer.phase("commit"):
                 cfg = writer.commit(_config(writer, g, graph_name, method, num_hops, rl, num_trainers_per_machine))
     finally:
         timer.close()
     log.info("wrote %d partitions of %r to %s", num_parts, graph_name, cfg.path)
-    return _mapping(g, view, rl, mapping) if return_mapping else None
+    return _mapping(g, view, rl) if return_mapping else None
 
 
 def _check_args(g: Graph, name: str, num_parts: int, num_hops: int, trainers: int) -> None:
@@ -120,15 +120,10 @@ def _balance_vector(g: Graph, balance: Any) -> np.ndarray | None:
 
 
 def _write_parts(writer: PartitionWriter, g: Graph, view: HomoView, rl: Relabelling, adj: InEdges | None, num_hops: int,
-                 trainer_ids: np.ndarray | None, save_orig: bool) -> list[tuple[dict, dict]]:
+                 trainer_ids: np.ndarray | None, save_orig: bool) -> None:
     scratch = np.empty(view.num_nodes, dtype=np.int64)
-    originals = []
     for p in tqdm(range(rl.num_parts), desc="write partitions", unit="part", disable=None, leave=False):
-        start, end = rl.part_nodes(p)
-        halo_dsts = expand_dsts(start, end, num_hops, adj, view.num_nodes)
-        local = local_structure(start, end, own_in_edges(view, rl, p), halo_dsts, adj, scratch)
-        writer.write_file(p, "part_graph", structure_arrays(local, view, rl))
-        del local
+        # features first: a pending (background) write then always overlaps a small job
         nids, eids = inner_orig_ids(g, view, rl, p)
         node_feats, edge_feats = feature_arrays(g, nids, eids)
         if trainer_ids is not None:
@@ -136,11 +131,15 @@ def _write_parts(writer: PartitionWriter, g: Graph, view: HomoView, rl: Relabell
                 node_feats[f"{name}/trainer_id"] = trainer_ids[nids[name] + view.node_offsets[t]]
         writer.write_file(p, "node_feats", node_feats)
         writer.write_file(p, "edge_feats", edge_feats)
+        del node_feats, edge_feats
         if save_orig:
             writer.write_file(p, "orig_nids", nids)
             writer.write_file(p, "orig_eids", eids)
-        originals.append((nids, eids))
-    return originals
+        start, end = rl.part_nodes(p)
+        halo_dsts = expand_dsts(start, end, num_hops, adj, view.num_nodes)
+        local = local_structure(start, end, own_in_edges(view, rl, p), halo_dsts, adj, scratch)
+        writer.write_file(p, "part_graph", structure_arrays(local, view, rl))
+        del local, nids, eids
 
 
 def _config(writer: PartitionWriter, g: Graph, name: str, method: str, num_hops: int, rl: Relabelling,
@@ -163,11 +162,13 @@ def _config(writer: PartitionWriter, g: Graph, name: str, method: str, num_hops:
     )
 
 
-def _mapping(g: Graph, view: HomoView, rl: Relabelling, originals: list[tuple[dict, dict]]) -> tuple[Any, Any]:
+def _mapping(g: Graph, view: HomoView, rl: Relabelling) -> tuple[Any, Any]:
+    """New → original ID maps: per type, the original IDs in per-type new-ID order."""
     import torch
 
     if g.is_homogeneous:
         return torch.from_numpy(rl.new2old), torch.from_numpy(rl.perm.astype(np.int64))
-    nids = {t: torch.from_numpy(np.concatenate([o[0][t] for o in originals])) for t in g.ntypes}
-    eids = {et: torch.from_numpy(np.concatenate([o[1][etype_str(et)] for o in originals])) for et in g.canonical_etypes}
+    per_part = [inner_orig_ids(g, view, rl, p) for p in range(rl.num_parts)]
+    nids = {t: torch.from_numpy(np.concatenate([n[t] for n, _ in per_part])) for t in g.ntypes}
+    eids = {et: torch.from_numpy(np.concatenate([e[etype_str(et)] for _, e in per_part])) for et in g.canonical_etypes}
     return nids, eids

@@ -32,11 +32,7 @@ def structure_arrays(local: LocalStructure, view: HomoView, rl: Relabelling) -> 
     inner_node = np.zeros(local.node_ids.shape[0], dtype=bool)
     inner_node[: local.num_inner] = True
     m = (local.eids.shape[0],)
-
-    def inner_edge() -> np.ndarray:
-        flags = np.zeros(m, dtype=bool)
-        flags[: local.num_inner_edges] = True
-        return flags
+    inner_edges = local.num_inner_edges
 
     return {
         "indptr": local.indptr,
@@ -47,9 +43,10 @@ def structure_arrays(local: LocalStructure, view: HomoView, rl: Relabelling) -> 
         "node/part_id": np.searchsorted(rl.part_starts(), local.node_ids, side="right") - 1,
         "node/_TYPE": ntype,
         "edge/_ID": local.eids,
-        "edge/inner_edge": Lazy(np.dtype(bool), m, inner_edge),
-        "edge/orig_id": Lazy(np.dtype(np.int64), m, lambda: view.per_type_eids(take_int64(rl.perm, local.eids))),
-        "edge/_TYPE": Lazy(np.dtype(np.int64), m, lambda: view.edge_types(rl.perm[local.eids] if view.num_etypes > 1 else local.eids)),
+        "edge/inner_edge": Lazy(np.dtype(bool), m, lambda lo, hi: np.arange(lo, hi) < inner_edges),
+        "edge/orig_id": Lazy(np.dtype(np.int64), m,
+                             lambda lo, hi: view.per_type_eids(take_int64(rl.perm, local.eids[lo:hi]))),
+        "edge/_TYPE": Lazy(np.dtype(np.int64), m, lambda lo, hi: view.edge_types(rl.perm[local.eids[lo:hi]])),
     }
 
 

@@ -31,8 +31,7 @@ class OwnInEdges:
 def own_in_edges(view: HomoView, rl: Relabelling, p: int) -> OwnInEdges:
     """The in-edges of partition ``p``'s inner nodes (compiled kernel, one pass over them)."""
     (lo, hi), (elo, ehi) = rl.part_nodes(p), rl.part_edges(p)
-    key = np.empty(ehi - elo, dtype=np.int32 if hi - lo < 2**31 else np.int64)
-    return OwnInEdges(*range_in_edges(rl.perm, view.src, view.dst, rl.old2new, lo, hi, elo, ehi, key))
+    return OwnInEdges(*range_in_edges(rl.perm, view.src, view.dst, rl.old2new, lo, hi, elo, ehi))
 
 
 @dataclass(frozen=True)

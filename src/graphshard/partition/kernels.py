@@ -65,42 +65,38 @@ def stable_order(keys: np.ndarray, num_keys: int) -> tuple[np.ndarray, np.ndarra
     return order, offsets
 
 
-def range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi, key):
+def range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi):
     """In-edges of the nodes with new IDs ``[node_lo, node_hi)``, which are exactly the new edges
     ``[edge_lo, edge_hi)`` (an edge belongs to its destination's partition), grouped by destination.
 
     Returns ``(indptr, new_eids, new_src)``: for local destination ``v = new ID - node_lo``, entries
     ``indptr[v]:indptr[v+1]`` in increasing new edge ID. ``perm`` maps new → original edge IDs;
-    ``src``/``dst`` hold original node IDs; ``old2new`` renumbers nodes. The first pass reads the
-    edges in order (``perm`` ascends inside a partition); only the final scatter is random.
-    ``key`` is a work array of ``edge_hi - edge_lo`` integers wide enough for local IDs.
+    ``src``/``dst`` hold original node IDs; ``old2new`` renumbers nodes. Both passes read the edges
+    in order (``perm`` ascends inside a partition) and recompute what they need, so no work array
+    of edge size is kept besides the two outputs; only the final scatter is random.
     """
-    return _range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi, key, numba.get_num_threads())
+    return _range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi, numba.get_num_threads())
 
 
 @numba.njit(cache=True, parallel=True)
-def _range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi, key, num_chunks):
+def _range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi, num_chunks):
     n = node_hi - node_lo
     m = edge_hi - edge_lo
     bounds = _chunk_bounds(m, num_chunks)
-    tmp_src = np.empty(m, dtype=np.int64)
     counts = np.zeros((num_chunks, n), dtype=np.int64)
     for c in numba.prange(num_chunks):
         for j in range(bounds[c], bounds[c + 1]):
-            e = perm[edge_lo + j]
-            v = old2new[dst[e]] - node_lo
-            key[j] = v
-            tmp_src[j] = old2new[src[e]]
-            counts[c, v] += 1
+            counts[c, old2new[dst[perm[edge_lo + j]]] - node_lo] += 1
     pos, indptr = _chunk_positions(counts)
     new_eids = np.empty(m, dtype=np.int64)
     new_src = np.empty(m, dtype=np.int64)
     for c in numba.prange(num_chunks):
         for j in range(bounds[c], bounds[c + 1]):
-            v = key[j]
+            e = perm[edge_lo + j]
+            v = old2new[dst[e]] - node_lo
             k = pos[c, v]
             new_eids[k] = edge_lo + j
-            new_src[k] = tmp_src[j]
+            new_src[k] = old2new[src[e]]
             pos[c, v] = k + 1
     return indptr, new_eids, new_src
 

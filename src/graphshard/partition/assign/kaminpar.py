@@ -49,7 +49,7 @@ def kaminpar_partition(
         n = _write_csr(path, make_csr(), node_weights)
         if num_parts == 1 or n == 0:
             return np.zeros(n, dtype=np.int64)
-        graph = kaminpar.load_graph(path, kaminpar.GraphFileFormat.PARHIP)
+        graph = kaminpar.load_graph(path, kaminpar.GraphFileFormat.PARHIP, compress=True)
     kaminpar.reseed(seed)
     solver = kaminpar.KaMinPar(num_threads or len(os.sched_getaffinity(0)), kaminpar.default_context())
     return np.asarray(solver.compute_partition(graph, num_parts, imbalance), dtype=np.int64)

@@ -1,0 +1,83 @@
+"""The shared-data directory layout: round trips, the real datasets (when present), bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from graphshard import InputError
+from graphshard.datasets import Dataset, load_dataset, save_dataset
+from tests.graphs import shared_dataset, small_hetero, small_homo
+
+
+def _same_graph(a, b):
+    assert a.num_nodes == b.num_nodes and a.canonical_etypes == b.canonical_etypes
+    for et in a.canonical_etypes:
+        for x, y in zip(a.edges[et], b.edges[et]):
+            assert np.array_equal(x, y)
+
+
+def test_round_trip_homogeneous(tmp_path):
+    g = small_homo()
+    g.edge_feats = {}
+    save_dataset(Dataset("h", g, 4), tmp_path / "d")
+    back = load_dataset(tmp_path / "d")
+    _same_graph(g, back.graph)
+    for k in ("feat", "label", "train_mask", "val_mask", "test_mask"):
+        assert np.array_equal(back.graph.node_feats["_N"][k], g.node_feats["_N"][k]), k
+    assert back.num_classes == 4
+
+
+def test_round_trip_heterogeneous(tmp_path):
+    g = small_hetero()
+    g.edge_feats = {}
+    g.node_feats = {"paper": {"feat": g.node_feats["paper"]["feat"], "label": g.node_feats["paper"]["label"],
+                              "train_mask": np.arange(60) < 20}}
+    save_dataset(Dataset("x", g, 4, "paper"), tmp_path / "d")
+    back = load_dataset(tmp_path / "d")
+    _same_graph(g, back.graph)
+    assert back.target_ntype == "paper"
+    assert np.array_equal(back.graph.node_feats["paper"]["train_mask"], np.arange(60) < 20)
+
+
+def test_cora():
+    ds = load_dataset(shared_dataset("cora"))
+    g = ds.graph
+    assert g.num_nodes == {"_N": 2708} and g.total_edges == 10556 and ds.num_classes == 7
+    f = g.node_feats["_N"]
+    assert f["feat"].shape == (2708, 1433) and f["train_mask"].sum() == 140 and f["test_mask"].sum() == 1000
+
+
+def test_citeseer_csr_features_densified():
+    d = shared_dataset("citeseer")
+    g = load_dataset(d).graph
+    indptr = np.load(d / "feat_csr_indptr.npy")
+    x = g.node_feats["_N"]["feat"]
+    assert x.shape == (3327, 3703)
+    assert np.array_equal((x != 0).sum(axis=1), np.diff(indptr))
+
+
+def test_dblp_heterogeneous():
+    ds = load_dataset(shared_dataset("dblp_hetero"))
+    g = ds.graph
+    assert ds.target_ntype == "author" and ds.num_classes == 4
+    assert g.num_nodes["paper"] == 14328 and g.num_edges(("paper", "has_term", "term")) == 85810
+    assert g.node_feats["paper"]["feat"].shape == (14328, 4231)
+    assert "conference" not in g.node_feats and g.node_feats["author"]["train_mask"].sum() == 80
+
+
+def test_missing_and_bad_files(tmp_path):
+    with pytest.raises(InputError, match="meta.json: missing"):
+        load_dataset(tmp_path)
+    (tmp_path / "meta.json").write_text(json.dumps({"num_nodes": 3, "feat_format": "none"}))
+    with pytest.raises(InputError, match="src.npy: dataset file is missing"):
+        load_dataset(tmp_path)
+    np.save(tmp_path / "src.npy", np.array([0, 1]))
+    np.save(tmp_path / "dst.npy", np.array([1, 7]))
+    with pytest.raises(InputError, match="dst ID 7 at position 1 is out of range"):
+        load_dataset(tmp_path)
+    np.save(tmp_path / "dst.npy", np.array([{"x": 1}, {}], dtype=object), allow_pickle=True)
+    with pytest.raises(InputError, match="not a plain NumPy array"):
+        load_dataset(tmp_path)

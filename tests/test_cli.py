@@ -1,0 +1,70 @@
+"""The command line: every subcommand, JSON output, errors as exit code 2 with a message."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from graphshard.cli import main
+
+
+def test_help_for_every_command(capsys):
+    for argv in ([], ["generate"], ["generate", "rmat"], ["partition"], ["inspect"], ["demo"]):
+        with pytest.raises(SystemExit) as exc:
+            main(argv + ["--help"])
+        assert exc.value.code == 0
+        assert "usage: graphshard" in capsys.readouterr().out
+
+
+def test_generate_partition_inspect(tmp_path, capsys):
+    assert main(["generate", "hetero", "--papers", "400", "--authors", "150", "--institutions", "5", "--fields", "6",
+                 "--out", str(tmp_path / "data")]) == 0
+    assert main(["partition", "--dataset", str(tmp_path / "data"), "--num-parts", "2", "--out", str(tmp_path / "p"),
+                 "--balance-ntypes", "train", "--trainers-per-machine", "2", "--num-hops", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "edge cut" in out and "replication factor" in out
+    assert main(["inspect", str(tmp_path / "p" / "hetero.json"), "--json", "--verify"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["num_parts"] == 2 and stats["halo_hops"] == 2
+    assert sum(p["inner_nodes"] for p in stats["parts"]) == stats["num_nodes"]
+    assert sum(p["inner_edges"] for p in stats["parts"]) == stats["num_edges"]
+
+
+def test_inspect_edge_cut_matches_assignment(tmp_path, capsys):
+    from graphshard.datasets import community_graph, save_dataset
+    ds = community_graph(num_nodes=1000, seed=3)
+    save_dataset(ds, tmp_path / "d")
+    np.save(tmp_path / "assign.npy", np.arange(1000) % 3)
+    assert main(["partition", "--dataset", str(tmp_path / "d"), "--num-parts", "3", "--out", str(tmp_path / "p"),
+                 "--method", "random", "--graph-name", "c"]) == 0
+    capsys.readouterr()
+    from graphshard import load_partition_book
+    book = load_partition_book(tmp_path / "p" / "c.json")
+    src, dst = ds.graph.edges[("_N", "_E", "_N")]
+    owner = book.nid2partid(book.from_original("_N", np.arange(1000))).numpy()
+    expected = int((owner[src] != owner[dst]).sum())
+    assert main(["inspect", str(tmp_path / "p" / "c.json"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["edge_cut"] == expected
+
+
+def test_balance_file_and_errors(tmp_path, capsys):
+    from graphshard.datasets import community_graph, save_dataset
+    save_dataset(community_graph(num_nodes=500, seed=1), tmp_path / "d")
+    np.save(tmp_path / "bal.npy", np.arange(500) % 2)
+    assert main(["partition", "--dataset", str(tmp_path / "d"), "--num-parts", "2", "--out", str(tmp_path / "p"),
+                 "--balance-ntypes", str(tmp_path / "bal.npy")]) == 0
+    capsys.readouterr()
+    assert main(["partition", "--dataset", str(tmp_path / "nope"), "--num-parts", "2", "--out", str(tmp_path / "q")]) == 2
+    assert "meta.json: missing" in capsys.readouterr().err
+    assert main(["partition", "--dataset", str(tmp_path / "d"), "--num-parts", "0", "--out", str(tmp_path / "q")]) == 2
+    assert "num_parts must be an integer >= 1" in capsys.readouterr().err
+    assert main(["inspect", str(tmp_path / "q" / "missing.json")]) == 2
+    assert "partition config file is missing" in capsys.readouterr().err
+
+
+def test_demo(tmp_path, capsys):
+    assert main(["demo", "--out", str(tmp_path), "--nodes", "3000"]) == 0
+    out = capsys.readouterr().out
+    assert "partitioned into 2 parts with METIS" in out and (tmp_path / "demo.json").is_file()
