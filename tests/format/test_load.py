@@ -6,11 +6,10 @@ import json
 
 import numpy as np
 import pytest
-import torch
 
 from graphshard import FormatError, load_partition, load_partition_feats, partition_graph
 from graphshard.format.load import verify_checksums
-from tests.graphs import small_hetero, small_homo
+from tests.graphs import small_hetero
 
 
 @pytest.fixture

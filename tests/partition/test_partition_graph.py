@@ -158,7 +158,7 @@ def test_metis_objtype_vol(tmp_path):
 
 
 def test_pyg_input(tmp_path):
-    torch_geometric = pytest.importorskip("torch_geometric")
+    pytest.importorskip("torch_geometric")
     import torch
     from torch_geometric.data import Data
     data = Data(x=torch.randn(30, 3), y=torch.arange(30), edge_index=torch.randint(0, 30, (2, 80)),

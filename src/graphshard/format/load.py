@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -198,8 +197,3 @@ def _inner_edge_orig_ids(t: dict[str, torch.Tensor], lo: int, hi: int) -> np.nda
     out = np.empty(hi - lo, dtype=np.int64)
     out[ids[sel] - lo] = t["edge/orig_id"].numpy()[sel]
     return out
-
-
-def list_partition_files(cfg: PartitionConfig) -> list[Path]:
-    """Every file the config names, for inspection tools."""
-    return [cfg.root / rel for entry in cfg.parts for rel in entry.values()]

@@ -12,7 +12,8 @@ import numpy as np
 
 
 @numba.njit(cache=True, nogil=True)
-def _chunk_bounds(n: int, num_chunks: int) -> np.ndarray:
+def chunk_bounds(n: int, num_chunks: int) -> np.ndarray:
+    """Boundaries of ``num_chunks`` contiguous, near-equal chunks of ``range(n)`` (num_chunks + 1)."""
     bounds = np.empty(num_chunks + 1, dtype=np.int64)
     for c in range(num_chunks + 1):
         bounds[c] = n * c // num_chunks
@@ -20,7 +21,7 @@ def _chunk_bounds(n: int, num_chunks: int) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True)
-def _chunk_positions(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def chunk_positions(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """From per-chunk key counts (chunks, keys): per-chunk start positions and key offsets (keys + 1)."""
     num_chunks, num_keys = counts.shape
     pos = np.empty_like(counts)
@@ -43,12 +44,12 @@ def stable_order_gathered(index: np.ndarray, table: np.ndarray, num_keys: int, o
 
 @numba.njit(cache=True, parallel=True)
 def _stable_order_gathered(index, table, num_keys, order, num_chunks):
-    bounds = _chunk_bounds(index.shape[0], num_chunks)
+    bounds = chunk_bounds(index.shape[0], num_chunks)
     counts = np.zeros((num_chunks, num_keys), dtype=np.int64)
     for c in numba.prange(num_chunks):
         for i in range(bounds[c], bounds[c + 1]):
             counts[c, table[index[i]]] += 1
-    pos, offsets = _chunk_positions(counts)
+    pos, offsets = chunk_positions(counts)
     for c in numba.prange(num_chunks):
         for i in range(bounds[c], bounds[c + 1]):
             k = table[index[i]]
@@ -82,12 +83,12 @@ def range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi):
 def _range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi, num_chunks):
     n = node_hi - node_lo
     m = edge_hi - edge_lo
-    bounds = _chunk_bounds(m, num_chunks)
+    bounds = chunk_bounds(m, num_chunks)
     counts = np.zeros((num_chunks, n), dtype=np.int64)
     for c in numba.prange(num_chunks):
         for j in range(bounds[c], bounds[c + 1]):
             counts[c, old2new[dst[perm[edge_lo + j]]] - node_lo] += 1
-    pos, indptr = _chunk_positions(counts)
+    pos, indptr = chunk_positions(counts)
     new_eids = np.empty(m, dtype=np.int64)
     new_src = np.empty(m, dtype=np.int64)
     for c in numba.prange(num_chunks):

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from ..kernels import chunk_bounds, chunk_positions
+
 
 @dataclass(frozen=True)
 class UndirectedCSR:
@@ -29,7 +31,7 @@ def undirected_csr(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> Undirect
     """
     threads = numba.get_num_threads()
     counts = _chunk_degrees(src, dst, num_nodes, threads)
-    xadj, pos = _chunk_positions(counts)
+    pos, xadj = chunk_positions(counts)
     del counts
     adjncy = np.empty(int(xadj[-1]), dtype=np.int32 if num_nodes < 2**31 else np.int64)
     _fill(src, dst, pos, adjncy, threads)
@@ -42,18 +44,10 @@ def undirected_csr(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> Undirect
     return UndirectedCSR(new_xadj, out)
 
 
-@numba.njit(cache=True, nogil=True)
-def _bounds(n, chunks):
-    b = np.empty(chunks + 1, dtype=np.int64)
-    for c in range(chunks + 1):
-        b[c] = n * c // chunks
-    return b
-
-
 @numba.njit(cache=True, parallel=True)
 def _chunk_degrees(src, dst, n, chunks):
     """Per chunk of edges, how many adjacency entries each node receives (both directions)."""
-    b = _bounds(src.shape[0], chunks)
+    b = chunk_bounds(src.shape[0], chunks)
     counts = np.zeros((chunks, n), dtype=np.int64)
     for c in numba.prange(chunks):
         for i in range(b[c], b[c + 1]):
@@ -63,25 +57,9 @@ def _chunk_degrees(src, dst, n, chunks):
     return counts
 
 
-@numba.njit(cache=True, nogil=True)
-def _chunk_positions(counts):
-    """Row offsets (xadj) and, per chunk and node, where that chunk's entries for the node start."""
-    chunks, n = counts.shape
-    xadj = np.zeros(n + 1, dtype=np.int64)
-    pos = np.empty_like(counts)
-    running = 0
-    for v in range(n):
-        xadj[v] = running
-        for c in range(chunks):
-            pos[c, v] = running
-            running += counts[c, v]
-    xadj[n] = running
-    return xadj, pos
-
-
 @numba.njit(cache=True, parallel=True)
 def _fill(src, dst, pos, adjncy, chunks):
-    b = _bounds(src.shape[0], chunks)
+    b = chunk_bounds(src.shape[0], chunks)
     for c in numba.prange(chunks):
         for i in range(b[c], b[c + 1]):
             u, v = src[i], dst[i]
