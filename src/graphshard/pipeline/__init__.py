@@ -1,0 +1,1 @@
+"""Out-of-core / multi-machine partitioning: assignment step, dispatch step, ParMETIS interop."""

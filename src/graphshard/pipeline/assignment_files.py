@@ -1,0 +1,110 @@
+"""Assignment files: one ``<ntype>.txt`` (line i = partition of node i) or ``<ntype>.npy`` per node type,
+plus ``partition_meta.json``. Written atomically; read back with validation naming file, line and value."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+
+META_NAME = "partition_meta.json"
+VERSION = 1
+
+
+def write_assignment(out_dir: str | os.PathLike, per_type: dict[str, np.ndarray], num_parts: int, method: str,
+                     fmt: str = "txt", extra: dict | None = None) -> Path:
+    """Write one file per node type and ``partition_meta.json`` last (each via a temporary file)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if fmt not in ("txt", "npy"):
+        raise InputError(f"assignment format must be 'txt' or 'npy', got {fmt!r}")
+    (out / META_NAME).unlink(missing_ok=True)
+    for t, parts in per_type.items():
+        target = out / f"{t}.{fmt}"
+        tmp = out / f".{t}.{fmt}.tmp-{os.getpid()}"
+        if fmt == "txt":
+            with open(tmp, "w") as f:
+                for lo in range(0, parts.shape[0], 1 << 22):  # stream in blocks
+                    block = parts[lo: lo + (1 << 22)]
+                    if block.size:
+                        f.write("\n".join(map(str, block.tolist())) + "\n")
+        else:
+            with open(tmp, "wb") as f:
+                np.save(f, parts.astype(np.int64), allow_pickle=False)
+        os.replace(tmp, target)
+    meta = {"version": VERSION, "method": method, "num_parts": num_parts, "format": fmt,
+            "num_nodes_per_type": {t: int(p.shape[0]) for t, p in per_type.items()}, **(extra or {})}
+    tmp = out / f".{META_NAME}.tmp-{os.getpid()}"
+    tmp.write_text(json.dumps(meta, indent=1) + "\n")
+    os.replace(tmp, out / META_NAME)
+    return out / META_NAME
+
+
+def read_assignment(parts_dir: str | os.PathLike, num_nodes: dict[str, int],
+                    num_parts: int | None = None) -> tuple[dict[str, np.ndarray], int]:
+    """Read and validate assignment files for every node type; returns ``(per_type, num_parts)``.
+
+    ``num_parts`` defaults to ``partition_meta.json``'s value, else to the largest partition ID + 1.
+    """
+    d = Path(parts_dir)
+    meta_path = d / META_NAME
+    if num_parts is None and meta_path.is_file():
+        num_parts = int(json.loads(meta_path.read_text())["num_parts"])
+    per_type = {t: _read_one(d, t, n) for t, n in num_nodes.items()}
+    top = max((int(a.max()) for a in per_type.values() if a.size), default=0)
+    num_parts = num_parts if num_parts is not None else top + 1
+    for t, a in per_type.items():
+        bad = (a < 0) | (a >= num_parts)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise InputError(f"{_file_of(d, t)}, line {i + 1}: partition {int(a[i])} is outside [0, {num_parts})")
+    return per_type, num_parts
+
+
+def _file_of(d: Path, t: str) -> Path:
+    for ext in ("npy", "txt"):
+        if (d / f"{t}.{ext}").is_file():
+            return d / f"{t}.{ext}"
+    raise InputError(f"{d}: no assignment file for node type {t!r} (expected {t}.txt or {t}.npy)")
+
+
+def _read_one(d: Path, t: str, n: int) -> np.ndarray:
+    path = _file_of(d, t)
+    if path.suffix == ".npy":
+        try:
+            arr = np.load(path, allow_pickle=False)
+        except ValueError as exc:
+            raise InputError(f"{path}: not a plain NumPy array ({exc})") from None
+        if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
+            raise InputError(f"{path}: must be a 1-D integer array, got {arr.dtype}{arr.shape}")
+    else:
+        arr = _read_txt(path)
+    if arr.shape[0] != n:
+        raise InputError(f"{path}: {arr.shape[0]} entries, but node type {t!r} has {n} nodes")
+    return arr.astype(np.int64, copy=False)
+
+
+def _read_txt(path: Path) -> np.ndarray:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    if path.stat().st_size == 0:
+        return np.zeros(0, np.int64)
+    try:
+        table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(autogenerate_column_names=True),
+                               convert_options=pacsv.ConvertOptions(column_types={"f0": pa.int64()}))
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        with open(path) as f:
+            for lineno, line in enumerate(f, 1):
+                try:
+                    int(line)
+                except ValueError:
+                    raise InputError(f"{path}, line {lineno}: {line.strip()!r} is not a partition ID") from None
+        raise InputError(f"{path}: cannot parse assignment file") from None
+    if table.num_columns != 1:
+        raise InputError(f"{path}: expected one partition ID per line, got {table.num_columns} columns")
+    return table.column(0).to_numpy()

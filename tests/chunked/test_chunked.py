@@ -1,0 +1,111 @@
+"""Chunked graph format: round trips in every format, the older per-chunk counts, and clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from graphshard import InputError
+from graphshard.chunked import read_metadata
+from graphshard.chunked.load import load_chunked_graph
+from graphshard.chunked.writer import chunk_graph
+from graphshard.ids import IDConverter
+from tests.graphs import small_hetero, small_homo
+
+
+def _same(g, h):
+    assert g.num_nodes == h.num_nodes and g.canonical_etypes == h.canonical_etypes
+    for et in g.canonical_etypes:
+        assert all(np.array_equal(a, b) for a, b in zip(g.edges[et], h.edges[et]))
+    for t, feats in g.node_feats.items():
+        for k, v in feats.items():
+            assert np.array_equal(h.node_feats[t][k], v)
+    for et, feats in g.edge_feats.items():
+        for k, v in feats.items():
+            assert np.array_equal(h.edge_feats[et][k], v)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "numpy", "parquet"])
+@pytest.mark.parametrize("make", [small_homo, small_hetero])
+def test_round_trip(tmp_path, fmt, make):
+    g = make()
+    meta = chunk_graph(g, tmp_path / "c", 3, fmt, feat_num_chunks=2)
+    _same(g, load_chunked_graph(read_metadata(tmp_path / "c")))
+    assert len(meta.edges[g.canonical_etypes[0]].paths) == 3
+
+
+def test_old_per_chunk_counts_and_absolute_paths(tmp_path):
+    g = small_hetero()
+    chunk_graph(g, tmp_path / "c", 2, "numpy")
+    raw = json.loads((tmp_path / "c/metadata.json").read_text())
+    raw["num_nodes_per_chunk"] = [[n] for n in raw.pop("num_nodes_per_type")]
+    counts = raw.pop("num_edges_per_type")
+    raw["num_edges_per_chunk"] = []
+    for key, n in zip(raw["edge_type"], counts):
+        spec = raw["edges"][key]
+        spec["data"] = [str(tmp_path / "c" / p) for p in spec["data"]]
+        rows = [len(np.load(p)) for p in spec["data"]]
+        assert sum(rows) == n
+        raw["num_edges_per_chunk"].append(rows)
+    (tmp_path / "c/metadata.json").write_text(json.dumps(raw))
+    meta = read_metadata(tmp_path / "c")
+    _same(g, load_chunked_graph(meta))
+    conv = IDConverter.from_metadata(raw)
+    assert conv.node_to_homo("author", [0]).tolist() == [60]
+
+
+def _meta(tmp_path, edit):
+    chunk_graph(small_hetero(), tmp_path / "c", 2, "csv")
+    raw = json.loads((tmp_path / "c/metadata.json").read_text())
+    edit(raw)
+    (tmp_path / "c/metadata.json").write_text(json.dumps(raw))
+    return tmp_path / "c"
+
+
+@pytest.mark.parametrize("edit,match", [
+    (lambda m: m.pop("node_type"), "missing key 'node_type'"),
+    (lambda m: m["node_type"].append("paper"), "duplicate type names \\['paper'\\]"),
+    (lambda m: m["edge_type"].__setitem__(0, "author:writes"), "malformed canonical edge type 'author:writes'"),
+    (lambda m: m["edge_type"].__setitem__(0, "alien:writes:paper"), "unknown node type 'alien'"),
+    (lambda m: m["edges"]["author:writes:paper"]["format"].__setitem__("name", "xlsx"), "unknown format name 'xlsx'"),
+    (lambda m: m["edges"]["author:writes:paper"]["data"].append("nope.csv"), "chunk file .*nope.csv is missing"),
+    (lambda m: m["num_nodes_per_type"].pop(), "one count per type"),
+])
+def test_metadata_errors(tmp_path, edit, match):
+    with pytest.raises(InputError, match=match):
+        read_metadata(_meta(tmp_path, edit))
+
+
+def test_content_errors_name_file_line_value(tmp_path):
+    d = _meta(tmp_path, lambda m: None)
+    chunk = d / "edges" / "author__writes__paper" / "chunk-1.csv"
+    lines = chunk.read_text().splitlines()
+    chunk.write_text("\n".join(lines[:2] + ["3 x7"] + lines[3:]) + "\n")
+    with pytest.raises(InputError, match=r"chunk-1.csv, line 3: 'x7' is not an integer"):
+        load_chunked_graph(read_metadata(d))
+    chunk.write_text("\n".join(lines[:4] + ["1 2 3"] + lines[5:]) + "\n")
+    with pytest.raises(InputError, match=r"chunk-1.csv, line 5: expected 2 columns, got 3"):
+        load_chunked_graph(read_metadata(d))
+    chunk.write_text("\n".join(lines[:1] + ["24 60"] + lines[2:]) + "\n")
+    with pytest.raises(InputError, match=r"chunk-1.csv, line 2: destination ID 60 is out of range \[0, 60\) "
+                                         r"for node type 'paper'"):
+        load_chunked_graph(read_metadata(d))
+    chunk.write_text("\n".join(lines[:-1]) + "\n")
+    with pytest.raises(InputError, match="hold 87 rows in all, but the metadata declares 88"):
+        load_chunked_graph(read_metadata(d))
+
+
+def test_feature_rows_must_match(tmp_path):
+    d = _meta(tmp_path, lambda m: None)
+    f = d / "node_data" / "paper" / "feat" / "chunk-0.npy"
+    good = np.load(f)
+    np.save(f, good[:-1])
+    with pytest.raises(InputError, match="declares 60 nodes of type 'paper'"):
+        load_chunked_graph(read_metadata(d))
+    np.save(f, good)
+    f = d / "edge_data" / "paper__cites__paper" / "weight" / "chunk-0.npy"
+    np.save(f, np.load(f)[:-2])
+    with pytest.raises(InputError, match="edge data must align with the edge chunks"):
+        load_chunked_graph(read_metadata(d))
