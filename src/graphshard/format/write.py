@@ -25,6 +25,24 @@ FILE_NAMES = {
 }
 
 
+def part_entry(files: dict[str, str]) -> dict[str, str]:
+    """A ``part-<i>`` config entry with its keys in canonical order."""
+    return {k: files[k] for k in FILE_NAMES if k in files}
+
+
+def staging_prefix(graph_name: str) -> str:
+    """Name prefix of the hidden staging directories of runs writing ``graph_name``."""
+    return f".staging-{graph_name}-"
+
+
+def replace_dir(staged: Path, final: Path, trash: Path) -> None:
+    """Move ``staged`` to ``final``, moving a previous ``final`` to ``trash`` first."""
+    if final.exists():
+        shutil.rmtree(trash, ignore_errors=True)
+        final.rename(trash)
+    staged.rename(final)
+
+
 class PartitionWriter:
     """Stage partition files under ``out_dir`` and publish them atomically with :meth:`commit`.
 
@@ -39,7 +57,7 @@ class PartitionWriter:
     def __init__(self, out_dir: str | os.PathLike, graph_name: str):
         self.out_dir = Path(out_dir).resolve()
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        prefix = f".staging-{graph_name}-"
+        prefix = staging_prefix(graph_name)
         for stale in self.out_dir.glob(prefix + "*"):
             log.info("removing staging directory of an interrupted run: %s", stale)
             shutil.rmtree(stale, ignore_errors=True)
@@ -83,14 +101,12 @@ class PartitionWriter:
     def commit(self, cfg: PartitionConfig) -> PartitionConfig:
         """Move the staged partitions into ``out_dir`` and write the config JSON last."""
         self._wait()
-        cfg = replace(cfg, parts=[self.parts[p] for p in range(cfg.num_parts)], checksums=dict(sorted(self.checksums.items())))
+        cfg = replace(cfg, parts=[part_entry(self.parts[p]) for p in range(cfg.num_parts)],
+                      checksums=dict(sorted(self.checksums.items())))
         if cfg.path.exists():
             cfg.path.unlink()  # an old config must never describe a mix of old and new files
         for p in range(cfg.num_parts):
-            final = self.out_dir / f"part{p}"
-            if final.exists():
-                final.rename(self.staging / f"replaced-part{p}")
-            (self.staging / f"part{p}").rename(final)
+            replace_dir(self.staging / f"part{p}", self.out_dir / f"part{p}", self.staging / f"replaced-part{p}")
         write_config(cfg)
         shutil.rmtree(self.staging, ignore_errors=True)
         return cfg

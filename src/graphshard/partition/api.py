@@ -16,7 +16,7 @@ from ..graph import Graph, etype_str, to_numpy
 from ..progress import PhaseTimer
 from .assign import assign
 from .build import feature_arrays, inner_orig_ids, structure_arrays
-from .halo import InEdges, check_hops, expand_dsts, local_structure, own_in_edges
+from .halo import HaloInEdges, InEdges, check_hops, expand_dsts, local_structure, own_in_edges
 from .homogenize import HomoView, homogenize
 from .relabel import Relabelling, relabel
 
@@ -137,7 +137,8 @@ def _write_parts(writer: PartitionWriter, g: Graph, view: HomoView, rl: Relabell
             writer.write_file(p, "orig_eids", eids)
         start, end = rl.part_nodes(p)
         halo_dsts = expand_dsts(start, end, num_hops, adj, view.num_nodes)
-        local = local_structure(start, end, own_in_edges(view, rl, p), halo_dsts, adj, scratch)
+        halo = HaloInEdges.gather(adj, halo_dsts) if adj is not None else HaloInEdges.empty()
+        local = local_structure(start, end, own_in_edges(view, rl, p), halo, scratch)
         writer.write_file(p, "part_graph", structure_arrays(local, view, rl))
         del local, nids, eids
 

@@ -25,8 +25,18 @@ class PartitionArrays:
     orig_eids: dict[str, np.ndarray]
 
 
-def structure_arrays(local: LocalStructure, view: HomoView, rl: Relabelling) -> dict[str, np.ndarray | Lazy]:
-    """The tensors of ``graph.safetensors`` for one partition; edge-sized derived ones are lazy."""
+def structure_arrays(local: LocalStructure, view: HomoView, rl: Relabelling,
+                     orig_eids: np.ndarray | None = None) -> dict[str, np.ndarray | Lazy]:
+    """The tensors of ``graph.safetensors`` for one partition; edge-sized derived ones are lazy.
+
+    Original homogeneous edge IDs come from ``rl.perm`` unless given as ``orig_eids`` (aligned with
+    ``local.eids``; the dispatch pipeline has them but no global ``perm``)."""
+
+    def orig(lo: int, hi: int) -> np.ndarray:
+        if orig_eids is not None:
+            return orig_eids[lo:hi]
+        return take_int64(rl.perm, local.eids[lo:hi])
+
     orig_nodes = rl.new2old[local.node_ids]
     ntype = view.node_types(orig_nodes)
     inner_node = np.zeros(local.node_ids.shape[0], dtype=bool)
@@ -44,9 +54,8 @@ def structure_arrays(local: LocalStructure, view: HomoView, rl: Relabelling) -> 
         "node/_TYPE": ntype,
         "edge/_ID": local.eids,
         "edge/inner_edge": Lazy(np.dtype(bool), m, lambda lo, hi: np.arange(lo, hi) < inner_edges),
-        "edge/orig_id": Lazy(np.dtype(np.int64), m,
-                             lambda lo, hi: view.per_type_eids(take_int64(rl.perm, local.eids[lo:hi]))),
-        "edge/_TYPE": Lazy(np.dtype(np.int64), m, lambda lo, hi: view.edge_types(rl.perm[local.eids[lo:hi]])),
+        "edge/orig_id": Lazy(np.dtype(np.int64), m, lambda lo, hi: view.per_type_eids(orig(lo, hi))),
+        "edge/_TYPE": Lazy(np.dtype(np.int64), m, lambda lo, hi: view.edge_types(orig(lo, hi))),
     }
 
 

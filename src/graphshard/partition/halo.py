@@ -99,23 +99,43 @@ def expand_dsts(start: int, end: int, num_hops: int, adj: InEdges | None, num_no
     return np.sort(np.concatenate(found))
 
 
-def local_structure(start: int, end: int, own: OwnInEdges, halo_dsts: np.ndarray, adj: InEdges | None,
-                    scratch: np.ndarray) -> LocalStructure:
-    """Local CSC of the partition owning new IDs ``[start, end)``, whose extra in-edge holders
-    (``num_hops > 1``) are ``halo_dsts``. ``scratch``: int64 work array of length N, reused."""
+@dataclass(frozen=True)
+class HaloInEdges:
+    """In-edges of the HALO nodes that hold them (``num_hops > 1``): ``degrees[i]`` edges for
+    ``halo_dsts[i]``, listed in that order with new edge IDs ``eids`` and new source IDs ``src``."""
+
+    halo_dsts: np.ndarray
+    degrees: np.ndarray
+    eids: np.ndarray
+    src: np.ndarray
+
+    @classmethod
+    def empty(cls) -> "HaloInEdges":
+        z = np.zeros(0, dtype=np.int64)
+        return cls(z, z, z, z)
+
+    @classmethod
+    def gather(cls, adj: InEdges, halo_dsts: np.ndarray) -> "HaloInEdges":
+        eids = gather_ranges(adj.indptr, halo_dsts, adj.eids)
+        return cls(halo_dsts, adj.indptr[halo_dsts + 1] - adj.indptr[halo_dsts], eids, adj.sources(eids))
+
+
+def local_structure(start: int, end: int, own: OwnInEdges, halo: HaloInEdges, scratch: np.ndarray) -> LocalStructure:
+    """Local CSC of the partition owning new IDs ``[start, end)``, with the in-edges ``halo`` of the
+    HALO nodes that hold theirs. ``scratch``: int64 work array of length N, reused."""
     n_inner = end - start
     eids, srcs = own.eids, own.src
+    halo_dsts = halo.halo_dsts
     if halo_dsts.size:
-        extra = gather_ranges(adj.indptr, halo_dsts, adj.eids)
-        eids = np.concatenate([eids, extra])
-        srcs = np.concatenate([srcs, adj.sources(extra)])
-    halo = _halo_nodes(srcs, start, end, scratch.shape[0])
-    node_ids = np.concatenate([np.arange(start, end, dtype=np.int64), halo])
+        eids = np.concatenate([eids, halo.eids])
+        srcs = np.concatenate([srcs, halo.src])
+    halo_nodes = _halo_nodes(srcs, start, end, scratch.shape[0])
+    node_ids = np.concatenate([np.arange(start, end, dtype=np.int64), halo_nodes])
     scratch[node_ids] = np.arange(node_ids.shape[0], dtype=np.int64)
     degrees = np.zeros(node_ids.shape[0], dtype=np.int64)
     degrees[:n_inner] = np.diff(own.indptr)
     if halo_dsts.size:
-        degrees[scratch[halo_dsts]] = adj.indptr[halo_dsts + 1] - adj.indptr[halo_dsts]
+        degrees[scratch[halo_dsts]] = halo.degrees
     indptr = np.zeros(node_ids.shape[0] + 1, dtype=np.int64)
     np.cumsum(degrees, out=indptr[1:])
     indices = relabel_in_place(srcs, scratch)  # srcs is owned here (own.src is consumed)

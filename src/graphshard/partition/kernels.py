@@ -102,6 +102,16 @@ def _range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi,
     return indptr, new_eids, new_src
 
 
+def ragged_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(s, s + l)`` for every ``(s, l)`` pair, vectorised."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    shift = np.asarray(starts, dtype=np.int64) - (np.cumsum(lengths) - lengths)
+    return np.repeat(shift, lengths) + np.arange(total, dtype=np.int64)
+
+
 @numba.njit(cache=True, nogil=True)
 def gather_ranges(indptr: np.ndarray, nodes: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Concatenate ``values[indptr[v]:indptr[v+1]]`` for each ``v`` in ``nodes``, in order."""

@@ -53,11 +53,27 @@ class Relabelling:
         return np.stack([self.edge_bounds[:, :-1], self.edge_bounds[:, 1:]], axis=-1).transpose(1, 0, 2)
 
 
-def relabel(view: HomoView, parts: np.ndarray, num_parts: int) -> Relabelling:
-    """Compute the new numbering from the node assignment ``parts`` (homogeneous original order)."""
+def relabel_nodes(parts: np.ndarray, num_parts: int, node_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(new2old, old2new, node_bounds)`` from the node assignment ``parts`` (homogeneous original order)."""
     new2old, node_off = stable_order(parts, num_parts)
     old2new = np.empty_like(new2old)
     old2new[new2old] = np.arange(new2old.shape[0], dtype=np.int64)
+    return new2old, old2new, _type_bounds(new2old, node_off, node_offsets)
+
+
+def edge_bounds_from_counts(counts: np.ndarray) -> np.ndarray:
+    """Edge bounds (P, ET + 1) from per-(partition, edge type) edge counts (P, ET)."""
+    flat = np.concatenate([[0], np.cumsum(counts.reshape(-1))])
+    num_parts, num_types = counts.shape
+    bounds = np.empty((num_parts, num_types + 1), dtype=np.int64)
+    for p in range(num_parts):
+        bounds[p] = flat[p * num_types : (p + 1) * num_types + 1]
+    return bounds
+
+
+def relabel(view: HomoView, parts: np.ndarray, num_parts: int) -> Relabelling:
+    """Compute the new numbering from the node assignment ``parts`` (homogeneous original order)."""
+    new2old, old2new, node_bounds = relabel_nodes(parts, num_parts, view.node_offsets)
     perm = np.empty(view.num_edges, dtype=np.int32 if view.num_edges < 2**31 else np.int64)
     edge_off = stable_order_gathered(view.dst, parts, num_parts, perm)
     return Relabelling(
@@ -65,7 +81,7 @@ def relabel(view: HomoView, parts: np.ndarray, num_parts: int) -> Relabelling:
         new2old=new2old,
         old2new=old2new,
         perm=perm,
-        node_bounds=_type_bounds(new2old, node_off, view.node_offsets),
+        node_bounds=node_bounds,
         edge_bounds=_type_bounds(perm, edge_off, view.edge_offsets),
     )
 

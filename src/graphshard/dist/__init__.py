@@ -1,0 +1,1 @@
+"""Distributed runtime: process context and launch, collectives with failure reporting."""

@@ -1,0 +1,429 @@
+"""Step 2 of the out-of-core pipeline: dispatch a chunked graph to ranks and write format v1.
+
+Runs as W ranks on ``torch.distributed`` (gloo). Partition ``p`` is owned by rank ``p % W``. Each rank
+reads a contiguous share of every chunk list, sends edges (with their features) to the owner of their
+destination and node features to the owner of their node, relabels exactly as ``partition_graph``
+does, fetches HALO in-edges from their owners hop by hop, and writes its partitions. The output is
+byte-identical to ``partition_graph`` with the same assignment (only ``part_method`` may differ).
+
+Every rank holds the node assignment and the node renumbering (O(N) integers), its share of the
+input, and its own partitions' data — never the whole graph.
+
+Resumable: finished partitions are kept in ``<out>/.dispatch-<graph>/`` with a marker recording
+their checksums and a fingerprint of the inputs and options; a re-run verifies and reuses them.
+The config JSON is written last, once every rank has published its partitions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..chunked.load import read_checked_edges
+from ..chunked.readers import count_rows, read_data
+from ..chunked.spec import ChunkedMeta, FileSpec, read_metadata
+from ..dist.collectives import all_gather_bytes, all_reduce_sum, barrier, exchange
+from ..dist.context import DistContext
+from ..errors import InputError
+from ..format.config import PartitionConfig, check_graph_name, write_config
+from ..format.tensorfile import sha256_file, write_tensors
+from ..format.write import FILE_NAMES, part_entry, replace_dir
+from ..graph import etype_str
+from ..ids import type_offsets
+from ..partition.build import structure_arrays
+from ..partition.halo import HaloInEdges, OwnInEdges, check_hops, local_structure
+from ..partition.homogenize import HomoView
+from ..partition.kernels import ragged_ranges, range_in_edges
+from ..partition.relabel import Relabelling, edge_bounds_from_counts, relabel_nodes
+from .assignment_files import META_NAME, read_assignment
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DispatchOptions:
+    in_dir: Path
+    partitions_dir: Path
+    out_dir: Path
+    num_hops: int = 1
+    save_orig_nids: bool = False
+    save_orig_eids: bool = False
+
+
+@dataclass
+class _PartEdges:
+    """One owned partition's own edges, sorted by original homogeneous edge ID (= new-ID order)."""
+
+    orig: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    feats: dict[str, np.ndarray] = field(default_factory=dict)  # "<etype>/<name>" -> rows (inner edges)
+
+
+class _Dispatch:
+    """The state of one rank during dispatch."""
+
+    def __init__(self, opts: DispatchOptions, ctx: DistContext):
+        check_hops(opts.num_hops)
+        self.opts, self.ctx = opts, ctx
+        self.meta: ChunkedMeta = read_metadata(opts.in_dir)
+        self.name = self.meta.graph_name
+        check_graph_name(self.name)
+        per_type, self.P = read_assignment(opts.partitions_dir, self.meta.num_nodes)
+        self.parts = np.concatenate([per_type[t] for t in self.meta.ntypes]) if per_type else np.zeros(0, np.int64)
+        self.node_off = type_offsets([self.meta.num_nodes[t] for t in self.meta.ntypes])
+        self.edge_off = type_offsets([self.meta.num_edges[e] for e in self.meta.etypes])
+        self.N = int(self.node_off[-1])
+        self.new2old, self.old2new, self.node_bounds = relabel_nodes(self.parts, self.P, self.node_off)
+        self.part_starts = np.append(self.node_bounds[:, 0], self.N)
+        self.owned = [p for p in range(self.P) if p % ctx.world_size == ctx.rank]
+        self.edges: dict[int, _PartEdges] = {}
+        self.out = Path(opts.out_dir).resolve()
+        self.resume = self.out / f".dispatch-{self.name}"
+        self.fingerprint = self._fingerprint()
+
+    # -- helpers ---------------------------------------------------------------------------
+    def my_chunks(self, count: int) -> range:
+        r, w = self.ctx.rank, self.ctx.world_size
+        return range(count * r // w, count * (r + 1) // w)
+
+    def owner_rank(self, partition: np.ndarray) -> np.ndarray:
+        return partition % self.ctx.world_size
+
+    def chunk_offsets(self, spec: FileSpec, total: int, what: str, declared: list[int] | None = None) -> np.ndarray:
+        """Row offsets of all chunks: each rank counts its own share, then the counts are summed."""
+        counts = np.zeros(len(spec.paths), dtype=np.int64)
+        for i in self.my_chunks(len(spec.paths)):
+            counts[i] = count_rows(spec, i)
+        counts = all_reduce_sum(self.ctx, counts, f"row counts of {spec.where}")
+        if declared is not None:
+            bad = [i for i, (a, b) in enumerate(zip(counts, declared)) if a != b]
+            if len(declared) != len(counts) or bad:
+                i = bad[0] if bad else 0
+                raise InputError(f"{spec.paths[i]}: {counts[i]} rows, metadata declares "
+                                 f"{declared[i] if i < len(declared) else '?'} ({spec.where})")
+        if counts.sum() != total:
+            raise InputError(f"{spec.where}: chunks hold {int(counts.sum())} rows in all, but the metadata "
+                             f"declares {total} {what}")
+        return np.concatenate([[0], np.cumsum(counts)])
+
+    def _fingerprint(self) -> str:
+        h = hashlib.sha256()
+        h.update(self.meta.path.read_bytes())
+        d = Path(self.opts.partitions_dir)
+        for f in sorted([d / META_NAME] + [d / f"{t}.{e}" for t in self.meta.ntypes for e in ("txt", "npy")]):
+            if f.is_file():
+                h.update(f.name.encode() + f.read_bytes())
+        h.update(json.dumps([self.opts.num_hops, self.opts.save_orig_nids, self.opts.save_orig_eids]).encode())
+        return h.hexdigest()
+
+    # -- step 1: edges ---------------------------------------------------------------------
+    def gather_edges(self) -> np.ndarray:
+        """Send every edge (and its features) to the owner of its destination; returns (P, ET) counts."""
+        counts = np.zeros((self.P, len(self.meta.etypes)), dtype=np.int64)
+        received: dict[int, list[tuple[np.ndarray, dict[str, np.ndarray]]]] = {p: [] for p in self.owned}
+        for r, et in enumerate(self.meta.etypes):
+            triples, feats = self._read_edge_share(r, et)
+            part = self.parts[triples[:, 2]]
+            counts[:, r] = np.bincount(part, minlength=self.P)
+            dest = self.owner_rank(part)
+            order = np.argsort(dest, kind="stable")
+            splits = np.searchsorted(dest[order], np.arange(self.ctx.world_size + 1))
+            pieces = lambda a: [a[order[splits[i]:splits[i + 1]]] for i in range(self.ctx.world_size)]  # noqa: E731
+            got = np.concatenate(exchange(self.ctx, pieces(triples), f"edges of {etype_str(et)!r}"))
+            got_feats = {k: np.concatenate(exchange(self.ctx, pieces(v), f"edge data {k!r}")) for k, v in feats.items()}
+            got_part = self.parts[got[:, 2]]
+            for p in self.owned:
+                sel = np.flatnonzero(got_part == p)
+                received[p].append((got[sel], {k: v[sel] for k, v in got_feats.items()}))
+        counts = all_reduce_sum(self.ctx, counts, "edge counts per partition")
+        for p in self.owned:
+            # blocks come in edge-type order and homogeneous edge IDs are type-major: sort each block
+            blocks, feats = [], {}
+            for tri, fs in received[p]:
+                order = np.argsort(tri[:, 0], kind="stable")
+                blocks.append(tri[order])
+                feats.update({k: np.ascontiguousarray(v[order]) for k, v in fs.items()})
+            triples = np.concatenate(blocks) if blocks else np.zeros((0, 3), np.int64)
+            if triples.shape[0] != counts[p].sum():
+                raise InputError(f"rank {self.ctx.rank}: partition {p} received {triples.shape[0]} edges, "
+                                 f"expected {int(counts[p].sum())}")
+            self.edges[p] = _PartEdges(triples[:, 0].copy(), triples[:, 1].copy(), triples[:, 2].copy(), feats)
+        return counts
+
+    def _read_edge_share(self, r: int, et) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        spec = self.meta.edges[et]
+        declared = self.meta.edge_chunk_counts[et] if self.meta.edge_chunk_counts else None
+        offsets = self.chunk_offsets(spec, self.meta.num_edges[et], f"edges of type {etype_str(et)!r}", declared)
+        nt = {t: i for i, t in enumerate(self.meta.ntypes)}
+        pieces, feats = [], {}
+        data = self.meta.edge_data.get(et, {})
+        for i in self.my_chunks(len(spec.paths)):
+            src, dst = read_checked_edges(self.meta, et, i)
+            eid = np.arange(offsets[i], offsets[i + 1], dtype=np.int64) + self.edge_off[r]
+            pieces.append(np.stack([eid, src + self.node_off[nt[et[0]]], dst + self.node_off[nt[et[2]]]], axis=1))
+            for name, fspec in data.items():
+                feats.setdefault(f"{etype_str(et)}/{name}", []).append(self._aligned_rows(fspec, spec, i, src.shape[0]))
+        for name, fspec in data.items():
+            if len(fspec.paths) != len(spec.paths):
+                raise InputError(f"{fspec.where}: {len(fspec.paths)} chunks, but the edges of "
+                                 f"{etype_str(et)!r} have {len(spec.paths)}: edge data must align with edge chunks")
+        triples = np.concatenate(pieces) if pieces else np.zeros((0, 3), np.int64)
+        out = {}
+        for k, v in feats.items():
+            out[k] = np.concatenate(v)
+        for name, fspec in data.items():
+            key = f"{etype_str(et)}/{name}"
+            if key not in out:  # this rank read no chunk: an empty block of the right row shape
+                sample = read_data(fspec, 0) if fspec.paths else np.zeros((0,))
+                out[key] = np.zeros((0, *sample.shape[1:]), dtype=sample.dtype)
+        return triples, out
+
+    @staticmethod
+    def _aligned_rows(fspec: FileSpec, spec: FileSpec, i: int, rows: int) -> np.ndarray:
+        if i >= len(fspec.paths):
+            raise InputError(f"{fspec.where}: no chunk {i}: edge data must align with the edge chunks")
+        data = np.asarray(read_data(fspec, i))
+        if data.shape[0] != rows:
+            raise InputError(f"{fspec.paths[i]}: {data.shape[0]} rows, but edge chunk {spec.paths[i]} has {rows}: "
+                             "edge data must align with the edge chunks")
+        return data
+
+    # -- step 2: node features --------------------------------------------------------------
+    def gather_node_feats(self) -> dict[int, dict[str, np.ndarray]]:
+        out: dict[int, dict[str, np.ndarray]] = {p: {} for p in self.owned}
+        for ti, t in enumerate(self.meta.ntypes):
+            for name, spec in self.meta.node_data.get(t, {}).items():
+                offsets = self.chunk_offsets(spec, self.meta.num_nodes[t], f"nodes of type {t!r}")
+                ids, rows = [], []
+                for i in self.my_chunks(len(spec.paths)):
+                    rows.append(np.asarray(read_data(spec, i)))
+                    ids.append(np.arange(offsets[i], offsets[i + 1], dtype=np.int64))
+                if not rows:
+                    sample = read_data(spec, 0)
+                    rows, ids = [np.zeros((0, *sample.shape[1:]), sample.dtype)], [np.zeros(0, np.int64)]
+                ids_a, rows_a = np.concatenate(ids), np.concatenate(rows)
+                part = self.parts[ids_a + self.node_off[ti]]
+                dest = self.owner_rank(part)
+                order = np.argsort(dest, kind="stable")
+                splits = np.searchsorted(dest[order], np.arange(self.ctx.world_size + 1))
+                pick = lambda a: [a[order[splits[i]:splits[i + 1]]] for i in range(self.ctx.world_size)]  # noqa: E731
+                got_ids = np.concatenate(exchange(self.ctx, pick(ids_a), f"node IDs of {t}/{name}"))
+                got_rows = np.concatenate(exchange(self.ctx, pick(rows_a), f"node data {t}/{name}"))
+                got_part = self.parts[got_ids + self.node_off[ti]]
+                for p in self.owned:
+                    sel = np.flatnonzero(got_part == p)
+                    sel = sel[np.argsort(got_ids[sel], kind="stable")]
+                    out[p][f"{t}/{name}"] = np.ascontiguousarray(got_rows[sel])
+        return out
+
+    # -- step 3: structure and HALO ----------------------------------------------------------
+    def own_structure(self, p: int, rl: Relabelling) -> tuple[OwnInEdges, np.ndarray]:
+        e = self.edges[p]
+        lo, hi = int(self.node_bounds[p, 0]), int(self.node_bounds[p, -1])
+        elo = int(rl.edge_bounds[p, 0])
+        index = np.arange(e.orig.shape[0], dtype=np.int64)
+        indptr, pos, new_src = range_in_edges(index, e.src, e.dst, self.old2new, lo, hi, 0, e.orig.shape[0])
+        return OwnInEdges(indptr, pos + elo, new_src), e.orig[pos]
+
+    def halo_edges(self, own: dict[int, tuple[OwnInEdges, np.ndarray]]) -> dict[int, tuple[HaloInEdges, np.ndarray]]:
+        """In-edges of the nodes within ``num_hops - 1`` backward hops, fetched from their owners."""
+        empty = (HaloInEdges.empty(), np.zeros(0, np.int64))
+        result = {p: empty for p in self.owned}
+        if self.opts.num_hops == 1:
+            return result
+        seen = {}
+        frontier = {}
+        found: dict[int, dict[str, list[np.ndarray]]] = {p: {"dst": [], "deg": [], "eid": [], "src": [], "orig": []}
+                                                         for p in self.owned}
+        for p in self.owned:
+            lo, hi = int(self.node_bounds[p, 0]), int(self.node_bounds[p, -1])
+            seen[p] = np.zeros(self.N, dtype=bool)
+            seen[p][lo:hi] = True
+            srcs = own[p][0].src
+            frontier[p] = np.unique(srcs[~seen[p][srcs]])
+        for _ in range(self.opts.num_hops - 1):
+            for p in self.owned:
+                seen[p][frontier[p]] = True
+            answers = self._fetch_in_edges(np.unique(np.concatenate([frontier[p] for p in self.owned] or
+                                                                    [np.zeros(0, np.int64)])), own)
+            for p in self.owned:
+                nodes = frontier[p]
+                deg, eid, src, orig = answers(nodes)
+                acc = found[p]
+                for k, v in (("dst", nodes), ("deg", deg), ("eid", eid), ("src", src), ("orig", orig)):
+                    acc[k].append(v)
+                frontier[p] = np.unique(src[~seen[p][src]])
+        for p in self.owned:
+            acc = {k: np.concatenate(v) for k, v in found[p].items()}
+            order = np.argsort(acc["dst"], kind="stable")
+            take = ragged_ranges((np.cumsum(acc["deg"]) - acc["deg"])[order], acc["deg"][order])
+            result[p] = (HaloInEdges(acc["dst"][order], acc["deg"][order], acc["eid"][take], acc["src"][take]),
+                         acc["orig"][take])
+        return result
+
+    def _fetch_in_edges(self, nodes: np.ndarray, own: dict[int, tuple[OwnInEdges, np.ndarray]]):
+        """Ask the owners of ``nodes`` (new IDs) for their in-edges; returns a lookup function."""
+        w = self.ctx.world_size
+        owner = self.owner_rank(np.searchsorted(self.part_starts, nodes, side="right") - 1)
+        requests = exchange(self.ctx, [nodes[owner == r] for r in range(w)], "HALO requests")
+        answers = [self._serve(asked, own) for asked in requests]
+        got_deg = exchange(self.ctx, [a[0] for a in answers], "HALO degrees")
+        got_rec = exchange(self.ctx, [a[1] for a in answers], "HALO in-edges")
+        all_nodes = np.concatenate([nodes[owner == r] for r in range(w)])
+        all_deg, all_rec = np.concatenate(got_deg), np.concatenate(got_rec)
+        starts = np.cumsum(all_deg) - all_deg
+        order = np.argsort(all_nodes)
+        sorted_nodes = all_nodes[order]
+
+        def lookup(asked: np.ndarray):
+            idx = order[np.searchsorted(sorted_nodes, asked)]
+            rec = all_rec[ragged_ranges(starts[idx], all_deg[idx])]
+            return all_deg[idx], rec[:, 0], rec[:, 1], rec[:, 2]
+        return lookup
+
+    def _serve(self, asked: np.ndarray, own: dict[int, tuple[OwnInEdges, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+        """In-degrees and in-edges ``(new eid, new src, original eid)`` of ``asked`` nodes, in ``asked`` order."""
+        q = np.searchsorted(self.part_starts, asked, side="right") - 1
+        deg = np.zeros(asked.shape[0], dtype=np.int64)
+        lo_of = {}
+        for part in np.unique(q):  # loop over partitions, not nodes
+            sel = np.flatnonzero(q == part)
+            local = asked[sel] - int(self.node_bounds[part, 0])
+            indptr = own[int(part)][0].indptr
+            deg[sel] = indptr[local + 1] - indptr[local]
+            lo_of[int(part)] = (sel, indptr[local])
+        out_start = np.cumsum(deg) - deg
+        rec = np.empty((int(deg.sum()), 3), dtype=np.int64)
+        for part, (sel, first) in lo_of.items():
+            o, orig = own[part]
+            src_pos = ragged_ranges(first, deg[sel])
+            dst_pos = ragged_ranges(out_start[sel], deg[sel])
+            rec[dst_pos, 0], rec[dst_pos, 1], rec[dst_pos, 2] = o.eids[src_pos], o.src[src_pos], orig[src_pos]
+        return deg, rec
+
+    # -- step 4: write ------------------------------------------------------------------------
+    def done_marker(self, p: int) -> Path:
+        return self.resume / f"part{p}.done.json"
+
+    def reusable(self, p: int) -> bool:
+        marker = self.done_marker(p)
+        if not marker.is_file():
+            return False
+        try:
+            info = json.loads(marker.read_text())
+            ok = info["fingerprint"] == self.fingerprint and all(
+                sha256_file(self.resume / rel) == digest for rel, digest in info["checksums"].items())
+        except (OSError, ValueError, KeyError):
+            ok = False
+        if ok:
+            log.info("rank %d: reusing finished partition %d from an earlier run", self.ctx.rank, p)
+        return ok
+
+    def write_partition(self, p: int, rl: Relabelling, view: HomoView, own: tuple[OwnInEdges, np.ndarray],
+                        halo: tuple[HaloInEdges, np.ndarray], node_feats: dict[str, np.ndarray]) -> None:
+        lo, hi = int(self.node_bounds[p, 0]), int(self.node_bounds[p, -1])
+        local = local_structure(lo, hi, own[0], halo[0], np.empty(self.N, dtype=np.int64))
+        orig = np.concatenate([own[1], halo[1]])
+        nids = {t: self.new2old[self.node_bounds[p, i]: self.node_bounds[p, i + 1]] - self.node_off[i]
+                for i, t in enumerate(self.meta.ntypes)}
+        e = self.edges[p]
+        base = int(rl.edge_bounds[p, 0])
+        eids = {etype_str(et): e.orig[rl.edge_bounds[p, r] - base: rl.edge_bounds[p, r + 1] - base] - self.edge_off[r]
+                for r, et in enumerate(self.meta.etypes)}
+        files = {"node_feats": node_feats, "edge_feats": e.feats,
+                 "part_graph": structure_arrays(local, view, rl, orig_eids=orig)}
+        if self.opts.save_orig_nids:
+            files["orig_nids"] = nids
+        if self.opts.save_orig_eids:
+            files["orig_eids"] = eids
+        tmp = self.resume / f"part{p}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        checksums = {f"part{p}/{FILE_NAMES[k]}": write_tensors(tmp / FILE_NAMES[k], v) for k, v in files.items()}
+        shutil.rmtree(self.resume / f"part{p}", ignore_errors=True)
+        tmp.rename(self.resume / f"part{p}")
+        marker = {"fingerprint": self.fingerprint, "checksums": checksums, "files": sorted(files)}
+        self.done_marker(p).write_text(json.dumps(marker))
+
+
+def dispatch(opts: DispatchOptions, ctx: DistContext) -> Path:
+    """Run the dispatch step on this rank (all ranks call it). Returns the config JSON path."""
+    d = _Dispatch(opts, ctx)
+    d.out.mkdir(parents=True, exist_ok=True)
+    d.resume.mkdir(exist_ok=True)
+    config_path = d.out / f"{d.name}.json"
+    config_path.unlink(missing_ok=True)  # from here on, nothing here may look complete
+    barrier(ctx, "start")
+    counts = d.gather_edges()
+    node_feats = d.gather_node_feats()
+    rl = Relabelling(d.P, d.new2old, d.old2new, np.zeros(0, np.int64), d.node_bounds, edge_bounds_from_counts(counts))
+    view = HomoView(d.N, d.node_off, d.edge_off, np.zeros(0, np.int64), np.zeros(0, np.int64))
+    own = {p: d.own_structure(p, rl) for p in d.owned}
+    halo = d.halo_edges(own)
+    for p in d.owned:
+        if not d.reusable(p):
+            d.write_partition(p, rl, view, own[p], halo[p], node_feats[p])
+        log.info("rank %d: partition %d ready", ctx.rank, p)
+    barrier(ctx, "partitions written")
+    mine = {}
+    for p in d.owned:
+        info = json.loads(d.done_marker(p).read_text())
+        replace_dir(d.resume / f"part{p}", d.out / f"part{p}", d.resume / f"replaced-part{p}")
+        mine[p] = info
+    everything = {}
+    for blob in all_gather_bytes(ctx, json.dumps(mine).encode(), "partition checksums"):
+        everything.update({int(k): v for k, v in json.loads(blob).items()})
+    keys = {p: [k for k in FILE_NAMES if k in everything[p]["files"]] for p in everything}
+    cfg = PartitionConfig(
+        path=config_path, graph_name=d.name, part_method=_method(opts.partitions_dir), num_parts=d.P,
+        halo_hops=opts.num_hops, num_nodes=d.N, num_edges=int(d.edge_off[-1]),
+        ntypes={t: i for i, t in enumerate(d.meta.ntypes)},
+        etypes={etype_str(e): i for i, e in enumerate(d.meta.etypes)},
+        node_map={t: rl.node_map()[i] for i, t in enumerate(d.meta.ntypes)},
+        edge_map={etype_str(e): rl.edge_map()[i] for i, e in enumerate(d.meta.etypes)},
+        parts=[part_entry({k: f"part{p}/{FILE_NAMES[k]}" for k in keys[p]}) for p in range(d.P)],
+        checksums=dict(sorted(c for p in range(d.P) for c in everything[p]["checksums"].items())),
+        extra={"num_trainers_per_machine": 1},
+    )
+    barrier(ctx, "partitions published")
+    write_config(cfg)
+    for p in d.owned:
+        d.done_marker(p).unlink(missing_ok=True)
+        shutil.rmtree(d.resume / f"replaced-part{p}", ignore_errors=True)
+    barrier(ctx, "config written")
+    shutil.rmtree(d.resume, ignore_errors=True)  # every rank is past the barrier: nothing in it is needed
+    return config_path
+
+
+def _method(partitions_dir: Path) -> str:
+    meta = Path(partitions_dir) / META_NAME
+    if meta.is_file():
+        return str(json.loads(meta.read_text()).get("method", "explicit"))
+    return "explicit"
+
+
+def _worker(opts: DispatchOptions, timeout: float, log_level: int) -> None:
+    logging.basicConfig(level=log_level, format=f"%(asctime)s rank {os.environ.get('RANK')} %(levelname)s: %(message)s")
+    with DistContext.from_env(timeout) as ctx:
+        dispatch(opts, ctx)
+
+
+def run_dispatch(opts: DispatchOptions, num_procs: int | None = None, timeout: float = 300.0,
+                 host: str = "127.0.0.1") -> Path:
+    """Run dispatch: start ``num_procs`` local ranks, or (None) join as one rank of a torchrun job."""
+    level = logging.getLogger("graphshard").getEffectiveLevel()
+    if num_procs is None:
+        _worker(opts, timeout, level)
+    else:
+        from ..dist.launch import launch
+
+        launch(_worker, num_procs, (opts, timeout, level), host=host, timeout=timeout)
+    return Path(opts.out_dir).resolve() / f"{read_metadata(opts.in_dir).graph_name}.json"
