@@ -70,6 +70,47 @@ def _inspect(args: argparse.Namespace) -> None:
     print(json.dumps(st.to_dict(), indent=1) if args.json else format_stats(st))
 
 
+def _chunk(args: argparse.Namespace) -> None:
+    from .chunked.writer import chunk_graph
+    from .datasets import load_dataset
+
+    ds = load_dataset(args.dataset)
+    name = args.graph_name or "".join(c if c.isalnum() else "_" for c in ds.name)
+    meta = chunk_graph(ds.graph, args.out, args.num_chunks, args.format, name, args.feat_num_chunks)
+    print(f"wrote chunked graph {name!r} ({args.format}, {args.num_chunks} chunks) -> {meta.path}")
+
+
+def _assign(args: argparse.Namespace) -> None:
+    from .pipeline.assign import assign_chunked
+
+    bal = np.load(args.balance_ntypes, allow_pickle=False) if args.balance_ntypes else None
+    path = assign_chunked(args.in_dir, args.out_dir, args.num_parts, args.method, args.format, args.seed, bal,
+                          args.balance_edges)
+    print(f"wrote {args.method} assignment into {args.num_parts} parts -> {path.parent}")
+
+
+def _dispatch(args: argparse.Namespace) -> None:
+    from .pipeline.dispatch import DispatchOptions, run_dispatch
+
+    opts = DispatchOptions(Path(args.in_dir), Path(args.partitions_dir), Path(args.out_dir), args.num_hops,
+                           args.save_orig_nids, args.save_orig_eids)
+    start = time.perf_counter()
+    path = run_dispatch(opts, args.num_procs, args.timeout, args.host)
+    if args.num_procs is not None or int(__import__("os").environ.get("RANK", "0")) == 0:
+        print(f"dispatched in {time.perf_counter() - start:.1f} s -> {path}")
+
+
+def _parmetis(args: argparse.Namespace) -> None:
+    from .pipeline.parmetis import export_parmetis, import_parmetis
+
+    if args.action == "export":
+        for path in export_parmetis(args.in_dir, args.out_dir):
+            print(f"wrote {path}")
+    else:
+        path = import_parmetis(args.in_dir, args.parmetis_dir, args.out_dir, args.num_parts, args.format)
+        print(f"wrote assignment files -> {path.parent}")
+
+
 def _demo(args: argparse.Namespace) -> None:
     from .datasets import community_graph
     from .partition.api import partition_graph
@@ -139,6 +180,52 @@ def build_parser() -> argparse.ArgumentParser:
     ins.add_argument("--verify", action="store_true", help="check every file's sha256 first")
     ins.set_defaults(func=_inspect)
 
+    ch = sub.add_parser("chunk", help="write a dataset in the chunked graph format")
+    ch.add_argument("--dataset", required=True, help="dataset directory in the shared-data layout")
+    ch.add_argument("--out", required=True, help="output directory (metadata.json + chunks)")
+    ch.add_argument("--num-chunks", type=int, required=True, help="edge chunks per edge type")
+    ch.add_argument("--feat-num-chunks", type=int, help="chunks per node feature (default: --num-chunks)")
+    ch.add_argument("--format", default="numpy", choices=["csv", "numpy", "parquet"])
+    ch.add_argument("--graph-name", help="graph name (default: the dataset's name)")
+    ch.set_defaults(func=_chunk)
+
+    asg = sub.add_parser("assign", help="step 1: write partition assignment files for a chunked graph")
+    asg.add_argument("--in-dir", required=True, help="chunked graph directory")
+    asg.add_argument("--out-dir", required=True, help="where <ntype>.txt and partition_meta.json go")
+    asg.add_argument("--num-parts", type=int, required=True)
+    asg.add_argument("--method", default="random", choices=["random", "metis"])
+    asg.add_argument("--format", default="txt", choices=["txt", "npy"])
+    asg.add_argument("--balance-ntypes", metavar="FILE.npy", help="metis: per-node integers (homogeneous order)")
+    asg.add_argument("--balance-edges", action="store_true", help="metis: balance in-degree too")
+    asg.add_argument("--seed", type=int, default=0)
+    asg.set_defaults(func=_assign)
+
+    dsp = sub.add_parser("dispatch", help="step 2: build format-v1 partitions on W ranks (torch.distributed)")
+    dsp.add_argument("--in-dir", required=True, help="chunked graph directory")
+    dsp.add_argument("--partitions-dir", required=True, help="assignment files from 'assign' (or your own)")
+    dsp.add_argument("--out-dir", required=True, help="output directory (each rank writes its partitions here)")
+    dsp.add_argument("--num-hops", type=int, default=1)
+    dsp.add_argument("--save-orig-nids", action="store_true")
+    dsp.add_argument("--save-orig-eids", action="store_true")
+    dsp.add_argument("--num-procs", type=int, help="start this many local ranks (omit under torchrun)")
+    dsp.add_argument("--timeout", type=float, default=300.0, help="seconds any collective may wait (default 300)")
+    dsp.add_argument("--host", default="127.0.0.1", help="address the local rendezvous binds to")
+    dsp.set_defaults(func=_dispatch)
+
+    pm = sub.add_parser("parmetis", help="ParMETIS (pm_dglpart) interoperability")
+    pmsub = pm.add_subparsers(dest="action", required=True, metavar="ACTION")
+    ex = pmsub.add_parser("export", help="write <name>_nodes.txt, _edges.txt, _stats.txt from a chunked graph")
+    ex.add_argument("--in-dir", required=True)
+    ex.add_argument("--out-dir", required=True)
+    im = pmsub.add_parser("import", help="turn p<i>-<name>_nodes.txt outputs into assignment files")
+    im.add_argument("--in-dir", required=True, help="the chunked graph that was exported")
+    im.add_argument("--parmetis-dir", required=True, help="directory holding p<i>-<name>_nodes.txt")
+    im.add_argument("--out-dir", required=True)
+    im.add_argument("--num-parts", type=int)
+    im.add_argument("--format", default="txt", choices=["txt", "npy"])
+    for x in (ex, im):
+        x.set_defaults(func=_parmetis)
+
     demo = sub.add_parser("demo", help="the main job on a built-in default graph")
     demo.add_argument("--out", default="out/demo", help="output directory (default out/demo)")
     demo.add_argument("--nodes", type=int, default=20000)
@@ -153,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         args.func(args)
-    except (GraphshardError, FileNotFoundError) as exc:
+    except (GraphshardError, FileNotFoundError, RuntimeError) as exc:
         print(f"graphshard: error: {exc}", file=sys.stderr)
         return 2
     return 0

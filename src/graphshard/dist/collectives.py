@@ -8,7 +8,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from .context import DistContext, DistError
+from .context import PEER_FAILURE, DistContext, DistError
 
 T = TypeVar("T")
 
@@ -24,7 +24,7 @@ def guarded(ctx: DistContext, what: str, fn: Callable[[], T]) -> T:
             time.sleep(0.1)
             peer = ctx.failed_peer()
         cause = f"failed on {peer}" if peer else f"failed ({exc}); a peer rank died or timed out after {ctx.timeout:.0f} s"
-        raise DistError(f"rank {ctx.rank}: {what} {cause}") from exc
+        raise DistError(f"rank {ctx.rank}: {PEER_FAILURE} {what} {cause}") from exc
 
 
 def barrier(ctx: DistContext, what: str) -> None:

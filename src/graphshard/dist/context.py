@@ -16,7 +16,8 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-ERROR_KEY = "graphshard/error/"
+ERROR_KEY = "error/"
+PEER_FAILURE = "caused by a peer:"  # marks errors that only report another rank's failure
 
 
 class DistError(RuntimeError):

@@ -1,7 +1,8 @@
 """Start a local cluster: ``num_procs`` ranks on loopback (or a given address) with a free port.
 
 The parent hosts the rendezvous store (bound to port 0, so the port is free by construction) and
-spawns the ranks; if one rank fails, the others are terminated and :class:`DistError` names the rank.
+spawns the ranks. If a rank fails, the others are terminated and :class:`DistError` names the rank
+that caused it: one that recorded its own error, else one that exited without a word (killed).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from .context import DistError
+from .context import ERROR_KEY, PEER_FAILURE, DistError
 
 
 def _entry(index: int, fn: Callable[..., Any], args: tuple, host: str, port: int, world: int) -> None:
@@ -31,12 +32,26 @@ def launch(fn: Callable[..., Any], num_procs: int, args: tuple = (), host: str =
         raise DistError(f"num_procs must be >= 1, got {num_procs}")
     store = dist.TCPStore(host, 0, num_procs, is_master=True, timeout=datetime.timedelta(seconds=timeout),
                           wait_for_workers=False)
+    procs = mp.start_processes(_entry, args=(fn, args, host, store.port, num_procs), nprocs=num_procs,
+                               join=False, start_method="spawn")
     try:
-        mp.start_processes(_entry, args=(fn, args, host, store.port, num_procs), nprocs=num_procs,
-                           join=True, start_method="spawn")
-    except mp.ProcessRaisedException as exc:
-        raise DistError(f"rank {exc.error_index} failed:\n{exc}") from None
-    except mp.ProcessExitedException as exc:
-        raise DistError(f"rank {exc.error_index} exited with code {exc.exit_code}") from None
-    finally:
-        del store
+        while not procs.join():
+            pass
+    except (mp.ProcessRaisedException, mp.ProcessExitedException) as exc:
+        raise DistError(_root_cause(dist.PrefixStore("graphshard/", store), procs.processes, exc)) from None
+
+
+def _root_cause(store: Any, processes: list, exc: Exception) -> str:
+    reports = {}
+    for r in range(len(processes)):
+        key = f"{ERROR_KEY}{r}"
+        if store.check([key]):
+            reports[r] = store.get(key).decode(errors="replace")
+    own = [r for r, text in reports.items() if PEER_FAILURE not in text]
+    if own:
+        return f"rank {own[0]} failed: {reports[own[0]]}"
+    silent = [(r, p.exitcode) for r, p in enumerate(processes) if r not in reports and p.exitcode not in (0, None)
+              and p.exitcode > 0]
+    if silent:
+        return f"rank {silent[0][0]} exited with code {silent[0][1]} without reporting an error"
+    return f"rank {exc.error_index} failed:\n{exc}"

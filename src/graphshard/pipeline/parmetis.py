@@ -1,0 +1,110 @@
+"""ParMETIS interoperability (DGL's ``pm_dglpart`` file layout).
+
+Export, from a chunked graph:
+  ``<name>_nodes.txt``  one line per node in homogeneous order: ``<ntype id> <w_0> ... <w_{T-1}> <per-type id>``
+                        (weights: one indicator column per node type, so ParMETIS balances every type);
+  ``<name>_edges.txt``  one line per edge: ``<src> <dst> <per-type edge id> <etype id>`` (homogeneous node IDs);
+  ``<name>_stats.txt``  ``<num nodes> <num edges> <num weight columns>``.
+Import, from ParMETIS's outputs ``p<i>-<name>_nodes.txt`` (lines ``<homogeneous id> <ntype id> <weights...>
+<per-type id> <partition>``): assignment files for the dispatch step.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..chunked.load import edge_offsets, read_checked_edges
+from ..chunked.spec import read_metadata
+from ..errors import InputError
+from ..ids import type_offsets
+from .assignment_files import write_assignment
+
+_BLOCK = 1 << 20
+
+
+def export_parmetis(in_dir: str | os.PathLike, out_dir: str | os.PathLike) -> list[Path]:
+    """Write the three ParMETIS input files for the chunked graph in ``in_dir``; returns their paths."""
+    meta = read_metadata(in_dir)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    name, ntypes = meta.graph_name, meta.ntypes
+    node_off = type_offsets([meta.num_nodes[t] for t in ntypes])
+    nodes, edges, stats = (out / f"{name}_{k}.txt" for k in ("nodes", "edges", "stats"))
+    with open(_tmp(nodes), "w") as f:
+        for ti, t in enumerate(ntypes):
+            for lo in range(0, meta.num_nodes[t], _BLOCK):
+                ids = np.arange(lo, min(lo + _BLOCK, meta.num_nodes[t]), dtype=np.int64)
+                weights = np.zeros((ids.shape[0], len(ntypes)), dtype=np.int64)
+                weights[:, ti] = 1
+                rows = np.column_stack([np.full(ids.shape[0], ti), weights, ids])
+                np.savetxt(f, rows, fmt="%d", delimiter=" ")
+    with open(_tmp(edges), "w") as f:
+        for r, et in enumerate(meta.etypes):
+            offsets = edge_offsets(meta, et)
+            for i in range(len(meta.edges[et].paths)):
+                src, dst = read_checked_edges(meta, et, i)
+                eid = np.arange(offsets[i], offsets[i + 1], dtype=np.int64)
+                rows = np.column_stack([src + node_off[ntypes.index(et[0])], dst + node_off[ntypes.index(et[2])],
+                                        eid, np.full(eid.shape[0], r)])
+                np.savetxt(f, rows, fmt="%d", delimiter=" ")
+    _tmp(stats).write_text(f"{int(node_off[-1])} {sum(meta.num_edges.values())} {len(ntypes)}\n")
+    for final in (nodes, edges, stats):
+        os.replace(_tmp(final), final)
+    return [nodes, edges, stats]
+
+
+def _tmp(path: Path) -> Path:
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+def import_parmetis(in_dir: str | os.PathLike, parmetis_dir: str | os.PathLike, out_dir: str | os.PathLike,
+                    num_parts: int | None = None, fmt: str = "txt") -> Path:
+    """Turn ParMETIS outputs ``p<i>-<name>_nodes.txt`` into assignment files (``partition_meta.json`` last)."""
+    meta = read_metadata(in_dir)
+    name, ntypes = meta.graph_name, meta.ntypes
+    node_off = type_offsets([meta.num_nodes[t] for t in ntypes])
+    n = int(node_off[-1])
+    pattern = re.compile(rf"^p(\d+)-{re.escape(name)}_nodes\.txt$")
+    files = sorted((p for p in Path(parmetis_dir).iterdir() if pattern.match(p.name)),
+                   key=lambda p: int(pattern.match(p.name).group(1)))
+    if not files:
+        raise InputError(f"{parmetis_dir}: no ParMETIS output files p<i>-{name}_nodes.txt")
+    parts = np.full(n, -1, dtype=np.int64)
+    width = 1 + 1 + len(ntypes) + 1 + 1
+    for path in files:
+        rows = _read_rows(path, width)
+        homo, ntype, per_type, part = rows[:, 0], rows[:, 1], rows[:, -2], rows[:, -1]
+        _check(path, (homo < 0) | (homo >= n), homo, f"node ID out of range [0, {n})")
+        _check(path, (ntype < 0) | (ntype >= len(ntypes)), ntype, "unknown node type ID")
+        _check(path, node_off[np.clip(ntype, 0, len(ntypes) - 1)] + per_type != homo, per_type,
+               "per-type ID does not match the node ID and type")
+        _check(path, part < 0 if num_parts is None else (part < 0) | (part >= num_parts), part, "bad partition ID")
+        _check(path, parts[homo] >= 0, homo, "node listed twice")
+        parts[homo] = part
+    missing = np.flatnonzero(parts < 0)
+    if missing.size:
+        raise InputError(f"{parmetis_dir}: {missing.size} nodes have no partition (first: node {int(missing[0])})")
+    total = num_parts if num_parts is not None else int(parts.max()) + 1
+    per_type = {t: parts[node_off[i]: node_off[i + 1]] for i, t in enumerate(ntypes)}
+    return write_assignment(out_dir, per_type, total, "parmetis", fmt, {"graph_name": name})
+
+
+def _read_rows(path: Path, width: int) -> np.ndarray:
+    try:
+        rows = np.loadtxt(path, dtype=np.int64, ndmin=2)
+    except ValueError as exc:
+        raise InputError(f"{path}: not a table of integers ({exc})") from None
+    if rows.size and rows.shape[1] != width:
+        raise InputError(f"{path}, line 1: expected {width} columns (id, type, weights, per-type id, partition), "
+                         f"got {rows.shape[1]}")
+    return rows.reshape(-1, width)
+
+
+def _check(path: Path, bad: np.ndarray, values: np.ndarray, what: str) -> None:
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InputError(f"{path}, line {i + 1}: {what} ({int(values[i])})")
