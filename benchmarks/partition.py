@@ -17,7 +17,6 @@ import logging
 import os
 import platform
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -28,7 +27,9 @@ DGL_SECONDS = {"metis": 74.0, "random": 41.0}  # DGL 2.1 partition_graph on this
 
 
 def peak_rss() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    from graphshard.progress import peak_rss_bytes  # VmHWM: ru_maxrss would include the parent's peak
+
+    return peak_rss_bytes()
 
 
 def machine() -> dict:

@@ -13,7 +13,17 @@ from tqdm.auto import tqdm
 
 
 def peak_rss_bytes() -> int:
-    """Peak resident set size of this process so far (bytes)."""
+    """Peak resident set size of this process so far (bytes).
+
+    Read from ``VmHWM`` where Linux provides it: ``ru_maxrss`` survives fork + exec, so a child would
+    report its parent's peak."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 

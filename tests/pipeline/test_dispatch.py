@@ -52,3 +52,27 @@ def test_homogeneous_featureless_equals_partition_graph(tmp_path, hops):
     g = small_homo()
     g.node_feats, g.edge_feats = {}, {}
     _run(tmp_path, g, 3, 3, 2, hops=hops, fmt="csv", orig=False)
+
+
+def test_runs_unchanged_under_torchrun(tmp_path):
+    """The same command under torchrun (2 ranks) writes the same bytes as the local launcher."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    torchrun = Path(sys.executable).with_name("torchrun")
+    graphshard = Path(sys.executable).with_name("graphshard")
+    if not torchrun.exists() or not graphshard.exists():
+        pytest.skip("torchrun / graphshard console scripts not installed next to this Python")
+    g = small_hetero()
+    chunk_graph(g, tmp_path / "c", 3, "numpy", graph_name="g")
+    assign_chunked(tmp_path / "c", tmp_path / "a", 3, "random")
+    run_dispatch(DispatchOptions(tmp_path / "c", tmp_path / "a", tmp_path / "local", 2), num_procs=2, timeout=60)
+    res = subprocess.run([str(torchrun), "--standalone", "--nproc-per-node", "2", str(graphshard), "dispatch",
+                          "--in-dir", str(tmp_path / "c"), "--partitions-dir", str(tmp_path / "a"),
+                          "--out-dir", str(tmp_path / "tr"), "--num-hops", "2", "--timeout", "60"],
+                         capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0, res.stderr[-2000:]
+    _compare(tmp_path / "local", tmp_path / "tr", "g")
+    shutil.rmtree(tmp_path / "tr")

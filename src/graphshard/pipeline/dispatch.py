@@ -42,6 +42,7 @@ from ..partition.halo import HaloInEdges, OwnInEdges, check_hops, local_structur
 from ..partition.homogenize import HomoView
 from ..partition.kernels import ragged_ranges, range_in_edges
 from ..partition.relabel import Relabelling, edge_bounds_from_counts, relabel_nodes
+from ..progress import PhaseTimer, peak_rss_bytes
 from .assignment_files import META_NAME, read_assignment
 
 log = logging.getLogger(__name__)
@@ -88,8 +89,18 @@ class _Dispatch:
         self.out = Path(opts.out_dir).resolve()
         self.resume = self.out / f".dispatch-{self.name}"
         self.fingerprint = self._fingerprint()
+        self.chunk_rows: dict[int, np.ndarray] = {}
+        self.node_data_offsets: dict[tuple[str, str], np.ndarray] = {}
 
     # -- helpers ---------------------------------------------------------------------------
+    def phases(self) -> list[list[int]]:
+        """Groups of partitions built together. With 1-hop HALO, one partition per rank at a time
+        (memory: one partition's data); deeper HALOs need every partition's in-edges, so one group."""
+        if self.opts.num_hops > 1:
+            return [list(range(self.P))]
+        w = self.ctx.world_size
+        return [list(range(k, min(k + w, self.P))) for k in range(0, self.P, w)]
+
     def my_chunks(self, count: int) -> range:
         r, w = self.ctx.rank, self.ctx.world_size
         return range(count * r // w, count * (r + 1) // w)
@@ -124,104 +135,152 @@ class _Dispatch:
         h.update(json.dumps([self.opts.num_hops, self.opts.save_orig_nids, self.opts.save_orig_eids]).encode())
         return h.hexdigest()
 
-    # -- step 1: edges ---------------------------------------------------------------------
-    def gather_edges(self) -> np.ndarray:
-        """Send every edge (and its features) to the owner of its destination; returns (P, ET) counts."""
+    # -- step 1: edges -----------------------------------------------------------------------
+    def plan_edges(self) -> None:
+        """Split every edge type's chunks into pieces of at most ``PIECE_ROWS`` rows, count each
+        piece's edges per destination partition (all ranks, summed), and derive the edge bounds and
+        where every piece's edges land inside each partition (so received rows are placed directly)."""
+        self.pieces: dict[int, list[tuple[int, int, int, int]]] = {}  # etype -> [(chunk, lo, hi, owner)]
+        self.piece_base: dict[int, np.ndarray] = {}  # etype -> (pieces, P) start inside (partition, etype)
         counts = np.zeros((self.P, len(self.meta.etypes)), dtype=np.int64)
-        received: dict[int, list[tuple[np.ndarray, dict[str, np.ndarray]]]] = {p: [] for p in self.owned}
         for r, et in enumerate(self.meta.etypes):
-            triples, feats = self._read_edge_share(r, et)
-            part = self.parts[triples[:, 2]]
-            counts[:, r] = np.bincount(part, minlength=self.P)
-            dest = self.owner_rank(part)
-            order = np.argsort(dest, kind="stable")
-            splits = np.searchsorted(dest[order], np.arange(self.ctx.world_size + 1))
-            pieces = lambda a: [a[order[splits[i]:splits[i + 1]]] for i in range(self.ctx.world_size)]  # noqa: E731
-            got = np.concatenate(exchange(self.ctx, pieces(triples), f"edges of {etype_str(et)!r}"))
-            got_feats = {k: np.concatenate(exchange(self.ctx, pieces(v), f"edge data {k!r}")) for k, v in feats.items()}
-            got_part = self.parts[got[:, 2]]
-            for p in self.owned:
-                sel = np.flatnonzero(got_part == p)
-                received[p].append((got[sel], {k: v[sel] for k, v in got_feats.items()}))
-        counts = all_reduce_sum(self.ctx, counts, "edge counts per partition")
-        for p in self.owned:
-            # blocks come in edge-type order and homogeneous edge IDs are type-major: sort each block
-            blocks, feats = [], {}
-            for tri, fs in received[p]:
-                order = np.argsort(tri[:, 0], kind="stable")
-                blocks.append(tri[order])
-                feats.update({k: np.ascontiguousarray(v[order]) for k, v in fs.items()})
-            triples = np.concatenate(blocks) if blocks else np.zeros((0, 3), np.int64)
-            if triples.shape[0] != counts[p].sum():
-                raise InputError(f"rank {self.ctx.rank}: partition {p} received {triples.shape[0]} edges, "
-                                 f"expected {int(counts[p].sum())}")
-            self.edges[p] = _PartEdges(triples[:, 0].copy(), triples[:, 1].copy(), triples[:, 2].copy(), feats)
-        return counts
+            spec = self.meta.edges[et]
+            declared = self.meta.edge_chunk_counts[et] if self.meta.edge_chunk_counts else None
+            offsets = self.chunk_offsets(spec, self.meta.num_edges[et], f"edges of type {etype_str(et)!r}", declared)
+            pieces = _pieces(offsets, self.ctx.world_size)
+            self.chunk_rows[r] = offsets
+            per_piece = np.zeros((len(pieces), self.P), dtype=np.int64)
+            for j, (c, lo, hi, owner) in enumerate(pieces):
+                if owner == self.ctx.rank:
+                    _, dst = self._edge_rows(r, et, c, lo, hi)
+                    per_piece[j] = np.bincount(self.parts[dst], minlength=self.P)
+            per_piece = all_reduce_sum(self.ctx, per_piece, f"edge counts of {etype_str(et)!r}")
+            self.pieces[r] = pieces
+            self.piece_base[r] = np.cumsum(per_piece, axis=0) - per_piece
+            counts[:, r] = per_piece.sum(axis=0)
+        self.edge_counts = counts
+        self._chunk_cache = (None, None)
 
-    def _read_edge_share(self, r: int, et) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        spec = self.meta.edges[et]
-        declared = self.meta.edge_chunk_counts[et] if self.meta.edge_chunk_counts else None
-        offsets = self.chunk_offsets(spec, self.meta.num_edges[et], f"edges of type {etype_str(et)!r}", declared)
-        nt = {t: i for i, t in enumerate(self.meta.ntypes)}
-        pieces, feats = [], {}
-        data = self.meta.edge_data.get(et, {})
-        for i in self.my_chunks(len(spec.paths)):
-            src, dst = read_checked_edges(self.meta, et, i)
-            eid = np.arange(offsets[i], offsets[i + 1], dtype=np.int64) + self.edge_off[r]
-            pieces.append(np.stack([eid, src + self.node_off[nt[et[0]]], dst + self.node_off[nt[et[2]]]], axis=1))
+    def _edge_rows(self, r: int, et, c: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """Homogeneous (src, dst) of rows ``[lo, hi)`` of edge chunk ``c`` (the chunk is read once)."""
+        if self._chunk_cache_key() != (r, c):
+            src, dst = read_checked_edges(self.meta, et, c)
+            nt = {t: i for i, t in enumerate(self.meta.ntypes)}
+            self._chunk_cache = ((r, c), (src, dst, self.node_off[nt[et[0]]], self.node_off[nt[et[2]]]))
+        src, dst, so, do = self._chunk_cache[1]
+        return src[lo:hi] + so, dst[lo:hi] + do
+
+    def _chunk_cache_key(self):
+        return getattr(self, "_chunk_cache", (None, None))[0]
+
+    def gather_edges(self, phase: list[int]) -> None:
+        """Receive the edges (and edge data) of this rank's partitions in ``phase`` into ``self.edges``."""
+        mine = [p for p in phase if p % self.ctx.world_size == self.ctx.rank]
+        itype = np.int32 if self.N < 2**31 else np.int64
+        base_of = {p: np.concatenate([[0], np.cumsum(self.edge_counts[p])]) for p in mine}
+        self.edges = {p: _PartEdges(np.empty(int(base_of[p][-1]), np.int64), np.empty(int(base_of[p][-1]), itype),
+                                    np.empty(int(base_of[p][-1]), itype)) for p in mine}
+        in_phase = np.zeros(self.P, dtype=bool)
+        in_phase[phase] = True
+        for r, et in enumerate(self.meta.etypes):
+            data = self.meta.edge_data.get(et, {})
             for name, fspec in data.items():
-                feats.setdefault(f"{etype_str(et)}/{name}", []).append(self._aligned_rows(fspec, spec, i, src.shape[0]))
-        for name, fspec in data.items():
-            if len(fspec.paths) != len(spec.paths):
-                raise InputError(f"{fspec.where}: {len(fspec.paths)} chunks, but the edges of "
-                                 f"{etype_str(et)!r} have {len(spec.paths)}: edge data must align with edge chunks")
-        triples = np.concatenate(pieces) if pieces else np.zeros((0, 3), np.int64)
-        out = {}
-        for k, v in feats.items():
-            out[k] = np.concatenate(v)
-        for name, fspec in data.items():
-            key = f"{etype_str(et)}/{name}"
-            if key not in out:  # this rank read no chunk: an empty block of the right row shape
-                sample = read_data(fspec, 0) if fspec.paths else np.zeros((0,))
-                out[key] = np.zeros((0, *sample.shape[1:]), dtype=sample.dtype)
-        return triples, out
+                if len(fspec.paths) != len(self.meta.edges[et].paths):
+                    raise InputError(f"{fspec.where}: {len(fspec.paths)} chunks, but the edges of "
+                                     f"{etype_str(et)!r} have {len(self.meta.edges[et].paths)}: edge data must "
+                                     "align with the edge chunks")
+                sample = np.asarray(read_data(fspec, 0)[:0])
+                for p in mine:
+                    self.edges[p].feats[f"{etype_str(et)}/{name}"] = np.empty(
+                        (int(self.edge_counts[p, r]), *sample.shape[1:]), sample.dtype)
+            pieces = self.pieces[r]
+            by_rank = [[j for j, pc in enumerate(pieces) if pc[3] == w] for w in range(self.ctx.world_size)]
+            for k in range(max(len(b) for b in by_rank)):
+                send = self._route_piece(r, et, by_rank[self.ctx.rank][k] if k < len(by_rank[self.ctx.rank]) else None,
+                                         in_phase, data)
+                got = [exchange(self.ctx, [s[i] for s in send], f"edges of {etype_str(et)!r}")
+                       for i in range(len(send[0]))]
+                for sender in range(self.ctx.world_size):
+                    if k < len(by_rank[sender]):
+                        self._place(r, et, by_rank[sender][k], [g[sender] for g in got], mine, base_of, data)
 
-    @staticmethod
-    def _aligned_rows(fspec: FileSpec, spec: FileSpec, i: int, rows: int) -> np.ndarray:
-        if i >= len(fspec.paths):
-            raise InputError(f"{fspec.where}: no chunk {i}: edge data must align with the edge chunks")
-        data = np.asarray(read_data(fspec, i))
-        if data.shape[0] != rows:
-            raise InputError(f"{fspec.paths[i]}: {data.shape[0]} rows, but edge chunk {spec.paths[i]} has {rows}: "
-                             "edge data must align with the edge chunks")
-        return data
+    def _route_piece(self, r: int, et, j: int | None, in_phase: np.ndarray, data: dict) -> list[list[np.ndarray]]:
+        """Per destination rank: [triples (eid, src, dst), feature rows...] of one piece's edges in the phase."""
+        w = self.ctx.world_size
+        names = list(data)
+        if j is None:
+            empty = [np.zeros((0, 3), np.int64)] + [np.asarray(read_data(data[n], 0)[:0]) for n in names]
+            return [list(empty) for _ in range(w)]
+        c, lo, hi, _ = self.pieces[r][j]
+        src, dst = self._edge_rows(r, et, c, lo, hi)
+        part = self.parts[dst]
+        keep = np.flatnonzero(in_phase[part])
+        dest = self.owner_rank(part[keep])
+        eid = self._piece_eids(r, c, lo, hi)[keep]
+        triples = np.stack([eid, src[keep], dst[keep]], axis=1)
+        rows = [np.asarray(read_data(data[n], c))[lo:hi][keep] for n in names]
+        out = []
+        for d in range(w):
+            sel = np.flatnonzero(dest == d)
+            out.append([triples[sel]] + [x[sel] for x in rows])
+        return out
+
+    def _piece_eids(self, r: int, c: int, lo: int, hi: int) -> np.ndarray:
+        start = self.chunk_rows[r][c]
+        return np.arange(start + lo, start + hi, dtype=np.int64) + self.edge_off[r]
+
+    def _place(self, r: int, et, j: int, blocks: list[np.ndarray], mine: list[int], base_of: dict, data: dict) -> None:
+        """Write a received block at its final (sorted) position in each owned partition's buffers."""
+        triples = blocks[0]
+        if triples.shape[0] == 0:
+            return
+        part = self.parts[triples[:, 2]]
+        for p in mine:
+            sel = np.flatnonzero(part == p)
+            if sel.size == 0:
+                continue
+            e = self.edges[p]
+            at = int(base_of[p][r] + self.piece_base[r][j, p])
+            e.orig[at:at + sel.size] = triples[sel, 0]
+            e.src[at:at + sel.size] = triples[sel, 1]
+            e.dst[at:at + sel.size] = triples[sel, 2]
+            for i, name in enumerate(data):
+                fat = int(self.piece_base[r][j, p])
+                e.feats[f"{etype_str(et)}/{name}"][fat:fat + sel.size] = blocks[1 + i][sel]
 
     # -- step 2: node features --------------------------------------------------------------
-    def gather_node_feats(self) -> dict[int, dict[str, np.ndarray]]:
-        out: dict[int, dict[str, np.ndarray]] = {p: {} for p in self.owned}
+    def gather_node_feats(self, phase: list[int]) -> dict[int, dict[str, np.ndarray]]:
+        """Rows of every node feature for this rank's partitions in ``phase``, placed by new ID."""
+        mine = [p for p in phase if p % self.ctx.world_size == self.ctx.rank]
+        in_phase = np.zeros(self.P, dtype=bool)
+        in_phase[phase] = True
+        out: dict[int, dict[str, np.ndarray]] = {p: {} for p in mine}
         for ti, t in enumerate(self.meta.ntypes):
             for name, spec in self.meta.node_data.get(t, {}).items():
-                offsets = self.chunk_offsets(spec, self.meta.num_nodes[t], f"nodes of type {t!r}")
-                ids, rows = [], []
-                for i in self.my_chunks(len(spec.paths)):
-                    rows.append(np.asarray(read_data(spec, i)))
-                    ids.append(np.arange(offsets[i], offsets[i + 1], dtype=np.int64))
-                if not rows:
-                    sample = read_data(spec, 0)
-                    rows, ids = [np.zeros((0, *sample.shape[1:]), sample.dtype)], [np.zeros(0, np.int64)]
-                ids_a, rows_a = np.concatenate(ids), np.concatenate(rows)
-                part = self.parts[ids_a + self.node_off[ti]]
-                dest = self.owner_rank(part)
-                order = np.argsort(dest, kind="stable")
-                splits = np.searchsorted(dest[order], np.arange(self.ctx.world_size + 1))
-                pick = lambda a: [a[order[splits[i]:splits[i + 1]]] for i in range(self.ctx.world_size)]  # noqa: E731
-                got_ids = np.concatenate(exchange(self.ctx, pick(ids_a), f"node IDs of {t}/{name}"))
-                got_rows = np.concatenate(exchange(self.ctx, pick(rows_a), f"node data {t}/{name}"))
-                got_part = self.parts[got_ids + self.node_off[ti]]
-                for p in self.owned:
-                    sel = np.flatnonzero(got_part == p)
-                    sel = sel[np.argsort(got_ids[sel], kind="stable")]
-                    out[p][f"{t}/{name}"] = np.ascontiguousarray(got_rows[sel])
+                offsets = self.node_data_offsets.setdefault(
+                    (t, name), self.chunk_offsets(spec, self.meta.num_nodes[t], f"nodes of type {t!r}"))
+                sample = np.asarray(read_data(spec, 0)[:0])
+                for p in mine:
+                    rows = int(self.node_bounds[p, ti + 1] - self.node_bounds[p, ti])
+                    out[p][f"{t}/{name}"] = np.empty((rows, *sample.shape[1:]), sample.dtype)
+                pieces = _pieces(offsets, self.ctx.world_size)
+                by_rank = [[pc for pc in pieces if pc[3] == w] for w in range(self.ctx.world_size)]
+                for k in range(max(len(b) for b in by_rank)):
+                    ids, rows = np.zeros(0, np.int64), sample
+                    if k < len(by_rank[self.ctx.rank]):
+                        c, lo, hi, _ = by_rank[self.ctx.rank][k]
+                        homo = np.arange(offsets[c] + lo, offsets[c] + hi, dtype=np.int64) + self.node_off[ti]
+                        keep = np.flatnonzero(in_phase[self.parts[homo]])
+                        ids, rows = homo[keep], np.asarray(read_data(spec, c))[lo:hi][keep]
+                    dest = self.owner_rank(self.parts[ids])
+                    sel = [np.flatnonzero(dest == d) for d in range(self.ctx.world_size)]
+                    got_ids = exchange(self.ctx, [ids[s] for s in sel], f"node IDs of {t}/{name}")
+                    got_rows = exchange(self.ctx, [rows[s] for s in sel], f"node data {t}/{name}")
+                    for gi, gr in zip(got_ids, got_rows):
+                        part = self.parts[gi]
+                        for p in mine:
+                            s = np.flatnonzero(part == p)
+                            out[p][f"{t}/{name}"][self.old2new[gi[s]] - self.node_bounds[p, ti]] = gr[s]
         return out
 
     # -- step 3: structure and HALO ----------------------------------------------------------
@@ -236,32 +295,32 @@ class _Dispatch:
     def halo_edges(self, own: dict[int, tuple[OwnInEdges, np.ndarray]]) -> dict[int, tuple[HaloInEdges, np.ndarray]]:
         """In-edges of the nodes within ``num_hops - 1`` backward hops, fetched from their owners."""
         empty = (HaloInEdges.empty(), np.zeros(0, np.int64))
-        result = {p: empty for p in self.owned}
+        result = {p: empty for p in own}
         if self.opts.num_hops == 1:
             return result
         seen = {}
         frontier = {}
         found: dict[int, dict[str, list[np.ndarray]]] = {p: {"dst": [], "deg": [], "eid": [], "src": [], "orig": []}
-                                                         for p in self.owned}
-        for p in self.owned:
+                                                         for p in own}
+        for p in own:
             lo, hi = int(self.node_bounds[p, 0]), int(self.node_bounds[p, -1])
             seen[p] = np.zeros(self.N, dtype=bool)
             seen[p][lo:hi] = True
             srcs = own[p][0].src
             frontier[p] = np.unique(srcs[~seen[p][srcs]])
         for _ in range(self.opts.num_hops - 1):
-            for p in self.owned:
+            for p in own:
                 seen[p][frontier[p]] = True
-            answers = self._fetch_in_edges(np.unique(np.concatenate([frontier[p] for p in self.owned] or
+            answers = self._fetch_in_edges(np.unique(np.concatenate([frontier[p] for p in own] or
                                                                     [np.zeros(0, np.int64)])), own)
-            for p in self.owned:
+            for p in own:
                 nodes = frontier[p]
                 deg, eid, src, orig = answers(nodes)
                 acc = found[p]
                 for k, v in (("dst", nodes), ("deg", deg), ("eid", eid), ("src", src), ("orig", orig)):
                     acc[k].append(v)
                 frontier[p] = np.unique(src[~seen[p][src]])
-        for p in self.owned:
+        for p in own:
             acc = {k: np.concatenate(v) for k, v in found[p].items()}
             order = np.argsort(acc["dst"], kind="stable")
             take = ragged_ranges((np.cumsum(acc["deg"]) - acc["deg"])[order], acc["deg"][order])
@@ -362,17 +421,29 @@ def dispatch(opts: DispatchOptions, ctx: DistContext) -> Path:
     config_path = d.out / f"{d.name}.json"
     config_path.unlink(missing_ok=True)  # from here on, nothing here may look complete
     barrier(ctx, "start")
-    counts = d.gather_edges()
-    node_feats = d.gather_node_feats()
-    rl = Relabelling(d.P, d.new2old, d.old2new, np.zeros(0, np.int64), d.node_bounds, edge_bounds_from_counts(counts))
-    view = HomoView(d.N, d.node_off, d.edge_off, np.zeros(0, np.int64), np.zeros(0, np.int64))
-    own = {p: d.own_structure(p, rl) for p in d.owned}
-    halo = d.halo_edges(own)
-    for p in d.owned:
-        if not d.reusable(p):
-            d.write_partition(p, rl, view, own[p], halo[p], node_feats[p])
-        log.info("rank %d: partition %d ready", ctx.rank, p)
-    barrier(ctx, "partitions written")
+    timer = PhaseTimer(total=2 + 2 * len(d.phases()), logger=log, desc=f"dispatch rank {ctx.rank}")
+    try:
+        with timer.phase(f"rank {ctx.rank} plan (count edges per piece)"):
+            d.plan_edges()
+        rl = Relabelling(d.P, d.new2old, d.old2new, np.zeros(0, np.int64), d.node_bounds,
+                         edge_bounds_from_counts(d.edge_counts))
+        view = HomoView(d.N, d.node_off, d.edge_off, np.zeros(0, np.int64), np.zeros(0, np.int64))
+        for phase in d.phases():
+            with timer.phase(f"rank {ctx.rank} exchange"):
+                d.gather_edges(phase)
+                node_feats = d.gather_node_feats(phase)
+            with timer.phase(f"rank {ctx.rank} build + write"):
+                own = {p: d.own_structure(p, rl) for p in d.edges}
+                halo = d.halo_edges(own)
+                for p in sorted(d.edges):
+                    if not d.reusable(p):
+                        d.write_partition(p, rl, view, own.pop(p), halo.pop(p), node_feats.pop(p))
+                    log.info("rank %d: partition %d ready", ctx.rank, p)
+                d.edges = {}
+        with timer.phase(f"rank {ctx.rank} wait for all partitions"):
+            barrier(ctx, "partitions written")
+    finally:
+        timer.close()
     mine = {}
     for p in d.owned:
         info = json.loads(d.done_marker(p).read_text())
@@ -400,7 +471,24 @@ def dispatch(opts: DispatchOptions, ctx: DistContext) -> Path:
         shutil.rmtree(d.resume / f"replaced-part{p}", ignore_errors=True)
     barrier(ctx, "config written")
     shutil.rmtree(d.resume, ignore_errors=True)  # every rank is past the barrier: nothing in it is needed
+    log.info("rank %d done: peak RSS %d bytes", ctx.rank, peak_rss_bytes())
     return config_path
+
+
+PIECE_ROWS = 1 << 21  # rows read, routed and exchanged per round: bounds the memory of the send side
+
+
+def _pieces(offsets: np.ndarray, world: int) -> list[tuple[int, int, int, int]]:
+    """``(chunk, lo, hi, owner rank)`` for every piece of every chunk, in chunk order; chunk ``c`` of
+    ``C`` belongs to the rank whose contiguous share holds it."""
+    count = offsets.shape[0] - 1
+    out = []
+    for c in range(count):
+        owner = next(r for r in range(world) if count * r // world <= c < count * (r + 1) // world)
+        rows = int(offsets[c + 1] - offsets[c])
+        for lo in range(0, max(rows, 1), PIECE_ROWS):
+            out.append((c, lo, min(rows, lo + PIECE_ROWS), owner))
+    return out
 
 
 def _method(partitions_dir: Path) -> str:
