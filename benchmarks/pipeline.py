@@ -62,7 +62,9 @@ def run(kind: str, args) -> tuple[dict, str]:
 def rank_stats(log: str, ranks: int) -> list[dict]:
     out = []
     for r in range(ranks):
-        phases = {m.group(1): float(m.group(2)) for m in re.finditer(rf"rank {r} ([a-zA-Z+ ()]+): ([\d.]+) s", log)}
+        phases: dict[str, float] = {}
+        for m in re.finditer(rf"rank {r} ([a-zA-Z+ ()]+): ([\d.]+) s", log):  # phases repeat: sum them
+            phases[m.group(1)] = phases.get(m.group(1), 0.0) + float(m.group(2))
         rss = re.search(rf"rank {r} done: peak RSS (\d+) bytes", log)
         out.append({"phases": phases, "peak_rss": int(rss.group(1)) if rss else None})
     return out

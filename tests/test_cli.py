@@ -68,3 +68,25 @@ def test_demo(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path), "--nodes", "3000"]) == 0
     out = capsys.readouterr().out
     assert "partitioned into 2 parts with METIS" in out and (tmp_path / "demo.json").is_file()
+
+
+def test_pipeline_commands(tmp_path, capsys):
+    from graphshard import load_partition
+    assert main(["generate", "community", "--nodes", "600", "--out", str(tmp_path / "d")]) == 0
+    assert main(["chunk", "--dataset", str(tmp_path / "d"), "--out", str(tmp_path / "c"), "--num-chunks", "3",
+                 "--format", "parquet", "--graph-name", "comm"]) == 0
+    assert main(["assign", "--in-dir", str(tmp_path / "c"), "--out-dir", str(tmp_path / "a"), "--num-parts", "3",
+                 "--method", "metis", "--format", "npy"]) == 0
+    assert main(["dispatch", "--in-dir", str(tmp_path / "c"), "--partitions-dir", str(tmp_path / "a"),
+                 "--out-dir", str(tmp_path / "o"), "--num-procs", "2", "--timeout", "60"]) == 0
+    assert "dispatched in" in capsys.readouterr().out
+    part = load_partition(tmp_path / "o" / "comm.json", 2, verify=True)
+    assert set(part.node_feats) >= {"_N/feat", "_N/label"}
+    assert main(["parmetis", "export", "--in-dir", str(tmp_path / "c"), "--out-dir", str(tmp_path / "pm")]) == 0
+    assert (tmp_path / "pm" / "comm_stats.txt").read_text().split()[0] == "600"
+    for argv in (["chunk"], ["assign"], ["dispatch"], ["parmetis", "export"], ["parmetis", "import"]):
+        with pytest.raises(SystemExit):
+            main(argv + ["--help"])
+    assert main(["assign", "--in-dir", str(tmp_path / "nothing"), "--out-dir", str(tmp_path / "x"),
+                 "--num-parts", "2"]) == 2
+    assert "chunked graph metadata is missing" in capsys.readouterr().err

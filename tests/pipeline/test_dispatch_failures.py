@@ -30,7 +30,7 @@ def prepared(tmp_path):
 def _faulty(opts, mode, rank_to_fail, part_to_fail):
     """Runs in a spawned rank: dispatch with one injected fault."""
     rank = int(os.environ["RANK"])
-    original = _Dispatch.write_partition
+    original = _Dispatch.write_structure
 
     def write(self, p, *args):
         if mode == "raise" and p == part_to_fail:
@@ -38,7 +38,7 @@ def _faulty(opts, mode, rank_to_fail, part_to_fail):
         if mode == "die" and rank == rank_to_fail:
             os._exit(3)
         return original(self, p, *args)
-    _Dispatch.write_partition = write
+    _Dispatch.write_structure = write
     with DistContext.from_env(timeout=20) as ctx:
         dispatch(opts, ctx)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,15 +27,16 @@ class PartitionArrays:
 
 
 def structure_arrays(local: LocalStructure, view: HomoView, rl: Relabelling,
-                     orig_eids: np.ndarray | None = None) -> dict[str, np.ndarray | Lazy]:
+                     orig_eids: Callable[[int, int], np.ndarray] | None = None) -> dict[str, np.ndarray | Lazy]:
     """The tensors of ``graph.safetensors`` for one partition; edge-sized derived ones are lazy.
 
-    Original homogeneous edge IDs come from ``rl.perm`` unless given as ``orig_eids`` (aligned with
-    ``local.eids``; the dispatch pipeline has them but no global ``perm``)."""
+    Original homogeneous edge IDs of local edges ``[lo, hi)`` come from ``rl.perm`` unless
+    ``orig_eids(lo, hi)`` gives them (the dispatch pipeline has them but no global ``perm``).
+    Compact (int32 or offset) edge IDs and indices are widened to int64 chunk by chunk."""
 
     def orig(lo: int, hi: int) -> np.ndarray:
         if orig_eids is not None:
-            return orig_eids[lo:hi]
+            return orig_eids(lo, hi)
         return take_int64(rl.perm, local.eids[lo:hi])
 
     orig_nodes = rl.new2old[local.node_ids]
@@ -46,17 +48,24 @@ def structure_arrays(local: LocalStructure, view: HomoView, rl: Relabelling,
 
     return {
         "indptr": local.indptr,
-        "indices": local.indices,
+        "indices": _int64(local.indices),
         "node/_ID": local.node_ids,
         "node/inner_node": inner_node,
         "node/orig_id": orig_nodes - view.node_offsets[ntype],
         "node/part_id": np.searchsorted(rl.part_starts(), local.node_ids, side="right") - 1,
         "node/_TYPE": ntype,
-        "edge/_ID": local.eids,
+        "edge/_ID": _int64(local.eids, local.eid_base),
         "edge/inner_edge": Lazy(np.dtype(bool), m, lambda lo, hi: np.arange(lo, hi) < inner_edges),
         "edge/orig_id": Lazy(np.dtype(np.int64), m, lambda lo, hi: view.per_type_eids(orig(lo, hi))),
         "edge/_TYPE": Lazy(np.dtype(np.int64), m, lambda lo, hi: view.edge_types(orig(lo, hi))),
     }
+
+
+def _int64(ids: np.ndarray, base: int = 0) -> np.ndarray | Lazy:
+    """``base + ids`` as int64: the array itself when it already is, else widened lazily."""
+    if ids.dtype == np.int64 and base == 0:
+        return ids
+    return Lazy(np.dtype(np.int64), ids.shape, lambda lo, hi: ids[lo:hi].astype(np.int64) + base)
 
 
 def inner_orig_ids(g: Graph, view: HomoView, rl: Relabelling, p: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:

@@ -26,6 +26,7 @@ class OwnInEdges:
     indptr: np.ndarray
     eids: np.ndarray
     src: np.ndarray
+    eid_base: int = 0  # eids may be positions: the new edge ID is eid_base + eids[i]
 
 
 def own_in_edges(view: HomoView, rl: Relabelling, p: int) -> OwnInEdges:
@@ -65,7 +66,7 @@ class LocalStructure:
     """One partition's local graph before tensors are written.
 
     ``node_ids``: new IDs of local nodes (inner range first, then HALO nodes ascending).
-    ``indptr``/``indices``: CSC over local IDs; ``eids``: new edge ID of each entry.
+    ``indptr``/``indices``: CSC over local IDs; ``eid_base + eids``: new edge ID of each entry.
     ``num_inner`` inner nodes; the first ``num_inner_edges`` edges are inner.
     """
 
@@ -75,6 +76,7 @@ class LocalStructure:
     eids: np.ndarray
     num_inner: int
     num_inner_edges: int
+    eid_base: int = 0
 
 
 def check_hops(num_hops: int) -> None:
@@ -127,6 +129,8 @@ def local_structure(start: int, end: int, own: OwnInEdges, halo: HaloInEdges, sc
     eids, srcs = own.eids, own.src
     halo_dsts = halo.halo_dsts
     if halo_dsts.size:
+        if own.eid_base:
+            raise ValueError("HALO edges need absolute new edge IDs (eid_base = 0)")
         eids = np.concatenate([eids, halo.eids])
         srcs = np.concatenate([srcs, halo.src])
     halo_nodes = _halo_nodes(srcs, start, end, scratch.shape[0])
@@ -139,7 +143,7 @@ def local_structure(start: int, end: int, own: OwnInEdges, halo: HaloInEdges, sc
     indptr = np.zeros(node_ids.shape[0] + 1, dtype=np.int64)
     np.cumsum(degrees, out=indptr[1:])
     indices = relabel_in_place(srcs, scratch)  # srcs is owned here (own.src is consumed)
-    return LocalStructure(node_ids, indptr, indices, eids, n_inner, int(own.eids.shape[0]))
+    return LocalStructure(node_ids, indptr, indices, eids, n_inner, int(own.eids.shape[0]), own.eid_base)
 
 
 def _halo_nodes(srcs: np.ndarray, start: int, end: int, num_nodes: int) -> np.ndarray:

@@ -66,7 +66,7 @@ def stable_order(keys: np.ndarray, num_keys: int) -> tuple[np.ndarray, np.ndarra
     return order, offsets
 
 
-def range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi):
+def range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi, out_dtype=np.int64):
     """In-edges of the nodes with new IDs ``[node_lo, node_hi)``, which are exactly the new edges
     ``[edge_lo, edge_hi)`` (an edge belongs to its destination's partition), grouped by destination.
 
@@ -75,31 +75,41 @@ def range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi):
     ``src``/``dst`` hold original node IDs; ``old2new`` renumbers nodes. Both passes read the edges
     in order (``perm`` ascends inside a partition) and recompute what they need, so no work array
     of edge size is kept besides the two outputs; only the final scatter is random.
+
+    ``perm=None`` means the edges are ``src``/``dst`` themselves, in order; then ``new_eids`` are
+    positions (``new edge ID - edge_lo``). ``out_dtype`` (e.g. int32) sets the outputs' type.
     """
-    return _range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi, numba.get_num_threads())
+    identity = perm is None
+    if identity:
+        perm = np.zeros(1, dtype=np.int64)
+    new_eids = np.empty(edge_hi - edge_lo, dtype=out_dtype)
+    new_src = np.empty(edge_hi - edge_lo, dtype=out_dtype)
+    indptr = _range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi, numba.get_num_threads(),
+                             identity, new_eids, new_src)
+    return indptr, new_eids, new_src
 
 
 @numba.njit(cache=True, parallel=True)
-def _range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi, num_chunks):
+def _range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi, num_chunks, identity,
+                    new_eids, new_src):
     n = node_hi - node_lo
     m = edge_hi - edge_lo
     bounds = chunk_bounds(m, num_chunks)
     counts = np.zeros((num_chunks, n), dtype=np.int64)
     for c in numba.prange(num_chunks):
         for j in range(bounds[c], bounds[c + 1]):
-            counts[c, old2new[dst[perm[edge_lo + j]]] - node_lo] += 1
+            e = j if identity else perm[edge_lo + j]
+            counts[c, old2new[dst[e]] - node_lo] += 1
     pos, indptr = chunk_positions(counts)
-    new_eids = np.empty(m, dtype=np.int64)
-    new_src = np.empty(m, dtype=np.int64)
     for c in numba.prange(num_chunks):
         for j in range(bounds[c], bounds[c + 1]):
-            e = perm[edge_lo + j]
+            e = j if identity else perm[edge_lo + j]
             v = old2new[dst[e]] - node_lo
             k = pos[c, v]
-            new_eids[k] = edge_lo + j
+            new_eids[k] = j if identity else edge_lo + j
             new_src[k] = old2new[src[e]]
             pos[c, v] = k + 1
-    return indptr, new_eids, new_src
+    return indptr
 
 
 def ragged_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

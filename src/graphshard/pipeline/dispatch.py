@@ -284,12 +284,19 @@ class _Dispatch:
         return out
 
     # -- step 3: structure and HALO ----------------------------------------------------------
-    def own_structure(self, p: int, rl: Relabelling) -> tuple[OwnInEdges, np.ndarray]:
+    def own_structure(self, p: int, rl: Relabelling) -> tuple[OwnInEdges, np.ndarray | None]:
+        """CSC of partition ``p``'s own edges. With a 1-hop HALO the edge IDs stay compact (positions
+        into the received arrays, int32 where they fit) and the received endpoints are released;
+        deeper HALOs keep absolute IDs and the original IDs for answering other ranks."""
         e = self.edges[p]
         lo, hi = int(self.node_bounds[p, 0]), int(self.node_bounds[p, -1])
-        elo = int(rl.edge_bounds[p, 0])
-        index = np.arange(e.orig.shape[0], dtype=np.int64)
-        indptr, pos, new_src = range_in_edges(index, e.src, e.dst, self.old2new, lo, hi, 0, e.orig.shape[0])
+        elo, m = int(rl.edge_bounds[p, 0]), e.orig.shape[0]
+        if self.opts.num_hops == 1:
+            small = np.int32 if max(m, self.N) < 2**31 else np.int64
+            indptr, pos, new_src = range_in_edges(None, e.src, e.dst, self.old2new, lo, hi, 0, m, small)
+            e.src, e.dst = e.src[:0], e.dst[:0]  # no longer needed: free them before building on
+            return OwnInEdges(indptr, pos, new_src, eid_base=elo), None
+        indptr, pos, new_src = range_in_edges(None, e.src, e.dst, self.old2new, lo, hi, 0, m)
         return OwnInEdges(indptr, pos + elo, new_src), e.orig[pos]
 
     def halo_edges(self, own: dict[int, tuple[OwnInEdges, np.ndarray]]) -> dict[int, tuple[HaloInEdges, np.ndarray]]:
@@ -386,31 +393,47 @@ class _Dispatch:
             log.info("rank %d: reusing finished partition %d from an earlier run", self.ctx.rank, p)
         return ok
 
-    def write_partition(self, p: int, rl: Relabelling, view: HomoView, own: tuple[OwnInEdges, np.ndarray],
-                        halo: tuple[HaloInEdges, np.ndarray], node_feats: dict[str, np.ndarray]) -> None:
-        lo, hi = int(self.node_bounds[p, 0]), int(self.node_bounds[p, -1])
-        local = local_structure(lo, hi, own[0], halo[0], np.empty(self.N, dtype=np.int64))
-        orig = np.concatenate([own[1], halo[1]])
+    def write_features(self, p: int, rl: Relabelling, node_feats: dict[str, np.ndarray]) -> dict[str, str]:
+        """Stage partition ``p``'s feature (and original-ID) files; returns their checksums."""
         nids = {t: self.new2old[self.node_bounds[p, i]: self.node_bounds[p, i + 1]] - self.node_off[i]
                 for i, t in enumerate(self.meta.ntypes)}
         e = self.edges[p]
         base = int(rl.edge_bounds[p, 0])
         eids = {etype_str(et): e.orig[rl.edge_bounds[p, r] - base: rl.edge_bounds[p, r + 1] - base] - self.edge_off[r]
                 for r, et in enumerate(self.meta.etypes)}
-        files = {"node_feats": node_feats, "edge_feats": e.feats,
-                 "part_graph": structure_arrays(local, view, rl, orig_eids=orig)}
+        files = {"node_feats": node_feats, "edge_feats": e.feats}
         if self.opts.save_orig_nids:
             files["orig_nids"] = nids
         if self.opts.save_orig_eids:
             files["orig_eids"] = eids
-        tmp = self.resume / f"part{p}.tmp-{os.getpid()}"
+        tmp = self._tmp_dir(p)
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        checksums = {f"part{p}/{FILE_NAMES[k]}": write_tensors(tmp / FILE_NAMES[k], v) for k, v in files.items()}
+        sums = {f"part{p}/{FILE_NAMES[k]}": write_tensors(tmp / FILE_NAMES[k], v) for k, v in files.items()}
+        e.feats = {}
+        return sums
+
+    def write_structure(self, p: int, rl: Relabelling, view: HomoView, own: tuple[OwnInEdges, np.ndarray | None],
+                        halo: tuple[HaloInEdges, np.ndarray], sums: dict[str, str]) -> None:
+        """Stage ``graph.safetensors`` of partition ``p``, then publish it to the resume area with its marker."""
+        lo, hi = int(self.node_bounds[p, 0]), int(self.node_bounds[p, -1])
+        local = local_structure(lo, hi, own[0], halo[0], np.empty(self.N, dtype=np.int64))
+        e = self.edges[p]
+        if own[1] is None:  # compact: local.eids are positions into the received (sorted) arrays
+            orig = lambda a, b: e.orig[local.eids[a:b]]  # noqa: E731
+        else:
+            full = np.concatenate([own[1], halo[1]]) if halo[1].size else own[1]
+            orig = lambda a, b: full[a:b]  # noqa: E731
+        tmp = self._tmp_dir(p)
+        sums[f"part{p}/{FILE_NAMES['part_graph']}"] = write_tensors(
+            tmp / FILE_NAMES["part_graph"], structure_arrays(local, view, rl, orig_eids=orig))
         shutil.rmtree(self.resume / f"part{p}", ignore_errors=True)
         tmp.rename(self.resume / f"part{p}")
-        marker = {"fingerprint": self.fingerprint, "checksums": checksums, "files": sorted(files)}
-        self.done_marker(p).write_text(json.dumps(marker))
+        files = sorted(k for k in FILE_NAMES if f"part{p}/{FILE_NAMES[k]}" in sums)
+        self.done_marker(p).write_text(json.dumps({"fingerprint": self.fingerprint, "checksums": sums, "files": files}))
+
+    def _tmp_dir(self, p: int) -> Path:
+        return self.resume / f"part{p}.tmp-{os.getpid()}"
 
 
 def dispatch(opts: DispatchOptions, ctx: DistContext) -> Path:
@@ -433,11 +456,14 @@ def dispatch(opts: DispatchOptions, ctx: DistContext) -> Path:
                 d.gather_edges(phase)
                 node_feats = d.gather_node_feats(phase)
             with timer.phase(f"rank {ctx.rank} build + write"):
-                own = {p: d.own_structure(p, rl) for p in d.edges}
+                skip = {p for p in d.edges if d.reusable(p)}
+                sums = {p: d.write_features(p, rl, node_feats.pop(p)) for p in sorted(d.edges) if p not in skip}
+                node_feats.clear()
+                own = {p: d.own_structure(p, rl) for p in d.edges}  # deeper HALOs serve all of them
                 halo = d.halo_edges(own)
                 for p in sorted(d.edges):
-                    if not d.reusable(p):
-                        d.write_partition(p, rl, view, own.pop(p), halo.pop(p), node_feats.pop(p))
+                    if p not in skip:
+                        d.write_structure(p, rl, view, own.pop(p), halo.pop(p), sums[p])
                     log.info("rank %d: partition %d ready", ctx.rank, p)
                 d.edges = {}
         with timer.phase(f"rank {ctx.rank} wait for all partitions"):
