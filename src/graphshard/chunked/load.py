@@ -32,16 +32,22 @@ def edge_offsets(meta: ChunkedMeta, et: EType) -> np.ndarray:
     return chunk_offsets(meta.edges[et], meta.num_edges[et], chunks, f"edges of type {etype_str(et)!r}")
 
 
-def read_checked_edges(meta: ChunkedMeta, et: EType, i: int) -> tuple[np.ndarray, np.ndarray]:
-    """Edge chunk ``i`` of ``et`` with every ID checked against its node type's count."""
+def read_checked_edges(meta: ChunkedMeta, et: EType, i: int, rows: tuple[int, int] | None = None
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Edge chunk ``i`` of ``et`` (or its rows ``[lo, hi)``) with every ID checked against its node
+    type's count. NumPy chunks are memory-mapped, so reading a row range touches only those rows."""
     spec = meta.edges[et]
     src, dst = read_edges(spec, i)
+    first = 0
+    if rows is not None:
+        first = rows[0]
+        src, dst = src[rows[0]:rows[1]], dst[rows[0]:rows[1]]
     for ids, t, end in ((src, et[0], "source"), (dst, et[2], "destination")):
         n = meta.num_nodes[t]
         bad = (ids < 0) | (ids >= n)
         if bad.any():
             row = int(np.argmax(bad))
-            raise InputError(f"{spec.paths[i]}, line {row + 1}: {end} ID {int(ids[row])} is out of range "
+            raise InputError(f"{spec.paths[i]}, line {first + row + 1}: {end} ID {int(ids[row])} is out of range "
                              f"[0, {n}) for node type {t!r} ({spec.where})")
     return src, dst
 

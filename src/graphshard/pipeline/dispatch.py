@@ -162,12 +162,16 @@ class _Dispatch:
         self._chunk_cache = (None, None)
 
     def _edge_rows(self, r: int, et, c: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        """Homogeneous (src, dst) of rows ``[lo, hi)`` of edge chunk ``c`` (the chunk is read once)."""
+        """Homogeneous (src, dst) of rows ``[lo, hi)`` of edge chunk ``c``. NumPy chunks are mapped
+        piece by piece (only those rows become resident); other formats are parsed once per chunk."""
+        nt = {t: i for i, t in enumerate(self.meta.ntypes)}
+        so, do = self.node_off[nt[et[0]]], self.node_off[nt[et[2]]]
+        if self.meta.edges[et].format == "numpy":
+            src, dst = read_checked_edges(self.meta, et, c, (lo, hi))
+            return src + so, dst + do
         if self._chunk_cache_key() != (r, c):
-            src, dst = read_checked_edges(self.meta, et, c)
-            nt = {t: i for i, t in enumerate(self.meta.ntypes)}
-            self._chunk_cache = ((r, c), (src, dst, self.node_off[nt[et[0]]], self.node_off[nt[et[2]]]))
-        src, dst, so, do = self._chunk_cache[1]
+            self._chunk_cache = ((r, c), read_checked_edges(self.meta, et, c))
+        src, dst = self._chunk_cache[1]
         return src[lo:hi] + so, dst[lo:hi] + do
 
     def _chunk_cache_key(self):
