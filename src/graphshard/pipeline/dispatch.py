@@ -147,7 +147,8 @@ class _Dispatch:
             spec = self.meta.edges[et]
             declared = self.meta.edge_chunk_counts[et] if self.meta.edge_chunk_counts else None
             offsets = self.chunk_offsets(spec, self.meta.num_edges[et], f"edges of type {etype_str(et)!r}", declared)
-            pieces = _pieces(offsets, self.ctx.world_size)
+            row_bytes = 24 + sum(_row_bytes(f) for f in self.meta.edge_data.get(et, {}).values())
+            pieces = _pieces(offsets, self.ctx.world_size, _piece_rows(row_bytes))
             self.chunk_rows[r] = offsets
             per_piece = np.zeros((len(pieces), self.P), dtype=np.int64)
             for j, (c, lo, hi, owner) in enumerate(pieces):
@@ -181,8 +182,9 @@ class _Dispatch:
         """Receive the edges (and edge data) of this rank's partitions in ``phase`` into ``self.edges``."""
         mine = [p for p in phase if p % self.ctx.world_size == self.ctx.rank]
         itype = np.int32 if self.N < 2**31 else np.int64
+        etype_ = np.int32 if int(self.edge_off[-1]) < 2**31 else np.int64
         base_of = {p: np.concatenate([[0], np.cumsum(self.edge_counts[p])]) for p in mine}
-        self.edges = {p: _PartEdges(np.empty(int(base_of[p][-1]), np.int64), np.empty(int(base_of[p][-1]), itype),
+        self.edges = {p: _PartEdges(np.empty(int(base_of[p][-1]), etype_), np.empty(int(base_of[p][-1]), itype),
                                     np.empty(int(base_of[p][-1]), itype)) for p in mine}
         in_phase = np.zeros(self.P, dtype=bool)
         in_phase[phase] = True
@@ -267,7 +269,7 @@ class _Dispatch:
                 for p in mine:
                     rows = int(self.node_bounds[p, ti + 1] - self.node_bounds[p, ti])
                     out[p][f"{t}/{name}"] = np.empty((rows, *sample.shape[1:]), sample.dtype)
-                pieces = _pieces(offsets, self.ctx.world_size)
+                pieces = _pieces(offsets, self.ctx.world_size, _piece_rows(8 + _row_bytes(spec)))
                 by_rank = [[pc for pc in pieces if pc[3] == w] for w in range(self.ctx.world_size)]
                 for k in range(max(len(b) for b in by_rank)):
                     ids, rows = np.zeros(0, np.int64), sample
@@ -424,7 +426,7 @@ class _Dispatch:
         local = local_structure(lo, hi, own[0], halo[0], np.empty(self.N, dtype=np.int64))
         e = self.edges[p]
         if own[1] is None:  # compact: local.eids are positions into the received (sorted) arrays
-            orig = lambda a, b: e.orig[local.eids[a:b]]  # noqa: E731
+            orig = lambda a, b: e.orig[local.eids[a:b]].astype(np.int64)  # noqa: E731
         else:
             full = np.concatenate([own[1], halo[1]]) if halo[1].size else own[1]
             orig = lambda a, b: full[a:b]  # noqa: E731
@@ -505,20 +507,29 @@ def dispatch(opts: DispatchOptions, ctx: DistContext) -> Path:
     return config_path
 
 
-PIECE_ROWS = 1 << 21  # rows read, routed and exchanged per round: bounds the memory of the send side
+PIECE_BYTES = 16 << 20  # bytes read, routed and exchanged per round: bounds the memory in flight
 
 
-def _pieces(offsets: np.ndarray, world: int) -> list[tuple[int, int, int, int]]:
-    """``(chunk, lo, hi, owner rank)`` for every piece of every chunk, in chunk order; chunk ``c`` of
-    ``C`` belongs to the rank whose contiguous share holds it."""
+def _piece_rows(row_bytes: int) -> int:
+    return max(1024, PIECE_BYTES // max(1, row_bytes))
+
+
+def _pieces(offsets: np.ndarray, world: int, piece_rows: int) -> list[tuple[int, int, int, int]]:
+    """``(chunk, lo, hi, owner rank)`` for every piece of at most ``piece_rows`` rows of every chunk, in
+    chunk order; chunk ``c`` of ``C`` belongs to the rank whose contiguous share holds it."""
     count = offsets.shape[0] - 1
     out = []
     for c in range(count):
         owner = next(r for r in range(world) if count * r // world <= c < count * (r + 1) // world)
         rows = int(offsets[c + 1] - offsets[c])
-        for lo in range(0, max(rows, 1), PIECE_ROWS):
-            out.append((c, lo, min(rows, lo + PIECE_ROWS), owner))
+        for lo in range(0, max(rows, 1), piece_rows):
+            out.append((c, lo, min(rows, lo + piece_rows), owner))
     return out
+
+
+def _row_bytes(spec: FileSpec) -> int:
+    sample = np.asarray(read_data(spec, 0)[:1]) if spec.paths else np.zeros((0,))
+    return int(sample[:1].nbytes) if sample.shape[0] else sample.dtype.itemsize
 
 
 def _method(partitions_dir: Path) -> str:
