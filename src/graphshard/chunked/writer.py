@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..graph import Graph, etype_str
+from ..graph import Graph
 from .spec import FORMATS, ChunkedMeta, FileSpec, write_metadata
 
 _EXT = {"csv": "csv", "numpy": "npy", "parquet": "parquet"}

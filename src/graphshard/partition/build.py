@@ -39,26 +39,32 @@ def structure_arrays(local: LocalStructure, view: HomoView, rl: Relabelling,
             return orig_eids(lo, hi)
         return take_int64(rl.perm, local.eids[lo:hi])
 
-    orig_nodes = rl.new2old[local.node_ids]
-    ntype = view.node_types(orig_nodes)
-    inner_node = np.zeros(local.node_ids.shape[0], dtype=bool)
-    inner_node[: local.num_inner] = True
+    n = (local.node_ids.shape[0],)
     m = (local.eids.shape[0],)
     inner_edges = local.num_inner_edges
+    starts = rl.part_starts()
+
+    def orig_nodes(lo: int, hi: int) -> np.ndarray:
+        return rl.new2old[local.node_ids[lo:hi]]
 
     return {
         "indptr": local.indptr,
         "indices": _int64(local.indices),
         "node/_ID": local.node_ids,
-        "node/inner_node": inner_node,
-        "node/orig_id": orig_nodes - view.node_offsets[ntype],
-        "node/part_id": np.searchsorted(rl.part_starts(), local.node_ids, side="right") - 1,
-        "node/_TYPE": ntype,
+        "node/inner_node": Lazy(np.dtype(bool), n, lambda lo, hi: np.arange(lo, hi) < local.num_inner),
+        "node/orig_id": Lazy(np.dtype(np.int64), n, lambda lo, hi: _per_type(view, orig_nodes(lo, hi))),
+        "node/part_id": Lazy(np.dtype(np.int64), n,
+                             lambda lo, hi: np.searchsorted(starts, local.node_ids[lo:hi], side="right") - 1),
+        "node/_TYPE": Lazy(np.dtype(np.int64), n, lambda lo, hi: view.node_types(orig_nodes(lo, hi))),
         "edge/_ID": _int64(local.eids, local.eid_base),
         "edge/inner_edge": Lazy(np.dtype(bool), m, lambda lo, hi: np.arange(lo, hi) < inner_edges),
         "edge/orig_id": Lazy(np.dtype(np.int64), m, lambda lo, hi: view.per_type_eids(orig(lo, hi))),
         "edge/_TYPE": Lazy(np.dtype(np.int64), m, lambda lo, hi: view.edge_types(orig(lo, hi))),
     }
+
+
+def _per_type(view: HomoView, homo: np.ndarray) -> np.ndarray:
+    return homo - view.node_offsets[view.node_types(homo)]
 
 
 def _int64(ids: np.ndarray, base: int = 0) -> np.ndarray | Lazy:

@@ -83,6 +83,8 @@ class _Dispatch:
         self.edge_off = type_offsets([self.meta.num_edges[e] for e in self.meta.etypes])
         self.N = int(self.node_off[-1])
         self.new2old, self.old2new, self.node_bounds = relabel_nodes(self.parts, self.P, self.node_off)
+        if self.N < 2**31:  # every rank holds these three: keep them narrow
+            self.parts, self.new2old, self.old2new = (a.astype(np.int32) for a in (self.parts, self.new2old, self.old2new))
         self.part_starts = np.append(self.node_bounds[:, 0], self.N)
         self.owned = [p for p in range(self.P) if p % ctx.world_size == ctx.rank]
         self.edges: dict[int, _PartEdges] = {}
@@ -91,6 +93,7 @@ class _Dispatch:
         self.fingerprint = self._fingerprint()
         self.chunk_rows: dict[int, np.ndarray] = {}
         self.node_data_offsets: dict[tuple[str, str], np.ndarray] = {}
+        self._chunk_cache: tuple = (None, None)
 
     # -- helpers ---------------------------------------------------------------------------
     def phases(self) -> list[list[int]]:
@@ -137,7 +140,7 @@ class _Dispatch:
 
     # -- step 1: edges -----------------------------------------------------------------------
     def plan_edges(self) -> None:
-        """Split every edge type's chunks into pieces of at most ``PIECE_ROWS`` rows, count each
+        """Split every edge type's chunks into pieces of about ``PIECE_BYTES``, count each
         piece's edges per destination partition (all ranks, summed), and derive the edge bounds and
         where every piece's edges land inside each partition (so received rows are placed directly)."""
         self.pieces: dict[int, list[tuple[int, int, int, int]]] = {}  # etype -> [(chunk, lo, hi, owner)]
@@ -160,7 +163,6 @@ class _Dispatch:
             self.piece_base[r] = np.cumsum(per_piece, axis=0) - per_piece
             counts[:, r] = per_piece.sum(axis=0)
         self.edge_counts = counts
-        self._chunk_cache = (None, None)
 
     def _edge_rows(self, r: int, et, c: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
         """Homogeneous (src, dst) of rows ``[lo, hi)`` of edge chunk ``c``. NumPy chunks are mapped
@@ -170,13 +172,10 @@ class _Dispatch:
         if self.meta.edges[et].format == "numpy":
             src, dst = read_checked_edges(self.meta, et, c, (lo, hi))
             return src + so, dst + do
-        if self._chunk_cache_key() != (r, c):
+        if self._chunk_cache[0] != (r, c):  # CSV / Parquet: parse each chunk once per pass
             self._chunk_cache = ((r, c), read_checked_edges(self.meta, et, c))
         src, dst = self._chunk_cache[1]
         return src[lo:hi] + so, dst[lo:hi] + do
-
-    def _chunk_cache_key(self):
-        return getattr(self, "_chunk_cache", (None, None))[0]
 
     def gather_edges(self, phase: list[int]) -> None:
         """Receive the edges (and edge data) of this rank's partitions in ``phase`` into ``self.edges``."""
@@ -300,7 +299,7 @@ class _Dispatch:
         if self.opts.num_hops == 1:
             small = np.int32 if max(m, self.N) < 2**31 else np.int64
             indptr, pos, new_src = range_in_edges(None, e.src, e.dst, self.old2new, lo, hi, 0, m, small)
-            e.src, e.dst = e.src[:0], e.dst[:0]  # no longer needed: free them before building on
+            e.src = e.dst = np.zeros(0, dtype=e.src.dtype)  # free them (a [:0] view would keep the buffer)
             return OwnInEdges(indptr, pos, new_src, eid_base=elo), None
         indptr, pos, new_src = range_in_edges(None, e.src, e.dst, self.old2new, lo, hi, 0, m)
         return OwnInEdges(indptr, pos + elo, new_src), e.orig[pos]
@@ -401,17 +400,15 @@ class _Dispatch:
 
     def write_features(self, p: int, rl: Relabelling, node_feats: dict[str, np.ndarray]) -> dict[str, str]:
         """Stage partition ``p``'s feature (and original-ID) files; returns their checksums."""
-        nids = {t: self.new2old[self.node_bounds[p, i]: self.node_bounds[p, i + 1]] - self.node_off[i]
-                for i, t in enumerate(self.meta.ntypes)}
         e = self.edges[p]
-        base = int(rl.edge_bounds[p, 0])
-        eids = {etype_str(et): e.orig[rl.edge_bounds[p, r] - base: rl.edge_bounds[p, r + 1] - base] - self.edge_off[r]
-                for r, et in enumerate(self.meta.etypes)}
         files = {"node_feats": node_feats, "edge_feats": e.feats}
         if self.opts.save_orig_nids:
-            files["orig_nids"] = nids
+            files["orig_nids"] = {t: self.new2old[self.node_bounds[p, i]: self.node_bounds[p, i + 1]] - self.node_off[i]
+                                  for i, t in enumerate(self.meta.ntypes)}
         if self.opts.save_orig_eids:
-            files["orig_eids"] = eids
+            base = int(rl.edge_bounds[p, 0])
+            files["orig_eids"] = {etype_str(et): e.orig[rl.edge_bounds[p, r] - base: rl.edge_bounds[p, r + 1] - base]
+                                  - self.edge_off[r] for r, et in enumerate(self.meta.etypes)}
         tmp = self._tmp_dir(p)
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
