@@ -109,3 +109,14 @@ def test_feature_rows_must_match(tmp_path):
     np.save(f, np.load(f)[:-2])
     with pytest.raises(InputError, match="edge data must align with the edge chunks"):
         load_chunked_graph(read_metadata(d))
+
+
+def test_id_converter_from_metadata(tmp_path):
+    g = small_hetero()
+    meta = chunk_graph(g, tmp_path / "c", 2, "numpy")
+    conv = meta.id_converter()
+    homo = conv.node_to_homo("venue", np.array([0, 2]))
+    assert homo.tolist() == [85, 87]
+    t, per = conv.node_to_hetero(homo)
+    assert t.tolist() == [2, 2] and per.tolist() == [0, 2]
+    assert conv.edge_to_homo("paper:cites:paper", [0]).tolist() == [g.num_edges(("author", "writes", "paper"))]

@@ -63,6 +63,12 @@ class ChunkedMeta:
     def root(self) -> Path:
         return self.path.parent
 
+    def id_converter(self) -> "IDConverter":
+        """Per-type ⇄ homogeneous ID conversion for this graph (types in metadata order)."""
+        from ..ids import IDConverter
+
+        return IDConverter(self.num_nodes, {etype_str(e): n for e, n in self.num_edges.items()})
+
     def to_json(self) -> dict[str, Any]:
         root = self.root
         return {

@@ -36,7 +36,6 @@ from ..format.config import PartitionConfig, check_graph_name, write_config
 from ..format.tensorfile import sha256_file, write_tensors
 from ..format.write import FILE_NAMES, part_entry, replace_dir
 from ..graph import etype_str
-from ..ids import type_offsets
 from ..partition.build import structure_arrays
 from ..partition.halo import HaloInEdges, OwnInEdges, check_hops, local_structure
 from ..partition.homogenize import HomoView
@@ -79,8 +78,8 @@ class _Dispatch:
         check_graph_name(self.name)
         per_type, self.P = read_assignment(opts.partitions_dir, self.meta.num_nodes)
         self.parts = np.concatenate([per_type[t] for t in self.meta.ntypes]) if per_type else np.zeros(0, np.int64)
-        self.node_off = type_offsets([self.meta.num_nodes[t] for t in self.meta.ntypes])
-        self.edge_off = type_offsets([self.meta.num_edges[e] for e in self.meta.etypes])
+        ids = self.meta.id_converter()
+        self.node_off, self.edge_off = ids.node_offsets, ids.edge_offsets
         self.N = int(self.node_off[-1])
         self.new2old, self.old2new, self.node_bounds = relabel_nodes(self.parts, self.P, self.node_off)
         if self.N < 2**31:  # every rank holds these three: keep them narrow

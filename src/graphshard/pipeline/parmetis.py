@@ -20,7 +20,6 @@ import numpy as np
 from ..chunked.load import edge_offsets, read_checked_edges
 from ..chunked.spec import read_metadata
 from ..errors import InputError
-from ..ids import type_offsets
 from .assignment_files import write_assignment
 
 _BLOCK = 1 << 20
@@ -32,7 +31,7 @@ def export_parmetis(in_dir: str | os.PathLike, out_dir: str | os.PathLike) -> li
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     name, ntypes = meta.graph_name, meta.ntypes
-    node_off = type_offsets([meta.num_nodes[t] for t in ntypes])
+    node_off = meta.id_converter().node_offsets
     nodes, edges, stats = (out / f"{name}_{k}.txt" for k in ("nodes", "edges", "stats"))
     with open(_tmp(nodes), "w") as f:
         for ti, t in enumerate(ntypes):
@@ -66,7 +65,7 @@ def import_parmetis(in_dir: str | os.PathLike, parmetis_dir: str | os.PathLike, 
     """Turn ParMETIS outputs ``p<i>-<name>_nodes.txt`` into assignment files (``partition_meta.json`` last)."""
     meta = read_metadata(in_dir)
     name, ntypes = meta.graph_name, meta.ntypes
-    node_off = type_offsets([meta.num_nodes[t] for t in ntypes])
+    node_off = meta.id_converter().node_offsets
     n = int(node_off[-1])
     pattern = re.compile(rf"^p(\d+)-{re.escape(name)}_nodes\.txt$")
     files = sorted((p for p in Path(parmetis_dir).iterdir() if pattern.match(p.name)),
