@@ -1,0 +1,115 @@
+"""Multi-hop neighbour sampling on one partition's CSC graph, in PyG's sampler-output layout.
+
+Layer by layer: sample in-edges of the frontier, de-duplicate the new nodes (first appearance order),
+relabel to local positions, and make the new nodes the next frontier. Nodes of the output start with
+the seeds; ``row``/``col`` are local source/destination positions (``edge_index = [row, col]`` for
+source → destination message passing), ``edge`` the sampled edges' IDs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError
+from .kernels import sample_layer
+
+
+@dataclass(frozen=True)
+class CSCGraph:
+    """In-adjacency: in-edges of node ``v`` are ``indices[indptr[v]:indptr[v+1]]`` (sources) with IDs
+    ``edge_ids`` (positions by default). ``node_time`` (optional) enables temporal sampling."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    edge_ids: np.ndarray | None = None
+    node_time: np.ndarray | None = None
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.indptr.shape[0] - 1)
+
+
+@dataclass(frozen=True)
+class SamplerOutput:
+    """``node``: sampled node IDs (seeds first); ``row``/``col``: local source/destination of each
+    sampled edge; ``edge``: edge IDs; ``batch``: seed index of every node (disjoint mode only);
+    ``num_sampled_nodes``/``num_sampled_edges``: per hop (hop 0 = the seeds)."""
+
+    node: np.ndarray
+    row: np.ndarray
+    col: np.ndarray
+    edge: np.ndarray
+    batch: np.ndarray | None
+    num_sampled_nodes: list[int]
+    num_sampled_edges: list[int]
+
+
+def sample_neighbors(graph: CSCGraph, seeds: np.ndarray, fanouts: list[int], replace: bool = False,
+                     seed: int = 0, disjoint: bool = False, seed_time: np.ndarray | None = None) -> SamplerOutput:
+    """Sample ``len(fanouts)`` hops of in-neighbours of ``seeds`` (fanout ``-1``: every in-edge).
+
+    ``disjoint=True`` gives every seed its own subtree (nodes may repeat across seeds; ``batch`` says
+    whose). ``seed_time`` (with ``graph.node_time``) restricts every hop to neighbours not newer than
+    the seed they descend from. Deterministic for a given ``seed``.
+    """
+    seeds = np.asarray(seeds, dtype=np.int64)
+    if seeds.size and (seeds.min() < 0 or seeds.max() >= graph.num_nodes):
+        raise InputError(f"seed IDs must lie in [0, {graph.num_nodes})")
+    if (seed_time is None) != (graph.node_time is None) and seed_time is not None:
+        raise InputError("temporal sampling needs graph.node_time as well as seed_time")
+    if not disjoint:
+        _, first = np.unique(seeds, return_index=True)
+        seeds = seeds[np.sort(first)]
+    n = graph.num_nodes
+    owner = np.arange(seeds.shape[0], dtype=np.int64)  # seed index each output node descends from
+    nodes, frontier = [seeds], np.arange(seeds.shape[0], dtype=np.int64)  # frontier: output positions
+    all_nodes, all_owner = seeds, owner
+    key_of = owner * n + seeds if disjoint else seeds
+    known = {"keys": key_of, "pos": np.arange(seeds.shape[0], dtype=np.int64)}
+    rows, cols, edges, n_nodes, n_edges = [], [], [], [seeds.shape[0]], [0]
+    for hop, fanout in enumerate(fanouts):
+        if frontier.size == 0:
+            n_nodes.append(0)
+            n_edges.append(0)
+            continue
+        times = None if seed_time is None else np.asarray(seed_time)[all_owner[frontier]]
+        counts, pos = sample_layer(graph.indptr, graph.indices, all_nodes[frontier], fanout, replace,
+                                   seed * 1_000_003 + hop, graph.node_time, times)
+        dst = np.repeat(frontier, counts)
+        src_ids = graph.indices[pos]
+        src_owner = all_owner[dst]
+        keys = src_owner * n + src_ids if disjoint else src_ids
+        local, new_keys, new_first = _relabel(keys, known, int(all_nodes.shape[0]))
+        new_ids, new_owner = src_ids[new_first], src_owner[new_first]
+        all_nodes = np.concatenate([all_nodes, new_ids])
+        all_owner = np.concatenate([all_owner, new_owner])
+        frontier = np.arange(all_nodes.shape[0] - new_ids.shape[0], all_nodes.shape[0], dtype=np.int64)
+        rows.append(local)
+        cols.append(dst)
+        edges.append(pos if graph.edge_ids is None else graph.edge_ids[pos])
+        n_nodes.append(int(new_ids.shape[0]))
+        n_edges.append(int(pos.shape[0]))
+    cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64)  # noqa: E731
+    return SamplerOutput(all_nodes, cat(rows), cat(cols), cat(edges), all_owner if disjoint else None,
+                         n_nodes, n_edges)
+
+
+def _relabel(keys: np.ndarray, known: dict[str, np.ndarray], base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Output positions of ``keys``: known ones keep theirs, new ones are appended in first-appearance
+    order from ``base``. Updates ``known`` (sorted lookup). Returns (positions, new keys, first index)."""
+    uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    order = np.argsort(known["keys"], kind="stable")
+    sorted_keys = known["keys"][order]
+    at = np.searchsorted(sorted_keys, uniq)
+    hit = (at < sorted_keys.shape[0]) & (sorted_keys[np.minimum(at, max(sorted_keys.shape[0] - 1, 0))] == uniq) \
+        if sorted_keys.size else np.zeros(uniq.shape[0], dtype=bool)
+    pos_of_uniq = np.empty(uniq.shape[0], dtype=np.int64)
+    pos_of_uniq[hit] = known["pos"][order[at[hit]]]
+    new = np.flatnonzero(~hit)
+    new = new[np.argsort(first[new], kind="stable")]  # first-appearance order
+    pos_of_uniq[new] = base + np.arange(new.shape[0], dtype=np.int64)
+    known["keys"] = np.concatenate([known["keys"], uniq[new]])
+    known["pos"] = np.concatenate([known["pos"], pos_of_uniq[new]])
+    return pos_of_uniq[inverse], uniq[new], first[new]

@@ -1,0 +1,116 @@
+"""Neighbour sampling against brute force on small graphs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from graphshard.sampling import CSCGraph, sample_neighbors
+from graphshard.sampling.kernels import sample_layer
+
+
+def _graph(seed=0, n=60, m=500, times=False):
+    rng = np.random.default_rng(seed)
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    order = np.argsort(dst, kind="stable")
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=n))])
+    g = CSCGraph(indptr, src[order], edge_ids=order, node_time=rng.integers(0, 10, n) if times else None)
+    return g, src, dst
+
+
+def _ranges(g, seeds):
+    return [set(range(g.indptr[s], g.indptr[s + 1])) for s in seeds]
+
+
+@pytest.mark.parametrize("fanout,replace", [(-1, False), (3, False), (3, True), (100, False)])
+def test_layer_counts_and_ranges(fanout, replace):
+    g, _, _ = _graph()
+    seeds = np.arange(60)
+    counts, pos = sample_layer(g.indptr, g.indices, seeds, fanout, replace, key=7)
+    deg = np.diff(g.indptr)
+    if fanout < 0:
+        assert np.array_equal(counts, deg)
+    elif replace:
+        assert np.array_equal(counts, np.where(deg > 0, fanout, 0))
+    else:
+        assert np.array_equal(counts, np.minimum(deg, fanout))
+    at = 0
+    for s, allowed in zip(seeds, _ranges(g, seeds)):
+        picked = pos[at:at + counts[s]].tolist()
+        at += counts[s]
+        assert set(picked) <= allowed
+        if not replace:
+            assert len(set(picked)) == len(picked)
+        if fanout < 0 or (not replace and fanout >= len(allowed)):
+            assert set(picked) == allowed
+
+
+def test_without_replacement_is_uniform():
+    indptr, indices = np.array([0, 10]), np.arange(10)
+    hits = np.zeros(10)
+    for key in range(3000):
+        _, pos = sample_layer(indptr, indices, np.array([0]), 3, False, key=key)
+        hits[pos] += 1
+    assert np.allclose(hits / 3000, 0.3, atol=0.04)
+
+
+def test_deterministic_per_key():
+    g, _, _ = _graph()
+    a = sample_layer(g.indptr, g.indices, np.arange(60), 2, False, key=1)[1]
+    b = sample_layer(g.indptr, g.indices, np.arange(60), 2, False, key=1)[1]
+    c = sample_layer(g.indptr, g.indices, np.arange(60), 2, False, key=2)[1]
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+
+
+def test_temporal_never_newer_than_seed():
+    g, _, _ = _graph(times=True)
+    seeds = np.arange(60)
+    st = np.random.default_rng(3).integers(0, 10, 60)
+    for fanout in (-1, 2):
+        counts, pos = sample_layer(g.indptr, g.indices, seeds, fanout, False, 5, g.node_time, st)
+        owner = np.repeat(seeds, counts)
+        assert (g.node_time[g.indices[pos]] <= st[owner]).all()
+        if fanout < 0:
+            expected = sum(int((g.node_time[g.indices[g.indptr[s]:g.indptr[s + 1]]] <= st[s]).sum()) for s in seeds)
+            assert counts.sum() == expected
+
+
+def _brute_force_hops(src, dst, seeds, hops):
+    nodes, frontier, edges = list(dict.fromkeys(seeds.tolist())), list(dict.fromkeys(seeds.tolist())), set()
+    seen = set(nodes)
+    for _ in range(hops):
+        new = []
+        for v in frontier:
+            for e in np.flatnonzero(dst == v).tolist():
+                edges.add(e)
+                u = int(src[e])
+                if u not in seen:
+                    seen.add(u)
+                    new.append(u)
+        frontier = new
+        nodes += new
+    return set(nodes), edges
+
+
+def test_full_fanout_equals_brute_force_and_edges_are_real():
+    g, src, dst = _graph(1)
+    seeds = np.array([3, 17, 3, 42])
+    out = sample_neighbors(g, seeds, [-1, -1])
+    nodes, edges = _brute_force_hops(src, dst, seeds, 2)
+    assert out.node[:3].tolist() == [3, 17, 42] and len(set(out.node.tolist())) == len(out.node)
+    assert set(out.node.tolist()) == nodes and set(out.edge.tolist()) == edges
+    assert np.array_equal(out.node[out.row], src[out.edge]) and np.array_equal(out.node[out.col], dst[out.edge])
+    assert sum(out.num_sampled_nodes) == len(out.node) and sum(out.num_sampled_edges) == len(out.edge)
+
+
+def test_fanout_bound_and_disjoint_subtrees():
+    g, src, dst = _graph(2)
+    seeds = np.array([5, 9, 5])
+    out = sample_neighbors(g, seeds, [2, 2], disjoint=True, seed=4)
+    assert out.node[:3].tolist() == [5, 9, 5]
+    assert (out.batch[out.row] == out.batch[out.col]).all()
+    assert np.array_equal(out.node[out.row], src[out.edge]) and np.array_equal(out.node[out.col], dst[out.edge])
+    per_dst = np.bincount(out.col, minlength=len(out.node))
+    assert per_dst.max() <= 2
+    with pytest.raises(Exception, match=r"seed IDs must lie in"):
+        sample_neighbors(g, np.array([60]), [1])
