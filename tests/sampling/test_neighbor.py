@@ -114,3 +114,16 @@ def test_fanout_bound_and_disjoint_subtrees():
     assert per_dst.max() <= 2
     with pytest.raises(Exception, match=r"seed IDs must lie in"):
         sample_neighbors(g, np.array([60]), [1])
+
+
+def test_sampler_object_reuses_workspace_consistently():
+    from graphshard.sampling import NeighborSampler
+    g, src, dst = _graph(4)
+    sampler = NeighborSampler(g, [3, 2])
+    for b in range(5):
+        seeds = np.array([b, b + 7, b + 20])
+        out = sampler.sample(seeds, seed=b)
+        ref = sample_neighbors(g, seeds, [3, 2], seed=b)
+        assert np.array_equal(out.node, ref.node) and np.array_equal(out.edge, ref.edge)
+        assert np.array_equal(out.node[out.row], src[out.edge]) and np.array_equal(out.node[out.col], dst[out.edge])
+        assert (sampler._slot == -1).all()

@@ -100,3 +100,21 @@ def sample_layer(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray, fan
     out = np.empty(int(offsets[-1]), dtype=np.int64)
     _fill(indptr, indices, seeds, eligible, offsets, fanout, replace, np.uint64(key % 2**64), nt, st, temporal, out)
     return counts, out
+
+
+@numba.njit(cache=True, nogil=True)
+def relabel_dense(ids: np.ndarray, slot: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray]:
+    """Output positions of ``ids`` using ``slot`` (node ID → position, -1 = unseen): unseen IDs get
+    ``base, base + 1, ...`` in first-appearance order. Returns ``(positions, first index of each new ID)``.
+    The caller resets ``slot`` for the nodes it added."""
+    local = np.empty(ids.shape[0], dtype=np.int64)
+    first = np.empty(ids.shape[0], dtype=np.int64)
+    count = 0
+    for i in range(ids.shape[0]):
+        v = ids[i]
+        if slot[v] < 0:
+            slot[v] = base + count
+            first[count] = i
+            count += 1
+        local[i] = slot[v]
+    return local, first[:count]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
-from .kernels import sample_layer
+from .kernels import relabel_dense, sample_layer
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,22 @@ class SamplerOutput:
     num_sampled_edges: list[int]
 
 
+class NeighborSampler:
+    """Samples many mini-batches from one graph, reusing an O(N) relabelling workspace."""
+
+    def __init__(self, graph: CSCGraph, fanouts: list[int], replace: bool = False, disjoint: bool = False):
+        self.graph, self.fanouts, self.replace, self.disjoint = graph, list(fanouts), replace, disjoint
+        self._slot = np.full(graph.num_nodes, -1, dtype=np.int64)
+
+    def sample(self, seeds: np.ndarray, seed: int = 0, seed_time: np.ndarray | None = None) -> SamplerOutput:
+        """One mini-batch: see :func:`sample_neighbors`."""
+        return sample_neighbors(self.graph, seeds, self.fanouts, self.replace, seed, self.disjoint, seed_time,
+                                _slot=self._slot)
+
+
 def sample_neighbors(graph: CSCGraph, seeds: np.ndarray, fanouts: list[int], replace: bool = False,
-                     seed: int = 0, disjoint: bool = False, seed_time: np.ndarray | None = None) -> SamplerOutput:
+                     seed: int = 0, disjoint: bool = False, seed_time: np.ndarray | None = None,
+                     _slot: np.ndarray | None = None) -> SamplerOutput:
     """Sample ``len(fanouts)`` hops of in-neighbours of ``seeds`` (fanout ``-1``: every in-edge).
 
     ``disjoint=True`` gives every seed its own subtree (nodes may repeat across seeds; ``batch`` says
@@ -63,6 +77,10 @@ def sample_neighbors(graph: CSCGraph, seeds: np.ndarray, fanouts: list[int], rep
         _, first = np.unique(seeds, return_index=True)
         seeds = seeds[np.sort(first)]
     n = graph.num_nodes
+    dense = not disjoint
+    slot = (_slot if _slot is not None else np.full(n, -1, dtype=np.int64)) if dense else None
+    if dense:
+        slot[seeds] = np.arange(seeds.shape[0], dtype=np.int64)
     owner = np.arange(seeds.shape[0], dtype=np.int64)  # seed index each output node descends from
     nodes, frontier = [seeds], np.arange(seeds.shape[0], dtype=np.int64)  # frontier: output positions
     all_nodes, all_owner = seeds, owner
@@ -80,8 +98,10 @@ def sample_neighbors(graph: CSCGraph, seeds: np.ndarray, fanouts: list[int], rep
         dst = np.repeat(frontier, counts)
         src_ids = graph.indices[pos]
         src_owner = all_owner[dst]
-        keys = src_owner * n + src_ids if disjoint else src_ids
-        local, new_keys, new_first = _relabel(keys, known, int(all_nodes.shape[0]))
+        if dense:
+            local, new_first = relabel_dense(src_ids, slot, int(all_nodes.shape[0]))
+        else:
+            local, _, new_first = _relabel(src_owner * n + src_ids, known, int(all_nodes.shape[0]))
         new_ids, new_owner = src_ids[new_first], src_owner[new_first]
         all_nodes = np.concatenate([all_nodes, new_ids])
         all_owner = np.concatenate([all_owner, new_owner])
@@ -91,6 +111,8 @@ def sample_neighbors(graph: CSCGraph, seeds: np.ndarray, fanouts: list[int], rep
         edges.append(pos if graph.edge_ids is None else graph.edge_ids[pos])
         n_nodes.append(int(new_ids.shape[0]))
         n_edges.append(int(pos.shape[0]))
+    if dense:
+        slot[all_nodes] = -1  # leave the workspace clean for the next batch
     cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64)  # noqa: E731
     return SamplerOutput(all_nodes, cat(rows), cat(cols), cat(edges), all_owner if disjoint else None,
                          n_nodes, n_edges)
