@@ -188,12 +188,14 @@ class _Dispatch:
         in_phase[phase] = True
         for r, et in enumerate(self.meta.etypes):
             data = self.meta.edge_data.get(et, {})
+            empty = [np.zeros((0, 3), np.int64)]
             for name, fspec in data.items():
                 if len(fspec.paths) != len(self.meta.edges[et].paths):
                     raise InputError(f"{fspec.where}: {len(fspec.paths)} chunks, but the edges of "
                                      f"{etype_str(et)!r} have {len(self.meta.edges[et].paths)}: edge data must "
                                      "align with the edge chunks")
                 sample = np.asarray(read_data(fspec, 0)[:0])
+                empty.append(sample)
                 for p in mine:
                     self.edges[p].feats[f"{etype_str(et)}/{name}"] = np.empty(
                         (int(self.edge_counts[p, r]), *sample.shape[1:]), sample.dtype)
@@ -201,19 +203,20 @@ class _Dispatch:
             by_rank = [[j for j, pc in enumerate(pieces) if pc[3] == w] for w in range(self.ctx.world_size)]
             for k in range(max(len(b) for b in by_rank)):
                 send = self._route_piece(r, et, by_rank[self.ctx.rank][k] if k < len(by_rank[self.ctx.rank]) else None,
-                                         in_phase, data)
+                                         in_phase, data, empty)
                 got = [exchange(self.ctx, [s[i] for s in send], f"edges of {etype_str(et)!r}")
                        for i in range(len(send[0]))]
                 for sender in range(self.ctx.world_size):
                     if k < len(by_rank[sender]):
                         self._place(r, et, by_rank[sender][k], [g[sender] for g in got], mine, base_of, data)
 
-    def _route_piece(self, r: int, et, j: int | None, in_phase: np.ndarray, data: dict) -> list[list[np.ndarray]]:
-        """Per destination rank: [triples (eid, src, dst), feature rows...] of one piece's edges in the phase."""
+    def _route_piece(self, r: int, et, j: int | None, in_phase: np.ndarray, data: dict,
+                     empty: list[np.ndarray]) -> list[list[np.ndarray]]:
+        """Per destination rank: [triples (eid, src, dst), feature rows...] of one piece's edges in the phase
+        (``empty``: zero-row blocks of the right shapes, sent when this rank has no piece this round)."""
         w = self.ctx.world_size
         names = list(data)
         if j is None:
-            empty = [np.zeros((0, 3), np.int64)] + [np.asarray(read_data(data[n], 0)[:0]) for n in names]
             return [list(empty) for _ in range(w)]
         c, lo, hi, _ = self.pieces[r][j]
         src, dst = self._edge_rows(r, et, c, lo, hi)
