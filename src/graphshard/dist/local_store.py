@@ -1,0 +1,94 @@
+"""The feature store of one partition, on PyG's ``FeatureStore`` interface.
+
+Rows are addressed by *global* per-type new IDs (as the partition book numbers them); the store holds
+the partition's inner rows, memory-mapped from its feature files. Group names are node types (node
+features) or canonical edge types (edge features). IDs this partition does not own raise
+:class:`~graphshard.errors.IDRangeError` (the distributed store sends those to their owners).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch_geometric.data.feature_store import FeatureStore, TensorAttr
+
+from ..errors import IDRangeError, InputError
+from ..format.load import Partition
+from ..graph import parse_etype
+from ..ids import as_id_array
+
+
+class LocalFeatureStore(FeatureStore):
+    """Node and edge features of one partition's inner items."""
+
+    def __init__(self, part: Partition, part_id: int):
+        super().__init__()
+        book = part.partition_book
+        self._tensors: dict[tuple[Any, str], torch.Tensor] = {}
+        self._range: dict[Any, tuple[int, int]] = {}
+        for t in book.ntypes:
+            ids = book.partid2nids(part_id, t)
+            self._range[t] = (int(ids[0]) if ids.numel() else 0, int(ids.numel()))
+        for et in book.canonical_etypes:
+            ids = book.partid2eids(part_id, et)
+            self._range[et] = (int(ids[0]) if ids.numel() else 0, int(ids.numel()))
+        for key, tensor in part.node_feats.items():
+            group, name = key.rsplit("/", 1)
+            self._tensors[(group, name)] = tensor
+        for key, tensor in part.edge_feats.items():
+            group, name = key.rsplit("/", 1)
+            self._tensors[(parse_etype(group), name)] = tensor
+
+    # -- PyG interface ---------------------------------------------------------------------------
+    def _rows(self, attr: TensorAttr) -> torch.Tensor | slice:
+        group = attr.group_name
+        if group not in self._range:
+            raise InputError(f"unknown group {group!r}; known: {list(self._range)}")
+        if not attr.is_set("index") or attr.index is None:
+            return slice(None)
+        ids = as_id_array(attr.index, f"IDs of {group!r}")
+        start, count = self._range[group]
+        rows = ids - start
+        bad = (rows < 0) | (rows >= count)
+        if bad.any():
+            raise IDRangeError(f"{group!r}: ID {int(ids[np.argmax(bad)])} is not owned by this partition "
+                               f"(it owns [{start}, {start + count}))")
+        return torch.from_numpy(rows)
+
+    def _get_tensor(self, attr: TensorAttr) -> torch.Tensor | None:
+        tensor = self._tensors.get((attr.group_name, attr.attr_name))
+        if tensor is None:
+            return None
+        rows = self._rows(attr)
+        return tensor if isinstance(rows, slice) else tensor[rows]
+
+    def _put_tensor(self, tensor: Any, attr: TensorAttr) -> bool:
+        tensor = torch.as_tensor(tensor)
+        rows = self._rows(attr)
+        key = (attr.group_name, attr.attr_name)
+        if isinstance(rows, slice):
+            if tensor.shape[0] != self._range[attr.group_name][1]:
+                raise InputError(f"{key}: {tensor.shape[0]} rows, this partition owns {self._range[attr.group_name][1]}")
+            self._tensors[key] = tensor
+        elif key in self._tensors:
+            self._tensors[key][rows] = tensor.to(self._tensors[key].dtype)
+        else:  # a new tensor: the index must cover every row this partition owns
+            count = self._range[attr.group_name][1]
+            if rows.numel() != count or not torch.equal(torch.sort(rows).values, torch.arange(count)):
+                raise InputError(f"{key}: a new tensor needs all {count} rows this partition owns")
+            new = torch.empty((count, *tensor.shape[1:]), dtype=tensor.dtype)
+            new[rows] = tensor
+            self._tensors[key] = new
+        return True
+
+    def _remove_tensor(self, attr: TensorAttr) -> bool:
+        return self._tensors.pop((attr.group_name, attr.attr_name), None) is not None
+
+    def _get_tensor_size(self, attr: TensorAttr) -> tuple[int, ...] | None:
+        tensor = self._tensors.get((attr.group_name, attr.attr_name))
+        return None if tensor is None else tuple(tensor.shape)
+
+    def get_all_tensor_attrs(self) -> list[TensorAttr]:
+        return [TensorAttr(group, name) for group, name in self._tensors]
