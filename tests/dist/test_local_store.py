@@ -54,3 +54,26 @@ def test_ownership_put_remove_size(stores):
     assert fs[0].get_tensor_size("author", "extra") == (n0, 2)
     assert fs[0].remove_tensor("author", "extra", index=mine_all)  # PyG wants every field given
     assert fs[0].get_tensor("author", "extra", index=mine_all) is None  # PyG 2.8 returns None for a missing tensor
+
+
+def test_graph_store_edges_are_original_edges(stores):
+    from graphshard.dist.local_store import LocalGraphStore
+    g, parts, _ = stores
+    book = parts[0].partition_book
+    for p in range(2):
+        gs = LocalGraphStore(parts[p])
+        attrs = {a.edge_type: a for a in gs.get_all_edge_attrs()}
+        assert set(attrs) == set(g.canonical_etypes)
+        for et in g.canonical_etypes:
+            src, dst = gs.get_edge_index(et, "coo")
+            assert attrs[et].size == (g.num_nodes[et[0]], g.num_nodes[et[2]])
+            osrc = book.to_original(et[0], src).numpy() if src.numel() else np.zeros(0, np.int64)
+            odst = book.to_original(et[2], dst).numpy() if dst.numel() else np.zeros(0, np.int64)
+            original = set(zip(g.edges[et][0].tolist(), g.edges[et][1].tolist()))
+            assert set(zip(osrc.tolist(), odst.tolist())) <= original
+            inner = book.nid2partid(dst, et[2]).numpy() == p if dst.numel() else np.zeros(0, bool)
+            mine = {(int(a), int(b)) for a, b in zip(g.edges[et][0], g.edges[et][1])
+                    if int(book.nid2partid(book.from_original(et[2], [b]), et[2])[0]) == p}
+            assert set(zip(osrc[inner].tolist(), odst[inner].tolist())) == mine  # every in-edge of inner nodes
+        with pytest.raises(Exception, match="only COO"):
+            gs.get_edge_index(g.canonical_etypes[0], "csc")

@@ -1,4 +1,4 @@
-"""The feature store of one partition, on PyG's ``FeatureStore`` interface.
+"""The feature and graph stores of one partition, on PyG's ``FeatureStore``/``GraphStore`` interfaces.
 
 Rows are addressed by *global* per-type new IDs (as the partition book numbers them); the store holds
 the partition's inner rows, memory-mapped from its feature files. Group names are node types (node
@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch_geometric.data.feature_store import FeatureStore, TensorAttr
+from torch_geometric.data.graph_store import EdgeAttr, EdgeLayout, GraphStore
 
 from ..errors import IDRangeError, InputError
 from ..format.load import Partition
@@ -92,3 +93,39 @@ class LocalFeatureStore(FeatureStore):
 
     def get_all_tensor_attrs(self) -> list[TensorAttr]:
         return [TensorAttr(group, name) for group, name in self._tensors]
+
+
+class LocalGraphStore(GraphStore):
+    """The edges one partition stores (inner and HALO in-edges), per canonical edge type, as COO
+    ``(src, dst)`` in global per-type new IDs; sizes are the global node counts of the end types."""
+
+    def __init__(self, part: Partition):
+        super().__init__()
+        book, g = part.partition_book, part.graph
+        ntype_of, per_type = (t.numpy() for t in book.map_to_per_ntype(g.ndata["_ID"]))
+        dst_local = np.repeat(np.arange(g.num_nodes), np.diff(g.indptr.numpy()))
+        src_local = g.indices.numpy()
+        etype = g.edata["_TYPE"].numpy()
+        self._edges: dict[tuple[str, str, str], tuple[torch.Tensor, torch.Tensor]] = {}
+        self._size: dict[tuple[str, str, str], tuple[int, int]] = {}
+        for r, et in enumerate(book.canonical_etypes):
+            sel = np.flatnonzero(etype == r)
+            self._edges[et] = (torch.from_numpy(per_type[src_local[sel]]), torch.from_numpy(per_type[dst_local[sel]]))
+            self._size[et] = (book.num_nodes(et[0]), book.num_nodes(et[2]))
+
+    def _put_edge_index(self, edge_index: Any, edge_attr: EdgeAttr) -> bool:
+        if edge_attr.layout != EdgeLayout.COO:
+            raise InputError("this store keeps COO edge indices; convert before putting")
+        self._edges[tuple(edge_attr.edge_type)] = (torch.as_tensor(edge_index[0]), torch.as_tensor(edge_index[1]))
+        return True
+
+    def _get_edge_index(self, edge_attr: EdgeAttr) -> tuple[torch.Tensor, torch.Tensor] | None:
+        if edge_attr.layout != EdgeLayout.COO:
+            raise InputError(f"only COO is stored; ask for layout='coo' (got {edge_attr.layout.value!r})")
+        return self._edges.get(tuple(edge_attr.edge_type))
+
+    def _remove_edge_index(self, edge_attr: EdgeAttr) -> bool:
+        return self._edges.pop(tuple(edge_attr.edge_type), None) is not None
+
+    def get_all_edge_attrs(self) -> list[EdgeAttr]:
+        return [EdgeAttr(et, EdgeLayout.COO, size=self._size.get(et)) for et in self._edges]
