@@ -1,0 +1,62 @@
+"""Distributed feature lookup on 2 ranks: every rank reads every row of every type; errors name the owner."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from graphshard import partition_graph
+from graphshard.dist.context import DistError
+from graphshard.dist.launch import launch
+from tests.graphs import small_hetero
+
+
+def _worker(config: str, check_error: bool) -> None:
+    import os
+
+    import torch
+
+    from graphshard import load_partition
+    from graphshard.dist.context import DistContext
+    from graphshard.dist.feature import DistFeatureStore
+    from graphshard.dist.local_store import LocalFeatureStore
+    from graphshard.dist.rpc import init_rpc, shutdown_rpc
+
+    g = small_hetero()
+    with DistContext.from_env(timeout=30) as ctx:
+        init_rpc(ctx)
+        try:
+            part = load_partition(config, ctx.rank)
+            book = part.partition_book
+            store = DistFeatureStore(ctx, LocalFeatureStore(part, ctx.rank), book)
+            rng = np.random.default_rng(ctx.rank)
+            if check_error and ctx.rank == 0:
+                store.lookup("paper", "no_such_feature", book.partid2nids(1, "paper")[:2])
+            for t, feats in g.node_feats.items():
+                ids = torch.from_numpy(rng.permutation(g.num_nodes[t]))
+                for name, full in feats.items():
+                    got = store.lookup(t, name, ids).numpy()
+                    assert np.array_equal(got, full[book.to_original(t, ids).numpy()]), (ctx.rank, t, name)
+            for et, feats in g.edge_feats.items():
+                ids = torch.from_numpy(rng.permutation(g.num_edges(et)))
+                for name, full in feats.items():
+                    got = store.lookup(et, name, ids).numpy()
+                    assert np.array_equal(got, full[book.to_original_eids(et, ids).numpy()])
+        finally:
+            shutdown_rpc(ctx)
+    os.environ.pop("RANK", None)
+
+
+@pytest.fixture
+def config(tmp_path):
+    partition_graph(small_hetero(), "h", 2, tmp_path, part_method="metis", num_hops=1)
+    return str(tmp_path / "h.json")
+
+
+def test_every_rank_reads_every_row(config):
+    launch(_worker, 2, (config, False), timeout=60)
+
+
+def test_remote_error_names_the_owner(config):
+    with pytest.raises(DistError, match=r"rank 0 failed[\s\S]*feature request to rank 1 failed"):
+        launch(_worker, 2, (config, True), timeout=60)
