@@ -10,6 +10,7 @@ import torch
 
 from ..book import RangePartitionBook
 from ..ids import as_id_array
+from .collectives import barrier
 from .context import DistContext, DistError
 from .local_store import LocalFeatureStore
 from .rpc import register, registered, worker_name
@@ -30,6 +31,8 @@ class DistFeatureStore:
 
     Partition ``p`` is held by ranks ``p * T ... p * T + T - 1`` (``T`` ranks per partition); requests go
     to the first of them. Node groups are node types; edge groups are canonical edge types.
+    Construction is collective: every rank builds its store, and none sends a request before all have
+    registered theirs.
     """
 
     def __init__(self, ctx: DistContext, local: LocalFeatureStore, book: RangePartitionBook):
@@ -39,6 +42,7 @@ class DistFeatureStore:
         self.trainers = ctx.world_size // book.num_partitions()
         self.part_id = ctx.rank // self.trainers
         register(_STORE, local)
+        barrier(ctx, "feature stores registered")
 
     def _owner_parts(self, group: Any, ids: np.ndarray) -> np.ndarray:
         if isinstance(group, tuple):

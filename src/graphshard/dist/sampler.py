@@ -16,6 +16,7 @@ from ..format.load import PartitionGraph
 from ..partition.kernels import ragged_ranges
 from ..sampling.kernels import relabel_dense, sample_layer
 from ..sampling.neighbor import SamplerOutput
+from .collectives import barrier
 from .context import DistContext, DistError
 from .rpc import register, registered, worker_name
 
@@ -51,7 +52,8 @@ def _sample_remote(gids: torch.Tensor, fanout: int, replace: bool, key: int) -> 
 
 
 class DistNeighborSampler:
-    """Layer-wise sampling over all partitions (fanout ``-1`` = every in-edge)."""
+    """Layer-wise sampling over all partitions (fanout ``-1`` = every in-edge). Construction is
+    collective: no rank sends a request before every rank has registered its partition."""
 
     def __init__(self, ctx: DistContext, graph: PartitionGraph, book: RangePartitionBook, fanouts: list[int],
                  replace: bool = False):
@@ -60,6 +62,7 @@ class DistNeighborSampler:
         self.part_id = ctx.rank // self.trainers
         self.local = LocalSamplingGraph(graph, book, self.part_id)
         register(_GRAPH, self.local)
+        barrier(ctx, "sampling graphs registered")
         self._slot = np.full(book.num_nodes(), -1, dtype=np.int64)
 
     def _layer(self, seeds: np.ndarray, fanout: int, key: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
