@@ -42,6 +42,7 @@ class DistFeatureStore:
         self.trainers = ctx.world_size // book.num_partitions()
         self.part_id = ctx.rank // self.trainers
         register(_STORE, local)
+        self.stats = {"rows": 0, "remote_rows": 0, "bytes_received": 0}
         barrier(ctx, "feature stores registered")
 
     def _owner_parts(self, group: Any, ids: np.ndarray) -> np.ndarray:
@@ -70,6 +71,10 @@ class DistFeatureStore:
                 fut = rpc.rpc_async(worker_name(owner), _serve_rows, args=(group, name, chunk), timeout=self.ctx.timeout)
                 pending.append((pos, owner, fut))
         pieces = ([local_rows] if local_rows else []) + [(pos, self._wait(owner, fut)) for pos, owner, fut in pending]
+        self.stats["rows"] += int(ids_np.shape[0])
+        for pos, rows in pieces[1 if local_rows else 0:]:
+            self.stats["remote_rows"] += int(pos.size)
+            self.stats["bytes_received"] += rows.numel() * rows.element_size()
         if not pieces:
             return self.local.get_tensor(group, name, index=torch.zeros(0, dtype=torch.int64))
         first = pieces[0][1]

@@ -64,6 +64,7 @@ class DistNeighborSampler:
         register(_GRAPH, self.local)
         barrier(ctx, "sampling graphs registered")
         self._slot = np.full(book.num_nodes(), -1, dtype=np.int64)
+        self.stats = {"seeds": 0, "remote_seeds": 0, "remote_requests": 0, "bytes_sent": 0, "bytes_received": 0}
 
     def _layer(self, seeds: np.ndarray, fanout: int, key: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         import torch.distributed.rpc as rpc
@@ -77,6 +78,9 @@ class DistNeighborSampler:
                 blocks.append((pos, self.local.sample(seeds[pos], fanout, self.replace, key)))
             else:
                 owner = int(p) * self.trainers
+                self.stats["remote_seeds"] += int(pos.size)
+                self.stats["remote_requests"] += 1
+                self.stats["bytes_sent"] += int(pos.size) * 8
                 fut = rpc.rpc_async(worker_name(owner), _sample_remote,
                                     args=(torch.from_numpy(seeds[pos]), fanout, self.replace, key),
                                     timeout=self.ctx.timeout)
@@ -87,6 +91,8 @@ class DistNeighborSampler:
             except Exception as exc:
                 raise DistError(f"rank {self.ctx.rank}: sampling request to rank {owner} failed: {exc}") from exc
             blocks.append((pos, (c.numpy(), n.numpy(), e.numpy())))
+            self.stats["bytes_received"] += c.nbytes + n.nbytes + e.nbytes
+        self.stats["seeds"] += int(seeds.shape[0])
         for pos, (c, _, _) in blocks:
             counts[pos] = c
         starts = np.cumsum(counts) - counts  # where each seed's neighbours go, in seed order
