@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -96,7 +97,7 @@ def _dispatch(args: argparse.Namespace) -> None:
                            args.save_orig_nids, args.save_orig_eids)
     start = time.perf_counter()
     path = run_dispatch(opts, args.num_procs, args.timeout, args.host)
-    if args.num_procs is not None or int(__import__("os").environ.get("RANK", "0")) == 0:
+    if args.num_procs is not None or int(os.environ.get("RANK", "0")) == 0:  # one line, not one per rank
         print(f"dispatched in {time.perf_counter() - start:.1f} s -> {path}")
 
 

@@ -12,7 +12,14 @@ from .spec import ChunkedMeta, FileSpec
 
 def chunk_offsets(spec: FileSpec, declared_total: int, declared_chunks: list[int] | None, what: str) -> np.ndarray:
     """Row offsets of every chunk (len = chunks + 1), checked against the metadata's counts."""
-    rows = [count_rows(spec, i) for i in range(len(spec.paths))]
+    return checked_offsets(spec, [count_rows(spec, i) for i in range(len(spec.paths))], declared_total,
+                           declared_chunks, what)
+
+
+def checked_offsets(spec: FileSpec, rows: list[int], declared_total: int, declared_chunks: list[int] | None,
+                    what: str) -> np.ndarray:
+    """Row offsets from counted chunk ``rows``, after checking them against the metadata's counts."""
+    rows = [int(r) for r in rows]
     if declared_chunks is not None:
         if len(declared_chunks) != len(rows):
             raise InputError(f"{spec.where}: metadata declares {len(declared_chunks)} chunks, {len(rows)} files given")

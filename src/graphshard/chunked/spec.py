@@ -13,10 +13,13 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..graph import EType, etype_str, parse_etype
+
+if TYPE_CHECKING:
+    from ..ids import IDConverter
 
 FORMATS = ("csv", "numpy", "parquet")
 

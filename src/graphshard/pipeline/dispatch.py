@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..chunked.load import read_checked_edges
+from ..chunked.load import checked_offsets, read_checked_edges
 from ..chunked.readers import count_rows, read_data
 from ..chunked.spec import ChunkedMeta, FileSpec, read_metadata
 from ..dist.collectives import all_gather_bytes, all_reduce_sum, barrier, exchange
@@ -91,7 +91,7 @@ class _Dispatch:
         self.resume = self.out / f".dispatch-{self.name}"
         self.fingerprint = self._fingerprint()
         self.chunk_rows: dict[int, np.ndarray] = {}
-        self.node_data_offsets: dict[tuple[str, str], np.ndarray] = {}
+        self.node_data_pieces: dict[tuple[str, str], tuple[np.ndarray, list]] = {}
         self._chunk_cache: tuple = (None, None)
 
     # -- helpers ---------------------------------------------------------------------------
@@ -116,16 +116,7 @@ class _Dispatch:
         for i in self.my_chunks(len(spec.paths)):
             counts[i] = count_rows(spec, i)
         counts = all_reduce_sum(self.ctx, counts, f"row counts of {spec.where}")
-        if declared is not None:
-            bad = [i for i, (a, b) in enumerate(zip(counts, declared)) if a != b]
-            if len(declared) != len(counts) or bad:
-                i = bad[0] if bad else 0
-                raise InputError(f"{spec.paths[i]}: {counts[i]} rows, metadata declares "
-                                 f"{declared[i] if i < len(declared) else '?'} ({spec.where})")
-        if counts.sum() != total:
-            raise InputError(f"{spec.where}: chunks hold {int(counts.sum())} rows in all, but the metadata "
-                             f"declares {total} {what}")
-        return np.concatenate([[0], np.cumsum(counts)])
+        return checked_offsets(spec, counts.tolist(), total, declared, what)
 
     def _fingerprint(self) -> str:
         h = hashlib.sha256()
@@ -264,13 +255,11 @@ class _Dispatch:
         out: dict[int, dict[str, np.ndarray]] = {p: {} for p in mine}
         for ti, t in enumerate(self.meta.ntypes):
             for name, spec in self.meta.node_data.get(t, {}).items():
-                offsets = self.node_data_offsets.setdefault(
-                    (t, name), self.chunk_offsets(spec, self.meta.num_nodes[t], f"nodes of type {t!r}"))
+                offsets, pieces = self._node_data_plan(t, name, spec)
                 sample = np.asarray(read_data(spec, 0)[:0])
                 for p in mine:
                     rows = int(self.node_bounds[p, ti + 1] - self.node_bounds[p, ti])
                     out[p][f"{t}/{name}"] = np.empty((rows, *sample.shape[1:]), sample.dtype)
-                pieces = _pieces(offsets, self.ctx.world_size, _piece_rows(8 + _row_bytes(spec)))
                 by_rank = [[pc for pc in pieces if pc[3] == w] for w in range(self.ctx.world_size)]
                 for k in range(max(len(b) for b in by_rank)):
                     ids, rows = np.zeros(0, np.int64), sample
@@ -289,6 +278,14 @@ class _Dispatch:
                             s = np.flatnonzero(part == p)
                             out[p][f"{t}/{name}"][self.old2new[gi[s]] - self.node_bounds[p, ti]] = gr[s]
         return out
+
+    def _node_data_plan(self, t: str, name: str, spec: FileSpec) -> tuple[np.ndarray, list]:
+        """Chunk offsets and pieces of one node feature, counted once (every rank asks in the same order)."""
+        if (t, name) not in self.node_data_pieces:
+            offsets = self.chunk_offsets(spec, self.meta.num_nodes[t], f"nodes of type {t!r}")
+            pieces = _pieces(offsets, self.ctx.world_size, _piece_rows(8 + _row_bytes(spec)))
+            self.node_data_pieces[(t, name)] = (offsets, pieces)
+        return self.node_data_pieces[(t, name)]
 
     # -- step 3: structure and HALO ----------------------------------------------------------
     def own_structure(self, p: int, rl: Relabelling) -> tuple[OwnInEdges, np.ndarray | None]:
