@@ -14,8 +14,8 @@ from ..book import RangePartitionBook
 from ..errors import InputError
 from ..format.load import PartitionGraph
 from ..partition.kernels import ragged_ranges
-from ..sampling.kernels import relabel_dense, sample_layer
-from ..sampling.neighbor import SamplerOutput
+from ..sampling.kernels import sample_layer
+from ..sampling.neighbor import SamplerOutput, expand_hops
 from .collectives import barrier
 from .context import DistContext, DistError
 from .rpc import register, registered, worker_name
@@ -105,25 +105,6 @@ class DistNeighborSampler:
 
     def sample(self, seeds: Any, seed: int = 0) -> SamplerOutput:
         """Sample ``len(fanouts)`` hops of in-neighbours of global ``seeds`` (de-duplicated, seeds first)."""
-        seeds = np.asarray(seeds, dtype=np.int64)
-        _, first = np.unique(seeds, return_index=True)
-        nodes = seeds[np.sort(first)]
-        slot = self._slot
-        slot[nodes] = np.arange(nodes.shape[0], dtype=np.int64)
-        frontier = np.arange(nodes.shape[0], dtype=np.int64)
-        rows, cols, edges, n_nodes, n_edges = [], [], [], [nodes.shape[0]], [0]
-        try:
-            for hop, fanout in enumerate(self.fanouts):
-                counts, nbrs, eids = self._layer(nodes[frontier], fanout, seed * 1_000_003 + hop)
-                local, first_new = relabel_dense(nbrs, slot, int(nodes.shape[0]))
-                cols.append(np.repeat(frontier, counts))
-                rows.append(local)
-                edges.append(eids)
-                nodes = np.concatenate([nodes, nbrs[first_new]])
-                frontier = np.arange(nodes.shape[0] - first_new.shape[0], nodes.shape[0], dtype=np.int64)
-                n_nodes.append(int(first_new.shape[0]))
-                n_edges.append(int(nbrs.shape[0]))
-        finally:
-            slot[nodes] = -1
-        cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64)  # noqa: E731
-        return SamplerOutput(nodes, cat(rows), cat(cols), cat(edges), None, n_nodes, n_edges)
+        return expand_hops(np.asarray(seeds, dtype=np.int64), self.fanouts,
+                           lambda ids, owner, fanout, hop: self._layer(ids, fanout, seed * 1_000_003 + hop),
+                           self.book.num_nodes(), self._slot)

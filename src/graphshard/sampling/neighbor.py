@@ -8,6 +8,7 @@ source → destination message passing), ``edge`` the sampled edges' IDs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,48 +72,65 @@ def sample_neighbors(graph: CSCGraph, seeds: np.ndarray, fanouts: list[int], rep
     seeds = np.asarray(seeds, dtype=np.int64)
     if seeds.size and (seeds.min() < 0 or seeds.max() >= graph.num_nodes):
         raise InputError(f"seed IDs must lie in [0, {graph.num_nodes})")
-    if (seed_time is None) != (graph.node_time is None) and seed_time is not None:
+    if seed_time is not None and graph.node_time is None:
         raise InputError("temporal sampling needs graph.node_time as well as seed_time")
+
+    def layer(ids: np.ndarray, owner: np.ndarray, fanout: int, hop: int):
+        times = None if seed_time is None else np.asarray(seed_time)[owner]
+        counts, pos = sample_layer(graph.indptr, graph.indices, ids, fanout, replace, seed * 1_000_003 + hop,
+                                   graph.node_time, times)
+        return counts, graph.indices[pos], pos if graph.edge_ids is None else graph.edge_ids[pos]
+
+    slot = None if disjoint else (_slot if _slot is not None else np.full(graph.num_nodes, -1, dtype=np.int64))
+    return expand_hops(seeds, fanouts, layer, graph.num_nodes, slot)
+
+
+Layer = Callable[[np.ndarray, np.ndarray, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+def expand_hops(seeds: np.ndarray, fanouts: list[int], layer: Layer, num_nodes: int,
+                slot: np.ndarray | None) -> SamplerOutput:
+    """The hop loop shared by the local and distributed samplers.
+
+    ``layer(ids, owner, fanout, hop)`` samples in-edges of the frontier nodes ``ids`` (``owner``: the seed
+    index each descends from) and returns ``(counts per node, source IDs, edge IDs)`` listed node by node.
+    With ``slot`` (an all ``-1`` int64 array over node IDs, left clean) nodes are shared across seeds
+    and de-duplicated in first-appearance order; without it every seed keeps a disjoint subtree.
+    """
+    disjoint = slot is None
     if not disjoint:
         _, first = np.unique(seeds, return_index=True)
         seeds = seeds[np.sort(first)]
-    n = graph.num_nodes
-    dense = not disjoint
-    slot = (_slot if _slot is not None else np.full(n, -1, dtype=np.int64)) if dense else None
-    if dense:
         slot[seeds] = np.arange(seeds.shape[0], dtype=np.int64)
-    owner = np.arange(seeds.shape[0], dtype=np.int64)  # seed index each output node descends from
-    nodes, frontier = [seeds], np.arange(seeds.shape[0], dtype=np.int64)  # frontier: output positions
-    all_nodes, all_owner = seeds, owner
-    key_of = owner * n + seeds if disjoint else seeds
-    known = {"keys": key_of, "pos": np.arange(seeds.shape[0], dtype=np.int64)}
+    all_nodes, all_owner = seeds, np.arange(seeds.shape[0], dtype=np.int64)
+    known = {"keys": all_owner * num_nodes + seeds, "pos": all_owner.copy()} if disjoint else None
+    frontier = np.arange(seeds.shape[0], dtype=np.int64)  # output positions of the nodes to expand
     rows, cols, edges, n_nodes, n_edges = [], [], [], [seeds.shape[0]], [0]
-    for hop, fanout in enumerate(fanouts):
-        if frontier.size == 0:
-            n_nodes.append(0)
-            n_edges.append(0)
-            continue
-        times = None if seed_time is None else np.asarray(seed_time)[all_owner[frontier]]
-        counts, pos = sample_layer(graph.indptr, graph.indices, all_nodes[frontier], fanout, replace,
-                                   seed * 1_000_003 + hop, graph.node_time, times)
-        dst = np.repeat(frontier, counts)
-        src_ids = graph.indices[pos]
-        src_owner = all_owner[dst]
-        if dense:
-            local, new_first = relabel_dense(src_ids, slot, int(all_nodes.shape[0]))
-        else:
-            local, _, new_first = _relabel(src_owner * n + src_ids, known, int(all_nodes.shape[0]))
-        new_ids, new_owner = src_ids[new_first], src_owner[new_first]
-        all_nodes = np.concatenate([all_nodes, new_ids])
-        all_owner = np.concatenate([all_owner, new_owner])
-        frontier = np.arange(all_nodes.shape[0] - new_ids.shape[0], all_nodes.shape[0], dtype=np.int64)
-        rows.append(local)
-        cols.append(dst)
-        edges.append(pos if graph.edge_ids is None else graph.edge_ids[pos])
-        n_nodes.append(int(new_ids.shape[0]))
-        n_edges.append(int(pos.shape[0]))
-    if dense:
-        slot[all_nodes] = -1  # leave the workspace clean for the next batch
+    try:
+        for hop, fanout in enumerate(fanouts):
+            if frontier.size == 0:
+                n_nodes.append(0)
+                n_edges.append(0)
+                continue
+            counts, src_ids, eids = layer(all_nodes[frontier], all_owner[frontier], fanout, hop)
+            dst = np.repeat(frontier, counts)
+            src_owner = all_owner[dst]
+            base = int(all_nodes.shape[0])
+            if disjoint:
+                local, _, new_first = _relabel(src_owner * num_nodes + src_ids, known, base)
+            else:
+                local, new_first = relabel_dense(src_ids, slot, base)
+            all_nodes = np.concatenate([all_nodes, src_ids[new_first]])
+            all_owner = np.concatenate([all_owner, src_owner[new_first]])
+            frontier = np.arange(base, all_nodes.shape[0], dtype=np.int64)
+            rows.append(local)
+            cols.append(dst)
+            edges.append(eids)
+            n_nodes.append(int(new_first.shape[0]))
+            n_edges.append(int(src_ids.shape[0]))
+    finally:
+        if not disjoint:
+            slot[all_nodes] = -1  # leave the workspace clean for the next batch
     cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64)  # noqa: E731
     return SamplerOutput(all_nodes, cat(rows), cat(cols), cat(edges), all_owner if disjoint else None,
                          n_nodes, n_edges)
