@@ -25,20 +25,18 @@ from partition import machine  # noqa: E402
 def _rank(config: str, fanouts: list[int], batch: int, batches: int, out: str) -> None:
     import os
 
-    from graphshard import load_partition
     from graphshard.dist.context import DistContext
-    from graphshard.dist.feature import DistFeatureStore
-    from graphshard.dist.local_store import LocalFeatureStore
+    from graphshard.dist.graph import DistGraph
     from graphshard.dist.rpc import init_rpc, shutdown_rpc
     from graphshard.dist.sampler import DistNeighborSampler
 
     with DistContext.from_env(timeout=600) as ctx:
-        init_rpc(ctx)
+        group = init_rpc(ctx)
         try:
-            part = load_partition(config, ctx.rank)
-            book = part.partition_book
-            sampler = DistNeighborSampler(ctx, part.graph, book, fanouts)
-            feats = DistFeatureStore(ctx, LocalFeatureStore(part, ctx.rank), book)
+            dg = DistGraph(Path(config).stem, config)
+            book = dg.get_partition_book()
+            sampler = DistNeighborSampler(group, dg.sampling_graph, book, fanouts)
+            feats = dg.features
             mine = book.partid2nids(ctx.rank).numpy()
             rng = np.random.default_rng(ctx.rank)
             seeds = [mine[rng.permutation(mine.shape[0])[:batch]] for _ in range(batches + 1)]
@@ -63,7 +61,7 @@ def _rank(config: str, fanouts: list[int], batch: int, batches: int, out: str) -
                    "edges_per_batch": edges / batches, "sampler": dict(sampler.stats), "features": dict(feats.stats)}
             Path(out).with_name(f"{Path(out).stem}.rank{ctx.rank}.json").write_text(json.dumps(res))
         finally:
-            shutdown_rpc(ctx)
+            shutdown_rpc(group)
     os.environ.pop("RANK", None)
 
 

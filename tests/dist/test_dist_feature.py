@@ -24,14 +24,17 @@ def _worker(config: str, check_error: bool) -> None:
 
     g = small_hetero()
     with DistContext.from_env(timeout=30) as ctx:
-        init_rpc(ctx)
+        group = init_rpc(ctx)
         try:
             part = load_partition(config, ctx.rank)
             book = part.partition_book
-            store = DistFeatureStore(ctx, LocalFeatureStore(part, ctx.rank), book)
+            store = DistFeatureStore(group, LocalFeatureStore(part, ctx.rank), book)
             rng = np.random.default_rng(ctx.rank)
-            if check_error and ctx.rank == 0:
-                store.lookup("paper", "no_such_feature", book.partid2nids(1, "paper")[:2])
+            if check_error and ctx.rank == 0:  # the owner (rank 1) raises; rank 0 must report it, naming rank 1
+                from graphshard.dist.feature import _serve_rows
+                from graphshard.dist.rpc import by_owner
+                by_owner(group, np.array([1]), 2, None, _serve_rows,
+                         lambda pos: ("paper", "no_such_feature", book.partid2nids(1, "paper")[:1]), "feature")
             for t, feats in g.node_feats.items():
                 ids = torch.from_numpy(rng.permutation(g.num_nodes[t]))
                 for name, full in feats.items():
@@ -43,7 +46,7 @@ def _worker(config: str, check_error: bool) -> None:
                     got = store.lookup(et, name, ids).numpy()
                     assert np.array_equal(got, full[book.to_original_eids(et, ids).numpy()])
         finally:
-            shutdown_rpc(ctx)
+            shutdown_rpc(group)
     os.environ.pop("RANK", None)
 
 
@@ -58,5 +61,5 @@ def test_every_rank_reads_every_row(config):
 
 
 def test_remote_error_names_the_owner(config):
-    with pytest.raises(DistError, match=r"rank 0 failed[\s\S]*feature request to rank 1 failed"):
+    with pytest.raises(DistError, match=r"rank 0 failed: .*request to rank1 failed: KeyError: .*no_such_feature"):
         launch(_worker, 2, (config, True), timeout=60)

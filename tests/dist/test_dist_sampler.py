@@ -10,30 +10,37 @@ from graphshard.dist.launch import launch
 from tests.graphs import small_homo
 
 
-def _reference(g, seeds_orig, fanouts):
+def _graph():
+    g = small_homo()
+    g.node_feats["_N"]["time"] = np.random.default_rng(7).integers(0, 10, g.num_nodes["_N"])
+    return g
+
+
+def _reference(g, seeds_orig, fanouts, seed_time=None):
     from graphshard.sampling import CSCGraph, sample_neighbors
     src, dst = g.edges[("_N", "_E", "_N")]
     order = np.argsort(dst, kind="stable")
     indptr = np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=g.num_nodes["_N"]))])
-    return sample_neighbors(CSCGraph(indptr, src[order], edge_ids=order), seeds_orig, fanouts)
+    csc = CSCGraph(indptr, src[order], edge_ids=order, node_time=g.node_feats["_N"]["time"])
+    return sample_neighbors(csc, seeds_orig, fanouts, seed_time=seed_time)
 
 
 def _worker(config: str) -> None:
-    from graphshard import load_partition
     from graphshard.dist.context import DistContext
+    from graphshard.dist.graph import DistGraph
     from graphshard.dist.rpc import init_rpc, shutdown_rpc
     from graphshard.dist.sampler import DistNeighborSampler
 
-    g = small_homo()
+    g = _graph()
     src, dst = g.edges[("_N", "_E", "_N")]
     with DistContext.from_env(timeout=30) as ctx:
-        init_rpc(ctx)
+        group = init_rpc(ctx)
         try:
-            part = load_partition(config, ctx.rank)
-            book = part.partition_book
+            dg = DistGraph("s", config)
+            book = dg.get_partition_book()
             seeds_orig = np.array([5, 17, 100, 233, 5]) + ctx.rank
             seeds = book.from_original("_N", seeds_orig).numpy()
-            full = DistNeighborSampler(ctx, part.graph, book, [-1, -1]).sample(seeds)
+            full = DistNeighborSampler(group, dg.sampling_graph, book, [-1, -1]).sample(seeds)
             ref = _reference(g, seeds_orig, [-1, -1])
             to_orig = lambda ids: book.to_original("_N", ids).numpy()  # noqa: E731
             assert to_orig(full.node).tolist() == ref.node.tolist()  # same nodes, same order
@@ -42,14 +49,28 @@ def _worker(config: str) -> None:
             assert sorted(eorig.tolist()) == sorted(ref.edge.tolist())
             assert np.array_equal(to_orig(full.node[full.row]), src[eorig])
             assert np.array_equal(to_orig(full.node[full.col]), dst[eorig])
-            few = DistNeighborSampler(ctx, part.graph, book, [2, 2]).sample(seeds, seed=3)
+            few = DistNeighborSampler(group, dg.sampling_graph, book, [2, 2]).sample(seeds, seed=3)
             eorig = book.to_original_eids("_N:_E:_N", few.edge).numpy()
             assert np.array_equal(to_orig(few.node[few.row]), src[eorig])
             assert np.bincount(few.col, minlength=len(few.node)).max() <= 2
+            rep = DistNeighborSampler(group, dg.sampling_graph, book, [3, 3], replace=True).sample(seeds, seed=4)
+            indeg = np.bincount(dst, minlength=240)[to_orig(rep.node)]
+            expanded = np.arange(len(rep.node)) < sum(rep.num_sampled_nodes[:2])  # nodes of hops 0 and 1
+            per_node = np.bincount(rep.col, minlength=len(rep.node))
+            assert np.array_equal(per_node[expanded], np.where(indeg[expanded] > 0, 3, 0))
+            # temporal: the same seed twice with different times; every hop obeys its own seed's time
+            seed_time = np.array([3, 8, 5, 9, 1])
+            tmp = DistNeighborSampler(group, dg.sampling_graph, book, [-1, -1], time_attr="time")
+            out = tmp.sample(seeds, seed_time=seed_time)
+            times = g.node_feats["_N"]["time"]
+            assert (times[to_orig(out.node[out.row])] <= seed_time[out.batch[out.row]]).all()
+            ref = _reference(g, seeds_orig, [-1, -1], seed_time)
+            assert to_orig(out.node).tolist() == ref.node.tolist() and out.batch.tolist() == ref.batch.tolist()
+            assert book.to_original_eids("_N:_E:_N", out.edge).tolist() == ref.edge.tolist()
         finally:
-            shutdown_rpc(ctx)
+            shutdown_rpc(group)
 
 
 def test_distributed_sampling_equals_single_process(tmp_path):
-    partition_graph(small_homo(), "s", 2, tmp_path, part_method="metis", num_hops=1)
+    partition_graph(_graph(), "s", 2, tmp_path, part_method="metis", num_hops=1)
     launch(_worker, 2, (str(tmp_path / "s.json"),), timeout=60)

@@ -127,3 +127,18 @@ def test_sampler_object_reuses_workspace_consistently():
         assert np.array_equal(out.node, ref.node) and np.array_equal(out.edge, ref.edge)
         assert np.array_equal(out.node[out.row], src[out.edge]) and np.array_equal(out.node[out.col], dst[out.edge])
         assert (sampler._slot == -1).all()
+
+
+def test_temporal_multi_hop_respects_each_seeds_own_time():
+    """The same node seeded twice with different times: each copy's subtree obeys its own time."""
+    g, src, dst = _graph(5, times=True)
+    seeds = np.array([7, 7, 11, 30])
+    st = np.array([2, 9, 5, 0])
+    out = sample_neighbors(g, seeds, [-1, -1], seed_time=st)
+    assert out.batch is not None and out.node[:4].tolist() == seeds.tolist()
+    assert (g.node_time[out.node[out.row]] <= st[out.batch[out.row]]).all()
+    assert (out.batch[out.row] == out.batch[out.col]).all()
+    for i, s in enumerate(seeds):  # full fanout: hop 1 of copy i = exactly the eligible in-edges
+        hop1 = out.edge[(out.col == i)]
+        expected = [e for e in np.flatnonzero(dst == s) if g.node_time[src[e]] <= st[i]]
+        assert sorted(hop1.tolist()) == sorted(expected)

@@ -1,22 +1,32 @@
-"""``torch.distributed.rpc`` (TensorPipe) on top of a :class:`DistContext`, with bounded waits.
+"""``torch.distributed.rpc`` (TensorPipe) groups with bounded waits, and owner-routed batched requests.
 
-Rank 0 picks a free port and publishes it through the context's store; every rank then joins RPC
-there. Remote calls go to module-level functions that look up process-local state in a registry.
+An :class:`RpcGroup` is the set of processes that serve partitions to each other: the trainer ranks
+(:func:`init_rpc`), or the sampler worker processes of the loaders (``dist/workers.py``). Member
+``k`` serves partition ``k // per_part``; a request for partition ``p`` goes to one of its servers.
+The first member picks a free port and publishes it in the rendezvous store; every member joins
+there. Remote calls go to module-level functions that find process-local state in a registry.
 """
 
 from __future__ import annotations
 
+import datetime
+import itertools
+import re
 import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from .context import DistContext, DistError
 
 _REGISTRY: dict[str, Any] = {}
-_PORT_KEY = "rpc/port"
+_CURRENT: list["RpcGroup"] = []
 
 
 def worker_name(rank: int) -> str:
-    return f"graphshard-{rank}"
+    return f"rank{rank}"
 
 
 def register(name: str, obj: Any) -> None:
@@ -30,25 +40,122 @@ def registered(name: str) -> Any:
     return _REGISTRY[name]
 
 
+@dataclass
+class RpcGroup:
+    """Members ``names`` (in rank order) of one RPC group; this process is member ``rank``.
+
+    ``lanes`` members per server process share its partition-serving load: a request for partition
+    ``p`` goes to member ``p * per_part + rank % lanes`` (``per_part`` = members per partition).
+    """
+
+    rank: int
+    names: list[str]
+    store: Any
+    timeout: float
+    lanes: int = 1
+    _barriers: itertools.count = field(default_factory=itertools.count)
+
+    @property
+    def world_size(self) -> int:
+        return len(self.names)
+
+    def per_part(self, num_parts: int) -> int:
+        if self.world_size % num_parts:
+            raise DistError(f"{self.world_size} processes cannot serve {num_parts} partitions evenly")
+        return self.world_size // num_parts
+
+    def part_id(self, num_parts: int) -> int:
+        return self.rank // self.per_part(num_parts)
+
+    def owner(self, part: int, num_parts: int) -> str:
+        return self.names[part * self.per_part(num_parts) + self.rank % self.lanes]
+
+    def barrier(self, what: str) -> None:
+        """Wait (at most ``timeout``) until every member reached the same barrier; names the absent ones."""
+        key = f"rpc-barrier/{self.names[0]}/{next(self._barriers)}/"
+        self.store.set(f"{key}{self.rank}", "1")
+        keys = [f"{key}{r}" for r in range(self.world_size)]
+        try:
+            self.store.wait(keys, datetime.timedelta(seconds=self.timeout))
+        except Exception:
+            absent = [self.names[r] for r, k in enumerate(keys) if not self.store.check([k])]
+            raise DistError(f"{self.names[self.rank]}: barrier '{what}' timed out after {self.timeout:.0f} s "
+                            f"waiting for {', '.join(absent) or 'a peer'}") from None
+
+
 def _free_port(host: str) -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
 
 
-def init_rpc(ctx: DistContext, host: str = "127.0.0.1", num_threads: int = 8) -> None:
-    """Join RPC for this context's ranks; every call and the shutdown are bounded by ``ctx.timeout``."""
+def join_group(names: list[str], rank: int, store: Any, key: str, timeout: float, host: str = "127.0.0.1",
+               num_threads: int = 8, lanes: int = 1) -> RpcGroup:
+    """Join RPC as member ``rank`` of ``names``; member 0 publishes a free port under ``key``."""
     import torch.distributed.rpc as rpc
 
-    if ctx.rank == 0:
-        ctx.store.set(_PORT_KEY, str(_free_port(host)))
-    port = int(ctx.store.get(_PORT_KEY))
-    opts = rpc.TensorPipeRpcBackendOptions(init_method=f"tcp://{host}:{port}", rpc_timeout=ctx.timeout,
+    if rank == 0:
+        store.set(key, str(_free_port(host)))
+    port = int(store.get(key))
+    opts = rpc.TensorPipeRpcBackendOptions(init_method=f"tcp://{host}:{port}", rpc_timeout=timeout,
                                            num_worker_threads=num_threads)
-    rpc.init_rpc(worker_name(ctx.rank), rank=ctx.rank, world_size=ctx.world_size, rpc_backend_options=opts)
+    rpc.init_rpc(names[rank], rank=rank, world_size=len(names), rpc_backend_options=opts)
+    group = RpcGroup(rank, names, store, timeout, lanes)
+    _CURRENT[:] = [group]
+    return group
 
 
-def shutdown_rpc(ctx: DistContext) -> None:
+def init_rpc(ctx: DistContext, host: str = "127.0.0.1", num_threads: int = 8) -> RpcGroup:
+    """Join RPC with the trainer ranks of ``ctx``; every call and the shutdown are bounded by ``ctx.timeout``.
+    The group becomes this process's current group (see :func:`current_group`)."""
+    names = [worker_name(r) for r in range(ctx.world_size)]
+    return join_group(names, ctx.rank, ctx.store, "rpc/port", ctx.timeout, host, num_threads)
+
+
+def current_group() -> RpcGroup:
+    if not _CURRENT:
+        raise DistError("RPC is not initialised in this process: call graphshard.dist.rpc.init_rpc first")
+    return _CURRENT[0]
+
+
+def shutdown_rpc(group: RpcGroup | DistContext | None = None, graceful: bool = True) -> None:
     import torch.distributed.rpc as rpc
 
-    rpc.shutdown(graceful=True, timeout=ctx.timeout)
+    timeout = group.timeout if group is not None else current_group().timeout
+    rpc.shutdown(graceful=graceful, timeout=timeout)
+    _CURRENT.clear()
+
+
+def by_owner(group: RpcGroup, parts: np.ndarray, num_parts: int, local: Callable[[np.ndarray], Any] | None,
+             remote: Callable[..., Any], args: Callable[[np.ndarray], tuple], what: str
+             ) -> list[tuple[np.ndarray, Any]]:
+    """Route the items whose owning partitions are ``parts``: this process's own partition is served
+    by ``local(positions)`` (unless ``local`` is None), every other partition by one asynchronous
+    ``remote(*args(positions))`` call to its server, all in flight at once. Returns
+    ``(positions, result)`` per partition touched; raises :class:`DistError` naming a failed server."""
+    import torch.distributed.rpc as rpc
+
+    order = np.argsort(parts, kind="stable")
+    bounds = np.searchsorted(parts[order], np.arange(num_parts + 1))
+    mine = group.part_id(num_parts)
+    done, pending = [], []
+    for p in np.flatnonzero(np.diff(bounds)):
+        pos = order[bounds[p]:bounds[p + 1]]
+        owner = group.owner(int(p), num_parts)
+        if p == mine and (local is not None or owner == group.names[group.rank]):
+            done.append((pos, local(pos) if local is not None else remote(*args(pos))))
+        else:
+            pending.append((pos, owner, rpc.rpc_async(owner, remote, args=args(pos), timeout=group.timeout)))
+    for pos, owner, fut in pending:
+        try:
+            done.append((pos, fut.wait()))
+        except Exception as exc:  # remote exceptions, dead peers and timeouts all arrive here
+            raise DistError(f"{group.names[group.rank]}: {what} request to {owner} failed: {remote_error(exc)}") from exc
+    return done
+
+
+def remote_error(exc: BaseException) -> str:
+    """The last exception line of an error raised on an RPC peer (its traceback travels as text)."""
+    text = str(exc).replace("\\n", "\n")
+    lines = [ln.strip() for ln in text.splitlines() if re.match(r"^\s*[\w.]+(Error|Exception|Interrupt)\b", ln)]
+    return lines[-1] if lines else text.splitlines()[0] if text else type(exc).__name__

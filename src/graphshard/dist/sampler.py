@@ -1,7 +1,7 @@
-"""Distributed neighbour sampling (homogeneous graphs): every layer samples local seeds in-process with
-the compiled kernel and remote seeds in one batched RPC per owner, then merges the results in seed
-order, de-duplicates and relabels. Output is a :class:`~graphshard.sampling.SamplerOutput` over
-global new node IDs."""
+"""Distributed neighbour sampling: every layer samples local frontier nodes in-process with the compiled
+kernel and remote ones in one batched RPC per owning partition, then merges the results in frontier
+order, de-duplicates and relabels (``sampling.neighbor.expand_hops``). Works in global homogeneous new
+IDs; :meth:`DistNeighborSampler.to_hetero` regroups an output by node and edge type."""
 
 from __future__ import annotations
 
@@ -12,90 +12,84 @@ import torch
 
 from ..book import RangePartitionBook
 from ..errors import InputError
-from ..format.load import PartitionGraph
+from ..graph import parse_etype
 from ..partition.kernels import ragged_ranges
-from ..sampling.kernels import sample_layer
+from ..sampling.hetero import HeteroSamplerOutput, to_hetero
 from ..sampling.neighbor import SamplerOutput, expand_hops
-from .collectives import barrier
-from .context import DistContext, DistError
-from .rpc import register, registered, worker_name
+from .rpc import RpcGroup, by_owner, register, registered
+from .sampling_graph import LocalSamplingGraph
 
 _GRAPH = "sampling-graph"
 
 
-class LocalSamplingGraph:
-    """One partition's in-adjacency, addressed by global new IDs of its inner nodes."""
-
-    def __init__(self, graph: PartitionGraph, book: RangePartitionBook, part_id: int):
-        if len(book.ntypes) != 1:
-            raise InputError("distributed sampling of heterogeneous graphs is not supported yet")
-        self.indptr = graph.indptr.numpy()
-        self.indices = graph.indices.numpy()
-        self.node_gid = graph.ndata["_ID"].numpy()
-        self.edge_gid = graph.edata["_ID"].numpy()
-        ids = book.partid2nids(part_id)
-        self.start, self.count = (int(ids[0]) if ids.numel() else 0), int(ids.numel())
-
-    def sample(self, gids: np.ndarray, fanout: int, replace: bool, key: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(counts, neighbour global IDs, edge global IDs)`` of in-edges of these inner nodes."""
-        local = gids - self.start
-        if local.size and (local.min() < 0 or local.max() >= self.count):
-            raise DistError(f"sampling request for nodes this partition does not own (it owns "
-                            f"[{self.start}, {self.start + self.count}))")
-        counts, pos = sample_layer(self.indptr, self.indices, local, fanout, replace, key)
-        return counts, self.node_gid[self.indices[pos]], self.edge_gid[pos]
+def serve_sampling(local: LocalSamplingGraph) -> None:
+    """Make this process answer sampling requests for ``local`` (call on every member, then barrier)."""
+    register(_GRAPH, local)
 
 
-def _sample_remote(gids: torch.Tensor, fanout: int, replace: bool, key: int) -> tuple[torch.Tensor, ...]:
-    counts, nbrs, edges = registered(_GRAPH).sample(gids.numpy(), fanout, replace, key)
-    return torch.from_numpy(counts), torch.from_numpy(nbrs), torch.from_numpy(edges)
+def _sample_remote(gids: torch.Tensor, fanouts: torch.Tensor, replace: bool, key: int,
+                   seed_time: torch.Tensor | None, time_attr: str | None) -> tuple[torch.Tensor, ...]:
+    st = None if seed_time is None else seed_time.numpy()
+    out = registered(_GRAPH).sample(gids.numpy(), fanouts.numpy(), replace, key, st, time_attr)
+    return tuple(torch.from_numpy(a) for a in out)
+
+
+def fanout_table(num_neighbors: list[int] | dict[Any, list[int]], etypes: list[tuple[str, str, str]]) -> np.ndarray:
+    """``(hops, edge types)`` fanouts from one list for all edge types, or a list per edge type (types
+    not named are not sampled). ``-1`` = every in-edge."""
+    if not isinstance(num_neighbors, dict):
+        return np.repeat(np.asarray(list(num_neighbors), dtype=np.int64)[:, None], len(etypes), axis=1)
+    lists = {parse_etype(k) if isinstance(k, str) else tuple(k): list(v) for k, v in num_neighbors.items()}
+    unknown = [k for k in lists if k not in etypes]
+    if unknown:
+        raise InputError(f"num_neighbors names unknown edge types {unknown}; known: {etypes}")
+    hops = {len(v) for v in lists.values()}
+    if len(hops) != 1:
+        raise InputError(f"num_neighbors lists differ in length: {sorted(hops)}")
+    table = np.zeros((hops.pop(), len(etypes)), dtype=np.int64)
+    for r, et in enumerate(etypes):
+        if et in lists:
+            table[:, r] = lists[et]
+    return table
 
 
 class DistNeighborSampler:
-    """Layer-wise sampling over all partitions (fanout ``-1`` = every in-edge). Construction is
-    collective: no rank sends a request before every rank has registered its partition."""
+    """Layer-wise sampling over all partitions (in-edges; fanout ``-1`` = all). ``disjoint`` gives every
+    seed its own subtree; temporal sampling (``seed_time`` with ``time_attr``, a node attribute) keeps
+    only neighbours not newer than their seed and implies disjoint mode. Every member of ``group`` must
+    serve its partition (:func:`serve_sampling`) before requests start."""
 
-    def __init__(self, ctx: DistContext, graph: PartitionGraph, book: RangePartitionBook, fanouts: list[int],
-                 replace: bool = False):
-        self.ctx, self.book, self.fanouts, self.replace = ctx, book, list(fanouts), replace
-        self.trainers = ctx.world_size // book.num_partitions()
-        self.part_id = ctx.rank // self.trainers
-        self.local = LocalSamplingGraph(graph, book, self.part_id)
-        register(_GRAPH, self.local)
-        barrier(ctx, "sampling graphs registered")
+    def __init__(self, group: RpcGroup, local: LocalSamplingGraph, book: RangePartitionBook,
+                 num_neighbors: list[int] | dict[Any, list[int]], replace: bool = False, disjoint: bool = False,
+                 time_attr: str | None = None):
+        self.group, self.local, self.book = group, local, book
+        self.fanouts = fanout_table(num_neighbors, book.canonical_etypes)
+        self.replace, self.disjoint, self.time_attr = replace, disjoint, time_attr
+        self.part_id = group.part_id(book.num_partitions())
         self._slot = np.full(book.num_nodes(), -1, dtype=np.int64)
         self.stats = {"seeds": 0, "remote_seeds": 0, "remote_requests": 0, "bytes_sent": 0, "bytes_received": 0}
 
-    def _layer(self, seeds: np.ndarray, fanout: int, key: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        import torch.distributed.rpc as rpc
-
-        parts = self.book.nid2partid(seeds).numpy()
-        counts = np.zeros(seeds.shape[0], dtype=np.int64)
-        blocks, pending = [], []
-        for p in np.unique(parts):
-            pos = np.flatnonzero(parts == p)
-            if p == self.part_id:
-                blocks.append((pos, self.local.sample(seeds[pos], fanout, self.replace, key)))
-            else:
-                owner = int(p) * self.trainers
+    def _layer(self, ids: np.ndarray, times: np.ndarray | None, fanouts: np.ndarray, key: int):
+        parts = self.book.nid2partid(ids).numpy()
+        fan_t = torch.from_numpy(fanouts)
+        local = lambda pos: self.local.sample(ids[pos], fanouts, self.replace, key,  # noqa: E731
+                                              None if times is None else times[pos], self.time_attr)
+        args = lambda pos: (torch.from_numpy(ids[pos]), fan_t, self.replace, key,  # noqa: E731
+                            None if times is None else torch.from_numpy(times[pos]), self.time_attr)
+        pieces = by_owner(self.group, parts, self.book.num_partitions(), local, _sample_remote, args, "sampling")
+        counts = np.zeros(ids.shape[0], dtype=np.int64)
+        blocks = []
+        for pos, res in pieces:
+            res = tuple(a.numpy() if isinstance(a, torch.Tensor) else a for a in res)
+            if parts[pos[0]] != self.part_id:
                 self.stats["remote_seeds"] += int(pos.size)
                 self.stats["remote_requests"] += 1
-                self.stats["bytes_sent"] += int(pos.size) * 8
-                fut = rpc.rpc_async(worker_name(owner), _sample_remote,
-                                    args=(torch.from_numpy(seeds[pos]), fanout, self.replace, key),
-                                    timeout=self.ctx.timeout)
-                pending.append((pos, owner, fut))
-        for pos, owner, fut in pending:
-            try:
-                c, n, e = fut.wait()
-            except Exception as exc:
-                raise DistError(f"rank {self.ctx.rank}: sampling request to rank {owner} failed: {exc}") from exc
-            blocks.append((pos, (c.numpy(), n.numpy(), e.numpy())))
-            self.stats["bytes_received"] += c.nbytes + n.nbytes + e.nbytes
-        self.stats["seeds"] += int(seeds.shape[0])
-        for pos, (c, _, _) in blocks:
-            counts[pos] = c
-        starts = np.cumsum(counts) - counts  # where each seed's neighbours go, in seed order
+                self.stats["bytes_sent"] += int(pos.size) * (16 if times is not None else 8)
+                self.stats["bytes_received"] += sum(a.nbytes for a in res)
+            counts[pos] = res[0]
+            blocks.append((pos, res))
+        self.stats["seeds"] += int(ids.shape[0])
+        starts = np.cumsum(counts) - counts  # where each node's neighbours go, in frontier order
         nbrs = np.empty(int(counts.sum()), dtype=np.int64)
         edges = np.empty_like(nbrs)
         for pos, (c, n, e) in blocks:
@@ -103,8 +97,28 @@ class DistNeighborSampler:
             nbrs[at], edges[at] = n, e
         return counts, nbrs, edges
 
-    def sample(self, seeds: Any, seed: int = 0) -> SamplerOutput:
-        """Sample ``len(fanouts)`` hops of in-neighbours of global ``seeds`` (de-duplicated, seeds first)."""
-        return expand_hops(np.asarray(seeds, dtype=np.int64), self.fanouts,
-                           lambda ids, owner, fanout, hop: self._layer(ids, fanout, seed * 1_000_003 + hop),
-                           self.book.num_nodes(), self._slot)
+    def sample(self, seeds: Any, seed: int = 0, seed_time: Any = None) -> SamplerOutput:
+        """Sample ``len(fanouts)`` hops of in-neighbours of global homogeneous ``seeds`` (seeds first;
+        de-duplicated unless disjoint). Deterministic for a given ``seed``, whatever the partitioning."""
+        seeds = np.asarray(seeds, dtype=np.int64)
+        times = None
+        if seed_time is not None:
+            if self.time_attr is None:
+                raise InputError("seed_time given but the sampler has no time_attr")
+            times = np.asarray(seed_time, dtype=np.float64)
+            if times.shape != seeds.shape:
+                raise InputError(f"seed_time has shape {times.shape}, seeds {seeds.shape}")
+        disjoint = self.disjoint or times is not None
+
+        def layer(ids, owner, fanout_row, hop):
+            return self._layer(ids, None if times is None else times[owner], self.fanouts[fanout_row],
+                               seed * 1_000_003 + hop)
+
+        return expand_hops(seeds, list(range(self.fanouts.shape[0])), layer, self.book.num_nodes(),
+                           None if disjoint else self._slot)
+
+    def to_hetero(self, out: SamplerOutput) -> HeteroSamplerOutput:
+        """``out`` regrouped by node and edge type (per-type IDs)."""
+        ntype, nid = (t.numpy() for t in self.book.map_to_per_ntype(out.node))
+        etype, eid = (t.numpy() for t in self.book.map_to_per_etype(out.edge))
+        return to_hetero(out, self.book.ntypes, ntype, nid, self.book.canonical_etypes, etype, eid)

@@ -23,27 +23,27 @@ def _below(r: np.uint64, n: int) -> int:
     return int(r % np.uint64(n))
 
 
-@numba.njit(cache=True, parallel=True)
-def _candidates(indptr, indices, seeds, node_time, seed_time, temporal):
-    """Number of eligible in-neighbours of each seed (all, or those not newer than the seed)."""
-    out = np.empty(seeds.shape[0], dtype=np.int64)
-    for i in numba.prange(seeds.shape[0]):
-        lo, hi = indptr[seeds[i]], indptr[seeds[i] + 1]
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _candidates(starts, ends, indices, node_time, slot_time, temporal):
+    """Number of eligible edges of each slot (all, or those whose source is not newer than the slot)."""
+    out = np.empty(starts.shape[0], dtype=np.int64)
+    for i in numba.prange(starts.shape[0]):
+        lo, hi = starts[i], ends[i]
         if not temporal:
             out[i] = hi - lo
         else:
             c = 0
             for j in range(lo, hi):
-                if node_time[indices[j]] <= seed_time[i]:
+                if node_time[indices[j]] <= slot_time[i]:
                     c += 1
             out[i] = c
     return out
 
 
-@numba.njit(cache=True, parallel=True)
-def _fill(indptr, indices, seeds, eligible, offsets, fanout, replace, key, node_time, seed_time, temporal, out):
-    for i in numba.prange(seeds.shape[0]):
-        lo, hi = indptr[seeds[i]], indptr[seeds[i] + 1]
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _fill(starts, ends, indices, eligible, offsets, fanouts, replace, key, node_time, slot_time, temporal, out):
+    for i in numba.prange(starts.shape[0]):
+        lo, hi = starts[i], ends[i]
         m, k, at = eligible[i], offsets[i + 1] - offsets[i], offsets[i]
         if k == 0:
             continue
@@ -51,10 +51,10 @@ def _fill(indptr, indices, seeds, eligible, offsets, fanout, replace, key, node_
         if temporal:
             c = 0
             for j in range(lo, hi):
-                if node_time[indices[j]] <= seed_time[i]:
+                if node_time[indices[j]] <= slot_time[i]:
                     cand[c] = j
                     c += 1
-        if fanout < 0 or (not replace and k == m):
+        if fanouts[i] < 0 or (not replace and k == m):
             for t in range(k):
                 out[at + t] = cand[t] if temporal else lo + t
         elif replace:
@@ -75,31 +75,65 @@ def _fill(indptr, indices, seeds, eligible, offsets, fanout, replace, key, node_
                 out[at + t] = cand[out[at + t]] if temporal else lo + out[at + t]
 
 
+def sample_ranges(starts: np.ndarray, ends: np.ndarray, indices: np.ndarray, fanouts: np.ndarray, replace: bool,
+                  key: int, node_time: np.ndarray | None = None, slot_time: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Sample up to ``fanouts[i]`` edges from each slot ``indices[starts[i]:ends[i]]`` (``-1``: all).
+    Returns ``(counts, positions)``: ``counts[i]`` edges for slot ``i``, their positions into ``indices``
+    listed slot by slot.
+
+    Without replacement a slot gets ``min(fanout, eligible)`` distinct edges; with replacement exactly
+    ``fanout`` (or none when it has no eligible edge). Temporal mode keeps only edges whose source's
+    ``node_time`` is ≤ the slot's ``slot_time`` (both must be given).
+    """
+    temporal = node_time is not None and slot_time is not None
+    nt = node_time if temporal else np.zeros(1, dtype=np.int64)
+    st = slot_time if temporal else np.zeros(1, dtype=np.int64)
+    eligible = _candidates(starts, ends, indices, nt, st, temporal)
+    if replace:
+        counts = np.where(fanouts < 0, eligible, np.where(eligible > 0, fanouts, 0)).astype(np.int64)
+    else:
+        counts = np.where(fanouts < 0, eligible, np.minimum(eligible, fanouts)).astype(np.int64)
+    offsets = np.zeros(starts.shape[0] + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    out = np.empty(int(offsets[-1]), dtype=np.int64)
+    _fill(starts, ends, indices, eligible, offsets, fanouts, replace, np.uint64(key % 2**64), nt, st, temporal, out)
+    return counts, out
+
+
 def sample_layer(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray, fanout: int, replace: bool,
                  key: int, node_time: np.ndarray | None = None, seed_time: np.ndarray | None = None
                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Sample up to ``fanout`` in-edges of every seed (``-1``: all). Returns ``(counts, positions)``:
-    ``counts[i]`` edges for seed ``i``, their positions into ``indices`` listed seed by seed.
+    """:func:`sample_ranges` over the in-edges of ``seeds`` in a CSC graph, one fanout for all."""
+    fanouts = np.full(seeds.shape[0], fanout, dtype=np.int64)
+    return sample_ranges(indptr[seeds], indptr[seeds + 1], indices, fanouts, replace, key, node_time, seed_time)
 
-    Without replacement a seed gets ``min(fanout, eligible)`` distinct edges; with replacement exactly
-    ``fanout`` (or none when it has no eligible edge). Temporal mode keeps only neighbours whose
-    ``node_time`` is ≤ the seed's ``seed_time``.
-    """
-    temporal = node_time is not None
-    nt = node_time if temporal else np.zeros(1, dtype=np.int64)
-    st = seed_time if temporal else np.zeros(1, dtype=np.int64)
-    eligible = _candidates(indptr, indices, seeds, nt, st, temporal)
-    if fanout < 0:
-        counts = eligible
-    elif replace:
-        counts = np.where(eligible > 0, fanout, 0).astype(np.int64)
-    else:
-        counts = np.minimum(eligible, fanout)
-    offsets = np.zeros(seeds.shape[0] + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    out = np.empty(int(offsets[-1]), dtype=np.int64)
-    _fill(indptr, indices, seeds, eligible, offsets, fanout, replace, np.uint64(key % 2**64), nt, st, temporal, out)
-    return counts, out
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def typed_ranges(indptr, etypes, nodes, types):
+    """Edge ranges of type ``types[i]`` among the in-edges of ``nodes[i]``, where each node's in-edges are
+    sorted by edge type (``etypes``, aligned with ``indices``). Returns ``(starts, ends)``."""
+    starts = np.empty(nodes.shape[0], dtype=np.int64)
+    ends = np.empty(nodes.shape[0], dtype=np.int64)
+    for i in numba.prange(nodes.shape[0]):
+        lo, hi, r = indptr[nodes[i]], indptr[nodes[i] + 1], types[i]
+        a, b = lo, hi
+        while a < b:  # first edge of type >= r
+            mid = (a + b) // 2
+            if etypes[mid] < r:
+                a = mid + 1
+            else:
+                b = mid
+        starts[i] = a
+        b = hi
+        while a < b:  # first edge of type > r
+            mid = (a + b) // 2
+            if etypes[mid] <= r:
+                a = mid + 1
+            else:
+                b = mid
+        ends[i] = a
+    return starts, ends
 
 
 @numba.njit(cache=True, nogil=True)

@@ -67,18 +67,24 @@ def sample_neighbors(graph: CSCGraph, seeds: np.ndarray, fanouts: list[int], rep
 
     ``disjoint=True`` gives every seed its own subtree (nodes may repeat across seeds; ``batch`` says
     whose). ``seed_time`` (with ``graph.node_time``) restricts every hop to neighbours not newer than
-    the seed they descend from. Deterministic for a given ``seed``.
+    the seed they descend from; it implies disjoint mode, since a node shared by seeds of different
+    times has no single time limit. Deterministic for a given ``seed``.
     """
     seeds = np.asarray(seeds, dtype=np.int64)
     if seeds.size and (seeds.min() < 0 or seeds.max() >= graph.num_nodes):
         raise InputError(f"seed IDs must lie in [0, {graph.num_nodes})")
     if seed_time is not None and graph.node_time is None:
         raise InputError("temporal sampling needs graph.node_time as well as seed_time")
+    if seed_time is not None:
+        seed_time = np.asarray(seed_time)
+        if seed_time.shape != seeds.shape:
+            raise InputError(f"seed_time has shape {seed_time.shape}, seeds {seeds.shape}")
+        disjoint = True
 
     def layer(ids: np.ndarray, owner: np.ndarray, fanout: int, hop: int):
-        times = None if seed_time is None else np.asarray(seed_time)[owner]
+        times = None if seed_time is None else seed_time[owner]
         counts, pos = sample_layer(graph.indptr, graph.indices, ids, fanout, replace, seed * 1_000_003 + hop,
-                                   graph.node_time, times)
+                                   None if times is None else graph.node_time, times)
         return counts, graph.indices[pos], pos if graph.edge_ids is None else graph.edge_ids[pos]
 
     slot = None if disjoint else (_slot if _slot is not None else np.full(graph.num_nodes, -1, dtype=np.int64))

@@ -1,0 +1,230 @@
+"""``DistGraph``: the whole partitioned graph as seen from one process — sizes and types, feature rows of
+any node or edge, degrees of any node, the partition book. Backed by this process's partition
+(memory-mapped) and the other processes' partitions over RPC."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..errors import InputError
+from ..format.config import read_config
+from ..format.load import load_partition
+from ..graph import EType, parse_etype
+from ..ids import as_id_array
+from .feature import DistFeatureStore
+from .local_store import LocalFeatureStore
+from .rpc import RpcGroup, by_owner, current_group, register, registered
+from .sampler import serve_sampling
+from .sampling_graph import LocalSamplingGraph, feature_times
+from .tensor import DistTensor
+
+_DEGREES = "degrees"
+
+
+class _Degrees:
+    """In/out-degree per (inner node, edge type) of one partition; out-degrees arrive from every
+    partition holding edges out of these nodes."""
+
+    def __init__(self, indptr: np.ndarray, etype: np.ndarray, inner_edge: np.ndarray, start: int, count: int,
+                 num_etypes: int):
+        dst = np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))
+        sel = dst < count
+        self.start, self.num_etypes, self.lock = start, num_etypes, threading.Lock()
+        self.table = {"in": np.bincount(dst[sel] * num_etypes + etype[sel], minlength=count * num_etypes)
+                      .reshape(count, num_etypes), "out": np.zeros((count, num_etypes), dtype=np.int64)}
+        self.inner_edge = inner_edge
+
+    def add_out(self, gids: np.ndarray, etype: np.ndarray) -> None:
+        add = np.bincount((gids - self.start) * self.num_etypes + etype, minlength=self.table["out"].size)
+        with self.lock:
+            self.table["out"] += add.reshape(self.table["out"].shape)
+
+    def get(self, kind: str, gids: np.ndarray, etype: int | None) -> np.ndarray:
+        rows = self.table[kind][gids - self.start]
+        return rows.sum(axis=1) if etype is None else rows[:, etype]
+
+
+def _add_out(gids: torch.Tensor, etype: torch.Tensor) -> None:
+    registered(_DEGREES).add_out(gids.numpy(), etype.numpy())
+
+
+def _degrees(kind: str, gids: torch.Tensor, etype: int | None) -> torch.Tensor:
+    return torch.from_numpy(registered(_DEGREES).get(kind, gids.numpy(), etype))
+
+
+class FeatureView:
+    """Rows of one feature of one node or edge type: ``view[ids]`` (global per-type IDs)."""
+
+    def __init__(self, store: DistFeatureStore, group: Any, name: str):
+        self.store, self.group, self.name = store, group, name
+        self.shape = store.local.get_tensor_size(group, name)
+
+    def __getitem__(self, ids: Any) -> torch.Tensor:
+        return self.store.lookup(self.group, self.name, ids)
+
+
+class DataView:
+    """``name → rows`` of one node or edge type: partition features and any DistTensors assigned."""
+
+    def __init__(self, store: DistFeatureStore, group: Any):
+        self.store, self.group, self.extra = store, group, {}
+
+    def keys(self) -> list[str]:
+        names = [a.attr_name for a in self.store.local.get_all_tensor_attrs() if a.group_name == self.group]
+        return names + [k for k in self.extra if k not in names]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.keys()
+
+    def __getitem__(self, name: str) -> FeatureView | DistTensor:
+        if name in self.extra:
+            return self.extra[name]
+        if not self.store.has(self.group, name):
+            raise KeyError(f"{self.group!r} has no data {name!r}; it has {self.keys()}")
+        return FeatureView(self.store, self.group, name)
+
+    def __setitem__(self, name: str, tensor: DistTensor) -> None:
+        if not isinstance(tensor, DistTensor):
+            raise InputError(f"assign a DistTensor to {self.group!r}/{name!r}, not {type(tensor).__name__}")
+        self.extra[name] = tensor
+
+
+class _TypeAccess:
+    def __init__(self, views: dict[Any, DataView], key: Any):
+        self.data = views[key]
+
+
+class DistGraph:
+    """The graph ``graph_name`` partitioned as described by ``part_config``, served by the members of
+    ``group`` (the current RPC group by default). Partition ``p`` is served by members
+    ``p*T ... p*T+T-1``; they share its memory-mapped files. Construction is collective."""
+
+    def __init__(self, graph_name: str, part_config: str | os.PathLike, group: RpcGroup | None = None):
+        self.group = group if group is not None else current_group()
+        cfg = read_config(part_config)
+        if cfg.graph_name != graph_name:
+            raise InputError(f"{part_config}: holds graph {cfg.graph_name!r}, not {graph_name!r}")
+        self.graph_name, self.part_config = graph_name, str(part_config)
+        book_probe = cfg.num_parts
+        self.part_id = self.group.part_id(book_probe)
+        self.local_partition = load_partition(part_config, self.part_id)
+        self.book = self.local_partition.partition_book
+        self.features = DistFeatureStore(self.group, LocalFeatureStore(self.local_partition, self.part_id), self.book)
+        self.sampling_graph = LocalSamplingGraph(self.local_partition.graph, self.book, self.part_id,
+                                                 feature_times(self.features.lookup, self.features.has, self.book))
+        serve_sampling(self.sampling_graph)
+        self._count_degrees()
+        self._ndata = {t: DataView(self.features, t) for t in self.book.ntypes}
+        self._edata = {et: DataView(self.features, et) for et in self.book.canonical_etypes}
+
+    def _count_degrees(self) -> None:
+        g, R = self.local_partition.graph, len(self.book.canonical_etypes)
+        etype = g.edata["_TYPE"].numpy().astype(np.int64)
+        inner = g.edata["inner_edge"].numpy().astype(bool)
+        lsg = self.sampling_graph
+        deg = _Degrees(g.indptr.numpy(), etype, inner, lsg.start, lsg.count, R)
+        register(_DEGREES, deg)
+        self.group.barrier("degree tables registered")
+        if self.group.rank % self.group.per_part(self.book.num_partitions()) == 0:  # one contribution per partition
+            src = g.ndata["_ID"].numpy()[g.indices.numpy()[inner]]
+            et = etype[inner]
+            by_owner(self.group, self.book.nid2partid(src).numpy(), self.book.num_partitions(),
+                     lambda pos: deg.add_out(src[pos], et[pos]), _add_out,
+                     lambda pos: (torch.from_numpy(src[pos]), torch.from_numpy(et[pos])), "out-degree count")
+        self.group.barrier("out-degrees counted")
+
+    # -- description ----------------------------------------------------------------------------
+    @property
+    def ntypes(self) -> list[str]:
+        return list(self.book.ntypes)
+
+    @property
+    def canonical_etypes(self) -> list[EType]:
+        return list(self.book.canonical_etypes)
+
+    @property
+    def etypes(self) -> list[str]:
+        return [et[1] for et in self.book.canonical_etypes]
+
+    def num_nodes(self, ntype: str | None = None) -> int:
+        return self.book.num_nodes(ntype)
+
+    def num_edges(self, etype: Any = None) -> int:
+        return self.book.num_edges(self._etype(etype) if etype is not None else None)
+
+    def get_partition_book(self):
+        return self.book
+
+    def barrier(self) -> None:
+        self.group.barrier("DistGraph.barrier")
+
+    # -- data -------------------------------------------------------------------------------------
+    def _etype(self, etype: Any) -> EType:
+        et = parse_etype(etype) if isinstance(etype, str) and ":" in etype else etype
+        if isinstance(et, str):
+            named = [c for c in self.book.canonical_etypes if c[1] == et]
+            if len(named) != 1:
+                raise InputError(f"edge type {et!r} is {'ambiguous' if named else 'unknown'}; use (src, rel, dst)")
+            et = named[0]
+        if tuple(et) not in self.book.canonical_etypes:
+            raise InputError(f"unknown edge type {et!r}; known: {self.book.canonical_etypes}")
+        return tuple(et)
+
+    def _single(self, kind: str, types: list) -> Any:
+        if len(types) != 1:
+            raise InputError(f"{kind} needs a single-type graph; use nodes[t].data / edges[etype].data")
+        return types[0]
+
+    @property
+    def ndata(self) -> DataView:
+        return self._ndata[self._single("ndata", self.ntypes)]
+
+    @property
+    def edata(self) -> DataView:
+        return self._edata[self._single("edata", self.canonical_etypes)]
+
+    @property
+    def nodes(self) -> dict:
+        return {t: _TypeAccess(self._ndata, t) for t in self.ntypes}
+
+    @property
+    def edges(self) -> "_EdgeTypes":
+        return _EdgeTypes(self)
+
+    # -- degrees ----------------------------------------------------------------------------------
+    def in_degrees(self, ids: Any, etype: Any = None) -> torch.Tensor:
+        """In-degrees of nodes ``ids`` (per-type IDs of ``etype``'s destination type; all edge types
+        of a single-type graph when ``etype`` is None)."""
+        return self._degrees("in", ids, etype)
+
+    def out_degrees(self, ids: Any, etype: Any = None) -> torch.Tensor:
+        """Out-degrees of nodes ``ids`` (per-type IDs of ``etype``'s source type)."""
+        return self._degrees("out", ids, etype)
+
+    def _degrees(self, kind: str, ids: Any, etype: Any) -> torch.Tensor:
+        if etype is None:
+            et, r = self._single("degrees", self.canonical_etypes), None
+        else:
+            et = self._etype(etype)
+            r = self.book.canonical_etypes.index(et)
+        ntype = et[2] if kind == "in" else et[0]
+        gids = self.book.map_to_homo_nid(as_id_array(ids, f"node IDs of {ntype!r}"), ntype).numpy()
+        pieces = by_owner(self.group, self.book.nid2partid(gids).numpy(), self.book.num_partitions(), None,
+                          _degrees, lambda pos: (kind, torch.from_numpy(gids[pos]), r), f"{kind}-degree")
+        out = torch.empty(gids.shape[0], dtype=torch.int64)
+        for pos, got in pieces:
+            out[torch.from_numpy(pos)] = got
+        return out
+
+
+class _EdgeTypes:
+    def __init__(self, g: DistGraph):
+        self.g = g
+
+    def __getitem__(self, etype: Any) -> _TypeAccess:
+        return _TypeAccess(self.g._edata, self.g._etype(etype))

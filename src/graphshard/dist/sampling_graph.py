@@ -1,0 +1,103 @@
+"""One partition's in-adjacency, addressed by global homogeneous new IDs of its inner nodes, sampled by
+the compiled kernels. Heterogeneous partitions keep each node's in-edges sorted by edge type, so every
+(node, edge type) pair is a contiguous range with its own fanout."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..book import RangePartitionBook
+from ..format.load import PartitionGraph
+from ..sampling.kernels import sample_ranges, typed_ranges
+from .context import DistError
+
+NO_TIME = -np.inf  # node types without the time attribute are never filtered out
+
+
+class LocalSamplingGraph:
+    """Sampling server state of one partition. ``times`` (optional) returns the values of a node
+    attribute for the partition's local nodes (inner and HALO), for temporal sampling."""
+
+    def __init__(self, graph: PartitionGraph, book: RangePartitionBook, part_id: int,
+                 times: Callable[[str, np.ndarray], np.ndarray] | None = None):
+        self.book, self.num_etypes = book, len(book.canonical_etypes)
+        self.indptr = graph.indptr.numpy()
+        self.indices = graph.indices.numpy()
+        self.node_gid = graph.ndata["_ID"].numpy()
+        self.edge_gid = graph.edata["_ID"].numpy()
+        self.etype = None
+        if self.num_etypes > 1:
+            self._sort_by_type(graph.edata["_TYPE"].numpy().astype(np.int64))
+        ntid = {t: i for i, t in enumerate(book.ntypes)}
+        self.dst_ntype = np.array([ntid[et[2]] for et in book.canonical_etypes], dtype=np.int64)
+        ids = book.partid2nids(part_id)
+        self.start, self.count = (int(ids[0]) if ids.numel() else 0), int(ids.numel())
+        self._times_source, self._times = times, {}
+
+    def _sort_by_type(self, etype: np.ndarray) -> None:
+        dst = np.repeat(np.arange(self.indptr.shape[0] - 1, dtype=np.int64), np.diff(self.indptr))
+        key = dst * self.num_etypes + etype
+        if key.size and not (key[1:] >= key[:-1]).all():
+            perm = np.argsort(key, kind="stable")
+            self.indices, self.edge_gid, etype = self.indices[perm], self.edge_gid[perm], etype[perm]
+        self.etype = etype
+
+    def node_time(self, attr: str) -> np.ndarray:
+        """``attr`` of every local node (float64), fetched once; -inf for types without it."""
+        if attr not in self._times:
+            if self._times_source is None:
+                raise DistError("this sampling graph has no source of node times")
+            self._times[attr] = self._times_source(attr, self.node_gid)
+        return self._times[attr]
+
+    def _slots(self, gids: np.ndarray, local: np.ndarray, fanouts: np.ndarray):
+        """(node index, start, end, fanout) of every (node, edge type) range to sample, node-major."""
+        if self.etype is None:
+            return np.arange(gids.shape[0]), self.indptr[local], self.indptr[local + 1], \
+                np.full(gids.shape[0], fanouts[0], dtype=np.int64)
+        ntype = self.book.map_to_per_ntype(gids)[0].numpy()
+        node_idx, types = [], []
+        for r in np.flatnonzero(fanouts != 0):
+            sel = np.flatnonzero(ntype == self.dst_ntype[r])
+            node_idx.append(sel)
+            types.append(np.full(sel.shape[0], r, dtype=np.int64))
+        node_idx = np.concatenate(node_idx) if node_idx else np.zeros(0, np.int64)
+        types = np.concatenate(types) if types else np.zeros(0, np.int64)
+        order = np.argsort(node_idx, kind="stable")
+        node_idx, types = node_idx[order], types[order]
+        starts, ends = typed_ranges(self.indptr, self.etype, local[node_idx], types)
+        return node_idx, starts, ends, fanouts[types]
+
+    def sample(self, gids: np.ndarray, fanouts: np.ndarray, replace: bool, key: int,
+               seed_time: np.ndarray | None = None, time_attr: str | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """In-edges of these inner nodes, up to ``fanouts[r]`` of edge type ``r`` each: returns
+        ``(counts per node, neighbour global IDs, edge global IDs)`` listed node by node."""
+        local = gids - self.start
+        if local.size and (local.min() < 0 or local.max() >= self.count):
+            raise DistError(f"sampling request for nodes this partition does not own (it owns "
+                            f"[{self.start}, {self.start + self.count}))")
+        node_idx, starts, ends, slot_fanouts = self._slots(gids, local, np.asarray(fanouts, dtype=np.int64))
+        node_time = slot_time = None
+        if seed_time is not None:
+            node_time, slot_time = self.node_time(time_attr), np.asarray(seed_time, dtype=np.float64)[node_idx]
+        counts, pos = sample_ranges(starts, ends, self.indices, slot_fanouts, replace, key, node_time, slot_time)
+        per_node = np.bincount(node_idx, weights=counts, minlength=gids.shape[0]).astype(np.int64)
+        return per_node, self.node_gid[self.indices[pos]], self.edge_gid[pos]
+
+
+def feature_times(lookup: Callable[[str, str, np.ndarray], Any], has: Callable[[str, str], bool],
+                  book: RangePartitionBook) -> Callable[[str, np.ndarray], np.ndarray]:
+    """A ``times`` source for :class:`LocalSamplingGraph` reading a node feature through ``lookup``."""
+    def times(attr: str, gids: np.ndarray) -> np.ndarray:
+        ntype, per_type = (t.numpy() for t in book.map_to_per_ntype(gids))
+        out = np.full(gids.shape[0], NO_TIME, dtype=np.float64)
+        for i, t in enumerate(book.ntypes):
+            sel = np.flatnonzero(ntype == i)
+            if sel.size and has(t, attr):
+                out[sel] = np.asarray(lookup(t, attr, per_type[sel]), dtype=np.float64).reshape(-1)
+        return out
+    return times

@@ -1,0 +1,111 @@
+"""``DistTensor``: a named tensor whose rows are sharded over partitions by the partition book (one row
+per node of a type, or per edge of a type); any process reads and writes any rows by global ID."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..book import RangePartitionBook
+from ..errors import InputError
+from ..ids import as_id_array
+from .rpc import RpcGroup, by_owner
+
+_SHARDS: dict[str, "Shard"] = {}
+
+
+class Shard:
+    """The rows of one partition, held by that partition's first process; writes are serialised."""
+
+    def __init__(self, rows: torch.Tensor, to_local: Callable[[np.ndarray], np.ndarray]):
+        self.rows, self.to_local, self.lock = rows, to_local, threading.Lock()
+        self.state: dict[str, torch.Tensor] = {}  # optimiser state (see embedding.py)
+
+    def index(self, ids: torch.Tensor) -> torch.Tensor:
+        return torch.from_numpy(self.to_local(ids.numpy()))
+
+
+def shard(name: str) -> Shard:
+    if name not in _SHARDS:
+        raise InputError(f"no DistTensor named {name!r} in this process")
+    return _SHARDS[name]
+
+
+def _read(name: str, ids: torch.Tensor) -> torch.Tensor:
+    s = shard(name)
+    return s.rows[s.index(ids)]
+
+
+def _write(name: str, ids: torch.Tensor, values: torch.Tensor) -> None:
+    s = shard(name)
+    with s.lock:
+        s.rows[s.index(ids)] = values.to(s.rows.dtype)
+
+
+class DistTensor:
+    """Rows of ``shape[0]`` = number of nodes of ``ntype`` (or edges of ``etype``), sharded like them.
+
+    Construction is collective over ``group`` (every member creates the same tensor, in the same order).
+    ``init(shape, dtype)`` makes each shard's initial rows (zeros by default).
+    """
+
+    def __init__(self, group: RpcGroup, book: RangePartitionBook, shape: tuple[int, ...], dtype: torch.dtype,
+                 name: str, ntype: str | None = None, etype: Any = None,
+                 init: Callable[[tuple[int, ...], torch.dtype], torch.Tensor] | None = None):
+        self.group, self.book, self.name, self.dtype = group, book, name, dtype
+        self.shape = tuple(int(s) for s in shape)
+        self.ntype, self.etype = ntype, etype
+        total = book.num_edges(etype) if etype is not None else book.num_nodes(ntype)
+        if not self.shape or self.shape[0] != total:
+            raise InputError(f"DistTensor {name!r}: shape[0] must be {total} (the number of "
+                             f"{'edges' if etype is not None else 'nodes'} of its type), got {self.shape}")
+        p = group.part_id(book.num_partitions())
+        self._owner = group.owner(p, book.num_partitions()) == group.names[group.rank]
+        if self._owner:
+            if name in _SHARDS:
+                raise InputError(f"a DistTensor named {name!r} exists already")
+            count = int(self._part_ids(p).numel())
+            rows = init((count, *self.shape[1:]), dtype) if init is not None else torch.zeros((count, *self.shape[1:]), dtype=dtype)
+            _SHARDS[name] = Shard(rows.to(dtype).contiguous(), lambda ids: self._local(ids, p))
+        group.barrier(f"DistTensor {name!r} created")
+
+    def _part_ids(self, p: int) -> torch.Tensor:
+        return self.book.partid2eids(p, self.etype) if self.etype is not None else self.book.partid2nids(p, self.ntype)
+
+    def _local(self, ids: np.ndarray, p: int) -> np.ndarray:
+        if self.etype is not None:
+            return self.book.eid2localeid(ids, p, self.etype).numpy()
+        return self.book.nid2localnid(ids, p, self.ntype).numpy()
+
+    def _parts(self, ids: np.ndarray) -> np.ndarray:
+        if self.etype is not None:
+            return self.book.eid2partid(ids, self.etype).numpy()
+        return self.book.nid2partid(ids, self.ntype).numpy()
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def _ids(self, ids: Any) -> np.ndarray:
+        return as_id_array(ids, f"row IDs of DistTensor {self.name!r}")
+
+    def _route(self, ids: np.ndarray, remote: Callable[..., Any], args: Callable[[np.ndarray], tuple], what: str):
+        return by_owner(self.group, self._parts(ids), self.book.num_partitions(), None, remote, args, what)
+
+    def __getitem__(self, ids: Any) -> torch.Tensor:
+        ids_np = self._ids(ids)
+        pieces = self._route(ids_np, _read, lambda pos: (self.name, torch.from_numpy(ids_np[pos])),
+                             f"DistTensor {self.name!r} read")
+        out = torch.empty((ids_np.shape[0], *self.shape[1:]), dtype=self.dtype)
+        for pos, rows in pieces:
+            out[torch.from_numpy(pos)] = rows
+        return out
+
+    def __setitem__(self, ids: Any, values: Any) -> None:
+        ids_np = self._ids(ids)
+        values = torch.as_tensor(values, dtype=self.dtype).expand((ids_np.shape[0], *self.shape[1:]))
+        self._route(ids_np, _write, lambda pos: (self.name, torch.from_numpy(ids_np[pos]), values[torch.from_numpy(pos)]),
+                    f"DistTensor {self.name!r} write")
