@@ -68,6 +68,9 @@ class DistContext:
     def report_failure(self, exc: BaseException) -> None:
         """Record this rank's error where the other ranks will find it."""
         text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        frames = traceback.extract_tb(exc.__traceback__)
+        if frames:
+            text += f" (at {frames[-1].filename}:{frames[-1].lineno})"
         try:
             self.store.set(f"{ERROR_KEY}{self.rank}", text)
         except Exception:  # the store may be gone already; the launcher still reports the exit code

@@ -72,8 +72,12 @@ class RpcGroup:
 
     def barrier(self, what: str) -> None:
         """Wait (at most ``timeout``) until every member reached the same barrier; names the absent ones."""
+        self.all_gather(b"1", what)
+
+    def all_gather(self, value: bytes, what: str) -> list[bytes]:
+        """Every member's ``value``, in member order, through the store (a barrier with a payload)."""
         key = f"rpc-barrier/{self.names[0]}/{next(self._barriers)}/"
-        self.store.set(f"{key}{self.rank}", "1")
+        self.store.set(f"{key}{self.rank}", value)
         keys = [f"{key}{r}" for r in range(self.world_size)]
         try:
             self.store.wait(keys, datetime.timedelta(seconds=self.timeout))
@@ -81,6 +85,7 @@ class RpcGroup:
             absent = [self.names[r] for r, k in enumerate(keys) if not self.store.check([k])]
             raise DistError(f"{self.names[self.rank]}: barrier '{what}' timed out after {self.timeout:.0f} s "
                             f"waiting for {', '.join(absent) or 'a peer'}") from None
+        return [bytes(self.store.get(k)) for k in keys]
 
 
 def _free_port(host: str) -> int:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..book import RangePartitionBook
+from ..errors import InputError
 from ..format.load import PartitionGraph
 from ..sampling.kernels import sample_ranges, typed_ranges
 from .context import DistError
@@ -93,6 +94,8 @@ def feature_times(lookup: Callable[[str, str, np.ndarray], Any], has: Callable[[
                   book: RangePartitionBook) -> Callable[[str, np.ndarray], np.ndarray]:
     """A ``times`` source for :class:`LocalSamplingGraph` reading a node feature through ``lookup``."""
     def times(attr: str, gids: np.ndarray) -> np.ndarray:
+        if not any(has(t, attr) for t in book.ntypes):
+            raise InputError(f"no node type has the time attribute {attr!r}")
         ntype, per_type = (t.numpy() for t in book.map_to_per_ntype(gids))
         out = np.full(gids.shape[0], NO_TIME, dtype=np.float64)
         for i, t in enumerate(book.ntypes):

@@ -1,0 +1,174 @@
+"""Turn mini-batch requests into PyG ``Data``/``HeteroData``: sample the seeds' neighbourhoods (node or
+link seeds, with negative sampling), fetch features and labels of every sampled node. The same
+:class:`BatchMaker` runs in the training process or in sampler worker processes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch_geometric.data import Data, HeteroData
+
+from ..book import RangePartitionBook
+from ..errors import InputError
+from ..graph import EType
+from .feature import DistFeatureStore
+from .rpc import RpcGroup
+from .sampler import DistNeighborSampler
+from .sampling_graph import LocalSamplingGraph
+
+
+@dataclass(frozen=True)
+class BatchSpec:
+    """What a loader's batches hold. ``input_type``: node type of node seeds; ``edge_type``: type of
+    link seeds; ``neg_mode`` ``"binary"`` (``edge_label`` 1/0 over positives then negatives) or
+    ``"triplet"`` (``src_index``, ``dst_pos_index``, ``dst_neg_index``), ``neg_amount`` negatives per
+    positive. ``feat_name``/``label_name`` become ``x``/``y`` where a node type has them."""
+
+    num_neighbors: Any
+    replace: bool = False
+    disjoint: bool = False
+    time_attr: str | None = None
+    feat_name: str = "feat"
+    label_name: str | None = "label"
+    input_type: str | None = None
+    edge_type: EType | None = None
+    neg_mode: str | None = None
+    neg_amount: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.neg_mode not in (None, "binary", "triplet"):
+            raise InputError(f"neg_mode must be 'binary', 'triplet' or None, got {self.neg_mode!r}")
+        if self.neg_mode is not None and self.neg_amount <= 0:
+            raise InputError(f"neg_amount must be positive, got {self.neg_amount}")
+
+
+@dataclass(frozen=True)
+class BatchRequest:
+    """Batch ``index`` of an epoch: ``seeds`` are per-type node IDs (node loader) or a ``(2, B)`` array of
+    source/destination IDs (link loader); ``time`` per seed (temporal); ``key`` seeds all randomness."""
+
+    index: int
+    key: int
+    seeds: np.ndarray
+    time: np.ndarray | None = None
+    label: np.ndarray | None = None
+
+
+def first_positions(ids: np.ndarray) -> np.ndarray:
+    """Position of each ID among the distinct IDs in first-appearance order (how samplers de-duplicate)."""
+    _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    rank = np.empty(first.shape[0], dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.shape[0])
+    return rank[inverse.reshape(-1)]
+
+
+class BatchMaker:
+    """Builds batches for one loader from one process's view of the distributed graph."""
+
+    def __init__(self, spec: BatchSpec, group: RpcGroup, sampling_graph: LocalSamplingGraph,
+                 features: DistFeatureStore, book: RangePartitionBook):
+        self.spec, self.features, self.book = spec, features, book
+        self.sampler = DistNeighborSampler(group, sampling_graph, book, spec.num_neighbors, spec.replace,
+                                           spec.disjoint, spec.time_attr)
+        self.hetero = len(book.ntypes) > 1 or len(book.canonical_etypes) > 1
+
+    def __call__(self, req: BatchRequest) -> Data | HeteroData:
+        return self._link(req) if self.spec.edge_type is not None else self._node(req)
+
+    # -- seeds ------------------------------------------------------------------------------------
+    def _homo(self, ids: np.ndarray, ntype: str) -> np.ndarray:
+        return self.book.map_to_homo_nid(ids, ntype).numpy() if self.hetero else np.asarray(ids, dtype=np.int64)
+
+    def _node(self, req: BatchRequest) -> Data | HeteroData:
+        ntype = self.spec.input_type or self.book.ntypes[0]
+        seeds, times = np.asarray(req.seeds, dtype=np.int64), req.time
+        if times is None and not self.spec.disjoint:  # a node seeded twice would shift the seed rows
+            _, first = np.unique(seeds, return_index=True)
+            seeds = seeds[np.sort(first)]
+        out = self.sampler.sample(self._homo(seeds, ntype), seed=req.key, seed_time=times)
+        data, _ = self._collate(out)
+        store = data[ntype] if self.hetero else data
+        store.batch_size = int(seeds.shape[0])
+        store.input_id = torch.arange(seeds.shape[0])
+        if times is not None:
+            store.seed_time = torch.as_tensor(times)
+        return data
+
+    def _link(self, req: BatchRequest) -> Data | HeteroData:
+        s_t, _, d_t = self.spec.edge_type
+        src, dst = (np.asarray(a, dtype=np.int64) for a in req.seeds)
+        rng = np.random.default_rng(req.key)
+        n_pos, mode = src.shape[0], self.spec.neg_mode
+        times = None if req.time is None else np.asarray(req.time)
+        label = torch.ones(n_pos) if req.label is None else torch.as_tensor(req.label)
+        dst_neg = None
+        if mode == "binary":
+            n_neg = max(1, round(self.spec.neg_amount * n_pos))
+            src = np.concatenate([src, rng.integers(0, self.book.num_nodes(s_t), n_neg)])
+            dst = np.concatenate([dst, rng.integers(0, self.book.num_nodes(d_t), n_neg)])
+            label = torch.cat([label, torch.zeros(n_neg, dtype=label.dtype)])
+            times = None if times is None else np.concatenate([times, times[np.arange(n_neg) % n_pos]])
+        elif mode == "triplet":
+            k = max(1, int(np.ceil(self.spec.neg_amount)))
+            dst_neg = rng.integers(0, self.book.num_nodes(d_t), (n_pos, k))
+        ends = [self._homo(src, s_t), self._homo(dst, d_t)]
+        if dst_neg is not None:
+            ends.append(self._homo(dst_neg.reshape(-1), d_t))
+        seeds = np.concatenate(ends)
+        seed_time = None
+        if times is not None:
+            seed_time = np.concatenate([times, times] + ([np.repeat(times, dst_neg.shape[1])] if dst_neg is not None else []))
+        out = self.sampler.sample(seeds, seed=req.key, seed_time=seed_time)
+        pos = np.arange(seeds.shape[0]) if out.batch is not None else first_positions(seeds)
+        data, position = self._collate(out)
+        if position is not None:
+            pos = position[pos]
+        pos = torch.from_numpy(pos)
+        n_src = src.shape[0]
+        store = data[self.spec.edge_type] if self.hetero else data
+        if mode == "triplet":
+            store.src_index = pos[:n_src]
+            store.dst_pos_index = pos[n_src:2 * n_src]
+            store.dst_neg_index = pos[2 * n_src:].view(n_src, -1).squeeze(-1)
+        else:
+            store.edge_label_index = torch.stack([pos[:n_src], pos[n_src:2 * n_src]])
+            store.edge_label = label
+        store.input_id = torch.arange(n_pos)
+        if req.time is not None:
+            store.edge_label_time = torch.as_tensor(times)
+        return data
+
+    # -- collation --------------------------------------------------------------------------------
+    def _attach(self, store: Any, ntype: str, ids: np.ndarray) -> None:
+        store.n_id = torch.from_numpy(ids)
+        if self.features.has(ntype, self.spec.feat_name):
+            store.x = self.features.lookup(ntype, self.spec.feat_name, ids)
+        if self.spec.label_name and self.features.has(ntype, self.spec.label_name):
+            store.y = self.features.lookup(ntype, self.spec.label_name, ids)
+
+    def _collate(self, out) -> tuple[Data | HeteroData, np.ndarray | None]:
+        """The batch, and (heterogeneous) where each sampled node went within its type."""
+        if not self.hetero:
+            data = Data(edge_index=torch.from_numpy(np.stack([out.row, out.col])), e_id=torch.from_numpy(out.edge),
+                        num_sampled_nodes=list(out.num_sampled_nodes), num_sampled_edges=list(out.num_sampled_edges))
+            data.num_nodes = int(out.node.shape[0])
+            self._attach(data, self.book.ntypes[0], out.node)
+            if out.batch is not None:
+                data.batch = torch.from_numpy(out.batch)
+            return data, None
+        het = self.sampler.to_hetero(out)
+        data = HeteroData()
+        for t, ids in het.node.items():
+            data[t].num_nodes = int(ids.shape[0])
+            self._attach(data[t], t, ids)
+            data[t].num_sampled_nodes = het.num_sampled_nodes[t]
+            if het.batch is not None:
+                data[t].batch = torch.from_numpy(het.batch[t])
+        for et in het.edge:
+            data[et].edge_index = torch.from_numpy(np.stack([het.row[et], het.col[et]]))
+            data[et].e_id = torch.from_numpy(het.edge[et])
+            data[et].num_sampled_edges = het.num_sampled_edges[et]
+        return data, het.position

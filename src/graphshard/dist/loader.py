@@ -1,0 +1,142 @@
+"""Distributed mini-batch loaders yielding PyG ``Data``/``HeteroData``: node seeds
+(:class:`DistNeighborLoader`) or edge seeds with negative sampling (:class:`DistLinkNeighborLoader`).
+
+Every rank runs the same number of batches per epoch: at construction the ranks agree on the largest
+seed count, and ranks with fewer seeds top their epoch up with repeats of their own seeds. Batches
+are built in the training process (``num_workers=0``) or by sampler worker processes with prefetch.
+Randomness depends on ``(seed, epoch, batch, rank)`` only, so the batches are the same either way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..graph import to_numpy
+from ..ids import check_range
+from .batch import BatchMaker, BatchRequest, BatchSpec
+from .graph import DistGraph
+from .workers import WorkerPool
+
+
+class _DistLoader:
+    def __init__(self, graph: DistGraph, spec: BatchSpec, seeds: np.ndarray, batch_size: int, shuffle: bool,
+                 drop_last: bool, num_workers: int, prefetch: int, seed: int, time: Any, label: Any):
+        if batch_size < 1:
+            raise InputError(f"batch_size must be >= 1, got {batch_size}")
+        self.graph, self.spec, self.seeds = graph, spec, seeds
+        self.batch_size, self.shuffle, self.seed, self.epoch = batch_size, shuffle, seed, 0
+        count = seeds.shape[-1]
+        self.time = None if time is None else to_numpy(time)
+        self.label = None if label is None else to_numpy(label)
+        for name, arr in (("time", self.time), ("label", self.label)):
+            if arr is not None and arr.shape[0] != count:
+                raise InputError(f"{name} has {arr.shape[0]} entries for {count} seeds")
+        counts = [int(c) for c in graph.group.all_gather(str(count).encode(), "loader seed counts")]
+        if min(counts) == 0 and max(counts) > 0:
+            raise InputError(f"rank {counts.index(0)} has no seeds while others have up to {max(counts)}: "
+                             "split the seeds so every rank gets some (node_split with force_even=True)")
+        self.epoch_size = max(counts)
+        self.num_batches = (self.epoch_size // batch_size) if drop_last else math.ceil(self.epoch_size / batch_size)
+        self.rank = graph.group.rank
+        self._maker = BatchMaker(spec, graph.group, graph.sampling_graph, graph.features, graph.book) \
+            if num_workers == 0 else None
+        self._pool = WorkerPool(graph.part_config, graph.group.rank, graph.group.world_size, graph.group.store, spec,
+                                num_workers, prefetch, graph.group.timeout) if num_workers > 0 else None
+
+    def __len__(self) -> int:
+        return self.num_batches
+
+    def _order(self, rng: np.random.Generator) -> np.ndarray:
+        count = self.seeds.shape[-1]
+        order = rng.permutation(count) if self.shuffle else np.arange(count)
+        if count < self.epoch_size:  # top up to the common epoch size with repeats of our own seeds
+            order = np.concatenate([order, rng.choice(count, self.epoch_size - count)])
+        return order
+
+    def requests(self, epoch: int) -> list[BatchRequest]:
+        """The batches of ``epoch`` (deterministic)."""
+        rng = np.random.default_rng([self.seed, epoch, self.rank])
+        order = self._order(rng)
+        reqs = []
+        for b in range(self.num_batches):
+            take = order[b * self.batch_size:(b + 1) * self.batch_size]
+            key = int(np.random.default_rng([self.seed, epoch, self.rank, b]).integers(0, 2**62))
+            reqs.append(BatchRequest(b, key, self.seeds[..., take],
+                                     None if self.time is None else self.time[take],
+                                     None if self.label is None else self.label[take]))
+        return reqs
+
+    def __iter__(self) -> Iterator[Any]:
+        self.epoch += 1
+        reqs = self.requests(self.epoch)
+        if self._pool is not None:
+            yield from self._pool.run(reqs)
+        else:
+            for r in reqs:
+                yield self._maker(r)
+
+    def close(self) -> None:
+        """Stop the sampler workers (all ranks close their loaders; call before leaving RPC)."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def __enter__(self) -> "_DistLoader":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc is not None and self._pool is not None:
+            self._pool.close(abort=True)
+            self._pool = None
+        self.close()
+
+
+class DistNeighborLoader(_DistLoader):
+    """Mini-batches of ``input_nodes`` (this rank's per-type IDs of ``input_type``, e.g. from
+    ``node_split``) with their sampled ``num_neighbors``-hop neighbourhoods, as PyG ``Data`` (one node
+    and edge type) or ``HeteroData``: ``n_id``, ``e_id``, ``x``, ``y``, ``edge_index``, ``batch_size``,
+    ``num_sampled_nodes``/``num_sampled_edges``, ``input_id``; the first ``batch_size`` nodes are the
+    batch's distinct seeds (a repeated seed appears once). ``time_attr`` + ``input_time``: temporal
+    sampling (neighbours never newer than their seed; seeds are kept as given, one subtree each)."""
+
+    def __init__(self, graph: DistGraph, num_neighbors: Any, input_nodes: Any, batch_size: int = 1024,
+                 input_type: str | None = None, shuffle: bool = False, drop_last: bool = False,
+                 replace: bool = False, disjoint: bool = False, time_attr: str | None = None,
+                 input_time: Any = None, feat_name: str = "feat", label_name: str | None = "label",
+                 num_workers: int = 0, prefetch: int = 2, seed: int = 0):
+        if input_type is None and len(graph.ntypes) > 1:
+            raise InputError(f"input_type is needed for a graph with node types {graph.ntypes}")
+        seeds = to_numpy(input_nodes).astype(np.int64).reshape(-1)
+        check_range(seeds, graph.num_nodes(input_type), f"input node ID of type {input_type or graph.ntypes[0]!r}")
+        spec = BatchSpec(num_neighbors, replace, disjoint, time_attr, feat_name, label_name, input_type=input_type)
+        super().__init__(graph, spec, seeds, batch_size, shuffle, drop_last, num_workers, prefetch, seed,
+                         input_time, None)
+
+
+class DistLinkNeighborLoader(_DistLoader):
+    """Mini-batches of edges ``edge_label_index`` (a ``(2, E)`` array of per-type source/destination IDs
+    of ``edge_type``) with the sampled neighbourhoods of their endpoints. ``neg_sampling`` ``"binary"``
+    adds ``neg_amount × E`` random pairs and ``edge_label`` (1/0, or the given ``edge_label`` then 0);
+    ``"triplet"`` adds ``src_index``/``dst_pos_index``/``dst_neg_index``."""
+
+    def __init__(self, graph: DistGraph, num_neighbors: Any, edge_label_index: Any, batch_size: int = 1024,
+                 edge_type: Any = None, edge_label: Any = None, neg_sampling: str | None = None,
+                 neg_amount: float = 1.0, shuffle: bool = False, drop_last: bool = False, replace: bool = False,
+                 disjoint: bool = False, time_attr: str | None = None, edge_label_time: Any = None,
+                 feat_name: str = "feat", label_name: str | None = None, num_workers: int = 0,
+                 prefetch: int = 2, seed: int = 0):
+        et = graph._etype(edge_type) if edge_type is not None else graph._single("edge_type", graph.canonical_etypes)
+        pairs = to_numpy(edge_label_index).astype(np.int64)
+        if pairs.ndim != 2 or pairs.shape[0] != 2:
+            raise InputError(f"edge_label_index must have shape (2, E), got {pairs.shape}")
+        check_range(pairs[0], graph.num_nodes(et[0]), f"source node ID of {et}")
+        check_range(pairs[1], graph.num_nodes(et[2]), f"destination node ID of {et}")
+        spec = BatchSpec(num_neighbors, replace, disjoint, time_attr, feat_name, label_name, edge_type=et,
+                         neg_mode=neg_sampling, neg_amount=neg_amount)
+        super().__init__(graph, spec, pairs, batch_size, shuffle, drop_last, num_workers, prefetch, seed,
+                         edge_label_time, edge_label)

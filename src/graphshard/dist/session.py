@@ -1,0 +1,39 @@
+"""One call to join a distributed run: process group (gloo) plus RPC, torn down in the right order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from .context import DistContext
+from .rpc import RpcGroup, init_rpc, shutdown_rpc
+
+
+@dataclass(frozen=True)
+class Session:
+    ctx: DistContext
+    group: RpcGroup
+
+    @property
+    def rank(self) -> int:
+        return self.ctx.rank
+
+    @property
+    def world_size(self) -> int:
+        return self.ctx.world_size
+
+
+@contextmanager
+def session(timeout: float = 300.0, rpc_host: str = "127.0.0.1") -> Iterator[Session]:
+    """Join the run described by torchrun-style environment variables (as set by ``torchrun`` or
+    :func:`graphshard.dist.launch.launch`). On an error this rank records it for the others and leaves
+    RPC without waiting for them; otherwise it leaves together with every rank."""
+    with DistContext.from_env(timeout=timeout) as ctx:
+        group = init_rpc(ctx, rpc_host)
+        ok = False
+        try:
+            yield Session(ctx, group)
+            ok = True
+        finally:
+            shutdown_rpc(group, graceful=ok)

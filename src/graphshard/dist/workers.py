@@ -1,0 +1,198 @@
+"""Sampler worker processes: each training rank starts ``W`` workers; together the workers of all ranks
+form their own RPC group (member ``rank * W + i``), each serving its rank's partition (memory-mapped,
+so the page cache is shared) and building whole batches — sampling and feature fetching — that reach
+the training process through a queue. Workers die with their parent; every wait is bounded; an error
+in a worker reaches the training loop as a :class:`DistError` naming the rank and worker."""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import logging
+import os
+import queue
+import signal
+import time
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .batch import BatchMaker, BatchRequest, BatchSpec
+from .context import DistError
+
+log = logging.getLogger(__name__)
+_POOLS = itertools.count()
+
+
+@dataclass(frozen=True)
+class WorkerSetup:
+    """Everything a worker needs to join its group and build batches (picklable)."""
+
+    part_config: str
+    rank: int
+    world_size: int
+    index: int
+    num_workers: int
+    store_host: str
+    store_port: int
+    pool_key: str
+    rpc_host: str
+    timeout: float
+    spec: BatchSpec
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this process when its parent dies (no orphans after a rank is killed)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def _connect_store(s: WorkerSetup) -> Any:
+    import datetime
+
+    import torch.distributed as dist
+
+    store = dist.TCPStore(s.store_host, s.store_port, is_master=False,
+                          timeout=datetime.timedelta(seconds=s.timeout))
+    return dist.PrefixStore("graphshard/", store)
+
+
+def _build(s: WorkerSetup) -> tuple[Any, BatchMaker]:
+    from ..format.load import load_partition
+    from .feature import DistFeatureStore
+    from .local_store import LocalFeatureStore
+    from .rpc import join_group
+    from .sampler import serve_sampling
+    from .sampling_graph import LocalSamplingGraph, feature_times
+
+    names = [f"rank{r}-sampler{i}" for r in range(s.world_size) for i in range(s.num_workers)]
+    me = s.rank * s.num_workers + s.index
+    store = _connect_store(s)
+    group = join_group(names, me, store, f"{s.pool_key}/port", s.timeout, s.rpc_host, lanes=s.num_workers)
+    part = load_partition(s.part_config, group.part_id(_num_parts(s.part_config)))
+    book = part.partition_book
+    features = DistFeatureStore(group, LocalFeatureStore(part, group.part_id(book.num_partitions())), book)
+    graph = LocalSamplingGraph(part.graph, book, group.part_id(book.num_partitions()),
+                               feature_times(features.lookup, features.has, book))
+    serve_sampling(graph)
+    group.barrier("sampler workers ready")
+    return group, BatchMaker(s.spec, group, graph, features, book)
+
+
+def _num_parts(config: str) -> int:
+    from ..format.config import read_config
+
+    return read_config(config).num_parts
+
+
+def worker_main(setup: WorkerSetup, requests: Any, results: Any) -> None:
+    """Worker process: build, report ready, then turn requests into batches until told to stop."""
+    _die_with_parent()
+    where = f"rank {setup.rank}, sampler worker {setup.index}"
+    group = None
+    try:
+        group, make = _build(setup)
+        results.put(("ready", -1, None))
+        while True:
+            req = requests.get()
+            if req is None:
+                break
+            try:
+                results.put(("batch", req.index, make(req)))
+            except Exception as exc:  # sent on; the training loop raises it
+                results.put(("error", req.index, f"{where}: {type(exc).__name__}: {exc}"))
+    except Exception as exc:
+        log.debug("%s failed:\n%s", where, traceback.format_exc())
+        results.put(("error", -1, f"{where}: {type(exc).__name__}: {exc}"))
+    finally:
+        if group is not None:
+            from .rpc import shutdown_rpc
+
+            try:
+                shutdown_rpc(group)
+            except Exception:  # peers gone: nothing left to serve
+                pass
+
+
+class WorkerPool:
+    """``num_workers`` sampler processes of this rank (collective: every rank starts a pool with the same
+    ``num_workers``, in the same order). Batches come back in request order, ``prefetch`` in flight
+    per worker."""
+
+    def __init__(self, part_config: str, rank: int, world_size: int, store: Any, spec: BatchSpec, num_workers: int,
+                 prefetch: int = 2, timeout: float = 300.0, rpc_host: str = "127.0.0.1"):
+        import torch.multiprocessing as mp
+
+        self.rank, self.timeout, self.prefetch = rank, timeout, max(1, prefetch)
+        host, port = os.environ["MASTER_ADDR"], _store_port()
+        key = f"sampler-pool/{next(_POOLS)}"
+        mp_ctx = mp.get_context("spawn")
+        self.requests = [mp_ctx.Queue() for _ in range(num_workers)]
+        self.results = mp_ctx.Queue()
+        self.procs = []
+        for i in range(num_workers):
+            setup = WorkerSetup(str(part_config), rank, world_size, i, num_workers, host, port, key, rpc_host,
+                                timeout, spec)
+            p = mp_ctx.Process(target=worker_main, args=(setup, self.requests[i], self.results), daemon=True)
+            p.start()
+            self.procs.append(p)
+        for _ in range(num_workers):
+            kind, _, payload = self._receive("sampler workers to start")
+            if kind == "error":
+                self.close(abort=True)
+                raise DistError(payload)
+
+    def _receive(self, what: str) -> tuple[str, int, Any]:
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return self.results.get(timeout=min(1.0, max(0.01, deadline - time.monotonic())))
+            except queue.Empty:
+                for i, p in enumerate(self.procs):
+                    if not p.is_alive():
+                        raise DistError(f"rank {self.rank}: sampler worker {i} exited with code {p.exitcode} "
+                                        f"while waiting for {what}") from None
+                if time.monotonic() >= deadline:
+                    raise DistError(f"rank {self.rank}: waited {self.timeout:.0f} s for {what}") from None
+
+    def run(self, requests: list[BatchRequest]) -> Iterator[Any]:
+        """Batches for ``requests``, in order. Raises :class:`DistError` if a worker fails or stalls."""
+        w = len(self.procs)
+        sent, ready = 0, {}
+        try:
+            for want in range(len(requests)):
+                while sent < len(requests) and sent < want + w * self.prefetch:
+                    self.requests[sent % w].put(requests[sent])
+                    sent += 1
+                while want not in ready:
+                    kind, index, payload = self._receive(f"batch {want}")
+                    if kind == "error":
+                        raise DistError(payload)
+                    ready[index] = payload
+                yield ready.pop(want)
+        except BaseException:
+            self.close(abort=True)
+            raise
+
+    def close(self, abort: bool = False) -> None:
+        """Stop the workers: politely (they leave their RPC group together), or at once after a failure."""
+        if abort:
+            for p in self.procs:
+                p.kill()
+        else:
+            for q in self.requests:
+                q.put(None)
+        for p in self.procs:
+            p.join(timeout=self.timeout)
+            if p.is_alive():
+                p.kill()
+                p.join(timeout=5)
+        self.procs = []
+
+
+def _store_port() -> int:
+    """Port of the rendezvous store (torchrun's agent store or our launcher's: both in MASTER_PORT)."""
+    return int(os.environ["MASTER_PORT"])
