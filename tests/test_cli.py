@@ -90,3 +90,18 @@ def test_pipeline_commands(tmp_path, capsys):
     assert main(["assign", "--in-dir", str(tmp_path / "nothing"), "--out-dir", str(tmp_path / "x"),
                  "--num-parts", "2"]) == 2
     assert "chunked graph metadata is missing" in capsys.readouterr().err
+
+
+def test_launch_runs_a_script_on_every_rank(tmp_path, capsys):
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "Path(sys.argv[1], f\"rank{os.environ['RANK']}of{os.environ['WORLD_SIZE']}\").write_text(sys.argv[2])\n"
+        "if sys.argv[2] == 'fail' and os.environ['RANK'] == '1':\n"
+        "    raise ValueError('bad input on purpose')\n")
+    assert main(["launch", "--num-procs", "2", str(script), str(tmp_path), "ok"]) == 0
+    assert sorted(p.name for p in tmp_path.glob("rank*")) == ["rank0of2", "rank1of2"]
+    assert main(["launch", "--num-procs", "2", str(script), str(tmp_path), "fail"]) == 2
+    err = capsys.readouterr().err
+    assert "rank 1 failed" in err and "bad input on purpose" in err

@@ -112,6 +112,14 @@ def _parmetis(args: argparse.Namespace) -> None:
         print(f"wrote assignment files -> {path.parent}")
 
 
+def _launch(args: argparse.Namespace) -> None:
+    from .dist.launch import launch, run_script
+
+    if not Path(args.script).is_file():
+        raise FileNotFoundError(f"{args.script}: no such script")
+    launch(run_script, args.num_procs, (str(args.script), list(args.script_args)), args.host, args.timeout)
+
+
 def _demo(args: argparse.Namespace) -> None:
     from .datasets import community_graph
     from .partition.api import partition_graph
@@ -226,6 +234,18 @@ def build_parser() -> argparse.ArgumentParser:
     im.add_argument("--format", default="txt", choices=["txt", "npy"])
     for x in (ex, im):
         x.set_defaults(func=_parmetis)
+
+    lch = sub.add_parser("launch", help="run a script on N local ranks (torchrun-style environment, no set-up)",
+                         description="Run SCRIPT in --num-procs processes on this machine. Each sees RANK, "
+                         "WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT as under torchrun; the rendezvous "
+                         "store binds to --host on a free port. If a rank fails the others are stopped and the "
+                         "error names the rank at fault.")
+    lch.add_argument("--num-procs", type=int, required=True, help="number of ranks")
+    lch.add_argument("--timeout", type=float, default=300.0, help="seconds the rendezvous store waits (default 300)")
+    lch.add_argument("--host", default="127.0.0.1", help="address the rendezvous store binds to")
+    lch.add_argument("script", help="Python file to run on every rank")
+    lch.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    lch.set_defaults(func=_launch)
 
     demo = sub.add_parser("demo", help="the main job on a built-in default graph")
     demo.add_argument("--out", default="out/demo", help="output directory (default out/demo)")

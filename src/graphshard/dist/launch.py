@@ -41,6 +41,15 @@ def launch(fn: Callable[..., Any], num_procs: int, args: tuple = (), host: str =
         raise DistError(_root_cause(dist.PrefixStore("graphshard/", store), procs.processes, exc)) from None
 
 
+def run_script(path: str, argv: list[str]) -> None:
+    """Run a Python file as ``__main__`` with ``sys.argv = [path, *argv]`` (one rank of ``graphshard launch``)."""
+    import runpy
+    import sys
+
+    sys.argv = [path, *argv]
+    runpy.run_path(path, run_name="__main__")
+
+
 def _root_cause(store: Any, processes: list, exc: Exception) -> str:
     reports = {}
     for r in range(len(processes)):
