@@ -50,6 +50,12 @@ def run_script(path: str, argv: list[str]) -> None:
     runpy.run_path(path, run_name="__main__")
 
 
+def mp_exceptions() -> tuple[type, type]:
+    import torch.multiprocessing as mp
+
+    return mp.ProcessRaisedException, mp.ProcessExitedException
+
+
 def _root_cause(store: Any, processes: list, exc: Exception) -> str:
     reports = {}
     for r in range(len(processes)):
@@ -59,6 +65,9 @@ def _root_cause(store: Any, processes: list, exc: Exception) -> str:
     own = [r for r, text in reports.items() if PEER_FAILURE not in text]
     if own:
         return f"rank {own[0]} failed: {reports[own[0]]}"
+    if isinstance(exc, mp_exceptions()[0]):  # raised without a DistContext: torch sends the traceback
+        lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
+        return f"rank {exc.error_index} failed: {lines[-1] if lines else exc}"
     silent = [(r, p.exitcode) for r, p in enumerate(processes) if r not in reports and p.exitcode not in (0, None)
               and p.exitcode > 0]
     if silent:
