@@ -34,7 +34,7 @@ def _worker(config: str, check_error: bool) -> None:
                 from graphshard.dist.feature import _serve_rows
                 from graphshard.dist.rpc import by_owner
                 by_owner(group, np.array([1]), 2, None, _serve_rows,
-                         lambda pos: ("paper", "no_such_feature", book.partid2nids(1, "paper")[:1]), "feature")
+                         lambda pos: ("", "paper", "no_such_feature", book.partid2nids(1, "paper")[:1]), "feature")
             for t, feats in g.node_feats.items():
                 ids = torch.from_numpy(rng.permutation(g.num_nodes[t]))
                 for name, full in feats.items():

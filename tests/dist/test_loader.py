@@ -91,7 +91,7 @@ def _hetero_checks(g, dg, rank):
 
 def _worker(homo_config, hetero_config):
     from graphshard.dist.graph import DistGraph
-    from graphshard.dist.session import session
+    from graphshard.dist.runtime import session
     with session(timeout=60) as s:
         _homo_checks(small_homo(), DistGraph("s", homo_config), s.rank)
         _hetero_checks(small_hetero(), DistGraph("h", hetero_config), s.rank)
@@ -108,7 +108,7 @@ def _failing_worker(config, scenario):
 
     from graphshard.dist.graph import DistGraph
     from graphshard.dist.loader import DistNeighborLoader
-    from graphshard.dist.session import session
+    from graphshard.dist.runtime import session
     with session(timeout=20) as s:
         dg = DistGraph("s", config)
         seeds = dg.get_partition_book().partid2nids(s.rank).numpy()

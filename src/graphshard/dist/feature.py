@@ -16,9 +16,9 @@ from .rpc import RpcGroup, by_owner, register, registered
 _STORE = "feature-store"
 
 
-def _serve_rows(group: Any, name: str, ids: torch.Tensor) -> torch.Tensor:
+def _serve_rows(key: str, group: Any, name: str, ids: torch.Tensor) -> torch.Tensor:
     """RPC handler: rows of ``group``/``name`` for global per-type ``ids`` owned by this process."""
-    tensor = registered(_STORE).get_tensor(group, name, index=ids)
+    tensor = registered(f"{_STORE}/{key}").get_tensor(group, name, index=ids)
     if tensor is None:
         raise KeyError(f"no feature {name!r} for {group!r}")
     return tensor
@@ -28,13 +28,14 @@ class DistFeatureStore:
     """Feature rows of the whole graph, served by the processes holding each partition.
 
     Node groups are node types; edge groups are canonical edge types. Construction is collective over
-    ``group``: no member sends a request before every member has registered its local store.
+    ``group``: no member sends a request before every member has registered its local store. ``key``
+    tells stores of different graphs in one process apart (the same on every member).
     """
 
-    def __init__(self, group: RpcGroup, local: LocalFeatureStore, book: RangePartitionBook):
-        self.group, self.local, self.book = group, local, book
+    def __init__(self, group: RpcGroup, local: LocalFeatureStore, book: RangePartitionBook, key: str = ""):
+        self.group, self.local, self.book, self.key = group, local, book, key
         self.part_id = group.part_id(book.num_partitions())
-        register(_STORE, local)
+        register(f"{_STORE}/{key}", local)
         self.stats = {"rows": 0, "remote_rows": 0, "bytes_received": 0}
         group.barrier("feature stores registered")
 
@@ -54,7 +55,7 @@ class DistFeatureStore:
         rows = lambda pos: self.local.get_tensor(group, name, index=torch.from_numpy(ids_np[pos]))  # noqa: E731
         parts = self._owner_parts(group, ids_np)
         pieces = by_owner(self.group, parts, self.book.num_partitions(), rows,
-                          _serve_rows, lambda pos: (group, name, torch.from_numpy(ids_np[pos])),
+                          _serve_rows, lambda pos: (self.key, group, name, torch.from_numpy(ids_np[pos])),
                           f"feature {group!r}/{name!r}")
         size = self.local.get_tensor_size(group, name)
         dtype = self.local.get_tensor(group, name, index=torch.zeros(0, dtype=torch.int64)).dtype

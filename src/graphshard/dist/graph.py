@@ -4,6 +4,7 @@ any node or edge, degrees of any node, the partition book. Backed by this proces
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from typing import Any
@@ -24,6 +25,7 @@ from .sampling_graph import LocalSamplingGraph, feature_times
 from .tensor import DistTensor
 
 _DEGREES = "degrees"
+_INSTANCES = itertools.count()
 
 
 class _Degrees:
@@ -49,12 +51,12 @@ class _Degrees:
         return rows.sum(axis=1) if etype is None else rows[:, etype]
 
 
-def _add_out(gids: torch.Tensor, etype: torch.Tensor) -> None:
-    registered(_DEGREES).add_out(gids.numpy(), etype.numpy())
+def _add_out(key: str, gids: torch.Tensor, etype: torch.Tensor) -> None:
+    registered(f"{_DEGREES}/{key}").add_out(gids.numpy(), etype.numpy())
 
 
-def _degrees(kind: str, gids: torch.Tensor, etype: int | None) -> torch.Tensor:
-    return torch.from_numpy(registered(_DEGREES).get(kind, gids.numpy(), etype))
+def _degrees(key: str, kind: str, gids: torch.Tensor, etype: int | None) -> torch.Tensor:
+    return torch.from_numpy(registered(f"{_DEGREES}/{key}").get(kind, gids.numpy(), etype))
 
 
 class FeatureView:
@@ -110,14 +112,15 @@ class DistGraph:
         if cfg.graph_name != graph_name:
             raise InputError(f"{part_config}: holds graph {cfg.graph_name!r}, not {graph_name!r}")
         self.graph_name, self.part_config = graph_name, str(part_config)
-        book_probe = cfg.num_parts
-        self.part_id = self.group.part_id(book_probe)
+        self.key = f"{graph_name}#{next(_INSTANCES)}"  # same on every member: construction is collective
+        self.part_id = self.group.part_id(cfg.num_parts)
         self.local_partition = load_partition(part_config, self.part_id)
         self.book = self.local_partition.partition_book
-        self.features = DistFeatureStore(self.group, LocalFeatureStore(self.local_partition, self.part_id), self.book)
+        self.features = DistFeatureStore(self.group, LocalFeatureStore(self.local_partition, self.part_id), self.book,
+                                         self.key)
         self.sampling_graph = LocalSamplingGraph(self.local_partition.graph, self.book, self.part_id,
                                                  feature_times(self.features.lookup, self.features.has, self.book))
-        serve_sampling(self.sampling_graph)
+        serve_sampling(self.sampling_graph, self.key)
         self._count_degrees()
         self._ndata = {t: DataView(self.features, t) for t in self.book.ntypes}
         self._edata = {et: DataView(self.features, et) for et in self.book.canonical_etypes}
@@ -128,14 +131,14 @@ class DistGraph:
         inner = g.edata["inner_edge"].numpy().astype(bool)
         lsg = self.sampling_graph
         deg = _Degrees(g.indptr.numpy(), etype, inner, lsg.start, lsg.count, R)
-        register(_DEGREES, deg)
+        register(f"{_DEGREES}/{self.key}", deg)
         self.group.barrier("degree tables registered")
         if self.group.rank % self.group.per_part(self.book.num_partitions()) == 0:  # one contribution per partition
             src = g.ndata["_ID"].numpy()[g.indices.numpy()[inner]]
             et = etype[inner]
             by_owner(self.group, self.book.nid2partid(src).numpy(), self.book.num_partitions(),
                      lambda pos: deg.add_out(src[pos], et[pos]), _add_out,
-                     lambda pos: (torch.from_numpy(src[pos]), torch.from_numpy(et[pos])), "out-degree count")
+                     lambda pos: (self.key, torch.from_numpy(src[pos]), torch.from_numpy(et[pos])), "out-degree count")
         self.group.barrier("out-degrees counted")
 
     # -- description ----------------------------------------------------------------------------
@@ -215,7 +218,7 @@ class DistGraph:
         ntype = et[2] if kind == "in" else et[0]
         gids = self.book.map_to_homo_nid(as_id_array(ids, f"node IDs of {ntype!r}"), ntype).numpy()
         pieces = by_owner(self.group, self.book.nid2partid(gids).numpy(), self.book.num_partitions(), None,
-                          _degrees, lambda pos: (kind, torch.from_numpy(gids[pos]), r), f"{kind}-degree")
+                          _degrees, lambda pos: (self.key, kind, torch.from_numpy(gids[pos]), r), f"{kind}-degree")
         out = torch.empty(gids.shape[0], dtype=torch.int64)
         for pos, got in pieces:
             out[torch.from_numpy(pos)] = got

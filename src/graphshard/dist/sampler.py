@@ -22,15 +22,17 @@ from .sampling_graph import LocalSamplingGraph
 _GRAPH = "sampling-graph"
 
 
-def serve_sampling(local: LocalSamplingGraph) -> None:
-    """Make this process answer sampling requests for ``local`` (call on every member, then barrier)."""
-    register(_GRAPH, local)
+def serve_sampling(local: LocalSamplingGraph, key: str = "") -> None:
+    """Make this process answer sampling requests for ``local`` under ``key`` (the same on every
+    member; call on every member, then barrier)."""
+    local.key = key
+    register(f"{_GRAPH}/{key}", local)
 
 
-def _sample_remote(gids: torch.Tensor, fanouts: torch.Tensor, replace: bool, key: int,
+def _sample_remote(served: str, gids: torch.Tensor, fanouts: torch.Tensor, replace: bool, key: int,
                    seed_time: torch.Tensor | None, time_attr: str | None) -> tuple[torch.Tensor, ...]:
     st = None if seed_time is None else seed_time.numpy()
-    out = registered(_GRAPH).sample(gids.numpy(), fanouts.numpy(), replace, key, st, time_attr)
+    out = registered(f"{_GRAPH}/{served}").sample(gids.numpy(), fanouts.numpy(), replace, key, st, time_attr)
     return tuple(torch.from_numpy(a) for a in out)
 
 
@@ -74,7 +76,7 @@ class DistNeighborSampler:
         fan_t = torch.from_numpy(fanouts)
         local = lambda pos: self.local.sample(ids[pos], fanouts, self.replace, key,  # noqa: E731
                                               None if times is None else times[pos], self.time_attr)
-        args = lambda pos: (torch.from_numpy(ids[pos]), fan_t, self.replace, key,  # noqa: E731
+        args = lambda pos: (self.local.key, torch.from_numpy(ids[pos]), fan_t, self.replace, key,  # noqa: E731
                             None if times is None else torch.from_numpy(times[pos]), self.time_attr)
         pieces = by_owner(self.group, parts, self.book.num_partitions(), local, _sample_remote, args, "sampling")
         counts = np.zeros(ids.shape[0], dtype=np.int64)

@@ -37,6 +37,7 @@ class LocalSamplingGraph:
         ids = book.partid2nids(part_id)
         self.start, self.count = (int(ids[0]) if ids.numel() else 0), int(ids.numel())
         self._times_source, self._times = times, {}
+        self.key = ""  # under which this process serves it (see sampler.serve_sampling)
 
     def _sort_by_type(self, etype: np.ndarray) -> None:
         dst = np.repeat(np.arange(self.indptr.shape[0] - 1, dtype=np.int64), np.diff(self.indptr))
