@@ -4,6 +4,7 @@ link seeds, with negative sampling), fetch features and labels of every sampled 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,7 +77,15 @@ class BatchMaker:
         self.hetero = len(book.ntypes) > 1 or len(book.canonical_etypes) > 1
 
     def __call__(self, req: BatchRequest) -> Data | HeteroData:
-        return self._link(req) if self.spec.edge_type is not None else self._node(req)
+        """The batch, with ``sample_time``/``fetch_time`` (seconds spent sampling / fetching features)
+        and ``fetch_bytes`` (feature bytes that came from other processes) as plain attributes."""
+        start, fetched = time.perf_counter(), self.features.stats["bytes_received"]
+        self._fetch_time = 0.0
+        data = self._link(req) if self.spec.edge_type is not None else self._node(req)
+        data.fetch_time = self._fetch_time
+        data.sample_time = time.perf_counter() - start - self._fetch_time
+        data.fetch_bytes = self.features.stats["bytes_received"] - fetched
+        return data
 
     # -- seeds ------------------------------------------------------------------------------------
     def _homo(self, ids: np.ndarray, ntype: str) -> np.ndarray:
@@ -143,11 +152,13 @@ class BatchMaker:
 
     # -- collation --------------------------------------------------------------------------------
     def _attach(self, store: Any, ntype: str, ids: np.ndarray) -> None:
+        start = time.perf_counter()
         store.n_id = torch.from_numpy(ids)
         if self.features.has(ntype, self.spec.feat_name):
             store.x = self.features.lookup(ntype, self.spec.feat_name, ids)
         if self.spec.label_name and self.features.has(ntype, self.spec.label_name):
             store.y = self.features.lookup(ntype, self.spec.label_name, ids)
+        self._fetch_time += time.perf_counter() - start
 
     def _collate(self, out) -> tuple[Data | HeteroData, np.ndarray | None]:
         """The batch, and (heterogeneous) where each sampled node went within its type."""
