@@ -120,20 +120,76 @@ def _launch(args: argparse.Namespace) -> None:
     launch(run_script, args.num_procs, (str(args.script), list(args.script_args)), args.host, args.timeout)
 
 
+def _options(args: argparse.Namespace, part_config: str = "") -> "TrainOptions":  # noqa: F821
+    from .train import TrainOptions
+
+    return TrainOptions(part_config=part_config, task=args.task, model=args.model,
+                        fanouts=[int(f) for f in args.fanouts.split(",")], batch_size=args.batch_size,
+                        hidden=args.hidden, num_layers=len(args.fanouts.split(",")), dropout=args.dropout,
+                        epochs=args.epochs, lr=args.lr, num_workers=args.num_workers, seed=args.seed,
+                        metrics_out=args.metrics_out, save_embeddings=args.save_embeddings,
+                        checkpoint=args.checkpoint, timeout=args.timeout)
+
+
+def _print_metrics(m: dict, seconds: float) -> None:
+    for e in m["epochs"]:
+        print(f"epoch {e['epoch']:>3}: {e['wall_s']:.2f} s  loss {e['train_loss']:.4f}  val acc {e['val_acc']:.4f}")
+    total = {k: sum(e[k] for e in m["epochs"]) for k in ("wall_s", "sample_s", "fetch_s", "compute_s", "fetch_bytes")}
+    other = max(0.0, total["wall_s"] - total["sample_s"] - total["fetch_s"] - total["compute_s"])
+    print(f"test accuracy {m['test_acc']:.4f} (val {m['val_acc']:.4f}) on {m['world_size']} processes x "
+          f"{m['num_parts']} partitions")
+    print(f"time: {seconds:.1f} s end to end; training epochs {total['wall_s']:.1f} s = sampling "
+          f"{total['sample_s']:.1f} + feature fetch {total['fetch_s']:.1f} + compute/DDP {total['compute_s']:.1f} "
+          f"+ other {other:.1f}; {total['fetch_bytes'] / 1e6:.1f} MB of features fetched from other ranks")
+
+
+def _train(args: argparse.Namespace) -> None:
+    from .train import train
+
+    if bool(args.part_config) == bool(args.dataset):
+        raise FileNotFoundError("give exactly one of --part-config or --dataset")
+    start = time.perf_counter()
+    m = train(_options(args, args.part_config or ""), args.num_procs, args.dataset, args.work_dir, args.method, args.host)
+    if int(os.environ.get("RANK", "0")) == 0:
+        _print_metrics(m, time.perf_counter() - start)
+
+
 def _demo(args: argparse.Namespace) -> None:
     from .datasets import community_graph
     from .partition.api import partition_graph
     from .stats import format_stats, partitioning_stats
+    from .train import train
 
     out = Path(args.out)
     start = time.perf_counter()
-    ds = community_graph(num_nodes=args.nodes, seed=args.seed)
+    ds = community_graph(num_nodes=args.nodes, noise=args.noise, seed=args.seed)
     print(f"generated a community graph: {ds.graph.total_nodes:,} nodes, {ds.graph.total_edges:,} edges, "
           f"{ds.num_classes} classes ({time.perf_counter() - start:.1f} s)")
     start = time.perf_counter()
     partition_graph(ds.graph, "demo", 2, out, part_method="metis", balance_ntypes=balance_vector(ds, "train"))
     print(f"partitioned into 2 parts with METIS ({time.perf_counter() - start:.1f} s) -> {out / 'demo.json'}")
     print(format_stats(partitioning_stats(out / "demo.json", verify=True)))
+    print("training GraphSAGE on 2 local processes ...")
+    start = time.perf_counter()
+    m = train(_options(args, str(out / "demo.json")), num_procs=2)
+    _print_metrics(m, time.perf_counter() - start)
+
+
+def _train_flags(p: argparse.ArgumentParser, epochs: int) -> None:
+    p.add_argument("--task", default="node", choices=["node"], help="node classification")
+    p.add_argument("--model", default="sage", choices=["sage"], help="GraphSAGE (mean aggregation)")
+    p.add_argument("--fanouts", default="10,10", help="neighbours sampled per layer, comma-separated (-1 = all)")
+    p.add_argument("--batch-size", type=int, default=1024, help="global mini-batch size (split across ranks)")
+    p.add_argument("--hidden", type=int, default=64)
+    p.add_argument("--dropout", type=float, default=0.5)
+    p.add_argument("--epochs", type=int, default=epochs)
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--num-workers", type=int, default=0, help="sampler worker processes per rank")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--metrics-out", help="write per-epoch metrics and final accuracy to this JSON file")
+    p.add_argument("--save-embeddings", help="write the model's output for every node (original ID order) to .npy")
+    p.add_argument("--checkpoint", help="directory for checkpoints; an interrupted run resumes from it")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds any distributed wait may take")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -247,10 +303,24 @@ def build_parser() -> argparse.ArgumentParser:
     lch.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     lch.set_defaults(func=_launch)
 
-    demo = sub.add_parser("demo", help="the main job on a built-in default graph")
+    tr = sub.add_parser("train", help="train a GNN on a partitioned graph (or a dataset, partitioned first)",
+                        description="Train GraphSAGE with DDP across processes. With --num-procs N, start N local "
+                        "ranks (one partition each); without it, run as one rank of a torchrun job.")
+    tr.add_argument("--part-config", help="partition config JSON (from 'partition' or 'dispatch')")
+    tr.add_argument("--dataset", help="dataset directory (shared-data layout), partitioned into --work-dir first")
+    tr.add_argument("--work-dir", default="out/train", help="where --dataset is partitioned (default out/train)")
+    tr.add_argument("--method", default="metis", choices=["random", "metis", "kaminpar"], help="for --dataset")
+    tr.add_argument("--num-procs", type=int, help="start this many local ranks (omit under torchrun)")
+    tr.add_argument("--host", default="127.0.0.1", help="address the local rendezvous binds to")
+    _train_flags(tr, epochs=10)
+    tr.set_defaults(func=_train)
+
+    demo = sub.add_parser("demo", help="the main job: generate, partition (METIS, 2 parts), train on 2 processes")
     demo.add_argument("--out", default="out/demo", help="output directory (default out/demo)")
     demo.add_argument("--nodes", type=int, default=20000)
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--noise", type=float, default=8.0,
+                      help="feature noise of the generated graph (higher: features say less, structure more)")
+    _train_flags(demo, epochs=5)
     demo.set_defaults(func=_demo)
     return p
 
