@@ -67,3 +67,20 @@ def test_embeddings_are_written_in_original_id_order(tmp_path):
     launch(_embedding_worker, 2, (str(tmp_path / "s.json"), str(tmp_path / "emb.npy")), timeout=60)
     got = np.load(tmp_path / "emb.npy", allow_pickle=False)
     assert np.allclose(got, 2 * g.node_feats["_N"]["feat"] + 1)
+
+
+def test_train_runs_unchanged_under_torchrun(tmp_path):
+    """torchrun's agent-hosted store must not capture the RPC rendezvous (it used to wait forever)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    partition_graph(small_homo(), "s", 2, tmp_path, part_method="metis")
+    torchrun = Path(sys.executable).with_name("torchrun")
+    cmd = [str(torchrun), "--standalone", "--nproc-per-node", "2", "-m", "graphshard.cli", "train",
+           "--part-config", str(tmp_path / "s.json"), "--epochs", "1", "--fanouts", "3,3", "--batch-size", "64",
+           "--num-workers", "1", "--timeout", "60", "--metrics-out", str(tmp_path / "m.json")]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    import json
+    m = json.loads((tmp_path / "m.json").read_text())
+    assert m["world_size"] == 2 and 0.0 <= m["test_acc"] <= 1.0 and len(m["epochs"]) == 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import itertools
+import os
 import re
 import socket
 from collections.abc import Callable
@@ -104,7 +105,14 @@ def join_group(names: list[str], rank: int, store: Any, key: str, timeout: float
     port = int(store.get(key))
     opts = rpc.TensorPipeRpcBackendOptions(init_method=f"tcp://{host}:{port}", rpc_timeout=timeout,
                                            num_worker_threads=num_threads)
-    rpc.init_rpc(names[rank], rank=rank, world_size=len(names), rpc_backend_options=opts)
+    # Under torchrun, torch's tcp:// rendezvous would expect the agent to host a store on our port
+    # (TORCHELASTIC_USE_AGENT_STORE) and wait forever; member 0 hosts this group's store itself.
+    agent = os.environ.pop("TORCHELASTIC_USE_AGENT_STORE", None)
+    try:
+        rpc.init_rpc(names[rank], rank=rank, world_size=len(names), rpc_backend_options=opts)
+    finally:
+        if agent is not None:
+            os.environ["TORCHELASTIC_USE_AGENT_STORE"] = agent
     group = RpcGroup(rank, names, store, timeout, lanes)
     _CURRENT[:] = [group]
     return group
