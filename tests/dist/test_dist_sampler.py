@@ -26,49 +26,45 @@ def _reference(g, seeds_orig, fanouts, seed_time=None):
 
 
 def _worker(config: str) -> None:
-    from graphshard.dist.context import DistContext
     from graphshard.dist.graph import DistGraph
-    from graphshard.dist.rpc import init_rpc, shutdown_rpc
+    from graphshard.dist.runtime import session
     from graphshard.dist.sampler import DistNeighborSampler
 
     g = _graph()
     src, dst = g.edges[("_N", "_E", "_N")]
-    with DistContext.from_env(timeout=30) as ctx:
-        group = init_rpc(ctx)
-        try:
-            dg = DistGraph("s", config)
-            book = dg.get_partition_book()
-            seeds_orig = np.array([5, 17, 100, 233, 5]) + ctx.rank
-            seeds = book.from_original("_N", seeds_orig).numpy()
-            full = DistNeighborSampler(group, dg.sampling_graph, book, [-1, -1]).sample(seeds)
-            ref = _reference(g, seeds_orig, [-1, -1])
-            to_orig = lambda ids: book.to_original("_N", ids).numpy()  # noqa: E731
-            assert to_orig(full.node).tolist() == ref.node.tolist()  # same nodes, same order
-            assert full.num_sampled_nodes == ref.num_sampled_nodes
-            eorig = book.to_original_eids("_N:_E:_N", full.edge).numpy()
-            assert sorted(eorig.tolist()) == sorted(ref.edge.tolist())
-            assert np.array_equal(to_orig(full.node[full.row]), src[eorig])
-            assert np.array_equal(to_orig(full.node[full.col]), dst[eorig])
-            few = DistNeighborSampler(group, dg.sampling_graph, book, [2, 2]).sample(seeds, seed=3)
-            eorig = book.to_original_eids("_N:_E:_N", few.edge).numpy()
-            assert np.array_equal(to_orig(few.node[few.row]), src[eorig])
-            assert np.bincount(few.col, minlength=len(few.node)).max() <= 2
-            rep = DistNeighborSampler(group, dg.sampling_graph, book, [3, 3], replace=True).sample(seeds, seed=4)
-            indeg = np.bincount(dst, minlength=240)[to_orig(rep.node)]
-            expanded = np.arange(len(rep.node)) < sum(rep.num_sampled_nodes[:2])  # nodes of hops 0 and 1
-            per_node = np.bincount(rep.col, minlength=len(rep.node))
-            assert np.array_equal(per_node[expanded], np.where(indeg[expanded] > 0, 3, 0))
-            # temporal: the same seed twice with different times; every hop obeys its own seed's time
-            seed_time = np.array([3, 8, 5, 9, 1])
-            tmp = DistNeighborSampler(group, dg.sampling_graph, book, [-1, -1], time_attr="time")
-            out = tmp.sample(seeds, seed_time=seed_time)
-            times = g.node_feats["_N"]["time"]
-            assert (times[to_orig(out.node[out.row])] <= seed_time[out.batch[out.row]]).all()
-            ref = _reference(g, seeds_orig, [-1, -1], seed_time)
-            assert to_orig(out.node).tolist() == ref.node.tolist() and out.batch.tolist() == ref.batch.tolist()
-            assert book.to_original_eids("_N:_E:_N", out.edge).tolist() == ref.edge.tolist()
-        finally:
-            shutdown_rpc(group)
+    with session(timeout=30) as ctx:
+        group = ctx.group
+        dg = DistGraph("s", config)
+        book = dg.get_partition_book()
+        seeds_orig = np.array([5, 17, 100, 233, 5]) + ctx.rank
+        seeds = book.from_original("_N", seeds_orig).numpy()
+        full = DistNeighborSampler(group, dg.sampling_graph, book, [-1, -1]).sample(seeds)
+        ref = _reference(g, seeds_orig, [-1, -1])
+        to_orig = lambda ids: book.to_original("_N", ids).numpy()  # noqa: E731
+        assert to_orig(full.node).tolist() == ref.node.tolist()  # same nodes, same order
+        assert full.num_sampled_nodes == ref.num_sampled_nodes
+        eorig = book.to_original_eids("_N:_E:_N", full.edge).numpy()
+        assert sorted(eorig.tolist()) == sorted(ref.edge.tolist())
+        assert np.array_equal(to_orig(full.node[full.row]), src[eorig])
+        assert np.array_equal(to_orig(full.node[full.col]), dst[eorig])
+        few = DistNeighborSampler(group, dg.sampling_graph, book, [2, 2]).sample(seeds, seed=3)
+        eorig = book.to_original_eids("_N:_E:_N", few.edge).numpy()
+        assert np.array_equal(to_orig(few.node[few.row]), src[eorig])
+        assert np.bincount(few.col, minlength=len(few.node)).max() <= 2
+        rep = DistNeighborSampler(group, dg.sampling_graph, book, [3, 3], replace=True).sample(seeds, seed=4)
+        indeg = np.bincount(dst, minlength=240)[to_orig(rep.node)]
+        expanded = np.arange(len(rep.node)) < sum(rep.num_sampled_nodes[:2])  # nodes of hops 0 and 1
+        per_node = np.bincount(rep.col, minlength=len(rep.node))
+        assert np.array_equal(per_node[expanded], np.where(indeg[expanded] > 0, 3, 0))
+        # temporal: the same seed twice with different times; every hop obeys its own seed's time
+        seed_time = np.array([3, 8, 5, 9, 1])
+        tmp = DistNeighborSampler(group, dg.sampling_graph, book, [-1, -1], time_attr="time")
+        out = tmp.sample(seeds, seed_time=seed_time)
+        times = g.node_feats["_N"]["time"]
+        assert (times[to_orig(out.node[out.row])] <= seed_time[out.batch[out.row]]).all()
+        ref = _reference(g, seeds_orig, [-1, -1], seed_time)
+        assert to_orig(out.node).tolist() == ref.node.tolist() and out.batch.tolist() == ref.batch.tolist()
+        assert book.to_original_eids("_N:_E:_N", out.edge).tolist() == ref.edge.tolist()
 
 
 def test_distributed_sampling_equals_single_process(tmp_path):

@@ -102,19 +102,15 @@ def _check_hetero_sampling(g, dg, rank):
 
 
 def _hetero_worker(config):
-    from graphshard.dist.context import DistContext
     from graphshard.dist.graph import DistGraph
-    from graphshard.dist.rpc import init_rpc, shutdown_rpc
+    from graphshard.dist.runtime import session
     g = small_hetero()
-    with DistContext.from_env(timeout=30) as ctx:
-        group = init_rpc(ctx)
-        try:
-            dg = DistGraph("h", config)
-            _check_graph(g, dg, ctx.rank)
-            _check_tensors(dg, ctx.rank)
-            _check_hetero_sampling(g, dg, ctx.rank)
-        finally:
-            shutdown_rpc(group)
+    with session(timeout=30) as ctx:
+        group = ctx.group
+        dg = DistGraph("h", config)
+        _check_graph(g, dg, ctx.rank)
+        _check_tensors(dg, ctx.rank)
+        _check_hetero_sampling(g, dg, ctx.rank)
 
 
 def test_dist_graph_tensors_embeddings_and_hetero_sampling(tmp_path):
@@ -125,27 +121,23 @@ def test_dist_graph_tensors_embeddings_and_hetero_sampling(tmp_path):
 def _shared_worker(config):
     import torch
 
-    from graphshard.dist.context import DistContext
     from graphshard.dist.graph import DistGraph
-    from graphshard.dist.rpc import init_rpc, shutdown_rpc
+    from graphshard.dist.runtime import session
     from graphshard.dist.tensor import DistTensor
     g = small_homo()
     src, dst = g.edges[("_N", "_E", "_N")]
-    with DistContext.from_env(timeout=30) as ctx:
-        group = init_rpc(ctx)
-        try:
-            dg = DistGraph("s", config)
-            assert dg.part_id == 0  # two trainers share the single partition
-            ids = np.arange(240)
-            assert np.array_equal(dg.out_degrees(ids).numpy(), np.bincount(src, minlength=240))
-            assert np.array_equal(dg.in_degrees(ids).numpy(), np.bincount(dst, minlength=240))
-            t = DistTensor(group, dg.book, (240,), torch.float64, "x")
-            t[np.arange(ctx.rank, 240, 2)] = torch.tensor(1.0 + ctx.rank)
-            dg.barrier()
-            assert np.array_equal(t[ids].numpy(), 1.0 + ids % 2)
-            assert np.array_equal(dg.ndata["feat"][ids].numpy(), g.node_feats["_N"]["feat"][dg.book.to_original("_N", ids).numpy()])
-        finally:
-            shutdown_rpc(group)
+    with session(timeout=30) as ctx:
+        group = ctx.group
+        dg = DistGraph("s", config)
+        assert dg.part_id == 0  # two trainers share the single partition
+        ids = np.arange(240)
+        assert np.array_equal(dg.out_degrees(ids).numpy(), np.bincount(src, minlength=240))
+        assert np.array_equal(dg.in_degrees(ids).numpy(), np.bincount(dst, minlength=240))
+        t = DistTensor(group, dg.book, (240,), torch.float64, "x")
+        t[np.arange(ctx.rank, 240, 2)] = torch.tensor(1.0 + ctx.rank)
+        dg.barrier()
+        assert np.array_equal(t[ids].numpy(), 1.0 + ids % 2)
+        assert np.array_equal(dg.ndata["feat"][ids].numpy(), g.node_feats["_N"]["feat"][dg.book.to_original("_N", ids).numpy()])
 
 
 def test_two_trainers_share_one_partition(tmp_path):
