@@ -50,16 +50,15 @@ class DistFeatureStore:
     def lookup(self, group: Any, name: str, ids: Any) -> torch.Tensor:
         """Rows of feature ``name`` of ``group`` for global per-type ``ids``, in the order asked."""
         ids_np = as_id_array(ids, f"IDs of {group!r}")
-        if not self.has(group, name):
+        whole = self.local.get_tensor(group, name, index=None)  # memory-mapped: gives shape and dtype
+        if whole is None:
             raise KeyError(f"no feature {name!r} for {group!r}")
         rows = lambda pos: self.local.get_tensor(group, name, index=torch.from_numpy(ids_np[pos]))  # noqa: E731
         parts = self._owner_parts(group, ids_np)
         pieces = by_owner(self.group, parts, self.book.num_partitions(), rows,
                           _serve_rows, lambda pos: (self.key, group, name, torch.from_numpy(ids_np[pos])),
                           f"feature {group!r}/{name!r}")
-        size = self.local.get_tensor_size(group, name)
-        dtype = self.local.get_tensor(group, name, index=torch.zeros(0, dtype=torch.int64)).dtype
-        out = torch.empty((ids_np.shape[0], *size[1:]), dtype=dtype)
+        out = torch.empty((ids_np.shape[0], *whole.shape[1:]), dtype=whole.dtype)
         self.stats["rows"] += int(ids_np.shape[0])
         for pos, got in pieces:
             out[torch.from_numpy(pos)] = got

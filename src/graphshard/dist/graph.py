@@ -32,14 +32,12 @@ class _Degrees:
     """In/out-degree per (inner node, edge type) of one partition; out-degrees arrive from every
     partition holding edges out of these nodes."""
 
-    def __init__(self, indptr: np.ndarray, etype: np.ndarray, inner_edge: np.ndarray, start: int, count: int,
-                 num_etypes: int):
+    def __init__(self, indptr: np.ndarray, etype: np.ndarray, start: int, count: int, num_etypes: int):
         dst = np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))
         sel = dst < count
         self.start, self.num_etypes, self.lock = start, num_etypes, threading.Lock()
         self.table = {"in": np.bincount(dst[sel] * num_etypes + etype[sel], minlength=count * num_etypes)
                       .reshape(count, num_etypes), "out": np.zeros((count, num_etypes), dtype=np.int64)}
-        self.inner_edge = inner_edge
 
     def add_out(self, gids: np.ndarray, etype: np.ndarray) -> None:
         add = np.bincount((gids - self.start) * self.num_etypes + etype, minlength=self.table["out"].size)
@@ -130,7 +128,7 @@ class DistGraph:
         etype = g.edata["_TYPE"].numpy().astype(np.int64)
         inner = g.edata["inner_edge"].numpy().astype(bool)
         lsg = self.sampling_graph
-        deg = _Degrees(g.indptr.numpy(), etype, inner, lsg.start, lsg.count, R)
+        deg = _Degrees(g.indptr.numpy(), etype, lsg.start, lsg.count, R)
         register(f"{_DEGREES}/{self.key}", deg)
         self.group.barrier("degree tables registered")
         if self.group.rank % self.group.per_part(self.book.num_partitions()) == 0:  # one contribution per partition

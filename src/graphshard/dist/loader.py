@@ -45,7 +45,7 @@ class _DistLoader:
         self.rank = graph.group.rank
         self._maker = BatchMaker(spec, graph.group, graph.sampling_graph, graph.features, graph.book) \
             if num_workers == 0 else None
-        self._pool = WorkerPool(graph.part_config, graph.group.rank, graph.group.world_size, graph.group.store, spec,
+        self._pool = WorkerPool(graph.part_config, graph.group.rank, graph.group.world_size, spec,
                                 num_workers, prefetch, graph.group.timeout) if num_workers > 0 else None
 
     def __len__(self) -> int:

@@ -102,7 +102,7 @@ class LocalGraphStore(GraphStore):
     def __init__(self, part: Partition):
         super().__init__()
         book, g = part.partition_book, part.graph
-        ntype_of, per_type = (t.numpy() for t in book.map_to_per_ntype(g.ndata["_ID"]))
+        per_type = book.map_to_per_ntype(g.ndata["_ID"])[1].numpy()
         dst_local = np.repeat(np.arange(g.num_nodes), np.diff(g.indptr.numpy()))
         src_local = g.indices.numpy()
         etype = g.edata["_TYPE"].numpy()

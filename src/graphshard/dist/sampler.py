@@ -112,11 +112,10 @@ class DistNeighborSampler:
                 raise InputError(f"seed_time has shape {times.shape}, seeds {seeds.shape}")
         disjoint = self.disjoint or times is not None
 
-        def layer(ids, owner, fanout_row, hop):
-            return self._layer(ids, None if times is None else times[owner], self.fanouts[fanout_row],
-                               seed * 1_000_003 + hop)
+        def layer(ids, owner, hop_fanouts, hop):
+            return self._layer(ids, None if times is None else times[owner], hop_fanouts, seed * 1_000_003 + hop)
 
-        return expand_hops(seeds, list(range(self.fanouts.shape[0])), layer, self.book.num_nodes(),
+        return expand_hops(seeds, list(self.fanouts), layer, self.book.num_nodes(),
                            None if disjoint else self._slot)
 
     def to_hetero(self, out: SamplerOutput) -> HeteroSamplerOutput:

@@ -61,6 +61,7 @@ def _connect_store(s: WorkerSetup) -> Any:
 
 
 def _build(s: WorkerSetup) -> tuple[Any, BatchMaker]:
+    from ..format.config import read_config
     from ..format.load import load_partition
     from .feature import DistFeatureStore
     from .local_store import LocalFeatureStore
@@ -72,20 +73,14 @@ def _build(s: WorkerSetup) -> tuple[Any, BatchMaker]:
     me = s.rank * s.num_workers + s.index
     store = _connect_store(s)
     group = join_group(names, me, store, f"{s.pool_key}/port", s.timeout, s.rpc_host, lanes=s.num_workers)
-    part = load_partition(s.part_config, group.part_id(_num_parts(s.part_config)))
+    part_id = group.part_id(read_config(s.part_config).num_parts)
+    part = load_partition(s.part_config, part_id)
     book = part.partition_book
-    features = DistFeatureStore(group, LocalFeatureStore(part, group.part_id(book.num_partitions())), book)
-    graph = LocalSamplingGraph(part.graph, book, group.part_id(book.num_partitions()),
-                               feature_times(features.lookup, features.has, book))
+    features = DistFeatureStore(group, LocalFeatureStore(part, part_id), book)
+    graph = LocalSamplingGraph(part.graph, book, part_id, feature_times(features.lookup, features.has, book))
     serve_sampling(graph)
     group.barrier("sampler workers ready")
     return group, BatchMaker(s.spec, group, graph, features, book)
-
-
-def _num_parts(config: str) -> int:
-    from ..format.config import read_config
-
-    return read_config(config).num_parts
 
 
 def worker_main(setup: WorkerSetup, requests: Any, results: Any) -> None:
@@ -122,7 +117,7 @@ class WorkerPool:
     ``num_workers``, in the same order). Batches come back in request order, ``prefetch`` in flight
     per worker."""
 
-    def __init__(self, part_config: str, rank: int, world_size: int, store: Any, spec: BatchSpec, num_workers: int,
+    def __init__(self, part_config: str, rank: int, world_size: int, spec: BatchSpec, num_workers: int,
                  prefetch: int = 2, timeout: float = 300.0, rpc_host: str = "127.0.0.1"):
         import torch.multiprocessing as mp
 

@@ -41,9 +41,11 @@ def _evaluate(s: Session, g: DistGraph, model: torch.nn.Module, ids: torch.Tenso
 
 
 def _predict(g: DistGraph, model: torch.nn.Module, ids: torch.Tensor, opts: TrainOptions) -> torch.Tensor:
-    """Model outputs for ``ids`` (rows in the order of ``ids``)."""
+    """Model outputs for ``ids`` (distinct; rows in the order of ``ids``)."""
     fanouts = opts.eval_fanouts or [-1] * opts.num_layers
-    out, at = None, {int(v): i for i, v in enumerate(ids.tolist())}
+    ids_np = ids.numpy()
+    order = np.argsort(ids_np, kind="stable")
+    out = None
     model.eval()
     with torch.no_grad(), DistNeighborLoader(g, fanouts, ids, batch_size=math.ceil(opts.eval_batch_size / g.group.world_size),
                                              seed=opts.seed) as loader:
@@ -51,7 +53,8 @@ def _predict(g: DistGraph, model: torch.nn.Module, ids: torch.Tensor, opts: Trai
             rows = model(batch.x, batch.edge_index)[: batch.batch_size]
             if out is None:
                 out = torch.zeros((ids.numel(), rows.shape[1]))
-            out[[at[int(v)] for v in batch.n_id[: batch.batch_size].tolist()]] = rows
+            seeds = batch.n_id[: batch.batch_size].numpy()
+            out[torch.from_numpy(order[np.searchsorted(ids_np, seeds, sorter=order)])] = rows
     return out if out is not None else torch.zeros((0, 0))
 
 
