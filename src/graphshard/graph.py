@@ -240,3 +240,16 @@ def _from_hetero_data(data: Any) -> Graph:
         if feats:
             edge_feats[et] = feats
     return Graph(num_nodes, edges, node_feats, edge_feats)
+
+
+def with_reverse_edges(g: Graph) -> Graph:
+    """``g`` plus, for every edge type ``(s, r, d)`` with ``s != d`` whose reverse is not there yet, a
+    type ``(d, "rev_" + r, s)`` with every edge flipped, so that messages flow both ways when sampling
+    in-edges (how undirected heterogeneous relations such as paper–author are trained on). Edge
+    features are not copied to the reversed types."""
+    edges = dict(g.edges)
+    pairs = {(et[0], et[2]) for et in edges}
+    for (s, r, d), (src, dst) in g.edges.items():
+        if s != d and (d, s) not in pairs:
+            edges[(d, f"rev_{r}", s)] = (dst, src)
+    return Graph(dict(g.num_nodes), edges, g.node_feats, g.edge_feats)

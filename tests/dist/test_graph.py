@@ -60,7 +60,7 @@ def _check_tensors(dg, rank):
     delta = (emb.weight[np.arange(25)] - before).numpy()
     expected = np.zeros((25, 4))
     expected[[0, 1, 3]] = -0.5
-    expected[2] = -0.5 * (1 + 1 / np.sqrt(2))  # two updates of gradient 1: Adagrad's state grows to 2
+    expected[2] = -0.5  # both ranks' gradients (1 each) sum to 2 before one update: 0.5 * 2 / sqrt(2**2)
     assert np.allclose(delta, expected, atol=1e-6)
 
 

@@ -57,7 +57,7 @@ def _embedding_worker(config, path):
     with session(timeout=60) as s:
         g = DistGraph("s", config)
         # a "model" whose output is a known function of the input: 2 * features + 1
-        write_embeddings(s, g, lambda ids: 2 * g.ndata["feat"][ids] + 1, path)
+        write_embeddings(s, g, lambda t, ids: 2 * g.ndata["feat"][ids] + 1, path)
         assert torch.is_tensor(g.ndata["feat"][[0]])
 
 

@@ -1,5 +1,7 @@
 """Learnable node embeddings stored in a :class:`DistTensor`, trained with a sparse optimiser: a step
-sends each touched row's summed gradient to the row's owner, which applies the update in place."""
+sends each touched row's gradient to the row's owner; once every rank has sent, each owner sums the
+gradients of a row over ranks (in rank order) and applies one update — deterministic, whatever the
+arrival order, and the same update one process would make with the whole batch."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from ..book import RangePartitionBook
 from ..errors import InputError
 from ..ids import as_id_array
 from .rpc import RpcGroup, by_owner
-from .tensor import DistTensor, shard
+from .tensor import DistTensor, local_shard, shard
 
 
 class DistEmbedding:
@@ -54,18 +56,32 @@ class DistEmbedding:
         return uniq, grads
 
 
-def _adagrad(name: str, ids: torch.Tensor, grads: torch.Tensor, lr: float, eps: float) -> None:
+def _stage(name: str, rank: int, ids: torch.Tensor, grads: torch.Tensor) -> None:
     s = shard(name)
-    rows = s.index(ids)
     with s.lock:
-        state = s.state.setdefault("sum_sq", torch.zeros_like(s.rows))
-        state[rows] += grads * grads
-        s.rows[rows] -= lr * grads / (state[rows].sqrt() + eps)
+        s.pending[rank] = (ids, grads)
+
+
+def _apply_adagrad(name: str, lr: float, eps: float) -> None:
+    s = shard(name)
+    with s.lock:
+        staged = [s.pending[r] for r in sorted(s.pending)]
+        s.pending.clear()
+    if not staged:
+        return
+    ids = torch.cat([i for i, _ in staged])
+    uniq, inverse = torch.unique(ids, return_inverse=True)
+    grads = torch.zeros((uniq.shape[0], *s.rows.shape[1:])).index_add_(0, inverse, torch.cat([g for _, g in staged]))
+    rows = s.index(uniq)
+    state = s.state.setdefault("sum_sq", torch.zeros_like(s.rows))
+    state[rows] += grads * grads
+    s.rows[rows] -= lr * grads / (state[rows].sqrt() + eps)
 
 
 class SparseAdagrad:
     """Adagrad on the rows of :class:`DistEmbedding` s that received gradients (state lives with each
-    row's owner). Call :meth:`step` after ``backward``; there is nothing to zero."""
+    row's owner). Call :meth:`step` after ``backward`` on every rank of the group (it is collective);
+    there is nothing to zero."""
 
     def __init__(self, embeddings: list[DistEmbedding], lr: float, eps: float = 1e-10):
         if lr <= 0:
@@ -73,9 +89,17 @@ class SparseAdagrad:
         self.embeddings, self.lr, self.eps = list(embeddings), lr, eps
 
     def step(self) -> None:
+        if not self.embeddings:
+            return
+        group = self.embeddings[0].weight.group
         for emb in self.embeddings:
             ids, grads = emb.take_gradients()
             w = emb.weight
-            by_owner(w.group, w._parts(ids), w.book.num_partitions(), None, _adagrad,
-                     lambda pos: (w.name, torch.from_numpy(ids[pos]), grads[torch.from_numpy(pos)], self.lr, self.eps),
-                     f"embedding {w.name!r} update")
+            by_owner(w.group, w._parts(ids), w.book.num_partitions(), None, _stage,
+                     lambda pos: (w.name, group.rank, torch.from_numpy(ids[pos]), grads[torch.from_numpy(pos)]),
+                     f"embedding {w.name!r} gradients")
+        group.barrier("sparse gradients sent")
+        for emb in self.embeddings:
+            if local_shard(emb.weight.name) is not None:
+                _apply_adagrad(emb.weight.name, self.lr, self.eps)
+        group.barrier("sparse updates applied")

@@ -197,6 +197,19 @@ class DistGraph:
     def edges(self) -> "_EdgeTypes":
         return _EdgeTypes(self)
 
+    def local_edges(self, etype: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """Source and destination (per-type IDs) of the edges of ``etype`` this partition owns (those
+        into its inner nodes); together over all partitions, every edge once."""
+        et = self._etype(etype) if etype is not None else self._single("local_edges", self.canonical_etypes)
+        g = self.local_partition.graph
+        indptr = g.indptr.numpy()
+        keep = g.edata["inner_edge"].numpy().astype(bool) & \
+            (g.edata["_TYPE"].numpy() == self.book.canonical_etypes.index(et))
+        gid = g.ndata["_ID"].numpy()
+        dst = gid[np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))[keep]]
+        src = gid[g.indices.numpy()[keep]]
+        return self.book.map_to_per_ntype(src)[1].numpy(), self.book.map_to_per_ntype(dst)[1].numpy()
+
     # -- degrees ----------------------------------------------------------------------------------
     def in_degrees(self, ids: Any, etype: Any = None) -> torch.Tensor:
         """In-degrees of nodes ``ids`` (per-type IDs of ``etype``'s destination type; all edge types

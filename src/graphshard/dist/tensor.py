@@ -24,6 +24,7 @@ class Shard:
     def __init__(self, rows: torch.Tensor, to_local: Callable[[np.ndarray], np.ndarray]):
         self.rows, self.to_local, self.lock = rows, to_local, threading.Lock()
         self.state: dict[str, torch.Tensor] = {}  # optimiser state (see embedding.py)
+        self.pending: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # gradients staged per rank
 
     def index(self, ids: torch.Tensor) -> torch.Tensor:
         return torch.from_numpy(self.to_local(ids.numpy()))
@@ -33,6 +34,11 @@ def shard(name: str) -> Shard:
     if name not in _SHARDS:
         raise InputError(f"no DistTensor named {name!r} in this process")
     return _SHARDS[name]
+
+
+def local_shard(name: str) -> Shard | None:
+    """This process's shard of DistTensor ``name``, or None where another process holds it."""
+    return _SHARDS.get(name)
 
 
 def _read(name: str, ids: torch.Tensor) -> torch.Tensor:

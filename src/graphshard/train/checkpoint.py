@@ -32,11 +32,14 @@ def _flatten(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> tuple[
 
 
 def save_checkpoint(directory: str | os.PathLike, epoch: int, model: torch.nn.Module,
-                    optimizer: torch.optim.Optimizer, history: list[dict]) -> None:
-    """Record the state after ``epoch`` (0-based) epochs have finished."""
+                    optimizer: torch.optim.Optimizer, history: list[dict],
+                    extra: dict[str, torch.Tensor] | None = None) -> None:
+    """Record the state after ``epoch`` (0-based) epochs have finished; ``extra``: more named tensors
+    (e.g. the embedding rows this rank holds)."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     tensors, opt_meta = _flatten(model, optimizer)
+    tensors.update({f"extra/{k}": v.detach().clone().contiguous() for k, v in (extra or {}).items()})
     tmp = d / f".{TENSORS}.tmp"
     save_file(tensors, str(tmp))
     os.replace(tmp, d / TENSORS)
@@ -47,8 +50,9 @@ def save_checkpoint(directory: str | os.PathLike, epoch: int, model: torch.nn.Mo
 
 
 def load_checkpoint(directory: str | os.PathLike, model: torch.nn.Module, optimizer: torch.optim.Optimizer
-                    ) -> tuple[int, list[dict]] | None:
-    """Restore model, optimiser and RNG; returns ``(next epoch, history)``, or None without a checkpoint."""
+                    ) -> tuple[int, list[dict], dict[str, torch.Tensor]] | None:
+    """Restore model, optimiser and RNG; returns ``(next epoch, history, extra tensors)``, or None
+    without a checkpoint."""
     d = Path(directory)
     if not (d / STATE).is_file():
         return None
@@ -68,4 +72,5 @@ def load_checkpoint(directory: str | os.PathLike, model: torch.nn.Module, optimi
         state.setdefault(int(idx), {})[name] = v
     optimizer.load_state_dict({"state": state, "param_groups": meta["optimizer"]["param_groups"]})
     torch.set_rng_state(tensors["rng/torch"])
-    return int(meta["epoch"]) + 1, list(meta["history"])
+    extra = {k[len("extra/"):]: v for k, v in tensors.items() if k.startswith("extra/")}
+    return int(meta["epoch"]) + 1, list(meta["history"]), extra

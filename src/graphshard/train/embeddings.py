@@ -1,8 +1,10 @@
-"""Write model outputs for every node to one ``.npy`` file in the user's original node order."""
+"""Model outputs for every node: computed by every rank for its share of the nodes into a
+:class:`DistTensor`, and written to disk in the user's original node order."""
 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,25 +16,57 @@ from ..dist.runtime import Session
 from ..dist.split import node_split
 from ..dist.tensor import DistTensor
 
+Predict = Callable[[str, torch.Tensor], torch.Tensor]  # (node type, per-type IDs) -> one row per ID
 
-def write_embeddings(s: Session, g: DistGraph, predict: Callable[[torch.Tensor], torch.Tensor], path: str) -> None:
-    """Every rank computes its share of the nodes into a DistTensor; rank 0 writes row ``i`` = node with
-    original ID ``i`` (atomically: temporary file, then rename)."""
-    book = g.get_partition_book()
-    n = g.num_nodes()
-    mine = node_split(np.ones(n, dtype=bool), book, rank=s.rank, world_size=s.world_size)
-    rows = predict(mine)  # every rank has rows: node_split is even and n >= world size
-    dim = int(rows.shape[1])
-    table = DistTensor(g.group, book, (n, dim), torch.float32, f"embeddings#{g.key}")
-    table[mine] = rows
+
+def my_share(s: Session, g: DistGraph, ntype: str) -> torch.Tensor:
+    """The nodes of ``ntype`` this rank computes outputs for (an even split of all of them)."""
+    return node_split(np.ones(g.num_nodes(ntype), dtype=bool), g.get_partition_book(),
+                      ntype=ntype if len(g.ntypes) > 1 else None, rank=s.rank, world_size=s.world_size)
+
+
+def fill(s: Session, g: DistGraph, table: DistTensor, predict: Predict, ntype: str) -> None:
+    """Set every row of ``table`` (one per node of ``ntype``) to ``predict``'s output (collective)."""
+    mine = my_share(s, g, ntype)
+    if mine.numel():
+        table[mine] = predict(ntype, mine)
     g.barrier()
+
+
+def embed_all(s: Session, g: DistGraph, predict: Predict, ntype: str, name: str) -> DistTensor:
+    """A new DistTensor holding ``predict`` for every node of ``ntype`` (collective)."""
+    mine = my_share(s, g, ntype)
+    rows = predict(ntype, mine)
+    dims = g.group.all_gather(str(int(rows.shape[1]) if rows.numel() else -1).encode(), f"{name} width")
+    dim = max(int(d) for d in dims)  # a rank with no nodes of the type has no rows to tell the width
+    table = DistTensor(g.group, g.get_partition_book(), (g.num_nodes(ntype), dim), torch.float32, f"{name}#{g.key}",
+                       ntype=ntype)
+    if mine.numel():
+        table[mine] = rows
+    g.barrier()
+    return table
+
+
+def write_embeddings(s: Session, g: DistGraph, predict: Predict, path: str, ntypes: list[str] | None = None) -> None:
+    """``predict`` for every node of ``ntypes`` (all by default); row ``i`` of a type's array = the node
+    with original ID ``i``. A homogeneous graph: ``path`` is that ``.npy`` file; a heterogeneous one:
+    ``path`` is a directory of ``<node type>.npy``. Written atomically (temporary file or directory,
+    then rename) by rank 0."""
+    book, hetero = g.get_partition_book(), len(g.ntypes) > 1
+    tables = {t: embed_all(s, g, predict, t, f"embeddings/{t}") for t in (ntypes or g.ntypes)}
     if s.rank == 0:
-        ids = torch.arange(n)
-        out = np.empty((n, dim), dtype=np.float32)
-        out[book.to_original(book.ntypes[0], ids).numpy()] = table[ids].numpy()
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.tmp.npy")
-        np.save(tmp, out)
+        tmp = target.with_name(f".{target.name}.tmp" + ("" if hetero else ".npy"))
+        if hetero:
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir()
+        for t, table in tables.items():
+            ids = torch.arange(g.num_nodes(t))
+            out = np.empty(table.shape, dtype=np.float32)
+            out[book.to_original(t, ids).numpy()] = table[ids].numpy()
+            np.save(tmp / f"{t}.npy" if hetero else tmp, out)
+        if hetero and target.exists():
+            shutil.rmtree(target)
         os.replace(tmp, target)
     g.barrier()

@@ -1,4 +1,4 @@
-"""Node classification on one rank: DistGraph + DistNeighborLoader + GraphSAGE under DDP (gloo).
+"""Node classification on one rank: DistGraph + DistNeighborLoader + a model under DDP (gloo).
 Evaluation samples the full neighbourhood (fanout -1 per layer unless ``eval_fanouts`` says otherwise)
 of every rank's share of the validation/test nodes and sums the counts over ranks."""
 
@@ -6,124 +6,98 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
 
 from ..dist.collectives import all_reduce_sum
 from ..dist.graph import DistGraph
 from ..dist.loader import DistNeighborLoader
 from ..dist.runtime import Session
 from ..dist.split import node_split
-from ..models import GraphSAGE
-from .checkpoint import load_checkpoint, save_checkpoint
+from ..errors import InputError
 from .embeddings import write_embeddings
+from .inputs import ModelInputs, build_model, rows_of
+from .loop import Trainer, graph_name
 from .options import TrainOptions
 
 log = logging.getLogger(__name__)
 
 
-def _full(g: DistGraph, name: str) -> np.ndarray:
-    return g.ndata[name][torch.arange(g.num_nodes())].numpy()
+def target_type(g: DistGraph, opts: TrainOptions, label: str = "label") -> str:
+    """``opts.target``, or the only node type, or the only node type with labels."""
+    if opts.target:
+        if opts.target not in g.ntypes:
+            raise InputError(f"target node type {opts.target!r} is not in the graph (types: {g.ntypes})")
+        return opts.target
+    labelled = [t for t in g.ntypes if label in g.nodes[t].data]
+    if len(g.ntypes) == 1 or len(labelled) == 1:
+        return g.ntypes[0] if len(g.ntypes) == 1 else labelled[0]
+    raise InputError(f"node types with {label!r}: {labelled}; choose one with --target")
 
 
-def _evaluate(s: Session, g: DistGraph, model: torch.nn.Module, ids: torch.Tensor, labels: np.ndarray,
-              opts: TrainOptions) -> float:
-    """Accuracy over every rank's ``ids`` (each counted once, whatever the loader's top-up)."""
-    pred = _predict(g, model, ids, opts).argmax(1).numpy()
-    own = ids.numpy()
-    counts = all_reduce_sum(s.ctx, np.array([(pred == labels[own]).sum(), own.size], dtype=np.int64), "evaluation")
-    return float(counts[0] / max(1, counts[1]))
+def _full(g: DistGraph, ntype: str, name: str) -> np.ndarray:
+    data = g.nodes[ntype].data
+    if name not in data:
+        raise InputError(f"node type {ntype!r} has no {name!r} data (it has {data.keys()})")
+    return data[name][torch.arange(g.num_nodes(ntype))].numpy()
 
 
-def _predict(g: DistGraph, model: torch.nn.Module, ids: torch.Tensor, opts: TrainOptions) -> torch.Tensor:
-    """Model outputs for ``ids`` (distinct; rows in the order of ``ids``)."""
+def predict(g: DistGraph, model: torch.nn.Module, inputs: ModelInputs, ntype: str, ids: torch.Tensor,
+            opts: TrainOptions) -> torch.Tensor:
+    """Model outputs for nodes ``ids`` of ``ntype`` (distinct; rows in the order of ``ids``), sampling
+    ``opts.eval_fanouts`` (every in-edge by default)."""
     fanouts = opts.eval_fanouts or [-1] * opts.num_layers
     ids_np = ids.numpy()
     order = np.argsort(ids_np, kind="stable")
     out = None
     model.eval()
-    with torch.no_grad(), DistNeighborLoader(g, fanouts, ids, batch_size=math.ceil(opts.eval_batch_size / g.group.world_size),
+    with torch.no_grad(), DistNeighborLoader(g, fanouts, ids, math.ceil(opts.eval_batch_size / g.group.world_size),
+                                             input_type=ntype if inputs.hetero else None, label_name=None,
                                              seed=opts.seed) as loader:
         for batch in loader:
-            rows = model(batch.x, batch.edge_index)[: batch.batch_size]
+            n = batch[ntype].batch_size if inputs.hetero else batch.batch_size
+            rows = rows_of(model(*inputs(batch)), ntype)[:n]
             if out is None:
                 out = torch.zeros((ids.numel(), rows.shape[1]))
-            seeds = batch.n_id[: batch.batch_size].numpy()
+            seeds = (batch[ntype] if inputs.hetero else batch).n_id[:n].numpy()
             out[torch.from_numpy(order[np.searchsorted(ids_np, seeds, sorter=order)])] = rows
     return out if out is not None else torch.zeros((0, 0))
 
 
 def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
     """Train and evaluate; returns the metrics (the same on every rank)."""
-    from torch.nn.parallel import DistributedDataParallel
-
     torch.manual_seed(opts.seed)
-    g = DistGraph(_graph_name(opts.part_config), opts.part_config)
+    g = DistGraph(graph_name(opts.part_config), opts.part_config)
+    target = target_type(g, opts)
     book, world = g.get_partition_book(), s.world_size
-    labels = _full(g, "label").astype(np.int64)
-    split = {k: node_split(_full(g, f"{k}_mask").astype(bool), book, rank=s.rank, world_size=world)
+    labels = _full(g, target, "label").astype(np.int64)
+    ntype = target if len(g.ntypes) > 1 else None
+    split = {k: node_split(_full(g, target, f"{k}_mask").astype(bool), book, ntype, rank=s.rank, world_size=world)
              for k in ("train", "val", "test")}
-    model = GraphSAGE(g.ndata["feat"].shape[1], opts.hidden, int(labels.max()) + 1, opts.num_layers, opts.dropout)
-    opt = torch.optim.Adam(model.parameters(), lr=opts.lr)
-    start_epoch, history = 0, []
-    if opts.checkpoint:
-        resumed = load_checkpoint(_rank_dir(opts.checkpoint, s.rank), model, opt)
-        if resumed:
-            start_epoch, history = resumed
-            log.info("resuming after epoch %d from %s", start_epoch, opts.checkpoint)
-    ddp = DistributedDataParallel(model)
-    loader = DistNeighborLoader(g, opts.fanouts, split["train"], batch_size=math.ceil(opts.batch_size / world),
+    inputs = ModelInputs(g, opts)
+    model = build_model(opts, inputs, int(labels.max()) + 1, [target])
+
+    def evaluate(ids: torch.Tensor) -> float:
+        pred = predict(g, model, inputs, target, ids, opts).argmax(1).numpy()
+        own = ids.numpy()
+        counts = all_reduce_sum(s.ctx, np.array([(pred == labels[own]).sum(), own.size], dtype=np.int64), "evaluation")
+        return float(counts[0] / max(1, counts[1]))
+
+    def loss(ddp: torch.nn.Module, batch: Any) -> torch.Tensor:
+        store = batch[target] if inputs.hetero else batch
+        out = rows_of(ddp(*inputs(batch)), target)[: store.batch_size]
+        return F.cross_entropy(out, store.y[: store.batch_size].long())
+
+    trainer = Trainer(s, g, opts, model, inputs)
+    loader = DistNeighborLoader(g, opts.fanouts, split["train"], math.ceil(opts.batch_size / world), input_type=ntype,
                                 shuffle=True, num_workers=opts.num_workers, seed=opts.seed)
-    loader.epoch = start_epoch
-    with loader:
-        for epoch in range(start_epoch, opts.epochs):
-            history.append(_epoch(s, g, ddp, opt, loader, epoch, opts))
-            history[-1]["val_acc"] = _evaluate(s, g, model, split["val"], labels, opts)
-            log.info("epoch %d: %s", epoch, history[-1])
-            if opts.checkpoint:
-                save_checkpoint(_rank_dir(opts.checkpoint, s.rank), epoch, model, opt, history)
-    metrics = {"epochs": history, "test_acc": _evaluate(s, g, model, split["test"], labels, opts),
+    history = trainer.fit(loader, loss, lambda: {"val_acc": evaluate(split["val"])})
+    metrics = {"task": "node", "epochs": history, "test_acc": evaluate(split["test"]),
                "val_acc": history[-1]["val_acc"] if history else None, "world_size": world,
                "num_parts": book.num_partitions()}
     if opts.save_embeddings:
-        write_embeddings(s, g, lambda ids: _predict(g, model, ids, opts), opts.save_embeddings)
+        write_embeddings(s, g, lambda t, ids: predict(g, model, inputs, t, ids, opts), opts.save_embeddings, [target])
     return metrics
-
-
-def _epoch(s: Session, g: DistGraph, ddp: torch.nn.Module, opt: torch.optim.Optimizer, loader: DistNeighborLoader,
-           epoch: int, opts: TrainOptions) -> dict[str, float]:
-    ddp.train()
-    sums = np.zeros(6)  # wall, sample, fetch, compute, loss*batches, fetch bytes
-    start = time.perf_counter()
-    bar = tqdm(total=len(loader), desc=f"epoch {epoch}", disable=not (opts.progress and s.rank == 0), leave=False)
-    for batch in loader:
-        t = time.perf_counter()
-        opt.zero_grad()
-        out = ddp(batch.x, batch.edge_index)[: batch.batch_size]
-        loss = F.cross_entropy(out, batch.y[: batch.batch_size].long())
-        loss.backward()  # DDP all-reduces gradients here
-        opt.step()
-        sums[1:] += [batch.sample_time, batch.fetch_time, time.perf_counter() - t, loss.item(), batch.fetch_bytes]
-        bar.update()
-    bar.close()
-    sums[0] = time.perf_counter() - start
-    total = all_reduce_sum(s.ctx, np.append(sums, len(loader)), "epoch metrics")
-    ranks, batches = s.world_size, total[6] / s.world_size
-    return {"epoch": epoch, "wall_s": total[0] / ranks, "sample_s": total[1] / ranks, "fetch_s": total[2] / ranks,
-            "compute_s": total[3] / ranks, "train_loss": total[4] / (batches * ranks),
-            "fetch_bytes": int(total[5]), "batches": int(batches)}
-
-
-def _rank_dir(directory: str, rank: int) -> str:
-    return f"{directory}/rank{rank}"
-
-
-def _graph_name(part_config: str) -> str:
-    from ..format.config import read_config
-
-    return read_config(part_config).graph_name

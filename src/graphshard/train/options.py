@@ -6,11 +6,16 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 
+TASKS = ("node", "link")
+MODELS = ("sage", "mlp")
+DECODERS = ("dot", "mlp")
+
 
 @dataclass
 class TrainOptions:
-    """``batch_size`` is the global mini-batch size: each of the ``W`` ranks takes ``ceil(batch_size / W)``
-    seeds per step and DDP averages their gradients, so 1 rank and W ranks optimise alike."""
+    """``batch_size`` is the global mini-batch size (seed nodes, or positive edges for ``link``): each of
+    the ``W`` ranks takes ``ceil(batch_size / W)`` per step and DDP averages their gradients, so 1 rank
+    and W ranks optimise alike."""
 
     part_config: str = ""
     task: str = "node"
@@ -24,6 +29,13 @@ class TrainOptions:
     lr: float = 0.01
     num_workers: int = 0
     seed: int = 0
+    target: str | None = None  # node type to classify (default: the only type with labels)
+    embed_dim: int = 0  # width of learnt inputs of featureless node types (0: hidden)
+    sparse_lr: float = 0.05  # SparseAdagrad learning rate of those embeddings
+    decoder: str = "dot"  # link: score of a node pair
+    neg_ratio: float = 1.0  # link: random negative edges per positive in training
+    eval_negatives: int = 100  # link: random destinations ranked against each positive (MRR)
+    link_split: str | None = None  # link: held-out edges file (see train/link_split.py)
     eval_fanouts: list[int] | None = None  # default: every in-edge (-1) on every layer
     eval_batch_size: int = 4096
     metrics_out: str | None = None
@@ -33,12 +45,15 @@ class TrainOptions:
     progress: bool = True
 
     def check(self) -> None:
-        if self.task != "node":
-            raise InputError(f"task {self.task!r} is not available yet (only 'node' classification)")
-        if self.model != "sage":
-            raise InputError(f"unknown model {self.model!r} (available: sage)")
+        for name, value, allowed in (("task", self.task, TASKS), ("model", self.model, MODELS),
+                                     ("decoder", self.decoder, DECODERS)):
+            if value not in allowed:
+                raise InputError(f"unknown {name} {value!r} (available: {', '.join(allowed)})")
         if len(self.fanouts) != self.num_layers:
             raise InputError(f"{len(self.fanouts)} fanouts for {self.num_layers} layers")
-        for name in ("batch_size", "hidden", "num_layers", "epochs"):
+        for name in ("batch_size", "hidden", "num_layers", "epochs", "eval_negatives"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("lr", "sparse_lr", "neg_ratio"):
+            if getattr(self, name) <= 0:
+                raise InputError(f"{name} must be positive, got {getattr(self, name)}")

@@ -1,0 +1,49 @@
+"""Heterogeneous GraphSAGE (an R-GCN with mean aggregation per relation): one ``SAGEConv`` per edge
+type, summed over the relations that reach a node type, built from PyG's ``HeteroConv``."""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch_geometric.nn import HeteroConv, SAGEConv
+
+from ..graph import EType
+
+
+class HeteroSAGE(nn.Module):
+    """Every node type's input (``in_dims[t]`` wide) is first projected to ``hidden``; then
+    ``num_layers`` relation-wise SAGEConv layers. Node types that no edge type reaches keep a per-layer
+    linear map of their own representation, so every type has a row in every layer.
+
+    ``forward(x_dict, edge_index_dict)`` wants every node and edge type present (empty where a batch
+    has none — see :class:`graphshard.train.inputs.ModelInputs`) and returns the node types in
+    ``outputs`` (all by default): with only the types a loss reads, DDP can tell unused relations."""
+
+    def __init__(self, in_dims: dict[str, int], etypes: list[EType], hidden: int, out_dim: int,
+                 num_layers: int = 2, dropout: float = 0.5, outputs: list[str] | None = None):
+        super().__init__()
+        self.outputs = outputs
+        self.proj = nn.ModuleDict({t: nn.Linear(d, hidden) for t, d in in_dims.items()})
+        reached = {et[2] for et in etypes}
+        dims = [hidden] * num_layers + [out_dim]
+        with warnings.catch_warnings():  # PyG warns of types no relation reaches: ``keep`` carries them
+            warnings.filterwarnings("ignore", message="There exist node types")
+            self.convs = nn.ModuleList(HeteroConv({et: SAGEConv((a, a), b) for et in etypes}, aggr="sum")
+                                       for a, b in zip(dims[:-1], dims[1:]))
+        self.keep = nn.ModuleList(nn.ModuleDict({t: nn.Linear(a, b) for t in in_dims if t not in reached})
+                                  for a, b in zip(dims[:-1], dims[1:]))
+        self.dropout = dropout
+
+    def forward(self, x_dict: dict[str, torch.Tensor], edge_index_dict: dict[EType, torch.Tensor]
+                ) -> dict[str, torch.Tensor]:
+        x = {t: self.proj[t](v) for t, v in x_dict.items()}
+        for i, (conv, keep) in enumerate(zip(self.convs, self.keep)):
+            out = conv(x, edge_index_dict)
+            out.update({t: lin(x[t]) for t, lin in keep.items()})
+            if i < len(self.convs) - 1:
+                out = {t: F.dropout(F.relu(v), self.dropout, self.training) for t, v in out.items()}
+            x = out
+        return x if self.outputs is None else {t: x[t] for t in self.outputs}

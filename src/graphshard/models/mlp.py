@@ -1,0 +1,28 @@
+"""A features-only baseline: an MLP on the seed nodes' own inputs, ignoring the graph."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class MLP(nn.Module):
+    """``num_layers`` linear layers (ReLU + dropout between them). ``forward`` takes the same arguments as
+    the GNNs and ignores the edges; with dictionaries (heterogeneous) it maps only ``target``'s rows."""
+
+    def __init__(self, in_dim: int, hidden: int, out_dim: int, num_layers: int = 2, dropout: float = 0.5,
+                 target: str | None = None):
+        super().__init__()
+        dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
+        self.lins = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.dropout, self.target = dropout, target
+
+    def forward(self, x, edge_index=None):
+        if isinstance(x, dict):
+            return {self.target: self.forward(x[self.target])}
+        for i, lin in enumerate(self.lins):
+            x = lin(x)
+            if i < len(self.lins) - 1:
+                x = F.dropout(F.relu(x), self.dropout, self.training)
+        return x

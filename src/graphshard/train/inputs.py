@@ -1,0 +1,105 @@
+"""What a model sees of a loader batch: node inputs per type — the feature rows where a type has
+features, learnable :class:`DistEmbedding` rows where it has none — and edges per type. Also builds
+the model that fits those inputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..dist.embedding import DistEmbedding, SparseAdagrad
+from ..dist.graph import DistGraph
+from ..dist.tensor import local_shard
+from ..errors import InputError
+from ..models import MLP, GraphSAGE, HeteroSAGE
+from .options import MODELS, TrainOptions
+
+
+class ModelInputs:
+    """Inputs for the models of :mod:`graphshard.models` from ``DistGraph`` batches. Construction is
+    collective (it creates the embeddings of featureless node types on every rank alike)."""
+
+    def __init__(self, g: DistGraph, opts: TrainOptions, feat_name: str = "feat"):
+        self.hetero = len(g.ntypes) > 1 or len(g.canonical_etypes) > 1
+        self.ntypes, self.etypes = g.ntypes, g.canonical_etypes
+        self.dims: dict[str, int] = {}
+        self.embeddings: dict[str, DistEmbedding] = {}
+        embed_dim = opts.embed_dim or opts.hidden
+        for i, t in enumerate(self.ntypes):
+            data = g.nodes[t].data
+            if feat_name in data:
+                shape = data[feat_name].shape
+                self.dims[t] = int(shape[1]) if len(shape) > 1 else 1
+            else:
+                self.embeddings[t] = DistEmbedding(g.group, g.book, g.num_nodes(t), embed_dim, f"embed/{t}#{g.key}",
+                                                   ntype=t, seed=opts.seed * 1009 + i)
+                self.dims[t] = embed_dim
+        self.optimizer = SparseAdagrad(list(self.embeddings.values()), opts.sparse_lr) if self.embeddings else None
+
+    def _x(self, store: Any, t: str) -> torch.Tensor:
+        if t in self.embeddings:
+            return self.embeddings[t](store.n_id)
+        x = store.x.float()
+        return x if x.dim() == 2 else x.view(-1, 1)
+
+    def __call__(self, batch: Any) -> tuple[Any, Any]:
+        """``(x, edge_index)`` (homogeneous) or ``(x_dict, edge_index_dict)`` with every type present."""
+        if not self.hetero:
+            return self._x(batch, self.ntypes[0]), batch.edge_index
+        present_n, present_e = set(batch.node_types), set(batch.edge_types)
+        x = {t: self._x(batch[t], t) if t in present_n else torch.zeros((0, self.dims[t])) for t in self.ntypes}
+        edges = {et: batch[et].edge_index if et in present_e else torch.zeros((2, 0), dtype=torch.long)
+                 for et in self.etypes}
+        return x, edges
+
+    def step(self) -> None:
+        """Apply the embeddings' sparse updates (after ``backward``)."""
+        if self.optimizer is not None:
+            self.optimizer.step()
+
+
+    def state(self) -> dict[str, torch.Tensor]:
+        """The embedding rows (and optimiser state) held by this process, for a checkpoint."""
+        out = {}
+        for t, emb in self.embeddings.items():
+            held = local_shard(emb.weight.name)
+            if held is not None:
+                out[f"embed/{t}/rows"] = held.rows
+                out.update({f"embed/{t}/{k}": v for k, v in held.state.items()})
+        return out
+
+    def load_state(self, tensors: dict[str, torch.Tensor]) -> None:
+        """Restore what :meth:`state` recorded (call on every rank, then barrier)."""
+        for t, emb in self.embeddings.items():
+            held = local_shard(emb.weight.name)
+            if held is None:
+                continue
+            if f"embed/{t}/rows" not in tensors:
+                raise InputError(f"the checkpoint has no embedding rows of node type {t!r}")
+            held.rows.copy_(tensors[f"embed/{t}/rows"])
+            held.state.update({k.rsplit("/", 1)[1]: v.clone() for k, v in tensors.items()
+                               if k.startswith(f"embed/{t}/") and not k.endswith("/rows")})
+
+
+def build_model(opts: TrainOptions, inputs: ModelInputs, out_dim: int, targets: list[str]) -> nn.Module:
+    """The ``opts.model`` network from ``inputs``' dimensions to ``out_dim`` outputs per node of the
+    ``targets`` node types (the types the loss reads)."""
+    target = targets[0]
+    if opts.model == "mlp":
+        if len(set(targets)) > 1:
+            raise InputError(f"model 'mlp' maps one node type, not {targets}")
+        return MLP(inputs.dims[target], opts.hidden, out_dim, opts.num_layers, opts.dropout,
+                   target if inputs.hetero else None)
+    if opts.model == "sage":
+        if inputs.hetero:
+            return HeteroSAGE(inputs.dims, inputs.etypes, opts.hidden, out_dim, opts.num_layers, opts.dropout,
+                              list(dict.fromkeys(targets)))
+        return GraphSAGE(inputs.dims[target], opts.hidden, out_dim, opts.num_layers, opts.dropout)
+    raise InputError(f"unknown model {opts.model!r} (available: {', '.join(MODELS)})")
+
+
+def rows_of(out: Any, target: str) -> torch.Tensor:
+    """The output rows of node type ``target`` (the whole output of a homogeneous model)."""
+    return out[target] if isinstance(out, dict) else out

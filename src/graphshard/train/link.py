@@ -1,0 +1,122 @@
+"""Link prediction on one rank: the encoder (GraphSAGE / heterogeneous GraphSAGE) and a dot-product or
+MLP decoder under DDP, trained on this partition's edges with random negatives (binary cross-entropy).
+
+Evaluation: every node's representation is computed with full neighbourhoods into a DistTensor; each
+held-out edge ``(u, v)`` is ranked against ``eval_negatives`` random destinations ``(u, v')`` (raw,
+unfiltered). MRR is the mean reciprocal rank (ties count half), AUC the fraction of (positive,
+negative) pairs the positive wins. Negatives depend on the seed and original IDs only, so the figures
+do not depend on the number of ranks or the partitioning."""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..dist.collectives import all_reduce_sum
+from ..dist.graph import DistGraph
+from ..dist.loader import DistLinkNeighborLoader
+from ..dist.runtime import Session
+from ..dist.tensor import DistTensor
+from ..errors import InputError
+from ..graph import EType
+from ..models import DotDecoder, LinkModel, MLPDecoder
+from .embeddings import fill, write_embeddings
+from .inputs import ModelInputs, build_model
+from .link_split import LinkSplit, load_link_split
+from .loop import Trainer, graph_name
+from .node import predict
+from .options import TrainOptions
+
+log = logging.getLogger(__name__)
+_CHUNK = 4096  # held-out edges per block of negatives (blocks, not ranks, seed the negatives)
+
+
+def _my_edges(s: Session, g: DistGraph, et: EType) -> np.ndarray:
+    """This rank's training edges ``(2, E)``: its partition's edges of ``et``, cut evenly among the
+    partition's ranks."""
+    src, dst = g.local_edges(et)
+    per = g.group.per_part(g.get_partition_book().num_partitions())
+    t, n = s.rank % per, src.shape[0]
+    lo, hi = n * t // per, n * (t + 1) // per
+    return np.stack([src[lo:hi], dst[lo:hi]])
+
+
+class LinkEvaluator:
+    """MRR and AUC of held-out edges (see the module docstring)."""
+
+    def __init__(self, s: Session, g: DistGraph, model: LinkModel, inputs: ModelInputs, et: EType,
+                 opts: TrainOptions):
+        self.s, self.g, self.model, self.inputs, self.et, self.opts = s, g, model, inputs, et, opts
+        book = g.get_partition_book()
+        self.tables = {t: DistTensor(g.group, book, (g.num_nodes(t), opts.hidden), torch.float32,
+                                     f"link-eval/{t}#{g.key}", ntype=t) for t in dict.fromkeys((et[0], et[2]))}
+
+    def __call__(self, pairs: np.ndarray, tag: int) -> dict[str, float]:
+        s, g, et, book = self.s, self.g, self.et, self.g.get_partition_book()
+        for t, table in self.tables.items():
+            fill(s, g, table, lambda nt, ids: predict(g, self.model.encoder, self.inputs, nt, ids, self.opts), t)
+        chunks = math.ceil(pairs.shape[1] / _CHUNK)
+        sums = np.zeros(4)  # reciprocal ranks, positives, AUC wins, AUC pairs
+        self.model.eval()
+        with torch.no_grad():
+            for c in range(chunks * s.rank // s.world_size, chunks * (s.rank + 1) // s.world_size):
+                block = pairs[:, c * _CHUNK:(c + 1) * _CHUNK]
+                rng = np.random.default_rng([self.opts.seed, tag, c])
+                neg = rng.integers(0, g.num_nodes(et[2]), (block.shape[1], self.opts.eval_negatives))
+                src = self.tables[et[0]][book.from_original(et[0], block[0])]
+                dst = self.tables[et[2]][book.from_original(et[2], block[1])]
+                h_neg = self.tables[et[2]][book.from_original(et[2], neg.reshape(-1))].view(*neg.shape, -1)
+                pos = self.model.decoder(src, dst)
+                negs = self.model.decoder(src.unsqueeze(1).expand_as(h_neg), h_neg)
+                beaten = (negs > pos[:, None]).sum(1) + 0.5 * (negs == pos[:, None]).sum(1)
+                sums += [float((1.0 / (1.0 + beaten)).sum()), block.shape[1],
+                         float(negs.numel() - beaten.sum()), negs.numel()]
+        total = all_reduce_sum(s.ctx, sums, "link evaluation")
+        return {"mrr": float(total[0] / max(1, total[1])), "auc": float(total[2] / max(1, total[3]))}
+
+
+def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
+    """Train and evaluate; returns the metrics (the same on every rank)."""
+    if not opts.link_split:
+        raise InputError("link prediction needs held-out edges: pass --link-split FILE (written by "
+                         "graphshard.train.link_split.save_link_split; `graphshard train --dataset` makes one)")
+    held: LinkSplit = load_link_split(opts.link_split)
+    torch.manual_seed(opts.seed)
+    g = DistGraph(graph_name(opts.part_config), opts.part_config)
+    et = g._etype(held.etype)
+    inputs = ModelInputs(g, opts)
+    encoder = build_model(opts, inputs, opts.hidden, [et[0], et[2]])
+    decoder = DotDecoder() if opts.decoder == "dot" else MLPDecoder(opts.hidden, opts.hidden)
+    model = LinkModel(encoder, decoder, et[0], et[2])
+    evaluate = LinkEvaluator(s, g, model, inputs, et, opts)
+
+    def loss(ddp: torch.nn.Module, batch: Any) -> torch.Tensor:
+        store = batch[et] if inputs.hetero else batch
+        scores = ddp(*inputs(batch), store.edge_label_index)
+        return F.binary_cross_entropy_with_logits(scores, store.edge_label.float())
+
+    trainer = Trainer(s, g, opts, model, inputs)
+    loader = DistLinkNeighborLoader(g, opts.fanouts, _my_edges(s, g, et), math.ceil(opts.batch_size / s.world_size),
+                                    edge_type=et, neg_sampling="binary", neg_amount=opts.neg_ratio, shuffle=True,
+                                    num_workers=opts.num_workers, seed=opts.seed)
+    history = trainer.fit(loader, loss, lambda: {f"val_{k}": v for k, v in evaluate(held.val, 1).items()})
+    test = evaluate(held.test, 2)
+    metrics = {"task": "link", "edge_type": list(et), "epochs": history, "test_mrr": test["mrr"],
+               "test_auc": test["auc"], "val_mrr": history[-1]["val_mrr"] if history else None,
+               "val_auc": history[-1]["val_auc"] if history else None, "world_size": s.world_size,
+               "num_parts": g.get_partition_book().num_partitions(),
+               "random_mrr": _random_mrr(opts.eval_negatives)}
+    if opts.save_embeddings:
+        write_embeddings(s, g, lambda t, ids: predict(g, encoder, inputs, t, ids, opts), opts.save_embeddings,
+                         list(dict.fromkeys((et[0], et[2]))))
+    return metrics
+
+
+def _random_mrr(k: int) -> float:
+    """Expected MRR of random scores: the positive's rank is uniform over 1..k+1."""
+    return float(np.sum(1.0 / np.arange(1, k + 2)) / (k + 1))

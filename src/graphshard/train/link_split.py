@@ -1,0 +1,93 @@
+"""Held-out edges for link prediction: validation and test edges chosen before partitioning and taken
+out of the graph, so no message passes along an edge the model is asked to predict.
+
+On disk: one safetensors file with int64 tensors ``val`` and ``test`` of shape ``(2, E)`` (source and
+destination node IDs in the user's original per-type numbering) and the edge type in its metadata
+(``edge_type`` = ``"src:rel:dst"``). Written atomically."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from ..errors import FormatError, InputError
+from ..graph import EType, Graph, etype_str, parse_etype
+
+
+@dataclass
+class LinkSplit:
+    etype: EType
+    val: np.ndarray  # (2, E_val) original IDs
+    test: np.ndarray  # (2, E_test) original IDs
+
+
+def split_edges(g: Graph, etype: EType | None = None, val_frac: float = 0.05, test_frac: float = 0.1,
+                seed: int = 0) -> tuple[Graph, LinkSplit]:
+    """``g`` without the held-out edges of ``etype`` (the only edge type by default), and those edges.
+
+    A relation between nodes of one type is taken as undirected: the pairs ``(u, v)`` and ``(v, u)``
+    are one link, held out together (every copy leaves the graph) and listed once."""
+    if etype is None:
+        if len(g.canonical_etypes) != 1:
+            raise InputError(f"choose the edge type to predict among {g.canonical_etypes}")
+        etype = g.canonical_etypes[0]
+    if etype not in g.edges:
+        raise InputError(f"edge type {etype} is not in the graph")
+    if not (0 <= val_frac and 0 <= test_frac and val_frac + test_frac < 1):
+        raise InputError(f"held-out fractions {val_frac} + {test_frac} must be >= 0 and sum below 1")
+    src, dst = (np.asarray(a, dtype=np.int64) for a in g.edges[etype])
+    width = max(g.num_nodes[etype[0]], g.num_nodes[etype[2]])
+    undirected = etype[0] == etype[2]
+    lo, hi = (np.minimum(src, dst), np.maximum(src, dst)) if undirected else (src, dst)
+    keys, inverse = np.unique(lo * width + hi, return_inverse=True)
+    perm = np.random.default_rng(seed).permutation(keys.shape[0])
+    n_val, n_test = int(round(val_frac * keys.shape[0])), int(round(test_frac * keys.shape[0]))
+    held = np.zeros(keys.shape[0], dtype=bool)
+    held[perm[:n_val + n_test]] = True
+    keep = ~held[inverse.reshape(-1)]
+    edges = dict(g.edges)
+    edges[etype] = (src[keep], dst[keep])
+    edge_feats = dict(g.edge_feats)
+    if etype in edge_feats:
+        edge_feats[etype] = {k: v[keep] for k, v in edge_feats[etype].items()}
+
+    def pairs(idx: np.ndarray) -> np.ndarray:
+        k = np.sort(keys[idx])
+        return np.stack([k // width, k % width])
+
+    split = LinkSplit(etype, pairs(perm[:n_val]), pairs(perm[n_val:n_val + n_test]))
+    return Graph(dict(g.num_nodes), edges, g.node_feats, edge_feats), split
+
+
+def save_link_split(split: LinkSplit, path: str | os.PathLike) -> None:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    save_file({"val": torch.from_numpy(np.ascontiguousarray(split.val)),
+               "test": torch.from_numpy(np.ascontiguousarray(split.test))},
+              str(tmp), metadata={"edge_type": etype_str(split.etype)})
+    os.replace(tmp, target)
+
+
+def load_link_split(path: str | os.PathLike) -> LinkSplit:
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+        tensors = load_file(str(path))
+    except (OSError, SafetensorError) as exc:
+        raise FormatError(f"{path}: not a readable link split ({exc})") from None
+    for key in ("val", "test"):
+        t = tensors.get(key)
+        if t is None or t.dim() != 2 or t.shape[0] != 2 or t.dtype != torch.int64:
+            raise FormatError(f"{path}: tensor {key!r} must be int64 of shape (2, E)")
+    if "edge_type" not in meta:
+        raise FormatError(f"{path}: metadata key 'edge_type' is missing")
+    return LinkSplit(parse_etype(meta["edge_type"]), tensors["val"].numpy(), tensors["test"].numpy())

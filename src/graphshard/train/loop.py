@@ -1,0 +1,125 @@
+"""The training loop shared by the tasks: DDP (gloo) around the model, Adam on its parameters, sparse
+Adagrad on the input embeddings, per-epoch timings and metrics, checkpoints and resume.
+
+Gradient all-reduce runs through a communication hook that waits for each bucket's all-reduce and
+times it, so ``comm_s`` (all-reduce + sparse embedding updates, including waiting for slower ranks)
+is measured apart from ``compute_s`` (forward, backward, optimiser step)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from tqdm import tqdm
+
+from ..dist.collectives import all_reduce_sum
+from ..dist.graph import DistGraph
+from ..dist.runtime import Session
+from .checkpoint import load_checkpoint, save_checkpoint
+from .inputs import ModelInputs
+from .options import TrainOptions
+
+log = logging.getLogger(__name__)
+
+# per-rank sums kept for an epoch, in this order (then the batch count)
+_SUMS = ("wall_s", "sample_s", "fetch_s", "compute_s", "comm_s", "loss", "fetch_bytes")
+
+
+def graph_name(part_config: str) -> str:
+    from ..format.config import read_config
+
+    return read_config(part_config).graph_name
+
+
+def _timed_allreduce(state, bucket):  # no annotations: DDP checks them against its own types
+    start = time.perf_counter()
+    grads = bucket.buffer().div_(dist.get_world_size())
+    dist.all_reduce(grads)
+    state["comm_s"] += time.perf_counter() - start
+    fut: torch.futures.Future = torch.futures.Future()
+    fut.set_result(grads)
+    return fut
+
+
+class Trainer:
+    """Runs epochs of ``loss(ddp_model, batch)`` over a loader; the model and the inputs' embeddings are
+    checkpointed after every epoch when ``opts.checkpoint`` is set, and resumed from it."""
+
+    def __init__(self, s: Session, g: DistGraph, opts: TrainOptions, model: torch.nn.Module,
+                 inputs: ModelInputs):
+        from torch.nn.parallel import DistributedDataParallel
+
+        self.s, self.g, self.opts, self.inputs = s, g, opts, inputs
+        self.model = model
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=opts.lr)
+        self.start_epoch, self.history = 0, []
+        if opts.checkpoint:
+            resumed = load_checkpoint(self._dir(), model, self.optimizer)
+            if resumed:
+                self.start_epoch, self.history, extra = resumed
+                inputs.load_state(extra)
+                log.info("resuming after epoch %d from %s", self.start_epoch, opts.checkpoint)
+            g.barrier()  # every embedding shard is restored before anyone reads it
+        # a heterogeneous model's loss reads one node type: the relations feeding other types in the
+        # last layers get no gradient, which DDP must be told to expect
+        self.ddp = DistributedDataParallel(model, find_unused_parameters=inputs.hetero)
+        self.comm = {"comm_s": 0.0}
+        self.ddp.register_comm_hook(self.comm, _timed_allreduce)
+
+    def _dir(self) -> str:
+        return f"{self.opts.checkpoint}/rank{self.s.rank}"
+
+    def fit(self, loader: Any, loss: Callable[[torch.nn.Module, Any], torch.Tensor],
+            evaluate: Callable[[], dict[str, float]]) -> list[dict[str, Any]]:
+        """Train from the resumed epoch to ``opts.epochs``; ``evaluate()`` adds validation metrics."""
+        loader.epoch = self.start_epoch
+        with loader:
+            for epoch in range(self.start_epoch, self.opts.epochs):
+                record = self._epoch(loader, loss, epoch)
+                record.update(evaluate())
+                self.history.append(record)
+                log.info("epoch %d: %s", epoch, record)
+                if self.opts.checkpoint:
+                    save_checkpoint(self._dir(), epoch, self.model, self.optimizer, self.history,
+                                    self.inputs.state())
+        return self.history
+
+    def _epoch(self, loader: Any, loss_fn: Callable, epoch: int) -> dict[str, Any]:
+        self.ddp.train()
+        sums = dict.fromkeys(_SUMS, 0.0)
+        self.comm["comm_s"] = 0.0
+        start = time.perf_counter()
+        bar = tqdm(total=len(loader), desc=f"epoch {epoch}", leave=False,
+                   disable=not (self.opts.progress and self.s.rank == 0))
+        for batch in loader:
+            t = time.perf_counter()
+            self.optimizer.zero_grad()
+            loss = loss_fn(self.ddp, batch)
+            loss.backward()  # the comm hook all-reduces gradients here
+            self.optimizer.step()
+            t_sparse = time.perf_counter()
+            self.inputs.step()
+            self.comm["comm_s"] += time.perf_counter() - t_sparse
+            sums["compute_s"] += time.perf_counter() - t
+            sums["sample_s"] += batch.sample_time
+            sums["fetch_s"] += batch.fetch_time
+            sums["fetch_bytes"] += batch.fetch_bytes
+            sums["loss"] += loss.item()
+            bar.update()
+        bar.close()
+        sums["wall_s"] = time.perf_counter() - start
+        sums["comm_s"] = self.comm["comm_s"]
+        sums["compute_s"] -= sums["comm_s"]
+        total = all_reduce_sum(self.s.ctx, np.array([sums[k] for k in _SUMS] + [len(loader)]), "epoch metrics")
+        ranks = self.s.world_size
+        out: dict[str, Any] = {"epoch": epoch}
+        out.update({k: float(v) / ranks for k, v in zip(_SUMS, total) if k.endswith("_s")})
+        out["train_loss"] = float(total[5] / total[7])
+        out["fetch_bytes"] = int(total[6])
+        out["batches"] = int(total[7] / ranks)
+        return out
