@@ -127,20 +127,34 @@ def _options(args: argparse.Namespace, part_config: str = "") -> "TrainOptions":
                         fanouts=[int(f) for f in args.fanouts.split(",")], batch_size=args.batch_size,
                         hidden=args.hidden, num_layers=len(args.fanouts.split(",")), dropout=args.dropout,
                         epochs=args.epochs, lr=args.lr, num_workers=args.num_workers, seed=args.seed,
+                        target=args.target, embed_dim=args.embed_dim, sparse_lr=args.sparse_lr, decoder=args.decoder,
+                        neg_ratio=args.neg_ratio, eval_negatives=args.eval_negatives, link_split=args.link_split,
+                        eval_every=args.eval_every,
+                        eval_fanouts=[int(f) for f in args.eval_fanouts.split(",")] if args.eval_fanouts else None,
                         metrics_out=args.metrics_out, save_embeddings=args.save_embeddings,
                         checkpoint=args.checkpoint, timeout=args.timeout)
 
 
 def _print_metrics(m: dict, seconds: float) -> None:
+    link = m.get("task") == "link"
     for e in m["epochs"]:
-        print(f"epoch {e['epoch']:>3}: {e['wall_s']:.2f} s  loss {e['train_loss']:.4f}  val acc {e['val_acc']:.4f}")
-    total = {k: sum(e[k] for e in m["epochs"]) for k in ("wall_s", "sample_s", "fetch_s", "compute_s", "fetch_bytes")}
-    other = max(0.0, total["wall_s"] - total["sample_s"] - total["fetch_s"] - total["compute_s"])
-    print(f"test accuracy {m['test_acc']:.4f} (val {m['val_acc']:.4f}) on {m['world_size']} processes x "
-          f"{m['num_parts']} partitions")
+        if "val_mrr" in e or "val_acc" in e:
+            score = f"val MRR {e['val_mrr']:.4f}  AUC {e['val_auc']:.4f}" if link else f"val acc {e['val_acc']:.4f}"
+        else:
+            score = ""
+        print(f"epoch {e['epoch']:>3}: {e['wall_s']:.2f} s  loss {e['train_loss']:.4f}  {score}")
+    keys = ("wall_s", "sample_s", "fetch_s", "compute_s", "comm_s", "fetch_bytes")
+    total = {k: sum(e[k] for e in m["epochs"]) for k in keys}
+    other = max(0.0, total["wall_s"] - sum(total[k] for k in keys[1:5]))
+    where = f"on {m['world_size']} processes x {m['num_parts']} partitions"
+    if link:
+        print(f"test MRR {m['test_mrr']:.4f} (random scores: {m['random_mrr']:.4f}), AUC {m['test_auc']:.4f} {where}")
+    else:
+        print(f"test accuracy {m['test_acc']:.4f} (val {m['val_acc']:.4f}) {where}")
     print(f"time: {seconds:.1f} s end to end; training epochs {total['wall_s']:.1f} s = sampling "
-          f"{total['sample_s']:.1f} + feature fetch {total['fetch_s']:.1f} + compute/DDP {total['compute_s']:.1f} "
-          f"+ other {other:.1f}; {total['fetch_bytes'] / 1e6:.1f} MB of features fetched from other ranks")
+          f"{total['sample_s']:.1f} + feature fetch {total['fetch_s']:.1f} + compute {total['compute_s']:.1f} "
+          f"+ gradient sync {total['comm_s']:.1f} + other {other:.1f}; "
+          f"{total['fetch_bytes'] / 1e6:.1f} MB of features fetched from other ranks")
 
 
 def _train(args: argparse.Namespace) -> None:
@@ -176,18 +190,35 @@ def _demo(args: argparse.Namespace) -> None:
 
 
 def _train_flags(p: argparse.ArgumentParser, epochs: int) -> None:
-    p.add_argument("--task", default="node", choices=["node"], help="node classification")
-    p.add_argument("--model", default="sage", choices=["sage"], help="GraphSAGE (mean aggregation)")
+    p.add_argument("--task", default="node", choices=["node", "link"],
+                   help="node classification, or link prediction (held-out edges ranked by MRR/AUC)")
+    p.add_argument("--model", default="sage", choices=["sage", "mlp"],
+                   help="sage: GraphSAGE (heterogeneous graphs: one SAGEConv per edge type, summed); "
+                        "mlp: features-only baseline")
     p.add_argument("--fanouts", default="10,10", help="neighbours sampled per layer, comma-separated (-1 = all)")
-    p.add_argument("--batch-size", type=int, default=1024, help="global mini-batch size (split across ranks)")
+    p.add_argument("--batch-size", type=int, default=1024,
+                   help="global mini-batch size, seed nodes or positive edges (split across ranks)")
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--dropout", type=float, default=0.5)
     p.add_argument("--epochs", type=int, default=epochs)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--num-workers", type=int, default=0, help="sampler worker processes per rank")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--metrics-out", help="write per-epoch metrics and final accuracy to this JSON file")
-    p.add_argument("--save-embeddings", help="write the model's output for every node (original ID order) to .npy")
+    p.add_argument("--target", help="node type to classify (default: the only node type with labels)")
+    p.add_argument("--embed-dim", type=int, default=0,
+                   help="width of the learnt inputs of node types without features (default: --hidden)")
+    p.add_argument("--sparse-lr", type=float, default=0.05, help="learning rate of those inputs (sparse Adagrad)")
+    p.add_argument("--decoder", default="dot", choices=["dot", "mlp"], help="link: how a node pair is scored")
+    p.add_argument("--neg-ratio", type=float, default=1.0, help="link: random negative edges per positive")
+    p.add_argument("--eval-negatives", type=int, default=100,
+                   help="link: random destinations each held-out edge is ranked against")
+    p.add_argument("--link-split", help="link, with --part-config: the held-out edges file (safetensors)")
+    p.add_argument("--eval-every", type=int, default=1, help="validate after every n-th epoch (0: after the last only)")
+    p.add_argument("--eval-fanouts", help="neighbours sampled per layer when evaluating (default: all)")
+    p.add_argument("--metrics-out", help="write per-epoch metrics and final accuracy/MRR/AUC to this JSON file")
+    p.add_argument("--save-embeddings",
+                   help="write the model's output for every node in original ID order: a .npy file, or for a "
+                        "heterogeneous graph a directory of <node type>.npy (the types the task trains)")
     p.add_argument("--checkpoint", help="directory for checkpoints; an interrupted run resumes from it")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds any distributed wait may take")
 
@@ -304,8 +335,10 @@ def build_parser() -> argparse.ArgumentParser:
     lch.set_defaults(func=_launch)
 
     tr = sub.add_parser("train", help="train a GNN on a partitioned graph (or a dataset, partitioned first)",
-                        description="Train GraphSAGE with DDP across processes. With --num-procs N, start N local "
-                        "ranks (one partition each); without it, run as one rank of a torchrun job.")
+                        description="Train a GNN with DDP across processes: node classification or link prediction, "
+                        "homogeneous or heterogeneous graphs. With --num-procs N, start N local ranks (one partition "
+                        "each); without it, run as one rank of a torchrun job. With --dataset and --task link, "
+                        "validation/test edges are held out before partitioning.")
     tr.add_argument("--part-config", help="partition config JSON (from 'partition' or 'dispatch')")
     tr.add_argument("--dataset", help="dataset directory (shared-data layout), partitioned into --work-dir first")
     tr.add_argument("--work-dir", default="out/train", help="where --dataset is partitioned (default out/train)")

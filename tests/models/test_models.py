@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from graphshard.models import MLP, DotDecoder, HeteroSAGE, LinkModel, MLPDecoder
+from graphshard.models import MLP, DotDecoder, GraphSAGE, HeteroSAGE, LinkModel, MLPDecoder
 
 
 def _hetero():
@@ -52,9 +52,28 @@ def test_decoders_score_pairs():
     mlp = MLPDecoder(2, 4)
     assert mlp(src, dst).shape == (2,)
     class Rows(torch.nn.Module):  # an encoder whose representations are its inputs
-        def forward(self, x, edge_index):
+        def forward(self, x, edge_index, hops):
             return x
 
     model = LinkModel(Rows(), DotDecoder(), "n", "n")
     h = torch.tensor([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
-    assert model(h, None, torch.tensor([[0, 2], [2, 1]])).tolist() == [1.0, 2.0]
+    assert model(h, None, None, torch.tensor([[0, 2], [2, 1]])).tolist() == [1.0, 2.0]
+
+
+def test_graphsage_trimmed_by_hop_gives_the_seeds_the_same_rows():
+    import numpy as np
+
+    from graphshard.sampling import CSCGraph, sample_neighbors
+
+    rng = np.random.default_rng(0)
+    n = 300
+    dst = np.sort(rng.integers(0, n, 3000))
+    graph = CSCGraph(np.searchsorted(dst, np.arange(n + 1)), rng.integers(0, n, 3000))
+    out = sample_neighbors(graph, np.array([5, 17, 42, 99]), [4, 3], seed=1)
+    x = torch.randn(out.node.shape[0], 6)
+    edge_index = torch.from_numpy(np.stack([out.row, out.col]))
+    torch.manual_seed(0)
+    model = GraphSAGE(6, 8, 3, num_layers=2).eval()
+    full = model(x, edge_index)[:4]
+    trimmed = model(x, edge_index, (out.num_sampled_nodes, out.num_sampled_edges))
+    assert trimmed.shape == (4, 3) and torch.allclose(trimmed, full, atol=1e-6)

@@ -13,6 +13,7 @@ from graphshard.train import TrainOptions, train
 from graphshard.train.link_split import load_link_split, save_link_split, split_edges
 from graphshard.train.run import partition_dataset
 from tests.graphs import shared_dataset
+from tests.train.torchrun import torchrun_train
 
 
 def _pairs(src, dst) -> set[tuple[int, int]]:
@@ -56,8 +57,8 @@ def test_partitions_for_link_prediction_lack_the_held_out_edges(tmp_path):
         inner = g.edata["inner_edge"].numpy().astype(bool)
         dst = np.repeat(np.arange(indptr.shape[0] - 1), np.diff(indptr))[inner]
         gid = g.ndata["_ID"].numpy()
-        orig = lambda local: book.to_original("_N", gid[local]).numpy()  # noqa: E731
-        present |= _pairs(orig(g.indices.numpy()[inner]), orig(dst))
+        src = book.to_original("_N", gid[g.indices.numpy()[inner]]).numpy()
+        present |= _pairs(src, book.to_original("_N", gid[dst]).numpy())
     for u, v in _pairs(*held.val) | _pairs(*held.test):
         assert (u, v) not in present and (v, u) not in present
     assert present  # the rest of the graph is there
@@ -79,3 +80,12 @@ def test_mlp_decoder_on_the_generated_graph(tmp_path):
               work_dir=str(tmp_path))
     assert m["test_auc"] > 0.75 and m["test_mrr"] > 3 * m["random_mrr"], m
     assert np.load(tmp_path / "emb.npy", allow_pickle=False).shape == (2000, 64)
+
+
+def test_link_training_from_a_dataset_under_torchrun(tmp_path):
+    """Under torchrun, --dataset is partitioned inside the job (once per host) and held out as usual."""
+    save_dataset(community_graph(num_nodes=1500, seed=7), tmp_path / "data")
+    m = torchrun_train(["--dataset", str(tmp_path / "data"), "--work-dir", str(tmp_path / "work"), "--task", "link",
+                        "--epochs", "1", "--fanouts", "3,3", "--batch-size", "256"], tmp_path / "m.json")
+    assert (m["world_size"], m["num_parts"]) == (2, 2) and 0.5 < m["test_auc"] <= 1.0
+    assert (tmp_path / "work" / "2parts-metis" / "host0" / "link" / "link_split.safetensors").is_file()

@@ -96,7 +96,8 @@ class SparseAdagrad:
             ids, grads = emb.take_gradients()
             w = emb.weight
             by_owner(w.group, w._parts(ids), w.book.num_partitions(), None, _stage,
-                     lambda pos: (w.name, group.rank, torch.from_numpy(ids[pos]), grads[torch.from_numpy(pos)]),
+                     lambda pos, w=w, ids=ids, grads=grads: (w.name, group.rank, torch.from_numpy(ids[pos]),
+                                                             grads[torch.from_numpy(pos)]),
                      f"embedding {w.name!r} gradients")
         group.barrier("sparse gradients sent")
         for emb in self.embeddings:

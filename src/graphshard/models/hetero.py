@@ -37,8 +37,8 @@ class HeteroSAGE(nn.Module):
                                   for a, b in zip(dims[:-1], dims[1:]))
         self.dropout = dropout
 
-    def forward(self, x_dict: dict[str, torch.Tensor], edge_index_dict: dict[EType, torch.Tensor]
-                ) -> dict[str, torch.Tensor]:
+    def forward(self, x_dict: dict[str, torch.Tensor], edge_index_dict: dict[EType, torch.Tensor], hops=None
+                ) -> dict[str, torch.Tensor]:  # ``hops``: accepted like GraphSAGE's, not used
         x = {t: self.proj[t](v) for t, v in x_dict.items()}
         for i, (conv, keep) in enumerate(zip(self.convs, self.keep)):
             out = conv(x, edge_index_dict)

@@ -35,7 +35,7 @@ class LinkModel(nn.Module):
         self.encoder, self.decoder = encoder, decoder
         self.src_type, self.dst_type = src_type, dst_type
 
-    def forward(self, x, edge_index, pairs: torch.Tensor) -> torch.Tensor:
-        h = self.encoder(x, edge_index)
+    def forward(self, x, edge_index, hops, pairs: torch.Tensor) -> torch.Tensor:
+        h = self.encoder(x, edge_index, hops)
         hs, hd = (h[self.src_type], h[self.dst_type]) if isinstance(h, dict) else (h, h)
         return self.decoder(hs[pairs[0]], hd[pairs[1]])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 from torch import nn
 
@@ -18,7 +17,7 @@ class MLP(nn.Module):
         self.lins = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
         self.dropout, self.target = dropout, target
 
-    def forward(self, x, edge_index=None):
+    def forward(self, x, edge_index=None, hops=None):
         if isinstance(x, dict):
             return {self.target: self.forward(x[self.target])}
         for i, lin in enumerate(self.lins):

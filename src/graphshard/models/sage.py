@@ -10,7 +10,13 @@ from torch_geometric.nn import SAGEConv
 
 class GraphSAGE(nn.Module):
     """``num_layers`` SAGEConv layers (ReLU + dropout between them). ``forward(x, edge_index)`` returns
-    one row per node; the first ``batch_size`` rows of a mini-batch are its seeds."""
+    one row per node; the first ``batch_size`` rows of a mini-batch are its seeds.
+
+    With ``hops = (num_sampled_nodes, num_sampled_edges)`` of a batch whose nodes and edges are ordered by
+    hop (as the samplers make them), layer ``i`` computes rows only for the nodes later layers still
+    need — hops ``0 .. L-1-i`` — from the edges into them, and the output has rows for the seeds only.
+    The seeds' rows are the same as without trimming; the work of the first layer drops by the size of
+    the last hop."""
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, num_layers: int = 2, dropout: float = 0.5):
         super().__init__()
@@ -18,9 +24,17 @@ class GraphSAGE(nn.Module):
         self.convs = nn.ModuleList(SAGEConv(a, b) for a, b in zip(dims[:-1], dims[1:]))
         self.dropout = dropout
 
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor, hops: tuple[list[int], list[int]] | None = None
+                ) -> torch.Tensor:
+        depth = len(self.convs)
+        if hops is not None and len(hops[0]) != depth + 1:
+            hops = None  # sampled for another depth: nothing to trim by
         for i, conv in enumerate(self.convs):
-            x = conv(x, edge_index)
-            if i < len(self.convs) - 1:
+            if hops is None:
+                x = conv(x, edge_index)
+            else:  # drop the last i hops of edges and the last i + 1 hops of destinations
+                rows, edges = sum(hops[0][:depth - i]), sum(hops[1][:len(hops[1]) - i])
+                x = conv((x, x[:rows]), edge_index[:, :edges])
+            if i < depth - 1:
                 x = F.dropout(F.relu(x), self.dropout, self.training)
         return x

@@ -67,7 +67,7 @@ class Trainer:
             g.barrier()  # every embedding shard is restored before anyone reads it
         # a heterogeneous model's loss reads one node type: the relations feeding other types in the
         # last layers get no gradient, which DDP must be told to expect
-        self.ddp = DistributedDataParallel(model, find_unused_parameters=inputs.hetero)
+        self.ddp = DistributedDataParallel(model, find_unused_parameters=inputs.hetero and opts.model == "sage")
         self.comm = {"comm_s": 0.0}
         self.ddp.register_comm_hook(self.comm, _timed_allreduce)
 
@@ -76,12 +76,15 @@ class Trainer:
 
     def fit(self, loader: Any, loss: Callable[[torch.nn.Module, Any], torch.Tensor],
             evaluate: Callable[[], dict[str, float]]) -> list[dict[str, Any]]:
-        """Train from the resumed epoch to ``opts.epochs``; ``evaluate()`` adds validation metrics."""
+        """Train from the resumed epoch to ``opts.epochs``; ``evaluate()`` adds validation metrics after
+        every ``opts.eval_every``-th epoch and after the last."""
         loader.epoch = self.start_epoch
         with loader:
             for epoch in range(self.start_epoch, self.opts.epochs):
                 record = self._epoch(loader, loss, epoch)
-                record.update(evaluate())
+                every = self.opts.eval_every
+                if epoch == self.opts.epochs - 1 or (every and (epoch + 1) % every == 0):
+                    record.update(evaluate())
                 self.history.append(record)
                 log.info("epoch %d: %s", epoch, record)
                 if self.opts.checkpoint:

@@ -36,6 +36,7 @@ class TrainOptions:
     neg_ratio: float = 1.0  # link: random negative edges per positive in training
     eval_negatives: int = 100  # link: random destinations ranked against each positive (MRR)
     link_split: str | None = None  # link: held-out edges file (see train/link_split.py)
+    eval_every: int = 1  # validate after every n-th epoch (0: only after the last)
     eval_fanouts: list[int] | None = None  # default: every in-edge (-1) on every layer
     eval_batch_size: int = 4096
     metrics_out: str | None = None
@@ -54,6 +55,10 @@ class TrainOptions:
         for name in ("batch_size", "hidden", "num_layers", "epochs", "eval_negatives"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.eval_every < 0:
+            raise InputError(f"eval_every must be >= 0, got {self.eval_every}")
+        if self.eval_fanouts is not None and len(self.eval_fanouts) != self.num_layers:
+            raise InputError(f"{len(self.eval_fanouts)} evaluation fanouts for {self.num_layers} layers")
         for name in ("lr", "sparse_lr", "neg_ratio"):
             if getattr(self, name) <= 0:
                 raise InputError(f"{name} must be positive, got {getattr(self, name)}")

@@ -16,7 +16,9 @@ from .options import TrainOptions
 log = logging.getLogger(__name__)
 
 
-def _rank_main(opts: TrainOptions, result_path: str | None) -> dict[str, Any]:
+def _rank_main(opts: TrainOptions, result_path: str | None, dataset: tuple | None = None) -> dict[str, Any]:
+    """One rank. ``dataset``: ``partition_dataset`` arguments, run by the first process of each host
+    (``LOCAL_RANK`` 0) while the others wait at a barrier (torchrun with ``--dataset``)."""
     from ..dist.runtime import session
     from .link import train_link
     from .node import train_node
@@ -25,6 +27,11 @@ def _rank_main(opts: TrainOptions, result_path: str | None) -> dict[str, Any]:
     logging.basicConfig(level=logging.INFO if os.environ.get("GRAPHSHARD_LOG") == "info" else logging.WARNING,
                         format=f"%(asctime)s [rank {rank}] %(levelname)s %(name)s: %(message)s", force=True)
     with session(timeout=opts.timeout) as s:
+        if dataset is not None:
+            if os.environ.get("LOCAL_RANK", "0") == "0":
+                partition_dataset(*dataset)
+            s.group.barrier("dataset partitioned on every host")
+            opts = _with_partitions(opts, *dataset[:2])
         metrics = (train_link if opts.task == "link" else train_node)(s, opts)
         if s.rank == 0:
             for path in filter(None, (opts.metrics_out, result_path)):
@@ -33,6 +40,18 @@ def _rank_main(opts: TrainOptions, result_path: str | None) -> dict[str, Any]:
                 tmp.write_text(json.dumps(metrics, indent=1))
                 os.replace(tmp, path)
     return metrics
+
+
+def _paths(dataset: str, out_dir: str, link: bool) -> tuple[Path, Path, str | None]:
+    """Where :func:`partition_dataset` puts ``dataset``: (directory, config, held-out edges file)."""
+    out = Path(out_dir) / ("link" if link else "node")
+    name = "".join(c if c.isalnum() else "_" for c in Path(dataset).resolve().name)
+    return out, out / f"{name}.json", str(out / "link_split.safetensors") if link else None
+
+
+def _with_partitions(opts: TrainOptions, dataset: str, out_dir: str) -> TrainOptions:
+    _, config, split = _paths(dataset, out_dir, opts.task == "link")
+    return replace(opts, part_config=str(config), link_split=split or opts.link_split)
 
 
 def partition_dataset(dataset: str, out_dir: str, num_parts: int, method: str = "metis", seed: int = 0,
@@ -46,10 +65,7 @@ def partition_dataset(dataset: str, out_dir: str, num_parts: int, method: str = 
     from ..partition.api import partition_graph
     from .link_split import save_link_split, split_edges
 
-    out = Path(out_dir) / ("link" if link else "node")
-    name = "".join(c if c.isalnum() else "_" for c in Path(dataset).resolve().name)
-    config = out / f"{name}.json"
-    split_file = out / "link_split.safetensors" if link else None
+    out, config, split_file = _paths(dataset, out_dir, link)
     if not config.is_file():
         ds = load_dataset(dataset)
         g = ds.graph
@@ -58,8 +74,8 @@ def partition_dataset(dataset: str, out_dir: str, num_parts: int, method: str = 
             save_link_split(held_out, split_file)
         if not g.is_homogeneous:
             g = with_reverse_edges(g)
-        partition_graph(g, name, num_parts, out, part_method=method, seed=seed)
-    return str(config), None if split_file is None else str(split_file)
+        partition_graph(g, config.stem, num_parts, out, part_method=method, seed=seed)
+    return str(config), split_file
 
 
 def train(opts: TrainOptions, num_procs: int | None = None, dataset: str | None = None,
@@ -68,11 +84,19 @@ def train(opts: TrainOptions, num_procs: int | None = None, dataset: str | None 
     partition each); None: this process is one rank of a torchrun job. ``dataset``: partition it into
     ``work_dir`` first (into ``num_procs`` parts, or ``WORLD_SIZE`` under torchrun)."""
     opts.check()
+    if dataset and not num_procs:  # torchrun: each host partitions into its own directory, inside the job
+        out = f"{work_dir}/{os.environ.get('WORLD_SIZE', '1')}parts-{part_method}/host{os.environ.get('GROUP_RANK', '0')}"
+        return _rank_main(opts, None, (dataset, out, int(os.environ.get("WORLD_SIZE", "1")), part_method, opts.seed,
+                                       opts.task == "link"))
     if dataset:
-        parts = num_procs or int(os.environ.get("WORLD_SIZE", "1"))
-        config, split = partition_dataset(dataset, f"{work_dir}/{parts}parts-{part_method}", parts, part_method,
-                                          opts.seed, link=opts.task == "link")
-        opts = replace(opts, part_config=config, link_split=split or opts.link_split)
+        partition_dataset(dataset, f"{work_dir}/{num_procs}parts-{part_method}", num_procs, part_method, opts.seed,
+                          link=opts.task == "link")
+        opts = _with_partitions(opts, dataset, f"{work_dir}/{num_procs}parts-{part_method}")
+    if opts.task == "link" and not opts.link_split:
+        from ..errors import InputError
+
+        raise InputError("link prediction on a partition config needs its held-out edges: pass --link-split "
+                         "FILE, or train from --dataset (which holds edges out before partitioning)")
     if not num_procs:
         return _rank_main(opts, None)
     from ..dist.launch import launch

@@ -1,0 +1,87 @@
+"""Benchmark of distributed training (issue 5): epoch time of 1 process x 1 partition against 2 processes
+x 2 partitions, where the time goes, and how many feature bytes METIS and random partitions fetch.
+
+    python benchmarks/train.py --nodes 1000000 --degree 20 --epochs 2
+
+Generates the default community graph (``graphshard demo``'s, scaled: ~``nodes * degree`` directed
+edges), partitions it (random for 1 part; METIS and random for 2), then trains GraphSAGE node
+classification through ``graphshard.train.train`` — the product path — for ``--epochs`` epochs and
+reports the last epoch (the first warms up kernels and connections). Times are per-rank means:
+sampling, feature fetch, compute (forward, backward, optimiser) and gradient sync (DDP all-reduce,
+including waiting for the slower rank). Prints a table and writes JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from partition import machine  # noqa: E402
+
+CONFIGS = [(1, "random"), (2, "metis"), (2, "random")]  # (processes = partitions, partitioner)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--nodes", type=int, default=1_000_000)
+    p.add_argument("--degree", type=int, default=20, help="average degree (directed edges per node)")
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--fanouts", default="10,10")
+    p.add_argument("--batch", type=int, default=1024, help="global batch size")
+    p.add_argument("--work", type=Path, default=Path("bench-out/train"))
+    p.add_argument("--json", type=Path, default=Path("bench-out/train.json"))
+    args = p.parse_args()
+    from graphshard.datasets import community_graph, save_dataset
+    from graphshard.train import TrainOptions, train
+    from graphshard.train.run import partition_dataset
+
+    data = args.work / f"community{args.nodes}-d{args.degree}"
+    if not (data / "meta.json").is_file():
+        start = time.perf_counter()
+        ds = community_graph(num_nodes=args.nodes, avg_degree=args.degree, noise=8.0, seed=0)
+        save_dataset(ds, data)
+        print(f"generated {ds.graph.total_nodes:,} nodes, {ds.graph.total_edges:,} edges "
+              f"in {time.perf_counter() - start:.1f} s -> {data}")
+    fanouts = [int(f) for f in args.fanouts.split(",")]
+    rows = []
+    for procs, method in CONFIGS:
+        start = time.perf_counter()
+        partition_dataset(str(data), str(args.work / f"{procs}parts-{method}"), procs, method)
+        part_s = time.perf_counter() - start
+        opts = TrainOptions(fanouts=fanouts, num_layers=len(fanouts), batch_size=args.batch, epochs=args.epochs,
+                            eval_every=0, eval_fanouts=fanouts, progress=False, timeout=1800)
+        start = time.perf_counter()
+        m = train(opts, num_procs=procs, dataset=str(data), work_dir=str(args.work), part_method=method)
+        rows.append({"processes": procs, "partitions": m["num_parts"], "method": method, "partition_s": part_s,
+                     "run_s": time.perf_counter() - start, "last_epoch": m["epochs"][-1], "epochs": m["epochs"],
+                     "test_acc": m["test_acc"]})
+        print(f"  {procs} x {method}: done in {rows[-1]['run_s']:.0f} s", flush=True)
+    result = {"machine": machine(), "nodes": args.nodes, "degree": args.degree, "fanouts": fanouts,
+              "batch": args.batch, "epochs": args.epochs, "runs": rows}
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=1))
+    _print(result)
+    print(f"wrote {args.json}")
+
+
+def _print(result: dict) -> None:
+    mc = result["machine"]
+    print(f"machine: {mc['cpu']}, {mc['cores']} cores; community graph {result['nodes']:,} nodes, degree "
+          f"{result['degree']}; fanouts {result['fanouts']}, global batch {result['batch']}; last of "
+          f"{result['epochs']} epochs")
+    print(f"{'procs x parts':>13}{'method':>8}{'epoch s':>9}{'sample':>8}{'fetch':>8}{'compute':>9}{'sync':>7}"
+          f"{'other':>7}{'remote MB':>11}{'batches':>9}{'test acc':>10}")
+    for r in result["runs"]:
+        e = r["last_epoch"]
+        other = e["wall_s"] - e["sample_s"] - e["fetch_s"] - e["compute_s"] - e["comm_s"]
+        print(f"{r['processes']:>6} x {r['partitions']:<5}{r['method']:>8}{e['wall_s']:>9.1f}{e['sample_s']:>8.1f}"
+              f"{e['fetch_s']:>8.1f}{e['compute_s']:>9.1f}{e['comm_s']:>7.1f}{other:>7.1f}"
+              f"{e['fetch_bytes'] / 1e6:>11.1f}{e['batches']:>9}{r['test_acc']:>10.4f}")
+
+
+if __name__ == "__main__":
+    main()
