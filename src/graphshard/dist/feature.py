@@ -58,10 +58,12 @@ class DistFeatureStore:
         pieces = by_owner(self.group, parts, self.book.num_partitions(), rows,
                           _serve_rows, lambda pos: (self.key, group, name, torch.from_numpy(ids_np[pos])),
                           f"feature {group!r}/{name!r}")
-        out = torch.empty((ids_np.shape[0], *whole.shape[1:]), dtype=whole.dtype)
         self.stats["rows"] += int(ids_np.shape[0])
+        if len(pieces) == 1 and parts.size and parts[0] == self.part_id:  # all local, already in order
+            return pieces[0][1]
+        out = torch.empty((ids_np.shape[0], *whole.shape[1:]), dtype=whole.dtype)
         for pos, got in pieces:
-            out[torch.from_numpy(pos)] = got
+            out.index_copy_(0, torch.from_numpy(pos), got)
             if pos.size and parts[pos[0]] != self.part_id:
                 self.stats["remote_rows"] += int(pos.size)
                 self.stats["bytes_received"] += got.numel() * got.element_size()
