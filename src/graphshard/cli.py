@@ -129,7 +129,7 @@ def _options(args: argparse.Namespace, part_config: str = "") -> "TrainOptions":
                         epochs=args.epochs, lr=args.lr, num_workers=args.num_workers, seed=args.seed,
                         target=args.target, embed_dim=args.embed_dim, sparse_lr=args.sparse_lr, decoder=args.decoder,
                         neg_ratio=args.neg_ratio, eval_negatives=args.eval_negatives, link_split=args.link_split,
-                        eval_every=args.eval_every,
+                        eval_every=args.eval_every, edge_type=args.edge_type,
                         eval_fanouts=[int(f) for f in args.eval_fanouts.split(",")] if args.eval_fanouts else None,
                         metrics_out=args.metrics_out, save_embeddings=args.save_embeddings,
                         checkpoint=args.checkpoint, timeout=args.timeout)
@@ -212,6 +212,8 @@ def _train_flags(p: argparse.ArgumentParser, epochs: int) -> None:
     p.add_argument("--neg-ratio", type=float, default=1.0, help="link: random negative edges per positive")
     p.add_argument("--eval-negatives", type=int, default=100,
                    help="link: random destinations each held-out edge is ranked against")
+    p.add_argument("--edge-type", help="link, with --dataset: the edge type to predict, src:rel:dst (needed when "
+                   "the graph has several)")
     p.add_argument("--link-split", help="link, with --part-config: the held-out edges file (safetensors)")
     p.add_argument("--eval-every", type=int, default=1, help="validate after every n-th epoch (0: after the last only)")
     p.add_argument("--eval-fanouts", help="neighbours sampled per layer when evaluating (default: all)")

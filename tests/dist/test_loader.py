@@ -135,3 +135,25 @@ def test_dead_rank_makes_the_others_fail_within_the_timeout(tmp_path):
     with pytest.raises(DistError, match=r"rank 0 failed: .*rank1"):
         launch(_failing_worker, 2, (str(tmp_path / "s.json"), "dead-rank"), timeout=120)
     assert time.monotonic() - start < 90
+
+
+def test_drop_pair_edges_removes_seed_links_both_ways_and_recounts_hops():
+    from graphshard.dist.batch import drop_pair_edges
+    from graphshard.sampling import CSCGraph, sample_neighbors
+
+    rng = np.random.default_rng(3)
+    n = 40
+    dst = np.sort(rng.integers(0, n, 400))
+    src = rng.integers(0, n, 400)
+    out = sample_neighbors(CSCGraph(np.searchsorted(dst, np.arange(n + 1)), src), np.array([1, 2, 3]), [5, 5], seed=2)
+    u, v = out.node[out.row], out.node[out.col]
+    pick = [0, len(u) - 1]  # one edge of each hop: its link must go, both ways
+    kept = drop_pair_edges(out, u[pick], v[pick], n)
+    banned = {(int(a), int(b)) for a, b in zip(u[pick], v[pick])} | {(int(b), int(a)) for a, b in zip(u[pick], v[pick])}
+    before = list(zip(out.node[out.row].tolist(), out.node[out.col].tolist(), out.edge.tolist()))
+    expected = [e for e in before if (e[0], e[1]) not in banned]
+    assert len(expected) < len(before)  # the sample does contain such edges
+    assert list(zip(kept.node[kept.row].tolist(), kept.node[kept.col].tolist(), kept.edge.tolist())) == expected
+    hop = np.repeat(np.arange(len(out.num_sampled_edges)), out.num_sampled_edges)
+    assert kept.num_sampled_edges == [sum(1 for h, e in zip(hop, before) if h == k and (e[0], e[1]) not in banned)
+                                      for k in range(len(out.num_sampled_edges))]

@@ -5,7 +5,7 @@ link seeds, with negative sampling), fetch features and labels of every sampled 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,9 @@ class BatchSpec:
     """What a loader's batches hold. ``input_type``: node type of node seeds; ``edge_type``: type of
     link seeds; ``neg_mode`` ``"binary"`` (``edge_label`` 1/0 over positives then negatives) or
     ``"triplet"`` (``src_index``, ``dst_pos_index``, ``dst_neg_index``), ``neg_amount`` negatives per
-    positive. ``feat_name``/``label_name`` become ``x``/``y`` where a node type has them."""
+    positive. ``feat_name``/``label_name`` become ``x``/``y`` where a node type has them.
+    ``exclude_seed_edges``: drop sampled edges joining a positive seed pair, in either direction (so the
+    model cannot read a training link off its own neighbourhood — held-out links are never there)."""
 
     num_neighbors: Any
     replace: bool = False
@@ -38,6 +40,7 @@ class BatchSpec:
     edge_type: EType | None = None
     neg_mode: str | None = None
     neg_amount: float = 1.0
+    exclude_seed_edges: bool = False
 
     def __post_init__(self) -> None:
         if self.neg_mode not in (None, "binary", "triplet"):
@@ -64,6 +67,20 @@ def first_positions(ids: np.ndarray) -> np.ndarray:
     rank = np.empty(first.shape[0], dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(first.shape[0])
     return rank[inverse.reshape(-1)]
+
+
+def drop_pair_edges(out: Any, src: np.ndarray, dst: np.ndarray, num_nodes: int) -> Any:
+    """``out`` (homogeneous sampler output) without its edges ``src[i] -> dst[i]`` or ``dst[i] -> src[i]``
+    (homogeneous IDs); per-hop edge counts follow."""
+    keys = out.node[out.row] * num_nodes + out.node[out.col]
+    drop = np.isin(keys, np.concatenate([src * num_nodes + dst, dst * num_nodes + src]))
+    if not drop.any():
+        return out
+    keep = ~drop
+    hop = np.repeat(np.arange(len(out.num_sampled_edges)), out.num_sampled_edges)
+    counts = np.bincount(hop[keep], minlength=len(out.num_sampled_edges))
+    return replace(out, row=out.row[keep], col=out.col[keep], edge=out.edge[keep],
+                   num_sampled_edges=[int(c) for c in counts])
 
 
 class BatchMaker:
@@ -131,6 +148,8 @@ class BatchMaker:
         if times is not None:
             seed_time = np.concatenate([times, times] + ([np.repeat(times, dst_neg.shape[1])] if dst_neg is not None else []))
         out = self.sampler.sample(seeds, seed=req.key, seed_time=seed_time)
+        if self.spec.exclude_seed_edges:
+            out = drop_pair_edges(out, ends[0][:n_pos], ends[1][:n_pos], self.book.num_nodes())
         pos = np.arange(seeds.shape[0]) if out.batch is not None else first_positions(seeds)
         data, position = self._collate(out)
         if position is not None:

@@ -122,14 +122,15 @@ class DistLinkNeighborLoader(_DistLoader):
     """Mini-batches of edges ``edge_label_index`` (a ``(2, E)`` array of per-type source/destination IDs
     of ``edge_type``) with the sampled neighbourhoods of their endpoints. ``neg_sampling`` ``"binary"``
     adds ``neg_amount × E`` random pairs and ``edge_label`` (1/0, or the given ``edge_label`` then 0);
-    ``"triplet"`` adds ``src_index``/``dst_pos_index``/``dst_neg_index``."""
+    ``"triplet"`` adds ``src_index``/``dst_pos_index``/``dst_neg_index``. ``exclude_seed_edges``: the
+    sampled neighbourhoods leave out the seed edges themselves (and their reverses)."""
 
     def __init__(self, graph: DistGraph, num_neighbors: Any, edge_label_index: Any, batch_size: int = 1024,
                  edge_type: Any = None, edge_label: Any = None, neg_sampling: str | None = None,
                  neg_amount: float = 1.0, shuffle: bool = False, drop_last: bool = False, replace: bool = False,
                  disjoint: bool = False, time_attr: str | None = None, edge_label_time: Any = None,
                  feat_name: str = "feat", label_name: str | None = None, num_workers: int = 0,
-                 prefetch: int = 2, seed: int = 0):
+                 prefetch: int = 2, seed: int = 0, exclude_seed_edges: bool = False):
         et = graph._etype(edge_type) if edge_type is not None else graph._single("edge_type", graph.canonical_etypes)
         pairs = to_numpy(edge_label_index).astype(np.int64)
         if pairs.ndim != 2 or pairs.shape[0] != 2:
@@ -137,6 +138,6 @@ class DistLinkNeighborLoader(_DistLoader):
         check_range(pairs[0], graph.num_nodes(et[0]), f"source node ID of {et}")
         check_range(pairs[1], graph.num_nodes(et[2]), f"destination node ID of {et}")
         spec = BatchSpec(num_neighbors, replace, disjoint, time_attr, feat_name, label_name, edge_type=et,
-                         neg_mode=neg_sampling, neg_amount=neg_amount)
+                         neg_mode=neg_sampling, neg_amount=neg_amount, exclude_seed_edges=exclude_seed_edges)
         super().__init__(graph, spec, pairs, batch_size, shuffle, drop_last, num_workers, prefetch, seed,
                          edge_label_time, edge_label)

@@ -1,5 +1,7 @@
 """Link prediction on one rank: the encoder (GraphSAGE / heterogeneous GraphSAGE) and a dot-product or
 MLP decoder under DDP, trained on this partition's edges with random negatives (binary cross-entropy).
+A training batch's neighbourhoods leave out its own positive edges (both directions), as held-out edges
+are absent at evaluation: otherwise the model learns to find the link in its input.
 
 Evaluation: every node's representation is computed with full neighbourhoods into a DistTensor; each
 held-out edge ``(u, v)`` is ranked against ``eval_negatives`` random destinations ``(u, v')`` (raw,
@@ -103,7 +105,7 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     trainer = Trainer(s, g, opts, model, inputs)
     loader = DistLinkNeighborLoader(g, opts.fanouts, _my_edges(s, g, et), math.ceil(opts.batch_size / s.world_size),
                                     edge_type=et, neg_sampling="binary", neg_amount=opts.neg_ratio, shuffle=True,
-                                    num_workers=opts.num_workers, seed=opts.seed)
+                                    num_workers=opts.num_workers, seed=opts.seed, exclude_seed_edges=True)
     history = trainer.fit(loader, loss, lambda: {f"val_{k}": v for k, v in evaluate(held.val, 1).items()})
     test = evaluate(held.test, 2)
     metrics = {"task": "link", "edge_type": list(et), "epochs": history, "test_mrr": test["mrr"],

@@ -36,6 +36,7 @@ class TrainOptions:
     neg_ratio: float = 1.0  # link: random negative edges per positive in training
     eval_negatives: int = 100  # link: random destinations ranked against each positive (MRR)
     link_split: str | None = None  # link: held-out edges file (see train/link_split.py)
+    edge_type: str | None = None  # link from a dataset: "src:rel:dst" to predict (needed with several)
     eval_every: int = 1  # validate after every n-th epoch (0: only after the last)
     eval_fanouts: list[int] | None = None  # default: every in-edge (-1) on every layer
     eval_batch_size: int = 4096

@@ -55,13 +55,14 @@ def _with_partitions(opts: TrainOptions, dataset: str, out_dir: str) -> TrainOpt
 
 
 def partition_dataset(dataset: str, out_dir: str, num_parts: int, method: str = "metis", seed: int = 0,
-                      link: bool = False) -> tuple[str, str | None]:
+                      link: bool = False, edge_type: str | None = None) -> tuple[str, str | None]:
     """Partition a dataset directory (shared-data layout) unless ``out_dir`` holds it already; returns the
     partition config and, with ``link``, the held-out edges file. Heterogeneous graphs get reverse edge
     types (see :func:`graphshard.graph.with_reverse_edges`) so messages flow both ways; with ``link`` the
-    validation/test edges leave the graph before it is partitioned."""
+    validation/test edges (of ``edge_type``, ``"src:rel:dst"``; needed when there are several) leave the
+    graph before it is partitioned."""
     from ..datasets import load_dataset
-    from ..graph import with_reverse_edges
+    from ..graph import parse_etype, with_reverse_edges
     from ..partition.api import partition_graph
     from .link_split import save_link_split, split_edges
 
@@ -70,7 +71,7 @@ def partition_dataset(dataset: str, out_dir: str, num_parts: int, method: str = 
         ds = load_dataset(dataset)
         g = ds.graph
         if link:
-            g, held_out = split_edges(g, seed=seed)
+            g, held_out = split_edges(g, parse_etype(edge_type) if edge_type else None, seed=seed)
             save_link_split(held_out, split_file)
         if not g.is_homogeneous:
             g = with_reverse_edges(g)
@@ -87,10 +88,10 @@ def train(opts: TrainOptions, num_procs: int | None = None, dataset: str | None 
     if dataset and not num_procs:  # torchrun: each host partitions into its own directory, inside the job
         out = f"{work_dir}/{os.environ.get('WORLD_SIZE', '1')}parts-{part_method}/host{os.environ.get('GROUP_RANK', '0')}"
         return _rank_main(opts, None, (dataset, out, int(os.environ.get("WORLD_SIZE", "1")), part_method, opts.seed,
-                                       opts.task == "link"))
+                                       opts.task == "link", opts.edge_type))
     if dataset:
         partition_dataset(dataset, f"{work_dir}/{num_procs}parts-{part_method}", num_procs, part_method, opts.seed,
-                          link=opts.task == "link")
+                          link=opts.task == "link", edge_type=opts.edge_type)
         opts = _with_partitions(opts, dataset, f"{work_dir}/{num_procs}parts-{part_method}")
     if opts.task == "link" and not opts.link_split:
         from ..errors import InputError
