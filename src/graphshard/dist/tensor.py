@@ -43,7 +43,7 @@ def local_shard(name: str) -> Shard | None:
 
 def _read(name: str, ids: torch.Tensor) -> torch.Tensor:
     s = shard(name)
-    return s.rows[s.index(ids)]
+    return torch.index_select(s.rows, 0, s.index(ids))
 
 
 def _write(name: str, ids: torch.Tensor, values: torch.Tensor) -> None:

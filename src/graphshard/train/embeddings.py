@@ -52,8 +52,13 @@ def write_embeddings(s: Session, g: DistGraph, predict: Predict, path: str, ntyp
     with original ID ``i``. A homogeneous graph: ``path`` is that ``.npy`` file; a heterogeneous one:
     ``path`` is a directory of ``<node type>.npy``. Written atomically (temporary file or directory,
     then rename) by rank 0."""
-    book, hetero = g.get_partition_book(), len(g.ntypes) > 1
     tables = {t: embed_all(s, g, predict, t, f"embeddings/{t}") for t in (ntypes or g.ntypes)}
+    save_tables(s, g, tables, path)
+
+
+def save_tables(s: Session, g: DistGraph, tables: dict[str, DistTensor], path: str) -> None:
+    """Write per-node-type DistTensors as :func:`write_embeddings` describes (collective)."""
+    book, hetero = g.get_partition_book(), len(g.ntypes) > 1
     if s.rank == 0:
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -60,7 +60,6 @@ class ModelInputs:
         if self.optimizer is not None:
             self.optimizer.step()
 
-
     def state(self) -> dict[str, torch.Tensor]:
         """The embedding rows (and optimiser state) held by this process, for a checkpoint."""
         out = {}

@@ -24,12 +24,11 @@ from ..dist.graph import DistGraph
 from ..dist.loader import DistLinkNeighborLoader
 from ..dist.runtime import Session
 from ..dist.tensor import DistTensor
-from ..errors import InputError
 from ..graph import EType
 from ..models import DotDecoder, LinkModel, MLPDecoder
-from .embeddings import fill, write_embeddings
+from .embeddings import fill, save_tables
 from .inputs import ModelInputs, build_model
-from .link_split import LinkSplit, load_link_split
+from .link_split import LinkSplit, load_link_split, require_link_split
 from .loop import Trainer, graph_name
 from .node import predict
 from .options import TrainOptions
@@ -84,9 +83,7 @@ class LinkEvaluator:
 
 def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     """Train and evaluate; returns the metrics (the same on every rank)."""
-    if not opts.link_split:
-        raise InputError("link prediction needs held-out edges: pass --link-split FILE (written by "
-                         "graphshard.train.link_split.save_link_split; `graphshard train --dataset` makes one)")
+    require_link_split(opts)
     held: LinkSplit = load_link_split(opts.link_split)
     torch.manual_seed(opts.seed)
     g = DistGraph(graph_name(opts.part_config), opts.part_config)
@@ -113,9 +110,8 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
                "val_auc": history[-1]["val_auc"] if history else None, "world_size": s.world_size,
                "num_parts": g.get_partition_book().num_partitions(),
                "random_mrr": _random_mrr(opts.eval_negatives)}
-    if opts.save_embeddings:
-        write_embeddings(s, g, lambda t, ids: predict(g, encoder, inputs, t, ids, opts), opts.save_embeddings,
-                         list(dict.fromkeys((et[0], et[2]))))
+    if opts.save_embeddings:  # the test evaluation just filled the tables with the final encoder's outputs
+        save_tables(s, g, evaluate.tables, opts.save_embeddings)
     return metrics
 
 

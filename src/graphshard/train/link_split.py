@@ -18,6 +18,7 @@ from safetensors.torch import load_file, save_file
 
 from ..errors import FormatError, InputError
 from ..graph import EType, Graph, etype_str, parse_etype
+from .options import TrainOptions
 
 
 @dataclass
@@ -63,6 +64,14 @@ def split_edges(g: Graph, etype: EType | None = None, val_frac: float = 0.05, te
 
     split = LinkSplit(etype, pairs(perm[:n_val]), pairs(perm[n_val:n_val + n_test]))
     return Graph(dict(g.num_nodes), edges, g.node_feats, edge_feats), split
+
+
+def require_link_split(opts: TrainOptions) -> None:
+    """Refuse link prediction without its held-out edges file."""
+    if opts.task == "link" and not opts.link_split:
+        raise InputError("link prediction on a partition config needs its held-out edges: pass --link-split "
+                         "FILE (see graphshard.train.link_split), or train from --dataset (which holds edges "
+                         "out before partitioning)")
 
 
 def save_link_split(split: LinkSplit, path: str | os.PathLike) -> None:

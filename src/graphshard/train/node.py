@@ -32,9 +32,11 @@ def target_type(g: DistGraph, opts: TrainOptions, label: str = "label") -> str:
         if opts.target not in g.ntypes:
             raise InputError(f"target node type {opts.target!r} is not in the graph (types: {g.ntypes})")
         return opts.target
+    if len(g.ntypes) == 1:
+        return g.ntypes[0]
     labelled = [t for t in g.ntypes if label in g.nodes[t].data]
-    if len(g.ntypes) == 1 or len(labelled) == 1:
-        return g.ntypes[0] if len(g.ntypes) == 1 else labelled[0]
+    if len(labelled) == 1:
+        return labelled[0]
     raise InputError(f"node types with {label!r}: {labelled}; choose one with --target")
 
 

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .link_split import require_link_split
 from .options import TrainOptions
 
 log = logging.getLogger(__name__)
@@ -85,19 +86,17 @@ def train(opts: TrainOptions, num_procs: int | None = None, dataset: str | None 
     partition each); None: this process is one rank of a torchrun job. ``dataset``: partition it into
     ``work_dir`` first (into ``num_procs`` parts, or ``WORLD_SIZE`` under torchrun)."""
     opts.check()
-    if dataset and not num_procs:  # torchrun: each host partitions into its own directory, inside the job
-        out = f"{work_dir}/{os.environ.get('WORLD_SIZE', '1')}parts-{part_method}/host{os.environ.get('GROUP_RANK', '0')}"
-        return _rank_main(opts, None, (dataset, out, int(os.environ.get("WORLD_SIZE", "1")), part_method, opts.seed,
-                                       opts.task == "link", opts.edge_type))
     if dataset:
-        partition_dataset(dataset, f"{work_dir}/{num_procs}parts-{part_method}", num_procs, part_method, opts.seed,
-                          link=opts.task == "link", edge_type=opts.edge_type)
-        opts = _with_partitions(opts, dataset, f"{work_dir}/{num_procs}parts-{part_method}")
-    if opts.task == "link" and not opts.link_split:
-        from ..errors import InputError
-
-        raise InputError("link prediction on a partition config needs its held-out edges: pass --link-split "
-                         "FILE, or train from --dataset (which holds edges out before partitioning)")
+        parts = num_procs or int(os.environ.get("WORLD_SIZE", "1"))
+        out = f"{work_dir}/{parts}parts-{part_method}"
+        if not num_procs:  # torchrun: each host partitions into its own directory, inside the job
+            out += f"/host{os.environ.get('GROUP_RANK', '0')}"
+        job = (dataset, out, parts, part_method, opts.seed, opts.task == "link", opts.edge_type)
+        if not num_procs:
+            return _rank_main(opts, None, job)
+        partition_dataset(*job)
+        opts = _with_partitions(opts, dataset, out)
+    require_link_split(opts)  # fail before starting any process
     if not num_procs:
         return _rank_main(opts, None)
     from ..dist.launch import launch
