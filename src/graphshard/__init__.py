@@ -12,7 +12,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "FormatError": "errors", "GraphshardError": "errors", "IDRangeError": "errors", "InputError": "errors",
+    "FormatError": "errors", "GraphshardError": "errors", "IDRangeError": "errors", "InputError": "errors", "WriteError": "errors",
     "Graph": "graph", "IDConverter": "ids", "RangePartitionBook": "book",
     "Partition": "format.load", "PartitionGraph": "format.load", "load_partition": "format.load",
     "load_partition_book": "format.load", "load_partition_feats": "format.load",

@@ -20,6 +20,9 @@ log = logging.getLogger("graphshard")
 def _generate(args: argparse.Namespace) -> None:
     from .datasets import community_graph, hetero_graph, rmat_graph, save_dataset
 
+    from .format.outputs import check_output_dir
+
+    check_output_dir(args.out, "dataset", args.overwrite)  # refuse before generating
     start = time.perf_counter()
     if args.kind == "rmat":
         ds = rmat_graph(args.scale, args.edge_factor, args.feat_dim, args.seed)
@@ -28,7 +31,7 @@ def _generate(args: argparse.Namespace) -> None:
     else:
         ds = hetero_graph(args.papers, args.authors, args.institutions, args.fields, args.classes, args.feat_dim,
                           args.noise, args.seed)
-    out = save_dataset(ds, args.out, {"generator": vars(args) | {"func": None}})
+    out = save_dataset(ds, args.out, {"generator": vars(args) | {"func": None}}, overwrite=args.overwrite)
     print(f"generated {args.kind}: {ds.graph.total_nodes:,} nodes, {ds.graph.total_edges:,} edges "
           f"in {time.perf_counter() - start:.1f} s -> {out}")
 
@@ -59,7 +62,7 @@ def _partition(args: argparse.Namespace) -> None:
     partition_graph(ds.graph, name, args.num_parts, args.out, num_hops=args.num_hops, part_method=args.method,
                     balance_ntypes=balance_vector(ds, args.balance_ntypes), balance_edges=args.balance_edges,
                     num_trainers_per_machine=args.trainers_per_machine, objtype=args.objtype, seed=args.seed,
-                    save_orig_ids=args.save_orig_ids)
+                    save_orig_ids=args.save_orig_ids, overwrite=args.overwrite)
     print(f"partitioned in {time.perf_counter() - start:.1f} s -> {Path(args.out) / (name + '.json')}")
     print(format_stats(partitioning_stats(Path(args.out) / f"{name}.json")))
 
@@ -77,7 +80,8 @@ def _chunk(args: argparse.Namespace) -> None:
 
     ds = load_dataset(args.dataset)
     name = args.graph_name or "".join(c if c.isalnum() else "_" for c in ds.name)
-    meta = chunk_graph(ds.graph, args.out, args.num_chunks, args.format, name, args.feat_num_chunks)
+    meta = chunk_graph(ds.graph, args.out, args.num_chunks, args.format, name, args.feat_num_chunks,
+                       overwrite=args.overwrite)
     print(f"wrote chunked graph {name!r} ({args.format}, {args.num_chunks} chunks) -> {meta.path}")
 
 
@@ -86,7 +90,7 @@ def _assign(args: argparse.Namespace) -> None:
 
     bal = np.load(args.balance_ntypes, allow_pickle=False) if args.balance_ntypes else None
     path = assign_chunked(args.in_dir, args.out_dir, args.num_parts, args.method, args.format, args.seed, bal,
-                          args.balance_edges)
+                          args.balance_edges, overwrite=args.overwrite)
     print(f"wrote {args.method} assignment into {args.num_parts} parts -> {path.parent}")
 
 
@@ -94,7 +98,7 @@ def _dispatch(args: argparse.Namespace) -> None:
     from .pipeline.dispatch import DispatchOptions, run_dispatch
 
     opts = DispatchOptions(Path(args.in_dir), Path(args.partitions_dir), Path(args.out_dir), args.num_hops,
-                           args.save_orig_nids, args.save_orig_eids)
+                           args.save_orig_nids, args.save_orig_eids, overwrite=args.overwrite)
     start = time.perf_counter()
     path = run_dispatch(opts, args.num_procs, args.timeout, args.host)
     if args.num_procs is not None or int(os.environ.get("RANK", "0")) == 0:  # one line, not one per rank
@@ -105,10 +109,11 @@ def _parmetis(args: argparse.Namespace) -> None:
     from .pipeline.parmetis import export_parmetis, import_parmetis
 
     if args.action == "export":
-        for path in export_parmetis(args.in_dir, args.out_dir):
+        for path in export_parmetis(args.in_dir, args.out_dir, overwrite=args.overwrite):
             print(f"wrote {path}")
     else:
-        path = import_parmetis(args.in_dir, args.parmetis_dir, args.out_dir, args.num_parts, args.format)
+        path = import_parmetis(args.in_dir, args.parmetis_dir, args.out_dir, args.num_parts, args.format,
+                               overwrite=args.overwrite)
         print(f"wrote assignment files -> {path.parent}")
 
 
@@ -225,6 +230,13 @@ def _train_flags(p: argparse.ArgumentParser, epochs: int) -> None:
     p.add_argument("--timeout", type=float, default=300.0, help="seconds any distributed wait may take")
 
 
+def _overwrite_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--overwrite", action="store_true",
+                   help="write into an output directory graphshard did not create (or that holds another graph's "
+                        "or another kind of output), replacing what is in the way; without it such a directory "
+                        "is refused")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="graphshard", description="Partition graphs for distributed GNN training.")
     p.add_argument("-v", "--verbose", action="store_true", help="log each phase (time, peak memory)")
@@ -254,6 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     for g in (r, c, h):
         g.add_argument("--seed", type=int, default=0)
         g.add_argument("--out", required=True, help="output dataset directory")
+        _overwrite_flag(g)
         g.set_defaults(func=_generate)
 
     part = sub.add_parser("partition", help="partition a dataset directory in memory (format v1)")
@@ -270,6 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
     part.add_argument("--objtype", default="cut", choices=["cut", "vol"], help="METIS objective")
     part.add_argument("--seed", type=int, default=0)
     part.add_argument("--save-orig-ids", action="store_true", help="also write orig_nids/orig_eids files")
+    _overwrite_flag(part)
     part.set_defaults(func=_partition)
 
     ins = sub.add_parser("inspect", help="summarise a partitioned graph (sizes, edge cut, balance)")
@@ -285,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     ch.add_argument("--feat-num-chunks", type=int, help="chunks per node feature (default: --num-chunks)")
     ch.add_argument("--format", default="numpy", choices=["csv", "numpy", "parquet"])
     ch.add_argument("--graph-name", help="graph name (default: the dataset's name)")
+    _overwrite_flag(ch)
     ch.set_defaults(func=_chunk)
 
     asg = sub.add_parser("assign", help="step 1: write partition assignment files for a chunked graph")
@@ -296,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     asg.add_argument("--balance-ntypes", metavar="FILE.npy", help="metis: per-node integers (homogeneous order)")
     asg.add_argument("--balance-edges", action="store_true", help="metis: balance in-degree too")
     asg.add_argument("--seed", type=int, default=0)
+    _overwrite_flag(asg)
     asg.set_defaults(func=_assign)
 
     dsp = sub.add_parser("dispatch", help="step 2: build format-v1 partitions on W ranks (torch.distributed)")
@@ -308,6 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     dsp.add_argument("--num-procs", type=int, help="start this many local ranks (omit under torchrun)")
     dsp.add_argument("--timeout", type=float, default=300.0, help="seconds any collective may wait (default 300)")
     dsp.add_argument("--host", default="127.0.0.1", help="address the local rendezvous binds to")
+    _overwrite_flag(dsp)
     dsp.set_defaults(func=_dispatch)
 
     pm = sub.add_parser("parmetis", help="ParMETIS (pm_dglpart) interoperability")
@@ -322,6 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     im.add_argument("--num-parts", type=int)
     im.add_argument("--format", default="txt", choices=["txt", "npy"])
     for x in (ex, im):
+        _overwrite_flag(x)
         x.set_defaults(func=_parmetis)
 
     lch = sub.add_parser("launch", help="run a script on N local ranks (torchrun-style environment, no set-up)",

@@ -17,3 +17,7 @@ class IDRangeError(InputError, IndexError):
 
 class FormatError(GraphshardError, ValueError):
     """A file on disk does not follow the format it claims (missing, truncated, corrupt, inconsistent)."""
+
+
+class WriteError(GraphshardError, OSError):
+    """An output could not be written (no space left on the device, no permission, ...); names the path."""

@@ -11,6 +11,7 @@ import sys
 import numpy as np
 
 from .errors import InputError
+from .format.names import SUFFIX_ROOM, check_etype_names, check_path_name
 
 EType = tuple[str, str, str]
 DEFAULT_NTYPE = "_N"
@@ -66,6 +67,7 @@ class Graph:
         self.num_nodes = {str(t): _count(t, n) for t, n in self.num_nodes.items()}
         for t in self.num_nodes:
             _check_name(t, "node type")
+            check_path_name(t, "node type", extra=SUFFIX_ROOM)
         self.edges = {_etype(k): self._check_edges(_etype(k), v) for k, v in self.edges.items()}
         self.node_feats = {t: self._check_feats(t, f, self.num_nodes, "node") for t, f in self.node_feats.items()}
         counts = {k: len(v[0]) for k, v in self.edges.items()}
@@ -137,6 +139,7 @@ class Graph:
             if t not in self.num_nodes:
                 raise InputError(f"edge type {etype_str(etype)!r} names unknown node type {t!r}; known: {self.ntypes}")
         _check_name(etype[1], "relation")
+        check_etype_names(etype, "edges")
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise InputError(f"edges[{etype_str(etype)!r}] must be a (src, dst) pair of ID arrays")
         src, dst = _ids(pair[0], "src", etype), _ids(pair[1], "dst", etype)
@@ -180,8 +183,10 @@ def _count(ntype: Any, n: Any) -> int:
 
 
 def _check_name(name: str, what: str) -> None:
+    """Type and feature names become file names (chunked and dataset layouts) and key parts."""
     if not isinstance(name, str) or not name or "/" in name or ":" in name:
         raise InputError(f"{what} {name!r} must be a non-empty string without '/' or ':'")
+    check_path_name(name, what)
 
 
 def _ids(value: Any, end: str, etype: EType) -> np.ndarray:

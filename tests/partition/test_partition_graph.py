@@ -63,7 +63,7 @@ def test_deterministic_bytes(graph, tmp_path):
         partition_graph(graph, "g", 3, tmp_path / run, num_hops=2, part_method="metis", num_trainers_per_machine=2, seed=5)
     files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
     files_b = sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
-    assert files_a == files_b and len(files_a) == 1 + 3 * 3
+    assert files_a == files_b and len(files_a) == 2 + 3 * 3  # config, output marker, 3 files per part
     for f in files_a:
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
 
@@ -225,7 +225,7 @@ def test_failed_background_write_cleans_up(tmp_path, monkeypatch):
     monkeypatch.setattr(write, "write_tensors", flaky)
     with pytest.raises(OSError, match="no space left"):
         partition_graph(small_homo(), "g", 3, tmp_path, part_method="random")
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == [".graphshard-output.json"]  # no staging, no config
 
 
 def test_stale_staging_from_interrupted_run_is_removed(tmp_path):
@@ -234,5 +234,5 @@ def test_stale_staging_from_interrupted_run_is_removed(tmp_path):
     stale.mkdir(parents=True)
     (stale / "graph.safetensors").write_bytes(b"half written")
     partition_graph(small_homo(), "g", 2, tmp_path, part_method="random")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.json", "part0", "part1"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".graphshard-output.json", "g.json", "part0", "part1"]
     check_partitioning(small_homo(), tmp_path / "g.json", 1, 2)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+from ..format.names import check_etype_names, check_path_name
 from ..graph import EType, etype_str, parse_etype
 
 if TYPE_CHECKING:
@@ -142,7 +143,7 @@ def read_metadata(path: str | os.PathLike) -> ChunkedMeta:
             raise InputError(f"{path}: 'edge_data' names unknown edge type {key!r}")
         edge_data[et] = r.data_specs(d, "edge_data", key)
     return ChunkedMeta(
-        path=path.resolve(), graph_name=str(raw.get("graph_name", path.parent.name)),
+        path=path.resolve(), graph_name=check_path_name(raw.get("graph_name", path.parent.name), f"{path}: graph_name"),
         num_nodes=dict(zip(ntypes, num_nodes)), num_edges=dict(zip(etypes, num_edges)),
         edges=edges, node_data=node_data, edge_data=edge_data,
         node_chunk_counts=dict(zip(ntypes, node_chunks)) if node_chunks else None,
@@ -165,6 +166,9 @@ class _Reader:
         v = self.get(key)
         if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
             raise InputError(f"{self.path}: {key!r} must be a list of non-empty strings")
+        for i, x in enumerate(v):
+            if key == "node_type":
+                check_path_name(x, f"{self.path}: {key}[{i}]")
         dup = sorted({x for x in v if v.count(x) > 1})
         if dup:
             raise InputError(f"{self.path}: {key!r} lists duplicate type names {dup}")
@@ -175,6 +179,7 @@ class _Reader:
             et = parse_etype(text)
         except InputError:
             raise InputError(f"{self.path}: malformed canonical edge type {text!r} (expected 'src:relation:dst')") from None
+        check_etype_names(et, f"{self.path}: edge type")
         for t in (et[0], et[2]):
             if t not in ntypes:
                 raise InputError(f"{self.path}: edge type {text!r} names unknown node type {t!r}")
@@ -210,7 +215,9 @@ class _Reader:
         if name not in FORMATS:
             raise InputError(f"{self.path}: {where}: unknown format name {name!r} (expected one of {list(FORMATS)})")
         paths = []
-        for p in v["data"]:
+        for i, p in enumerate(v["data"]):
+            if not isinstance(p, str) or not p:
+                raise InputError(f"{self.path}: {where}: data[{i}] must be a file path (a string), got {p!r}")
             full = Path(p) if os.path.isabs(p) else self.path.parent / p
             if not full.is_file():
                 raise InputError(f"{self.path}: {where}: chunk file {full} is missing")
@@ -220,4 +227,6 @@ class _Reader:
     def data_specs(self, v: Any, section: str, type_name: str) -> dict[str, FileSpec]:
         if not isinstance(v, dict):
             raise InputError(f"{self.path}: {section}[{type_name!r}] must map feature names to file specs")
+        for k in v:
+            check_path_name(k, f"{self.path}: {section}[{type_name!r}] feature")
         return {k: self.file_spec(s, f"{section}[{type_name!r}][{k!r}]") for k, s in v.items()}

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import InputError
+from ..format.names import check_path_name
+from ..format.outputs import check_output_dir, staged_dir
 from ..graph import Graph
 from .spec import FORMATS, ChunkedMeta, FileSpec, write_metadata
 
@@ -16,20 +17,26 @@ _EXT = {"csv": "csv", "numpy": "npy", "parquet": "parquet"}
 
 
 def chunk_graph(g: Graph, out_dir: str | os.PathLike, num_chunks: int, fmt: str = "numpy",
-                graph_name: str = "graph", feat_num_chunks: int | None = None) -> ChunkedMeta:
+                graph_name: str = "graph", feat_num_chunks: int | None = None, overwrite: bool = False) -> ChunkedMeta:
     """Write ``g`` as a chunked graph: edges of every type in ``num_chunks`` files of format ``fmt``;
     node and edge features in ``feat_num_chunks`` (default ``num_chunks``) NumPy files each (Parquet
     when ``fmt="parquet"``). A type with fewer rows than chunks gets fewer chunks. Written into a
-    temporary directory, then renamed into place (metadata.json last inside it)."""
+    temporary directory, then renamed into place (metadata.json last inside it). ``out_dir`` must be new,
+    empty or an earlier chunked output unless ``overwrite``; a failed write leaves nothing behind."""
     if fmt not in FORMATS:
         raise InputError(f"unknown chunk format {fmt!r}; choose one of {list(FORMATS)}")
     if num_chunks < 1:
         raise InputError(f"num_chunks must be >= 1, got {num_chunks}")
-    final = Path(out_dir).resolve()
-    tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    feat_chunks = feat_num_chunks or num_chunks
+    check_path_name(graph_name, "chunk_graph: graph_name")
+    final = check_output_dir(out_dir, "chunked", overwrite)
+    with staged_dir(final, "chunked") as tmp:
+        _write_graph(g, tmp, num_chunks, fmt, graph_name, feat_num_chunks or num_chunks)
+    from .spec import read_metadata
+
+    return read_metadata(final)
+
+
+def _write_graph(g: Graph, tmp: Path, num_chunks: int, fmt: str, graph_name: str, feat_chunks: int) -> None:
     data_fmt = "parquet" if fmt == "parquet" else "numpy"
     edges, node_data, edge_data = {}, {}, {}
     for et, (src, dst) in g.edges.items():
@@ -45,12 +52,6 @@ def chunk_graph(g: Graph, out_dir: str | os.PathLike, num_chunks: int, fmt: str 
     meta = ChunkedMeta(tmp / "metadata.json", graph_name, dict(g.num_nodes),
                        {et: g.num_edges(et) for et in g.canonical_etypes}, edges, node_data, edge_data)
     write_metadata(meta)
-    if final.exists():
-        shutil.rmtree(final)
-    tmp.rename(final)
-    from .spec import read_metadata
-
-    return read_metadata(final)
 
 
 def _write_chunks(folder: Path, rows: np.ndarray, num_chunks: int, fmt: str, root: Path) -> FileSpec:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..format.outputs import check_output_dir, staged_dir
 from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph, etype_str, parse_etype
 
 SPLITS = ("train", "val", "test")
@@ -129,12 +129,19 @@ def _load_hetero(d: Path, meta: dict[str, Any]) -> Dataset:
     return Dataset(meta.get("name", d.name), Graph(num_nodes, edges, node_feats), meta.get("num_classes"), target or DEFAULT_NTYPE)
 
 
-def save_dataset(ds: Dataset, path: str | os.PathLike, extra_meta: dict[str, Any] | None = None) -> Path:
-    """Write ``ds`` in the shared layout (dense features), atomically: a temporary directory, then rename."""
-    final = Path(path).resolve()
-    tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+def save_dataset(ds: Dataset, path: str | os.PathLike, extra_meta: dict[str, Any] | None = None,
+                 overwrite: bool = False) -> Path:
+    """Write ``ds`` in the shared layout (dense features), atomically: a temporary directory, then rename.
+
+    ``path`` must be new, empty or an earlier dataset output of graphshard unless ``overwrite``; a failed
+    write leaves nothing behind (an ``OSError`` becomes a :class:`WriteError` naming the path)."""
+    final = check_output_dir(path, "dataset", overwrite)
+    with staged_dir(final, "dataset") as tmp:
+        _save(ds, tmp, extra_meta)
+    return final
+
+
+def _save(ds: Dataset, tmp: Path, extra_meta: dict[str, Any] | None) -> None:
     g = ds.graph
     meta: dict[str, Any] = {"name": ds.name, "num_classes": ds.num_classes, **(extra_meta or {})}
     if g.is_homogeneous:
@@ -142,10 +149,6 @@ def save_dataset(ds: Dataset, path: str | os.PathLike, extra_meta: dict[str, Any
     else:
         meta.update(_save_hetero(g, tmp, ds.target_ntype))
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
-    if final.exists():
-        shutil.rmtree(final)
-    tmp.rename(final)
-    return final
 
 
 def _save_arrays(d: Path, prefix: str, feats: dict[str, np.ndarray]) -> dict[str, Any]:

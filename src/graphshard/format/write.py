@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from .config import PartitionConfig, write_config
+from ..errors import GraphshardError
+from .outputs import claim_for_graph, prepare_output_dir, write_failure
 from .tensorfile import Lazy, write_tensors
 
 log = logging.getLogger(__name__)
@@ -46,6 +48,8 @@ def replace_dir(staged: Path, final: Path, trash: Path) -> None:
 class PartitionWriter:
     """Stage partition files under ``out_dir`` and publish them atomically with :meth:`commit`.
 
+    ``out_dir`` must be new, empty or an earlier partition output (see :mod:`.outputs`) and may hold
+    only this graph's partitions, unless ``overwrite``.
     Until the config JSON is written nothing looks complete: an interrupted run leaves at most a
     hidden staging directory (removed by the next run for the same graph name) and no JSON.
     Use as a context manager; an exception discards the staged files.
@@ -54,9 +58,9 @@ class PartitionWriter:
     building the next partition; at most one file is pending, which bounds the extra memory.
     """
 
-    def __init__(self, out_dir: str | os.PathLike, graph_name: str):
-        self.out_dir = Path(out_dir).resolve()
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+    def __init__(self, out_dir: str | os.PathLike, graph_name: str, overwrite: bool = False):
+        self.out_dir = prepare_output_dir(out_dir, "partitions", overwrite)
+        claim_for_graph(self.out_dir, graph_name, overwrite)
         prefix = staging_prefix(graph_name)
         for stale in self.out_dir.glob(prefix + "*"):
             log.info("removing staging directory of an interrupted run: %s", stale)
@@ -79,6 +83,8 @@ class PartitionWriter:
             self._pool.shutdown(wait=True)
             if exc_type is not None or self.staging.exists():
                 shutil.rmtree(self.staging, ignore_errors=True)
+        if isinstance(exc, OSError) and not isinstance(exc, GraphshardError):
+            raise write_failure(exc, self.out_dir) from exc
 
     def write_file(self, part_id: int, key: str, tensors: dict[str, np.ndarray | Lazy]) -> None:
         """Stage file ``key`` of partition ``part_id`` (written in the background; errors surface on

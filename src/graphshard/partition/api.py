@@ -11,6 +11,7 @@ from tqdm.auto import tqdm
 
 from ..errors import InputError
 from ..format.config import PartitionConfig, check_graph_name
+from ..format.outputs import check_output_dir, claim_for_graph
 from ..format.write import PartitionWriter
 from ..graph import Graph, etype_str, to_numpy
 from ..progress import PhaseTimer
@@ -37,6 +38,7 @@ def partition_graph(
     objtype: str = "cut",
     seed: int = 0,
     save_orig_ids: bool = False,
+    overwrite: bool = False,
 ) -> tuple[Any, Any] | None:
     """Partition ``g`` into ``num_parts`` parts and write partition format v1 to ``out_path``.
 
@@ -57,12 +59,17 @@ def partition_graph(
         objtype: METIS objective, ``"cut"`` or ``"vol"``.
         seed: random seed (assignment is deterministic for a given seed).
         save_orig_ids: also write ``orig_nids.safetensors`` / ``orig_eids.safetensors`` per partition.
+        overwrite: allow ``out_path`` to be a directory graphshard did not write, or one holding another
+            graph's partitions (whose config is then removed). Without it such directories are refused.
 
     Raises:
         InputError: invalid graph, name, counts or options.
     """
     g = g if isinstance(g, Graph) else Graph.from_pyg(g)
     _check_args(g, graph_name, num_parts, num_hops, num_trainers_per_machine)
+    out_dir = check_output_dir(out_path, "partitions", overwrite)  # refuse before any work is done
+    if not overwrite:
+        claim_for_graph(out_dir, graph_name, overwrite=False)
     timer = PhaseTimer(total=5, logger=log)
     try:
         with timer.phase("homogenize"):
@@ -74,7 +81,7 @@ def partition_graph(
             rl = relabel(view, result.parts, num_parts)
             adj = InEdges.build(view, rl) if num_hops > 1 else None
         method = part_method if isinstance(part_method, str) else "explicit"
-        with PartitionWriter(out_path, graph_name) as writer:
+        with PartitionWriter(out_path, graph_name, overwrite) as writer:
             with timer.phase("build+write"):
                 _write_parts(writer, g, view, rl, adj, num_hops, result.trainer_ids, save_orig_ids)
             with timer.phase("commit"):

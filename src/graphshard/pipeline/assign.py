@@ -14,6 +14,7 @@ from ..errors import InputError
 from ..partition.assign import assign
 from ..partition.assign.random import random_assignment
 from ..partition.homogenize import homogenize
+from ..format.outputs import check_output_dir
 from .assignment_files import write_assignment
 
 log = logging.getLogger(__name__)
@@ -21,14 +22,16 @@ log = logging.getLogger(__name__)
 
 def assign_chunked(in_dir: str | os.PathLike, out_dir: str | os.PathLike, num_parts: int, method: str = "random",
                    fmt: str = "txt", seed: int = 0, balance_ntypes: np.ndarray | None = None,
-                   balance_edges: bool = False, objtype: str = "cut") -> Path:
+                   balance_edges: bool = False, objtype: str = "cut", overwrite: bool = False) -> Path:
     """Write one assignment file per node type and ``partition_meta.json`` for the chunked graph in ``in_dir``.
 
     ``random`` never reads the graph (only counts from the metadata) and is exactly balanced per node
     type (counts differ by at most one). ``metis`` reads the structure only — never the features — and
     runs the in-memory METIS path with the same balance options (``balance_ntypes`` in homogeneous order).
+    ``out_dir`` must be new, empty or an earlier assignment output unless ``overwrite``.
     """
     meta = read_metadata(in_dir)
+    check_output_dir(out_dir, "assignment", overwrite)  # refuse before any work
     total = sum(meta.num_nodes.values())
     if isinstance(num_parts, bool) or num_parts < 1 or num_parts > max(total, 1):
         raise InputError(f"num_parts must be between 1 and the number of nodes ({total}), got {num_parts}")
@@ -45,6 +48,6 @@ def assign_chunked(in_dir: str | os.PathLike, out_dir: str | os.PathLike, num_pa
     else:
         raise InputError(f"unknown assignment method {method!r}; choose 'random' or 'metis'")
     path = write_assignment(out_dir, per_type, num_parts, method, fmt,
-                            {"graph_name": meta.graph_name, "seed": seed})
+                            {"graph_name": meta.graph_name, "seed": seed}, overwrite=overwrite)
     log.info("wrote %s assignment of %d nodes into %d parts to %s", method, total, num_parts, path.parent)
     return path

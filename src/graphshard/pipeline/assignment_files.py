@@ -10,21 +10,24 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..format.names import check_path_name, inside
+from ..format.outputs import prepare_output_dir
 
 META_NAME = "partition_meta.json"
 VERSION = 1
 
 
 def write_assignment(out_dir: str | os.PathLike, per_type: dict[str, np.ndarray], num_parts: int, method: str,
-                     fmt: str = "txt", extra: dict | None = None) -> Path:
+                     fmt: str = "txt", extra: dict | None = None, overwrite: bool = False) -> Path:
     """Write one file per node type and ``partition_meta.json`` last (each via a temporary file)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     if fmt not in ("txt", "npy"):
         raise InputError(f"assignment format must be 'txt' or 'npy', got {fmt!r}")
+    for t in per_type:
+        check_path_name(t, "assignment: node type")
+    out = prepare_output_dir(out_dir, "assignment", overwrite)
     (out / META_NAME).unlink(missing_ok=True)
     for t, parts in per_type.items():
-        target = out / f"{t}.{fmt}"
+        target = inside(out, f"{t}.{fmt}")
         tmp = out / f".{t}.{fmt}.tmp-{os.getpid()}"
         if fmt == "txt":
             with open(tmp, "w") as f:

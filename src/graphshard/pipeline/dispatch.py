@@ -33,6 +33,7 @@ from ..dist.collectives import all_gather_bytes, all_reduce_sum, barrier, exchan
 from ..dist.context import DistContext
 from ..errors import InputError
 from ..format.config import PartitionConfig, check_graph_name, write_config
+from ..format.outputs import check_output_dir, claim_for_graph, prepare_output_dir
 from ..format.tensorfile import sha256_file, write_tensors
 from ..format.write import FILE_NAMES, part_entry, replace_dir
 from ..graph import etype_str
@@ -55,6 +56,7 @@ class DispatchOptions:
     num_hops: int = 1
     save_orig_nids: bool = False
     save_orig_eids: bool = False
+    overwrite: bool = False
 
 
 @dataclass
@@ -441,7 +443,12 @@ class _Dispatch:
 def dispatch(opts: DispatchOptions, ctx: DistContext) -> Path:
     """Run the dispatch step on this rank (all ranks call it). Returns the config JSON path."""
     d = _Dispatch(opts, ctx)
-    d.out.mkdir(parents=True, exist_ok=True)
+    check_output_dir(d.out, "partitions", opts.overwrite)  # every rank checks before any rank writes
+    if not opts.overwrite:
+        claim_for_graph(d.out, d.name, overwrite=False)
+    barrier(ctx, "output checked")
+    prepare_output_dir(d.out, "partitions", overwrite=True)
+    claim_for_graph(d.out, d.name, opts.overwrite)
     d.resume.mkdir(exist_ok=True)
     config_path = d.out / f"{d.name}.json"
     config_path.unlink(missing_ok=True)  # from here on, nothing here may look complete
@@ -545,6 +552,8 @@ def run_dispatch(opts: DispatchOptions, num_procs: int | None = None, timeout: f
                  host: str = "127.0.0.1") -> Path:
     """Run dispatch: start ``num_procs`` local ranks, or (None) join as one rank of a torchrun job."""
     level = logging.getLogger("graphshard").getEffectiveLevel()
+    if not opts.overwrite:  # a refusal is reported before any process starts
+        claim_for_graph(check_output_dir(opts.out_dir, "partitions"), read_metadata(opts.in_dir).graph_name, False)
     if num_procs is None:
         _worker(opts, timeout, level)
     else:

@@ -20,19 +20,21 @@ import numpy as np
 from ..chunked.load import edge_offsets, read_checked_edges
 from ..chunked.spec import read_metadata
 from ..errors import InputError
+from ..format.names import inside
+from ..format.outputs import check_output_dir, prepare_output_dir
 from .assignment_files import write_assignment
 
 _BLOCK = 1 << 20
 
 
-def export_parmetis(in_dir: str | os.PathLike, out_dir: str | os.PathLike) -> list[Path]:
-    """Write the three ParMETIS input files for the chunked graph in ``in_dir``; returns their paths."""
+def export_parmetis(in_dir: str | os.PathLike, out_dir: str | os.PathLike, overwrite: bool = False) -> list[Path]:
+    """Write the three ParMETIS input files for the chunked graph in ``in_dir``; returns their paths.
+    ``out_dir`` must be new, empty or an earlier export unless ``overwrite``."""
     meta = read_metadata(in_dir)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = prepare_output_dir(out_dir, "parmetis", overwrite)
     name, ntypes = meta.graph_name, meta.ntypes
     node_off = meta.id_converter().node_offsets
-    nodes, edges, stats = (out / f"{name}_{k}.txt" for k in ("nodes", "edges", "stats"))
+    nodes, edges, stats = (inside(out, f"{name}_{k}.txt") for k in ("nodes", "edges", "stats"))
     with open(_tmp(nodes), "w") as f:
         for ti, t in enumerate(ntypes):
             for lo in range(0, meta.num_nodes[t], _BLOCK):
@@ -61,9 +63,10 @@ def _tmp(path: Path) -> Path:
 
 
 def import_parmetis(in_dir: str | os.PathLike, parmetis_dir: str | os.PathLike, out_dir: str | os.PathLike,
-                    num_parts: int | None = None, fmt: str = "txt") -> Path:
+                    num_parts: int | None = None, fmt: str = "txt", overwrite: bool = False) -> Path:
     """Turn ParMETIS outputs ``p<i>-<name>_nodes.txt`` into assignment files (``partition_meta.json`` last)."""
     meta = read_metadata(in_dir)
+    check_output_dir(out_dir, "assignment", overwrite)
     name, ntypes = meta.graph_name, meta.ntypes
     node_off = meta.id_converter().node_offsets
     n = int(node_off[-1])
@@ -89,7 +92,7 @@ def import_parmetis(in_dir: str | os.PathLike, parmetis_dir: str | os.PathLike, 
         raise InputError(f"{parmetis_dir}: {missing.size} nodes have no partition (first: node {int(missing[0])})")
     total = num_parts if num_parts is not None else int(parts.max()) + 1
     per_type = {t: parts[node_off[i]: node_off[i + 1]] for i, t in enumerate(ntypes)}
-    return write_assignment(out_dir, per_type, total, "parmetis", fmt, {"graph_name": name})
+    return write_assignment(out_dir, per_type, total, "parmetis", fmt, {"graph_name": name}, overwrite=overwrite)
 
 
 def _read_rows(path: Path, width: int) -> np.ndarray:

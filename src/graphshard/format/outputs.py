@@ -1,0 +1,155 @@
+"""Output directories graphshard may write into: its own earlier outputs, new or empty ones, and
+nothing else unless the user says ``overwrite``.
+
+Every output directory gets a marker file, :data:`MARKER`, naming the kind of output. A directory is
+recognised as ours when it carries the marker, or (outputs written before the marker existed) when it
+holds exactly the file that kind always writes last (``KINDS[kind]``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import InputError, WriteError
+
+MARKER = ".graphshard-output.json"
+
+# kind -> a file name whose presence identifies that kind's earlier output (pre-marker layouts)
+KINDS = {
+    "partitions": None,          # recognised by a graphshard config JSON (see _is_partition_dir)
+    "chunked": "metadata.json",
+    "dataset": "meta.json",
+    "assignment": "partition_meta.json",
+    "parmetis": None,
+}
+
+
+def _marker_kind(path: Path) -> str | None:
+    try:
+        raw = json.loads((path / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    return raw.get("kind") if isinstance(raw, dict) and raw.get("created_by") == "graphshard" else None
+
+
+def is_partition_config(path: Path) -> bool:
+    """Whether ``path`` is a graphshard partition config JSON (read only as far as needed)."""
+    try:
+        with open(path) as f:
+            raw = json.load(f)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(raw, dict) and raw.get("format") == "graphshard"
+
+
+# hidden work directories of interrupted partition runs (staging, dispatch resume state)
+_OWN_HIDDEN = (".staging-", ".dispatch-")
+
+
+def _recognised(path: Path, kind: str) -> bool:
+    found = _marker_kind(path)
+    if found is not None:
+        return found == kind
+    if kind == "partitions":
+        names = [p.name for p in path.iterdir()]
+        return (any(is_partition_config(path / n) for n in names if n.endswith(".json") and not n.startswith("."))
+                or bool(names) and all(n.startswith(_OWN_HIDDEN) for n in names))
+    legacy = KINDS[kind]
+    return legacy is not None and (path / legacy).is_file()
+
+
+def check_output_dir(path: str | os.PathLike, kind: str, overwrite: bool = False) -> Path:
+    """Check that ``path`` may receive (or be replaced by) output of ``kind``; return it resolved.
+
+    Allowed: a path that does not exist, an empty directory, or a directory recognised as graphshard's
+    own output of the same kind. Anything else raises :class:`InputError` naming the directory, unless
+    ``overwrite`` is true. A regular file (or anything that is not a directory) is always refused.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown output kind {kind!r}")
+    target = Path(path).expanduser().resolve()
+    if target.exists() and not target.is_dir():
+        raise InputError(f"{target}: output path exists and is not a directory")
+    if not target.exists() or overwrite or _recognised(target, kind):
+        return target
+    entries = sorted(p.name for p in target.iterdir())
+    if not entries:
+        return target
+    found = _marker_kind(target)
+    what = (f"it holds graphshard {found} output, not {kind}" if found else
+            f"it holds files graphshard did not write ({', '.join(entries[:3])}{', ...' if len(entries) > 3 else ''})")
+    raise InputError(f"{target}: refusing to write {kind} output into this directory: {what}. "
+                     "Choose a new or empty directory, or pass --overwrite (overwrite=True) to replace its contents")
+
+
+def mark_output_dir(path: str | os.PathLike, kind: str) -> None:
+    """Write the marker recognising ``path`` as graphshard's ``kind`` output (atomically)."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    if _marker_kind(path) == kind:
+        return
+    tmp = path / f".{MARKER}.tmp-{os.getpid()}"
+    tmp.write_text(json.dumps({"created_by": "graphshard", "kind": kind}) + "\n")
+    os.replace(tmp, path / MARKER)
+
+
+def prepare_output_dir(path: str | os.PathLike, kind: str, overwrite: bool = False) -> Path:
+    """:func:`check_output_dir`, then create the directory and mark it as ours; returns it resolved."""
+    target = check_output_dir(path, kind, overwrite)
+    mark_output_dir(target, kind)
+    return target
+
+
+def other_graph_configs(out_dir: Path, graph_name: str) -> list[Path]:
+    """Partition configs in ``out_dir`` that describe a graph other than ``graph_name``."""
+    return sorted(p for p in out_dir.glob("*.json")
+                  if not p.name.startswith(".") and p.name != f"{graph_name}.json" and is_partition_config(p))
+
+
+def claim_for_graph(out_dir: Path, graph_name: str, overwrite: bool) -> None:
+    """A partition directory holds one graph: refuse another graph's config (its part files would be
+    replaced under it), or with ``overwrite`` remove that now stale config."""
+    others = other_graph_configs(out_dir, graph_name)
+    if others and not overwrite:
+        raise InputError(f"{out_dir}: already holds the partitions of another graph ({others[0].name}); "
+                         f"writing {graph_name!r} here would replace the files {others[0].name} describes. "
+                         "Use another directory, or pass --overwrite to replace them (the other config is removed)")
+    for p in others:
+        p.unlink(missing_ok=True)  # ranks sharing a directory may race here
+
+
+def write_failure(exc: OSError, what: Path) -> WriteError:
+    """A :class:`WriteError` for an ``OSError`` raised while writing ``what``, naming the file at fault."""
+    where = exc.filename or what
+    reason = exc.strerror or str(exc)
+    return WriteError(f"{where}: {reason} while writing {what}; nothing was published there")
+
+
+@contextmanager
+def staged_dir(final: Path, kind: str) -> Iterator[Path]:
+    """Build a whole output directory beside ``final`` and move it into place on success.
+
+    Yields the staging directory (hidden, next to ``final``). On success it is marked as ``kind``
+    output and replaces ``final`` (checked beforehand with :func:`check_output_dir`); on any error it is
+    removed and an ``OSError`` becomes a :class:`WriteError` naming the path.
+    """
+    tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        tmp.mkdir(parents=True)
+        yield tmp
+        mark_output_dir(tmp, kind)
+        trash = final.with_name(f".{final.name}.old-{os.getpid()}")
+        if final.exists():
+            final.rename(trash)
+        tmp.rename(final)
+        shutil.rmtree(trash, ignore_errors=True)
+    except OSError as exc:
+        raise write_failure(exc, final) from exc
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
