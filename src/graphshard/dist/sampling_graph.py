@@ -13,6 +13,7 @@ from ..book import RangePartitionBook
 from ..errors import InputError
 from ..format.load import PartitionGraph
 from ..sampling.kernels import sample_ranges, typed_ranges
+from ..sampling.neighbor import check_csc
 from .context import DistError
 
 NO_TIME = -np.inf  # node types without the time attribute are never filtered out
@@ -27,6 +28,7 @@ class LocalSamplingGraph:
         self.book, self.num_etypes = book, len(book.canonical_etypes)
         self.indptr = graph.indptr.numpy()
         self.indices = graph.indices.numpy()
+        check_csc(self.indptr, self.indices, f"partition {part_id}")  # the compiled kernels trust these bounds
         self.node_gid = graph.ndata["_ID"].numpy()
         self.edge_gid = graph.edata["_ID"].numpy()
         self.etype = None

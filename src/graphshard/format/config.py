@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,16 @@ class PartitionConfig:
     parts: list[dict[str, str]]
     checksums: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    run_fingerprint: str = ""
+
+    def identity(self, part_id: int, kind: str) -> dict[str, str]:
+        """The metadata every file of partition ``part_id`` carries (``kind``: ``part_graph``, ``node_feats``, ...)."""
+        return {"graph_name": self.graph_name, "part_id": str(part_id), "kind": kind,
+                "run_fingerprint": self.run_fingerprint}
+
+    def with_fingerprint(self) -> "PartitionConfig":
+        """This config with :attr:`run_fingerprint` computed from its ID space (see :func:`run_fingerprint`)."""
+        return replace(self, run_fingerprint=run_fingerprint(self))
 
     @property
     def root(self) -> Path:
@@ -65,8 +76,23 @@ class PartitionConfig:
         for i, entry in enumerate(self.parts):
             out[f"part-{i}"] = entry
         out.update(self.extra)
+        if self.run_fingerprint:
+            out["run_fingerprint"] = self.run_fingerprint
         out["checksums"] = self.checksums
         return out
+
+
+def run_fingerprint(cfg: PartitionConfig) -> str:
+    """sha256 over what fixes a partitioning's ID space: graph name, parts, HALO depth, types and ID maps.
+
+    Deterministic (the same input, options and seed give the same value, whichever pipeline wrote the
+    files), so files of different runs or partitions can be told apart without breaking byte equality.
+    """
+    key = {"graph_name": cfg.graph_name, "num_parts": cfg.num_parts, "halo_hops": cfg.halo_hops,
+           "num_nodes": cfg.num_nodes, "num_edges": cfg.num_edges, "ntypes": cfg.ntypes, "etypes": cfg.etypes,
+           "node_map": {k: v.tolist() for k, v in cfg.node_map.items()},
+           "edge_map": {k: v.tolist() for k, v in cfg.edge_map.items()}}
+    return hashlib.sha256(json.dumps(key, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def write_config(cfg: PartitionConfig) -> None:
@@ -86,7 +112,7 @@ def write_config(cfg: PartitionConfig) -> None:
 
 
 _KNOWN = {"format", "format_version", "graph_name", "part_method", "num_parts", "halo_hops", "num_nodes",
-          "num_edges", "ntypes", "etypes", "node_map", "edge_map", "checksums"}
+          "num_edges", "ntypes", "etypes", "node_map", "edge_map", "checksums", "run_fingerprint"}
 
 
 def read_config(path: str | os.PathLike) -> PartitionConfig:
@@ -117,10 +143,14 @@ def read_config(path: str | os.PathLike) -> PartitionConfig:
         edge_map=r.ranges("edge_map", list(etypes), num_parts),
         parts=[r.part(i) for i in range(num_parts)],
         checksums=r.checksums(),
+        run_fingerprint=r.optional_str("run_fingerprint"),
         extra={k: v for k, v in raw.items() if k not in _KNOWN and not k.startswith("part-")},
     )
     _check_tiling(path, "node_map", cfg.node_map, list(ntypes), cfg.num_nodes, num_parts)
     _check_tiling(path, "edge_map", cfg.edge_map, list(etypes), cfg.num_edges, num_parts)
+    if cfg.run_fingerprint and cfg.run_fingerprint != run_fingerprint(cfg):
+        raise FormatError(f"{path}: graph_name, num_parts, halo_hops, counts, types or ID maps were changed after "
+                          "the partitions were written (they no longer match 'run_fingerprint')")
     return cfg
 
 
@@ -139,12 +169,19 @@ class _Reader:
 
     def int(self, key: str, minimum: int | None = None) -> int:
         v = self.get(key)
-        if isinstance(v, bool) or not isinstance(v, int) or (minimum is not None and v < minimum):
+        if (isinstance(v, bool) or not isinstance(v, int) or (minimum is not None and v < minimum)
+                or not -(2**63) <= v < 2**63):
             raise FormatError(f"{self.path}: key {key!r} must be an integer >= {minimum}, got {v!r}")
         return v
 
     def str(self, key: str) -> str:
         v = self.get(key)
+        if not isinstance(v, str):
+            raise FormatError(f"{self.path}: key {key!r} must be a string, got {v!r}")
+        return v
+
+    def optional_str(self, key: str) -> str:
+        v = self.raw.get(key, "")
         if not isinstance(v, str):
             raise FormatError(f"{self.path}: key {key!r} must be a string, got {v!r}")
         return v
@@ -163,9 +200,10 @@ class _Reader:
         for t in types:
             try:
                 arr = np.asarray(v[t], dtype=np.int64)
-            except (TypeError, ValueError):
-                raise FormatError(f"{self.path}: {key}[{t!r}] must be a list of [start, end] integer pairs") from None
-            if arr.shape != (num_parts, 2) or (arr[:, 1] < arr[:, 0]).any():
+            except (TypeError, ValueError, OverflowError):
+                raise FormatError(f"{self.path}: {key}[{t!r}] must be a list of [start, end] pairs of 64-bit "
+                                  "integers") from None
+            if arr.shape != (num_parts, 2) or (arr[:, 1] < arr[:, 0]).any() or (arr < 0).any():
                 raise FormatError(f"{self.path}: {key}[{t!r}] must hold {num_parts} [start, end] pairs with start <= end")
             out[t] = arr
         return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -13,7 +14,8 @@ from ..book import RangePartitionBook
 from ..errors import FormatError
 from ..graph import EType, parse_etype
 from .config import PartitionConfig, read_config
-from .tensorfile import read_tensors, sha256_file
+from .tensorfile import read_header, read_tensors, sha256_file
+from .validate import check_structure
 
 NODE_KEYS = ("node/_ID", "node/inner_node", "node/orig_id", "node/part_id", "node/_TYPE")
 EDGE_KEYS = ("edge/_ID", "edge/inner_edge", "edge/orig_id", "edge/_TYPE")
@@ -85,6 +87,8 @@ def load_partition_feats(part_config: str | os.PathLike | PartitionConfig, part_
     edge = _read(cfg, part_id, "edge_feats", verify)
     _check_feature_rows(cfg, part_id, node, cfg.node_map, "node_feats")
     _check_feature_rows(cfg, part_id, edge, cfg.edge_map, "edge_feats")
+    _check_feature_schema(cfg, part_id, "node_feats")
+    _check_feature_schema(cfg, part_id, "edge_feats")
     return node, edge
 
 
@@ -127,7 +131,12 @@ def _read(cfg: PartitionConfig, part_id: int, key: str, verify: bool) -> dict[st
     rel = cfg.parts[part_id][key]
     if verify:
         _verify_file(cfg, rel)
-    return read_tensors(cfg.root / rel)
+    return read_tensors(cfg.root / rel, _expect(cfg, part_id, key))
+
+
+def _expect(cfg: PartitionConfig, part_id: int, key: str) -> dict[str, str] | None:
+    """The identity a file must carry; configs without a run fingerprint (other writers) are not checked."""
+    return cfg.identity(part_id, key) if cfg.run_fingerprint else None
 
 
 def _read_graph(cfg: PartitionConfig, part_id: int, verify: bool) -> PartitionGraph:
@@ -146,8 +155,10 @@ def _read_graph(cfg: PartitionConfig, part_id: int, verify: bool) -> PartitionGr
     lo, hi = _part_range(cfg.node_map, part_id)
     n_inner = hi - lo
     ids = t["node/_ID"][:n_inner].numpy()
-    if n_inner > n or not np.array_equal(ids, np.arange(lo, hi)) or bool(t["node/inner_node"][n_inner:].any()):
+    if n_inner > n or not np.array_equal(ids, np.arange(lo, hi)) or bool(t["node/inner_node"][n_inner:].any()) \
+            or not bool(t["node/inner_node"][:n_inner].all()):
         raise FormatError(f"{path}: inner nodes must be the local prefix with new IDs [{lo}, {hi}) as in {cfg.path.name}")
+    check_structure(cfg, part_id, t, path)
     return PartitionGraph(t["indptr"], t["indices"],
                           {k[5:]: t[k] for k in NODE_KEYS}, {k[5:]: t[k] for k in EDGE_KEYS})
 
@@ -172,16 +183,38 @@ def _check_feature_rows(cfg: PartitionConfig, part_id: int, feats: dict[str, tor
                               f"expected {end - start} (inner items of that type)")
 
 
+def _schema(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """Feature name -> (dtype, row shape), from a file's header only."""
+    return {k: (v["dtype"], tuple(v["shape"][1:])) for k, v in read_header(path).items() if k != "__metadata__"}
+
+
+def _check_feature_schema(cfg: PartitionConfig, part_id: int, key: str) -> None:
+    """Every partition holds the same features with the same dtypes and row shapes (headers only)."""
+    mine_path = cfg.part_path(part_id, key)
+    mine = _schema(mine_path)
+    for p in range(cfg.num_parts):
+        other_path = cfg.part_path(p, key)
+        if p == part_id or not other_path.is_file():
+            continue
+        other = _schema(other_path)
+        if other != mine:
+            diff = sorted(set(mine.items()) ^ set(other.items()))[0][0]
+            raise FormatError(f"{mine_path} and {other_path} disagree on feature {diff!r} "
+                              f"({mine.get(diff, 'absent')} vs {other.get(diff, 'absent')}); every partition must hold "
+                              "the same features with the same dtype and row shape")
+
+
 def _original_ids(cfg: PartitionConfig, kind: str, type_name: str) -> np.ndarray:
     """Original per-type IDs of every item of one type, in per-type new-ID order."""
     ranges = cfg.node_map if kind == "node" else cfg.edge_map
     pieces = []
     for p in range(cfg.num_parts):
-        extra = cfg.parts[p].get("orig_nids" if kind == "node" else "orig_eids")
+        key = "orig_nids" if kind == "node" else "orig_eids"
+        extra = cfg.parts[p].get(key)
         if extra:
-            pieces.append(read_tensors(cfg.root / extra)[type_name].numpy())
+            pieces.append(read_tensors(cfg.root / extra, _expect(cfg, p, key))[type_name].numpy())
             continue
-        t = read_tensors(cfg.part_path(p, "part_graph"))
+        t = read_tensors(cfg.part_path(p, "part_graph"), _expect(cfg, p, "part_graph"))
         lo, hi = (int(x) for x in ranges[type_name][p])
         if kind == "node":
             base = _part_range(cfg.node_map, p)[0]

@@ -38,19 +38,20 @@ class Lazy:
         return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
 
 
-def write_tensors(path: Path, tensors: dict[str, np.ndarray | Lazy]) -> str:
+def write_tensors(path: Path, tensors: dict[str, np.ndarray | Lazy], metadata: dict[str, str] | None = None) -> str:
     """Write ``tensors`` to ``path`` in safetensors layout and return the file's sha256 (hex).
 
     Entries are laid out by element size (largest first), then name, so every tensor is aligned;
     the output depends only on the input (deterministic bytes). :class:`Lazy` entries are computed
-    one at a time while writing.
+    one at a time while writing. ``metadata`` (strings) goes into the header's ``__metadata__``.
     """
     specs = {k: v if isinstance(v, Lazy) else np.ascontiguousarray(v) for k, v in tensors.items()}
     for k, v in specs.items():
         if np.dtype(v.dtype) not in _DTYPES:
             raise FormatError(f"{path}: tensor {k!r} has dtype {v.dtype}, which safetensors cannot store")
     names = sorted(specs, key=lambda k: (-np.dtype(specs[k].dtype).itemsize, k))
-    header, offset = {}, 0
+    header: dict = {"__metadata__": dict(sorted(metadata.items()))} if metadata else {}
+    offset = 0
     for k in names:
         a = specs[k]
         header[k] = {"dtype": _DTYPES[np.dtype(a.dtype)], "shape": list(a.shape), "data_offsets": [offset, offset + a.nbytes]}
@@ -90,16 +91,20 @@ def _blocks(name: str, spec: np.ndarray | Lazy, path: Path) -> Iterator[np.ndarr
         yield block
 
 
-def read_tensors(path: Path) -> dict[str, "torch.Tensor"]:  # noqa: F821
+def read_tensors(path: Path, expect: dict[str, str] | None = None) -> dict[str, "torch.Tensor"]:  # noqa: F821
     """Open ``path`` and return its tensors memory-mapped (copy-on-write; nothing is read up front).
 
-    Raises :class:`FormatError` naming the file if it is missing, truncated or malformed.
+    ``expect``: header metadata the file must carry (e.g. which run and partition wrote it).
+    Raises :class:`FormatError` naming the file if it is missing, truncated, malformed or not the
+    file ``expect`` describes.
     """
     from safetensors import SafetensorError, safe_open
 
     if not os.path.isfile(path):
         raise FormatError(f"{path}: file is missing")
-    _check_layout(path)
+    header = read_header(path)
+    if expect:
+        _check_identity(path, header.get("__metadata__") or {}, expect)
     try:
         with safe_open(str(path), framework="pt") as f:
             return {k: f.get_tensor(k) for k in f.keys()}
@@ -107,8 +112,21 @@ def read_tensors(path: Path) -> dict[str, "torch.Tensor"]:  # noqa: F821
         raise FormatError(f"{path}: not a valid safetensors file ({exc})") from None
 
 
-def _check_layout(path: Path) -> None:
-    """Cheap structural check: the header parses and the data section matches the file size."""
+def _check_identity(path: Path, found: dict, expect: dict[str, str]) -> None:
+    if not found:
+        raise FormatError(f"{path}: records no identity (written by another tool or an older graphshard), but "
+                          "its config has a run_fingerprint; re-partition, or restore the file that run wrote")
+    wrong = [k for k in expect if found.get(k) != expect[k]]
+    if wrong:
+        said = ", ".join(f"{k}={found.get(k)!r}" for k in wrong)
+        want = ", ".join(f"{k}={expect[k]!r}" for k in wrong)
+        raise FormatError(f"{path}: this file belongs to another partition or run ({said or 'no identity recorded'}); "
+                          f"the config expects {want}")
+
+
+def read_header(path: Path) -> dict:
+    """The safetensors header of ``path`` (tensor specs and ``__metadata__``), after a cheap structural
+    check that it parses and that the data section matches the file size."""
     size = os.path.getsize(path)
     with open(path, "rb") as f:
         head = f.read(8)
@@ -127,6 +145,7 @@ def _check_layout(path: Path) -> None:
                and "data_offsets" in v), default=0)
     if 8 + n + end != size:
         raise FormatError(f"{path}: truncated or padded: header describes {8 + n + end} bytes, file has {size}")
+    return header
 
 
 def sha256_file(path: Path) -> str:

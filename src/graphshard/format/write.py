@@ -58,7 +58,8 @@ class PartitionWriter:
     building the next partition; at most one file is pending, which bounds the extra memory.
     """
 
-    def __init__(self, out_dir: str | os.PathLike, graph_name: str, overwrite: bool = False):
+    def __init__(self, out_dir: str | os.PathLike, graph_name: str, overwrite: bool = False,
+                 identity: PartitionConfig | None = None):
         self.out_dir = prepare_output_dir(out_dir, "partitions", overwrite)
         claim_for_graph(self.out_dir, graph_name, overwrite)
         prefix = staging_prefix(graph_name)
@@ -67,6 +68,7 @@ class PartitionWriter:
             shutil.rmtree(stale, ignore_errors=True)
         self.staging = self.out_dir / f"{prefix}{os.getpid()}"
         self.staging.mkdir()
+        self.identity = identity  # when given, every file records which run and partition wrote it
         self.checksums: dict[str, str] = {}
         self.parts: dict[int, dict[str, str]] = {}
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="graphshard-writer")
@@ -94,10 +96,11 @@ class PartitionWriter:
         target.parent.mkdir(exist_ok=True)
         self.parts.setdefault(part_id, {})[key] = rel
         self._wait()
-        self._pending = self._pool.submit(self._write, rel, target, tensors)
+        meta = self.identity.identity(part_id, key) if self.identity is not None else None
+        self._pending = self._pool.submit(self._write, rel, target, tensors, meta)
 
-    def _write(self, rel: str, target: Path, tensors: dict[str, np.ndarray | Lazy]) -> None:
-        self.checksums[rel] = write_tensors(target, tensors)
+    def _write(self, rel: str, target: Path, tensors: dict[str, np.ndarray | Lazy], meta: dict[str, str] | None) -> None:
+        self.checksums[rel] = write_tensors(target, tensors, meta)
 
     def _wait(self) -> None:
         if self._pending is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -81,11 +82,12 @@ def partition_graph(
             rl = relabel(view, result.parts, num_parts)
             adj = InEdges.build(view, rl) if num_hops > 1 else None
         method = part_method if isinstance(part_method, str) else "explicit"
-        with PartitionWriter(out_path, graph_name, overwrite) as writer:
+        cfg = _config(out_dir, g, graph_name, method, num_hops, rl, num_trainers_per_machine).with_fingerprint()
+        with PartitionWriter(out_path, graph_name, overwrite, identity=cfg) as writer:
             with timer.phase("build+write"):
                 _write_parts(writer, g, view, rl, adj, num_hops, result.trainer_ids, save_orig_ids)
             with timer.phase("commit"):
-                cfg = writer.commit(_config(writer, g, graph_name, method, num_hops, rl, num_trainers_per_machine))
+                cfg = writer.commit(cfg)
     finally:
         timer.close()
     log.info("wrote %d partitions of %r to %s", num_parts, graph_name, cfg.path)
@@ -150,11 +152,11 @@ def _write_parts(writer: PartitionWriter, g: Graph, view: HomoView, rl: Relabell
         del local, nids, eids
 
 
-def _config(writer: PartitionWriter, g: Graph, name: str, method: str, num_hops: int, rl: Relabelling,
+def _config(out_dir: Path, g: Graph, name: str, method: str, num_hops: int, rl: Relabelling,
             trainers: int) -> PartitionConfig:
     node_map, edge_map = rl.node_map(), rl.edge_map()
     return PartitionConfig(
-        path=writer.out_dir / f"{name}.json",
+        path=out_dir / f"{name}.json",
         graph_name=name,
         part_method=method,
         num_parts=rl.num_parts,

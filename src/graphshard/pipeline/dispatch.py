@@ -21,7 +21,7 @@ import json
 import logging
 import os
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -75,6 +75,7 @@ class _Dispatch:
     def __init__(self, opts: DispatchOptions, ctx: DistContext):
         check_hops(opts.num_hops)
         self.opts, self.ctx = opts, ctx
+        self.identity: PartitionConfig | None = None  # set once the ID space is known, before any file is written
         self.meta: ChunkedMeta = read_metadata(opts.in_dir)
         self.name = self.meta.graph_name
         check_graph_name(self.name)
@@ -413,7 +414,8 @@ class _Dispatch:
         tmp = self._tmp_dir(p)
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        sums = {f"part{p}/{FILE_NAMES[k]}": write_tensors(tmp / FILE_NAMES[k], v) for k, v in files.items()}
+        sums = {f"part{p}/{FILE_NAMES[k]}": write_tensors(tmp / FILE_NAMES[k], v, self.identity.identity(p, k))
+                for k, v in files.items()}
         e.feats = {}
         return sums
 
@@ -430,7 +432,8 @@ class _Dispatch:
             orig = lambda a, b: full[a:b]  # noqa: E731
         tmp = self._tmp_dir(p)
         sums[f"part{p}/{FILE_NAMES['part_graph']}"] = write_tensors(
-            tmp / FILE_NAMES["part_graph"], structure_arrays(local, view, rl, orig_eids=orig))
+            tmp / FILE_NAMES["part_graph"], structure_arrays(local, view, rl, orig_eids=orig),
+            self.identity.identity(p, "part_graph"))
         shutil.rmtree(self.resume / f"part{p}", ignore_errors=True)
         tmp.rename(self.resume / f"part{p}")
         files = sorted(k for k in FILE_NAMES if f"part{p}/{FILE_NAMES[k]}" in sums)
@@ -460,6 +463,7 @@ def dispatch(opts: DispatchOptions, ctx: DistContext) -> Path:
         rl = Relabelling(d.P, d.new2old, d.old2new, np.zeros(0, np.int64), d.node_bounds,
                          edge_bounds_from_counts(d.edge_counts))
         view = HomoView(d.N, d.node_off, d.edge_off, np.zeros(0, np.int64), np.zeros(0, np.int64))
+        d.identity = _config_template(d, opts, rl, config_path)
         for phase in d.phases():
             with timer.phase(f"rank {ctx.rank} exchange"):
                 d.gather_edges(phase)
@@ -488,17 +492,8 @@ def dispatch(opts: DispatchOptions, ctx: DistContext) -> Path:
     for blob in all_gather_bytes(ctx, json.dumps(mine).encode(), "partition checksums"):
         everything.update({int(k): v for k, v in json.loads(blob).items()})
     keys = {p: [k for k in FILE_NAMES if k in everything[p]["files"]] for p in everything}
-    cfg = PartitionConfig(
-        path=config_path, graph_name=d.name, part_method=_method(opts.partitions_dir), num_parts=d.P,
-        halo_hops=opts.num_hops, num_nodes=d.N, num_edges=int(d.edge_off[-1]),
-        ntypes={t: i for i, t in enumerate(d.meta.ntypes)},
-        etypes={etype_str(e): i for i, e in enumerate(d.meta.etypes)},
-        node_map={t: rl.node_map()[i] for i, t in enumerate(d.meta.ntypes)},
-        edge_map={etype_str(e): rl.edge_map()[i] for i, e in enumerate(d.meta.etypes)},
-        parts=[part_entry({k: f"part{p}/{FILE_NAMES[k]}" for k in keys[p]}) for p in range(d.P)],
-        checksums=dict(sorted(c for p in range(d.P) for c in everything[p]["checksums"].items())),
-        extra={"num_trainers_per_machine": 1},
-    )
+    cfg = replace(d.identity, parts=[part_entry({k: f"part{p}/{FILE_NAMES[k]}" for k in keys[p]}) for p in range(d.P)],
+                  checksums=dict(sorted(c for p in range(d.P) for c in everything[p]["checksums"].items())))
     barrier(ctx, "partitions published")
     write_config(cfg)
     for p in d.owned:
@@ -508,6 +503,19 @@ def dispatch(opts: DispatchOptions, ctx: DistContext) -> Path:
     shutil.rmtree(d.resume, ignore_errors=True)  # every rank is past the barrier: nothing in it is needed
     log.info("rank %d done: peak RSS %d bytes", ctx.rank, peak_rss_bytes())
     return config_path
+
+
+def _config_template(d: "_Dispatch", opts: DispatchOptions, rl: Relabelling, config_path: Path) -> PartitionConfig:
+    """The config without its file lists: known before any file is written, so files can carry its identity."""
+    return PartitionConfig(
+        path=config_path, graph_name=d.name, part_method=_method(opts.partitions_dir), num_parts=d.P,
+        halo_hops=opts.num_hops, num_nodes=d.N, num_edges=int(d.edge_off[-1]),
+        ntypes={t: i for i, t in enumerate(d.meta.ntypes)},
+        etypes={etype_str(e): i for i, e in enumerate(d.meta.etypes)},
+        node_map={t: rl.node_map()[i] for i, t in enumerate(d.meta.ntypes)},
+        edge_map={etype_str(e): rl.edge_map()[i] for i, e in enumerate(d.meta.etypes)},
+        parts=[], extra={"num_trainers_per_machine": 1},
+    ).with_fingerprint()
 
 
 PIECE_BYTES = 16 << 20  # bytes read, routed and exchanged per round: bounds the memory in flight

@@ -27,9 +27,34 @@ class CSCGraph:
     edge_ids: np.ndarray | None = None
     node_time: np.ndarray | None = None
 
+    def __post_init__(self) -> None:
+        check_csc(self.indptr, self.indices, "CSCGraph")
+        for name in ("edge_ids", "node_time"):
+            arr = getattr(self, name)
+            want = self.indices.shape[0] if name == "edge_ids" else self.num_nodes
+            if arr is not None and np.asarray(arr).shape[:1] != (want,):
+                raise InputError(f"CSCGraph: {name} must have {want} entries, got shape {np.asarray(arr).shape}")
+
     @property
     def num_nodes(self) -> int:
         return int(self.indptr.shape[0] - 1)
+
+
+def check_csc(indptr: np.ndarray, indices: np.ndarray, where: str) -> None:
+    """The bounds the compiled samplers rely on (checked once per graph, never per edge): a 1-D int64
+    ``indptr`` starting at 0, never decreasing, ending at ``len(indices)``; ``indices`` within the nodes."""
+    for name, arr in (("indptr", indptr), ("indices", indices)):
+        if not isinstance(arr, np.ndarray) or arr.ndim != 1 or arr.dtype != np.int64:
+            raise InputError(f"{where}: {name} must be a 1-D int64 array")
+    if indptr.shape[0] < 1 or indptr[0] != 0 or indptr[-1] != indices.shape[0]:
+        raise InputError(f"{where}: indptr must start at 0 and end at len(indices) = {indices.shape[0]}")
+    bad = np.flatnonzero(np.diff(indptr) < 0)
+    if bad.size:
+        raise InputError(f"{where}: indptr decreases at node {int(bad[0])}")
+    n = indptr.shape[0] - 1
+    if indices.size and (indices.min() < 0 or indices.max() >= n):
+        i = int(np.flatnonzero((indices < 0) | (indices >= n))[0])
+        raise InputError(f"{where}: indices[{i}] = {int(indices[i])} is not a node ID in [0, {n})")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,125 @@
+"""Structural validation of a loaded partition, run on every load: cheap (vectorised, O(size)), so a
+corrupt or inconsistent file is an error naming it, never a wrong answer or a crash downstream.
+
+What is checked against the config JSON (the partition book) and the format's rules:
+- dtypes: every ID tensor int64, ``inner_node``/``inner_edge`` bool;
+- CSC: ``indptr`` starts at 0, never decreases, ends at ``len(indices)``; ``indices`` within the local nodes;
+- nodes: inner nodes are the local prefix with this partition's new IDs; HALO IDs lie in other
+  partitions; ``part_id`` and ``_TYPE`` agree with the ranges of ``node_map`` for every ``_ID``;
+- edges: exactly the in-edges of inner nodes are ``inner_edge`` and there are as many as ``edge_map``
+  gives this partition (every inner node's in-edges are stored: the 1-hop structure); inner edge
+  ``_ID``s lie in this partition's range, HALO edge ``_ID``s outside it, ``_TYPE`` agrees with
+  ``edge_map``, and each edge's endpoints have the node types of its edge type;
+- HALO depth: with ``halo_hops = 1`` no HALO node has stored in-edges. (For k > 1 the stored HALO
+  edges are not proven complete: that needs the other partitions' degrees.)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..errors import FormatError
+from ..graph import parse_etype
+from .config import PartitionConfig
+
+INT_KEYS = ("indptr", "indices", "node/_ID", "node/orig_id", "node/part_id", "node/_TYPE",
+            "edge/_ID", "edge/orig_id", "edge/_TYPE")
+BOOL_KEYS = ("node/inner_node", "edge/inner_edge")
+
+
+class _Ranges:
+    """The (partition, type) ranges of one ID space, flattened in ID order for vectorised look-ups."""
+
+    def __init__(self, ranges: dict[str, np.ndarray], num_parts: int):
+        types = list(ranges)
+        starts = np.array([[ranges[t][p, 0] for t in types] for p in range(num_parts)], dtype=np.int64).reshape(-1)
+        self.starts = torch.from_numpy(starts)
+        self.type_of = torch.arange(len(types)).repeat(num_parts)
+        self.part_of = torch.arange(num_parts).repeat_interleave(len(types))
+        self.total = int(ranges[types[-1]][-1, 1]) if types else 0
+
+    def locate(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(partition, type ID) owning each ID (IDs must already be in ``[0, total)``)."""
+        idx = torch.searchsorted(self.starts, ids, right=True) - 1
+        return self.part_of[idx], self.type_of[idx]
+
+
+def _fail(path: Path, what: str, bad: torch.Tensor, values: torch.Tensor | None = None) -> None:
+    pos = torch.nonzero(bad)
+    if pos.numel():
+        i = int(pos[0, 0])
+        shown = f" (value {int(values[i])})" if values is not None else ""
+        raise FormatError(f"{path}: {what}: first at position {i}{shown}")
+
+
+def check_structure(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tensor], path: Path) -> None:
+    """Raise :class:`FormatError` naming ``path`` if partition ``part_id``'s structure breaks a rule above."""
+    for key in INT_KEYS + BOOL_KEYS:
+        want = torch.bool if key in BOOL_KEYS else torch.int64
+        if t[key].dtype != want:
+            raise FormatError(f"{path}: tensor {key!r} has dtype {t[key].dtype}, expected {want}")
+    indptr, indices = t["indptr"], t["indices"]
+    n, e = indptr.shape[0] - 1, indices.shape[0]
+    _fail(path, "'indptr' decreases", indptr.diff() < 0)
+    _fail(path, "'indices' holds a local node ID outside [0, %d)" % n, (indices < 0) | (indices >= n), indices)
+    nodes, edges = _Ranges(cfg.node_map, cfg.num_parts), _Ranges(cfg.edge_map, cfg.num_parts)
+    n_inner = _check_nodes(cfg, part_id, t, path, nodes)
+    _check_edges(cfg, part_id, t, path, edges, n_inner)
+    if cfg.halo_hops == 1 and int(indptr[n_inner]) != e:
+        raise FormatError(f"{path}: stores {e - int(indptr[n_inner])} in-edges of HALO nodes, but the config "
+                          f"says halo_hops = 1 (a 1-hop partition holds in-edges of inner nodes only)")
+
+
+def _check_nodes(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tensor], path: Path, nodes: _Ranges) -> int:
+    ids = t["node/_ID"]
+    lo, hi = (int(x) for x in (cfg.node_map[next(iter(cfg.node_map))][part_id, 0],
+                               cfg.node_map[list(cfg.node_map)[-1]][part_id, 1])) if cfg.node_map else (0, 0)
+    n_inner = hi - lo
+    _fail(path, f"node/_ID outside [0, {cfg.num_nodes})", (ids < 0) | (ids >= cfg.num_nodes), ids)
+    halo = ids[n_inner:]
+    _fail(path, f"HALO node/_ID inside this partition's own range [{lo}, {hi})", (halo >= lo) & (halo < hi), halo)
+    part, ntype = nodes.locate(ids)
+    _fail(path, "node/part_id differs from the owner of node/_ID in the config's node_map", t["node/part_id"] != part,
+          t["node/part_id"])
+    _fail(path, "node/_TYPE differs from the type of node/_ID in the config's node_map", t["node/_TYPE"] != ntype,
+          t["node/_TYPE"])
+    return n_inner
+
+
+def _check_edges(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tensor], path: Path, edges: _Ranges,
+                 n_inner: int) -> None:
+    indptr, eids, inner = t["indptr"], t["edge/_ID"], t["edge/inner_edge"]
+    n_own = int(indptr[n_inner])  # CSC by destination: the in-edges of inner nodes come first
+    first, last = next(iter(cfg.edge_map), None), list(cfg.edge_map)[-1] if cfg.edge_map else None
+    elo = int(cfg.edge_map[first][part_id, 0]) if first else 0
+    ehi = int(cfg.edge_map[last][part_id, 1]) if last else 0
+    if n_own != ehi - elo:
+        raise FormatError(f"{path}: holds {n_own} in-edges of inner nodes, but the config's edge_map gives this "
+                          f"partition {ehi - elo} edges (missing or extra 1-hop structure)")
+    _fail(path, "edge/inner_edge is false for an in-edge of an inner node", ~inner[:n_own])
+    _fail(path, "edge/inner_edge is true for an in-edge of a HALO node", inner[n_own:])
+    own = eids[:n_own]
+    _fail(path, f"inner edge/_ID outside this partition's range [{elo}, {ehi})", (own < elo) | (own >= ehi), own)
+    halo = eids[n_own:]
+    _fail(path, f"HALO edge/_ID outside [0, {cfg.num_edges}) or inside this partition's range",
+          (halo < 0) | (halo >= cfg.num_edges) | ((halo >= elo) & (halo < ehi)), halo)
+    _, etype = edges.locate(eids)
+    _fail(path, "edge/_TYPE differs from the type of edge/_ID in the config's edge_map", t["edge/_TYPE"] != etype,
+          t["edge/_TYPE"])
+    _check_endpoint_types(cfg, t, path)
+
+
+def _check_endpoint_types(cfg: PartitionConfig, t: dict[str, torch.Tensor], path: Path) -> None:
+    ntypes = list(cfg.ntypes)
+    ends = torch.tensor([[ntypes.index(parse_etype(e)[0]), ntypes.index(parse_etype(e)[2])] for e in cfg.etypes],
+                        dtype=torch.int64).reshape(-1, 2)
+    if ends.shape[0] == 0 or t["indices"].shape[0] == 0:
+        return
+    etype, node_type, indptr = t["edge/_TYPE"], t["node/_TYPE"], t["indptr"]
+    _fail(path, "an edge's source node has another type than its edge type's source", node_type[t["indices"]] != ends[etype, 0])
+    dst = torch.repeat_interleave(torch.arange(indptr.shape[0] - 1), indptr.diff())
+    _fail(path, "an edge's destination node has another type than its edge type's destination",
+          node_type[dst] != ends[etype, 1])
