@@ -216,11 +216,11 @@ def test_failed_background_write_cleans_up(tmp_path, monkeypatch):
 
     calls = []
 
-    def flaky(path, tensors):
+    def flaky(path, tensors, *meta):
         calls.append(path)
         if len(calls) == 4:
             raise OSError(f"{path}: no space left on device")
-        return real(path, tensors)
+        return real(path, tensors, *meta)
     real = write.write_tensors
     monkeypatch.setattr(write, "write_tensors", flaky)
     with pytest.raises(OSError, match="no space left"):
