@@ -88,4 +88,5 @@ def test_link_training_from_a_dataset_under_torchrun(tmp_path):
     m = torchrun_train(["--dataset", str(tmp_path / "data"), "--work-dir", str(tmp_path / "work"), "--task", "link",
                         "--epochs", "1", "--fanouts", "3,3", "--batch-size", "256"], tmp_path / "m.json")
     assert (m["world_size"], m["num_parts"]) == (2, 2) and 0.5 < m["test_auc"] <= 1.0
-    assert (tmp_path / "work" / "2parts-metis" / "host0" / "link" / "link_split.safetensors").is_file()
+    host = tmp_path / "work" / "2parts-metis" / "host0"
+    assert [p.relative_to(host).parts[1:] for p in host.glob("*/link/link_split.safetensors")] == [("link", "link_split.safetensors")]

@@ -47,6 +47,10 @@ def read_data(spec: FileSpec, i: int) -> np.ndarray:
 
     table = _read_csv(pacsv, path, spec.delimiter, spec.where, None)
     cols = [c.to_numpy() for c in table.columns]
+    for j, c in enumerate(cols):
+        if not (np.issubdtype(c.dtype, np.number) or c.dtype == bool):
+            raise InputError(_csv_problem(path, spec.delimiter, spec.where, f"column {j} is not numeric",
+                                          len(cols), numeric=True))
     return cols[0] if len(cols) == 1 else np.stack(cols, axis=1)
 
 
@@ -61,6 +65,12 @@ def count_rows(spec: FileSpec, i: int) -> int:
         return int(pq.ParquetFile(path).metadata.num_rows)
     with open(path, "rb") as f:
         data = f.read()
+    blank = 0 if data.startswith((b"\n", b"\r\n")) else min(
+        (i + 1 for i in (data.find(b"\n\n"), data.find(b"\n\r\n")) if i >= 0), default=-1)
+    if blank >= 0:
+        line = data[:blank].count(b"\n") + 1
+        raise InputError(f"{path}, line {line}: blank line ({spec.where}); a CSV chunk "
+                         "holds one row per line and nothing else")
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
@@ -88,7 +98,7 @@ def _read_csv(pacsv, path: Path, delimiter: str, where: str, types):
         return pacsv.read_csv(
             path,
             read_options=pacsv.ReadOptions(autogenerate_column_names=True, use_threads=True),
-            parse_options=pacsv.ParseOptions(delimiter=delimiter),
+            parse_options=pacsv.ParseOptions(delimiter=delimiter, ignore_empty_lines=False),
             convert_options=pacsv.ConvertOptions(column_types=types) if types else None,
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
@@ -110,16 +120,19 @@ def _csv_int_columns(path: Path, delimiter: str, ncols: int, where: str) -> list
     return [c.to_numpy() for c in table.columns]
 
 
-def _csv_problem(path: Path, delimiter: str, where: str, exc: object, ncols: int = 2) -> str:
+def _csv_problem(path: Path, delimiter: str, where: str, exc: object, ncols: int = 2, numeric: bool = False) -> str:
     """Locate the first bad line (only on the error path) so the message names it."""
+    parse, kind = (float, "a number") if numeric else (int, "an integer")
     with open(path) as f:
         for lineno, line in enumerate(f, 1):
-            fields = line.rstrip("\n").split(delimiter)
+            if not line.strip():
+                return f"{path}, line {lineno}: blank line ({where})"
+            fields = line.rstrip("\r\n").split(delimiter)
             if len(fields) != ncols:
                 return f"{path}, line {lineno}: expected {ncols} columns, got {len(fields)}: {line.strip()!r} ({where})"
             for value in fields:
                 try:
-                    int(value)
+                    parse(value)
                 except ValueError:
-                    return f"{path}, line {lineno}: {value!r} is not an integer ({where})"
+                    return f"{path}, line {lineno}: {value!r} is not {kind} ({where})"
     return f"{path}: cannot parse CSV ({exc}) ({where})"

@@ -33,6 +33,7 @@ from ..dist.collectives import all_gather_bytes, all_reduce_sum, barrier, exchan
 from ..dist.context import DistContext
 from ..errors import InputError
 from ..format.config import PartitionConfig, check_graph_name, write_config
+from ..fingerprint import files_fingerprint
 from ..format.outputs import check_output_dir, claim_for_graph, prepare_output_dir
 from ..format.tensorfile import sha256_file, write_tensors
 from ..format.write import FILE_NAMES, part_entry, replace_dir
@@ -129,6 +130,10 @@ class _Dispatch:
             if f.is_file():
                 h.update(f.name.encode() + f.read_bytes())
         h.update(json.dumps([self.opts.num_hops, self.opts.save_orig_nids, self.opts.save_orig_eids]).encode())
+        m = self.meta  # the chunks' content too: a changed chunk must never be answered by a stale partition
+        specs = [*m.edges.values(), *(s for d in m.node_data.values() for s in d.values()),
+                 *(s for d in m.edge_data.values() for s in d.values())]
+        h.update(files_fingerprint([p for spec in specs for p in spec.paths]).encode())
         return h.hexdigest()
 
     # -- step 1: edges -----------------------------------------------------------------------
@@ -495,6 +500,8 @@ def dispatch(opts: DispatchOptions, ctx: DistContext) -> Path:
     cfg = replace(d.identity, parts=[part_entry({k: f"part{p}/{FILE_NAMES[k]}" for k in keys[p]}) for p in range(d.P)],
                   checksums=dict(sorted(c for p in range(d.P) for c in everything[p]["checksums"].items())))
     barrier(ctx, "partitions published")
+    _check_loads(cfg, d.owned, ctx.rank)
+    barrier(ctx, "partitions validated")
     write_config(cfg)
     for p in d.owned:
         d.done_marker(p).unlink(missing_ok=True)
@@ -503,6 +510,20 @@ def dispatch(opts: DispatchOptions, ctx: DistContext) -> Path:
     shutil.rmtree(d.resume, ignore_errors=True)  # every rank is past the barrier: nothing in it is needed
     log.info("rank %d done: peak RSS %d bytes", ctx.rank, peak_rss_bytes())
     return config_path
+
+
+def _check_loads(cfg: PartitionConfig, owned: list[int], rank: int) -> None:
+    """Load (with the default validation) every partition this rank wrote, through a private copy of the
+    config: a run reports success only for output that loads, and never publishes a config that does not."""
+    from ..format.load import load_partition
+
+    probe = replace(cfg, path=cfg.path.with_name(f".{cfg.path.name}.check-{rank}-{os.getpid()}"))
+    write_config(probe)
+    try:
+        for p in owned:
+            load_partition(probe.path, p)
+    finally:
+        probe.path.unlink(missing_ok=True)
 
 
 def _config_template(d: "_Dispatch", opts: DispatchOptions, rl: Relabelling, config_path: Path) -> PartitionConfig:

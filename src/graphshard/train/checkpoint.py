@@ -3,6 +3,7 @@ Written atomically (temporary files, then rename; ``checkpoint.json`` last), rea
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -11,10 +12,70 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from ..errors import FormatError
+from ..errors import FormatError, InputError
 
 STATE = "checkpoint.json"
 TENSORS = "checkpoint.safetensors"
+# Options that change what the saved state means: resuming under other values would continue a
+# different run (other model shape, other optimiser, other batches). Others (epochs, evaluation
+# cadence, outputs, workers, timeouts) may change between a run and its resume.
+RESUME_OPTIONS = ("task", "model", "fanouts", "batch_size", "hidden", "num_layers", "dropout", "lr", "seed",
+                  "target", "embed_dim", "sparse_lr", "decoder", "neg_ratio", "edge_type")
+
+
+def run_identity(part_config: str, opts: Any, world_size: int) -> dict[str, Any]:
+    """What a checkpoint must match to be resumed: the partitioned graph (its ID space and the checksums
+    of its files), the number of ranks and the options in :data:`RESUME_OPTIONS`."""
+    from ..format.config import read_config, run_fingerprint
+
+    cfg = read_config(part_config)
+    files = hashlib.sha256(json.dumps(cfg.checksums, sort_keys=True).encode()).hexdigest()
+    graph = f"{cfg.graph_name} ({(cfg.run_fingerprint or run_fingerprint(cfg))[:12]}, files {files[:12]})"
+    return {"graph": graph, "world_size": world_size, **{k: getattr(opts, k) for k in RESUME_OPTIONS}}
+
+
+def read_state(directory: str | os.PathLike) -> dict[str, Any] | None:
+    """The JSON part of a checkpoint (epoch, identity, history), or None when there is none."""
+    path = Path(directory) / STATE
+    if not path.is_file():
+        return None
+    try:
+        meta = json.loads(path.read_text())
+        int(meta["epoch"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise FormatError(f"{path}: unreadable checkpoint ({exc})") from None
+    return meta
+
+
+def check_identity(directory: str | os.PathLike, meta: dict[str, Any], identity: dict[str, Any]) -> None:
+    """Raise :class:`InputError` naming every difference between a checkpoint and this run."""
+    saved = meta.get("identity")
+    if not isinstance(saved, dict):
+        raise InputError(f"{directory}: checkpoint records no run identity (written by an older graphshard); it "
+                         "cannot be shown to belong to this run: remove it or use another --checkpoint directory")
+    diff = [f"{k}: checkpoint {saved.get(k)!r}, this run {v!r}" for k, v in identity.items() if saved.get(k) != v]
+    if diff:
+        raise InputError(f"{directory}: checkpoint belongs to another run and cannot be resumed ({'; '.join(diff)}); "
+                         "use another --checkpoint directory, or rerun with the checkpoint's settings")
+
+
+def check_checkpoints(directory: str | os.PathLike, identity: dict[str, Any], world_size: int) -> int | None:
+    """Check every rank's checkpoint under ``directory`` (``rank<i>/``) before a run starts: all present or
+    none, all at the same epoch, all of this run. Returns the epoch they finished, or None."""
+    states = {r: read_state(Path(directory) / f"rank{r}") for r in range(world_size)}
+    found = {r: m for r, m in states.items() if m is not None}
+    if not found:
+        return None
+    for r, m in found.items():
+        check_identity(Path(directory) / f"rank{r}", m, identity)
+    epochs = {r: int(m["epoch"]) for r, m in found.items()}
+    missing = [r for r in states if r not in found]
+    if missing or len(set(epochs.values())) > 1:
+        at = ", ".join(f"rank {r} after epoch {e}" for r, e in epochs.items())
+        gone = f"; ranks {missing} have none" if missing else ""
+        raise InputError(f"{directory}: the ranks' checkpoints disagree ({at}{gone}); they were not written by one "
+                         "finished epoch of one run: remove them or restore a consistent set")
+    return next(iter(epochs.values()))
 
 
 def _flatten(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict]:
@@ -33,9 +94,9 @@ def _flatten(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> tuple[
 
 def save_checkpoint(directory: str | os.PathLike, epoch: int, model: torch.nn.Module,
                     optimizer: torch.optim.Optimizer, history: list[dict],
-                    extra: dict[str, torch.Tensor] | None = None) -> None:
+                    extra: dict[str, torch.Tensor] | None = None, identity: dict[str, Any] | None = None) -> None:
     """Record the state after ``epoch`` (0-based) epochs have finished; ``extra``: more named tensors
-    (e.g. the embedding rows this rank holds)."""
+    (e.g. the embedding rows this rank holds); ``identity``: see :func:`run_identity`."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     tensors, opt_meta = _flatten(model, optimizer)
@@ -43,21 +104,23 @@ def save_checkpoint(directory: str | os.PathLike, epoch: int, model: torch.nn.Mo
     tmp = d / f".{TENSORS}.tmp"
     save_file(tensors, str(tmp))
     os.replace(tmp, d / TENSORS)
-    meta = {"epoch": epoch, "optimizer": opt_meta, "history": history}
+    meta = {"epoch": epoch, "identity": identity, "optimizer": opt_meta, "history": history}
     tmp = d / f".{STATE}.tmp"
     tmp.write_text(json.dumps(meta))
     os.replace(tmp, d / STATE)
 
 
-def load_checkpoint(directory: str | os.PathLike, model: torch.nn.Module, optimizer: torch.optim.Optimizer
-                    ) -> tuple[int, list[dict], dict[str, torch.Tensor]] | None:
+def load_checkpoint(directory: str | os.PathLike, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                    identity: dict[str, Any] | None = None) -> tuple[int, list[dict], dict[str, torch.Tensor]] | None:
     """Restore model, optimiser and RNG; returns ``(next epoch, history, extra tensors)``, or None
-    without a checkpoint."""
+    without a checkpoint. With ``identity``, a checkpoint of another run is an :class:`InputError`."""
     d = Path(directory)
-    if not (d / STATE).is_file():
+    meta = read_state(d)
+    if meta is None:
         return None
+    if identity is not None:
+        check_identity(d, meta, identity)
     try:
-        meta = json.loads((d / STATE).read_text())
         tensors = load_file(str(d / TENSORS))
     except (OSError, ValueError) as exc:
         raise FormatError(f"{d}: unreadable checkpoint ({exc})") from None

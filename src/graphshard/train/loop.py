@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,10 +18,11 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
-from ..dist.collectives import all_reduce_sum
+from ..dist.collectives import all_gather_bytes, all_reduce_sum
+from ..errors import InputError
 from ..dist.graph import DistGraph
 from ..dist.runtime import Session
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import check_identity, load_checkpoint, read_state, run_identity, save_checkpoint
 from .inputs import ModelInputs
 from .options import TrainOptions
 
@@ -46,6 +48,20 @@ def _timed_allreduce(state, bucket):  # no annotations: DDP checks them against 
     return fut
 
 
+def _agree_on_resume(s: Session, directory: str, identity: dict[str, Any]) -> None:
+    """Every rank checks its own checkpoint, then all compare epochs before anyone loads: ranks at
+    different epochs (or some without a checkpoint) fail together at once, naming each rank's epoch."""
+    meta = read_state(directory)
+    if meta is not None:
+        check_identity(directory, meta, identity)
+    mine = -1 if meta is None else int(meta["epoch"])
+    epochs = [int(b) for b in all_gather_bytes(s.ctx, str(mine).encode(), "checkpoint epochs")]
+    if len(set(epochs)) > 1:
+        at = ", ".join(f"rank {r} {'has none' if e < 0 else f'after epoch {e}'}" for r, e in enumerate(epochs))
+        raise InputError(f"{Path(directory).parent}: the ranks' checkpoints disagree ({at}); remove them or restore "
+                         "a consistent set")
+
+
 class Trainer:
     """Runs epochs of ``loss(ddp_model, batch)`` over a loader; the model and the inputs' embeddings are
     checkpointed after every epoch when ``opts.checkpoint`` is set, and resumed from it."""
@@ -58,8 +74,10 @@ class Trainer:
         self.model = model
         self.optimizer = torch.optim.Adam(model.parameters(), lr=opts.lr)
         self.start_epoch, self.history = 0, []
+        self.identity = run_identity(opts.part_config, opts, s.world_size) if opts.checkpoint else None
         if opts.checkpoint:
-            resumed = load_checkpoint(self._dir(), model, self.optimizer)
+            _agree_on_resume(s, self._dir(), self.identity)
+            resumed = load_checkpoint(self._dir(), model, self.optimizer, self.identity)
             if resumed:
                 self.start_epoch, self.history, extra = resumed
                 inputs.load_state(extra)
@@ -89,7 +107,7 @@ class Trainer:
                 log.info("epoch %d: %s", epoch, record)
                 if self.opts.checkpoint:
                     save_checkpoint(self._dir(), epoch, self.model, self.optimizer, self.history,
-                                    self.inputs.state())
+                                    self.inputs.state(), self.identity)
         return self.history
 
     def _epoch(self, loader: Any, loss_fn: Callable, epoch: int) -> dict[str, Any]:

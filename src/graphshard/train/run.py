@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..fingerprint import tree_fingerprint
 from .link_split import require_link_split
 from .options import TrainOptions
 
@@ -43,15 +44,21 @@ def _rank_main(opts: TrainOptions, result_path: str | None, dataset: tuple | Non
     return metrics
 
 
-def _paths(dataset: str, out_dir: str, link: bool) -> tuple[Path, Path, str | None]:
-    """Where :func:`partition_dataset` puts ``dataset``: (directory, config, held-out edges file)."""
-    out = Path(out_dir) / ("link" if link else "node")
-    name = "".join(c if c.isalnum() else "_" for c in Path(dataset).resolve().name)
+def _paths(dataset: str, out_dir: str, link: bool, seed: int, edge_type: str | None) -> tuple[Path, Path, str | None]:
+    """Where :func:`partition_dataset` puts ``dataset``: (directory, config, held-out edges file).
+
+    The directory is keyed by the dataset's content (see :mod:`graphshard.fingerprint`) and the options
+    that shape the partitions, so a different dataset of the same name, or a changed one, never reuses
+    partitions made for another."""
+    root = Path(dataset).resolve()
+    name = "".join(c if c.isalnum() else "_" for c in root.name)
+    key = tree_fingerprint(root, json.dumps([link, seed, edge_type]))[:12]
+    out = Path(out_dir) / f"{name}-{key}" / ("link" if link else "node")
     return out, out / f"{name}.json", str(out / "link_split.safetensors") if link else None
 
 
 def _with_partitions(opts: TrainOptions, dataset: str, out_dir: str) -> TrainOptions:
-    _, config, split = _paths(dataset, out_dir, opts.task == "link")
+    _, config, split = _paths(dataset, out_dir, opts.task == "link", opts.seed, opts.edge_type)
     return replace(opts, part_config=str(config), link_split=split or opts.link_split)
 
 
@@ -63,16 +70,18 @@ def partition_dataset(dataset: str, out_dir: str, num_parts: int, method: str = 
     validation/test edges (of ``edge_type``, ``"src:rel:dst"``; needed when there are several) leave the
     graph before it is partitioned."""
     from ..datasets import load_dataset
+    from ..format.outputs import prepare_output_dir
     from ..graph import parse_etype, with_reverse_edges
     from ..partition.api import partition_graph
     from .link_split import save_link_split, split_edges
 
-    out, config, split_file = _paths(dataset, out_dir, link)
+    out, config, split_file = _paths(dataset, out_dir, link, seed, edge_type)
     if not config.is_file():
         ds = load_dataset(dataset)
         g = ds.graph
         if link:
             g, held_out = split_edges(g, parse_etype(edge_type) if edge_type else None, seed=seed)
+            prepare_output_dir(out, "partitions")  # the held-out edges live beside the partitions they belong to
             save_link_split(held_out, split_file)
         if not g.is_homogeneous:
             g = with_reverse_edges(g)
@@ -97,6 +106,10 @@ def train(opts: TrainOptions, num_procs: int | None = None, dataset: str | None 
         partition_dataset(*job)
         opts = _with_partitions(opts, dataset, out)
     require_link_split(opts)  # fail before starting any process
+    if opts.checkpoint and num_procs:  # a checkpoint of another run, or ranks at different epochs: say so now
+        from .checkpoint import check_checkpoints, run_identity
+
+        check_checkpoints(opts.checkpoint, run_identity(opts.part_config, opts, num_procs), num_procs)
     if not num_procs:
         return _rank_main(opts, None)
     from ..dist.launch import launch
