@@ -230,6 +230,10 @@ def _train_flags(p: argparse.ArgumentParser, epochs: int) -> None:
     p.add_argument("--timeout", type=float, default=300.0, help="seconds any distributed wait may take")
 
 
+HOST_HELP = ("address every socket of the run listens on (default 127.0.0.1: this machine only). The transport "
+             "has no authentication (torch RPC unpickles requests): give another address only on a trusted network")
+
+
 def _overwrite_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="write into an output directory graphshard did not create (or that holds another graph's "
@@ -323,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
     dsp.add_argument("--save-orig-eids", action="store_true")
     dsp.add_argument("--num-procs", type=int, help="start this many local ranks (omit under torchrun)")
     dsp.add_argument("--timeout", type=float, default=300.0, help="seconds any collective may wait (default 300)")
-    dsp.add_argument("--host", default="127.0.0.1", help="address the local rendezvous binds to")
+    dsp.add_argument("--host", default="127.0.0.1", help=HOST_HELP)
     _overwrite_flag(dsp)
     dsp.set_defaults(func=_dispatch)
 
@@ -349,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "error names the rank at fault.")
     lch.add_argument("--num-procs", type=int, required=True, help="number of ranks")
     lch.add_argument("--timeout", type=float, default=300.0, help="seconds the rendezvous store waits (default 300)")
-    lch.add_argument("--host", default="127.0.0.1", help="address the rendezvous store binds to")
+    lch.add_argument("--host", default="127.0.0.1", help=HOST_HELP)
     lch.add_argument("script", help="Python file to run on every rank")
     lch.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     lch.set_defaults(func=_launch)
@@ -364,7 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--work-dir", default="out/train", help="where --dataset is partitioned (default out/train)")
     tr.add_argument("--method", default="metis", choices=["random", "metis", "kaminpar"], help="for --dataset")
     tr.add_argument("--num-procs", type=int, help="start this many local ranks (omit under torchrun)")
-    tr.add_argument("--host", default="127.0.0.1", help="address the local rendezvous binds to")
+    tr.add_argument("--host", default="127.0.0.1", help=HOST_HELP)
     _train_flags(tr, epochs=10)
     tr.set_defaults(func=_train)
 

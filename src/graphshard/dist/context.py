@@ -14,6 +14,8 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
+from .network import gloo_options, host_store, interface_of
+
 log = logging.getLogger(__name__)
 
 ERROR_KEY = "error/"
@@ -47,10 +49,16 @@ class DistContext:
         delta = datetime.timedelta(seconds=timeout)
         agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
         is_master = rank == 0 and not agent_store and os.environ.get("GRAPHSHARD_STORE_HOSTED") != "1"
-        store = dist.TCPStore(host, port, world, is_master=is_master, timeout=delta, wait_for_workers=False)
+        if is_master:
+            store = host_store(host, port, world, timeout)  # listens on MASTER_ADDR only
+        else:
+            store = dist.TCPStore(host, port, world, is_master=False, timeout=delta)
         store = dist.PrefixStore("graphshard/", store)
+        # gloo listens on MASTER_ADDR when this machine holds it (always so for a local run); on other
+        # hosts of a torchrun job torch picks this host's address
+        pg_options = gloo_options(host) if interface_of(host) else None
         dist.init_process_group("gloo", store=dist.PrefixStore("pg/", store), rank=rank, world_size=world,
-                                timeout=delta)
+                                timeout=delta, pg_options=pg_options)
         log.info("rank %d of %d joined (%s:%d)", rank, world, host, port)
         return cls(rank, world, store, timeout)
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .context import ERROR_KEY, PEER_FAILURE, DistError
+from .network import host_store
 
 
 def _entry(index: int, fn: Callable[..., Any], args: tuple, host: str, port: int, world: int) -> None:
@@ -30,8 +31,7 @@ def launch(fn: Callable[..., Any], num_procs: int, args: tuple = (), host: str =
 
     if num_procs < 1:
         raise DistError(f"num_procs must be >= 1, got {num_procs}")
-    store = dist.TCPStore(host, 0, num_procs, is_master=True, timeout=datetime.timedelta(seconds=timeout),
-                          wait_for_workers=False)
+    store = host_store(host, 0, num_procs, timeout)  # listens on ``host`` only (see .network)
     procs = mp.start_processes(_entry, args=(fn, args, host, store.port, num_procs), nprocs=num_procs,
                                join=False, start_method="spawn")
     try:

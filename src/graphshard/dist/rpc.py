@@ -13,7 +13,7 @@ import datetime
 import itertools
 import os
 import re
-import socket
+
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .context import DistContext, DistError
+from .network import interface_of
 
 _REGISTRY: dict[str, Any] = {}
 _CURRENT: list["RpcGroup"] = []
@@ -89,30 +90,46 @@ class RpcGroup:
         return [bytes(self.store.get(k)) for k in keys]
 
 
-def _free_port(host: str) -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+_RENDEZVOUS: dict[str, tuple[Any, int, int]] = {}
+
+
+def _rendezvous(url: str, **_: Any):
+    """``graphshard://<token>``: the RPC rendezvous runs through a store this process already has."""
+    from urllib.parse import urlparse
+
+    yield _RENDEZVOUS.pop(urlparse(url).netloc)
+
+
+def _register_rendezvous() -> None:
+    import importlib
+
+    rdzv = importlib.import_module("torch.distributed.rendezvous")  # the package attribute is a function
+    try:
+        rdzv.register_rendezvous_handler("graphshard", _rendezvous)
+    except RuntimeError:  # registered by an earlier group of this process
+        pass
 
 
 def join_group(names: list[str], rank: int, store: Any, key: str, timeout: float, host: str = "127.0.0.1",
                num_threads: int = 8, lanes: int = 1) -> RpcGroup:
-    """Join RPC as member ``rank`` of ``names``; member 0 publishes a free port under ``key``."""
+    """Join RPC as member ``rank`` of ``names``. The rendezvous goes through ``store`` (under ``key``), so
+    no other store is opened; TensorPipe listens on the interface that holds ``MASTER_ADDR`` (or
+    ``host``) when this machine has it (see :mod:`graphshard.dist.network`)."""
+    import torch.distributed as dist
     import torch.distributed.rpc as rpc
 
-    if rank == 0:
-        store.set(key, str(_free_port(host)))
-    port = int(store.get(key))
-    opts = rpc.TensorPipeRpcBackendOptions(init_method=f"tcp://{host}:{port}", rpc_timeout=timeout,
+    _register_rendezvous()
+    token = f"g{os.getpid()}x{len(_RENDEZVOUS)}x{abs(hash(key))}"
+    _RENDEZVOUS[token] = (dist.PrefixStore(f"{key}/rdzv/", store), rank, len(names))
+    iface = interface_of(os.environ.get("MASTER_ADDR", host))
+    if iface:
+        os.environ.setdefault("TP_SOCKET_IFNAME", iface)
+    opts = rpc.TensorPipeRpcBackendOptions(init_method=f"graphshard://{token}", rpc_timeout=timeout,
                                            num_worker_threads=num_threads)
-    # Under torchrun, torch's tcp:// rendezvous would expect the agent to host a store on our port
-    # (TORCHELASTIC_USE_AGENT_STORE) and wait forever; member 0 hosts this group's store itself.
-    agent = os.environ.pop("TORCHELASTIC_USE_AGENT_STORE", None)
     try:
         rpc.init_rpc(names[rank], rank=rank, world_size=len(names), rpc_backend_options=opts)
     finally:
-        if agent is not None:
-            os.environ["TORCHELASTIC_USE_AGENT_STORE"] = agent
+        _RENDEZVOUS.pop(token, None)
     group = RpcGroup(rank, names, store, timeout, lanes)
     _CURRENT[:] = [group]
     return group

@@ -1,0 +1,100 @@
+"""Where graphshard's processes listen: only on the address the user gives, loopback by default.
+
+None of the transports authenticates its peers (torch's TCPStore, gloo, and torch RPC, which
+deserialises requests with pickle): anyone who can connect can read and write the rendezvous keys
+and run code in the ranks. So every listening socket binds to one given address, never to all
+interfaces, and that address is loopback unless the user names another one. Use a non-loopback
+address only on a trusted network.
+
+The sockets, and how each is bound:
+- rendezvous store (the launcher's, or rank 0's without torchrun): a socket bound to the address and
+  handed to ``TCPStore`` (``master_listen_fd``), since TCPStore alone listens on every interface;
+- gloo: its device is created for the address (``ProcessGroupGloo.create_device(hostname=...)``);
+- RPC (TensorPipe): the rendezvous goes through the run's existing store (a ``graphshard://`` handler),
+  so torch opens no second store; TensorPipe's own listener follows ``TP_SOCKET_IFNAME``, set to the
+  interface that holds the address when the user has not set it.
+Under torchrun with a non-loopback rendezvous address, each host's gloo and RPC listeners use what
+torch picks for that host (its host name's address, or ``GLOO_SOCKET_IFNAME``/``TP_SOCKET_IFNAME``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import socket
+from typing import Any
+
+from ..errors import InputError
+
+LOOPBACK = "127.0.0.1"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address) resolves only to loopback addresses."""
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(i[4][0].split("%")[0]).is_loopback for i in infos)
+
+
+def check_host(host: str) -> str:
+    """Refuse wildcard addresses (they mean every interface) and names that do not resolve."""
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise InputError(f"--host {host!r} does not resolve to an address ({exc})") from None
+    if any(ipaddress.ip_address(i[4][0].split("%")[0]).is_unspecified for i in infos):
+        raise InputError(f"--host {host!r} would listen on every interface; give the one address to listen on "
+                         f"({LOOPBACK} for this machine only)")
+    return host
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket listening on ``host:port`` (port 0: a free one) and nowhere else."""
+    family, kind, proto, _, addr = socket.getaddrinfo(check_host(host), port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(addr)
+    sock.listen(1024)
+    return sock
+
+
+def host_store(host: str, port: int, world_size: int, timeout: float) -> Any:
+    """A ``TCPStore`` server listening on ``host:port`` only (``port`` 0: a free one; see ``.port``)."""
+    import torch.distributed as dist
+
+    sock = listen_socket(host, port)
+    bound = sock.getsockname()[1]
+    return dist.TCPStore(host, bound, world_size, is_master=True, timeout=datetime.timedelta(seconds=timeout),
+                         wait_for_workers=False, master_listen_fd=sock.detach())
+
+
+def gloo_options(host: str) -> Any:
+    """Process-group options that make gloo listen on ``host``."""
+    import torch.distributed as dist
+
+    opts = dist.ProcessGroupGloo._Options()
+    opts._devices = [dist.ProcessGroupGloo.create_device(hostname=host)]
+    return opts
+
+
+def interface_of(host: str) -> str | None:
+    """Name of the network interface holding ``host``'s address (IPv4), or None if none does."""
+    import fcntl
+    import struct
+
+    try:
+        addr = socket.gethostbyname(host)
+    except OSError:
+        return None
+    siocgifaddr = 0x8915
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _, name in socket.if_nameindex():
+            try:
+                raw = fcntl.ioctl(s.fileno(), siocgifaddr, struct.pack("256s", name.encode()[:15]))
+            except OSError:
+                continue
+            if socket.inet_ntoa(raw[20:24]) == addr:
+                return name
+    return "lo" if ipaddress.ip_address(addr).is_loopback else None

@@ -1,0 +1,124 @@
+"""Nothing the product opens listens beyond the address it was given (loopback by default), read from
+the operating system's own socket table while a 2-rank job with sampler workers runs."""
+
+from __future__ import annotations
+
+import ipaddress
+import multiprocessing
+import os
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from graphshard import InputError, partition_graph
+from graphshard.dist.launch import launch
+from graphshard.dist.network import check_host, listen_socket
+from tests.graphs import small_homo
+
+
+def _socket_inodes(pids: set[int]) -> dict[str, int]:
+    inodes = {}
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes[target[8:-1]] = pid
+    return inodes
+
+
+def _address(hexaddr: str, family: int) -> str:
+    raw = bytes.fromhex(hexaddr)
+    if family == socket.AF_INET:
+        return socket.inet_ntop(family, raw[::-1])
+    return socket.inet_ntop(family, b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
+
+
+def listening(pids: set[int]) -> list[tuple[int, str, int]]:
+    """(pid, address, port) of every TCP socket in LISTEN state owned by ``pids`` (from /proc/net/tcp{,6})."""
+    inodes = _socket_inodes(pids)
+    found = []
+    for name, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
+        for line in Path(f"/proc/net/{name}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                addr, port = fields[1].split(":")
+                found.append((inodes[fields[9]], _address(addr, family), int(port, 16)))
+    return found
+
+
+def descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = set(), [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.add(c)
+            todo.append(c)
+    return out
+
+
+def _rank(config: str, up, done) -> None:
+    """A rank that starts everything that listens (store, gloo, RPC, sampler workers), then waits."""
+    from graphshard.dist.graph import DistGraph
+    from graphshard.dist.loader import DistNeighborLoader
+    from graphshard.dist.runtime import session
+    with session(timeout=60) as s:
+        dg = DistGraph("s", config)
+        seeds = dg.get_partition_book().partid2nids(s.rank).numpy()
+        with DistNeighborLoader(dg, [3, 3], seeds, batch_size=8, num_workers=1) as loader:
+            assert list(loader)  # the workers have served every batch and are still up, idle
+            s.group.barrier("all listening")
+            if s.rank == 0:
+                up.set()
+            assert done.wait(60), "the test never finished reading the socket table"
+            s.group.barrier("checked")
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux's /proc socket table")
+def test_a_distributed_job_listens_on_loopback_only(tmp_path):
+    partition_graph(small_homo(), "s", 2, tmp_path / "p", part_method="random")
+    ctx = multiprocessing.get_context("spawn")
+    up, done = ctx.Event(), ctx.Event()
+    seen: list = []
+
+    def watch() -> None:
+        if up.wait(120):
+            seen.extend(listening({os.getpid()} | descendants(os.getpid())))
+        done.set()
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    launch(_rank, 2, (str(tmp_path / "p" / "s.json"), up, done), timeout=60)
+    watcher.join(10)
+    assert seen, "no listening socket seen: the job did not reach its loop"
+    pids = {pid for pid, _, _ in seen}
+    assert os.getpid() in pids and len(pids) >= 3  # the launcher's store, the ranks, their workers
+    outside = [(pid, addr, port) for pid, addr, port in seen if not ipaddress.ip_address(addr).is_loopback]
+    assert outside == [], f"listening beyond loopback: {outside}"
+
+
+def test_wildcard_and_unresolvable_addresses_are_refused():
+    for host in ("0.0.0.0", "::"):
+        with pytest.raises(InputError, match="would listen on every interface"):
+            check_host(host)
+    with pytest.raises(InputError, match="does not resolve"):
+        check_host("no-such-host.invalid")
+    sock = listen_socket("127.0.0.1", 0)
+    try:
+        assert sock.getsockname()[0] == "127.0.0.1"
+    finally:
+        sock.close()
