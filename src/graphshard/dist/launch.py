@@ -13,10 +13,12 @@ from collections.abc import Callable
 from typing import Any
 
 from .context import ERROR_KEY, PEER_FAILURE, DistError
+from .lifetime import die_with_parent
 from .network import host_store
 
 
-def _entry(index: int, fn: Callable[..., Any], args: tuple, host: str, port: int, world: int) -> None:
+def _entry(index: int, fn: Callable[..., Any], args: tuple, host: str, port: int, world: int, parent: int) -> None:
+    die_with_parent(parent)  # a killed launcher takes its ranks with it: none waits on a dead store
     os.environ.update({"RANK": str(index), "WORLD_SIZE": str(world), "LOCAL_RANK": str(index),
                        "MASTER_ADDR": host, "MASTER_PORT": str(port), "GRAPHSHARD_STORE_HOSTED": "1"})
     fn(*args)
@@ -32,7 +34,7 @@ def launch(fn: Callable[..., Any], num_procs: int, args: tuple = (), host: str =
     if num_procs < 1:
         raise DistError(f"num_procs must be >= 1, got {num_procs}")
     store = host_store(host, 0, num_procs, timeout)  # listens on ``host`` only (see .network)
-    procs = mp.start_processes(_entry, args=(fn, args, host, store.port, num_procs), nprocs=num_procs,
+    procs = mp.start_processes(_entry, args=(fn, args, host, store.port, num_procs, os.getpid()), nprocs=num_procs,
                                join=False, start_method="spawn")
     try:
         while not procs.join():

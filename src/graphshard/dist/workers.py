@@ -6,12 +6,10 @@ in a worker reaches the training loop as a :class:`DistError` naming the rank an
 
 from __future__ import annotations
 
-import ctypes
 import itertools
 import logging
 import os
 import queue
-import signal
 import time
 import traceback
 from collections.abc import Iterator
@@ -20,6 +18,7 @@ from typing import Any
 
 from .batch import BatchMaker, BatchRequest, BatchSpec
 from .context import DistError
+from .lifetime import die_with_parent
 
 log = logging.getLogger(__name__)
 _POOLS = itertools.count()
@@ -40,14 +39,6 @@ class WorkerSetup:
     rpc_host: str
     timeout: float
     spec: BatchSpec
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to kill this process when its parent dies (no orphans after a rank is killed)."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 def _connect_store(s: WorkerSetup) -> Any:
@@ -85,7 +76,7 @@ def _build(s: WorkerSetup) -> tuple[Any, BatchMaker]:
 
 def worker_main(setup: WorkerSetup, requests: Any, results: Any) -> None:
     """Worker process: build, report ready, then turn requests into batches until told to stop."""
-    _die_with_parent()
+    die_with_parent()
     where = f"rank {setup.rank}, sampler worker {setup.index}"
     group = None
     try:

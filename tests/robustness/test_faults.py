@@ -1,0 +1,62 @@
+"""Faults leave nothing running or half-published: a killed launcher takes its ranks with it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from graphshard.chunked.writer import chunk_graph
+from graphshard.datasets import community_graph
+from graphshard.pipeline.assign import assign_chunked
+from tests.robustness.test_network import descendants
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _wait(condition, seconds: float, what: str):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)  # polling a condition with a deadline, not a fixed wait
+    raise AssertionError(f"timed out after {seconds} s waiting for {what}")
+
+
+def test_killing_the_dispatch_launcher_stops_every_rank(tmp_path):
+    g = community_graph(num_nodes=30000, avg_degree=30, seed=1).graph  # big enough to still be running
+    chunk_graph(g, tmp_path / "c", 4, "numpy", graph_name="g")
+    assign_chunked(tmp_path / "c", tmp_path / "a", 4, "random")
+    cmd = [sys.executable, "-m", "graphshard.cli", "dispatch", "--in-dir", str(tmp_path / "c"), "--partitions-dir",
+           str(tmp_path / "a"), "--out-dir", str(tmp_path / "out"), "--num-procs", "2", "--num-hops", "2",
+           "--timeout", "600"]
+    launcher = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ranks: set[int] = set()
+    try:
+        # the ranks are up once the launcher has two python children that import graphshard's dispatch
+        def two_ranks():
+            kids = {p for p in descendants(launcher.pid) if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text()}
+            return kids if len(kids) >= 2 else None
+        ranks = _wait(two_ranks, 120, "the two ranks to start")
+        launcher.send_signal(signal.SIGKILL)
+        launcher.wait(10)
+        start = time.monotonic()
+        _wait(lambda: not any(_alive(p) for p in ranks), 20, f"ranks {sorted(ranks)} to exit after the launcher died")
+        assert time.monotonic() - start < 20
+        assert not (tmp_path / "out" / "g.json").exists()
+    finally:
+        for p in ranks | {launcher.pid}:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
