@@ -137,7 +137,8 @@ def _options(args: argparse.Namespace, part_config: str = "") -> "TrainOptions":
                         eval_every=args.eval_every, edge_type=args.edge_type,
                         eval_fanouts=[int(f) for f in args.eval_fanouts.split(",")] if args.eval_fanouts else None,
                         metrics_out=args.metrics_out, save_embeddings=args.save_embeddings,
-                        checkpoint=args.checkpoint, timeout=args.timeout)
+                        checkpoint=args.checkpoint, timeout=args.timeout, num_classes=args.num_classes,
+                        allow_nonfinite=args.allow_nonfinite)
 
 
 def _print_metrics(m: dict, seconds: float) -> None:
@@ -208,7 +209,7 @@ def _train_flags(p: argparse.ArgumentParser, epochs: int) -> None:
     p.add_argument("--epochs", type=int, default=epochs)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--num-workers", type=int, default=0, help="sampler worker processes per rank")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_seed, default=0)
     p.add_argument("--target", help="node type to classify (default: the only node type with labels)")
     p.add_argument("--embed-dim", type=int, default=0,
                    help="width of the learnt inputs of node types without features (default: --hidden)")
@@ -228,10 +229,25 @@ def _train_flags(p: argparse.ArgumentParser, epochs: int) -> None:
                         "heterogeneous graph a directory of <node type>.npy (the types the task trains)")
     p.add_argument("--checkpoint", help="directory for checkpoints; an interrupted run resumes from it")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds any distributed wait may take")
+    p.add_argument("--num-classes", type=int, help="node: number of label classes (default: the dataset's "
+                   "num_classes, else the largest label in the splits + 1); a split label outside them is an error")
+    p.add_argument("--allow-nonfinite", action="store_true",
+                   help="train on NaN or infinite features and losses instead of stopping with an error")
 
 
 HOST_HELP = ("address every socket of the run listens on (default 127.0.0.1: this machine only). The transport "
              "has no authentication (torch RPC unpickles requests): give another address only on a trusted network")
+
+
+def _seed(text: str) -> int:
+    """``--seed``: a non-negative integer (argparse reports anything else as a usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seed must be a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"seed must be a non-negative integer, got {value}")
+    return value
 
 
 def _overwrite_flag(p: argparse.ArgumentParser) -> None:
@@ -268,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--feat-dim", type=int, default=32)
     h.add_argument("--noise", type=float, default=2.0)
     for g in (r, c, h):
-        g.add_argument("--seed", type=int, default=0)
+        g.add_argument("--seed", type=_seed, default=0)
         g.add_argument("--out", required=True, help="output dataset directory")
         _overwrite_flag(g)
         g.set_defaults(func=_generate)
@@ -285,7 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     part.add_argument("--balance-edges", action="store_true", help="balance in-degree across partitions (metis)")
     part.add_argument("--trainers-per-machine", type=int, default=1)
     part.add_argument("--objtype", default="cut", choices=["cut", "vol"], help="METIS objective")
-    part.add_argument("--seed", type=int, default=0)
+    part.add_argument("--seed", type=_seed, default=0)
     part.add_argument("--save-orig-ids", action="store_true", help="also write orig_nids/orig_eids files")
     _overwrite_flag(part)
     part.set_defaults(func=_partition)
@@ -314,7 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
     asg.add_argument("--format", default="txt", choices=["txt", "npy"])
     asg.add_argument("--balance-ntypes", metavar="FILE.npy", help="metis: per-node integers (homogeneous order)")
     asg.add_argument("--balance-edges", action="store_true", help="metis: balance in-degree too")
-    asg.add_argument("--seed", type=int, default=0)
+    asg.add_argument("--seed", type=_seed, default=0)
     _overwrite_flag(asg)
     asg.set_defaults(func=_assign)
 

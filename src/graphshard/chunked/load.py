@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..graph import EType, Graph, etype_str
-from .readers import count_rows, read_data, read_edges
+from .readers import count_rows, read_data, read_data_like, read_edges
 from .spec import ChunkedMeta, FileSpec
 
 
@@ -62,7 +62,8 @@ def read_checked_edges(meta: ChunkedMeta, et: EType, i: int, rows: tuple[int, in
 def read_feature(spec: FileSpec, total: int, what: str) -> np.ndarray:
     """All rows of one feature, concatenated over its chunks; the row count must equal ``total``."""
     chunk_offsets(spec, total, None, what)
-    parts = [np.asarray(read_data(spec, i)) for i in range(len(spec.paths))]
+    first = np.asarray(read_data(spec, 0)) if spec.paths else np.zeros(0)
+    parts = [first] + [np.asarray(read_data_like(spec, i, first.shape[1:])) for i in range(1, len(spec.paths))]
     return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
 

@@ -54,6 +54,15 @@ def read_data(spec: FileSpec, i: int) -> np.ndarray:
     return cols[0] if len(cols) == 1 else np.stack(cols, axis=1)
 
 
+def read_data_like(spec: FileSpec, i: int, row_shape: tuple[int, ...]) -> np.ndarray:
+    """:func:`read_data`, refusing a chunk whose rows are shaped otherwise than the first chunk's."""
+    arr = read_data(spec, i)
+    if tuple(arr.shape[1:]) != tuple(row_shape):
+        raise InputError(f"{spec.paths[i]}: rows of shape {tuple(arr.shape[1:])}, but {spec.paths[0].name} has "
+                         f"rows of shape {tuple(row_shape)} ({spec.where}); every chunk of a feature has the same columns")
+    return arr
+
+
 def count_rows(spec: FileSpec, i: int) -> int:
     """Number of rows of chunk ``i`` without reading its values where the format allows."""
     path = spec.paths[i]
@@ -62,7 +71,10 @@ def count_rows(spec: FileSpec, i: int) -> int:
     if spec.format == "parquet":
         import pyarrow.parquet as pq
 
-        return int(pq.ParquetFile(path).metadata.num_rows)
+        try:
+            return int(pq.ParquetFile(path).metadata.num_rows)
+        except Exception as exc:  # pyarrow raises several types for files that are not Parquet
+            raise InputError(f"{path}: cannot read Parquet ({exc}) ({spec.where})") from None
     with open(path, "rb") as f:
         data = f.read()
     blank = 0 if data.startswith((b"\n", b"\r\n")) else min(

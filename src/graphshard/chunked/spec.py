@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+from ..limits import check_count
 from ..format.names import check_etype_names, check_path_name
 from ..graph import EType, etype_str, parse_etype
 
@@ -121,6 +122,7 @@ def read_metadata(path: str | os.PathLike) -> ChunkedMeta:
     ntypes = r.names("node_type")
     etypes = [r.etype(e, ntypes) for e in r.names("edge_type")]
     num_nodes, node_chunks = r.counts("num_nodes_per_type", "num_nodes_per_chunk", ntypes)
+    check_count(sum(num_nodes), f"{path}: 'num_nodes_per_type' (in all)")
     num_edges, edge_chunks = r.counts("num_edges_per_type", "num_edges_per_chunk", [etype_str(e) for e in etypes])
     edges_raw = r.section("edges", required=True)
     edges = {}

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..limits import check_count
 from ..format.outputs import check_output_dir, staged_dir
 from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph, etype_str, parse_etype
 
@@ -50,13 +51,35 @@ def _features(d: Path, fmt: str, files: list[str], shape: list[int] | None) -> n
         return np.asarray(_load(d / files[0]))
     if fmt == "csr":
         indptr, indices, data = (np.asarray(_load(d / f)) for f in files)
-        rows, cols = int(shape[0]), int(shape[1])
-        if indptr.shape != (rows + 1,) or indices.shape != data.shape or (indices.size and indices.max() >= cols):
-            raise InputError(f"{d}: CSR feature files {files} do not describe a {rows} x {cols} matrix")
+        if not (isinstance(shape, list) and len(shape) == 2):
+            raise InputError(f"{d}/meta.json: a CSR feature needs its shape [rows, columns], got {shape!r}")
+        rows, cols = (check_count(v, f"{d}/meta.json: feature shape") for v in shape)
+        _check_csr(d, files, indptr, indices, data, rows, cols)
         dense = np.zeros((rows, cols), dtype=data.dtype)
         dense[np.repeat(np.arange(rows), np.diff(indptr)), indices] = data
         return dense
     raise InputError(f"{d}/meta.json: unknown feature format {fmt!r} (expected dense, csr or none)")
+
+
+def _check_csr(d: Path, files: list[str], indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
+               rows: int, cols: int) -> None:
+    """A CSR matrix of ``rows`` x ``cols``: integer ``indptr`` from 0 to ``len(indices)``, never decreasing;
+    integer column indices in ``[0, cols)``; one value per index. Errors name the file and position."""
+    p_file, i_file, _ = (d / f for f in files)
+    if indptr.shape != (rows + 1,) or indices.ndim != 1 or indices.shape != data.shape[:1]:
+        raise InputError(f"{d}: CSR feature files {files} do not describe a {rows} x {cols} matrix "
+                         f"(indptr {indptr.shape}, indices {indices.shape}, data {data.shape})")
+    for f, arr in ((p_file, indptr), (i_file, indices)):
+        if arr.size and not np.issubdtype(arr.dtype, np.integer):
+            raise InputError(f"{f}: must hold integers, got {arr.dtype}")
+    if int(indptr[0]) != 0 or int(indptr[-1]) != indices.shape[0]:
+        raise InputError(f"{p_file}: indptr must start at 0 and end at {indices.shape[0]} (the number of values)")
+    bad = np.flatnonzero(np.diff(indptr) < 0)
+    if bad.size:
+        raise InputError(f"{p_file}: indptr decreases at row {int(bad[0])}")
+    bad = np.flatnonzero((indices < 0) | (indices >= cols))
+    if bad.size:
+        raise InputError(f"{i_file}: position {int(bad[0])}: column {int(indices[bad[0]])} outside [0, {cols})")
 
 
 def _split_masks(d: Path, prefix: str, n: int) -> dict[str, np.ndarray]:
@@ -64,9 +87,13 @@ def _split_masks(d: Path, prefix: str, n: int) -> dict[str, np.ndarray]:
     for split in SPLITS:
         f = d / f"{prefix}{split}_idx.npy"
         if f.is_file():
-            idx = np.asarray(_load(f), dtype=np.int64)
-            if idx.size and (idx.min() < 0 or idx.max() >= n):
-                raise InputError(f"{f}: index {int(idx.max())} out of range [0, {n})")
+            raw = np.asarray(_load(f))
+            if raw.size and not np.issubdtype(raw.dtype, np.integer):
+                raise InputError(f"{f}: node indices must be integers, got {raw.dtype}")
+            idx = raw.astype(np.int64, copy=False).reshape(-1)
+            bad = np.flatnonzero((idx < 0) | (idx >= n))
+            if bad.size:
+                raise InputError(f"{f}: position {int(bad[0])}: node index {int(idx[bad[0]])} out of range [0, {n})")
             mask = np.zeros(n, dtype=bool)
             mask[idx] = True
             masks[f"{split}_mask"] = mask
@@ -79,7 +106,12 @@ def load_dataset(path: str | os.PathLike) -> Dataset:
     meta_path = d / "meta.json"
     if not meta_path.is_file():
         raise InputError(f"{meta_path}: missing (not a dataset directory)")
-    meta = json.loads(meta_path.read_text())
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{meta_path}: not valid JSON ({exc})") from None
+    if not isinstance(meta, dict):
+        raise InputError(f"{meta_path}: must hold a JSON object")
     try:
         if meta.get("kind", "homogeneous") == "heterogeneous":
             return _load_hetero(d, meta)
@@ -89,7 +121,7 @@ def load_dataset(path: str | os.PathLike) -> Dataset:
 
 
 def _load_homo(d: Path, meta: dict[str, Any]) -> Dataset:
-    n = int(meta["num_nodes"])
+    n = check_count(meta["num_nodes"], f"{d}/meta.json: num_nodes")
     feats: dict[str, np.ndarray] = {}
     x = _features(d, meta.get("feat_format", "none"), meta.get("feat_files", []), meta.get("feat_shape"))
     if x is not None:
@@ -103,7 +135,7 @@ def _load_homo(d: Path, meta: dict[str, Any]) -> Dataset:
 
 
 def _load_hetero(d: Path, meta: dict[str, Any]) -> Dataset:
-    num_nodes = {t: int(meta["num_nodes"][t]) for t in meta["node_types"]}
+    num_nodes = {t: check_count(meta["num_nodes"][t], f"{d}/meta.json: num_nodes[{t!r}]") for t in meta["node_types"]}
     edges = {}
     for et_text in meta["edge_types"]:
         et = parse_etype(et_text)

@@ -67,7 +67,7 @@ def partition_graph(
         InputError: invalid graph, name, counts or options.
     """
     g = g if isinstance(g, Graph) else Graph.from_pyg(g)
-    _check_args(g, graph_name, num_parts, num_hops, num_trainers_per_machine)
+    _check_args(g, graph_name, num_parts, num_hops, num_trainers_per_machine, seed)
     out_dir = check_output_dir(out_path, "partitions", overwrite)  # refuse before any work is done
     if not overwrite:
         claim_for_graph(out_dir, graph_name, overwrite=False)
@@ -94,12 +94,14 @@ def partition_graph(
     return _mapping(g, view, rl) if return_mapping else None
 
 
-def _check_args(g: Graph, name: str, num_parts: int, num_hops: int, trainers: int) -> None:
+def _check_args(g: Graph, name: str, num_parts: int, num_hops: int, trainers: int, seed: int) -> None:
     check_graph_name(name)
     check_hops(num_hops)
     for label, v in (("num_parts", num_parts), ("num_trainers_per_machine", trainers)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise InputError(f"{label} must be an integer >= 1, got {v!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
     if num_parts * trainers > g.total_nodes:
         raise InputError(f"num_parts × num_trainers_per_machine = {num_parts * trainers} exceeds the "
                          f"number of nodes ({g.total_nodes})")

@@ -35,6 +35,8 @@ def assign_chunked(in_dir: str | os.PathLike, out_dir: str | os.PathLike, num_pa
     total = sum(meta.num_nodes.values())
     if isinstance(num_parts, bool) or num_parts < 1 or num_parts > max(total, 1):
         raise InputError(f"num_parts must be between 1 and the number of nodes ({total}), got {num_parts}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
     if method == "random":
         if balance_ntypes is not None or balance_edges:
             raise InputError("random assignment balances every node type exactly; balance options are for metis")

@@ -54,9 +54,9 @@ def read_assignment(parts_dir: str | os.PathLike, num_nodes: dict[str, int],
     ``num_parts`` defaults to ``partition_meta.json``'s value, else to the largest partition ID + 1.
     """
     d = Path(parts_dir)
-    meta_path = d / META_NAME
-    if num_parts is None and meta_path.is_file():
-        num_parts = int(json.loads(meta_path.read_text())["num_parts"])
+    meta = read_partition_meta(d)
+    if num_parts is None and meta is not None:
+        num_parts = meta["num_parts"]
     per_type = {t: _read_one(d, t, n) for t, n in num_nodes.items()}
     top = max((int(a.max()) for a in per_type.values() if a.size), default=0)
     num_parts = num_parts if num_parts is not None else top + 1
@@ -66,6 +66,27 @@ def read_assignment(parts_dir: str | os.PathLike, num_nodes: dict[str, int],
             i = int(np.argmax(bad))
             raise InputError(f"{_file_of(d, t)}, line {i + 1}: partition {int(a[i])} is outside [0, {num_parts})")
     return per_type, num_parts
+
+
+def read_partition_meta(parts_dir: str | os.PathLike) -> dict | None:
+    """``partition_meta.json`` of an assignment directory (None if absent), checked: a JSON object with
+    an integer ``num_parts`` >= 1 and a string ``method`` if present."""
+    path = Path(parts_dir) / META_NAME
+    if not path.is_file():
+        return None
+    try:
+        meta = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(meta, dict):
+        raise InputError(f"{path}: must hold a JSON object")
+    parts = meta.get("num_parts")
+    if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
+        raise InputError(f"{path}: key 'num_parts' must be an integer >= 1, got {parts!r}"
+                         if "num_parts" in meta else f"{path}: missing key 'num_parts'")
+    if not isinstance(meta.get("method", ""), str):
+        raise InputError(f"{path}: key 'method' must be a string")
+    return meta
 
 
 def _file_of(d: Path, t: str) -> Path:

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..chunked.load import checked_offsets, read_checked_edges
-from ..chunked.readers import count_rows, read_data
+from ..chunked.readers import count_rows, read_data, read_data_like
 from ..chunked.spec import ChunkedMeta, FileSpec, read_metadata
 from ..dist.collectives import all_gather_bytes, all_reduce_sum, barrier, exchange
 from ..dist.context import DistContext
@@ -44,7 +44,7 @@ from ..partition.homogenize import HomoView
 from ..partition.kernels import ragged_ranges, range_in_edges
 from ..partition.relabel import Relabelling, edge_bounds_from_counts, relabel_nodes
 from ..progress import PhaseTimer, peak_rss_bytes
-from .assignment_files import META_NAME, read_assignment
+from .assignment_files import META_NAME, read_assignment, read_partition_meta
 
 log = logging.getLogger(__name__)
 
@@ -224,12 +224,22 @@ class _Dispatch:
         dest = self.owner_rank(part[keep])
         eid = self._piece_eids(r, c, lo, hi)[keep]
         triples = np.stack([eid, src[keep], dst[keep]], axis=1)
-        rows = [np.asarray(read_data(data[n], c))[lo:hi][keep] for n in names]
+        want = int(self.chunk_rows[r][c + 1] - self.chunk_rows[r][c])
+        rows = [self._aligned(data[n], c, empty[1 + k].shape[1:], want)[lo:hi][keep] for k, n in enumerate(names)]
         out = []
         for d in range(w):
             sel = np.flatnonzero(dest == d)
             out.append([triples[sel]] + [x[sel] for x in rows])
         return out
+
+    @staticmethod
+    def _aligned(spec: FileSpec, c: int, row_shape: tuple[int, ...], rows: int) -> np.ndarray:
+        """Edge data chunk ``c``, which must hold exactly the rows of edge chunk ``c``."""
+        arr = np.asarray(read_data_like(spec, c, row_shape))
+        if arr.shape[0] != rows:
+            raise InputError(f"{spec.paths[c]}: {arr.shape[0]} rows, but edge chunk {c} holds {rows} edges "
+                             f"({spec.where}); edge data must be split exactly like the edge chunks")
+        return arr
 
     def _piece_eids(self, r: int, c: int, lo: int, hi: int) -> np.ndarray:
         start = self.chunk_rows[r][c]
@@ -275,7 +285,7 @@ class _Dispatch:
                         c, lo, hi, _ = by_rank[self.ctx.rank][k]
                         homo = np.arange(offsets[c] + lo, offsets[c] + hi, dtype=np.int64) + self.node_off[ti]
                         keep = np.flatnonzero(in_phase[self.parts[homo]])
-                        ids, rows = homo[keep], np.asarray(read_data(spec, c))[lo:hi][keep]
+                        ids, rows = homo[keep], np.asarray(read_data_like(spec, c, sample.shape[1:]))[lo:hi][keep]
                     dest = self.owner_rank(self.parts[ids])
                     sel = [np.flatnonzero(dest == d) for d in range(self.ctx.world_size)]
                     got_ids = exchange(self.ctx, [ids[s] for s in sel], f"node IDs of {t}/{name}")
@@ -565,9 +575,9 @@ def _row_bytes(spec: FileSpec) -> int:
 
 
 def _method(partitions_dir: Path) -> str:
-    meta = Path(partitions_dir) / META_NAME
-    if meta.is_file():
-        return str(json.loads(meta.read_text()).get("method", "explicit"))
+    meta = read_partition_meta(partitions_dir)
+    if meta is not None:
+        return str(meta.get("method", "explicit"))
     return "explicit"
 
 

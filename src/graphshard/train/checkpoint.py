@@ -19,7 +19,7 @@ TENSORS = "checkpoint.safetensors"
 # Options that change what the saved state means: resuming under other values would continue a
 # different run (other model shape, other optimiser, other batches). Others (epochs, evaluation
 # cadence, outputs, workers, timeouts) may change between a run and its resume.
-RESUME_OPTIONS = ("task", "model", "fanouts", "batch_size", "hidden", "num_layers", "dropout", "lr", "seed",
+RESUME_OPTIONS = ("task", "model", "fanouts", "batch_size", "hidden", "num_layers", "dropout", "lr", "seed", "num_classes",
                   "target", "embed_dim", "sparse_lr", "decoder", "neg_ratio", "edge_type")
 
 

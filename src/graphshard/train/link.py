@@ -26,6 +26,7 @@ from ..dist.runtime import Session
 from ..dist.tensor import DistTensor
 from ..graph import EType
 from ..models import DotDecoder, LinkModel, MLPDecoder
+from .checks import check_finite_features
 from .embeddings import fill, save_tables
 from .inputs import ModelInputs, build_model
 from .link_split import LinkSplit, load_link_split, require_link_split
@@ -88,6 +89,8 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     torch.manual_seed(opts.seed)
     g = DistGraph(graph_name(opts.part_config), opts.part_config)
     et = g._etype(held.etype)
+    if not opts.allow_nonfinite:
+        check_finite_features(g)
     inputs = ModelInputs(g, opts)
     encoder = build_model(opts, inputs, opts.hidden, [et[0], et[2]])
     decoder = DotDecoder() if opts.decoder == "dot" else MLPDecoder(opts.hidden, opts.hidden)

@@ -22,6 +22,7 @@ from ..dist.collectives import all_gather_bytes, all_reduce_sum
 from ..errors import InputError
 from ..dist.graph import DistGraph
 from ..dist.runtime import Session
+from .checks import check_loss
 from .checkpoint import check_identity, load_checkpoint, read_state, run_identity, save_checkpoint
 from .inputs import ModelInputs
 from .options import TrainOptions
@@ -117,10 +118,12 @@ class Trainer:
         start = time.perf_counter()
         bar = tqdm(total=len(loader), desc=f"epoch {epoch}", leave=False,
                    disable=not (self.opts.progress and self.s.rank == 0))
-        for batch in loader:
+        for step, batch in enumerate(loader):
             t = time.perf_counter()
             self.optimizer.zero_grad()
             loss = loss_fn(self.ddp, batch)
+            if not self.opts.allow_nonfinite:
+                check_loss(loss, epoch, step, self.s.rank)
             loss.backward()  # the comm hook all-reduces gradients here
             self.optimizer.step()
             t_sparse = time.perf_counter()

@@ -18,6 +18,7 @@ from ..dist.loader import DistNeighborLoader
 from ..dist.runtime import Session
 from ..dist.split import node_split
 from ..errors import InputError
+from .checks import check_finite_features, num_classes_of
 from .embeddings import write_embeddings
 from .inputs import ModelInputs, build_model, rows_of
 from .loop import Trainer, graph_name
@@ -77,10 +78,13 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
     book, world = g.get_partition_book(), s.world_size
     labels = _full(g, target, "label").astype(np.int64)
     ntype = target if len(g.ntypes) > 1 else None
-    split = {k: node_split(_full(g, target, f"{k}_mask").astype(bool), book, ntype, rank=s.rank, world_size=world)
-             for k in ("train", "val", "test")}
+    masks = {k: _full(g, target, f"{k}_mask").astype(bool) for k in ("train", "val", "test")}
+    split = {k: node_split(m, book, ntype, rank=s.rank, world_size=world) for k, m in masks.items()}
+    classes = num_classes_of(labels, masks, opts.num_classes, target, lambda ids: book.to_original(target, ids))
+    if not opts.allow_nonfinite:
+        check_finite_features(g)
     inputs = ModelInputs(g, opts)
-    model = build_model(opts, inputs, int(labels.max()) + 1, [target])
+    model = build_model(opts, inputs, classes, [target])
 
     def evaluate(ids: torch.Tensor) -> float:
         pred = predict(g, model, inputs, target, ids, opts).argmax(1).numpy()

@@ -45,6 +45,8 @@ class TrainOptions:
     checkpoint: str | None = None
     timeout: float = 300.0
     progress: bool = True
+    num_classes: int | None = None  # node: classes of the labels (default: the dataset's, else max label + 1)
+    allow_nonfinite: bool = False  # train on NaN/infinite features and losses instead of stopping
 
     def check(self) -> None:
         for name, value, allowed in (("task", self.task, TASKS), ("model", self.model, MODELS),
@@ -56,6 +58,10 @@ class TrainOptions:
         for name in ("batch_size", "hidden", "num_layers", "epochs", "eval_negatives"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise InputError(f"seed must be a non-negative integer, got {self.seed!r}")
+        if self.num_classes is not None and (isinstance(self.num_classes, bool) or self.num_classes < 1):
+            raise InputError(f"num_classes must be >= 1, got {self.num_classes}")
         if self.eval_every < 0:
             raise InputError(f"eval_every must be >= 0, got {self.eval_every}")
         if self.eval_fanouts is not None and len(self.eval_fanouts) != self.num_layers:

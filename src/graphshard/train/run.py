@@ -89,12 +89,23 @@ def partition_dataset(dataset: str, out_dir: str, num_parts: int, method: str = 
     return str(config), split_file
 
 
+def _declared_classes(dataset: str) -> int | None:
+    """``num_classes`` from a dataset's meta.json, if it declares one."""
+    try:
+        value = json.loads((Path(dataset) / "meta.json").read_text()).get("num_classes")
+    except (OSError, ValueError, AttributeError):
+        return None  # load_dataset reports the problem with the file when it reads it
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
 def train(opts: TrainOptions, num_procs: int | None = None, dataset: str | None = None,
           work_dir: str = "out/train", part_method: str = "metis", host: str = "127.0.0.1") -> dict[str, Any]:
     """Train as ``opts`` says and return the metrics. ``num_procs``: start that many local ranks (one
     partition each); None: this process is one rank of a torchrun job. ``dataset``: partition it into
     ``work_dir`` first (into ``num_procs`` parts, or ``WORLD_SIZE`` under torchrun)."""
     opts.check()
+    if dataset and opts.num_classes is None and opts.task == "node":
+        opts = replace(opts, num_classes=_declared_classes(dataset))
     if dataset:
         parts = num_procs or int(os.environ.get("WORLD_SIZE", "1"))
         out = f"{work_dir}/{parts}parts-{part_method}"

@@ -41,6 +41,26 @@ class Assignment:
     trainer_ids: np.ndarray | None
 
 
+def balance_classes(classes: np.ndarray | None, num_nodes: int) -> np.ndarray | None:
+    """``balance_ntypes`` as dense class IDs ``0..C-1``: one integer per node, none negative. Any values
+    are accepted (10**12 included) and renumbered in sorted order, so the per-class constraint count is
+    the number of distinct classes, never the largest value."""
+    if classes is None:
+        return None
+    arr = np.asarray(classes)
+    if arr.shape != (num_nodes,):
+        raise InputError(f"balance_ntypes must have one entry per node ({num_nodes}), got shape {arr.shape}")
+    if arr.dtype == bool:
+        arr = arr.astype(np.int64)
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise InputError(f"balance_ntypes must hold integers, got dtype {arr.dtype}")
+    bad = np.flatnonzero(arr < 0)
+    if bad.size:
+        raise InputError(f"balance_ntypes: node {int(bad[0])} has negative class {int(arr[bad[0]])}; classes are "
+                         "non-negative integers")
+    return np.unique(arr, return_inverse=True)[1].astype(np.int64).reshape(-1)
+
+
 def assign(
     view: HomoView,
     method: str | Any,
@@ -52,6 +72,7 @@ def assign(
     seed: int = 0,
 ) -> Assignment:
     """Compute the node assignment with ``method`` (a name in :data:`METHODS` or an explicit array)."""
+    balance_ntypes = balance_classes(balance_ntypes, view.num_nodes)
     if not isinstance(method, str):
         return Assignment(_explicit(view, method, num_parts, trainers, balance_ntypes, balance_edges), None)
     if method not in METHODS:

@@ -1,0 +1,62 @@
+"""Checks before and during training: no NaN or infinite inputs or losses, no label outside the classes.
+
+A run that trains on NaN features or diverges to a NaN loss would otherwise finish and report an
+accuracy near chance; a label beyond the declared classes would silently widen the output layer.
+The feature check is one vectorised pass over this rank's own rows at start-up (each rank checks its
+partition, so together they check every row once); the loss is checked at every step before the
+backward pass, so a bad value never reaches the weights.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..dist.graph import DistGraph
+from ..errors import InputError
+
+
+def check_finite_features(g: DistGraph, feat_name: str = "feat") -> None:
+    """Raise :class:`InputError` naming the first node (type, original ID) of this rank's partition whose
+    ``feat_name`` row holds NaN or infinity."""
+    book = g.get_partition_book()
+    for key, x in g.local_partition.node_feats.items():
+        ntype, name = key.rsplit("/", 1)
+        if name != feat_name or not torch.is_floating_point(x) or x.numel() == 0:
+            continue
+        bad = torch.nonzero(~torch.isfinite(x.reshape(x.shape[0], -1)).all(dim=1))
+        if bad.numel():
+            row = int(bad[0, 0])
+            start = int(book.partid2nids(g.part_id, ntype)[0])
+            orig = int(book.to_original(ntype, torch.tensor([start + row]))[0])
+            raise InputError(f"feature {feat_name!r} of {ntype!r} node {orig} (original ID) is not finite "
+                             f"({bad.shape[0]} such rows in partition {g.part_id}); fix the data, or pass "
+                             "--allow-nonfinite to train anyway")
+
+
+def check_loss(loss: torch.Tensor, epoch: int, step: int, rank: int) -> None:
+    """Raise :class:`InputError` if the loss is NaN or infinite, naming the epoch, batch and rank."""
+    value = float(loss.detach())
+    if not np.isfinite(value):
+        raise InputError(f"the training loss is {value} at epoch {epoch}, batch {step} (rank {rank}); "
+                         "lower --lr or check the features, or pass --allow-nonfinite to continue")
+
+
+def num_classes_of(labels: np.ndarray, masks: dict[str, np.ndarray], declared: int | None, ntype: str,
+                   to_original=lambda ids: ids) -> int:
+    """The number of classes: ``declared`` when given, else the largest label of a split node + 1. Every
+    node in a split must carry a label in ``[0, classes)``; nodes outside the splits are not read."""
+    used = np.zeros(labels.shape[0], dtype=bool)
+    for mask in masks.values():
+        used |= mask
+    seen = labels[used]
+    top = int(seen.max()) + 1 if seen.size else 1
+    classes = declared if declared is not None else top
+    bad = np.flatnonzero(used & ((labels < 0) | (labels >= classes)))
+    if bad.size:
+        node = int(bad[0])
+        orig = int(to_original(torch.tensor([node]))[0])
+        what = f"the declared {classes} classes" if declared is not None else "the classes (labels are >= 0)"
+        raise InputError(f"{ntype!r} node {orig} (original ID) of a train/val/test split has label "
+                         f"{int(labels[node])}, outside {what}")
+    return classes
