@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -60,3 +61,37 @@ def test_killing_the_dispatch_launcher_stops_every_rank(tmp_path):
                 os.kill(p, signal.SIGKILL)
             except OSError:
                 pass
+
+
+def _rank_losing_its_worker(config: str) -> None:
+    """Rank 1 SIGKILLs its own sampler worker after the first batch, then carries on."""
+    import numpy as np  # noqa: F401
+
+    from graphshard.dist.graph import DistGraph
+    from graphshard.dist.loader import DistNeighborLoader
+    from graphshard.dist.runtime import session
+    with session(timeout=30) as s:
+        dg = DistGraph("s", config)
+        seeds = dg.get_partition_book().partid2nids(s.rank).numpy()
+        with DistNeighborLoader(dg, [3, 3], seeds, batch_size=4, num_workers=1) as loader:
+            for b, _ in enumerate(loader):
+                if s.rank == 1 and b == 0:
+                    for pid in descendants(os.getpid()):
+                        if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text():
+                            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_killed_sampler_worker_is_named_with_its_rank(tmp_path):
+    from graphshard import partition_graph
+    from graphshard.dist.context import DistError
+    from graphshard.dist.launch import launch
+    from tests.graphs import small_homo
+    import pytest
+    partition_graph(small_homo(), "s", 2, tmp_path, part_method="random")
+    start = time.monotonic()
+    with pytest.raises(DistError) as exc:
+        launch(_rank_losing_its_worker, 2, (str(tmp_path / "s.json"),), timeout=60)
+    # the culprit comes first, whichever process noticed: rank 1 itself, or rank 0 losing rank 1's worker
+    assert re.match(r"(sampler worker 0 of rank 1 died|rank 1 failed: .*sampler worker 0 exited)", str(exc.value)), \
+        str(exc.value)
+    assert time.monotonic() - start < 60

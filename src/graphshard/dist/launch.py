@@ -7,8 +7,9 @@ that caused it: one that recorded its own error, else one that exited without a 
 
 from __future__ import annotations
 
-import datetime
 import os
+import re
+import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -67,6 +68,15 @@ def _root_cause(store: Any, processes: list, exc: Exception) -> str:
     own = [r for r, text in reports.items() if PEER_FAILURE not in text]
     if own:
         return f"rank {own[0]} failed: {reports[own[0]]}"
+    for r, text in reports.items():  # only survivors spoke: name the peer they lost
+        gone = re.search(r"rank(\d+)(?:-sampler(\d+))? is gone", text)
+        if gone:
+            rank = int(gone.group(1))
+            code = processes[rank].exitcode if rank < len(processes) else None
+            if code is not None and code != -signal.SIGTERM:  # the rank itself ended (not stopped by us)
+                return f"rank {rank} exited with code {code} mid-run; seen by rank {r}: {text}"
+            who = f"sampler worker {gone.group(2)} of rank {rank}" if gone.group(2) else f"rank {rank}"
+            return f"{who} died (its connection closed); seen by rank {r}: {text}"
     if isinstance(exc, mp_exceptions()[0]):  # raised without a DistContext: torch sends the traceback
         lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
         return f"rank {exc.error_index} failed: {lines[-1] if lines else exc}"

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .context import DistContext, DistError
+from .context import PEER_FAILURE, DistContext, DistError
 from .network import interface_of
 
 _REGISTRY: dict[str, Any] = {}
@@ -180,8 +180,20 @@ def by_owner(group: RpcGroup, parts: np.ndarray, num_parts: int, local: Callable
         try:
             done.append((pos, fut.wait()))
         except Exception as exc:  # remote exceptions, dead peers and timeouts all arrive here
-            raise DistError(f"{group.names[group.rank]}: {what} request to {owner} failed: {remote_error(exc)}") from exc
+            me = group.names[group.rank]
+            if _connection_lost(exc):  # the peer is at fault, not this process: say so for the launcher
+                raise DistError(f"{me}: {PEER_FAILURE} {owner} is gone ({what} request failed: "
+                                f"{remote_error(exc)})") from exc
+            raise DistError(f"{me}: {what} request to {owner} failed: {remote_error(exc)}") from exc
     return done
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    """Whether an RPC failed because its peer vanished (closed connection), not because the peer raised."""
+    text = str(exc)
+    raised = re.search(r"^\s*[\w.]+(Error|Exception|Interrupt)\b", text.replace("\\n", "\n"), re.M)
+    return raised is None and any(k in text for k in ("eof", "pipe closed", "Connection reset", "connection closed",
+                                                          "ECONNRESET", "EPIPE"))
 
 
 def remote_error(exc: BaseException) -> str:

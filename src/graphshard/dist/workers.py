@@ -136,13 +136,22 @@ class WorkerPool:
         while True:
             try:
                 return self.results.get(timeout=min(1.0, max(0.01, deadline - time.monotonic())))
+            except (OSError, EOFError):  # a worker died while writing to the queue: name it
+                for p in self.procs:
+                    p.join(timeout=1.0)
+                self._raise_if_dead(what)
+                raise DistError(f"rank {self.rank}: the sampler workers' result queue broke while waiting for "
+                                f"{what}") from None
             except queue.Empty:
-                for i, p in enumerate(self.procs):
-                    if not p.is_alive():
-                        raise DistError(f"rank {self.rank}: sampler worker {i} exited with code {p.exitcode} "
-                                        f"while waiting for {what}") from None
+                self._raise_if_dead(what)
                 if time.monotonic() >= deadline:
                     raise DistError(f"rank {self.rank}: waited {self.timeout:.0f} s for {what}") from None
+
+    def _raise_if_dead(self, what: str) -> None:
+        for i, p in enumerate(self.procs):
+            if not p.is_alive():
+                raise DistError(f"rank {self.rank}: sampler worker {i} exited with code {p.exitcode} "
+                                f"while waiting for {what}") from None
 
     def run(self, requests: list[BatchRequest]) -> Iterator[Any]:
         """Batches for ``requests``, in order. Raises :class:`DistError` if a worker fails or stalls."""
