@@ -95,3 +95,38 @@ def test_a_killed_sampler_worker_is_named_with_its_rank(tmp_path):
     assert re.match(r"(sampler worker 0 of rank 1 died|rank 1 failed: .*sampler worker 0 exited)", str(exc.value)), \
         str(exc.value)
     assert time.monotonic() - start < 60
+
+
+def _dispatch_on_a_full_disk(opts) -> None:
+    """Runs in a spawned rank: the disk fills up at this rank's second part file."""
+    import errno
+
+    import graphshard.pipeline.dispatch as dispatch_module
+    from graphshard.dist.context import DistContext
+    real, calls = dispatch_module.write_tensors, []
+
+    def full(path, *args):
+        calls.append(path)
+        if len(calls) == 2 and int(os.environ["RANK"]) == 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, *args)
+    dispatch_module.write_tensors = full
+    with DistContext.from_env(timeout=30) as ctx:
+        dispatch_module.dispatch(opts, ctx)
+
+
+def test_full_disk_during_dispatch_names_the_file_and_leaves_no_staging(tmp_path):
+    import pytest
+
+    from graphshard.dist.context import DistError
+    from graphshard.dist.launch import launch
+    from graphshard.pipeline.dispatch import DispatchOptions
+    from tests.graphs import small_hetero
+    chunk_graph(small_hetero(), tmp_path / "c", 2, "numpy", graph_name="g")
+    assign_chunked(tmp_path / "c", tmp_path / "a", 4, "random")
+    opts = DispatchOptions(tmp_path / "c", tmp_path / "a", tmp_path / "out", 1)
+    with pytest.raises(DistError, match=r"rank 1 failed: .*WriteError: .*part\d\.tmp-\d+/\w+\.safetensors: "
+                                        r"No space left on device while writing"):
+        launch(_dispatch_on_a_full_disk, 2, (opts,), timeout=30)
+    assert not (tmp_path / "out" / "g.json").exists()
+    assert not list((tmp_path / "out").rglob("*.tmp-*")), "a staging directory was left behind"

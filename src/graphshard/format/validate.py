@@ -106,9 +106,14 @@ def _check_edges(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tensor],
     halo = eids[n_own:]
     _fail(path, f"HALO edge/_ID outside [0, {cfg.num_edges}) or inside this partition's range",
           (halo < 0) | (halo >= cfg.num_edges) | ((halo >= elo) & (halo < ehi)), halo)
-    _, etype = edges.locate(eids)
-    _fail(path, "edge/_TYPE differs from the type of edge/_ID in the config's edge_map", t["edge/_TYPE"] != etype,
-          t["edge/_TYPE"])
+    if len(cfg.etypes) == 1:  # one edge type (and endpoints of its node types, checked per node): no look-up
+        _fail(path, "edge/_TYPE is not 0, the only edge type", t["edge/_TYPE"] != 0, t["edge/_TYPE"])
+        if len(cfg.ntypes) == 1:
+            return
+    else:
+        _, etype = edges.locate(eids)
+        _fail(path, "edge/_TYPE differs from the type of edge/_ID in the config's edge_map", t["edge/_TYPE"] != etype,
+              t["edge/_TYPE"])
     _check_endpoint_types(cfg, t, path)
 
 
@@ -120,6 +125,6 @@ def _check_endpoint_types(cfg: PartitionConfig, t: dict[str, torch.Tensor], path
         return
     etype, node_type, indptr = t["edge/_TYPE"], t["node/_TYPE"], t["indptr"]
     _fail(path, "an edge's source node has another type than its edge type's source", node_type[t["indices"]] != ends[etype, 0])
-    dst = torch.repeat_interleave(torch.arange(indptr.shape[0] - 1), indptr.diff())
+    dst_type = torch.repeat_interleave(node_type, indptr.diff())  # CSC: each node's in-edges are one run
     _fail(path, "an edge's destination node has another type than its edge type's destination",
-          node_type[dst] != ends[etype, 1])
+          dst_type != ends[etype, 1])

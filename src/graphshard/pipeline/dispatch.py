@@ -34,7 +34,7 @@ from ..dist.context import DistContext
 from ..errors import InputError
 from ..format.config import PartitionConfig, check_graph_name, write_config
 from ..fingerprint import files_fingerprint
-from ..format.outputs import check_output_dir, claim_for_graph, prepare_output_dir
+from ..format.outputs import check_output_dir, claim_for_graph, prepare_output_dir, write_failure
 from ..format.tensorfile import sha256_file, write_tensors
 from ..format.write import FILE_NAMES, part_entry, replace_dir
 from ..graph import etype_str
@@ -429,8 +429,7 @@ class _Dispatch:
         tmp = self._tmp_dir(p)
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        sums = {f"part{p}/{FILE_NAMES[k]}": write_tensors(tmp / FILE_NAMES[k], v, self.identity.identity(p, k))
-                for k, v in files.items()}
+        sums = {f"part{p}/{FILE_NAMES[k]}": self._write(p, tmp / FILE_NAMES[k], v, k) for k, v in files.items()}
         e.feats = {}
         return sums
 
@@ -446,13 +445,21 @@ class _Dispatch:
             full = np.concatenate([own[1], halo[1]]) if halo[1].size else own[1]
             orig = lambda a, b: full[a:b]  # noqa: E731
         tmp = self._tmp_dir(p)
-        sums[f"part{p}/{FILE_NAMES['part_graph']}"] = write_tensors(
-            tmp / FILE_NAMES["part_graph"], structure_arrays(local, view, rl, orig_eids=orig),
-            self.identity.identity(p, "part_graph"))
+        sums[f"part{p}/{FILE_NAMES['part_graph']}"] = self._write(
+            p, tmp / FILE_NAMES["part_graph"], structure_arrays(local, view, rl, orig_eids=orig), "part_graph")
         shutil.rmtree(self.resume / f"part{p}", ignore_errors=True)
         tmp.rename(self.resume / f"part{p}")
         files = sorted(k for k in FILE_NAMES if f"part{p}/{FILE_NAMES[k]}" in sums)
         self.done_marker(p).write_text(json.dumps({"fingerprint": self.fingerprint, "checksums": sums, "files": files}))
+
+    def _write(self, p: int, path: Path, tensors: dict, kind: str) -> str:
+        """Write one part file with its identity; a failed write (a full disk) removes the partition's
+        staging directory and names the file."""
+        try:
+            return write_tensors(path, tensors, self.identity.identity(p, kind))
+        except OSError as exc:
+            shutil.rmtree(self._tmp_dir(p), ignore_errors=True)
+            raise write_failure(exc, path) from exc
 
     def _tmp_dir(self, p: int) -> Path:
         return self.resume / f"part{p}.tmp-{os.getpid()}"
@@ -468,6 +475,9 @@ def dispatch(opts: DispatchOptions, ctx: DistContext) -> Path:
     prepare_output_dir(d.out, "partitions", overwrite=True)
     claim_for_graph(d.out, d.name, opts.overwrite)
     d.resume.mkdir(exist_ok=True)
+    for p in d.owned:  # staging left by a killed run of this partition's owner
+        for stale in d.resume.glob(f"part{p}.tmp-*"):
+            shutil.rmtree(stale, ignore_errors=True)
     config_path = d.out / f"{d.name}.json"
     config_path.unlink(missing_ok=True)  # from here on, nothing here may look complete
     barrier(ctx, "start")
