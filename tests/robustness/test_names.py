@@ -116,3 +116,16 @@ def test_too_long_type_name_is_an_input_error_not_oserror(tmp_path):
         Graph({"n" * 250: 4}, {})
     g = Graph({"n" * 100: 4}, {("n" * 100, "e" * 30, "n" * 100): (np.arange(4), np.arange(4))})
     save_dataset(Dataset("d", g, 2), tmp_path / "d")  # the longest names accepted do fit
+
+
+def test_dataset_layout_refuses_escaping_type_names_before_reading(tmp_path):
+    from graphshard.datasets import load_dataset
+    from tests.graphs import small_hetero
+    save_dataset(Dataset("h", small_hetero(), 4, "paper"), tmp_path / "d")
+    outside = tmp_path / "x_feat.npy"
+    np.save(outside, np.zeros((3, 2)))  # what '../x' would read
+    raw = json.loads((tmp_path / "d" / "meta.json").read_text())
+    raw["node_types"][1] = "../x"
+    (tmp_path / "d" / "meta.json").write_text(json.dumps(raw))
+    with pytest.raises(InputError, match=r"meta.json: node_types\[1\]: name '../x' contains '/'"):
+        load_dataset(tmp_path / "d")

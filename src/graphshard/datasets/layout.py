@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..format.names import check_etype_names, check_path_name
 from ..limits import check_count
 from ..format.outputs import check_output_dir, staged_dir
 from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph, etype_str, parse_etype
@@ -135,10 +136,13 @@ def _load_homo(d: Path, meta: dict[str, Any]) -> Dataset:
 
 
 def _load_hetero(d: Path, meta: dict[str, Any]) -> Dataset:
+    for i, t in enumerate(meta["node_types"]):  # they become file names below: checked before any is read
+        check_path_name(t, f"{d}/meta.json: node_types[{i}]")
     num_nodes = {t: check_count(meta["num_nodes"][t], f"{d}/meta.json: num_nodes[{t!r}]") for t in meta["node_types"]}
     edges = {}
     for et_text in meta["edge_types"]:
         et = parse_etype(et_text)
+        check_etype_names(et, f"{d}/meta.json: edge_types")
         arr = np.asarray(_load(d / "edges" / f"{et[0]}__{et[1]}__{et[2]}.npy"))
         if arr.ndim != 2 or arr.shape[0] != 2:
             raise InputError(f"{d}/edges: edge file of {et_text!r} must have shape (2, E), got {arr.shape}")
