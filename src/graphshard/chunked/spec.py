@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..limits import check_count
+from ..format.jsonfile import read_json_object
 from ..format.names import check_etype_names, check_path_name
 from ..graph import EType, etype_str, parse_etype
 
@@ -114,10 +115,7 @@ def read_metadata(path: str | os.PathLike) -> ChunkedMeta:
         path = path / "metadata.json"
     if not path.is_file():
         raise InputError(f"{path}: chunked graph metadata is missing")
-    try:
-        raw = json.loads(path.read_text())
-    except ValueError as exc:
-        raise InputError(f"{path}: not valid JSON ({exc})") from None
+    raw = read_json_object(path)
     r = _Reader(path.resolve(), raw)
     ntypes = r.names("node_type")
     etypes = [r.etype(e, ntypes) for e in r.names("edge_type")]

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..format.jsonfile import read_json_object
 from ..format.names import check_etype_names, check_path_name
 from ..limits import check_count
 from ..format.outputs import check_output_dir, staged_dir
@@ -107,12 +108,7 @@ def load_dataset(path: str | os.PathLike) -> Dataset:
     meta_path = d / "meta.json"
     if not meta_path.is_file():
         raise InputError(f"{meta_path}: missing (not a dataset directory)")
-    try:
-        meta = json.loads(meta_path.read_text())
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"{meta_path}: not valid JSON ({exc})") from None
-    if not isinstance(meta, dict):
-        raise InputError(f"{meta_path}: must hold a JSON object")
+    meta = read_json_object(meta_path)
     try:
         if meta.get("kind", "homogeneous") == "heterogeneous":
             return _load_hetero(d, meta)

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..format.jsonfile import read_json_object
 from ..format.names import check_path_name, inside
 from ..format.outputs import prepare_output_dir
 
@@ -74,12 +75,7 @@ def read_partition_meta(parts_dir: str | os.PathLike) -> dict | None:
     path = Path(parts_dir) / META_NAME
     if not path.is_file():
         return None
-    try:
-        meta = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(meta, dict):
-        raise InputError(f"{path}: must hold a JSON object")
+    meta = read_json_object(path)
     parts = meta.get("num_parts")
     if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
         raise InputError(f"{path}: key 'num_parts' must be an integer >= 1, got {parts!r}"
