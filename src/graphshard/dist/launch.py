@@ -69,7 +69,7 @@ def _root_cause(store: Any, processes: list, exc: Exception) -> str:
     if own:
         return f"rank {own[0]} failed: {reports[own[0]]}"
     for r, text in reports.items():  # only survivors spoke: name the peer they lost
-        gone = re.search(r"rank(\d+)(?:-sampler(\d+))? is gone", text)
+        gone = re.search(r"rank(\d+)(?:-sampler(\d+))? (?:is gone|did not answer)", text)
         if gone:
             rank = int(gone.group(1))
             code = processes[rank].exitcode if rank < len(processes) else None

@@ -181,19 +181,19 @@ def by_owner(group: RpcGroup, parts: np.ndarray, num_parts: int, local: Callable
             done.append((pos, fut.wait()))
         except Exception as exc:  # remote exceptions, dead peers and timeouts all arrive here
             me = group.names[group.rank]
-            if _connection_lost(exc):  # the peer is at fault, not this process: say so for the launcher
-                raise DistError(f"{me}: {PEER_FAILURE} {owner} is gone ({what} request failed: "
+            if not _raised_remotely(exc):  # the peer vanished or hung: it is at fault, say so for the launcher
+                state = "did not answer" if "timeout" in str(exc).lower() else "is gone"
+                raise DistError(f"{me}: {PEER_FAILURE} {owner} {state} ({what} request failed: "
                                 f"{remote_error(exc)})") from exc
             raise DistError(f"{me}: {what} request to {owner} failed: {remote_error(exc)}") from exc
     return done
 
 
-def _connection_lost(exc: BaseException) -> bool:
-    """Whether an RPC failed because its peer vanished (closed connection), not because the peer raised."""
-    text = str(exc)
-    raised = re.search(r"^\s*[\w.]+(Error|Exception|Interrupt)\b", text.replace("\\n", "\n"), re.M)
-    return raised is None and any(k in text for k in ("eof", "pipe closed", "Connection reset", "connection closed",
-                                                          "ECONNRESET", "EPIPE"))
+def _raised_remotely(exc: BaseException) -> bool:
+    """Whether an RPC failed because the peer's code raised (its traceback travels as text), rather than
+    because the transport lost the peer (closed connection, vanished process, timeout)."""
+    text = str(exc).replace("\\n", "\n")
+    return re.search(r"^\s*[\w.]+(Error|Exception|Interrupt)\b", text, re.M) is not None
 
 
 def remote_error(exc: BaseException) -> str:
