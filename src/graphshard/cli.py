@@ -404,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         args.func(args)
-    except (GraphshardError, FileNotFoundError, RuntimeError) as exc:
+    except (GraphshardError, OSError, RuntimeError) as exc:  # OSError names its path (permissions, ...)
         print(f"graphshard: error: {exc}", file=sys.stderr)
         return 2
     return 0
