@@ -253,8 +253,8 @@ def _seed(text: str) -> int:
 def _overwrite_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="write into an output directory graphshard did not create (or that holds another graph's "
-                        "or another kind of output), replacing what is in the way; without it such a directory "
-                        "is refused")
+                        "or another kind of output): what graphshard writes replaces entries of the same name, "
+                        "other files are kept; without it such a directory is refused")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..format.names import check_path_name
-from ..format.outputs import check_output_dir, staged_dir
+from ..format.names import check_path_name, inside
+from ..format.outputs import check_output_dir
+from ..format.staging import naming, staged_dir
 from ..graph import Graph
 from .spec import FORMATS, ChunkedMeta, FileSpec, write_metadata
 
@@ -21,8 +22,9 @@ def chunk_graph(g: Graph, out_dir: str | os.PathLike, num_chunks: int, fmt: str 
     """Write ``g`` as a chunked graph: edges of every type in ``num_chunks`` files of format ``fmt``;
     node and edge features in ``feat_num_chunks`` (default ``num_chunks``) NumPy files each (Parquet
     when ``fmt="parquet"``). A type with fewer rows than chunks gets fewer chunks. Written into a
-    temporary directory, then renamed into place (metadata.json last inside it). ``out_dir`` must be new,
-    empty or an earlier chunked output unless ``overwrite``; a failed write leaves nothing behind."""
+    staging directory inside ``out_dir``, then moved into place (metadata.json last). ``out_dir`` must be
+    new, empty or an earlier chunked output unless ``overwrite`` (which keeps files of other names); a
+    failed write (full disk: :class:`~graphshard.errors.WriteError` naming the file) leaves nothing behind."""
     if fmt not in FORMATS:
         raise InputError(f"unknown chunk format {fmt!r}; choose one of {list(FORMATS)}")
     if num_chunks < 1:
@@ -41,13 +43,13 @@ def _write_graph(g: Graph, tmp: Path, num_chunks: int, fmt: str, graph_name: str
     edges, node_data, edge_data = {}, {}, {}
     for et, (src, dst) in g.edges.items():
         name = f"{et[0]}__{et[1]}__{et[2]}"
-        edges[et] = _write_chunks(tmp / "edges" / name, np.stack([src, dst], axis=1), num_chunks, fmt, tmp)
+        edges[et] = _write_chunks(inside(tmp, "edges", name), np.stack([src, dst], axis=1), num_chunks, fmt, tmp)
         feats = g.edge_feats.get(et, {})
         if feats:
-            edge_data[et] = {k: _write_chunks(tmp / "edge_data" / name / k, v, feat_chunks, data_fmt, tmp)
+            edge_data[et] = {k: _write_chunks(inside(tmp, "edge_data", name, k), v, feat_chunks, data_fmt, tmp)
                              for k, v in feats.items()}
     for t, feats in g.node_feats.items():
-        node_data[t] = {k: _write_chunks(tmp / "node_data" / t / k, v, feat_chunks, data_fmt, tmp)
+        node_data[t] = {k: _write_chunks(inside(tmp, "node_data", t, k), v, feat_chunks, data_fmt, tmp)
                         for k, v in feats.items()}
     meta = ChunkedMeta(tmp / "metadata.json", graph_name, dict(g.num_nodes),
                        {et: g.num_edges(et) for et in g.canonical_etypes}, edges, node_data, edge_data)
@@ -66,6 +68,11 @@ def _write_chunks(folder: Path, rows: np.ndarray, num_chunks: int, fmt: str, roo
 
 
 def _write_one(path: Path, rows: np.ndarray, fmt: str) -> None:
+    with naming(path):
+        _write_rows(path, rows, fmt)
+
+
+def _write_rows(path: Path, rows: np.ndarray, fmt: str) -> None:
     if fmt == "numpy":
         np.save(path, np.ascontiguousarray(rows), allow_pickle=False)
     elif fmt == "csv":

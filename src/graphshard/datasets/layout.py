@@ -19,9 +19,10 @@ import numpy as np
 
 from ..errors import InputError
 from ..format.jsonfile import read_json_object
-from ..format.names import check_etype_names, check_path_name
+from ..format.names import check_etype_names, check_path_name, inside
+from ..format.outputs import check_output_dir
+from ..format.staging import naming, staged_dir
 from ..limits import check_count
-from ..format.outputs import check_output_dir, staged_dir
 from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph, etype_str, parse_etype
 
 SPLITS = ("train", "val", "test")
@@ -163,10 +164,11 @@ def _load_hetero(d: Path, meta: dict[str, Any]) -> Dataset:
 
 def save_dataset(ds: Dataset, path: str | os.PathLike, extra_meta: dict[str, Any] | None = None,
                  overwrite: bool = False) -> Path:
-    """Write ``ds`` in the shared layout (dense features), atomically: a temporary directory, then rename.
+    """Write ``ds`` in the shared layout (dense features): staged inside ``path``, then published (meta.json last).
 
-    ``path`` must be new, empty or an earlier dataset output of graphshard unless ``overwrite``; a failed
-    write leaves nothing behind (an ``OSError`` becomes a :class:`WriteError` naming the path)."""
+    ``path`` must be new, empty or an earlier dataset output of graphshard unless ``overwrite`` (which keeps
+    files of other names); a failed write leaves nothing behind (an ``OSError`` becomes a
+    :class:`WriteError` naming the file)."""
     final = check_output_dir(path, "dataset", overwrite)
     with staged_dir(final, "dataset") as tmp:
         _save(ds, tmp, extra_meta)
@@ -180,26 +182,34 @@ def _save(ds: Dataset, tmp: Path, extra_meta: dict[str, Any] | None) -> None:
         meta.update(_save_homo(g, tmp))
     else:
         meta.update(_save_hetero(g, tmp, ds.target_ntype))
-    (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    with naming(tmp / "meta.json"):
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
+def _save_npy(d: Path, name: str, arr: np.ndarray) -> None:
+    """Save ``arr`` as ``d/name`` (a name checked to stay inside ``d``), never as a pickle."""
+    path = inside(d, name)
+    with naming(path):
+        np.save(path, np.asarray(arr), allow_pickle=False)
 
 
 def _save_arrays(d: Path, prefix: str, feats: dict[str, np.ndarray]) -> dict[str, Any]:
     info: dict[str, Any] = {"format": "none", "files": []}
     if "feat" in feats:
-        np.save(d / f"{prefix}feat.npy", feats["feat"])
+        _save_npy(d, f"{prefix}feat.npy", feats["feat"])
         info = {"format": "dense", "files": [f"{prefix}feat.npy"], "shape": list(feats["feat"].shape)}
     if "label" in feats:
-        np.save(d / f"{prefix}label.npy", feats["label"])
+        _save_npy(d, f"{prefix}label.npy", feats["label"])
     for split in SPLITS:
         if f"{split}_mask" in feats:
-            np.save(d / f"{prefix}{split}_idx.npy", np.flatnonzero(feats[f"{split}_mask"]).astype(np.int64))
+            _save_npy(d, f"{prefix}{split}_idx.npy", np.flatnonzero(feats[f"{split}_mask"]).astype(np.int64))
     return info
 
 
 def _save_homo(g: Graph, d: Path) -> dict[str, Any]:
     src, dst = g.edges[DEFAULT_ETYPE]
-    np.save(d / "src.npy", src)
-    np.save(d / "dst.npy", dst)
+    _save_npy(d, "src.npy", src)
+    _save_npy(d, "dst.npy", dst)
     info = _save_arrays(d, "", g.node_feats.get(DEFAULT_NTYPE, {}))
     return {"kind": "homogeneous", "num_nodes": g.num_nodes[DEFAULT_NTYPE], "num_edges": int(len(src)),
             "directed": False, "feat_format": info["format"], "feat_files": info["files"],
@@ -209,7 +219,7 @@ def _save_homo(g: Graph, d: Path) -> dict[str, Any]:
 def _save_hetero(g: Graph, d: Path, target: str) -> dict[str, Any]:
     (d / "edges").mkdir()
     for et, (s, t) in g.edges.items():
-        np.save(d / "edges" / f"{et[0]}__{et[1]}__{et[2]}.npy", np.stack([s, t]))
+        _save_npy(d / "edges", f"{et[0]}__{et[1]}__{et[2]}.npy", np.stack([s, t]))
     features, labels = {}, {}
     for t in g.ntypes:
         feats = g.node_feats.get(t, {})

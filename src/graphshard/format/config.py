@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import FormatError, InputError
+from .names import check_path_name
 
 FORMAT_NAME = "graphshard"
 FORMAT_VERSION = 1
@@ -20,10 +21,27 @@ PART_FILES = ("part_graph", "node_feats", "edge_feats")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
 
 
+# bytes of the longest file name built from a graph name: ".staging-<name>-<pid>", ".<name>.json.tmp-<pid>"
+_GRAPH_NAME_ROOM = 24
+
+
 def check_graph_name(name: str) -> None:
-    """Graph names are letters, digits and underscores (they become file names)."""
+    """Graph names are letters, digits and underscores (they become file names), short enough for the
+    file names built from them."""
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise InputError(f"graph name {name!r} must be non-empty and use only letters, digits and underscores")
+    check_path_name(name, "graph name", extra=_GRAPH_NAME_ROOM)
+
+
+def check_type_names(path: Path, ntypes: dict[str, int], etypes: dict[str, int],
+                     error: type[Exception] = FormatError) -> None:
+    """Node type names and each part of ``src:rel:dst`` edge type names are plain path names (they name
+    files such as per-type embeddings); errors name ``path`` and the key."""
+    for t in ntypes:
+        check_path_name(t, f"{path}: ntypes", error)
+    for et in etypes:
+        for part in et.split(":"):
+            check_path_name(part, f"{path}: etypes ({et!r})", error)
 
 
 @dataclass(frozen=True)
@@ -98,12 +116,16 @@ def run_fingerprint(cfg: PartitionConfig) -> str:
 def write_config(cfg: PartitionConfig) -> None:
     """Write the JSON atomically (temporary file, fsync, rename, directory fsync)."""
     tmp = cfg.path.with_name(f".{cfg.path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w") as f:
-        json.dump(cfg.to_json(), f, indent=1)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, cfg.path)
+    try:
+        with open(tmp, "w") as f:
+            json.dump(cfg.to_json(), f, indent=1)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, cfg.path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     fd = os.open(cfg.path.parent, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -129,9 +151,10 @@ def read_config(path: str | os.PathLike) -> PartitionConfig:
         raise FormatError(f"{path}: unsupported format {raw.get('format')!r} version {raw.get('format_version')!r}")
     num_parts = r.int("num_parts", 1)
     ntypes, etypes = r.type_ids("ntypes"), r.type_ids("etypes")
+    check_type_names(path, ntypes, etypes)
     cfg = PartitionConfig(
         path=path,
-        graph_name=r.str("graph_name"),
+        graph_name=check_path_name(r.str("graph_name"), f"{path}: graph_name", FormatError),
         part_method=r.str("part_method"),
         num_parts=num_parts,
         halo_hops=r.int("halo_hops", 1),

@@ -1,18 +1,17 @@
 """Output directories graphshard may write into: its own earlier outputs, new or empty ones, and
 nothing else unless the user says ``overwrite``.
 
-Every output directory gets a marker file, :data:`MARKER`, naming the kind of output. A directory is
-recognised as ours when it carries the marker, or (outputs written before the marker existed) when it
-holds exactly the file that kind always writes last (``KINDS[kind]``).
+Every output directory gets a marker file, :data:`MARKER`, naming the kind of output (and, for whole-
+directory outputs, the entries it consists of). A directory is recognised as ours when it carries the
+marker, or (outputs written before the marker existed) when it holds the file that kind always writes
+last (``KINDS[kind]``; for partitions, a graphshard config JSON). Writing (:mod:`.staging`) never
+removes anything but entries graphshard writes or wrote there.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import InputError, WriteError
@@ -29,12 +28,25 @@ KINDS = {
 }
 
 
-def _marker_kind(path: Path) -> str | None:
+def _marker(path: Path) -> dict:
     try:
         raw = json.loads((path / MARKER).read_text())
     except (OSError, ValueError):
-        return None
-    return raw.get("kind") if isinstance(raw, dict) and raw.get("created_by") == "graphshard" else None
+        return {}
+    return raw if isinstance(raw, dict) and raw.get("created_by") == "graphshard" else {}
+
+
+def _marker_kind(path: Path) -> str | None:
+    kind = _marker(path).get("kind")
+    return kind if isinstance(kind, str) else None
+
+
+def marker_entries(path: Path, kind: str) -> list[str]:
+    """The top-level entries graphshard's ``kind`` output in ``path`` wrote, as its marker lists them
+    (unchecked; none when the marker is of another kind)."""
+    marker = _marker(path)
+    entries = marker.get("entries") if marker.get("kind") == kind else None
+    return [e for e in entries if isinstance(e, str)] if isinstance(entries, list) else []
 
 
 def is_partition_config(path: Path) -> bool:
@@ -84,17 +96,20 @@ def check_output_dir(path: str | os.PathLike, kind: str, overwrite: bool = False
     what = (f"it holds graphshard {found} output, not {kind}" if found else
             f"it holds files graphshard did not write ({', '.join(entries[:3])}{', ...' if len(entries) > 3 else ''})")
     raise InputError(f"{target}: refusing to write {kind} output into this directory: {what}. "
-                     "Choose a new or empty directory, or pass --overwrite (overwrite=True) to replace its contents")
+                     "Choose a new or empty directory, or pass --overwrite (overwrite=True) to write into it anyway "
+                     "(what graphshard writes replaces entries of the same name; other files are kept)")
 
 
-def mark_output_dir(path: str | os.PathLike, kind: str) -> None:
-    """Write the marker recognising ``path`` as graphshard's ``kind`` output (atomically)."""
+def mark_output_dir(path: str | os.PathLike, kind: str, entries: list[str] | None = None) -> None:
+    """Write the marker recognising ``path`` as graphshard's ``kind`` output (atomically); ``entries``
+    lists the top-level files and directories that output consists of (replaced by the next run)."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    if _marker_kind(path) == kind:
+    content = {"created_by": "graphshard", "kind": kind, **({"entries": entries} if entries is not None else {})}
+    if _marker(path) == content or entries is None and _marker_kind(path) == kind:
         return
     tmp = path / f".{MARKER}.tmp-{os.getpid()}"
-    tmp.write_text(json.dumps({"created_by": "graphshard", "kind": kind}) + "\n")
+    tmp.write_text(json.dumps(content) + "\n")
     os.replace(tmp, path / MARKER)
 
 
@@ -123,33 +138,12 @@ def claim_for_graph(out_dir: Path, graph_name: str, overwrite: bool) -> None:
         p.unlink(missing_ok=True)  # ranks sharing a directory may race here
 
 
-def write_failure(exc: OSError, what: Path) -> WriteError:
-    """A :class:`WriteError` for an ``OSError`` raised while writing ``what``, naming the file at fault."""
-    where = exc.filename or what
+def write_failure(exc: OSError, what: Path, staging: Path | None = None, final: Path | None = None) -> WriteError:
+    """A :class:`WriteError` for an ``OSError`` raised while writing ``what``, naming the file at fault
+    (``exc.filename``, else ``what``); a file inside ``staging`` is named where it was to be published,
+    under ``final``."""
+    where = Path(os.fsdecode(exc.filename)) if isinstance(exc.filename, (str, bytes, os.PathLike)) else Path(what)
+    if staging is not None and final is not None and (where == staging or staging in where.parents):
+        where = final / where.relative_to(staging)
     reason = exc.strerror or str(exc)
     return WriteError(f"{where}: {reason} while writing {what}; nothing was published there")
-
-
-@contextmanager
-def staged_dir(final: Path, kind: str) -> Iterator[Path]:
-    """Build a whole output directory beside ``final`` and move it into place on success.
-
-    Yields the staging directory (hidden, next to ``final``). On success it is marked as ``kind``
-    output and replaces ``final`` (checked beforehand with :func:`check_output_dir`); on any error it is
-    removed and an ``OSError`` becomes a :class:`WriteError` naming the path.
-    """
-    tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        tmp.mkdir(parents=True)
-        yield tmp
-        mark_output_dir(tmp, kind)
-        trash = final.with_name(f".{final.name}.old-{os.getpid()}")
-        if final.exists():
-            final.rename(trash)
-        tmp.rename(final)
-        shutil.rmtree(trash, ignore_errors=True)
-    except OSError as exc:
-        raise write_failure(exc, final) from exc
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)

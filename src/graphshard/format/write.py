@@ -13,7 +13,8 @@ import numpy as np
 
 from .config import PartitionConfig, write_config
 from ..errors import GraphshardError
-from .outputs import claim_for_graph, prepare_output_dir, write_failure
+from .outputs import MARKER, claim_for_graph, prepare_output_dir, write_failure
+from .staging import missing_ancestors, naming, remove_empty_dirs
 from .tensorfile import Lazy, write_tensors
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,8 @@ class PartitionWriter:
     only this graph's partitions, unless ``overwrite``.
     Until the config JSON is written nothing looks complete: an interrupted run leaves at most a
     hidden staging directory (removed by the next run for the same graph name) and no JSON.
-    Use as a context manager; an exception discards the staged files.
+    Use as a context manager; an exception discards the staged files (and the directory, if this writer
+    created it), and an ``OSError`` (a full disk) becomes a :class:`WriteError` naming the file.
 
     Files are written on a background thread (write-behind) so I/O and hashing overlap with
     building the next partition; at most one file is pending, which bounds the extra memory.
@@ -60,6 +62,7 @@ class PartitionWriter:
 
     def __init__(self, out_dir: str | os.PathLike, graph_name: str, overwrite: bool = False,
                  identity: PartitionConfig | None = None):
+        self._created = missing_ancestors(Path(out_dir).expanduser().resolve())  # removed again if we fail
         self.out_dir = prepare_output_dir(out_dir, "partitions", overwrite)
         claim_for_graph(self.out_dir, graph_name, overwrite)
         prefix = staging_prefix(graph_name)
@@ -85,8 +88,16 @@ class PartitionWriter:
             self._pool.shutdown(wait=True)
             if exc_type is not None or self.staging.exists():
                 shutil.rmtree(self.staging, ignore_errors=True)
+            if exc_type is not None and self._created:
+                self._remove_if_only_marker()
         if isinstance(exc, OSError) and not isinstance(exc, GraphshardError):
-            raise write_failure(exc, self.out_dir) from exc
+            raise write_failure(exc, self.out_dir, self.staging, self.out_dir) from exc
+
+    def _remove_if_only_marker(self) -> None:
+        """Directories this writer created for a run that failed go again (if nothing else came in)."""
+        if [p.name for p in self.out_dir.iterdir()] == [MARKER]:
+            (self.out_dir / MARKER).unlink(missing_ok=True)
+            remove_empty_dirs(self._created)
 
     def write_file(self, part_id: int, key: str, tensors: dict[str, np.ndarray | Lazy]) -> None:
         """Stage file ``key`` of partition ``part_id`` (written in the background; errors surface on
@@ -100,7 +111,8 @@ class PartitionWriter:
         self._pending = self._pool.submit(self._write, rel, target, tensors, meta)
 
     def _write(self, rel: str, target: Path, tensors: dict[str, np.ndarray | Lazy], meta: dict[str, str] | None) -> None:
-        self.checksums[rel] = write_tensors(target, tensors, meta)
+        with naming(target):
+            self.checksums[rel] = write_tensors(target, tensors, meta)
 
     def _wait(self) -> None:
         if self._pending is not None:
@@ -116,6 +128,7 @@ class PartitionWriter:
             cfg.path.unlink()  # an old config must never describe a mix of old and new files
         for p in range(cfg.num_parts):
             replace_dir(self.staging / f"part{p}", self.out_dir / f"part{p}", self.staging / f"replaced-part{p}")
-        write_config(cfg)
+        with naming(cfg.path):
+            write_config(cfg)
         shutil.rmtree(self.staging, ignore_errors=True)
         return cfg

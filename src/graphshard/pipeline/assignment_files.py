@@ -13,6 +13,7 @@ from ..errors import InputError
 from ..format.jsonfile import read_json_object
 from ..format.names import check_path_name, inside
 from ..format.outputs import prepare_output_dir
+from ..format.staging import atomic_file
 
 META_NAME = "partition_meta.json"
 VERSION = 1
@@ -20,7 +21,11 @@ VERSION = 1
 
 def write_assignment(out_dir: str | os.PathLike, per_type: dict[str, np.ndarray], num_parts: int, method: str,
                      fmt: str = "txt", extra: dict | None = None, overwrite: bool = False) -> Path:
-    """Write one file per node type and ``partition_meta.json`` last (each via a temporary file)."""
+    """Write one file per node type and ``partition_meta.json`` last (each via a temporary file).
+
+    ``out_dir`` must be new, empty or an earlier assignment output unless ``overwrite`` (which replaces
+    only the files written here). A failed write (full disk) raises :class:`WriteError` naming the file,
+    leaves no temporary file and no ``partition_meta.json``."""
     if fmt not in ("txt", "npy"):
         raise InputError(f"assignment format must be 'txt' or 'npy', got {fmt!r}")
     for t in per_type:
@@ -28,24 +33,25 @@ def write_assignment(out_dir: str | os.PathLike, per_type: dict[str, np.ndarray]
     out = prepare_output_dir(out_dir, "assignment", overwrite)
     (out / META_NAME).unlink(missing_ok=True)
     for t, parts in per_type.items():
-        target = inside(out, f"{t}.{fmt}")
-        tmp = out / f".{t}.{fmt}.tmp-{os.getpid()}"
-        if fmt == "txt":
-            with open(tmp, "w") as f:
-                for lo in range(0, parts.shape[0], 1 << 22):  # stream in blocks
-                    block = parts[lo: lo + (1 << 22)]
-                    if block.size:
-                        f.write("\n".join(map(str, block.tolist())) + "\n")
-        else:
-            with open(tmp, "wb") as f:
-                np.save(f, parts.astype(np.int64), allow_pickle=False)
-        os.replace(tmp, target)
+        with atomic_file(inside(out, f"{t}.{fmt}")) as tmp:
+            _write_parts(tmp, parts, fmt)
     meta = {"version": VERSION, "method": method, "num_parts": num_parts, "format": fmt,
             "num_nodes_per_type": {t: int(p.shape[0]) for t, p in per_type.items()}, **(extra or {})}
-    tmp = out / f".{META_NAME}.tmp-{os.getpid()}"
-    tmp.write_text(json.dumps(meta, indent=1) + "\n")
-    os.replace(tmp, out / META_NAME)
+    with atomic_file(out / META_NAME) as tmp:
+        tmp.write_text(json.dumps(meta, indent=1) + "\n")
     return out / META_NAME
+
+
+def _write_parts(path: Path, parts: np.ndarray, fmt: str) -> None:
+    if fmt == "txt":
+        with open(path, "w") as f:
+            for lo in range(0, parts.shape[0], 1 << 22):  # stream in blocks
+                block = parts[lo: lo + (1 << 22)]
+                if block.size:
+                    f.write("\n".join(map(str, block.tolist())) + "\n")
+    else:
+        with open(path, "wb") as f:
+            np.save(f, parts.astype(np.int64), allow_pickle=False)
 
 
 def read_assignment(parts_dir: str | os.PathLike, num_nodes: dict[str, int],

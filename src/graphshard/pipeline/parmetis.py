@@ -22,6 +22,7 @@ from ..chunked.spec import read_metadata
 from ..errors import InputError
 from ..format.names import inside
 from ..format.outputs import check_output_dir, prepare_output_dir
+from ..format.staging import atomic_file
 from .assignment_files import write_assignment
 
 _BLOCK = 1 << 20
@@ -29,13 +30,16 @@ _BLOCK = 1 << 20
 
 def export_parmetis(in_dir: str | os.PathLike, out_dir: str | os.PathLike, overwrite: bool = False) -> list[Path]:
     """Write the three ParMETIS input files for the chunked graph in ``in_dir``; returns their paths.
-    ``out_dir`` must be new, empty or an earlier export unless ``overwrite``."""
+    ``out_dir`` must be new, empty or an earlier export unless ``overwrite`` (which replaces only these
+    files). A failed write (full disk) raises :class:`WriteError` naming the file and leaves no stats file."""
     meta = read_metadata(in_dir)
     out = prepare_output_dir(out_dir, "parmetis", overwrite)
     name, ntypes = meta.graph_name, meta.ntypes
     node_off = meta.id_converter().node_offsets
     nodes, edges, stats = (inside(out, f"{name}_{k}.txt") for k in ("nodes", "edges", "stats"))
-    with open(_tmp(nodes), "w") as f:
+    for path in (nodes, edges, stats):  # the stats file, written last, marks a complete export
+        path.unlink(missing_ok=True)
+    with atomic_file(nodes) as tmp, open(tmp, "w") as f:
         for ti, t in enumerate(ntypes):
             for lo in range(0, meta.num_nodes[t], _BLOCK):
                 ids = np.arange(lo, min(lo + _BLOCK, meta.num_nodes[t]), dtype=np.int64)
@@ -43,7 +47,7 @@ def export_parmetis(in_dir: str | os.PathLike, out_dir: str | os.PathLike, overw
                 weights[:, ti] = 1
                 rows = np.column_stack([np.full(ids.shape[0], ti), weights, ids])
                 np.savetxt(f, rows, fmt="%d", delimiter=" ")
-    with open(_tmp(edges), "w") as f:
+    with atomic_file(edges) as tmp, open(tmp, "w") as f:
         for r, et in enumerate(meta.etypes):
             offsets = edge_offsets(meta, et)
             for i in range(len(meta.edges[et].paths)):
@@ -52,14 +56,9 @@ def export_parmetis(in_dir: str | os.PathLike, out_dir: str | os.PathLike, overw
                 rows = np.column_stack([src + node_off[ntypes.index(et[0])], dst + node_off[ntypes.index(et[2])],
                                         eid, np.full(eid.shape[0], r)])
                 np.savetxt(f, rows, fmt="%d", delimiter=" ")
-    _tmp(stats).write_text(f"{int(node_off[-1])} {sum(meta.num_edges.values())} {len(ntypes)}\n")
-    for final in (nodes, edges, stats):
-        os.replace(_tmp(final), final)
+    with atomic_file(stats) as tmp:
+        tmp.write_text(f"{int(node_off[-1])} {sum(meta.num_edges.values())} {len(ntypes)}\n")
     return [nodes, edges, stats]
-
-
-def _tmp(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
 
 
 def import_parmetis(in_dir: str | os.PathLike, parmetis_dir: str | os.PathLike, out_dir: str | os.PathLike,
