@@ -129,3 +129,124 @@ def test_dataset_layout_refuses_escaping_type_names_before_reading(tmp_path):
     (tmp_path / "d" / "meta.json").write_text(json.dumps(raw))
     with pytest.raises(InputError, match=r"meta.json: node_types\[1\]: name '../x' contains '/'"):
         load_dataset(tmp_path / "d")
+
+
+def test_inside_refuses_a_symlink_leading_out(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "link").symlink_to(tmp_path)
+    with pytest.raises(InputError, match="outside the output directory"):
+        inside(tmp_path / "out", "link", "x")
+
+
+def test_chunk_writer_guard_holds_for_a_graph_that_skipped_validation(tmp_path):
+    """The last guard: even names that never went through the validator cannot leave the output."""
+    from dataclasses import fields
+    g = small_homo()
+    bad = object.__new__(Graph)
+    for f in fields(Graph):
+        setattr(bad, f.name, getattr(g, f.name))
+    bad.node_feats = {"_N": {"../../../../../escape": g.node_feats["_N"]["feat"]}}
+    around = snapshot(tmp_path)
+    with pytest.raises(InputError, match="outside the output directory"):
+        chunk_graph(bad, tmp_path / "a" / "c", 2)
+    assert snapshot(tmp_path) == around
+
+
+def _partitioned(tmp_path):
+    from graphshard import partition_graph
+    from tests.graphs import small_hetero
+    partition_graph(small_hetero(), "g", 2, tmp_path / "p", part_method="random")
+    path = tmp_path / "p" / "g.json"
+    return path, json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("key, old, new, culprit", [
+    ("ntypes", "paper", "../x", r"ntypes: name '../x' contains '/'"),
+    ("etypes", "author:writes:paper", "author:..:paper", r"etypes \('author:..:paper'\): name '..'"),
+])
+def test_partition_config_refuses_type_names_that_are_not_file_names(tmp_path, key, old, new, culprit):
+    from graphshard import load_partition
+    from graphshard.errors import FormatError
+    path, raw = _partitioned(tmp_path)
+    raw[key][new] = raw[key].pop(old)
+    path.write_text(json.dumps(raw))
+    with pytest.raises(FormatError, match=f"{path}: {culprit}"):
+        load_partition(path, 0)
+
+
+def test_partition_config_refuses_an_escaping_graph_name(tmp_path):
+    from graphshard import load_partition
+    from graphshard.errors import FormatError
+    path, raw = _partitioned(tmp_path)
+    raw["graph_name"] = "../../x"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(FormatError, match=f"{path}: graph_name: name '../../x'"):
+        load_partition(path, 0)
+
+
+def test_too_long_graph_and_type_names_never_reach_the_file_system(tmp_path):
+    from graphshard import partition_graph
+    around = snapshot(tmp_path)
+    with pytest.raises(InputError, match="graph name: name 'aaaa.*file names are limited"):
+        partition_graph(small_homo(), "a" * 240, 2, tmp_path / "p", part_method="random")
+    with pytest.raises(InputError, match="assignment: node type: name 'tttt.*file names are limited"):
+        write_assignment(tmp_path / "a", {"t" * 253: np.zeros(3, np.int64)}, 2, "random")
+    assert snapshot(tmp_path) == around
+    path, raw = _chunked(tmp_path)
+    raw["graph_name"] = "g" * 250
+    path.write_text(json.dumps(raw))
+    around = snapshot(tmp_path)
+    with pytest.raises(InputError, match="metadata.json: graph_name: name 'gggg.*file names are limited"):
+        export_parmetis(path.parent, tmp_path / "pm")
+    assert snapshot(tmp_path) == around
+
+
+def test_dataset_layout_refuses_too_long_type_names_before_reading(tmp_path):
+    from graphshard.datasets import load_dataset
+    from tests.graphs import small_hetero
+    save_dataset(Dataset("h", small_hetero(), 4, "paper"), tmp_path / "d")
+    raw = json.loads((tmp_path / "d" / "meta.json").read_text())
+    raw["node_types"][0] = "p" * 250
+    (tmp_path / "d" / "meta.json").write_text(json.dumps(raw))
+    with pytest.raises(InputError, match=r"meta.json: node_types\[0\]: name 'pppp.*file names are limited"):
+        load_dataset(tmp_path / "d")
+
+
+def _cli_error(argv, capsys) -> str:
+    from graphshard.cli import main
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("graphshard: error:") and err.count("\n") == 1 and "Traceback" not in err
+    return err
+
+
+def test_cli_assign_refuses_escaping_node_type(tmp_path, capsys):
+    path, raw = _chunked(tmp_path / "in")
+    raw.update(node_type=["/../../x"], num_nodes_per_type=[240], edge_type=[], edges={}, num_edges_per_type=[],
+               node_data={}, edge_data={})
+    path.write_text(json.dumps(raw))
+    out = tmp_path / "work" / "assign"
+    around = snapshot(tmp_path)
+    err = _cli_error(["assign", "--in-dir", str(path.parent), "--out-dir", str(out), "--num-parts", "2"], capsys)
+    assert f"{path}: node_type[0]: name '/../../x'" in err
+    assert snapshot(tmp_path) == around and not (tmp_path.parent / "x.txt").exists() and not list(tmp_path.rglob("x.txt"))
+
+
+def test_cli_parmetis_export_refuses_escaping_graph_name(tmp_path, capsys):
+    path, raw = _chunked(tmp_path / "in")
+    raw["graph_name"] = "../x"
+    path.write_text(json.dumps(raw))
+    around = snapshot(tmp_path)
+    err = _cli_error(["parmetis", "export", "--in-dir", str(path.parent), "--out-dir", str(tmp_path / "w" / "pm")], capsys)
+    assert f"{path}: graph_name: name '../x'" in err
+    assert snapshot(tmp_path) == around and not list(tmp_path.parent.glob("x_*.txt"))
+
+
+def test_cli_chunk_refuses_escaping_graph_name(tmp_path, capsys):
+    save_dataset(Dataset("d", small_homo(), 2), tmp_path / "d")
+    around = snapshot(tmp_path)
+    err = _cli_error(["chunk", "--dataset", str(tmp_path / "d"), "--out", str(tmp_path / "w" / "c"), "--num-chunks", "2",
+                      "--graph-name", "../x"], capsys)
+    assert "graph_name: name '../x'" in err
+    assert snapshot(tmp_path) == around

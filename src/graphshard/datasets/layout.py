@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..format.jsonfile import read_json_object
-from ..format.names import check_etype_names, check_path_name, inside
+from ..format.names import SUFFIX_ROOM, check_etype_names, check_path_name, inside
 from ..format.outputs import check_output_dir
 from ..format.staging import naming, staged_dir
 from ..limits import check_count
@@ -134,7 +134,7 @@ def _load_homo(d: Path, meta: dict[str, Any]) -> Dataset:
 
 def _load_hetero(d: Path, meta: dict[str, Any]) -> Dataset:
     for i, t in enumerate(meta["node_types"]):  # they become file names below: checked before any is read
-        check_path_name(t, f"{d}/meta.json: node_types[{i}]")
+        check_path_name(t, f"{d}/meta.json: node_types[{i}]", extra=SUFFIX_ROOM)
     num_nodes = {t: check_count(meta["num_nodes"][t], f"{d}/meta.json: num_nodes[{t!r}]") for t in meta["node_types"]}
     edges = {}
     for et_text in meta["edge_types"]:

@@ -39,7 +39,7 @@ def naming(path: Path) -> Iterator[None]:
 def atomic_file(target: Path) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; on success it replaces ``target``, on failure it is removed
     (an ``OSError`` becomes a :class:`WriteError` naming ``target``)."""
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    tmp = target.with_name(f".{target.name[:200]}.tmp-{os.getpid()}")  # fits whenever ``target`` does
     try:
         with naming(target):
             yield tmp

@@ -29,7 +29,7 @@ def write_assignment(out_dir: str | os.PathLike, per_type: dict[str, np.ndarray]
     if fmt not in ("txt", "npy"):
         raise InputError(f"assignment format must be 'txt' or 'npy', got {fmt!r}")
     for t in per_type:
-        check_path_name(t, "assignment: node type")
+        check_path_name(t, "assignment: node type", extra=len(".txt"))
     out = prepare_output_dir(out_dir, "assignment", overwrite)
     (out / META_NAME).unlink(missing_ok=True)
     for t, parts in per_type.items():

@@ -20,7 +20,7 @@ import numpy as np
 from ..chunked.load import edge_offsets, read_checked_edges
 from ..chunked.spec import read_metadata
 from ..errors import InputError
-from ..format.names import inside
+from ..format.names import check_path_name, inside
 from ..format.outputs import check_output_dir, prepare_output_dir
 from ..format.staging import atomic_file
 from .assignment_files import write_assignment
@@ -33,8 +33,8 @@ def export_parmetis(in_dir: str | os.PathLike, out_dir: str | os.PathLike, overw
     ``out_dir`` must be new, empty or an earlier export unless ``overwrite`` (which replaces only these
     files). A failed write (full disk) raises :class:`WriteError` naming the file and leaves no stats file."""
     meta = read_metadata(in_dir)
+    name, ntypes = check_path_name(meta.graph_name, f"{meta.path}: graph_name", extra=len("_nodes.txt")), meta.ntypes
     out = prepare_output_dir(out_dir, "parmetis", overwrite)
-    name, ntypes = meta.graph_name, meta.ntypes
     node_off = meta.id_converter().node_offsets
     nodes, edges, stats = (inside(out, f"{name}_{k}.txt") for k in ("nodes", "edges", "stats"))
     for path in (nodes, edges, stats):  # the stats file, written last, marks a complete export
