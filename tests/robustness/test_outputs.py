@@ -295,3 +295,13 @@ def test_cli_full_disk_is_one_line(cli_inputs, monkeypatch, capsys, command):
     assert err.startswith(f"graphshard: error: {out}/") and "No space left on device" in err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert not (cli_inputs / "new").exists()
+
+
+def test_train_refuses_to_replace_a_user_directory_with_embeddings(tmp_path, user_dir):
+    from graphshard.train import TrainOptions, train
+    partition_graph(small_homo(), "g", 1, tmp_path / "p", part_method="random")
+    before = snapshot(tmp_path)
+    with pytest.raises(InputError, match=f"{user_dir}: refusing to write embeddings output"):
+        train(TrainOptions(part_config=str(tmp_path / "p" / "g.json"), epochs=1, save_embeddings=str(user_dir)),
+              num_procs=1)
+    assert snapshot(tmp_path) == before

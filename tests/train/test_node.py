@@ -76,3 +76,17 @@ def test_train_runs_unchanged_under_torchrun(tmp_path):
     m = torchrun_train(["--part-config", str(tmp_path / "s.json"), "--epochs", "1", "--fanouts", "3,3",
                         "--batch-size", "64", "--num-workers", "1"], tmp_path / "m.json")
     assert m["world_size"] == 2 and 0.0 <= m["test_acc"] <= 1.0 and len(m["epochs"]) == 1
+
+
+def test_training_prints_no_warnings(tmp_path):
+    """A normal run shows the user no library warnings (torch's RPC start-up used to print two)."""
+    import subprocess
+    import sys
+
+    save_dataset(community_graph(num_nodes=800, seed=4), tmp_path / "data")
+    done = subprocess.run([sys.executable, "-m", "graphshard.cli", "train", "--dataset", str(tmp_path / "data"),
+                           "--work-dir", str(tmp_path / "w"), "--num-procs", "2", "--epochs", "1", "--fanouts", "3,3",
+                           "--batch-size", "128"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "test accuracy" in done.stdout
+    assert "Warning" not in done.stderr, done.stderr

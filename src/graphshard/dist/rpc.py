@@ -13,7 +13,7 @@ import datetime
 import itertools
 import os
 import re
-
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -122,12 +122,18 @@ def join_group(names: list[str], rank: int, store: Any, key: str, timeout: float
     token = f"g{os.getpid()}x{len(_RENDEZVOUS)}x{abs(hash(key))}"
     _RENDEZVOUS[token] = (dist.PrefixStore(f"{key}/rdzv/", store), rank, len(names))
     iface = interface_of(os.environ.get("MASTER_ADDR", host))
-    if iface:
+    if iface:  # TensorPipe's listener, and the gloo group torch's RPC creates for itself, bind there
         os.environ.setdefault("TP_SOCKET_IFNAME", iface)
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", iface)
     opts = rpc.TensorPipeRpcBackendOptions(init_method=f"graphshard://{token}", rpc_timeout=timeout,
                                            num_worker_threads=num_threads)
     try:
-        rpc.init_rpc(names[rank], rank=rank, world_size=len(names), rpc_backend_options=opts)
+        with warnings.catch_warnings():
+            # torch's own RPC start-up gathers device maps over a private gloo backend handle and warns
+            # about that use of its API: nothing a caller can change, so it is not shown to users
+            warnings.filterwarnings("ignore", message=r"You are using a Backend .* as a ProcessGroup",
+                                    category=UserWarning)
+            rpc.init_rpc(names[rank], rank=rank, world_size=len(names), rpc_backend_options=opts)
     finally:
         _RENDEZVOUS.pop(token, None)
     group = RpcGroup(rank, names, store, timeout, lanes)

@@ -25,6 +25,7 @@ KINDS = {
     "dataset": "meta.json",
     "assignment": "partition_meta.json",
     "parmetis": None,
+    "embeddings": None,          # per-node-type embeddings of a heterogeneous graph (train --save-embeddings)
 }
 
 

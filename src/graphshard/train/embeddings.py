@@ -15,6 +15,7 @@ from ..dist.graph import DistGraph
 from ..dist.runtime import Session
 from ..dist.split import node_split
 from ..dist.tensor import DistTensor
+from ..format.outputs import check_output_dir, mark_output_dir
 
 Predict = Callable[[str, torch.Tensor], torch.Tensor]  # (node type, per-type IDs) -> one row per ID
 
@@ -56,11 +57,19 @@ def write_embeddings(s: Session, g: DistGraph, predict: Predict, path: str, ntyp
     save_tables(s, g, tables, path)
 
 
+def check_embeddings_target(path: str | os.PathLike) -> None:
+    """An existing directory at ``path`` is replaced only if it holds embeddings graphshard wrote
+    (its marker); anything else is refused with an :class:`InputError` naming it."""
+    if Path(path).is_dir():
+        check_output_dir(path, "embeddings")
+
+
 def save_tables(s: Session, g: DistGraph, tables: dict[str, DistTensor], path: str) -> None:
     """Write per-node-type DistTensors as :func:`write_embeddings` describes (collective)."""
     book, hetero = g.get_partition_book(), len(g.ntypes) > 1
     if s.rank == 0:
         target = Path(path)
+        check_embeddings_target(target)  # checked before training too; a directory made since is not lost
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{target.name}.tmp" + ("" if hetero else ".npy"))
         if hetero:
@@ -71,6 +80,8 @@ def save_tables(s: Session, g: DistGraph, tables: dict[str, DistTensor], path: s
             out = np.empty(table.shape, dtype=np.float32)
             out[book.to_original(t, ids).numpy()] = table[ids].numpy()
             np.save(tmp / f"{t}.npy" if hetero else tmp, out)
+        if hetero:
+            mark_output_dir(tmp, "embeddings")
         if hetero and target.exists():
             shutil.rmtree(target)
         os.replace(tmp, target)

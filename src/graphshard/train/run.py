@@ -104,6 +104,10 @@ def train(opts: TrainOptions, num_procs: int | None = None, dataset: str | None 
     partition each); None: this process is one rank of a torchrun job. ``dataset``: partition it into
     ``work_dir`` first (into ``num_procs`` parts, or ``WORLD_SIZE`` under torchrun)."""
     opts.check()
+    if opts.save_embeddings:  # never replace a user's directory: refuse before any work
+        from .embeddings import check_embeddings_target
+
+        check_embeddings_target(opts.save_embeddings)
     if dataset and opts.num_classes is None and opts.task == "node":
         opts = replace(opts, num_classes=_declared_classes(dataset))
     if dataset:
