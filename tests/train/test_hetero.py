@@ -60,7 +60,7 @@ def test_featureless_types_resume_and_save_per_type_outputs(tmp_path):
     assert resumed["test_acc"] == whole["test_acc"]
     assert whole["test_acc"] > 0.4  # 8 classes, weak features: the relations carry the label
     # the saved paper outputs, read in original ID order, give the reported test accuracy
-    assert sorted(p.name for p in (tmp_path / "emb").iterdir()) == ["paper.npy"]
+    assert sorted(p.name for p in (tmp_path / "emb").iterdir()) == [".graphshard-output.json", "paper.npy"]
     out = np.load(tmp_path / "emb" / "paper.npy", allow_pickle=False)
     paper = ds.graph.node_feats["paper"]
     acc = float((out.argmax(1)[paper["test_mask"]] == paper["label"][paper["test_mask"]]).mean())
