@@ -11,6 +11,7 @@ import pytest
 
 from graphshard import InputError, load_partition, partition_graph
 from graphshard.chunked.writer import chunk_graph
+from graphshard.cli import main
 from graphshard.datasets import community_graph, load_dataset, save_dataset
 from graphshard.dist.context import DistError
 from graphshard.dist.launch import launch
@@ -64,14 +65,20 @@ def test_dispatch_resume_notices_changed_chunk_content(tmp_path):
     opts = DispatchOptions(tmp_path / "c", tmp_path / "a", tmp_path / "out", 2, True, True)
     with pytest.raises(DistError, match="rank 1 failed"):
         launch(_faulty, 2, (opts, "raise", 1, 3), timeout=30)  # interrupted: some partitions finished
-    assert list((tmp_path / "out" / ".dispatch-g").glob("part*.done.json"))
-    # change one edge chunk's content, keeping its size and mtime: redirect the first edge of the chunk
+    done = {int(p.name[4:-len(".done.json")]) for p in (tmp_path / "out" / ".dispatch-g").glob("part*.done.json")}
+    # change one edge chunk's content, keeping its size and mtime: redirect the source of an edge whose
+    # destination lies in a finished partition (one that a resume without the chunks' content would reuse)
     chunk = tmp_path / "c" / "edges" / "paper__cites__paper" / "chunk-0.npy"
     st = os.stat(chunk)
     edges = np.load(chunk)
-    edges[0, 0] = (edges[0, 0] + 1) % g.num_nodes["paper"]
+    per_type, _ = read_assignment(tmp_path / "a", g.num_nodes)
+    in_done = np.flatnonzero(np.isin(per_type["paper"][edges[:, 1]], list(done)))
+    assert in_done.size, (done, edges)
+    i = int(in_done[0])
+    edges[i, 0] = (edges[i, 0] + 1) % g.num_nodes["paper"]
     np.save(chunk, edges)
     os.utime(chunk, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(chunk).st_size == st.st_size
     run_dispatch(opts, num_procs=2, timeout=60)
     # the reference: the changed graph partitioned in memory with the same assignment
     from graphshard.chunked.load import load_chunked_graph
@@ -84,7 +91,7 @@ def test_dispatch_resume_notices_changed_chunk_content(tmp_path):
         assert f.read_bytes() == (tmp_path / "out" / f.relative_to(tmp_path / "ref")).read_bytes(), f
 
 
-def test_dispatch_refuses_csv_chunk_with_blank_line_and_publishes_nothing(tmp_path):
+def test_dispatch_refuses_csv_chunk_with_blank_line_and_publishes_nothing(tmp_path, capsys):
     g = small_hetero()
     chunk_graph(g, tmp_path / "c", 2, "csv", graph_name="g")
     chunk = tmp_path / "c" / "edges" / "paper__cites__paper" / "chunk-0.csv"
@@ -93,8 +100,16 @@ def test_dispatch_refuses_csv_chunk_with_blank_line_and_publishes_nothing(tmp_pa
     assert chunk.read_text().count("\n") == len(lines)  # the declared count still matches the newlines
     assign_chunked(tmp_path / "c", tmp_path / "a", 2, "random")
     opts = DispatchOptions(tmp_path / "c", tmp_path / "a", tmp_path / "out", 1)
-    with pytest.raises(DistError, match=r"chunk-0.csv, line 4: blank line"):
+    with pytest.raises(DistError, match=r"InputError: \S*chunk-0.csv, line 4: blank line"):
         run_dispatch(opts, num_procs=2, timeout=60)
+    assert not (tmp_path / "out" / "g.json").exists()
+    # the command line: one clean line naming the file and line, and still no config
+    capsys.readouterr()
+    assert main(["dispatch", "--in-dir", str(tmp_path / "c"), "--partitions-dir", str(tmp_path / "a"),
+                 "--out-dir", str(tmp_path / "out"), "--num-procs", "2", "--timeout", "60"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("graphshard: error:") and "Traceback" not in err and err.count("\n") == 1, err
+    assert "chunk-0.csv, line 4: blank line" in err
     assert not (tmp_path / "out" / "g.json").exists()
 
 
@@ -139,13 +154,21 @@ def trained(tmp_path_factory):
     return tmp, opts
 
 
-def test_checkpoint_of_other_options_is_refused_before_spawning(trained):
+def test_checkpoint_of_other_options_is_refused_before_spawning(trained, capsys):
     from dataclasses import replace
     tmp, opts = trained
     with pytest.raises(InputError, match=r"hidden: checkpoint 16, this run 32.*lr: checkpoint 0.01, this run 0.02"):
         train(replace(opts, hidden=32, lr=0.02, epochs=2), num_procs=2)
     with pytest.raises(InputError, match=r"world_size: checkpoint 2, this run 1"):
         train(replace(opts, epochs=2), num_procs=1)
+    before = sorted(p.name for p in (tmp / "ckpt").rglob("*"))
+    capsys.readouterr()
+    assert main(["train", "--part-config", opts.part_config, "--num-procs", "2", "--checkpoint", opts.checkpoint,
+                 "--hidden", "32", "--epochs", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("graphshard: error:") and "Traceback" not in err and err.count("\n") == 1, err
+    assert "hidden: checkpoint 16, this run 32" in err
+    assert sorted(p.name for p in (tmp / "ckpt").rglob("*")) == before  # the checkpoint is left as it was
 
 
 def test_checkpoint_of_another_graph_is_refused(trained):
@@ -170,5 +193,43 @@ def test_ranks_at_different_epochs_fail_at_once(trained):
     with pytest.raises(InputError, match=r"rank 0 after epoch 0, rank 1 after epoch 3"):
         train(replace(opts, checkpoint=str(ckpt), epochs=5), num_procs=2)
     shutil.rmtree(ckpt / "rank1")
-    with pytest.raises(InputError, match=r"ranks \[1\] have none"):
+    with pytest.raises(InputError, match=r"rank 0 after epoch 0, rank 1 has none"):
         train(replace(opts, checkpoint=str(ckpt), epochs=5), num_procs=2)
+
+
+def _agree(ckpt, identity):
+    """Runs in a spawned rank: the in-rank resume check (what a torchrun rank does before loading)."""
+    from types import SimpleNamespace
+
+    from graphshard.dist.context import DistContext
+    from graphshard.train.loop import _agree_on_resume
+    with DistContext.from_env(timeout=30) as ctx:
+        _agree_on_resume(SimpleNamespace(ctx=ctx), f"{ckpt}/rank{ctx.rank}", identity)
+
+
+def _edit_state(path, change):
+    meta = json.loads(path.read_text())
+    change(meta)
+    path.write_text(json.dumps(meta))
+
+
+def test_ranks_check_each_other_before_loading(trained):
+    """Under torchrun there is no parent to check first: the ranks gather every rank's epoch and identity
+    and all fail at once (well within the timeout) with one message naming the rank at fault."""
+    import shutil
+    import time
+
+    from graphshard.train.checkpoint import run_identity
+    tmp, opts = trained
+    identity = run_identity(opts.part_config, opts, 2)
+    ckpt = tmp / "ckpt-rank"
+    shutil.copytree(tmp / "ckpt", ckpt)
+    launch(_agree, 2, (str(ckpt), identity), timeout=30)  # a consistent set: agreed, nothing raised
+    _edit_state(ckpt / "rank1" / "checkpoint.json", lambda m: m.update(epoch=3))
+    start = time.monotonic()
+    with pytest.raises(DistError, match=r"rank 0 after epoch 0, rank 1 after epoch 3") as err:
+        launch(_agree, 2, (str(ckpt), identity), timeout=30)
+    assert "InputError" in str(err.value) and time.monotonic() - start < 20
+    _edit_state(ckpt / "rank1" / "checkpoint.json", lambda m: (m.update(epoch=0), m["identity"].update(hidden=64)))
+    with pytest.raises(DistError, match=r"rank1: checkpoint belongs to another run.*hidden: checkpoint 64, this run 16"):
+        launch(_agree, 2, (str(ckpt), identity), timeout=30)

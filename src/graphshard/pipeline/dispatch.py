@@ -16,7 +16,6 @@ The config JSON is written last, once every rank has published its partitions.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -123,18 +122,15 @@ class _Dispatch:
         return checked_offsets(spec, counts.tolist(), total, declared, what)
 
     def _fingerprint(self) -> str:
-        h = hashlib.sha256()
-        h.update(self.meta.path.read_bytes())
-        d = Path(self.opts.partitions_dir)
-        for f in sorted([d / META_NAME] + [d / f"{t}.{e}" for t in self.meta.ntypes for e in ("txt", "npy")]):
-            if f.is_file():
-                h.update(f.name.encode() + f.read_bytes())
-        h.update(json.dumps([self.opts.num_hops, self.opts.save_orig_nids, self.opts.save_orig_eids]).encode())
-        m = self.meta  # the chunks' content too: a changed chunk must never be answered by a stale partition
-        specs = [*m.edges.values(), *(s for d in m.node_data.values() for s in d.values()),
-                 *(s for d in m.edge_data.values() for s in d.values())]
-        h.update(files_fingerprint([p for spec in specs for p in spec.paths]).encode())
-        return h.hexdigest()
+        """Of every input file (metadata, chunks, assignment files: name, size, mtime, sampled content; see
+        :mod:`graphshard.fingerprint`) and the options: a changed input is never answered by a stale partition."""
+        m, d = self.meta, Path(self.opts.partitions_dir)
+        specs = [*m.edges.values(), *(s for t in m.node_data.values() for s in t.values()),
+                 *(s for t in m.edge_data.values() for s in t.values())]
+        assignment = sorted(f for f in [d / META_NAME] + [d / f"{t}.{e}" for t in m.ntypes for e in ("txt", "npy")]
+                            if f.is_file())
+        options = json.dumps([self.opts.num_hops, self.opts.save_orig_nids, self.opts.save_orig_eids])
+        return files_fingerprint([m.path, *(p for spec in specs for p in spec.paths), *assignment], options)
 
     # -- step 1: edges -----------------------------------------------------------------------
     def plan_edges(self) -> None:
@@ -537,6 +533,8 @@ def _check_loads(cfg: PartitionConfig, owned: list[int], rank: int) -> None:
     config: a run reports success only for output that loads, and never publishes a config that does not."""
     from ..format.load import load_partition
 
+    for stale in cfg.path.parent.glob(f".{cfg.path.name}.check-{rank}-*"):  # left by a run killed while checking
+        stale.unlink(missing_ok=True)
     probe = replace(cfg, path=cfg.path.with_name(f".{cfg.path.name}.check-{rank}-{os.getpid()}"))
     write_config(probe)
     try:
