@@ -59,23 +59,38 @@ def check_identity(directory: str | os.PathLike, meta: dict[str, Any], identity:
                          "use another --checkpoint directory, or rerun with the checkpoint's settings")
 
 
+def rank_status(directory: str | os.PathLike, identity: dict[str, Any]) -> dict[str, Any]:
+    """One rank's checkpoint as the other ranks need to see it (JSON-able): the epoch it finished (-1: no
+    checkpoint), or why it cannot be resumed by this run."""
+    try:
+        meta = read_state(directory)
+        if meta is not None:
+            check_identity(directory, meta, identity)
+    except (InputError, FormatError) as exc:
+        return {"epoch": -1, "error": str(exc), "kind": type(exc).__name__}
+    return {"epoch": -1 if meta is None else int(meta["epoch"])}
+
+
+def check_agreement(directory: str | os.PathLike, statuses: list[dict[str, Any]]) -> int | None:
+    """All ranks' :func:`rank_status` (in rank order) must describe one run at one finished epoch, or no
+    checkpoint at all; returns that epoch (None: none). Raises naming the ranks at fault and their epochs."""
+    bad = [r for r, st in enumerate(statuses) if "error" in st]
+    if bad:
+        first = statuses[bad[0]]
+        also = f" (and ranks {bad[1:]} likewise)" if len(bad) > 1 else ""
+        raise (FormatError if first["kind"] == "FormatError" else InputError)(first["error"] + also)
+    epochs = [int(st["epoch"]) for st in statuses]
+    if len(set(epochs)) > 1:
+        at = ", ".join(f"rank {r} {'has none' if e < 0 else f'after epoch {e}'}" for r, e in enumerate(epochs))
+        raise InputError(f"{directory}: the ranks' checkpoints disagree ({at}); they were not written by one "
+                         "finished epoch of one run: remove them or restore a consistent set")
+    return None if epochs[0] < 0 else epochs[0]
+
+
 def check_checkpoints(directory: str | os.PathLike, identity: dict[str, Any], world_size: int) -> int | None:
     """Check every rank's checkpoint under ``directory`` (``rank<i>/``) before a run starts: all present or
     none, all at the same epoch, all of this run. Returns the epoch they finished, or None."""
-    states = {r: read_state(Path(directory) / f"rank{r}") for r in range(world_size)}
-    found = {r: m for r, m in states.items() if m is not None}
-    if not found:
-        return None
-    for r, m in found.items():
-        check_identity(Path(directory) / f"rank{r}", m, identity)
-    epochs = {r: int(m["epoch"]) for r, m in found.items()}
-    missing = [r for r in states if r not in found]
-    if missing or len(set(epochs.values())) > 1:
-        at = ", ".join(f"rank {r} after epoch {e}" for r, e in epochs.items())
-        gone = f"; ranks {missing} have none" if missing else ""
-        raise InputError(f"{directory}: the ranks' checkpoints disagree ({at}{gone}); they were not written by one "
-                         "finished epoch of one run: remove them or restore a consistent set")
-    return next(iter(epochs.values()))
+    return check_agreement(directory, [rank_status(Path(directory) / f"rank{r}", identity) for r in range(world_size)])
 
 
 def _flatten(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict]:

@@ -7,6 +7,7 @@ is measured apart from ``compute_s`` (forward, backward, optimiser step)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -19,11 +20,10 @@ import torch.distributed as dist
 from tqdm import tqdm
 
 from ..dist.collectives import all_gather_bytes, all_reduce_sum
-from ..errors import InputError
 from ..dist.graph import DistGraph
 from ..dist.runtime import Session
 from .checks import check_loss
-from .checkpoint import check_identity, load_checkpoint, read_state, run_identity, save_checkpoint
+from .checkpoint import check_agreement, load_checkpoint, rank_status, run_identity, save_checkpoint
 from .inputs import ModelInputs
 from .options import TrainOptions
 
@@ -50,17 +50,12 @@ def _timed_allreduce(state, bucket):  # no annotations: DDP checks them against 
 
 
 def _agree_on_resume(s: Session, directory: str, identity: dict[str, Any]) -> None:
-    """Every rank checks its own checkpoint, then all compare epochs before anyone loads: ranks at
-    different epochs (or some without a checkpoint) fail together at once, naming each rank's epoch."""
-    meta = read_state(directory)
-    if meta is not None:
-        check_identity(directory, meta, identity)
-    mine = -1 if meta is None else int(meta["epoch"])
-    epochs = [int(b) for b in all_gather_bytes(s.ctx, str(mine).encode(), "checkpoint epochs")]
-    if len(set(epochs)) > 1:
-        at = ", ".join(f"rank {r} {'has none' if e < 0 else f'after epoch {e}'}" for r, e in enumerate(epochs))
-        raise InputError(f"{Path(directory).parent}: the ranks' checkpoints disagree ({at}); remove them or restore "
-                         "a consistent set")
+    """Every rank checks its own checkpoint, then all compare before anyone loads: a checkpoint of another
+    run, or ranks at different epochs (or some without a checkpoint), make every rank fail at once with
+    the same message naming the ranks and their epochs (no rank is left waiting at a barrier)."""
+    mine = json.dumps(rank_status(directory, identity)).encode()
+    statuses = [json.loads(b) for b in all_gather_bytes(s.ctx, mine, "checkpoint states")]
+    check_agreement(Path(directory).parent, statuses)
 
 
 class Trainer:
