@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from graphshard import InputError, load_partition, partition_graph
+from graphshard import InputError, load_partition, load_partition_book, partition_graph
 from graphshard.chunked.writer import chunk_graph
 from graphshard.cli import main
 from graphshard.datasets import community_graph, load_dataset, save_dataset
@@ -26,7 +26,6 @@ from tests.pipeline.test_dispatch_failures import _faulty
 
 def _feat_of_original_node(config, node):
     """The features the partitions hold for original node ``node`` (read back through the book)."""
-    from graphshard import load_partition_book
     book = load_partition_book(config)
     new = int(book.from_original("_N", np.array([node]))[0])
     p = int(book.nid2partid(np.array([new]))[0])
@@ -56,6 +55,10 @@ def test_same_dataset_name_different_content_is_not_reused(tmp_path):
     config_a2, _ = partition_dataset(str(a), work, 2, "random")
     assert config_a2 != config_a
     np.testing.assert_array_equal(_feat_of_original_node(config_a2, 7), arr[7])
+    # other partitioning options into the same work dir: their own partitions, not the 2-part ones
+    config_a3, _ = partition_dataset(str(a), work, 3, "random")
+    assert config_a3 not in (config_a, config_a2) and load_partition_book(config_a3).num_partitions() == 3
+    assert partition_dataset(str(a), work, 3, "random")[0] == config_a3  # the unchanged input: reused
 
 
 def test_dispatch_resume_notices_changed_chunk_content(tmp_path):

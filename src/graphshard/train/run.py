@@ -33,7 +33,7 @@ def _rank_main(opts: TrainOptions, result_path: str | None, dataset: tuple | Non
             if os.environ.get("LOCAL_RANK", "0") == "0":
                 partition_dataset(*dataset)
             s.group.barrier("dataset partitioned on every host")
-            opts = _with_partitions(opts, *dataset[:2])
+            opts = _with_partitions(opts, dataset)
         metrics = (train_link if opts.task == "link" else train_node)(s, opts)
         if s.rank == 0:
             for path in filter(None, (opts.metrics_out, result_path)):
@@ -44,21 +44,23 @@ def _rank_main(opts: TrainOptions, result_path: str | None, dataset: tuple | Non
     return metrics
 
 
-def _paths(dataset: str, out_dir: str, link: bool, seed: int, edge_type: str | None) -> tuple[Path, Path, str | None]:
+def _paths(dataset: str, out_dir: str, num_parts: int, method: str, seed: int, link: bool,
+           edge_type: str | None) -> tuple[Path, Path, str | None]:
     """Where :func:`partition_dataset` puts ``dataset``: (directory, config, held-out edges file).
 
-    The directory is keyed by the dataset's content (see :mod:`graphshard.fingerprint`) and the options
-    that shape the partitions, so a different dataset of the same name, or a changed one, never reuses
-    partitions made for another."""
+    The directory is keyed by the dataset's content (see :mod:`graphshard.fingerprint`) and every option
+    that shapes the partitions, so a different dataset of the same name, a changed one, or other options
+    never reuse partitions made for another."""
     root = Path(dataset).resolve()
     name = "".join(c if c.isalnum() else "_" for c in root.name)
-    key = tree_fingerprint(root, json.dumps([link, seed, edge_type]))[:12]
+    key = tree_fingerprint(root, json.dumps([num_parts, method, seed, link, edge_type]))[:12]
     out = Path(out_dir) / f"{name}-{key}" / ("link" if link else "node")
     return out, out / f"{name}.json", str(out / "link_split.safetensors") if link else None
 
 
-def _with_partitions(opts: TrainOptions, dataset: str, out_dir: str) -> TrainOptions:
-    _, config, split = _paths(dataset, out_dir, opts.task == "link", opts.seed, opts.edge_type)
+def _with_partitions(opts: TrainOptions, job: tuple) -> TrainOptions:
+    """``opts`` on the partitions :func:`partition_dataset` made (or found) for ``job``, its arguments."""
+    _, config, split = _paths(*job)
     return replace(opts, part_config=str(config), link_split=split or opts.link_split)
 
 
@@ -75,7 +77,7 @@ def partition_dataset(dataset: str, out_dir: str, num_parts: int, method: str = 
     from ..partition.api import partition_graph
     from .link_split import save_link_split, split_edges
 
-    out, config, split_file = _paths(dataset, out_dir, link, seed, edge_type)
+    out, config, split_file = _paths(dataset, out_dir, num_parts, method, seed, link, edge_type)
     if not config.is_file():
         ds = load_dataset(dataset)
         g = ds.graph
@@ -119,7 +121,7 @@ def train(opts: TrainOptions, num_procs: int | None = None, dataset: str | None 
         if not num_procs:
             return _rank_main(opts, None, job)
         partition_dataset(*job)
-        opts = _with_partitions(opts, dataset, out)
+        opts = _with_partitions(opts, job)
     require_link_split(opts)  # fail before starting any process
     if opts.checkpoint and num_procs:  # a checkpoint of another run, or ranks at different epochs: say so now
         from .checkpoint import check_checkpoints, run_identity
