@@ -19,6 +19,7 @@ from ..errors import IDRangeError, InputError
 from ..format.load import Partition
 from ..graph import parse_etype
 from ..ids import as_id_array
+from ..sampling.neighbor import check_aligned, check_csc
 
 
 class LocalFeatureStore(FeatureStore):
@@ -102,10 +103,12 @@ class LocalGraphStore(GraphStore):
     def __init__(self, part: Partition):
         super().__init__()
         book, g = part.partition_book, part.graph
+        where = f"partition {book.partid}" if book.partid is not None else "partition"
+        src_local, etype = g.indices.numpy(), g.edata["_TYPE"].numpy()
+        check_csc(g.indptr.numpy(), src_local, where)  # a bad index would wrap around silently below
+        check_aligned(where, g.num_nodes, g.num_edges, {"node/_ID": g.ndata["_ID"].numpy(), "edge/_TYPE": etype})
         per_type = book.map_to_per_ntype(g.ndata["_ID"])[1].numpy()
         dst_local = np.repeat(np.arange(g.num_nodes), np.diff(g.indptr.numpy()))
-        src_local = g.indices.numpy()
-        etype = g.edata["_TYPE"].numpy()
         self._edges: dict[tuple[str, str, str], tuple[torch.Tensor, torch.Tensor]] = {}
         self._size: dict[tuple[str, str, str], tuple[int, int]] = {}
         for r, et in enumerate(book.canonical_etypes):

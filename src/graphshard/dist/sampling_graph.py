@@ -13,7 +13,7 @@ from ..book import RangePartitionBook
 from ..errors import InputError
 from ..format.load import PartitionGraph
 from ..sampling.kernels import sample_ranges, typed_ranges
-from ..sampling.neighbor import check_csc
+from ..sampling.neighbor import check_aligned, check_csc
 from .context import DistError
 
 NO_TIME = -np.inf  # node types without the time attribute are never filtered out
@@ -28,9 +28,12 @@ class LocalSamplingGraph:
         self.book, self.num_etypes = book, len(book.canonical_etypes)
         self.indptr = graph.indptr.numpy()
         self.indices = graph.indices.numpy()
-        check_csc(self.indptr, self.indices, f"partition {part_id}")  # the compiled kernels trust these bounds
+        where = f"partition {part_id}"
+        check_csc(self.indptr, self.indices, where)  # the compiled kernels trust these bounds
         self.node_gid = graph.ndata["_ID"].numpy()
         self.edge_gid = graph.edata["_ID"].numpy()
+        check_aligned(where, self.indptr.shape[0] - 1, self.indices.shape[0],
+                      {"node/_ID": self.node_gid, "edge/_ID": self.edge_gid, "edge/_TYPE": graph.edata["_TYPE"].numpy()})
         self.etype = None
         if self.num_etypes > 1:
             self._sort_by_type(graph.edata["_TYPE"].numpy().astype(np.int64))
@@ -54,7 +57,9 @@ class LocalSamplingGraph:
         if attr not in self._times:
             if self._times_source is None:
                 raise DistError("this sampling graph has no source of node times")
-            self._times[attr] = self._times_source(attr, self.node_gid)
+            times = np.asarray(self._times_source(attr, self.node_gid))
+            check_aligned(f"time attribute {attr!r}", self.node_gid.shape[0], 0, {"node/time": times})
+            self._times[attr] = times
         return self._times[attr]
 
     def _slots(self, gids: np.ndarray, local: np.ndarray, fanouts: np.ndarray):

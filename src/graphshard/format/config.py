@@ -14,10 +14,13 @@ import numpy as np
 
 from ..errors import FormatError, InputError
 from .names import check_path_name
+from .tensorfile import dtype_code
 
 FORMAT_NAME = "graphshard"
 FORMAT_VERSION = 1
 PART_FILES = ("part_graph", "node_feats", "edge_feats")
+FEATURE_FILES = ("node_feats", "edge_feats")
+Schema = dict[str, dict[str, tuple[str, tuple[int, ...]]]]  # file kind -> feature key -> (dtype code, row shape)
 _NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
 
 
@@ -62,6 +65,7 @@ class PartitionConfig:
     parts: list[dict[str, str]]
     checksums: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    feature_schema: Schema = field(default_factory=lambda: {k: {} for k in FEATURE_FILES})
     run_fingerprint: str = ""
 
     def identity(self, part_id: int, kind: str) -> dict[str, str]:
@@ -94,14 +98,36 @@ class PartitionConfig:
         for i, entry in enumerate(self.parts):
             out[f"part-{i}"] = entry
         out.update(self.extra)
+        out["feature_schema"] = _schema_json(self.feature_schema)
         if self.run_fingerprint:
             out["run_fingerprint"] = self.run_fingerprint
         out["checksums"] = self.checksums
         return out
 
 
+def feature_schema(node: dict[str, tuple[Any, tuple[int, ...]]], edge: dict[str, tuple[Any, tuple[int, ...]]]) -> Schema:
+    """A config's ``feature_schema`` from ``{"<type>/<name>": (NumPy dtype, row shape)}`` of node and edge
+    features; raises :class:`InputError` naming a feature whose dtype the files cannot store."""
+    out: Schema = {}
+    for kind, feats in zip(FEATURE_FILES, (node, edge)):
+        out[kind] = {}
+        for key, (dtype, row_shape) in feats.items():
+            code = dtype_code(dtype)
+            if code is None:
+                raise InputError(f"feature {key!r} has dtype {np.dtype(dtype)}, which partition files cannot store "
+                                 "(use a bool, integer or float dtype)")
+            out[kind][key] = (code, tuple(int(d) for d in row_shape))
+    return out
+
+
+def _schema_json(schema: Schema) -> dict[str, dict[str, dict[str, Any]]]:
+    return {kind: {k: {"dtype": d, "shape": list(s)} for k, (d, s) in sorted(schema.get(kind, {}).items())}
+            for kind in FEATURE_FILES}
+
+
 def run_fingerprint(cfg: PartitionConfig) -> str:
-    """sha256 over what fixes a partitioning's ID space: graph name, parts, HALO depth, types and ID maps.
+    """sha256 over what a run fixes before writing any file: graph name, parts, HALO depth, counts, types,
+    ID maps and the feature schema (names, dtypes, row shapes) -- not the method name, time or process.
 
     Deterministic (the same input, options and seed give the same value, whichever pipeline wrote the
     files), so files of different runs or partitions can be told apart without breaking byte equality.
@@ -109,7 +135,8 @@ def run_fingerprint(cfg: PartitionConfig) -> str:
     key = {"graph_name": cfg.graph_name, "num_parts": cfg.num_parts, "halo_hops": cfg.halo_hops,
            "num_nodes": cfg.num_nodes, "num_edges": cfg.num_edges, "ntypes": cfg.ntypes, "etypes": cfg.etypes,
            "node_map": {k: v.tolist() for k, v in cfg.node_map.items()},
-           "edge_map": {k: v.tolist() for k, v in cfg.edge_map.items()}}
+           "edge_map": {k: v.tolist() for k, v in cfg.edge_map.items()},
+           "feature_schema": _schema_json(cfg.feature_schema)}
     return hashlib.sha256(json.dumps(key, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -134,7 +161,7 @@ def write_config(cfg: PartitionConfig) -> None:
 
 
 _KNOWN = {"format", "format_version", "graph_name", "part_method", "num_parts", "halo_hops", "num_nodes",
-          "num_edges", "ntypes", "etypes", "node_map", "edge_map", "checksums", "run_fingerprint"}
+          "num_edges", "ntypes", "etypes", "node_map", "edge_map", "checksums", "run_fingerprint", "feature_schema"}
 
 
 def read_config(path: str | os.PathLike) -> PartitionConfig:
@@ -166,15 +193,20 @@ def read_config(path: str | os.PathLike) -> PartitionConfig:
         edge_map=r.ranges("edge_map", list(etypes), num_parts),
         parts=[r.part(i) for i in range(num_parts)],
         checksums=r.checksums(),
-        run_fingerprint=r.optional_str("run_fingerprint"),
+        feature_schema=r.schema(),
+        run_fingerprint=r.str("run_fingerprint", _NO_IDENTITY),
         extra={k: v for k, v in raw.items() if k not in _KNOWN and not k.startswith("part-")},
     )
     _check_tiling(path, "node_map", cfg.node_map, list(ntypes), cfg.num_nodes, num_parts)
     _check_tiling(path, "edge_map", cfg.edge_map, list(etypes), cfg.num_edges, num_parts)
-    if cfg.run_fingerprint and cfg.run_fingerprint != run_fingerprint(cfg):
-        raise FormatError(f"{path}: graph_name, num_parts, halo_hops, counts, types or ID maps were changed after "
-                          "the partitions were written (they no longer match 'run_fingerprint')")
+    if cfg.run_fingerprint != run_fingerprint(cfg):
+        raise FormatError(f"{path}: graph_name, num_parts, halo_hops, counts, types, ID maps or feature_schema were "
+                          "changed after the partitions were written (they no longer match 'run_fingerprint')")
     return cfg
+
+
+_NO_IDENTITY = ("written before graphshard recorded which run wrote each file, or by another tool, so its files "
+                "cannot be told from another run's: re-partition the graph")
 
 
 class _Reader:
@@ -197,17 +229,33 @@ class _Reader:
             raise FormatError(f"{self.path}: key {key!r} must be an integer >= {minimum}, got {v!r}")
         return v
 
-    def str(self, key: str) -> str:
+    def str(self, key: str, why_needed: str = "") -> str:
+        if why_needed and key not in self.raw:
+            raise FormatError(f"{self.path}: missing key {key!r}: {why_needed}")
         v = self.get(key)
         if not isinstance(v, str):
             raise FormatError(f"{self.path}: key {key!r} must be a string, got {v!r}")
         return v
 
-    def optional_str(self, key: str) -> str:
-        v = self.raw.get(key, "")
-        if not isinstance(v, str):
-            raise FormatError(f"{self.path}: key {key!r} must be a string, got {v!r}")
-        return v
+    def schema(self) -> Schema:
+        v = self.get("feature_schema")
+        bad = FormatError(f"{self.path}: key 'feature_schema' must map {list(FEATURE_FILES)} to "
+                          '{"<type>/<name>": {"dtype": "<code>", "shape": [row dims]}}')
+        if not isinstance(v, dict) or set(v) != set(FEATURE_FILES):
+            raise bad
+        out: Schema = {}
+        for kind in FEATURE_FILES:
+            if not isinstance(v[kind], dict):
+                raise bad
+            out[kind] = {}
+            for name, spec in v[kind].items():
+                shape = spec.get("shape") if isinstance(spec, dict) else None
+                if (not isinstance(spec, dict) or not isinstance(spec.get("dtype"), str) or not isinstance(shape, list)
+                        or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**63 for d in shape)):
+                    raise FormatError(f"{self.path}: feature_schema[{kind!r}][{name!r}] must be "
+                                      '{"dtype": "<code>", "shape": [non-negative row dims]}')
+                out[kind][name] = (spec["dtype"], tuple(shape))
+        return out
 
     def type_ids(self, key: str) -> dict[str, int]:
         v = self.get(key)

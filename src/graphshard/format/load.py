@@ -14,7 +14,7 @@ from ..book import RangePartitionBook
 from ..errors import FormatError
 from ..graph import EType, parse_etype
 from .config import PartitionConfig, read_config
-from .tensorfile import read_header, read_tensors, sha256_file
+from .tensorfile import header_schema, read_header, read_tensors, sha256_file
 from .validate import check_structure
 
 NODE_KEYS = ("node/_ID", "node/inner_node", "node/orig_id", "node/part_id", "node/_TYPE")
@@ -134,9 +134,9 @@ def _read(cfg: PartitionConfig, part_id: int, key: str, verify: bool) -> dict[st
     return read_tensors(cfg.root / rel, _expect(cfg, part_id, key))
 
 
-def _expect(cfg: PartitionConfig, part_id: int, key: str) -> dict[str, str] | None:
-    """The identity a file must carry; configs without a run fingerprint (other writers) are not checked."""
-    return cfg.identity(part_id, key) if cfg.run_fingerprint else None
+def _expect(cfg: PartitionConfig, part_id: int, key: str) -> dict[str, str]:
+    """The identity a file must carry: the config's graph, this partition, the file's kind and run."""
+    return cfg.identity(part_id, key)
 
 
 def _read_graph(cfg: PartitionConfig, part_id: int, verify: bool) -> PartitionGraph:
@@ -184,24 +184,33 @@ def _check_feature_rows(cfg: PartitionConfig, part_id: int, feats: dict[str, tor
 
 
 def _schema(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
-    """Feature name -> (dtype, row shape), from a file's header only."""
-    return {k: (v["dtype"], tuple(v["shape"][1:])) for k, v in read_header(path).items() if k != "__metadata__"}
+    """Feature name -> (dtype code, row shape), from a file's header only."""
+    return header_schema(read_header(path))
 
 
 def _check_feature_schema(cfg: PartitionConfig, part_id: int, key: str) -> None:
-    """Every partition holds the same features with the same dtypes and row shapes (headers only)."""
+    """This partition's features are those the config declares, and every other partition holds the same
+    features with the same dtypes and row shapes (headers only, no data read)."""
     mine_path = cfg.part_path(part_id, key)
     mine = _schema(mine_path)
+    _differ(mine_path, mine, cfg.path, cfg.feature_schema[key], "its config's feature_schema")
     for p in range(cfg.num_parts):
         other_path = cfg.part_path(p, key)
-        if p == part_id or not other_path.is_file():
-            continue
-        other = _schema(other_path)
-        if other != mine:
-            diff = sorted(set(mine.items()) ^ set(other.items()))[0][0]
-            raise FormatError(f"{mine_path} and {other_path} disagree on feature {diff!r} "
-                              f"({mine.get(diff, 'absent')} vs {other.get(diff, 'absent')}); every partition must hold "
-                              "the same features with the same dtype and row shape")
+        if p != part_id and other_path.is_file():
+            _differ(mine_path, mine, other_path, _schema(other_path), str(other_path))
+
+
+def _differ(path: Path, mine: dict, other_path: Path, other: dict, other_name: str) -> None:
+    if other == mine:
+        return
+    diff = sorted(set(mine.items()) ^ set(other.items()))[0][0]
+    raise FormatError(f"{path} and {other_path} disagree on feature {diff!r} ({_spec(mine.get(diff))} here, "
+                      f"{_spec(other.get(diff))} in {other_name}); every partition must hold the same features "
+                      "with the same dtype and row shape")
+
+
+def _spec(spec: tuple[str, tuple[int, ...]] | None) -> str:
+    return "absent" if spec is None else f"{spec[0]} rows of shape {spec[1]}"
 
 
 def _original_ids(cfg: PartitionConfig, kind: str, type_name: str) -> np.ndarray:

@@ -38,6 +38,17 @@ class Lazy:
         return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
 
 
+def dtype_code(dtype: np.dtype) -> str | None:
+    """The safetensors code of a NumPy dtype (``"F32"``, ``"I64"``, ...), None if it cannot be stored."""
+    return _DTYPES.get(np.dtype(dtype))
+
+
+def header_schema(header: dict) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """Tensor name -> (dtype code, row shape) from a file's header (see :func:`read_header`)."""
+    return {k: (v["dtype"], tuple(v["shape"][1:])) for k, v in header.items()
+            if k != "__metadata__" and isinstance(v, dict)}
+
+
 def write_tensors(path: Path, tensors: dict[str, np.ndarray | Lazy], metadata: dict[str, str] | None = None) -> str:
     """Write ``tensors`` to ``path`` in safetensors layout and return the file's sha256 (hex).
 
@@ -141,11 +152,25 @@ def read_header(path: Path) -> dict:
             raise FormatError(f"{path}: corrupt safetensors header (not JSON)") from None
     if not isinstance(header, dict):
         raise FormatError(f"{path}: corrupt safetensors header (not an object)")
-    end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__" and isinstance(v, dict)
-               and "data_offsets" in v), default=0)
+    meta = header.get("__metadata__", {})
+    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+        raise FormatError(f"{path}: corrupt safetensors header ('__metadata__' must map strings to strings)")
+    for k, v in header.items():
+        if k != "__metadata__" and not _valid_entry(v):
+            raise FormatError(f"{path}: corrupt safetensors header (entry {k!r} needs a dtype, a shape and "
+                              "data_offsets)")
+    end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
     if 8 + n + end != size:
         raise FormatError(f"{path}: truncated or padded: header describes {8 + n + end} bytes, file has {size}")
     return header
+
+
+def _valid_entry(v: object) -> bool:
+    def ints(x: object, n: int | None = None) -> bool:
+        return isinstance(x, list) and (n is None or len(x) == n) and all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in x)
+    return isinstance(v, dict) and isinstance(v.get("dtype"), str) and ints(v.get("shape")) \
+        and ints(v.get("data_offsets"), 2)
 
 
 def sha256_file(path: Path) -> str:

@@ -10,8 +10,11 @@ What is checked against the config JSON (the partition book) and the format's ru
   gives this partition (every inner node's in-edges are stored: the 1-hop structure); inner edge
   ``_ID``s lie in this partition's range, HALO edge ``_ID``s outside it, ``_TYPE`` agrees with
   ``edge_map``, and each edge's endpoints have the node types of its edge type;
-- HALO depth: with ``halo_hops = 1`` no HALO node has stored in-edges. (For k > 1 the stored HALO
-  edges are not proven complete: that needs the other partitions' degrees.)
+- HALO depth (``halo_hops = k``), by a k-pass breadth-first search backwards from the inner nodes over
+  the stored edges: only nodes within k - 1 hops have stored in-edges (so with k = 1 none of the HALO
+  nodes), and every HALO node is within k hops (each is an endpoint of a stored edge). Not checked:
+  that a node within k - 1 hops has *all* its in-edges stored (a 1-hop partition under a config
+  claiming 2 hops passes): that needs the in-degrees held by the other partitions.
 """
 
 from __future__ import annotations
@@ -68,9 +71,29 @@ def check_structure(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tenso
     nodes, edges = _Ranges(cfg.node_map, cfg.num_parts), _Ranges(cfg.edge_map, cfg.num_parts)
     n_inner = _check_nodes(cfg, part_id, t, path, nodes)
     _check_edges(cfg, part_id, t, path, edges, n_inner)
-    if cfg.halo_hops == 1 and int(indptr[n_inner]) != e:
-        raise FormatError(f"{path}: stores {e - int(indptr[n_inner])} in-edges of HALO nodes, but the config "
-                          f"says halo_hops = 1 (a 1-hop partition holds in-edges of inner nodes only)")
+    _check_halo_depth(cfg.halo_hops, t, path, n_inner)
+
+
+def _check_halo_depth(k: int, t: dict[str, torch.Tensor], path: Path, n_inner: int) -> None:
+    """Breadth-first backwards from the inner nodes over the stored edges (k passes over ``indices``):
+    only nodes within k - 1 hops have stored in-edges, and every HALO node is within k hops."""
+    indptr, indices, ids = t["indptr"], t["indices"], t["node/_ID"]
+    n, degree = indptr.shape[0] - 1, indptr.diff()
+    reached = torch.zeros(n, dtype=torch.bool)
+    reached[:n_inner] = True
+    frontier = reached.clone()
+    for hop in range(1, k + 1):
+        if hop == k:
+            beyond = (degree > 0) & ~reached
+            _fail(path, f"stores in-edges of a HALO node more than halo_hops - 1 = {k - 1} hops from the inner "
+                        f"nodes, but the config says halo_hops = {k}; node/_ID", beyond, ids)
+        src = indices[: int(indptr[n_inner])] if hop == 1 else indices[torch.repeat_interleave(frontier, degree)]
+        frontier = torch.zeros(n, dtype=torch.bool)
+        frontier[src] = True
+        frontier &= ~reached
+        reached |= frontier
+    _fail(path, f"HALO node is not within halo_hops = {k} hops of the inner nodes along the stored edges; node/_ID",
+          ~reached, ids)
 
 
 def _check_nodes(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tensor], path: Path, nodes: _Ranges) -> int:

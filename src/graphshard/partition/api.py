@@ -11,7 +11,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..errors import InputError
-from ..format.config import PartitionConfig, check_graph_name
+from ..format.config import PartitionConfig, check_graph_name, feature_schema
 from ..format.outputs import check_output_dir, claim_for_graph
 from ..format.write import PartitionWriter
 from ..graph import Graph, etype_str, to_numpy
@@ -82,7 +82,8 @@ def partition_graph(
             rl = relabel(view, result.parts, num_parts)
             adj = InEdges.build(view, rl) if num_hops > 1 else None
         method = part_method if isinstance(part_method, str) else "explicit"
-        cfg = _config(out_dir, g, graph_name, method, num_hops, rl, num_trainers_per_machine).with_fingerprint()
+        cfg = _config(out_dir, g, graph_name, method, num_hops, rl, num_trainers_per_machine,
+                      result.trainer_ids).with_fingerprint()
         with PartitionWriter(out_path, graph_name, overwrite, identity=cfg) as writer:
             with timer.phase("build+write"):
                 _write_parts(writer, g, view, rl, adj, num_hops, result.trainer_ids, save_orig_ids)
@@ -155,8 +156,12 @@ def _write_parts(writer: PartitionWriter, g: Graph, view: HomoView, rl: Relabell
 
 
 def _config(out_dir: Path, g: Graph, name: str, method: str, num_hops: int, rl: Relabelling,
-            trainers: int) -> PartitionConfig:
+            trainers: int, trainer_ids: np.ndarray | None) -> PartitionConfig:
     node_map, edge_map = rl.node_map(), rl.edge_map()
+    node = {f"{t}/{n}": (a.dtype, a.shape[1:]) for t, feats in g.node_feats.items() for n, a in feats.items()}
+    if trainer_ids is not None:  # written by _write_parts next to the features
+        node |= {f"{t}/trainer_id": (trainer_ids.dtype, ()) for t in g.ntypes}
+    edge = {f"{etype_str(et)}/{n}": (a.dtype, a.shape[1:]) for et, feats in g.edge_feats.items() for n, a in feats.items()}
     return PartitionConfig(
         path=out_dir / f"{name}.json",
         graph_name=name,
@@ -171,6 +176,7 @@ def _config(out_dir: Path, g: Graph, name: str, method: str, num_hops: int, rl: 
         edge_map={etype_str(et): edge_map[i] for i, et in enumerate(g.canonical_etypes)},
         parts=[],
         extra={"num_trainers_per_machine": trainers},
+        feature_schema=feature_schema(node, edge),
     )
 
 

@@ -31,7 +31,7 @@ from ..chunked.spec import ChunkedMeta, FileSpec, read_metadata
 from ..dist.collectives import all_gather_bytes, all_reduce_sum, barrier, exchange
 from ..dist.context import DistContext
 from ..errors import InputError
-from ..format.config import PartitionConfig, check_graph_name, write_config
+from ..format.config import PartitionConfig, Schema, check_graph_name, feature_schema, write_config
 from ..fingerprint import files_fingerprint
 from ..format.outputs import check_output_dir, claim_for_graph, prepare_output_dir, write_failure
 from ..format.tensorfile import sha256_file, write_tensors
@@ -553,8 +553,18 @@ def _config_template(d: "_Dispatch", opts: DispatchOptions, rl: Relabelling, con
         etypes={etype_str(e): i for i, e in enumerate(d.meta.etypes)},
         node_map={t: rl.node_map()[i] for i, t in enumerate(d.meta.ntypes)},
         edge_map={etype_str(e): rl.edge_map()[i] for i, e in enumerate(d.meta.etypes)},
-        parts=[], extra={"num_trainers_per_machine": 1},
+        parts=[], extra={"num_trainers_per_machine": 1}, feature_schema=_feature_schema(d.meta),
     ).with_fingerprint()
+
+
+def _feature_schema(meta: ChunkedMeta) -> Schema:
+    """Names, dtypes and row shapes of the features dispatch writes (as it allocates them: from chunk 0)."""
+    def spec(f: FileSpec) -> tuple[np.dtype, tuple[int, ...]]:
+        sample = np.asarray(read_data(f, 0)[:0])
+        return sample.dtype, sample.shape[1:]
+    node = {f"{t}/{name}": spec(f) for t in meta.ntypes for name, f in meta.node_data.get(t, {}).items()}
+    edge = {f"{etype_str(et)}/{name}": spec(f) for et in meta.etypes for name, f in meta.edge_data.get(et, {}).items()}
+    return feature_schema(node, edge)
 
 
 PIECE_BYTES = 16 << 20  # bytes read, routed and exchanged per round: bounds the memory in flight

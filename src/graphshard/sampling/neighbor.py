@@ -57,6 +57,17 @@ def check_csc(indptr: np.ndarray, indices: np.ndarray, where: str) -> None:
         raise InputError(f"{where}: indices[{i}] = {int(indices[i])} is not a node ID in [0, {n})")
 
 
+def check_aligned(where: str, num_nodes: int, num_edges: int, arrays: dict[str, np.ndarray]) -> None:
+    """Arrays named ``node/...`` have one entry per node, ``edge/...`` one per edge (the kernels index
+    them by node or edge position without bounds checks)."""
+    for name, arr in arrays.items():
+        per = name.split("/", 1)[0]
+        want = num_nodes if per == "node" else num_edges
+        if np.asarray(arr).shape[:1] != (want,):
+            raise InputError(f"{where}: {name} has shape {np.asarray(arr).shape}, expected {want} entries "
+                             f"(one per {per})")
+
+
 @dataclass(frozen=True)
 class SamplerOutput:
     """``node``: sampled node IDs (seeds first); ``row``/``col``: local source/destination of each
