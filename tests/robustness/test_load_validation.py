@@ -151,19 +151,23 @@ def test_halo_hops_not_matching_the_files(tmp_path, written, claimed, message):
 
 
 def test_halo_node_beyond_the_hops_is_refused(tmp_path):
-    """A HALO node no stored edge reaches within halo_hops hops (an extra node appended) is refused."""
+    """A HALO node that no stored edge reaches within halo_hops hops (one added with no edge) is refused."""
     partition_graph(small_homo(), "g", 2, tmp_path, part_method="random", num_hops=1)
     cfg = json.loads((tmp_path / "g.json").read_text())
-    other = cfg["node_map"]["_N"][1][1] - 1  # a node of partition 1, appended to partition 0 with no edge
+    lo, hi = cfg["node_map"]["_N"][1]
+    ids = load_partition(tmp_path / "g.json", 0, load_feats=False).graph.ndata["_ID"].numpy()
+    extra = int(np.setdiff1d(np.arange(lo, hi), ids)[0])  # a node of partition 1 that partition 0 does not hold
 
     def add_node(t):
-        t["indptr"] = np.append(t["indptr"], t["indptr"][-1])
-        for key, value in (("node/_ID", other), ("node/inner_node", False), ("node/orig_id", 0), ("node/part_id", 1),
+        at = int(np.searchsorted(t["node/_ID"][lo:], extra)) + lo  # HALO nodes stay in increasing ID order
+        t["indices"][t["indices"] >= at] += 1
+        t["indptr"] = np.insert(t["indptr"], at, t["indptr"][at])
+        for key, value in (("node/_ID", extra), ("node/inner_node", False), ("node/orig_id", 0), ("node/part_id", 1),
                            ("node/_TYPE", 0)):
-            t[key] = np.append(t[key], np.array(value, dtype=t[key].dtype))
+            t[key] = np.insert(t[key], at, np.array(value, dtype=t[key].dtype))
     rewrite(tmp_path / "part0" / "graph.safetensors", add_node, config=tmp_path / "g.json")
     with pytest.raises(FormatError, match=rf"part0/graph.safetensors: HALO node is not within halo_hops = 1 hops .*"
-                                          rf"node/_ID: first at position \d+ \(value {other}\)"):
+                                          rf"node/_ID: first at position \d+ \(value {extra}\)"):
         load_partition(tmp_path / "g.json", 0, verify=True)
 
 
@@ -177,9 +181,13 @@ def test_halo_node_beyond_the_hops_is_refused(tmp_path):
                                                       r"\(value 1000000000000\)"),
     ("node/part_id", lambda a: a.__setitem__(-1, (a[-1] + 1) % 3), "node/part_id differs from the owner"),
     ("node/_TYPE", lambda a: a.__setitem__(0, (a[0] + 1) % 4), "node/_TYPE differs"),
+    ("node/_ID", lambda a: a.__setitem__(-1, a[-2]), r"HALO node/_ID not in increasing order \(or repeated\): local "
+                                                    r"position \d+ holds (\d+) after \1"),
     ("node/inner_node", lambda a: a.__setitem__(-1, True), "inner nodes must be the local prefix"),
     ("edge/inner_edge", lambda a: a.__setitem__(0, False), "edge/inner_edge is false for an in-edge of an inner node"),
     ("edge/_ID", lambda a: a.__setitem__(0, 10**9), r"inner edge/_ID outside this partition's range"),
+    ("edge/_ID", lambda a: a.__setitem__(0, a[1]), r"inner edge/_ID \d+ is missing \(another ID of this partition's "
+                                                   r"range \[\d+, \d+\) repeats\)"),
     ("edge/_TYPE", lambda a: a.__setitem__(0, (a[0] + 1) % 4), "edge/_TYPE differs"),
 ])
 def test_inconsistent_file_with_updated_checksum(parts, tensor, change, message):
@@ -314,3 +322,22 @@ def test_distributed_stores_refuse_bad_structure(parts):
     with pytest.raises(InputError, match=r"partition 0: edge/_TYPE has shape \(\d+,\), expected \d+ entries"):
         LocalSamplingGraph(graph, part.partition_book, 0)
     assert torch.equal(part.graph.indices, load_partition(parts / "h.json", 0, load_feats=False).graph.indices)
+
+
+# -- original IDs (read when the partition book is asked for them) --------------------------------
+def test_original_ids_must_be_a_permutation(tmp_path):
+    from graphshard.format.load import load_partition_book
+    partition_graph(small_hetero(), "h", 2, tmp_path / "a", part_method="random", save_orig_ids=True)
+    partition_graph(small_hetero(), "h", 2, tmp_path / "b", part_method="random")
+    rewrite(tmp_path / "a" / "part1" / "orig_nids.safetensors", lambda t: t["paper"].__setitem__(0, t["paper"][1]))
+    with pytest.raises(FormatError, match=r"a/h.json: the original node IDs of type 'paper' .* not a permutation: "
+                                          r"original ID \d+ is missing"):
+        load_partition_book(tmp_path / "a" / "h.json").from_original("paper", [0])
+    rewrite(tmp_path / "a" / "part0" / "orig_nids.safetensors", lambda t: t.update({"author": t["author"][:-1]}))
+    with pytest.raises(FormatError, match=r"part0/orig_nids.safetensors: tensor 'author' must hold the \d+ original IDs"):
+        load_partition_book(tmp_path / "a" / "h.json").to_original("author", [0])
+    rewrite(tmp_path / "b" / "part0" / "graph.safetensors", lambda t: t["node/orig_id"].__setitem__(0, -7))
+    load_partition(tmp_path / "b" / "h.json", 0)  # orig_id is not used by the structure
+    with pytest.raises(FormatError, match=r"b/h.json: the original node IDs of type 'paper' .* per-type new ID 0 has "
+                                          r"original ID -7, outside \[0, 60\)"):
+        load_partition_book(tmp_path / "b" / "h.json").to_original("paper", [3])

@@ -214,23 +214,45 @@ def _spec(spec: tuple[str, tuple[int, ...]] | None) -> str:
 
 
 def _original_ids(cfg: PartitionConfig, kind: str, type_name: str) -> np.ndarray:
-    """Original per-type IDs of every item of one type, in per-type new-ID order."""
+    """Original per-type IDs of every item of one type, in per-type new-ID order: a permutation of
+    ``[0, count)`` (checked, since lookups index with them)."""
     ranges = cfg.node_map if kind == "node" else cfg.edge_map
+    key = "orig_nids" if kind == "node" else "orig_eids"
     pieces = []
     for p in range(cfg.num_parts):
-        key = "orig_nids" if kind == "node" else "orig_eids"
+        lo, hi = (int(x) for x in ranges[type_name][p])
         extra = cfg.parts[p].get(key)
         if extra:
-            pieces.append(read_tensors(cfg.root / extra, _expect(cfg, p, key))[type_name].numpy())
+            pieces.append(_orig_file_ids(cfg.root / extra, read_tensors(cfg.root / extra, _expect(cfg, p, key)),
+                                         type_name, hi - lo))
             continue
-        t = read_tensors(cfg.part_path(p, "part_graph"), _expect(cfg, p, "part_graph"))
-        lo, hi = (int(x) for x in ranges[type_name][p])
+        g = _read_graph(cfg, p, False)
         if kind == "node":
             base = _part_range(cfg.node_map, p)[0]
-            pieces.append(t["node/orig_id"][lo - base : hi - base].numpy())
+            pieces.append(g.ndata["orig_id"][lo - base : hi - base].numpy())
         else:
+            t = {f"edge/{k}": v for k, v in g.edata.items()}
             pieces.append(_inner_edge_orig_ids(t, lo, hi))
-    return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+    table = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+    seen = np.zeros(table.shape[0], dtype=bool)
+    inside = (table >= 0) & (table < table.shape[0])
+    seen[table[inside]] = True
+    if not inside.all() or not seen.all():
+        i = int(np.flatnonzero(~inside)[0]) if not inside.all() else None
+        what = (f"per-type new ID {i} has original ID {int(table[i])}, outside [0, {table.shape[0]})" if i is not None
+                else f"original ID {int(np.flatnonzero(~seen)[0])} is missing (another one repeats)")
+        raise FormatError(f"{cfg.path}: the original {kind} IDs of type {type_name!r} stored with its partitions are "
+                          f"not a permutation: {what}")
+    return table
+
+
+def _orig_file_ids(path: Path, tensors: dict[str, torch.Tensor], type_name: str, count: int) -> np.ndarray:
+    arr = tensors.get(type_name)
+    if arr is None or arr.dtype != torch.int64 or tuple(arr.shape) != (count,):
+        got = "nothing" if arr is None else f"{arr.dtype} of shape {tuple(arr.shape)}"
+        raise FormatError(f"{path}: tensor {type_name!r} must hold the {count} original IDs (int64) of this "
+                          f"partition's items of that type, got {got}")
+    return arr.numpy()
 
 
 def _inner_edge_orig_ids(t: dict[str, torch.Tensor], lo: int, hi: int) -> np.ndarray:

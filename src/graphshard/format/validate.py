@@ -5,16 +5,20 @@ What is checked against the config JSON (the partition book) and the format's ru
 - dtypes: every ID tensor int64, ``inner_node``/``inner_edge`` bool;
 - CSC: ``indptr`` starts at 0, never decreases, ends at ``len(indices)``; ``indices`` within the local nodes;
 - nodes: inner nodes are the local prefix with this partition's new IDs; HALO IDs lie in other
-  partitions; ``part_id`` and ``_TYPE`` agree with the ranges of ``node_map`` for every ``_ID``;
+  partitions, in increasing order (so none repeats); ``part_id`` and ``_TYPE`` agree with the ranges
+  of ``node_map`` for every ``_ID``;
 - edges: exactly the in-edges of inner nodes are ``inner_edge`` and there are as many as ``edge_map``
   gives this partition (every inner node's in-edges are stored: the 1-hop structure); inner edge
-  ``_ID``s lie in this partition's range, HALO edge ``_ID``s outside it, ``_TYPE`` agrees with
-  ``edge_map``, and each edge's endpoints have the node types of its edge type;
+  ``_ID``s are exactly this partition's range, each once; HALO edge ``_ID``s lie outside it;
+  ``_TYPE`` agrees with ``edge_map``, and each edge's endpoints have the node types of its edge type;
 - HALO depth (``halo_hops = k``), by a k-pass breadth-first search backwards from the inner nodes over
   the stored edges: only nodes within k - 1 hops have stored in-edges (so with k = 1 none of the HALO
   nodes), and every HALO node is within k hops (each is an endpoint of a stored edge). Not checked:
   that a node within k - 1 hops has *all* its in-edges stored (a 1-hop partition under a config
   claiming 2 hops passes): that needs the in-degrees held by the other partitions.
+
+Not checked here: ``orig_id`` values (checked to form a permutation when original IDs are asked
+for, see ``load._original_ids``); feature values and labels (training checks them).
 """
 
 from __future__ import annotations
@@ -104,6 +108,11 @@ def _check_nodes(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tensor],
     _fail(path, f"node/_ID outside [0, {cfg.num_nodes})", (ids < 0) | (ids >= cfg.num_nodes), ids)
     halo = ids[n_inner:]
     _fail(path, f"HALO node/_ID inside this partition's own range [{lo}, {hi})", (halo >= lo) & (halo < hi), halo)
+    unordered = torch.nonzero(halo.diff() <= 0)
+    if unordered.numel():
+        i = int(unordered[0, 0])
+        raise FormatError(f"{path}: HALO node/_ID not in increasing order (or repeated): local position "
+                          f"{n_inner + i + 1} holds {int(halo[i + 1])} after {int(halo[i])}")
     part, ntype = nodes.locate(ids)
     _fail(path, "node/part_id differs from the owner of node/_ID in the config's node_map", t["node/part_id"] != part,
           t["node/part_id"])
@@ -126,6 +135,12 @@ def _check_edges(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tensor],
     _fail(path, "edge/inner_edge is true for an in-edge of a HALO node", inner[n_own:])
     own = eids[:n_own]
     _fail(path, f"inner edge/_ID outside this partition's range [{elo}, {ehi})", (own < elo) | (own >= ehi), own)
+    seen = torch.zeros(n_own, dtype=torch.bool)
+    seen[own - elo] = True  # in range (checked above): each of the partition's edge IDs must appear once
+    if not bool(seen.all()):
+        missing = elo + int(torch.nonzero(~seen)[0, 0])
+        raise FormatError(f"{path}: inner edge/_ID {missing} is missing (another ID of this partition's range "
+                          f"[{elo}, {ehi}) repeats)")
     halo = eids[n_own:]
     _fail(path, f"HALO edge/_ID outside [0, {cfg.num_edges}) or inside this partition's range",
           (halo < 0) | (halo >= cfg.num_edges) | ((halo >= elo) & (halo < ehi)), halo)
