@@ -60,8 +60,10 @@ class PartitionWriter:
     building the next partition; at most one file is pending, which bounds the extra memory.
     """
 
-    def __init__(self, out_dir: str | os.PathLike, graph_name: str, overwrite: bool = False,
-                 identity: PartitionConfig | None = None):
+    def __init__(self, out_dir: str | os.PathLike, graph_name: str, overwrite: bool = False, *,
+                 identity: PartitionConfig):
+        if not identity.run_fingerprint or identity.graph_name != graph_name:
+            raise ValueError("PartitionWriter needs the run's config (with its fingerprint) for this graph")
         self._created = missing_ancestors(Path(out_dir).expanduser().resolve())  # removed again if we fail
         self.out_dir = prepare_output_dir(out_dir, "partitions", overwrite)
         claim_for_graph(self.out_dir, graph_name, overwrite)
@@ -71,7 +73,7 @@ class PartitionWriter:
             shutil.rmtree(stale, ignore_errors=True)
         self.staging = self.out_dir / f"{prefix}{os.getpid()}"
         self.staging.mkdir()
-        self.identity = identity  # when given, every file records which run and partition wrote it
+        self.identity = identity  # every file records which run and partition wrote it
         self.checksums: dict[str, str] = {}
         self.parts: dict[int, dict[str, str]] = {}
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="graphshard-writer")
@@ -107,10 +109,9 @@ class PartitionWriter:
         target.parent.mkdir(exist_ok=True)
         self.parts.setdefault(part_id, {})[key] = rel
         self._wait()
-        meta = self.identity.identity(part_id, key) if self.identity is not None else None
-        self._pending = self._pool.submit(self._write, rel, target, tensors, meta)
+        self._pending = self._pool.submit(self._write, rel, target, tensors, self.identity.identity(part_id, key))
 
-    def _write(self, rel: str, target: Path, tensors: dict[str, np.ndarray | Lazy], meta: dict[str, str] | None) -> None:
+    def _write(self, rel: str, target: Path, tensors: dict[str, np.ndarray | Lazy], meta: dict[str, str]) -> None:
         with naming(target):
             self.checksums[rel] = write_tensors(target, tensors, meta)
 
@@ -122,6 +123,8 @@ class PartitionWriter:
     def commit(self, cfg: PartitionConfig) -> PartitionConfig:
         """Move the staged partitions into ``out_dir`` and write the config JSON last."""
         self._wait()
+        if cfg.run_fingerprint != self.identity.run_fingerprint:
+            raise ValueError("the committed config is not the one whose identity the files carry")
         cfg = replace(cfg, parts=[part_entry(self.parts[p]) for p in range(cfg.num_parts)],
                       checksums=dict(sorted(self.checksums.items())))
         if cfg.path.exists():
