@@ -13,7 +13,7 @@ import pytest
 
 from graphshard import FormatError, InputError, load_partition, partition_graph
 from graphshard.format.load import verify_checksums
-from tests.format.tamper import restamp, retag, rewrite
+from tests.format.tamper import restamp, rewrite
 from tests.graphs import small_hetero, small_homo
 
 
