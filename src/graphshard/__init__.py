@@ -18,10 +18,15 @@ _EXPORTS = {
     "load_partition_book": "format.load", "load_partition_feats": "format.load",
     "partition_graph": "partition.api",
 }
+# Subpackages reachable as attributes (``gs.distributed.DistGraph``) without importing them by name.
+_SUBMODULES = {"book", "chunked", "datasets", "distributed", "format", "graph", "ids", "models", "partition",
+               "pipeline", "sampling", "stats", "train"}
 __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
     if name not in _EXPORTS:
         raise AttributeError(f"module 'graphshard' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)

@@ -118,7 +118,7 @@ def _parmetis(args: argparse.Namespace) -> None:
 
 
 def _launch(args: argparse.Namespace) -> None:
-    from .dist.launch import launch, run_script
+    from .distributed.launcher import launch, run_script
 
     if not Path(args.script).is_file():
         raise FileNotFoundError(f"{args.script}: no such script")

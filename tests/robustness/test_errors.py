@@ -18,7 +18,7 @@ from graphshard.datasets import Dataset, community_graph, load_dataset, save_dat
 from graphshard.pipeline.assign import assign_chunked
 from graphshard.pipeline.assignment_files import read_assignment
 from graphshard.pipeline.dispatch import DispatchOptions, run_dispatch
-from graphshard.dist.context import DistError
+from graphshard.distributed.context import DistError
 from tests.graphs import small_hetero, small_homo
 
 

@@ -67,9 +67,9 @@ def _rank_losing_its_worker(config: str) -> None:
     """Rank 1 SIGKILLs its own sampler worker after the first batch, then carries on."""
     import numpy as np  # noqa: F401
 
-    from graphshard.dist.graph import DistGraph
-    from graphshard.dist.loader import DistNeighborLoader
-    from graphshard.dist.runtime import session
+    from graphshard.distributed.graph import DistGraph
+    from graphshard.distributed.loader import DistNeighborLoader
+    from graphshard.distributed.runtime import session
     with session(timeout=30) as s:
         dg = DistGraph("s", config)
         seeds = dg.get_partition_book().partid2nids(s.rank).numpy()
@@ -83,8 +83,8 @@ def _rank_losing_its_worker(config: str) -> None:
 
 def test_a_killed_sampler_worker_is_named_with_its_rank(tmp_path):
     from graphshard import partition_graph
-    from graphshard.dist.context import DistError
-    from graphshard.dist.launch import launch
+    from graphshard.distributed.context import DistError
+    from graphshard.distributed.launcher import launch
     from tests.graphs import small_homo
     import pytest
     partition_graph(small_homo(), "s", 2, tmp_path, part_method="random")
@@ -102,7 +102,7 @@ def _dispatch_on_a_full_disk(opts) -> None:
     import errno
 
     import graphshard.pipeline.dispatch as dispatch_module
-    from graphshard.dist.context import DistContext
+    from graphshard.distributed.context import DistContext
     real, calls = dispatch_module.write_tensors, []
 
     def full(path, *args):
@@ -118,8 +118,8 @@ def _dispatch_on_a_full_disk(opts) -> None:
 def test_full_disk_during_dispatch_names_the_file_and_leaves_no_staging(tmp_path):
     import pytest
 
-    from graphshard.dist.context import DistError
-    from graphshard.dist.launch import launch
+    from graphshard.distributed.context import DistError
+    from graphshard.distributed.launcher import launch
     from graphshard.pipeline.dispatch import DispatchOptions
     from tests.graphs import small_hetero
     chunk_graph(small_hetero(), tmp_path / "c", 2, "numpy", graph_name="g")

@@ -307,8 +307,8 @@ def test_sampler_refuses_bad_indptr_and_seeds():
 
 def test_distributed_stores_refuse_bad_structure(parts):
     import torch
-    from graphshard.dist.local_store import LocalGraphStore
-    from graphshard.dist.sampling_graph import LocalSamplingGraph
+    from graphshard.distributed.local_store import LocalGraphStore
+    from graphshard.distributed.sampling_graph import LocalSamplingGraph
     part = load_partition(parts / "h.json", 0, load_feats=False)
     bad = part.graph.indices.clone()
     bad[0] = -5

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from graphshard import InputError, partition_graph
-from graphshard.dist.launch import launch
-from graphshard.dist.network import check_host, listen_socket
+from graphshard.distributed.launcher import launch
+from graphshard.distributed.network import check_host, listen_socket
 from tests.graphs import small_homo
 
 
@@ -74,9 +74,9 @@ def descendants(pid: int) -> set[int]:
 
 def _rank(config: str, up, done) -> None:
     """A rank that starts everything that listens (store, gloo, RPC, sampler workers), then waits."""
-    from graphshard.dist.graph import DistGraph
-    from graphshard.dist.loader import DistNeighborLoader
-    from graphshard.dist.runtime import session
+    from graphshard.distributed.graph import DistGraph
+    from graphshard.distributed.loader import DistNeighborLoader
+    from graphshard.distributed.runtime import session
     with session(timeout=60) as s:
         dg = DistGraph("s", config)
         seeds = dg.get_partition_book().partid2nids(s.rank).numpy()

@@ -13,8 +13,8 @@ from graphshard import InputError, load_partition, load_partition_book, partitio
 from graphshard.chunked.writer import chunk_graph
 from graphshard.cli import main
 from graphshard.datasets import community_graph, load_dataset, save_dataset
-from graphshard.dist.context import DistError
-from graphshard.dist.launch import launch
+from graphshard.distributed.context import DistError
+from graphshard.distributed.launcher import launch
 from graphshard.pipeline.assign import assign_chunked
 from graphshard.pipeline.assignment_files import read_assignment
 from graphshard.pipeline.dispatch import DispatchOptions, run_dispatch
@@ -119,7 +119,7 @@ def test_dispatch_refuses_csv_chunk_with_blank_line_and_publishes_nothing(tmp_pa
 def _corrupting_dispatch(opts):
     """Runs in a spawned rank: dispatch whose structure writer claims a HALO node for the wrong owner."""
     import graphshard.pipeline.dispatch as dispatch_module
-    from graphshard.dist.context import DistContext
+    from graphshard.distributed.context import DistContext
     real = dispatch_module.structure_arrays
 
     def corrupt(*args, **kwargs):
@@ -204,7 +204,7 @@ def _agree(ckpt, identity):
     """Runs in a spawned rank: the in-rank resume check (what a torchrun rank does before loading)."""
     from types import SimpleNamespace
 
-    from graphshard.dist.context import DistContext
+    from graphshard.distributed.context import DistContext
     from graphshard.train.loop import _agree_on_resume
     with DistContext.from_env(timeout=30) as ctx:
         _agree_on_resume(SimpleNamespace(ctx=ctx), f"{ckpt}/rank{ctx.rank}", identity)

@@ -28,8 +28,8 @@ import numpy as np
 from ..chunked.load import checked_offsets, read_checked_edges
 from ..chunked.readers import count_rows, read_data, read_data_like
 from ..chunked.spec import ChunkedMeta, FileSpec, read_metadata
-from ..dist.collectives import all_gather_bytes, all_reduce_sum, barrier, exchange
-from ..dist.context import DistContext
+from ..distributed.collectives import all_gather_bytes, all_reduce_sum, barrier, exchange
+from ..distributed.context import DistContext
 from ..errors import InputError
 from ..format.config import PartitionConfig, Schema, check_graph_name, feature_schema, write_config
 from ..fingerprint import files_fingerprint
@@ -614,7 +614,7 @@ def run_dispatch(opts: DispatchOptions, num_procs: int | None = None, timeout: f
     if num_procs is None:
         _worker(opts, timeout, level)
     else:
-        from ..dist.launch import launch
+        from ..distributed.launcher import launch
 
         launch(_worker, num_procs, (opts, timeout, level), host=host, timeout=timeout)
     return Path(opts.out_dir).resolve() / f"{read_metadata(opts.in_dir).graph_name}.json"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..dist.graph import DistGraph
+from ..distributed.graph import DistGraph
 from ..errors import InputError
 
 

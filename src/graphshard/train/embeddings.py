@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..dist.graph import DistGraph
-from ..dist.runtime import Session
-from ..dist.split import node_split
-from ..dist.tensor import DistTensor
+from ..distributed.graph import DistGraph
+from ..distributed.runtime import Session
+from ..distributed.split import node_split
+from ..distributed.tensor import DistTensor
 from ..format.outputs import check_output_dir, mark_output_dir
 
 Predict = Callable[[str, torch.Tensor], torch.Tensor]  # (node type, per-type IDs) -> one row per ID

@@ -9,9 +9,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..dist.embedding import DistEmbedding, SparseAdagrad
-from ..dist.graph import DistGraph
-from ..dist.tensor import local_shard
+from ..distributed.embedding import DistEmbedding, SparseAdagrad
+from ..distributed.graph import DistGraph
+from ..distributed.tensor import local_shard
 from ..errors import InputError
 from ..models import MLP, GraphSAGE, HeteroSAGE
 from .options import MODELS, TrainOptions

@@ -19,11 +19,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..dist.collectives import all_reduce_sum
-from ..dist.graph import DistGraph
-from ..dist.loader import DistLinkNeighborLoader
-from ..dist.runtime import Session
-from ..dist.tensor import DistTensor
+from ..distributed.collectives import all_reduce_sum
+from ..distributed.graph import DistGraph
+from ..distributed.loader import DistLinkNeighborLoader
+from ..distributed.runtime import Session
+from ..distributed.tensor import DistTensor
 from ..graph import EType
 from ..models import DotDecoder, LinkModel, MLPDecoder
 from .checks import check_finite_features

@@ -19,9 +19,9 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
-from ..dist.collectives import all_gather_bytes, all_reduce_sum
-from ..dist.graph import DistGraph
-from ..dist.runtime import Session
+from ..distributed.collectives import all_gather_bytes, all_reduce_sum
+from ..distributed.graph import DistGraph
+from ..distributed.runtime import Session
 from .checks import check_loss
 from .checkpoint import check_agreement, load_checkpoint, rank_status, run_identity, save_checkpoint
 from .inputs import ModelInputs

@@ -12,11 +12,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..dist.collectives import all_reduce_sum
-from ..dist.graph import DistGraph
-from ..dist.loader import DistNeighborLoader
-from ..dist.runtime import Session
-from ..dist.split import node_split
+from ..distributed.collectives import all_reduce_sum
+from ..distributed.graph import DistGraph
+from ..distributed.loader import DistNeighborLoader
+from ..distributed.runtime import Session
+from ..distributed.split import node_split
 from ..errors import InputError
 from .checks import check_finite_features, num_classes_of
 from .embeddings import write_embeddings

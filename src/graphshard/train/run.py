@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 def _rank_main(opts: TrainOptions, result_path: str | None, dataset: tuple | None = None) -> dict[str, Any]:
     """One rank. ``dataset``: ``partition_dataset`` arguments, run by the first process of each host
     (``LOCAL_RANK`` 0) while the others wait at a barrier (torchrun with ``--dataset``)."""
-    from ..dist.runtime import session
+    from ..distributed.runtime import session
     from .link import train_link
     from .node import train_node
 
@@ -129,7 +129,7 @@ def train(opts: TrainOptions, num_procs: int | None = None, dataset: str | None 
         check_checkpoints(opts.checkpoint, run_identity(opts.part_config, opts, num_procs), num_procs)
     if not num_procs:
         return _rank_main(opts, None)
-    from ..dist.launch import launch
+    from ..distributed.launcher import launch
 
     with tempfile.TemporaryDirectory() as tmp:
         result = str(Path(tmp) / "metrics.json")

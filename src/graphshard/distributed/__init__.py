@@ -1,4 +1,4 @@
-"""Distributed runtime: launch and session, DistGraph, DistTensor/DistEmbedding, work split, distributed
+"""Distributed runtime (like ``torch.distributed``): launch and session, DistGraph, DistTensor/DistEmbedding, work split, distributed
 sampling and loaders. Names are imported on first use (torch is heavy)."""
 
 from importlib import import_module
@@ -9,12 +9,12 @@ _EXPORTS = {
     "DistContext": "context", "DistGraph": "graph", "DistTensor": "tensor", "DistEmbedding": "embedding",
     "SparseAdagrad": "embedding", "node_split": "split", "edge_split": "split",
     "DistNeighborSampler": "sampler", "DistFeatureStore": "feature", "DistNeighborLoader": "loader",
-    "DistLinkNeighborLoader": "loader",
+    "DistLinkNeighborLoader": "loader", "launch": "launcher", "run_script": "launcher",
 }
 __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
     if name not in _EXPORTS:
-        raise AttributeError(f"module 'graphshard.dist' has no attribute {name!r}")
+        raise AttributeError(f"module 'graphshard.distributed' has no attribute {name!r}")
     return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from graphshard import partition_graph
-from graphshard.dist.context import DistError
-from graphshard.dist.launch import launch
+from graphshard.distributed.context import DistError
+from graphshard.distributed.launcher import launch
 from tests.graphs import small_hetero
 
 
@@ -17,10 +17,10 @@ def _worker(config: str, check_error: bool) -> None:
     import torch
 
     from graphshard import load_partition
-    from graphshard.dist.context import DistContext
-    from graphshard.dist.feature import DistFeatureStore
-    from graphshard.dist.local_store import LocalFeatureStore
-    from graphshard.dist.rpc import init_rpc, shutdown_rpc
+    from graphshard.distributed.context import DistContext
+    from graphshard.distributed.feature import DistFeatureStore
+    from graphshard.distributed.local_store import LocalFeatureStore
+    from graphshard.distributed.rpc import init_rpc, shutdown_rpc
 
     g = small_hetero()
     with DistContext.from_env(timeout=30) as ctx:
@@ -31,8 +31,8 @@ def _worker(config: str, check_error: bool) -> None:
             store = DistFeatureStore(group, LocalFeatureStore(part, ctx.rank), book)
             rng = np.random.default_rng(ctx.rank)
             if check_error and ctx.rank == 0:  # the owner (rank 1) raises; rank 0 must report it, naming rank 1
-                from graphshard.dist.feature import _serve_rows
-                from graphshard.dist.rpc import by_owner
+                from graphshard.distributed.feature import _serve_rows
+                from graphshard.distributed.rpc import by_owner
                 by_owner(group, np.array([1]), 2, None, _serve_rows,
                          lambda pos: ("", "paper", "no_such_feature", book.partid2nids(1, "paper")[:1]), "feature")
             for t, feats in g.node_feats.items():

@@ -1,7 +1,7 @@
 """Process context of a distributed run: rank, world size, process group and a side-channel store.
 
 Ranks join either from ``torchrun``'s environment (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``,
-``MASTER_PORT``) or from :func:`graphshard.dist.launch.launch`. A failing rank records its error in
+``MASTER_PORT``) or from :func:`graphshard.distributed.launcher.launch`. A failing rank records its error in
 the store, so the others can raise an error that names it instead of a bare timeout.
 """
 

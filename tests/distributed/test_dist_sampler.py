@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphshard import partition_graph
-from graphshard.dist.launch import launch
+from graphshard.distributed.launcher import launch
 from tests.graphs import small_homo
 
 
@@ -26,9 +26,9 @@ def _reference(g, seeds_orig, fanouts, seed_time=None):
 
 
 def _worker(config: str) -> None:
-    from graphshard.dist.graph import DistGraph
-    from graphshard.dist.runtime import session
-    from graphshard.dist.sampler import DistNeighborSampler
+    from graphshard.distributed.graph import DistGraph
+    from graphshard.distributed.runtime import session
+    from graphshard.distributed.sampler import DistNeighborSampler
 
     g = _graph()
     src, dst = g.edges[("_N", "_E", "_N")]

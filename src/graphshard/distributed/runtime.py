@@ -27,7 +27,7 @@ class Session:
 @contextmanager
 def session(timeout: float = 300.0, rpc_host: str = "127.0.0.1") -> Iterator[Session]:
     """Join the run described by torchrun-style environment variables (as set by ``torchrun`` or
-    :func:`graphshard.dist.launch.launch`). On an error this rank records it for the others and leaves
+    :func:`graphshard.distributed.launcher.launch`). On an error this rank records it for the others and leaves
     RPC without waiting for them; otherwise it leaves together with every rank."""
     with DistContext.from_env(timeout=timeout) as ctx:
         group = init_rpc(ctx, rpc_host)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphshard import partition_graph
-from graphshard.dist.launch import launch
+from graphshard.distributed.launcher import launch
 from tests.graphs import small_hetero, small_homo
 
 
@@ -35,8 +35,8 @@ def _check_graph(g, dg, rank):
 def _check_tensors(dg, rank):
     import torch
 
-    from graphshard.dist.embedding import DistEmbedding, SparseAdagrad
-    from graphshard.dist.tensor import DistTensor
+    from graphshard.distributed.embedding import DistEmbedding, SparseAdagrad
+    from graphshard.distributed.tensor import DistTensor
     book = dg.get_partition_book()
     t = DistTensor(dg.group, book, (60, 2), torch.float32, "scores", ntype="paper")
     mine = np.arange(rank, 60, 2)
@@ -65,7 +65,7 @@ def _check_tensors(dg, rank):
 
 
 def _check_hetero_sampling(g, dg, rank):
-    from graphshard.dist.sampler import DistNeighborSampler
+    from graphshard.distributed.sampler import DistNeighborSampler
     book = dg.get_partition_book()
     seeds_orig = np.array([3, 10, 41]) + rank
     seeds = book.map_to_homo_nid(book.from_original("paper", seeds_orig), "paper").numpy()
@@ -102,8 +102,8 @@ def _check_hetero_sampling(g, dg, rank):
 
 
 def _hetero_worker(config):
-    from graphshard.dist.graph import DistGraph
-    from graphshard.dist.runtime import session
+    from graphshard.distributed.graph import DistGraph
+    from graphshard.distributed.runtime import session
     g = small_hetero()
     with session(timeout=30) as ctx:
         group = ctx.group
@@ -121,9 +121,9 @@ def test_dist_graph_tensors_embeddings_and_hetero_sampling(tmp_path):
 def _shared_worker(config):
     import torch
 
-    from graphshard.dist.graph import DistGraph
-    from graphshard.dist.runtime import session
-    from graphshard.dist.tensor import DistTensor
+    from graphshard.distributed.graph import DistGraph
+    from graphshard.distributed.runtime import session
+    from graphshard.distributed.tensor import DistTensor
     g = small_homo()
     src, dst = g.edges[("_N", "_E", "_N")]
     with session(timeout=30) as ctx:

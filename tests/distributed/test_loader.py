@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from graphshard import partition_graph
-from graphshard.dist.context import DistError
-from graphshard.dist.launch import launch
+from graphshard.distributed.context import DistError
+from graphshard.distributed.launcher import launch
 from tests.graphs import small_hetero, small_homo
 
 
@@ -28,7 +28,7 @@ def _check_node_batch(g, book, data, seeds):
 
 
 def _homo_checks(g, dg, rank):
-    from graphshard.dist.loader import DistLinkNeighborLoader, DistNeighborLoader
+    from graphshard.distributed.loader import DistLinkNeighborLoader, DistNeighborLoader
     book = dg.get_partition_book()
     mine = book.partid2nids(rank).numpy()[: 10 if rank == 0 else 25]  # unequal seed counts
     batches = {}
@@ -70,7 +70,7 @@ def _homo_checks(g, dg, rank):
 def _hetero_checks(g, dg, rank):
     from torch_geometric.data import HeteroData
 
-    from graphshard.dist.loader import DistNeighborLoader
+    from graphshard.distributed.loader import DistNeighborLoader
     book = dg.get_partition_book()
     seeds = book.partid2nids(rank, "paper").numpy()[:12]
     loader = DistNeighborLoader(dg, {"paper:cites:paper": [3, 3], "author:writes:paper": [2, 2]}, seeds,
@@ -90,8 +90,8 @@ def _hetero_checks(g, dg, rank):
 
 
 def _worker(homo_config, hetero_config):
-    from graphshard.dist.graph import DistGraph
-    from graphshard.dist.runtime import session
+    from graphshard.distributed.graph import DistGraph
+    from graphshard.distributed.runtime import session
     with session(timeout=60) as s:
         _homo_checks(small_homo(), DistGraph("s", homo_config), s.rank)
         _hetero_checks(small_hetero(), DistGraph("h", hetero_config), s.rank)
@@ -106,9 +106,9 @@ def test_loaders_match_the_original_graph(tmp_path):
 def _failing_worker(config, scenario):
     import os
 
-    from graphshard.dist.graph import DistGraph
-    from graphshard.dist.loader import DistNeighborLoader
-    from graphshard.dist.runtime import session
+    from graphshard.distributed.graph import DistGraph
+    from graphshard.distributed.loader import DistNeighborLoader
+    from graphshard.distributed.runtime import session
     with session(timeout=20) as s:
         dg = DistGraph("s", config)
         seeds = dg.get_partition_book().partid2nids(s.rank).numpy()
@@ -139,7 +139,7 @@ def test_dead_rank_makes_the_others_fail_within_the_timeout(tmp_path):
 
 
 def test_drop_pair_edges_removes_seed_links_both_ways_and_recounts_hops():
-    from graphshard.dist.batch import drop_pair_edges
+    from graphshard.distributed.batch import drop_pair_edges
     from graphshard.sampling import CSCGraph, sample_neighbors
 
     rng = np.random.default_rng(3)

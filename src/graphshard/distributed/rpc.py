@@ -114,7 +114,7 @@ def join_group(names: list[str], rank: int, store: Any, key: str, timeout: float
                num_threads: int = 8, lanes: int = 1) -> RpcGroup:
     """Join RPC as member ``rank`` of ``names``. The rendezvous goes through ``store`` (under ``key``), so
     no other store is opened; TensorPipe listens on the interface that holds ``MASTER_ADDR`` (or
-    ``host``) when this machine has it (see :mod:`graphshard.dist.network`)."""
+    ``host``) when this machine has it (see :mod:`graphshard.distributed.network`)."""
     import torch.distributed as dist
     import torch.distributed.rpc as rpc
 
@@ -150,7 +150,7 @@ def init_rpc(ctx: DistContext, host: str = "127.0.0.1", num_threads: int = 8) ->
 
 def current_group() -> RpcGroup:
     if not _CURRENT:
-        raise DistError("RPC is not initialised in this process: call graphshard.dist.rpc.init_rpc first")
+        raise DistError("RPC is not initialised in this process: call graphshard.distributed.rpc.init_rpc first")
     return _CURRENT[0]
 
 

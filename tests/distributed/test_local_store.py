@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from graphshard import IDRangeError, load_partition, partition_graph
-from graphshard.dist.local_store import LocalFeatureStore
+from graphshard.distributed.local_store import LocalFeatureStore
 from tests.graphs import small_hetero
 
 
@@ -57,7 +57,7 @@ def test_ownership_put_remove_size(stores):
 
 
 def test_graph_store_edges_are_original_edges(stores):
-    from graphshard.dist.local_store import LocalGraphStore
+    from graphshard.distributed.local_store import LocalGraphStore
     g, parts, _ = stores
     book = parts[0].partition_book
     for p in range(2):

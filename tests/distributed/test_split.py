@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphshard import InputError, RangePartitionBook
-from graphshard.dist.split import edge_split, node_split
+from graphshard.distributed.split import edge_split, node_split
 
 
 def _book(sizes):
