@@ -114,7 +114,11 @@ def read_metadata(path: str | os.PathLike) -> ChunkedMeta:
     if path.is_dir():
         path = path / "metadata.json"
     if not path.is_file():
-        raise InputError(f"{path}: chunked graph metadata is missing")
+        hint = ""
+        if (path.parent / "meta.json").is_file():
+            hint = (f" ({path.parent} is a dataset in the shared-data layout: write it in the chunked format "
+                    f"first with 'graphshard chunk --dataset {path.parent} --out CHUNKED_DIR')")
+        raise InputError(f"{path}: chunked graph metadata is missing{hint}")
     raw = read_json_object(path)
     r = _Reader(path.resolve(), raw)
     ntypes = r.names("node_type")

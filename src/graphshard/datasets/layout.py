@@ -104,11 +104,19 @@ def _split_masks(d: Path, prefix: str, n: int) -> dict[str, np.ndarray]:
 
 
 def load_dataset(path: str | os.PathLike) -> Dataset:
-    """Load a dataset directory in the shared layout (homogeneous or heterogeneous)."""
+    """Load a dataset directory in the shared layout (homogeneous or heterogeneous), or a chunked graph
+    directory (``metadata.json``; no learning task recorded, so ``num_classes`` is None)."""
     d = Path(path)
     meta_path = d / "meta.json"
+    if not meta_path.is_file() and (d / "metadata.json").is_file():
+        from ..chunked.load import load_chunked_graph
+        from ..chunked.spec import read_metadata
+
+        meta = read_metadata(d)
+        return Dataset(meta.graph_name, load_chunked_graph(meta), None)
     if not meta_path.is_file():
-        raise InputError(f"{meta_path}: missing (not a dataset directory)")
+        raise InputError(f"{meta_path}: missing (not a dataset directory: no meta.json, nor a chunked graph's "
+                         "metadata.json)")
     meta = read_json_object(meta_path)
     try:
         if meta.get("kind", "homogeneous") == "heterogeneous":

@@ -7,6 +7,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..jit import kernel
+
 from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph
 from ..partition.assign.adjacency import undirected_csr
 from .layout import Dataset
@@ -14,14 +16,14 @@ from .layout import Dataset
 GRAPH500 = (0.57, 0.19, 0.19)  # a, b, c (d = 1 - a - b - c)
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _mix(x: np.uint64) -> np.uint64:
     x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return x ^ (x >> np.uint64(31))
 
 
-@numba.njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def _rmat_edges(scale: int, num_edges: int, a: float, b: float, c: float, seed: int):
     src = np.empty(num_edges, dtype=np.int64)
     dst = np.empty(num_edges, dtype=np.int64)

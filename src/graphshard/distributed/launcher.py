@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .context import ERROR_KEY, PEER_FAILURE, DistError
-from .lifetime import die_with_parent
+from .lifetime import UNGUARDED_EXIT, die_with_parent, refuse_spawn_reimport, unguarded_message
 from .network import host_store
 
 
@@ -29,6 +29,7 @@ def launch(fn: Callable[..., Any], num_procs: int, args: tuple = (), host: str =
            timeout: float = 300.0) -> None:
     """Run ``fn(*args)`` in ``num_procs`` spawned processes that see torchrun-style environment
     variables (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``)."""
+    refuse_spawn_reimport()
     import torch.distributed as dist
     import torch.multiprocessing as mp
 
@@ -82,6 +83,9 @@ def _root_cause(store: Any, processes: list, exc: Exception) -> str:
         return f"rank {exc.error_index} failed: {lines[-1] if lines else exc}"
     silent = [(r, p.exitcode) for r, p in enumerate(processes) if r not in reports and p.exitcode not in (0, None)
               and p.exitcode > 0]
+    unguarded = [r for r, code in silent if code == UNGUARDED_EXIT]
+    if unguarded:
+        return unguarded_message(f"rank {unguarded[0]}")
     if silent:
         return f"rank {silent[0][0]} exited with code {silent[0][1]} without reporting an error"
     return f"rank {exc.error_index} failed:\n{exc}"

@@ -19,3 +19,29 @@ def die_with_parent(parent_pid: int | None = None) -> None:
         return
     if parent_pid is not None and os.getppid() != parent_pid:
         os._exit(1)
+
+
+# Exit code of a spawned process that found itself re-running its parent's start-up code (no main guard).
+UNGUARDED_EXIT = 86
+
+
+def refuse_spawn_reimport() -> None:
+    """Call before starting processes or joining a run. A process started with ``spawn`` first re-imports the
+    script that started it (as ``__mp_main__``); if that script starts processes at its top level, without
+    an ``if __name__ == "__main__":`` guard, the child would start them again (and hang or fail obscurely).
+    Such a child exits at once with :data:`UNGUARDED_EXIT`, which its parent turns into
+    :func:`unguarded_message`."""
+    import multiprocessing
+
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        os._exit(UNGUARDED_EXIT)
+
+
+def unguarded_message(who: str) -> str:
+    """What to tell the user when ``who`` (a rank, a sampler worker) exited with :data:`UNGUARDED_EXIT`."""
+    import sys
+
+    script = getattr(sys.modules.get("__main__"), "__file__", None) or "your script"
+    return (f"{who} re-ran the start-up code of {script} when it imported it: the script starts processes (or "
+            "joins a run) at its top level. Put that code under `if __name__ == \"__main__\":` — spawned "
+            "processes import the script that started them, and the guard keeps them from running it again")

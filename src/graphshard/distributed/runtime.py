@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .context import DistContext
+from .lifetime import refuse_spawn_reimport
 from .rpc import RpcGroup, init_rpc, shutdown_rpc
 
 
@@ -29,6 +30,7 @@ def session(timeout: float = 300.0, rpc_host: str = "127.0.0.1") -> Iterator[Ses
     """Join the run described by torchrun-style environment variables (as set by ``torchrun`` or
     :func:`graphshard.distributed.launcher.launch`). On an error this rank records it for the others and leaves
     RPC without waiting for them; otherwise it leaves together with every rank."""
+    refuse_spawn_reimport()
     with DistContext.from_env(timeout=timeout) as ctx:
         group = init_rpc(ctx, rpc_host)
         ok = False

@@ -18,7 +18,7 @@ from typing import Any
 
 from .batch import BatchMaker, BatchRequest, BatchSpec
 from .context import DistError
-from .lifetime import die_with_parent
+from .lifetime import UNGUARDED_EXIT, die_with_parent, refuse_spawn_reimport, unguarded_message
 
 log = logging.getLogger(__name__)
 _POOLS = itertools.count()
@@ -112,6 +112,7 @@ class WorkerPool:
                  prefetch: int = 2, timeout: float = 300.0, rpc_host: str = "127.0.0.1"):
         import torch.multiprocessing as mp
 
+        refuse_spawn_reimport()
         self.rank, self.timeout, self.prefetch = rank, timeout, max(1, prefetch)
         host, port = os.environ["MASTER_ADDR"], _store_port()
         key = f"sampler-pool/{next(_POOLS)}"
@@ -149,6 +150,8 @@ class WorkerPool:
 
     def _raise_if_dead(self, what: str) -> None:
         for i, p in enumerate(self.procs):
+            if not p.is_alive() and p.exitcode == UNGUARDED_EXIT:
+                raise DistError(f"rank {self.rank}: " + unguarded_message(f"sampler worker {i}")) from None
             if not p.is_alive():
                 raise DistError(f"rank {self.rank}: sampler worker {i} exited with code {p.exitcode} "
                                 f"while waiting for {what}") from None

@@ -10,8 +10,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..jit import kernel
 
-@numba.njit(cache=True, nogil=True)
+
+@kernel(nogil=True)
 def chunk_bounds(n: int, num_chunks: int) -> np.ndarray:
     """Boundaries of ``num_chunks`` contiguous, near-equal chunks of ``range(n)`` (num_chunks + 1)."""
     bounds = np.empty(num_chunks + 1, dtype=np.int64)
@@ -20,7 +22,7 @@ def chunk_bounds(n: int, num_chunks: int) -> np.ndarray:
     return bounds
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def chunk_positions(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """From per-chunk key counts (chunks, keys): per-chunk start positions and key offsets (keys + 1)."""
     num_chunks, num_keys = counts.shape
@@ -42,7 +44,7 @@ def stable_order_gathered(index: np.ndarray, table: np.ndarray, num_keys: int, o
     return _stable_order_gathered(index, table, num_keys, order, numba.get_num_threads())
 
 
-@numba.njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def _stable_order_gathered(index, table, num_keys, order, num_chunks):
     bounds = chunk_bounds(index.shape[0], num_chunks)
     counts = np.zeros((num_chunks, num_keys), dtype=np.int64)
@@ -89,7 +91,7 @@ def range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi, 
     return indptr, new_eids, new_src
 
 
-@numba.njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def _range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi, num_chunks, identity,
                     new_eids, new_src):
     n = node_hi - node_lo
@@ -122,7 +124,7 @@ def ragged_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.repeat(shift, lengths) + np.arange(total, dtype=np.int64)
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def gather_ranges(indptr: np.ndarray, nodes: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Concatenate ``values[indptr[v]:indptr[v+1]]`` for each ``v`` in ``nodes``, in order."""
     total = 0
@@ -137,7 +139,7 @@ def gather_ranges(indptr: np.ndarray, nodes: np.ndarray, values: np.ndarray) -> 
     return out
 
 
-@numba.njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def relabel_in_place(ids: np.ndarray, table: np.ndarray) -> np.ndarray:
     """Replace every ``ids[i]`` by ``table[ids[i]]`` without a temporary array; returns ``ids``."""
     for i in numba.prange(ids.shape[0]):
@@ -145,7 +147,7 @@ def relabel_in_place(ids: np.ndarray, table: np.ndarray) -> np.ndarray:
     return ids
 
 
-@numba.njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def take_int64(table: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """``table[idx]`` as int64, in parallel (the table may be int32)."""
     out = np.empty(idx.shape[0], dtype=np.int64)
@@ -154,7 +156,7 @@ def take_int64(table: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return out
 
 
-@numba.njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def _take_rows(table: np.ndarray, rows: np.ndarray, out: np.ndarray) -> None:
     for i in numba.prange(rows.shape[0]):
         out[i] = table[rows[i]]

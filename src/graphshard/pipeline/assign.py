@@ -8,11 +8,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..chunked.load import load_chunked_graph
-from ..chunked.spec import read_metadata
+from ..chunked.load import load_chunked_graph, read_feature
+from ..chunked.spec import ChunkedMeta, read_metadata
 from ..errors import InputError
-from ..partition.assign import assign
+from ..partition.assign import assign, balance_classes
 from ..partition.assign.random import random_assignment
+from ..partition.balance import option_classes
 from ..partition.homogenize import homogenize
 from ..format.outputs import check_output_dir
 from .assignment_files import write_assignment
@@ -20,15 +21,17 @@ from .assignment_files import write_assignment
 log = logging.getLogger(__name__)
 
 
-def assign_chunked(in_dir: str | os.PathLike, out_dir: str | os.PathLike, num_parts: int, method: str = "random",
-                   fmt: str = "txt", seed: int = 0, balance_ntypes: np.ndarray | None = None,
+def assign_chunked(in_dir: str | os.PathLike, out_dir: str | os.PathLike, num_parts: int, method: str = "metis",
+                   fmt: str = "txt", seed: int = 0, balance_ntypes: np.ndarray | str | None = None,
                    balance_edges: bool = False, objtype: str = "cut", overwrite: bool = False) -> Path:
     """Write one assignment file per node type and ``partition_meta.json`` for the chunked graph in ``in_dir``.
 
-    ``random`` never reads the graph (only counts from the metadata) and is exactly balanced per node
-    type (counts differ by at most one). ``metis`` reads the structure only — never the features — and
-    runs the in-memory METIS path with the same balance options (``balance_ntypes`` in homogeneous order).
-    ``out_dir`` must be new, empty or an earlier assignment output unless ``overwrite``.
+    ``random`` never reads the structure (only counts from the metadata) and is exactly balanced per node
+    type (counts differ by at most one), or per class of ``balance_ntypes``. ``metis`` and ``kaminpar`` read
+    the structure only — never the features — and run the in-memory path with the same balance options.
+    ``balance_ntypes``: one class per node in homogeneous order, ``"train"`` (every node type and its
+    ``train_mask`` nodes balanced apart), or a ``.npy`` path. ``out_dir`` must be new, empty or an earlier
+    assignment output unless ``overwrite``.
     """
     meta = read_metadata(in_dir)
     check_output_dir(out_dir, "assignment", overwrite)  # refuse before any work
@@ -37,19 +40,36 @@ def assign_chunked(in_dir: str | os.PathLike, out_dir: str | os.PathLike, num_pa
         raise InputError(f"num_parts must be between 1 and the number of nodes ({total}), got {num_parts}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError(f"seed must be a non-negative integer, got {seed!r}")
+    if isinstance(balance_ntypes, (str, os.PathLike)):
+        balance_ntypes = option_classes(str(balance_ntypes), meta.ntypes, meta.num_nodes, lambda t: _train_mask(meta, t))
     if method == "random":
-        if balance_ntypes is not None or balance_edges:
-            raise InputError("random assignment balances every node type exactly; balance options are for metis")
-        per_type = {t: random_assignment(n, num_parts, seed + 7919 * i)
-                    for i, (t, n) in enumerate(meta.num_nodes.items())}
-    elif method == "metis":
+        if balance_edges:
+            raise InputError("balance_edges is not supported with method 'random' (use 'metis')")
+        per_type = _random(meta, num_parts, seed, balance_ntypes)
+    elif method in ("metis", "kaminpar"):
         g = load_chunked_graph(meta, features=False)
         view = homogenize(g)
-        parts = assign(view, "metis", num_parts, 1, balance_ntypes, balance_edges, objtype, seed).parts
+        parts = assign(view, method, num_parts, 1, balance_ntypes, balance_edges, objtype, seed).parts
         per_type = {t: parts[view.node_offsets[i]: view.node_offsets[i + 1]] for i, t in enumerate(g.ntypes)}
     else:
-        raise InputError(f"unknown assignment method {method!r}; choose 'random' or 'metis'")
+        raise InputError(f"unknown assignment method {method!r}; choose 'random', 'metis' or 'kaminpar'")
     path = write_assignment(out_dir, per_type, num_parts, method, fmt,
                             {"graph_name": meta.graph_name, "seed": seed}, overwrite=overwrite)
     log.info("wrote %s assignment of %d nodes into %d parts to %s", method, total, num_parts, path.parent)
     return path
+
+
+def _train_mask(meta: ChunkedMeta, ntype: str) -> np.ndarray | None:
+    """A node type's ``train_mask`` node data, or None if it has none."""
+    spec = meta.node_data.get(ntype, {}).get("train_mask")
+    return None if spec is None else read_feature(spec, meta.num_nodes[ntype], f"train_mask of node type {ntype!r}")
+
+
+def _random(meta: ChunkedMeta, num_parts: int, seed: int, classes: np.ndarray | None) -> dict[str, np.ndarray]:
+    """Random assignment per node type (exactly balanced per type), or over all nodes per balance class."""
+    if classes is None:
+        return {t: random_assignment(n, num_parts, seed + 7919 * i) for i, (t, n) in enumerate(meta.num_nodes.items())}
+    total = sum(meta.num_nodes.values())
+    parts = random_assignment(total, num_parts, seed, balance_classes(classes, total))
+    offsets = np.cumsum([0, *meta.num_nodes.values()])
+    return {t: parts[offsets[i]: offsets[i + 1]] for i, t in enumerate(meta.num_nodes)}

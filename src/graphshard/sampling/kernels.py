@@ -9,8 +9,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..jit import kernel
 
-@numba.njit(cache=True, inline="always")
+
+@kernel(inline="always")
 def _rand(key: np.uint64, i: np.uint64, j: np.uint64) -> np.uint64:
     x = key + i * np.uint64(0x9E3779B97F4A7C15) + j * np.uint64(0xD1B54A32D192ED03) + np.uint64(1)
     x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -18,12 +20,12 @@ def _rand(key: np.uint64, i: np.uint64, j: np.uint64) -> np.uint64:
     return x ^ (x >> np.uint64(31))
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _below(r: np.uint64, n: int) -> int:
     return int(r % np.uint64(n))
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
+@kernel(parallel=True, nogil=True)
 def _candidates(starts, ends, indices, node_time, slot_time, temporal):
     """Number of eligible edges of each slot (all, or those whose source is not newer than the slot)."""
     out = np.empty(starts.shape[0], dtype=np.int64)
@@ -40,7 +42,7 @@ def _candidates(starts, ends, indices, node_time, slot_time, temporal):
     return out
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
+@kernel(parallel=True, nogil=True)
 def _fill(starts, ends, indices, eligible, offsets, fanouts, replace, key, node_time, slot_time, temporal, out):
     for i in numba.prange(starts.shape[0]):
         lo, hi = starts[i], ends[i]
@@ -109,7 +111,7 @@ def sample_layer(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray, fan
     return sample_ranges(indptr[seeds], indptr[seeds + 1], indices, fanouts, replace, key, node_time, seed_time)
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
+@kernel(parallel=True, nogil=True)
 def typed_ranges(indptr, etypes, nodes, types):
     """Edge ranges of type ``types[i]`` among the in-edges of ``nodes[i]``, where each node's in-edges are
     sorted by edge type (``etypes``, aligned with ``indices``). Returns ``(starts, ends)``."""
@@ -136,7 +138,7 @@ def typed_ranges(indptr, etypes, nodes, types):
     return starts, ends
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def relabel_dense(ids: np.ndarray, slot: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray]:
     """Output positions of ``ids`` using ``slot`` (node ID → position, -1 = unseen): unseen IDs get
     ``base, base + 1, ...`` in first-appearance order. Returns ``(positions, first index of each new ID)``.
@@ -152,3 +154,14 @@ def relabel_dense(ids: np.ndarray, slot: np.ndarray, base: int) -> tuple[np.ndar
             count += 1
         local[i] = slot[v]
     return local, first[:count]
+
+
+def warm_up() -> None:
+    """Compile the sampling kernels for the argument types training passes (or load them from the cache), so
+    ranks started afterwards load them from the cache instead of each compiling them at once."""
+    indptr, indices, nodes = np.array([0, 1, 2], np.int64), np.array([1, 0], np.int64), np.array([0, 1], np.int64)
+    starts, ends, fanouts = indptr[nodes], indptr[nodes + 1], np.ones(2, np.int64)
+    sample_ranges(starts, ends, indices, fanouts, False, 1)
+    sample_ranges(starts, ends, indices, fanouts, False, 1, np.zeros(2), np.zeros(2))  # temporal: float64 times
+    typed_ranges(indptr, np.zeros(2, np.int64), nodes, np.zeros(2, np.int64))
+    relabel_dense(indices, np.full(2, -1, np.int64), 0)

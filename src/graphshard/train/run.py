@@ -18,16 +18,21 @@ from .options import TrainOptions
 log = logging.getLogger(__name__)
 
 
-def _rank_main(opts: TrainOptions, result_path: str | None, dataset: tuple | None = None) -> dict[str, Any]:
+def _rank_main(opts: TrainOptions, result_path: str | None, dataset: tuple | None = None,
+               log_level: int | None = None) -> dict[str, Any]:
     """One rank. ``dataset``: ``partition_dataset`` arguments, run by the first process of each host
-    (``LOCAL_RANK`` 0) while the others wait at a barrier (torchrun with ``--dataset``)."""
+    (``LOCAL_RANK`` 0) while the others wait at a barrier (torchrun with ``--dataset``). ``log_level``: the
+    launching process's (``graphshard -v``); default: this process's."""
     from ..distributed.runtime import session
     from .link import train_link
     from .node import train_node
 
     rank = os.environ.get("RANK", "0")
-    logging.basicConfig(level=logging.INFO if os.environ.get("GRAPHSHARD_LOG") == "info" else logging.WARNING,
-                        format=f"%(asctime)s [rank {rank}] %(levelname)s %(name)s: %(message)s", force=True)
+    level = logging.getLogger().getEffectiveLevel() if log_level is None else log_level
+    logging.basicConfig(level=level, format=f"%(asctime)s [rank {rank}] %(levelname)s %(name)s: %(message)s",
+                        force=True)
+    if rank == "0" and level > logging.INFO:  # kernel compilation is announced once, not by every rank
+        logging.getLogger("graphshard.notice").setLevel(logging.INFO)
     with session(timeout=opts.timeout) as s:
         if dataset is not None:
             if os.environ.get("LOCAL_RANK", "0") == "0":
@@ -105,6 +110,9 @@ def train(opts: TrainOptions, num_procs: int | None = None, dataset: str | None 
     """Train as ``opts`` says and return the metrics. ``num_procs``: start that many local ranks (one
     partition each); None: this process is one rank of a torchrun job. ``dataset``: partition it into
     ``work_dir`` first (into ``num_procs`` parts, or ``WORLD_SIZE`` under torchrun)."""
+    from ..distributed.lifetime import refuse_spawn_reimport
+
+    refuse_spawn_reimport()
     opts.check()
     if opts.save_embeddings:  # never replace a user's directory: refuse before any work
         from .embeddings import check_embeddings_target
@@ -130,8 +138,10 @@ def train(opts: TrainOptions, num_procs: int | None = None, dataset: str | None 
     if not num_procs:
         return _rank_main(opts, None)
     from ..distributed.launcher import launch
+    from ..sampling.kernels import warm_up
 
+    warm_up()  # compiled once here (first run only), loaded from the cache by every rank
     with tempfile.TemporaryDirectory() as tmp:
         result = str(Path(tmp) / "metrics.json")
-        launch(_rank_main, num_procs, (opts, result), host, opts.timeout)
+        launch(_rank_main, num_procs, (opts, result, None, logging.getLogger().getEffectiveLevel()), host, opts.timeout)
         return json.loads(Path(result).read_text())

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from ...jit import kernel
+
 from ..kernels import chunk_bounds, chunk_positions
 
 
@@ -44,7 +46,7 @@ def undirected_csr(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> Undirect
     return UndirectedCSR(new_xadj, out)
 
 
-@numba.njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def _chunk_degrees(src, dst, n, chunks):
     """Per chunk of edges, how many adjacency entries each node receives (both directions)."""
     b = chunk_bounds(src.shape[0], chunks)
@@ -57,7 +59,7 @@ def _chunk_degrees(src, dst, n, chunks):
     return counts
 
 
-@numba.njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def _fill(src, dst, pos, adjncy, chunks):
     b = chunk_bounds(src.shape[0], chunks)
     for c in numba.prange(chunks):
@@ -70,7 +72,7 @@ def _fill(src, dst, pos, adjncy, chunks):
                 pos[c, v] += 1
 
 
-@numba.njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def _sort_dedup_rows(xadj, adjncy):
     n = xadj.shape[0] - 1
     degrees = np.zeros(n, dtype=np.int64)
@@ -88,7 +90,7 @@ def _sort_dedup_rows(xadj, adjncy):
     return degrees
 
 
-@numba.njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def _copy_rows(old_xadj, new_xadj, adjncy, out):
     for v in numba.prange(old_xadj.shape[0] - 1):
         lo, dst = old_xadj[v], new_xadj[v]

@@ -1,0 +1,82 @@
+"""The ``graphshard`` command line: one module per group of commands, each holding its flags next to the
+function that runs it (input → partition → pipeline → launch/train → plot)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from .. import __version__
+from ..errors import GraphshardError
+from . import data, launch, partition, pipeline, plot, train
+from .common import HelpFormatter
+
+NOTICE_LOGGER = "graphshard.notice"  # one-line notices shown at the default level (e.g. kernel compilation)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="graphshard", formatter_class=HelpFormatter,
+                                description="Partition graphs for distributed GNN training, and train on them.")
+    p.add_argument("-v", "--verbose", action="store_true", help="log each phase (time, peak memory), on every rank")
+    p.add_argument("--version", action="version", version=f"graphshard {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for group in (data, partition, pipeline, launch, train, plot):
+        group.register(sub)
+    return p
+
+
+class _Formatter(logging.Formatter):
+    """``graphshard: message`` for notices, ``graphshard: warning: message`` for warnings and worse."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        level = "" if record.levelno < logging.WARNING else f"{record.levelname.lower()}: "
+        return f"graphshard: {level}{record.getMessage()}"
+
+
+def configure_logging(verbose: bool) -> None:
+    """``-v``: every phase with time and level; otherwise warnings and the notices of :data:`NOTICE_LOGGER`."""
+    if verbose:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(_Formatter())
+    logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
+    logging.getLogger(NOTICE_LOGGER).setLevel(logging.INFO)
+
+
+def _quiet_broken_pipe() -> int:
+    """Output piped into a reader that stopped (``| head``): end quietly, as Unix tools do."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit must not fail again
+    return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by the closed pipe
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; returns the exit code (2: an error, printed as one line naming its cause)."""
+    try:
+        return _run(argv)
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
+
+
+def _run(argv: list[str] | None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # usage errors (2) and --help/--version (0), as a return code
+        sys.stdout.flush()
+        return exc.code if isinstance(exc.code, int) else 2
+    configure_logging(getattr(args, "verbose", False))
+    try:
+        args.func(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except (GraphshardError, OSError, RuntimeError) as exc:  # OSError names its path (permissions, ...)
+        print(f"graphshard: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+__all__ = ["build_parser", "main"]

@@ -1,0 +1,124 @@
+"""Flags shared by several commands, so each concept has one name, one parser and one help text."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+HOST_HELP = ("address every socket of the run listens on (127.0.0.1: this machine only). The transport has no "
+             "authentication (torch RPC unpickles requests): give another address only on a trusted network")
+METHODS = ("metis", "random", "kaminpar")
+# Old spellings, still accepted but not shown in --help: one name per concept.
+HIDDEN_ALIASES = {"--out-dir", "--in-dir", "--partitions-dir"}
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Shows every option's default (when it has a meaningful one) after its help text, and hides the old
+    spellings in :data:`HIDDEN_ALIASES`."""
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        shown = [s for s in action.option_strings if s not in HIDDEN_ALIASES]
+        if len(shown) == len(action.option_strings):
+            return super()._format_action_invocation(action)
+        copy = argparse.Action(shown, action.dest, action.nargs, metavar=action.metavar)
+        return super()._format_action_invocation(copy)
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if ("%(default)" in text or default is None or default is False or default == argparse.SUPPRESS
+                or not action.option_strings
+                or isinstance(action, (argparse._HelpAction, argparse._VersionAction))):
+            return text
+        return f"{text} (default: %(default)s)" if text else "default: %(default)s"
+
+
+def command(sub: Any, name: str, help_text: str, description: str | None = None) -> argparse.ArgumentParser:
+    """A sub-command parser with the shared formatter and ``-v`` (also accepted after the command)."""
+    p = sub.add_parser(name, help=help_text, description=description or help_text, formatter_class=HelpFormatter)
+    p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                   help="log each phase (time, peak memory), on every rank")
+    return p
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = non_negative_int(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("expected a positive integer, got 0")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
+    return value
+
+
+def int_list(text: str) -> list[int]:
+    """A comma-separated list of integers, e.g. ``10,10`` (``-1`` allowed: all neighbours)."""
+    items = [t.strip() for t in text.split(",")]
+    try:
+        values = [int(t) for t in items]
+    except ValueError:
+        bad = next(t for t in items if not t.lstrip("-").isdigit())
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers such as 10,10; {bad!r} in {text!r} "
+                                         "is not an integer") from None
+    if any(v < -1 or v == 0 for v in values):
+        raise argparse.ArgumentTypeError(f"each value must be a positive integer or -1 (all), got {text!r}")
+    return values
+
+
+def seed_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (non-negative integer)")
+
+
+def overwrite_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--overwrite", action="store_true",
+                   help="write into an output directory graphshard did not create (or that holds another graph's "
+                        "or another kind of output): what graphshard writes replaces entries of the same name, "
+                        "other files are kept; without it such a directory is refused")
+
+
+def out_flag(p: argparse.ArgumentParser, help_text: str, required: bool = True, default: str | None = None) -> None:
+    """``--out``: every command's output (``--out-dir`` is the old spelling)."""
+    p.add_argument("--out", "--out-dir", dest="out", required=required, default=default, help=help_text)
+
+
+def dataset_flag(p: argparse.ArgumentParser, help_text: str, required: bool = True) -> None:
+    """``--dataset``: every command's input graph directory (``--in-dir`` is the old spelling)."""
+    p.add_argument("--dataset", "--in-dir", dest="dataset", required=required, help=help_text)
+
+
+def method_flag(p: argparse.ArgumentParser, help_text: str = "how nodes are assigned to partitions") -> None:
+    p.add_argument("--method", default="metis", choices=METHODS, help=help_text)
+
+
+def balance_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--balance-ntypes", metavar="train|FILE.npy",
+                   help="'train': balance every node type and its training nodes; or a .npy of one integer "
+                        "class per node (node types in order); metis and random")
+    p.add_argument("--balance-edges", action="store_true", help="balance in-degree across partitions too (metis)")
+    p.add_argument("--objtype", default="cut", choices=["cut", "vol"], help="METIS objective")
+
+
+def cluster_flags(p: argparse.ArgumentParser, num_procs_help: str | None, required: bool = False) -> None:
+    """``--num-procs`` (unless ``num_procs_help`` is None), ``--host``, ``--timeout``: how a multi-process
+    command starts its ranks."""
+    if num_procs_help is not None:
+        p.add_argument("--num-procs", type=positive_int, required=required, help=num_procs_help)
+    p.add_argument("--host", default="127.0.0.1", help=HOST_HELP)
+    p.add_argument("--timeout", type=positive_float, default=300.0, help="seconds any distributed wait may take")

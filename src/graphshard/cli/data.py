@@ -1,0 +1,81 @@
+"""Input commands: ``generate`` (synthetic datasets) and ``chunk`` (a dataset into the chunked format)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from .common import HelpFormatter, command, dataset_flag, out_flag, overwrite_flag, positive_int, seed_flag
+
+
+def run_generate(args: argparse.Namespace) -> None:
+    from ..datasets import community_graph, hetero_graph, rmat_graph, save_dataset
+    from ..format.outputs import check_output_dir
+
+    check_output_dir(args.out, "dataset", args.overwrite)  # refuse before generating
+    start = time.perf_counter()
+    if args.kind == "rmat":
+        ds = rmat_graph(args.scale, args.edge_factor, args.feat_dim, args.seed)
+    elif args.kind == "community":
+        ds = community_graph(args.nodes, args.classes, args.avg_degree, args.intra, args.feat_dim, args.noise, args.seed)
+    else:
+        ds = hetero_graph(args.papers, args.authors, args.institutions, args.fields, args.classes, args.feat_dim,
+                          args.noise, args.seed)
+    recorded = {k: v for k, v in vars(args).items() if k not in ("func", "parser", "required_flags")}
+    out = save_dataset(ds, args.out, {"generator": recorded}, overwrite=args.overwrite)
+    print(f"generated {args.kind}: {ds.graph.total_nodes:,} nodes, {ds.graph.total_edges:,} edges "
+          f"in {time.perf_counter() - start:.1f} s -> {out}")
+
+
+def run_chunk(args: argparse.Namespace) -> None:
+    from ..chunked.writer import chunk_graph
+    from ..datasets import load_dataset
+
+    ds = load_dataset(args.dataset)
+    name = args.graph_name or "".join(c if c.isalnum() else "_" for c in ds.name)
+    meta = chunk_graph(ds.graph, args.out, args.num_chunks, args.format, name, args.feat_num_chunks,
+                       overwrite=args.overwrite)
+    print(f"wrote chunked graph {name!r} ({args.format}, {args.num_chunks} chunks) -> {meta.path}")
+
+
+def _generators(gen: argparse.ArgumentParser) -> None:
+    gsub = gen.add_subparsers(dest="kind", required=True, metavar="KIND")
+    r = command(gsub, "rmat", "R-MAT power-law graph (Graph500 parameters), symmetrised")
+    r.add_argument("--scale", type=positive_int, required=True, help="2**SCALE nodes")
+    r.add_argument("--edge-factor", type=positive_int, default=16, help="sampled edges per node")
+    r.add_argument("--feat-dim", type=int, default=0, help="node feature dimension (0: none)")
+    c = command(gsub, "community", "planted-community graph with label signal in structure and features")
+    c.add_argument("--nodes", type=positive_int, default=20000, help="number of nodes")
+    c.add_argument("--classes", type=positive_int, default=8, help="number of communities (label classes)")
+    c.add_argument("--avg-degree", type=positive_int, default=16, help="average degree")
+    c.add_argument("--intra", type=float, default=0.85, help="fraction of edges inside a community")
+    c.add_argument("--feat-dim", type=positive_int, default=32, help="node feature dimension")
+    c.add_argument("--noise", type=float, default=2.0, help="feature noise (higher = harder from features)")
+    h = command(gsub, "hetero", "MAG-like heterogeneous graph (paper/author/institution/field)")
+    for flag, default, text in (("--papers", 20000, "paper nodes"), ("--authors", 8000, "author nodes"),
+                                ("--institutions", 200, "institution nodes"), ("--fields", 50, "field nodes"),
+                                ("--classes", 8, "paper classes"), ("--feat-dim", 32, "paper feature dimension")):
+        h.add_argument(flag, type=positive_int, default=default, help=text)
+    h.add_argument("--noise", type=float, default=2.0, help="feature noise (higher = harder from features)")
+    for g in (r, c, h):
+        seed_flag(g)
+        out_flag(g, "output dataset directory")
+        overwrite_flag(g)
+        g.set_defaults(func=run_generate)
+
+
+def register(sub: Any) -> None:
+    gen = sub.add_parser("generate", help="write a synthetic dataset in the shared-data layout",
+                         formatter_class=HelpFormatter)
+    _generators(gen)
+
+    ch = command(sub, "chunk", "write a dataset in the chunked graph format (input of assign and dispatch)")
+    dataset_flag(ch, "dataset directory in the shared-data layout (meta.json)")
+    out_flag(ch, "output directory (metadata.json + chunks)")
+    ch.add_argument("--num-chunks", type=positive_int, required=True, help="edge chunks per edge type")
+    ch.add_argument("--feat-num-chunks", type=positive_int, help="chunks per node feature (default: --num-chunks)")
+    ch.add_argument("--format", default="numpy", choices=["csv", "numpy", "parquet"], help="chunk file format")
+    ch.add_argument("--graph-name", help="graph name (default: the dataset's name)")
+    overwrite_flag(ch)
+    ch.set_defaults(func=run_chunk)

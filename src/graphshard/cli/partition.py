@@ -1,0 +1,74 @@
+"""In-memory partitioning: ``partition`` (a dataset into format-v1 partitions) and ``inspect`` (a summary)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .common import (balance_flags, command, dataset_flag, method_flag, out_flag, overwrite_flag, positive_int,
+                     seed_flag)
+
+
+def dataset_balance(ds: Any, spec: str | None) -> np.ndarray | None:
+    """``--balance-ntypes`` for a dataset held in memory."""
+    from ..partition.balance import option_classes
+
+    g = ds.graph
+    return option_classes(spec, g.ntypes, g.num_nodes, lambda t: g.node_feats.get(t, {}).get("train_mask"))
+
+
+def run_partition(args: argparse.Namespace) -> None:
+    from ..datasets import load_dataset
+    from ..partition.api import partition_graph
+    from ..stats import format_stats, partitioning_stats
+
+    ds = load_dataset(args.dataset)
+    name = args.graph_name or "".join(c if c.isalnum() else "_" for c in ds.name)
+    start = time.perf_counter()
+    partition_graph(ds.graph, name, args.num_parts, args.out, num_hops=args.num_hops, part_method=args.method,
+                    balance_ntypes=dataset_balance(ds, args.balance_ntypes), balance_edges=args.balance_edges,
+                    num_trainers_per_machine=args.trainers_per_machine, objtype=args.objtype, seed=args.seed,
+                    save_orig_ids=args.save_orig_ids, overwrite=args.overwrite)
+    print(f"partitioned in {time.perf_counter() - start:.1f} s -> {Path(args.out) / (name + '.json')}")
+    print(format_stats(partitioning_stats(Path(args.out) / f"{name}.json")))
+
+
+def run_inspect(args: argparse.Namespace) -> None:
+    from ..stats import format_stats, partitioning_stats
+
+    st = partitioning_stats(args.config, verify=args.verify)
+    print(json.dumps(st.to_dict(), indent=1) if args.json else format_stats(st))
+    if args.plot:
+        from ..plot import plot_partitions
+
+        print(f"wrote {plot_partitions(Path(args.config), Path(args.plot))}")
+
+
+def register(sub: Any) -> None:
+    part = command(sub, "partition", "partition a dataset in memory into format-v1 partitions")
+    dataset_flag(part, "input graph: a dataset directory (meta.json) or a chunked graph (metadata.json)")
+    part.add_argument("--num-parts", type=positive_int, required=True, help="number of partitions")
+    out_flag(part, "output directory (NAME.json + part<i>/)")
+    part.add_argument("--graph-name", help="name of the partitioned graph (default: the dataset's name)")
+    method_flag(part)
+    part.add_argument("--num-hops", type=positive_int, default=1, help="HALO depth")
+    balance_flags(part)
+    part.add_argument("--trainers-per-machine", type=positive_int, default=1,
+                      help="split each partition's nodes among this many trainers (stored as <ntype>/trainer_id)")
+    seed_flag(part)
+    part.add_argument("--save-orig-ids", action="store_true", help="also write orig_nids/orig_eids files")
+    overwrite_flag(part)
+    part.set_defaults(func=run_partition)
+
+    ins = command(sub, "inspect", "summarise a partitioned graph (sizes, edge cut, balance)")
+    ins.add_argument("config", help="partition config NAME.json (from partition or dispatch)")
+    ins.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    ins.add_argument("--verify", action="store_true", help="check every file's sha256 first")
+    ins.add_argument("--plot", metavar="FILE.png",
+                     help="also draw the partitions: inner/HALO sizes, the cut matrix, degrees of cut vs kept edges")
+    ins.set_defaults(func=run_inspect)

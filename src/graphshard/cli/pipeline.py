@@ -1,0 +1,98 @@
+"""The out-of-core pipeline on chunked graphs: ``assign`` (step 1), ``dispatch`` (step 2) and ``parmetis``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from .common import (balance_flags, cluster_flags, command, dataset_flag, method_flag, out_flag,
+                     overwrite_flag, positive_int, seed_flag)
+
+CHUNKED_HELP = "input graph: a chunked graph directory (metadata.json; write one with 'graphshard chunk')"
+
+
+def run_assign(args: argparse.Namespace) -> None:
+    from ..pipeline.assign import assign_chunked
+
+    path = assign_chunked(args.dataset, args.out, args.num_parts, args.method, args.format, args.seed,
+                          args.balance_ntypes, args.balance_edges, args.objtype, overwrite=args.overwrite)
+    print(f"wrote {args.method} assignment into {args.num_parts} parts -> {path.parent}")
+
+
+def run_dispatch(args: argparse.Namespace) -> None:
+    from ..pipeline.dispatch import DispatchOptions, run_dispatch as dispatch
+
+    nids = args.save_orig_ids or args.save_orig_nids
+    eids = args.save_orig_ids or args.save_orig_eids
+    opts = DispatchOptions(Path(args.dataset), Path(args.assignment), Path(args.out), args.num_hops, nids, eids,
+                           overwrite=args.overwrite)
+    start = time.perf_counter()
+    path = dispatch(opts, args.num_procs, args.timeout, args.host)
+    if args.num_procs is not None or int(os.environ.get("RANK", "0")) == 0:  # one line, not one per rank
+        print(f"dispatched in {time.perf_counter() - start:.1f} s -> {path}")
+
+
+def run_parmetis(args: argparse.Namespace) -> None:
+    from ..pipeline.parmetis import export_parmetis, import_parmetis
+
+    if args.action == "export":
+        for path in export_parmetis(args.dataset, args.out, overwrite=args.overwrite):
+            print(f"wrote {path}")
+    else:
+        path = import_parmetis(args.dataset, args.parmetis_dir, args.out, args.num_parts, args.format,
+                               overwrite=args.overwrite)
+        print(f"wrote assignment files -> {path.parent}")
+
+
+def _assign(sub: Any) -> None:
+    asg = command(sub, "assign", "step 1: write partition assignment files for a chunked graph")
+    dataset_flag(asg, CHUNKED_HELP)
+    out_flag(asg, "output directory (<ntype>.txt or .npy per node type + partition_meta.json)")
+    asg.add_argument("--num-parts", type=positive_int, required=True, help="number of partitions")
+    method_flag(asg, "metis/kaminpar read the structure (never the features) into memory; random reads only counts")
+    asg.add_argument("--format", default="txt", choices=["txt", "npy"], help="assignment file format")
+    balance_flags(asg)
+    seed_flag(asg)
+    overwrite_flag(asg)
+    asg.set_defaults(func=run_assign)
+
+
+def _dispatch(sub: Any) -> None:
+    dsp = command(sub, "dispatch", "step 2: build format-v1 partitions on W ranks (torch.distributed)")
+    dataset_flag(dsp, CHUNKED_HELP)
+    dsp.add_argument("--assignment", "--partitions-dir", dest="assignment", required=True,
+                     help="assignment directory (from 'assign', 'parmetis import' or your own)")
+    out_flag(dsp, "output directory (each rank writes its partitions here)")
+    dsp.add_argument("--num-hops", type=positive_int, default=1, help="HALO depth")
+    dsp.add_argument("--save-orig-ids", action="store_true", help="also write orig_nids/orig_eids files")
+    dsp.add_argument("--save-orig-nids", action="store_true", help=argparse.SUPPRESS)
+    dsp.add_argument("--save-orig-eids", action="store_true", help=argparse.SUPPRESS)
+    cluster_flags(dsp, "start this many local ranks (omit under torchrun)")
+    overwrite_flag(dsp)
+    dsp.set_defaults(func=run_dispatch)
+
+
+def _parmetis(sub: Any) -> None:
+    pm = command(sub, "parmetis", "ParMETIS (pm_dglpart) interoperability")
+    pmsub = pm.add_subparsers(dest="action", required=True, metavar="ACTION")
+    ex = command(pmsub, "export", "write <name>_nodes.txt, _edges.txt, _stats.txt from a chunked graph")
+    im = command(pmsub, "import", "turn ParMETIS's p<i>-<name>_nodes.txt outputs into assignment files")
+    dataset_flag(ex, CHUNKED_HELP)
+    out_flag(ex, "output directory for ParMETIS's input files")
+    dataset_flag(im, "the chunked graph that was exported")
+    im.add_argument("--parmetis-dir", required=True, help="directory holding p<i>-<name>_nodes.txt")
+    out_flag(im, "output directory for the assignment files")
+    im.add_argument("--num-parts", type=positive_int, help="number of partitions (default: as many as found)")
+    im.add_argument("--format", default="txt", choices=["txt", "npy"], help="assignment file format")
+    for x in (ex, im):
+        overwrite_flag(x)
+        x.set_defaults(func=run_parmetis)
+
+
+def register(sub: Any) -> None:
+    _assign(sub)
+    _dispatch(sub)
+    _parmetis(sub)

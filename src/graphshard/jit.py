@@ -1,0 +1,53 @@
+"""Compiled kernels: one decorator for every numba kernel of graphshard.
+
+numba compiles a kernel the first time it is called with new argument types and caches the machine code
+on disk — in ``__pycache__`` beside the source when that is writable (an editable or a site-packages
+install alike), else in numba's per-user cache directory, or in ``NUMBA_CACHE_DIR`` when set — so later
+runs, and every rank of a run, load it instead of compiling again. Compiling takes seconds, so the first
+compilation in a process is announced once on the ``graphshard.notice`` logger (shown by the command line
+at its default level).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import numba
+from numba.core import event
+
+NOTICE = "compiling numba kernels on first use (cached for later runs: this happens once per install)"
+_log = logging.getLogger("graphshard.notice")
+_announced: list[bool] = []
+
+
+class _FirstCompile(event.Listener):
+    """Logs :data:`NOTICE` when a graphshard kernel is really compiled (numba raises no event for cache hits)."""
+
+    def on_start(self, ev: event.Event) -> None:
+        dispatcher = ev.data.get("dispatcher") if isinstance(ev.data, dict) else None
+        module = getattr(getattr(dispatcher, "py_func", None), "__module__", "") or ""
+        if not _announced and module.startswith("graphshard."):
+            _announced.append(True)
+            _log.info(NOTICE)
+
+    def on_end(self, ev: event.Event) -> None:
+        pass
+
+
+def kernel(**options: Any) -> Callable[[Callable], Any]:
+    """``numba.njit(cache=True, **options)``, with the first real compilation announced."""
+    if not _LISTENING:
+        event.register("numba:compile", _FirstCompile())
+        _LISTENING.append(True)
+    return numba.njit(cache=True, **options)
+
+
+_LISTENING: list[bool] = []
+
+
+def compiled(fn: Any) -> dict[str, int]:
+    """Cache statistics of a kernel in this process: signatures loaded from the cache and compiled."""
+    stats = fn.stats
+    return {"cache_hits": sum(stats.cache_hits.values()), "cache_misses": sum(stats.cache_misses.values())}
