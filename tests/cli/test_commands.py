@@ -93,3 +93,26 @@ def test_launch_runs_a_script_on_every_rank(tmp_path, capsys):
     assert main(["launch", "--num-procs", "2", str(script), str(tmp_path), "fail"]) == 2
     err = capsys.readouterr().err
     assert "rank 1 failed" in err and "bad input on purpose" in err
+
+
+def test_inspect_plot_and_metrics_plot(tmp_path, capsys):
+    """``inspect --plot`` and ``plot`` write the images they name (PNG files that read back)."""
+    import matplotlib.image
+
+    from graphshard.datasets import community_graph, save_dataset
+    save_dataset(community_graph(num_nodes=600, seed=2), tmp_path / "d")
+    assert main(["partition", "--dataset", str(tmp_path / "d"), "--num-parts", "3", "--out", str(tmp_path / "p"),
+                 "--graph-name", "c"]) == 0
+    assert main(["inspect", str(tmp_path / "p" / "c.json"), "--plot", str(tmp_path / "parts.png")]) == 0
+    metrics = {"task": "node", "epochs": [{"epoch": e, "wall_s": 1.0 + e, "sample_s": 0.2, "fetch_s": 0.1,
+                                           "compute_s": 0.5, "comm_s": 0.1, "fetch_bytes": 10, "train_loss": 1.0 / (e + 1),
+                                           "val_acc": 0.5 + 0.1 * e} for e in range(3)], "test_acc": 0.7}
+    (tmp_path / "m.json").write_text(json.dumps(metrics))
+    assert main(["plot", str(tmp_path / "m.json"), "--out", str(tmp_path / "run.png")]) == 0
+    out = capsys.readouterr().out
+    for name in ("parts.png", "run.png"):
+        assert f"wrote {tmp_path / name}" in out
+        assert matplotlib.image.imread(tmp_path / name).shape[0] > 100
+    (tmp_path / "bad.json").write_text(json.dumps({"epochs": [{"epoch": 0}]}))
+    assert main(["plot", str(tmp_path / "bad.json"), "--out", str(tmp_path / "bad.png")]) == 2
+    assert "bad.json" in capsys.readouterr().err and not (tmp_path / "bad.png").exists()
