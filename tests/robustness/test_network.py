@@ -90,7 +90,10 @@ def _rank(config: str, up, done) -> None:
 
 
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux's /proc socket table")
-def test_a_distributed_job_listens_on_loopback_only(tmp_path):
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2"])
+def test_a_distributed_job_listens_on_loopback_only(tmp_path, host):
+    """The rendezvous store listens on the address given; gloo and TensorPipe (RPC) can only be bound to a
+    network interface: the one holding that address (here loopback, whatever 127.x address is given)."""
     partition_graph(small_homo(), "s", 2, tmp_path / "p", part_method="random")
     ctx = multiprocessing.get_context("spawn")
     up, done = ctx.Event(), ctx.Event()
@@ -102,13 +105,14 @@ def test_a_distributed_job_listens_on_loopback_only(tmp_path):
         done.set()
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
-    launch(_rank, 2, (str(tmp_path / "p" / "s.json"), up, done), timeout=60)
+    launch(_rank, 2, (str(tmp_path / "p" / "s.json"), up, done), host=host, timeout=60)
     watcher.join(10)
     assert seen, "no listening socket seen: the job did not reach its loop"
     pids = {pid for pid, _, _ in seen}
     assert os.getpid() in pids and len(pids) >= 3  # the launcher's store, the ranks, their workers
     outside = [(pid, addr, port) for pid, addr, port in seen if not ipaddress.ip_address(addr).is_loopback]
     assert outside == [], f"listening beyond loopback: {outside}"
+    assert {addr for pid, addr, _ in seen if pid == os.getpid()} == {host}  # the rendezvous store
 
 
 def test_wildcard_and_unresolvable_addresses_are_refused():

@@ -60,3 +60,8 @@ def test_class_count_rules():
         num_classes_of(labels, masks, None, "t")
     with pytest.raises(InputError, match="num_classes must be >= 1"):
         TrainOptions(num_classes=0).check()
+    # no declared count: a label far beyond the labelled nodes is refused, not a 10**6-wide output layer
+    labels, used = np.array([0, 1, 10**6, 1]), {"train": np.array([1, 1, 1, 1], bool)}
+    with pytest.raises(InputError, match=r"node 12 .* label 1000000, which would make 1000001 classes for 4"):
+        num_classes_of(labels, used, None, "t", to_original=lambda ids: ids + 10)
+    assert num_classes_of(labels, used, 10**6 + 1, "t") == 10**6 + 1  # unless that many classes are declared

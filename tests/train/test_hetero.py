@@ -55,13 +55,17 @@ def test_featureless_types_resume_and_save_per_type_outputs(tmp_path):
     whole = train(TrainOptions(epochs=4, save_embeddings=str(tmp_path / "emb"), **kw), **run)
     ckpt = str(tmp_path / "ckpt")
     assert len(train(TrainOptions(epochs=2, checkpoint=ckpt, **kw), **run)["epochs"]) == 2
-    resumed = train(TrainOptions(epochs=4, checkpoint=ckpt, **kw), **run)
-    assert [e["train_loss"] for e in resumed["epochs"]] == [e["train_loss"] for e in whole["epochs"]]
-    assert resumed["test_acc"] == whole["test_acc"]
-    assert whole["test_acc"] > 0.4  # 8 classes, weak features: the relations carry the label
     # the saved paper outputs, read in original ID order, give the reported test accuracy
     assert sorted(p.name for p in (tmp_path / "emb").iterdir()) == [".graphshard-output.json", "paper.npy"]
     out = np.load(tmp_path / "emb" / "paper.npy", allow_pickle=False)
+    (tmp_path / "emb" / "notes.txt").write_text("mine")  # a user's file in the embeddings directory
+    np.save(tmp_path / "emb" / "paper.npy", np.zeros(1))  # replaced by the next run's outputs
+    resumed = train(TrainOptions(epochs=4, checkpoint=ckpt, save_embeddings=str(tmp_path / "emb"), **kw), **run)
+    assert [e["train_loss"] for e in resumed["epochs"]] == [e["train_loss"] for e in whole["epochs"]]
+    assert resumed["test_acc"] == whole["test_acc"]
+    assert whole["test_acc"] > 0.4  # 8 classes, weak features: the relations carry the label
+    assert (tmp_path / "emb" / "notes.txt").read_text() == "mine"
+    assert np.array_equal(np.load(tmp_path / "emb" / "paper.npy", allow_pickle=False), out)
     paper = ds.graph.node_feats["paper"]
     acc = float((out.argmax(1)[paper["test_mask"]] == paper["label"][paper["test_mask"]]).mean())
     assert abs(acc - whole["test_acc"]) < 1e-9

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .common import (cluster_flags, command, dataset_flag, int_list, method_flag, non_negative_int, positive_float,
-                     positive_int, seed_flag)
+from .common import (cluster_flags, command, dataset_flag, int_list, method_flag, non_negative_int, overwrite_flag,
+                     positive_float, positive_int, seed_flag)
 
 
 def options(args: argparse.Namespace, part_config: str = "") -> Any:
@@ -76,7 +76,8 @@ def run_demo(args: argparse.Namespace) -> None:
     print(f"generated a community graph: {ds.graph.total_nodes:,} nodes, {ds.graph.total_edges:,} edges, "
           f"{ds.num_classes} classes ({time.perf_counter() - start:.1f} s)")
     start = time.perf_counter()
-    partition_graph(ds.graph, "demo", 2, out, part_method="metis", balance_ntypes=dataset_balance(ds, "train"))
+    partition_graph(ds.graph, "demo", 2, out, part_method="metis", balance_ntypes=dataset_balance(ds, "train"),
+                    overwrite=args.overwrite)
     print(f"partitioned into 2 parts with METIS ({time.perf_counter() - start:.1f} s) -> {out / 'demo.json'}")
     print(format_stats(partitioning_stats(out / "demo.json", verify=True)))
     print("training GraphSAGE on 2 local processes ...")
@@ -152,6 +153,7 @@ def register(sub: Any) -> None:
     demo.add_argument("--noise", type=float, default=8.0,
                       help="feature noise of the generated graph (higher: features say less, structure more)")
     cluster_flags(demo, None)
+    overwrite_flag(demo)
     _model_flags(demo, epochs=5)
     _task_flags(demo)
     demo.set_defaults(func=run_demo)

@@ -15,7 +15,7 @@ from ..distributed.graph import DistGraph
 from ..distributed.runtime import Session
 from ..distributed.split import node_split
 from ..distributed.tensor import DistTensor
-from ..format.outputs import check_output_dir, mark_output_dir
+from ..format.outputs import MARKER, check_output_dir, mark_output_dir
 
 Predict = Callable[[str, torch.Tensor], torch.Tensor]  # (node type, per-type IDs) -> one row per ID
 
@@ -81,8 +81,11 @@ def save_tables(s: Session, g: DistGraph, tables: dict[str, DistTensor], path: s
             out[book.to_original(t, ids).numpy()] = table[ids].numpy()
             np.save(tmp / f"{t}.npy" if hetero else tmp, out)
         if hetero:
-            mark_output_dir(tmp, "embeddings")
-        if hetero and target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
+            mark_output_dir(tmp, "embeddings", sorted(f"{t}.npy" for t in tables))
+        if hetero and target.is_dir():  # our earlier output: replace our files, keep any the user added
+            for f in sorted(tmp.iterdir(), key=lambda f: f.name == MARKER):  # the marker last
+                os.replace(f, target / f.name)
+            tmp.rmdir()
+        else:
+            os.replace(tmp, target)
     g.barrier()
