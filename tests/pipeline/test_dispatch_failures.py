@@ -15,7 +15,8 @@ from graphshard.distributed.context import DistContext, DistError
 from graphshard.distributed.launcher import launch
 from graphshard.pipeline.assign import assign_chunked
 from graphshard.pipeline.assignment_files import read_assignment
-from graphshard.pipeline.dispatch import DispatchOptions, _Dispatch, dispatch, run_dispatch
+from graphshard.pipeline.dispatch import DispatchOptions, dispatch, run_dispatch
+from graphshard.pipeline.dispatch.write import PartWriter
 from tests.graphs import small_hetero
 
 
@@ -30,7 +31,7 @@ def prepared(tmp_path):
 def _faulty(opts, mode, rank_to_fail, part_to_fail):
     """Runs in a spawned rank: dispatch with one injected fault."""
     rank = int(os.environ["RANK"])
-    original = _Dispatch.write_structure
+    original = PartWriter.write_structure
 
     def write(self, p, *args):
         if mode == "raise" and p == part_to_fail:
@@ -38,7 +39,7 @@ def _faulty(opts, mode, rank_to_fail, part_to_fail):
         if mode == "die" and rank == rank_to_fail:
             os._exit(3)
         return original(self, p, *args)
-    _Dispatch.write_structure = write
+    PartWriter.write_structure = write
     with DistContext.from_env(timeout=20) as ctx:
         dispatch(opts, ctx)
 

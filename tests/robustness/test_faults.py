@@ -102,15 +102,16 @@ def _dispatch_on_a_full_disk(opts) -> None:
     import errno
 
     import graphshard.pipeline.dispatch as dispatch_module
+    import graphshard.pipeline.dispatch.write as write_module
     from graphshard.distributed.context import DistContext
-    real, calls = dispatch_module.write_tensors, []
+    real, calls = write_module.write_tensors, []
 
     def full(path, *args):
         calls.append(path)
         if len(calls) == 2 and int(os.environ["RANK"]) == 1:
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(path, *args)
-    dispatch_module.write_tensors = full
+    write_module.write_tensors = full
     with DistContext.from_env(timeout=30) as ctx:
         dispatch_module.dispatch(opts, ctx)
 

@@ -119,8 +119,9 @@ def test_dispatch_refuses_csv_chunk_with_blank_line_and_publishes_nothing(tmp_pa
 def _corrupting_dispatch(opts):
     """Runs in a spawned rank: dispatch whose structure writer claims a HALO node for the wrong owner."""
     import graphshard.pipeline.dispatch as dispatch_module
+    import graphshard.pipeline.dispatch.write as write_module
     from graphshard.distributed.context import DistContext
-    real = dispatch_module.structure_arrays
+    real = write_module.structure_arrays
 
     def corrupt(*args, **kwargs):
         arrays = real(*args, **kwargs)
@@ -129,7 +130,7 @@ def _corrupting_dispatch(opts):
         part_id[-1] = (part_id[-1] + 1) % 2
         arrays["node/part_id"] = part_id
         return arrays
-    dispatch_module.structure_arrays = corrupt
+    write_module.structure_arrays = corrupt
     with DistContext.from_env(timeout=30) as ctx:
         dispatch_module.dispatch(opts, ctx)
 
