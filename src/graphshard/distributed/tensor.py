@@ -115,3 +115,8 @@ class DistTensor:
         values = torch.as_tensor(values, dtype=self.dtype).expand((ids_np.shape[0], *self.shape[1:]))
         self._route(ids_np, _write, lambda pos: (self.name, torch.from_numpy(ids_np[pos]), values[torch.from_numpy(pos)]),
                     f"DistTensor {self.name!r} write")
+
+    def free(self) -> None:
+        """Drop this tensor's rows (collective: every member calls it once nobody reads the rows any more)."""
+        self.group.barrier(f"DistTensor {self.name!r} freed")
+        _SHARDS.pop(self.name, None)

@@ -47,3 +47,22 @@ class HeteroSAGE(nn.Module):
                 out = {t: F.dropout(F.relu(v), self.dropout, self.training) for t, v in out.items()}
             x = out
         return x if self.outputs is None else {t: x[t] for t in self.outputs}
+
+    # Layer-wise inference (see graphshard.infer): one layer at a time over (sources, destinations, edges).
+    @property
+    def num_layers(self) -> int:
+        return len(self.convs)
+
+    def layer_inputs(self, x: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return {t: self.proj[t](v) for t, v in x.items()}
+
+    def layer(self, i: int, x_src: dict[str, torch.Tensor], x_dst: dict[str, torch.Tensor],
+              edges: dict[EType, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Layer ``i`` for the destination rows of every type: the relations into a type summed (as
+        ``HeteroConv`` does), types no relation reaches through their own linear map."""
+        out: dict[str, torch.Tensor] = {}
+        for et, ei in edges.items():
+            rows = self.convs[i].convs[et]((x_src[et[0]], x_dst[et[2]]), ei)
+            out[et[2]] = out[et[2]] + rows if et[2] in out else rows
+        out.update({t: lin(x_dst[t]) for t, lin in self.keep[i].items() if t in x_dst})
+        return {t: F.relu(v) for t, v in out.items()} if i < len(self.convs) - 1 else out

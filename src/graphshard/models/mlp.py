@@ -25,3 +25,16 @@ class MLP(nn.Module):
             if i < len(self.lins) - 1:
                 x = F.dropout(F.relu(x), self.dropout, self.training)
         return x
+
+    # Layer-wise inference (see graphshard.infer): the edges are ignored.
+    @property
+    def num_layers(self) -> int:
+        return len(self.lins)
+
+    def layer_inputs(self, x: dict) -> dict:
+        return x
+
+    def layer(self, i: int, x_src: dict, x_dst: dict, edges: dict) -> dict:
+        types = [self.target] if self.target is not None else list(x_dst)
+        out = {t: self.lins[i](x_dst[t]) for t in types if t in x_dst}
+        return {t: F.relu(v) for t, v in out.items()} if i < len(self.lins) - 1 else out

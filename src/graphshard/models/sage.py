@@ -38,3 +38,19 @@ class GraphSAGE(nn.Module):
             if i < depth - 1:
                 x = F.dropout(F.relu(x), self.dropout, self.training)
         return x
+
+    # Layer-wise inference (see graphshard.infer): one layer at a time over (sources, destinations, edges).
+    @property
+    def num_layers(self) -> int:
+        return len(self.convs)
+
+    def layer_inputs(self, x: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return x
+
+    def layer(self, i: int, x_src: dict[str, torch.Tensor], x_dst: dict[str, torch.Tensor],
+              edges: dict[tuple[str, str, str], torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Layer ``i`` for the destination rows (``edges``: source positions, destination positions)."""
+        (t,) = x_dst
+        ei = next(iter(edges.values()), torch.zeros((2, 0), dtype=torch.long))
+        out = self.convs[i]((x_src[t], x_dst[t]), ei)
+        return {t: F.relu(out) if i < len(self.convs) - 1 else out}

@@ -1,0 +1,168 @@
+"""Layer-wise inference: the model's output for every node, computed one layer at a time for all nodes.
+
+Each rank computes the rows of its share of its partition's own (inner) nodes. A layer reads the previous
+layer's rows of those nodes and of their in-neighbours: rows of the partition are read where they are,
+rows of other partitions (the HALO) are fetched in one bulk read per layer. Layer outputs live in
+:class:`DistTensor`\\ s, one per node type, freed once the next layer has read them. The work is
+O(layers × edges): every edge is used once per layer, unlike mini-batch inference over sampled
+neighbourhoods, which recomputes a node's L-hop neighbourhood for every batch that reaches it. The result is
+exact: the same as the model's forward pass over the whole graph (in eval mode, without sampling).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..distributed.graph import DistGraph
+from ..distributed.tensor import DistTensor
+from ..graph import EType
+
+log = logging.getLogger(__name__)
+
+Rows = Callable[[str, torch.Tensor], torch.Tensor]  # (node type, per-type IDs) -> input rows
+EDGES_PER_CHUNK = 1 << 20  # messages computed at once (edges × width floats)
+
+
+@dataclass
+class Plan:
+    """This rank's destination rows (local IDs ``[dst_lo, dst_hi)`` of its partition) and every local row
+    they read (``need``: sorted local IDs, sources and destinations), with each row's type and per-type ID."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    etype: np.ndarray
+    dst_lo: int
+    dst_hi: int
+    need: np.ndarray
+    need_type: np.ndarray
+    need_tid: np.ndarray
+    pos_in_type: np.ndarray  # position of each ``need`` row among the rows of its type
+    remote: np.ndarray  # per ``need`` row: owned by another partition
+    ntypes: list[str]
+    etypes: list[EType]
+    fetched: list[int] = field(default_factory=list)  # remote rows read per layer (inputs first)
+
+    def of_type(self, t: int) -> np.ndarray:
+        return self.need_tid[self.need_type == t]
+
+
+def plan(g: DistGraph) -> Plan:
+    """Split the partition's inner nodes among the ranks that share it and find the rows they read."""
+    part, book = g.local_partition.graph, g.get_partition_book()
+    indptr, indices = part.indptr.numpy(), part.indices.numpy()
+    inner = int(part.ndata["inner_node"].sum())
+    k = g.group.per_part(book.num_partitions())
+    j = g.group.rank % k
+    lo, hi = inner * j // k, inner * (j + 1) // k
+    need = np.union1d(indices[indptr[lo]: indptr[hi]], np.arange(lo, hi, dtype=np.int64))
+    types, tids = (t.numpy() for t in book.map_to_per_ntype(part.ndata["_ID"].numpy()[need]))
+    pos = np.empty(need.shape[0], dtype=np.int64)
+    for t in range(len(book.ntypes)):
+        sel = types == t
+        pos[sel] = np.arange(int(sel.sum()))
+    etype = part.edata["_TYPE"].numpy() if "_TYPE" in part.edata else np.zeros(indices.shape[0], np.int64)
+    return Plan(indptr, indices, etype, lo, hi, need, types, tids, pos, need >= inner, list(book.ntypes),
+                list(book.canonical_etypes))
+
+
+def _dst_rows(p: Plan, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices into ``need`` of destinations ``[lo, hi)``, and each one's position among its type's chunk rows."""
+    at = np.searchsorted(p.need, np.arange(lo, hi, dtype=np.int64))
+    chunk_pos = np.empty(at.shape[0], dtype=np.int64)
+    for t in range(len(p.ntypes)):
+        sel = p.need_type[at] == t
+        chunk_pos[sel] = np.arange(int(sel.sum()))
+    return at, chunk_pos
+
+
+def _chunk(model: Any, i: int, p: Plan, x: dict[str, torch.Tensor], lo: int, hi: int
+           ) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
+    """Layer ``i`` for destinations ``[lo, hi)``: (their indices into ``need``, output rows per type)."""
+    at, chunk_pos = _dst_rows(p, lo, hi)
+    x_dst = {t: x[t][torch.from_numpy(p.pos_in_type[at[p.need_type[at] == ti]])] for ti, t in enumerate(p.ntypes)}
+    e0, e1 = int(p.indptr[lo]), int(p.indptr[hi])
+    src = np.searchsorted(p.need, p.indices[e0:e1])
+    dst = at[np.repeat(np.arange(hi - lo), np.diff(p.indptr[lo: hi + 1]))]
+    etype = p.etype[e0:e1]
+    edges = {}
+    for r, et in enumerate(p.etypes):
+        sel = etype == r
+        edges[et] = torch.from_numpy(np.stack([p.pos_in_type[src[sel]],
+                                               chunk_pos[np.searchsorted(at, dst[sel])]]).astype(np.int64))
+    return at, model.layer(i, x, x_dst, edges)
+
+
+def _layer(model: Any, i: int, p: Plan, x: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Layer ``i`` for all destinations of the plan, in chunks of about :data:`EDGES_PER_CHUNK` edges."""
+    out: dict[str, list[torch.Tensor]] = {t: [] for t in p.ntypes}
+    lo = p.dst_lo
+    while lo < p.dst_hi:
+        hi = int(np.searchsorted(p.indptr, p.indptr[lo] + EDGES_PER_CHUNK, side="right")) - 1
+        hi = min(max(hi, lo + 1), p.dst_hi)
+        _, rows = _chunk(model, i, p, x, lo, hi)
+        for t, v in rows.items():
+            out[t].append(v)
+        lo = hi
+    return {t: torch.cat(v) for t, v in out.items() if v}
+
+
+def _fetch(p: Plan, read: Callable[[str, torch.Tensor], torch.Tensor], types: Any) -> dict[str, torch.Tensor]:
+    """Rows of every needed node of ``types``, per type, in ``need`` order (one bulk read per type)."""
+    p.fetched.append(int(p.remote[np.isin(p.need_type, [p.ntypes.index(t) for t in types])].sum()))
+    return {t: read(t, torch.from_numpy(p.of_type(ti))) for ti, t in enumerate(p.ntypes) if t in types}
+
+
+def layerwise_inference(g: DistGraph, model: Any, inputs: Rows, name: str,
+                        types: list[str] | None = None) -> tuple[dict[str, DistTensor], Plan]:
+    """The output of ``model`` (a graphshard model with ``layer_inputs``/``layer``/``num_layers``) for
+    every node, as one :class:`DistTensor` per node type in ``types`` (all by default). ``inputs`` gives
+    the input rows of any nodes (features, or learnt embeddings). Collective over ``g``'s group."""
+    p, book, was_training = plan(g), g.get_partition_book(), model.training
+    model.eval()
+    with torch.no_grad():
+        x = model.layer_inputs(_fetch(p, inputs, p.ntypes))
+        tables: dict[str, DistTensor] = {}
+        for i in range(model.num_layers):
+            rows = _layer(model, i, p, x)
+            width = _agreed_width(g, rows, f"{name} layer {i}")
+            new = {t: DistTensor(g.group, book, (g.num_nodes(t), width[t]), torch.float32,
+                                 f"{name}/layer{i}/{t}#{g.key}", ntype=t) for t in p.ntypes if t in width}
+            for ti, t in enumerate(p.ntypes):
+                if t in rows and t in new:
+                    new[t][torch.from_numpy(p.need_tid[_dst_types(p, ti)])] = rows[t]
+            g.barrier()
+            for t in tables.values():
+                t.free()
+            tables = new
+            if i < model.num_layers - 1:
+                x = _fetch(p, lambda t, ids: tables[t][ids], tables)
+    model.train(was_training)
+    log.info("layer-wise inference %s: remote rows read per layer %s", name, p.fetched)
+    keep = {t: v for t, v in tables.items() if types is None or t in types}
+    for t, v in tables.items():
+        if t not in keep:
+            v.free()
+    return keep, p
+
+
+def _dst_types(p: Plan, t: int) -> np.ndarray:
+    """Indices into ``need`` of this rank's destinations of type ``t``, in local order."""
+    at = np.searchsorted(p.need, np.arange(p.dst_lo, p.dst_hi, dtype=np.int64))
+    return at[p.need_type[at] == t]
+
+
+def _agreed_width(g: DistGraph, rows: dict[str, torch.Tensor], what: str) -> dict[str, int]:
+    """The output width of every type that has one on some rank (ranks without rows of a type do not know it)."""
+    mine = ",".join(f"{t}={int(v.shape[1])}" for t, v in rows.items())
+    width: dict[str, int] = {}
+    for text in g.group.all_gather(mine.encode(), what):
+        for item in filter(None, text.decode().split(",")):
+            t, w = item.rsplit("=", 1)
+            width[t] = int(w)
+    return width
