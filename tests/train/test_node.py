@@ -108,3 +108,14 @@ def test_training_prints_no_warnings(tmp_path):
     second = run("-v")
     assert NOTICE not in second.stderr
     assert "[rank 1] INFO" in second.stderr and "[rank 0] INFO" in second.stderr
+
+
+def test_layerwise_evaluation_equals_full_neighbourhood_sampling(tmp_path):
+    """The default (layer-wise) evaluation gives the figures mini-batches over every in-edge give."""
+    partition_graph(small_homo(), "s", 2, tmp_path, part_method="metis")
+    kw = dict(part_config=str(tmp_path / "s.json"), epochs=2, fanouts=[3, 3], batch_size=64, progress=False)
+    layerwise = train(TrainOptions(**kw), num_procs=2)
+    sampled = train(TrainOptions(eval_fanouts=[-1, -1], **kw), num_procs=2)
+    assert [e["val_acc"] for e in layerwise["epochs"]] == [e["val_acc"] for e in sampled["epochs"]]
+    assert layerwise["test_acc"] == sampled["test_acc"]
+    assert [e["train_loss"] for e in layerwise["epochs"]] == [e["train_loss"] for e in sampled["epochs"]]

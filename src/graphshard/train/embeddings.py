@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 import os
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,12 +15,71 @@ import numpy as np
 import torch
 
 from ..distributed.graph import DistGraph
+from ..distributed.loader import DistNeighborLoader
 from ..distributed.runtime import Session
 from ..distributed.split import node_split
 from ..distributed.tensor import DistTensor
 from ..format.outputs import MARKER, check_output_dir, mark_output_dir
+from ..infer import layerwise_inference
+from .inputs import ModelInputs, rows_of
+from .options import TrainOptions
 
 Predict = Callable[[str, torch.Tensor], torch.Tensor]  # (node type, per-type IDs) -> one row per ID
+
+
+def predict(g: DistGraph, model: torch.nn.Module, inputs: ModelInputs, ntype: str, ids: torch.Tensor,
+            opts: TrainOptions) -> torch.Tensor:
+    """Model outputs for nodes ``ids`` of ``ntype`` (distinct; rows in the order of ``ids``), sampling
+    ``opts.eval_fanouts`` (every in-edge by default)."""
+    fanouts = opts.eval_fanouts or [-1] * opts.num_layers
+    ids_np = ids.numpy()
+    order = np.argsort(ids_np, kind="stable")
+    out = None
+    model.eval()
+    with torch.no_grad(), DistNeighborLoader(g, fanouts, ids, math.ceil(opts.eval_batch_size / g.group.world_size),
+                                             input_type=ntype if inputs.hetero else None, label_name=None,
+                                             seed=opts.seed) as loader:
+        for batch in loader:
+            n = batch[ntype].batch_size if inputs.hetero else batch.batch_size
+            rows = rows_of(model(*inputs(batch)), ntype)[:n]
+            if out is None:
+                out = torch.zeros((ids.numel(), rows.shape[1]))
+            seeds = (batch[ntype] if inputs.hetero else batch).n_id[:n].numpy()
+            out[torch.from_numpy(order[np.searchsorted(ids_np, seeds, sorter=order)])] = rows
+    return out if out is not None else torch.zeros((0, 0))
+
+
+class Outputs:
+    """Every node's outputs of ``model`` for some node types, as DistTensors: computed layer by layer
+    (exact, O(layers × edges); :mod:`graphshard.infer`) or, with ``opts.eval_fanouts``, by mini-batches
+    sampling those fanouts. Recomputed only after :meth:`changed` (a training step); collective."""
+
+    def __init__(self, s: Session, g: DistGraph, model: torch.nn.Module, inputs: ModelInputs, opts: TrainOptions,
+                 types: list[str], name: str):
+        self.s, self.g, self.model, self.inputs, self.opts = s, g, model, inputs, opts
+        self.types, self.name = list(dict.fromkeys(types)), name
+        self.tables: dict[str, DistTensor] = {}
+        self.version, self.computed, self.runs = 0, -1, itertools.count()
+        self.seconds = 0.0
+
+    def changed(self) -> None:
+        self.version += 1
+
+    def get(self) -> dict[str, DistTensor]:
+        if self.computed != self.version:
+            start = time.perf_counter()
+            for table in self.tables.values():
+                table.free()
+            name = f"{self.name}{next(self.runs)}"
+            if self.opts.eval_fanouts is None:
+                self.tables = layerwise_inference(self.g, self.model, self.inputs.rows, name, self.types)[0]
+            else:
+                self.tables = {t: embed_all(self.s, self.g, lambda nt, ids: predict(self.g, self.model, self.inputs,
+                                                                                   nt, ids, self.opts), t, f"{name}/{t}")
+                               for t in self.types}
+            self.computed = self.version
+            self.seconds += time.perf_counter() - start
+        return self.tables
 
 
 def my_share(s: Session, g: DistGraph, ntype: str) -> torch.Tensor:
@@ -25,13 +87,6 @@ def my_share(s: Session, g: DistGraph, ntype: str) -> torch.Tensor:
     return node_split(np.ones(g.num_nodes(ntype), dtype=bool), g.get_partition_book(),
                       ntype=ntype if len(g.ntypes) > 1 else None, rank=s.rank, world_size=s.world_size)
 
-
-def fill(s: Session, g: DistGraph, table: DistTensor, predict: Predict, ntype: str) -> None:
-    """Set every row of ``table`` (one per node of ``ntype``) to ``predict``'s output (collective)."""
-    mine = my_share(s, g, ntype)
-    if mine.numel():
-        table[mine] = predict(ntype, mine)
-    g.barrier()
 
 
 def embed_all(s: Session, g: DistGraph, predict: Predict, ntype: str, name: str) -> DistTensor:

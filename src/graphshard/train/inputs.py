@@ -22,6 +22,7 @@ class ModelInputs:
     collective (it creates the embeddings of featureless node types on every rank alike)."""
 
     def __init__(self, g: DistGraph, opts: TrainOptions, feat_name: str = "feat"):
+        self.g, self.feat_name = g, feat_name
         self.hetero = len(g.ntypes) > 1 or len(g.canonical_etypes) > 1
         self.ntypes, self.etypes = g.ntypes, g.canonical_etypes
         self.dims: dict[str, int] = {}
@@ -42,6 +43,14 @@ class ModelInputs:
         if t in self.embeddings:
             return self.embeddings[t](store.n_id)
         x = store.x.float()
+        return x if x.dim() == 2 else x.view(-1, 1)
+
+    def rows(self, ntype: str, ids: torch.Tensor) -> torch.Tensor:
+        """Input rows of any nodes of ``ntype`` (features, or learnt embedding rows), e.g. for layer-wise
+        inference."""
+        if ntype in self.embeddings:
+            return self.embeddings[ntype](ids)
+        x = self.g.nodes[ntype].data[self.feat_name][ids].float()
         return x if x.dim() == 2 else x.view(-1, 1)
 
     def __call__(self, batch: Any) -> tuple[Any, Any, Any]:

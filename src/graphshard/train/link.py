@@ -23,15 +23,13 @@ from ..distributed.collectives import all_reduce_sum
 from ..distributed.graph import DistGraph
 from ..distributed.loader import DistLinkNeighborLoader
 from ..distributed.runtime import Session
-from ..distributed.tensor import DistTensor
 from ..graph import EType
 from ..models import DotDecoder, LinkModel, MLPDecoder
 from .checks import check_finite_features
-from .embeddings import fill, save_tables
+from .embeddings import Outputs, save_tables
 from .inputs import ModelInputs, build_model
 from .link_split import LinkSplit, load_link_split, require_link_split
 from .loop import Trainer, graph_name
-from .node import predict
 from .options import TrainOptions
 
 log = logging.getLogger(__name__)
@@ -54,14 +52,11 @@ class LinkEvaluator:
     def __init__(self, s: Session, g: DistGraph, model: LinkModel, inputs: ModelInputs, et: EType,
                  opts: TrainOptions):
         self.s, self.g, self.model, self.inputs, self.et, self.opts = s, g, model, inputs, et, opts
-        book = g.get_partition_book()
-        self.tables = {t: DistTensor(g.group, book, (g.num_nodes(t), opts.hidden), torch.float32,
-                                     f"link-eval/{t}#{g.key}", ntype=t) for t in dict.fromkeys((et[0], et[2]))}
+        self.outputs = Outputs(s, g, model.encoder, inputs, opts, [et[0], et[2]], "link-outputs")
 
     def __call__(self, pairs: np.ndarray, tag: int) -> dict[str, float]:
         s, g, et, book = self.s, self.g, self.et, self.g.get_partition_book()
-        for t, table in self.tables.items():
-            fill(s, g, table, lambda nt, ids: predict(g, self.model.encoder, self.inputs, nt, ids, self.opts), t)
+        self.tables = self.outputs.get()
         chunks = math.ceil(pairs.shape[1] / _CHUNK)
         sums = np.zeros(4)  # reciprocal ranks, positives, AUC wins, AUC pairs
         self.model.eval()
@@ -98,6 +93,7 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     evaluate = LinkEvaluator(s, g, model, inputs, et, opts)
 
     def loss(ddp: torch.nn.Module, batch: Any) -> torch.Tensor:
+        evaluate.outputs.changed()  # a training step follows: outputs computed before it are stale
         store = batch[et] if inputs.hetero else batch
         scores = ddp(*inputs(batch), store.edge_label_index)
         return F.binary_cross_entropy_with_logits(scores, store.edge_label.float())
@@ -113,8 +109,9 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
                "val_auc": history[-1]["val_auc"] if history else None, "world_size": s.world_size,
                "num_parts": g.get_partition_book().num_partitions(),
                "random_mrr": _random_mrr(opts.eval_negatives)}
-    if opts.save_embeddings:  # the test evaluation just filled the tables with the final encoder's outputs
-        save_tables(s, g, evaluate.tables, opts.save_embeddings)
+    if opts.save_embeddings:  # the test evaluation computed them with the final encoder
+        save_tables(s, g, evaluate.outputs.get(), opts.save_embeddings)
+    metrics["inference_s"] = evaluate.outputs.seconds
     return metrics
 
 

@@ -1,6 +1,6 @@
 """Node classification on one rank: DistGraph + DistNeighborLoader + a model under DDP (gloo).
-Evaluation samples the full neighbourhood (fanout -1 per layer unless ``eval_fanouts`` says otherwise)
-of every rank's share of the validation/test nodes and sums the counts over ranks."""
+Evaluation computes every node's output layer by layer (exact; or by sampled mini-batches with
+``eval_fanouts``), and each rank counts its share of the validation/test nodes; counts are summed over ranks."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from ..distributed.runtime import Session
 from ..distributed.split import node_split
 from ..errors import InputError
 from .checks import check_finite_features, num_classes_of
-from .embeddings import write_embeddings
+from .embeddings import Outputs, save_tables
 from .inputs import ModelInputs, build_model, rows_of
 from .loop import Trainer, graph_name
 from .options import TrainOptions
@@ -48,26 +48,6 @@ def _full(g: DistGraph, ntype: str, name: str) -> np.ndarray:
     return data[name][torch.arange(g.num_nodes(ntype))].numpy()
 
 
-def predict(g: DistGraph, model: torch.nn.Module, inputs: ModelInputs, ntype: str, ids: torch.Tensor,
-            opts: TrainOptions) -> torch.Tensor:
-    """Model outputs for nodes ``ids`` of ``ntype`` (distinct; rows in the order of ``ids``), sampling
-    ``opts.eval_fanouts`` (every in-edge by default)."""
-    fanouts = opts.eval_fanouts or [-1] * opts.num_layers
-    ids_np = ids.numpy()
-    order = np.argsort(ids_np, kind="stable")
-    out = None
-    model.eval()
-    with torch.no_grad(), DistNeighborLoader(g, fanouts, ids, math.ceil(opts.eval_batch_size / g.group.world_size),
-                                             input_type=ntype if inputs.hetero else None, label_name=None,
-                                             seed=opts.seed) as loader:
-        for batch in loader:
-            n = batch[ntype].batch_size if inputs.hetero else batch.batch_size
-            rows = rows_of(model(*inputs(batch)), ntype)[:n]
-            if out is None:
-                out = torch.zeros((ids.numel(), rows.shape[1]))
-            seeds = (batch[ntype] if inputs.hetero else batch).n_id[:n].numpy()
-            out[torch.from_numpy(order[np.searchsorted(ids_np, seeds, sorter=order)])] = rows
-    return out if out is not None else torch.zeros((0, 0))
 
 
 def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
@@ -86,13 +66,16 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
     inputs = ModelInputs(g, opts)
     model = build_model(opts, inputs, classes, [target])
 
+    outputs = Outputs(s, g, model, inputs, opts, [target], "node-outputs")
+
     def evaluate(ids: torch.Tensor) -> float:
-        pred = predict(g, model, inputs, target, ids, opts).argmax(1).numpy()
+        pred = outputs.get()[target][ids].argmax(1).numpy()
         own = ids.numpy()
         counts = all_reduce_sum(s.ctx, np.array([(pred == labels[own]).sum(), own.size], dtype=np.int64), "evaluation")
         return float(counts[0] / max(1, counts[1]))
 
     def loss(ddp: torch.nn.Module, batch: Any) -> torch.Tensor:
+        outputs.changed()  # a training step follows: outputs computed before it are stale
         store = batch[target] if inputs.hetero else batch
         out = rows_of(ddp(*inputs(batch)), target)[: store.batch_size]
         return F.cross_entropy(out, store.y[: store.batch_size].long())
@@ -104,6 +87,7 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
     metrics = {"task": "node", "epochs": history, "test_acc": evaluate(split["test"]),
                "val_acc": history[-1]["val_acc"] if history else None, "world_size": world,
                "num_parts": book.num_partitions()}
-    if opts.save_embeddings:
-        write_embeddings(s, g, lambda t, ids: predict(g, model, inputs, t, ids, opts), opts.save_embeddings, [target])
+    if opts.save_embeddings:  # the test evaluation computed them with the final model
+        save_tables(s, g, outputs.get(), opts.save_embeddings)
+    metrics["inference_s"] = outputs.seconds
     return metrics
