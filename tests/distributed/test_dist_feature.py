@@ -11,6 +11,37 @@ from graphshard.distributed.launcher import launch
 from tests.graphs import small_hetero
 
 
+def _pyg_checks(g, book, store) -> None:
+    """The store on PyG's FeatureStore interface: global per-type IDs, every index form, whole-graph
+    sizes, KeyError for what is missing, read-only."""
+    import torch
+    from torch_geometric.data import TensorAttr
+
+    from graphshard.distributed.store_base import ReadOnlyStoreError
+    for t, feats in g.node_feats.items():
+        n = g.num_nodes[t]
+        for name, full in feats.items():
+            want = full[book.to_original(t, torch.arange(n)).numpy()]
+            pyg = {"feat": "x", "label": "y"}.get(name, name)
+            assert store.get_tensor_size(t, pyg) == want.shape
+            whole = store.get_tensor(t, pyg, index=None)  # every row of the graph, remote ones included
+            assert np.array_equal(whole.numpy(), want)
+            assert np.array_equal(store[t, name, 3:n:4].numpy(), want[3:n:4])
+            assert np.array_equal(store[t, name, [n - 1, 0]].numpy(), want[[n - 1, 0]])
+            assert np.array_equal(store[t][pyg][5].numpy(), want[5])
+    cites = ("paper", "cites", "paper")
+    assert np.array_equal(store[cites, "weight", :].numpy(),
+                          g.edge_feats[cites]["weight"][book.to_original_eids(cites, torch.arange(g.num_edges(cites))).numpy()])
+    assert {(a.group_name, a.attr_name) for a in store.get_all_tensor_attrs()} == {
+        ("paper", "x"), ("paper", "y"), ("author", "emb"), (cites, "weight")}
+    for bad in (("nope", "x"), ("paper", "nope"), (None, "x")):
+        with pytest.raises(KeyError):
+            store.get_tensor(*bad, index=None)
+        assert store.get_tensor_size(*bad) is None
+    with pytest.raises(ReadOnlyStoreError):
+        store.put_tensor(torch.zeros(2, 5), TensorAttr("paper", "x", torch.tensor([0, 1])))
+
+
 def _worker(config: str, check_error: bool) -> None:
     import os
 
@@ -45,6 +76,7 @@ def _worker(config: str, check_error: bool) -> None:
                 for name, full in feats.items():
                     got = store.lookup(et, name, ids).numpy()
                     assert np.array_equal(got, full[book.to_original_eids(et, ids).numpy()])
+            _pyg_checks(g, book, store)
         finally:
             shutdown_rpc(group)
     os.environ.pop("RANK", None)

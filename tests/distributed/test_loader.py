@@ -41,6 +41,7 @@ def _homo_checks(g, dg, rank):
     for a, b in zip(batches[0], batches[1]):
         assert np.array_equal(a.n_id.numpy(), b.n_id.numpy()) and np.array_equal(a.edge_index.numpy(), b.edge_index.numpy())
         _check_node_batch(g, book, a, a.n_id[:a.batch_size])
+        assert np.array_equal(mine[a.input_id.numpy()], a.n_id[:a.batch_size].numpy())  # PyG's input_id
         seen += a.n_id[:a.batch_size].tolist()
     assert set(seen) == set(mine.tolist())  # every seed served (rank 0 tops up with repeats)
 
@@ -54,6 +55,7 @@ def _homo_checks(g, dg, rank):
             orig = book.to_original("_N", data.n_id).numpy()
             n = data.input_id.numel()
             want_s, want_d = src[pick[at:at + n]], dst[pick[at:at + n]]
+            assert np.array_equal(data.input_id.numpy(), np.arange(at, at + n))  # positions in edge_label_index
             at += n
             if mode == "binary":
                 eli = data.edge_label_index.numpy()

@@ -1,79 +1,183 @@
-"""LocalFeatureStore against the original graph's features, through PyG's FeatureStore API."""
+"""LocalFeatureStore through PyG's FeatureStore API: rows against the original graph's features, and PyG's
+own feature-store contract (test/data/test_feature_store.py of PyG) checked against PyG's reference
+``MyFeatureStore`` holding the same tensors."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
+from torch_geometric.data import TensorAttr
+from torch_geometric.data.feature_store import AttrView
+from torch_geometric.testing import MyFeatureStore
 
 from graphshard import IDRangeError, load_partition, partition_graph
-from graphshard.distributed.local_store import LocalFeatureStore
-from tests.graphs import small_hetero
+from graphshard.distributed.local_store import LocalFeatureStore, ReadOnlyStoreError
+from graphshard.format.load import verify_checksums
+from tests.graphs import small_hetero, small_homo
+
+CITES = ("paper", "cites", "paper")
 
 
-@pytest.fixture
-def stores(tmp_path):
+@pytest.fixture(scope="module")
+def hetero(tmp_path_factory):
+    path = tmp_path_factory.mktemp("h")
     g = small_hetero()
-    partition_graph(g, "h", 2, tmp_path, part_method="metis")
-    parts = [load_partition(tmp_path / "h.json", p) for p in range(2)]
-    return g, parts, [LocalFeatureStore(parts[p], p) for p in range(2)]
+    partition_graph(g, "h", 2, path, part_method="metis")
+    parts = [load_partition(path / "h.json", p) for p in range(2)]
+    return g, parts, [LocalFeatureStore(parts[p], p) for p in range(2)], path / "h.json"
 
 
-def test_rows_by_global_ids_equal_original_features(stores):
-    g, parts, fs = stores
+@pytest.fixture(scope="module")
+def homo(tmp_path_factory):
+    path = tmp_path_factory.mktemp("s")
+    g = small_homo()
+    partition_graph(g, "s", 1, path, part_method="random")
+    part = load_partition(path / "s.json", 0)
+    return g, part, LocalFeatureStore(part, 0)
+
+
+def _orig_rows(fs, book, group, rows):
+    """Original per-type IDs of a store's rows (an independent route: the partition book's ID maps)."""
+    ids = torch.as_tensor(rows) + fs.id_offset(group)
+    return (book.to_original_eids(group, ids) if isinstance(group, tuple) else book.to_original(group, ids)).numpy()
+
+
+def test_rows_are_the_original_features(hetero):
+    g, parts, fs, _ = hetero
     book = parts[0].partition_book
     for p in range(2):
-        ids = book.partid2nids(p, "paper")
-        got = fs[p].get_tensor("paper", "feat", index=ids)
-        orig = book.to_original("paper", ids).numpy()
-        assert np.array_equal(got.numpy(), g.node_feats["paper"]["feat"][orig])
-        eids = book.partid2eids(p, ("paper", "cites", "paper"))
-        w = fs[p].get_tensor(("paper", "cites", "paper"), "weight", index=eids)
-        eorig = book.to_original_eids(("paper", "cites", "paper"), eids).numpy()
-        assert np.array_equal(w.numpy(), g.edge_feats[("paper", "cites", "paper")]["weight"][eorig])
-    # PyG's indexing syntax and attribute listing
-    ids = book.partid2nids(1, "author")[:3]
-    assert torch.equal(fs[1]["author", "emb", ids], fs[1].get_tensor("author", "emb", index=ids))
-    assert {(a.group_name, a.attr_name) for a in fs[0].get_all_tensor_attrs()} == {
-        ("paper", "feat"), ("paper", "label"), ("author", "emb"), (("paper", "cites", "paper"), "weight")}
+        for t in ("paper", "author"):
+            n = fs[p].get_tensor_size(t, "feat" if t == "paper" else "emb")[0]
+            assert n == book.partid2nids(p, t).numel() > 0
+            rows = torch.randperm(n)
+            for name, full in g.node_feats[t].items():
+                got = fs[p].get_tensor(t, name, index=rows).numpy()
+                assert np.array_equal(got, full[_orig_rows(fs[p], book, t, rows)])
+        eids = book.partid2eids(p, CITES)
+        got = fs[p].get_tensor_from_global_id(CITES, "weight", eids.flip(0))
+        want = g.edge_feats[CITES]["weight"][book.to_original_eids(CITES, eids.flip(0)).numpy()]
+        assert np.array_equal(got.numpy(), want)
+    # paper's feat/label are PyG's x/y too; both names read the same rows
+    assert torch.equal(fs[1]["paper", "x", :], fs[1].get_tensor("paper", "feat", index=None))
+    assert torch.equal(fs[1]["paper", "y", [2, 0]], fs[1]["paper", "label", torch.tensor([2, 0])])
 
 
-def test_ownership_put_remove_size(stores):
-    g, parts, fs = stores
-    book = parts[0].partition_book
+def _reference(fs, g, book, p) -> MyFeatureStore:
+    """PyG's reference store holding partition p's tensors of the original graph, keyed by store rows."""
+    ref = MyFeatureStore()
+    for t, feats in g.node_feats.items():
+        rows = torch.arange(book.partid2nids(p, t).numel())
+        for name, full in feats.items():
+            pyg_name = {"feat": "x", "label": "y"}.get(name, name)
+            ref.put_tensor(torch.as_tensor(full[_orig_rows(fs, book, t, rows)]), t, pyg_name, rows)
+    for et, feats in g.edge_feats.items():
+        rows = torch.arange(book.partid2eids(p, et).numel())
+        for name, full in feats.items():
+            ref.put_tensor(torch.as_tensor(full[_orig_rows(fs, book, et, rows)]), et, name, rows)
+    return ref
+
+
+def test_pyg_feature_store_contract(hetero):
+    g, parts, fs, _ = hetero
+    store, book = fs[0], parts[0].partition_book
+    ref = _reference(store, g, book, 0)
+    key = lambda a: (a.group_name, a.attr_name)  # noqa: E731
+    listed = lambda s: sorted(map(key, s.get_all_tensor_attrs()), key=str)  # noqa: E731
+    assert listed(store) == listed(ref)
+    n = store.get_tensor_size("paper", "x")[0]
+    index = torch.tensor([3, 0, n - 1])
+    attr = TensorAttr("paper", "x", index)
+    assert TensorAttr("paper").update(attr) == attr
+    assert torch.equal(store.get_tensor(attr), ref.get_tensor(attr))
+    # every fully specified form, each against the reference store
+    for got, want in [
+        (store["paper", "x", index], ref["paper", "x", index]),
+        (store["paper", "x", None], ref["paper", "x", None]),
+        (store["paper", "x", :], ref["paper", "x", :]),
+        (store["paper"]["x"][:], ref["paper"]["x"][:]),
+        (store["paper"].x[:], ref["paper"].x[:]),
+        (store.view().paper.x[:], ref.view().paper.x[:]),
+        (store[CITES, "weight", index], ref[CITES, "weight", index]),
+        (store["author", "emb", torch.zeros(0, dtype=torch.long)], ref["author", "emb", torch.zeros(0, dtype=torch.long)]),
+    ]:
+        assert torch.equal(got, want)
+    # the index forms PyG accepts beyond the reference's: lists, slices, ints, masks (PyG's TensorAttr
+    # itself cannot hold a NumPy array: its is_set compares the index with ==)
+    whole = ref["paper", "x", None]
+    assert torch.equal(store["paper", "x", [3, 0, n - 1]], whole[index])
+    assert torch.equal(store["paper", "x", 1:7:2], whole[1:7:2])
+    assert torch.equal(store["paper", "x", 2], whole[2])
+    mask = torch.arange(n) % 3 == 0
+    assert torch.equal(store["paper", "x", mask], whole[mask])
+    assert store.get_tensor_size("paper", "x", index=index) == (3, 5)
+    assert store.get_tensor_size("paper", "x", index=slice(1, 7, 2)) == (3, 5)
+    # views
+    view = store.view(group_name="paper")
+    view.attr_name = "x"
+    view["index"] = index
+    assert view != "not a 'AttrView' object"
+    assert view == AttrView(store, TensorAttr("paper", "x", index))
+    with pytest.raises(AttributeError):
+        _ = store.view(group_name="paper", index=None).x.paper
+    assert store["paper"] == store.view(TensorAttr(group_name="paper"))
+    assert store["paper"].x == store.view(TensorAttr(group_name="paper", attr_name="x"))
+    assert isinstance(store["paper"], AttrView)
+    # missing group / attribute / a call naming no attribute: KeyError, as in the reference
+    for s in (store, ref):
+        for bad in (("nope", "x", None), ("paper", "nope", None), ("author", "x", None)):
+            with pytest.raises(KeyError):
+                s.get_tensor(*bad)
+        with pytest.raises(KeyError):
+            s["paper"]()
+    with pytest.raises(KeyError, match="no group or edge type None"):
+        store[None, "x", None]  # a multi-type graph has no None group
+    assert store.get_tensor_size("nope", "x") is None and store.get_tensor_size("paper", "nope") is None
+    # rows outside the partition
+    with pytest.raises(IDRangeError, match=r"out of range \[0, \d+\)"):
+        store["paper", "x", [n]]
     foreign = book.partid2nids(1, "paper")[:1]
-    with pytest.raises(IDRangeError, match="not owned by this partition"):
-        fs[0].get_tensor("paper", "feat", index=foreign)
-    mine = book.partid2nids(0, "paper")[:2]
-    fs[0].put_tensor(torch.zeros(2, 5), "paper", "feat", index=mine)
-    assert (fs[0].get_tensor("paper", "feat", index=mine) == 0).all()
-    n0 = book.partid2nids(0, "author").numel()
-    mine_all = book.partid2nids(0, "author")
-    fs[0].put_tensor(torch.arange(n0 * 2.0).view(n0, 2), "author", "extra", index=mine_all.flip(0))
-    assert torch.equal(fs[0].get_tensor("author", "extra", index=mine_all[-1:]), torch.tensor([[0.0, 1.0]]))
-    assert fs[0].get_tensor_size("author", "extra") == (n0, 2)
-    assert fs[0].remove_tensor("author", "extra", index=mine_all)  # PyG wants every field given
-    assert fs[0].get_tensor("author", "extra", index=mine_all) is None  # PyG 2.8 returns None for a missing tensor
+    with pytest.raises(IDRangeError, match="not owned by partition 0"):
+        store.get_tensor_from_global_id("paper", "x", foreign)
 
 
-def test_graph_store_edges_are_original_edges(stores):
-    from graphshard.distributed.local_store import LocalGraphStore
-    g, parts, _ = stores
-    book = parts[0].partition_book
-    for p in range(2):
-        gs = LocalGraphStore(parts[p])
-        attrs = {a.edge_type: a for a in gs.get_all_edge_attrs()}
-        assert set(attrs) == set(g.canonical_etypes)
-        for et in g.canonical_etypes:
-            src, dst = gs.get_edge_index(et, "coo")
-            assert attrs[et].size == (g.num_nodes[et[0]], g.num_nodes[et[2]])
-            osrc = book.to_original(et[0], src).numpy() if src.numel() else np.zeros(0, np.int64)
-            odst = book.to_original(et[2], dst).numpy() if dst.numel() else np.zeros(0, np.int64)
-            original = set(zip(g.edges[et][0].tolist(), g.edges[et][1].tolist()))
-            assert set(zip(osrc.tolist(), odst.tolist())) <= original
-            inner = book.nid2partid(dst, et[2]).numpy() == p if dst.numel() else np.zeros(0, bool)
-            mine = {(int(a), int(b)) for a, b in zip(g.edges[et][0], g.edges[et][1])
-                    if int(book.nid2partid(book.from_original(et[2], [b]), et[2])[0]) == p}
-            assert set(zip(osrc[inner].tolist(), odst[inner].tolist())) == mine  # every in-edge of inner nodes
-        with pytest.raises(Exception, match="only COO"):
-            gs.get_edge_index(g.canonical_etypes[0], "csc")
+def test_writes_raise_one_error_and_change_nothing(hetero):
+    g, parts, fs, config = hetero
+    store = fs[0]
+    before = store["paper", "x", None].clone()
+    rows = torch.arange(before.shape[0])
+    attempts = [
+        lambda: store.put_tensor(torch.zeros_like(before), "paper", "x", index=rows),
+        lambda: store.put_tensor(torch.zeros(2, 5), "paper", "brand_new", index=None),
+        lambda: store.update_tensor(torch.zeros_like(before), "paper", "x", index=rows),
+        lambda: store.remove_tensor("paper", "x", index=None),
+        lambda: store.__setitem__(("paper", "x", rows), torch.zeros_like(before)),
+        lambda: store.__setitem__(("paper", "x"), torch.zeros_like(before)),  # not even fully specified
+        lambda: store.__delitem__(("paper", "x", rows)),
+    ]
+    for attempt in attempts:
+        with pytest.raises(ReadOnlyStoreError, match="LocalFeatureStore is read-only"):
+            attempt()
+    assert torch.equal(store["paper", "x", None], before)
+    assert ("paper", "brand_new") not in {(a.group_name, a.attr_name) for a in store.get_all_tensor_attrs()}
+    verify_checksums(config)  # the partition's files are untouched
+
+
+def test_single_type_graph_uses_pyg_none_groups(homo):
+    g, part, store = homo
+    book = part.partition_book
+    x, w = g.node_feats["_N"]["feat"], g.edge_feats[("_N", "_E", "_N")]["w"]
+    # node data under group None (and its type name); edge data under (None, None) (and its edge type)
+    assert {(a.group_name, a.attr_name) for a in store.get_all_tensor_attrs()} == {
+        (None, "x"), (None, "y"), (None, "train_mask"), (None, "val_mask"), (None, "test_mask")}
+    rows = torch.tensor([5, 1, 7])
+    want = x[book.to_original("_N", rows).numpy()]
+    for got in (store[None, "x", rows], store[None]["x"][rows], store.view(None).feat[rows], store["_N", "feat", rows],
+                store.get_tensor(None, "x", index=rows.tolist())):
+        assert np.array_equal(got.numpy(), want)
+    erows = torch.tensor([0, 9, 3])
+    want_w = w[book.to_original_eids("_N:_E:_N", erows).numpy()]
+    for group in ((None, None), ("_N", "_E", "_N"), "_N:_E:_N"):
+        assert np.array_equal(store.get_tensor(group, "w", index=erows).numpy(), want_w)
+    assert sorted(store.attr_names(None)) == sorted(g.node_feats["_N"]) and store.attr_names((None, None)) == ["w"]
+    assert store.get_tensor_size((None, None), "w") == (len(w),)

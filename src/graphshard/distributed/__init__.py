@@ -10,6 +10,7 @@ _EXPORTS = {
     "SparseAdagrad": "embedding", "node_split": "split", "edge_split": "split",
     "DistNeighborSampler": "sampler", "DistFeatureStore": "feature", "DistNeighborLoader": "loader",
     "DistLinkNeighborLoader": "loader", "launch": "launcher", "run_script": "launcher",
+    "LocalFeatureStore": "local_store", "LocalGraphStore": "graph_store", "ReadOnlyStoreError": "store_base",
 }
 __all__ = sorted(_EXPORTS)
 

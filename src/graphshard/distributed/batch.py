@@ -52,13 +52,19 @@ class BatchSpec:
 @dataclass(frozen=True)
 class BatchRequest:
     """Batch ``index`` of an epoch: ``seeds`` are per-type node IDs (node loader) or a ``(2, B)`` array of
-    source/destination IDs (link loader); ``time`` per seed (temporal); ``key`` seeds all randomness."""
+    source/destination IDs (link loader); ``time`` per seed (temporal); ``key`` seeds all randomness;
+    ``input_id`` the position of each seed in the loader's input (PyG's ``input_id``; default 0..B-1)."""
 
     index: int
     key: int
     seeds: np.ndarray
     time: np.ndarray | None = None
     label: np.ndarray | None = None
+    input_id: np.ndarray | None = None
+
+
+def _input_id(req: BatchRequest, count: int) -> np.ndarray:
+    return np.arange(count, dtype=np.int64) if req.input_id is None else np.asarray(req.input_id, dtype=np.int64)
 
 
 def first_positions(ids: np.ndarray) -> np.ndarray:
@@ -111,14 +117,16 @@ class BatchMaker:
     def _node(self, req: BatchRequest) -> Data | HeteroData:
         ntype = self.spec.input_type or self.book.ntypes[0]
         seeds, times = np.asarray(req.seeds, dtype=np.int64), req.time
+        input_id = _input_id(req, seeds.shape[0])
         if times is None and not self.spec.disjoint:  # a node seeded twice would shift the seed rows
             _, first = np.unique(seeds, return_index=True)
-            seeds = seeds[np.sort(first)]
+            keep = np.sort(first)
+            seeds, input_id = seeds[keep], input_id[keep]
         out = self.sampler.sample(self._homo(seeds, ntype), seed=req.key, seed_time=times)
         data, _ = self._collate(out)
         store = data[ntype] if self.hetero else data
         store.batch_size = int(seeds.shape[0])
-        store.input_id = torch.arange(seeds.shape[0])
+        store.input_id = torch.from_numpy(input_id)
         if times is not None:
             store.seed_time = torch.as_tensor(times)
         return data
@@ -164,7 +172,7 @@ class BatchMaker:
         else:
             store.edge_label_index = torch.stack([pos[:n_src], pos[n_src:2 * n_src]])
             store.edge_label = label
-        store.input_id = torch.arange(n_pos)
+        store.input_id = torch.from_numpy(_input_id(req, n_pos))
         if req.time is not None:
             store.edge_label_time = torch.as_tensor(times)
         return data

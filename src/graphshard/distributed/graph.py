@@ -62,7 +62,7 @@ class FeatureView:
 
     def __init__(self, store: DistFeatureStore, group: Any, name: str):
         self.store, self.group, self.name = store, group, name
-        self.shape = store.local.get_tensor_size(group, name)
+        self.shape = store.get_tensor_size(group, name)  # of the whole graph
 
     def __getitem__(self, ids: Any) -> torch.Tensor:
         return self.store.lookup(self.group, self.name, ids)
@@ -75,7 +75,7 @@ class DataView:
         self.store, self.group, self.extra = store, group, {}
 
     def keys(self) -> list[str]:
-        names = [a.attr_name for a in self.store.local.get_all_tensor_attrs() if a.group_name == self.group]
+        names = self.store.attr_names(self.group)
         return names + [k for k in self.extra if k not in names]
 
     def __contains__(self, name: str) -> bool:

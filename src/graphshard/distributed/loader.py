@@ -68,7 +68,7 @@ class _DistLoader:
             key = int(np.random.default_rng([self.seed, epoch, self.rank, b]).integers(0, 2**62))
             reqs.append(BatchRequest(b, key, self.seeds[..., take],
                                      None if self.time is None else self.time[take],
-                                     None if self.label is None else self.label[take]))
+                                     None if self.label is None else self.label[take], take))
         return reqs
 
     def __iter__(self) -> Iterator[Any]:
@@ -100,9 +100,11 @@ class DistNeighborLoader(_DistLoader):
     """Mini-batches of ``input_nodes`` (this rank's per-type IDs of ``input_type``, e.g. from
     ``node_split``) with their sampled ``num_neighbors``-hop neighbourhoods, as PyG ``Data`` (one node
     and edge type) or ``HeteroData``: ``n_id``, ``e_id``, ``x``, ``y``, ``edge_index``, ``batch_size``,
-    ``num_sampled_nodes``/``num_sampled_edges``, ``input_id``; the first ``batch_size`` nodes are the
-    batch's distinct seeds (a repeated seed appears once). ``time_attr`` + ``input_time``: temporal
-    sampling (neighbours never newer than their seed; seeds are kept as given, one subtree each)."""
+    ``num_sampled_nodes``/``num_sampled_edges``, ``input_id`` (as in PyG: each seed's position in
+    ``input_nodes``); the first ``batch_size`` nodes are the batch's distinct seeds (a repeated seed
+    appears once, with the ``input_id`` of its first occurrence in the batch). ``time_attr`` +
+    ``input_time``: temporal sampling (neighbours never newer than their seed; seeds are kept as given,
+    one subtree each)."""
 
     def __init__(self, graph: DistGraph, num_neighbors: Any, input_nodes: Any, batch_size: int = 1024,
                  input_type: str | None = None, shuffle: bool = False, drop_last: bool = False,
@@ -120,7 +122,8 @@ class DistNeighborLoader(_DistLoader):
 
 class DistLinkNeighborLoader(_DistLoader):
     """Mini-batches of edges ``edge_label_index`` (a ``(2, E)`` array of per-type source/destination IDs
-    of ``edge_type``) with the sampled neighbourhoods of their endpoints. ``neg_sampling`` ``"binary"``
+    of ``edge_type``) with the sampled neighbourhoods of their endpoints; ``input_id`` is each positive
+    edge's position in ``edge_label_index`` (as in PyG). ``neg_sampling`` ``"binary"``
     adds ``neg_amount × E`` random pairs and ``edge_label`` (1/0, or the given ``edge_label`` then 0);
     ``"triplet"`` adds ``src_index``/``dst_pos_index``/``dst_neg_index``. ``exclude_seed_edges``: the
     sampled neighbourhoods leave out the seed edges themselves (and their reverses)."""
