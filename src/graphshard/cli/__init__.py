@@ -10,7 +10,7 @@ import sys
 
 from .. import __version__
 from ..errors import GraphshardError
-from . import data, launch, partition, pipeline, plot, train
+from . import data, infer, launch, partition, pipeline, plot, train
 from .common import HelpFormatter
 
 NOTICE_LOGGER = "graphshard.notice"  # one-line notices shown at the default level (e.g. kernel compilation)
@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="log each phase (time, peak memory), on every rank")
     p.add_argument("--version", action="version", version=f"graphshard {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (data, partition, pipeline, launch, train, plot):
+    for group in (data, partition, pipeline, launch, train, infer, plot):
         group.register(sub)
     return p
 

@@ -20,7 +20,7 @@ from ..distributed.runtime import Session
 from ..distributed.split import node_split
 from ..distributed.tensor import DistTensor
 from ..format.outputs import MARKER, check_output_dir, mark_output_dir
-from ..infer import layerwise_inference
+from ..infer.layerwise import layerwise_inference
 from .inputs import ModelInputs, rows_of
 from .options import TrainOptions
 

@@ -50,17 +50,24 @@ def _full(g: DistGraph, ntype: str, name: str) -> np.ndarray:
 
 
 
+def node_task(g: DistGraph, opts: TrainOptions) -> tuple[str, np.ndarray, dict[str, np.ndarray], int]:
+    """The node type to classify, its labels and split masks, and the number of classes."""
+    target = target_type(g, opts)
+    book = g.get_partition_book()
+    labels = _full(g, target, "label").astype(np.int64)
+    masks = {k: _full(g, target, f"{k}_mask").astype(bool) for k in ("train", "val", "test")}
+    classes = num_classes_of(labels, masks, opts.num_classes, target, lambda ids: book.to_original(target, ids))
+    return target, labels, masks, classes
+
+
 def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
     """Train and evaluate; returns the metrics (the same on every rank)."""
     torch.manual_seed(opts.seed)
     g = DistGraph(graph_name(opts.part_config), opts.part_config)
-    target = target_type(g, opts)
+    target, labels, masks, classes = node_task(g, opts)
     book, world = g.get_partition_book(), s.world_size
-    labels = _full(g, target, "label").astype(np.int64)
     ntype = target if len(g.ntypes) > 1 else None
-    masks = {k: _full(g, target, f"{k}_mask").astype(bool) for k in ("train", "val", "test")}
     split = {k: node_split(m, book, ntype, rank=s.rank, world_size=world) for k, m in masks.items()}
-    classes = num_classes_of(labels, masks, opts.num_classes, target, lambda ids: book.to_original(target, ids))
     if not opts.allow_nonfinite:
         check_finite_features(g)
     inputs = ModelInputs(g, opts)

@@ -1,0 +1,30 @@
+"""``embed``: every node's output from a training checkpoint, without training."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from .common import cluster_flags, command, out_flag
+
+
+def run_embed(args: argparse.Namespace) -> None:
+    from ..infer import embed
+
+    start = time.perf_counter()
+    embed(args.part_config, args.checkpoint, args.out, args.num_procs, args.host, args.timeout)
+    print(f"wrote every node's output in {time.perf_counter() - start:.1f} s -> {args.out}")
+
+
+def register(sub: Any) -> None:
+    p = command(sub, "embed", "write every node's output from a training checkpoint (layer-wise, exact)",
+                "Rebuild the model a 'graphshard train --checkpoint DIR' run trained (from the options the "
+                "checkpoint records), restore its weights and learnt inputs, and write every node's output in "
+                "original ID order: a .npy file, or for a heterogeneous graph a directory of <node type>.npy. "
+                "Runs on as many ranks as the training run had.")
+    p.add_argument("--part-config", required=True, help="partition config JSON the run trained on")
+    p.add_argument("--checkpoint", required=True, help="the run's --checkpoint directory")
+    out_flag(p, "output .npy file (homogeneous) or directory (heterogeneous)")
+    cluster_flags(p, "start this many local ranks: the training run's rank count (omit under torchrun)")
+    p.set_defaults(func=run_embed)

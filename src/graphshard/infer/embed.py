@@ -1,0 +1,89 @@
+"""``graphshard embed``: every node's output from a training checkpoint, without training — the model is
+rebuilt from the options the checkpoint records, its weights (and learnt input embeddings) restored, and
+the outputs computed layer by layer, then written in the user's original node order."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+from ..errors import InputError
+from ..train.checkpoint import RESUME_OPTIONS, load_checkpoint, read_state, run_identity
+from ..train.options import TrainOptions
+
+
+def checkpoint_options(part_config: str, checkpoint: str, out: str, timeout: float = 300.0
+                       ) -> tuple[TrainOptions, int]:
+    """The training options a checkpoint was written with (those that shape the model), and its rank count."""
+    meta = read_state(Path(checkpoint) / "rank0")
+    if meta is None:
+        raise InputError(f"{checkpoint}: no checkpoint here (rank0/checkpoint.json is missing)")
+    identity = meta.get("identity")
+    if not isinstance(identity, dict) or any(k not in identity for k in (*RESUME_OPTIONS, "world_size")):
+        raise InputError(f"{checkpoint}: the checkpoint does not record the options of its run (written by an "
+                         "older graphshard): the model cannot be rebuilt")
+    opts = TrainOptions(part_config=str(part_config), checkpoint=str(checkpoint), save_embeddings=str(out),
+                        timeout=timeout, **{k: identity[k] for k in RESUME_OPTIONS})
+    return opts, int(identity["world_size"])
+
+
+def embed(part_config: str | os.PathLike, checkpoint: str | os.PathLike, out: str | os.PathLike,
+          num_procs: int | None = None, host: str = "127.0.0.1", timeout: float = 300.0) -> None:
+    """Write every node's output (as ``--save-embeddings`` does) from the checkpoint in ``checkpoint`` of a
+    run on the partitions of ``part_config``. ``num_procs``: start that many local ranks (the checkpoint's
+    rank count); None: this process is one rank of a torchrun job of that size."""
+    from ..distributed.lifetime import refuse_spawn_reimport
+    from ..train.embeddings import check_embeddings_target
+
+    refuse_spawn_reimport()
+    opts, world = checkpoint_options(str(part_config), str(checkpoint), str(out), timeout)
+    ranks = num_procs if num_procs is not None else int(os.environ.get("WORLD_SIZE", "1"))
+    if ranks != world:
+        raise InputError(f"{checkpoint}: the checkpoint was written by {world} ranks; run embed on {world} "
+                         f"(got {ranks})")
+    check_embeddings_target(out)
+    if num_procs is None:
+        _rank(opts)
+        return
+    from ..distributed.launcher import launch
+    from ..sampling.kernels import warm_up
+
+    warm_up()
+    launch(_rank, num_procs, (opts,), host, timeout)
+
+
+def _rank(opts: TrainOptions) -> None:
+    from ..distributed.graph import DistGraph
+    from ..distributed.runtime import session
+    from ..models import DotDecoder, LinkModel, MLPDecoder
+    from ..train.embeddings import save_tables
+    from ..train.inputs import ModelInputs, build_model
+    from ..train.loop import graph_name
+    from ..train.node import node_task
+    from .layerwise import layerwise_inference
+
+    with session(timeout=opts.timeout) as s:
+        g = DistGraph(graph_name(opts.part_config), opts.part_config)
+        inputs = ModelInputs(g, opts)
+        if opts.task == "node":
+            target, _, _, classes = node_task(g, opts)
+            model = encoder = build_model(opts, inputs, classes, [target])
+            types = [target]
+        else:
+            if opts.edge_type is None and len(g.canonical_etypes) > 1:
+                raise InputError("the checkpoint's link run names no edge type and the graph has several")
+            et = g._etype(opts.edge_type) if opts.edge_type else g.canonical_etypes[0]
+            encoder = build_model(opts, inputs, opts.hidden, [et[0], et[2]])
+            decoder = DotDecoder() if opts.decoder == "dot" else MLPDecoder(opts.hidden, opts.hidden)
+            model, types = LinkModel(encoder, decoder, et[0], et[2]), [et[0], et[2]]
+        directory = f"{opts.checkpoint}/rank{s.rank}"
+        resumed = load_checkpoint(directory, model, torch.optim.Adam(model.parameters(), lr=opts.lr),
+                                  run_identity(opts.part_config, opts, s.world_size))
+        if resumed is None:
+            raise InputError(f"{directory}: no checkpoint of rank {s.rank}")
+        inputs.load_state(resumed[2])
+        g.barrier()  # every embedding shard is restored before anyone reads it
+        tables, _ = layerwise_inference(g, encoder, inputs.rows, "embed", types)
+        save_tables(s, g, tables, opts.save_embeddings)
