@@ -73,6 +73,11 @@ def test_list_flags_are_checked(value, message, capsys):
     assert "argument --fanouts" in err and message in err and "Traceback" not in err
 
 
+def test_lists_starting_with_minus_one_are_values():
+    args = build_parser().parse_args(["train", "--part-config", "p", "--fanouts", "-1,5", "--eval-fanouts", "-1,-1"])
+    assert (args.fanouts, args.eval_fanouts) == ([-1, 5], [-1, -1])
+
+
 def test_bad_numbers_are_usage_errors(capsys):
     for argv, flag in ((["partition", "--dataset", "d", "--out", "o", "--num-parts", "-1"], "--num-parts"),
                        (["train", "--part-config", "p", "--lr", "0"], "--lr"),

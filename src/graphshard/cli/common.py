@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any
 
 HOST_HELP = ("address every socket of the run listens on (127.0.0.1: this machine only). The transport has no "
@@ -36,6 +37,8 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 def command(sub: Any, name: str, help_text: str, description: str | None = None) -> argparse.ArgumentParser:
     """A sub-command parser with the shared formatter and ``-v`` (also accepted after the command)."""
     p = sub.add_parser(name, help=help_text, description=description or help_text, formatter_class=HelpFormatter)
+    # a value such as ``-1,-1`` (every neighbour on both layers) is a value, not an unknown flag
+    p._negative_number_matcher = re.compile(r"^-\d+(,-?\d+)*$|^-\d*\.\d+$")
     p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                    help="log each phase (time, peak memory), on every rank")
     return p
