@@ -19,7 +19,8 @@ from numba.core import event
 
 NOTICE = "compiling numba kernels on first use (cached for later runs: this happens once per install)"
 _log = logging.getLogger("graphshard.notice")
-_announced: list[bool] = []
+_announced: list[bool] = []  # this process has shown the notice
+_LISTENING: list[bool] = []  # the compile listener is registered
 
 
 class _FirstCompile(event.Listener):
@@ -43,8 +44,6 @@ def kernel(**options: Any) -> Callable[[Callable], Any]:
         _LISTENING.append(True)
     return numba.njit(cache=True, **options)
 
-
-_LISTENING: list[bool] = []
 
 
 def compiled(fn: Any) -> dict[str, int]:

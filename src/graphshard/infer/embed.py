@@ -57,9 +57,9 @@ def embed(part_config: str | os.PathLike, checkpoint: str | os.PathLike, out: st
 def _rank(opts: TrainOptions) -> None:
     from ..distributed.graph import DistGraph
     from ..distributed.runtime import session
-    from ..models import DotDecoder, LinkModel, MLPDecoder
     from ..train.embeddings import save_tables
     from ..train.inputs import ModelInputs, build_model
+    from ..train.link import link_model
     from ..train.loop import graph_name
     from ..train.node import node_task
     from .layerwise import layerwise_inference
@@ -75,9 +75,8 @@ def _rank(opts: TrainOptions) -> None:
             if opts.edge_type is None and len(g.canonical_etypes) > 1:
                 raise InputError("the checkpoint's link run names no edge type and the graph has several")
             et = g._etype(opts.edge_type) if opts.edge_type else g.canonical_etypes[0]
-            encoder = build_model(opts, inputs, opts.hidden, [et[0], et[2]])
-            decoder = DotDecoder() if opts.decoder == "dot" else MLPDecoder(opts.hidden, opts.hidden)
-            model, types = LinkModel(encoder, decoder, et[0], et[2]), [et[0], et[2]]
+            model = link_model(opts, inputs, et)
+            encoder, types = model.encoder, [et[0], et[2]]
         directory = f"{opts.checkpoint}/rank{s.rank}"
         resumed = load_checkpoint(directory, model, torch.optim.Adam(model.parameters(), lr=opts.lr),
                                   run_identity(opts.part_config, opts, s.world_size))

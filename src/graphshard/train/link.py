@@ -77,6 +77,13 @@ class LinkEvaluator:
         return {"mrr": float(total[0] / max(1, total[1])), "auc": float(total[2] / max(1, total[3]))}
 
 
+def link_model(opts: TrainOptions, inputs: ModelInputs, et: EType) -> LinkModel:
+    """The encoder (``opts.model``, ``opts.hidden`` outputs) and ``opts.decoder`` scoring pairs of ``et``."""
+    encoder = build_model(opts, inputs, opts.hidden, [et[0], et[2]])
+    decoder = DotDecoder() if opts.decoder == "dot" else MLPDecoder(opts.hidden, opts.hidden)
+    return LinkModel(encoder, decoder, et[0], et[2])
+
+
 def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     """Train and evaluate; returns the metrics (the same on every rank)."""
     require_link_split(opts)
@@ -87,9 +94,7 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     if not opts.allow_nonfinite:
         check_finite_features(g)
     inputs = ModelInputs(g, opts)
-    encoder = build_model(opts, inputs, opts.hidden, [et[0], et[2]])
-    decoder = DotDecoder() if opts.decoder == "dot" else MLPDecoder(opts.hidden, opts.hidden)
-    model = LinkModel(encoder, decoder, et[0], et[2])
+    model = link_model(opts, inputs, et)
     evaluate = LinkEvaluator(s, g, model, inputs, et, opts)
 
     def loss(ddp: torch.nn.Module, batch: Any) -> torch.Tensor:
