@@ -26,13 +26,14 @@ from ..graph import EType
 log = logging.getLogger(__name__)
 
 Rows = Callable[[str, torch.Tensor], torch.Tensor]  # (node type, per-type IDs) -> input rows
-EDGES_PER_CHUNK = 1 << 20  # messages computed at once (edges × width floats)
+EDGES_PER_CHUNK = 1 << 23  # edges of one layer computed at once (their sparse matrix: ~100 MB)
 
 
 @dataclass
 class Plan:
     """This rank's destination rows (local IDs ``[dst_lo, dst_hi)`` of its partition) and every local row
-    they read (``need``: sorted local IDs, sources and destinations), with each row's type and per-type ID."""
+    they read (``need``: sorted local IDs, sources and destinations), with each row's type and per-type ID.
+    ``slot`` maps a local ID to its index in ``need`` (-1: not needed)."""
 
     indptr: np.ndarray
     indices: np.ndarray
@@ -40,6 +41,7 @@ class Plan:
     dst_lo: int
     dst_hi: int
     need: np.ndarray
+    slot: np.ndarray
     need_type: np.ndarray
     need_tid: np.ndarray
     pos_in_type: np.ndarray  # position of each ``need`` row among the rows of its type
@@ -60,20 +62,25 @@ def plan(g: DistGraph) -> Plan:
     k = g.group.per_part(book.num_partitions())
     j = g.group.rank % k
     lo, hi = inner * j // k, inner * (j + 1) // k
-    need = np.union1d(indices[indptr[lo]: indptr[hi]], np.arange(lo, hi, dtype=np.int64))
+    wanted = np.zeros(indptr.shape[0] - 1, dtype=bool)
+    wanted[indices[indptr[lo]: indptr[hi]]] = True
+    wanted[lo:hi] = True
+    need = np.flatnonzero(wanted)
+    slot = np.full(wanted.shape[0], -1, dtype=np.int64)
+    slot[need] = np.arange(need.shape[0])
     types, tids = (t.numpy() for t in book.map_to_per_ntype(part.ndata["_ID"].numpy()[need]))
     pos = np.empty(need.shape[0], dtype=np.int64)
     for t in range(len(book.ntypes)):
         sel = types == t
         pos[sel] = np.arange(int(sel.sum()))
     etype = part.edata["_TYPE"].numpy() if "_TYPE" in part.edata else np.zeros(indices.shape[0], np.int64)
-    return Plan(indptr, indices, etype, lo, hi, need, types, tids, pos, need >= inner, list(book.ntypes),
+    return Plan(indptr, indices, etype, lo, hi, need, slot, types, tids, pos, need >= inner, list(book.ntypes),
                 list(book.canonical_etypes))
 
 
 def _dst_rows(p: Plan, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices into ``need`` of destinations ``[lo, hi)``, and each one's position among its type's chunk rows."""
-    at = np.searchsorted(p.need, np.arange(lo, hi, dtype=np.int64))
+    at = p.slot[lo:hi]
     chunk_pos = np.empty(at.shape[0], dtype=np.int64)
     for t in range(len(p.ntypes)):
         sel = p.need_type[at] == t
@@ -87,14 +94,13 @@ def _chunk(model: Any, i: int, p: Plan, x: dict[str, torch.Tensor], lo: int, hi:
     at, chunk_pos = _dst_rows(p, lo, hi)
     x_dst = {t: x[t][torch.from_numpy(p.pos_in_type[at[p.need_type[at] == ti]])] for ti, t in enumerate(p.ntypes)}
     e0, e1 = int(p.indptr[lo]), int(p.indptr[hi])
-    src = np.searchsorted(p.need, p.indices[e0:e1])
-    dst = at[np.repeat(np.arange(hi - lo), np.diff(p.indptr[lo: hi + 1]))]
+    src = p.slot[p.indices[e0:e1]]
+    dst = np.repeat(chunk_pos, np.diff(p.indptr[lo: hi + 1]))  # edges are listed destination by destination
     etype = p.etype[e0:e1]
     edges = {}
     for r, et in enumerate(p.etypes):
-        sel = etype == r
-        edges[et] = torch.from_numpy(np.stack([p.pos_in_type[src[sel]],
-                                               chunk_pos[np.searchsorted(at, dst[sel])]]).astype(np.int64))
+        sel = etype == r if len(p.etypes) > 1 else slice(None)
+        edges[et] = torch.from_numpy(np.stack([p.pos_in_type[src[sel]], dst[sel]]))
     return at, model.layer(i, x, x_dst, edges)
 
 
@@ -153,7 +159,7 @@ def layerwise_inference(g: DistGraph, model: Any, inputs: Rows, name: str,
 
 def _dst_types(p: Plan, t: int) -> np.ndarray:
     """Indices into ``need`` of this rank's destinations of type ``t``, in local order."""
-    at = np.searchsorted(p.need, np.arange(p.dst_lo, p.dst_hi, dtype=np.int64))
+    at = p.slot[p.dst_lo:p.dst_hi]
     return at[p.need_type[at] == t]
 
 

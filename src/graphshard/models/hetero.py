@@ -11,6 +11,7 @@ from torch import nn
 from torch_geometric.nn import HeteroConv, SAGEConv
 
 from ..graph import EType
+from .aggregate import sage_rows
 
 
 class HeteroSAGE(nn.Module):
@@ -62,7 +63,7 @@ class HeteroSAGE(nn.Module):
         ``HeteroConv`` does), types no relation reaches through their own linear map."""
         out: dict[str, torch.Tensor] = {}
         for et, ei in edges.items():
-            rows = self.convs[i].convs[et]((x_src[et[0]], x_dst[et[2]]), ei)
+            rows = sage_rows(self.convs[i].convs[et], x_src[et[0]], x_dst[et[2]], ei)
             out[et[2]] = out[et[2]] + rows if et[2] in out else rows
         out.update({t: lin(x_dst[t]) for t, lin in self.keep[i].items() if t in x_dst})
         return {t: F.relu(v) for t, v in out.items()} if i < len(self.convs) - 1 else out

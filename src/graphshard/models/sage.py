@@ -7,6 +7,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import SAGEConv
 
+from .aggregate import sage_rows
+
 
 class GraphSAGE(nn.Module):
     """``num_layers`` SAGEConv layers (ReLU + dropout between them). ``forward(x, edge_index)`` returns
@@ -52,5 +54,5 @@ class GraphSAGE(nn.Module):
         """Layer ``i`` for the destination rows (``edges``: source positions, destination positions)."""
         (t,) = x_dst
         ei = next(iter(edges.values()), torch.zeros((2, 0), dtype=torch.long))
-        out = self.convs[i]((x_src[t], x_dst[t]), ei)
+        out = sage_rows(self.convs[i], x_src[t], x_dst[t], ei)
         return {t: F.relu(out) if i < len(self.convs) - 1 else out}
