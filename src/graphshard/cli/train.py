@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .common import (cluster_flags, command, dataset_flag, int_list, method_flag, non_negative_int, overwrite_flag,
-                     positive_float, positive_int, seed_flag)
+from .common import (cluster_flags, command, dataset_flag, int_list, method_flag, non_negative_float, non_negative_int,
+                     overwrite_flag, positive_float, positive_int, seed_flag)
 
 
 def options(args: argparse.Namespace, part_config: str = "") -> Any:
@@ -24,11 +24,14 @@ def options(args: argparse.Namespace, part_config: str = "") -> Any:
                         link_split=args.link_split, eval_every=args.eval_every, edge_type=args.edge_type,
                         eval_fanouts=args.eval_fanouts, metrics_out=args.metrics_out,
                         save_embeddings=args.save_embeddings, checkpoint=args.checkpoint, timeout=args.timeout,
-                        num_classes=args.num_classes, allow_nonfinite=args.allow_nonfinite)
+                        num_classes=args.num_classes, allow_nonfinite=args.allow_nonfinite,
+                        cache_ratio=args.cache_ratio, cache_mb=args.cache_mb)
 
 
-def print_metrics(m: dict, seconds: float) -> None:
+def print_metrics(m: dict) -> None:
     """Per-epoch lines, the test result and where the time went."""
+    from ..train.timing import describe
+
     link = m.get("task") == "link"
     for e in m["epochs"]:
         if "val_mrr" in e or "val_acc" in e:
@@ -36,18 +39,23 @@ def print_metrics(m: dict, seconds: float) -> None:
         else:
             score = ""
         print(f"epoch {e['epoch']:>3}: {e['wall_s']:.2f} s  loss {e['train_loss']:.4f}  {score}")
-    keys = ("wall_s", "sample_s", "fetch_s", "compute_s", "comm_s", "fetch_bytes")
-    total = {k: sum(e[k] for e in m["epochs"]) for k in keys}
+    keys = ("wall_s", "sample_s", "fetch_s", "compute_s", "comm_s", "fetch_bytes", "cache_hits", "cache_misses")
+    total = {k: sum(e.get(k, 0) for e in m["epochs"]) for k in keys}
     other = max(0.0, total["wall_s"] - sum(total[k] for k in keys[1:5]))
     where = f"on {m['world_size']} processes x {m['num_parts']} partitions"
     if link:
         print(f"test MRR {m['test_mrr']:.4f} (random scores: {m['random_mrr']:.4f}), AUC {m['test_auc']:.4f} {where}")
     else:
         print(f"test accuracy {m['test_acc']:.4f} (val {m['val_acc']:.4f}) {where}")
-    print(f"time: {seconds:.1f} s end to end; training epochs {total['wall_s']:.1f} s = sampling "
-          f"{total['sample_s']:.1f} + feature fetch {total['fetch_s']:.1f} + compute {total['compute_s']:.1f} "
-          f"+ gradient sync {total['comm_s']:.1f} + other {other:.1f}; "
-          f"{total['fetch_bytes'] / 1e6:.1f} MB of features fetched from other ranks")
+    print(f"time: {describe(m['time'])}")
+    cache = ""
+    if "cache_rows" in m:
+        asked = total["cache_hits"] + total["cache_misses"]
+        cache = (f"; feature cache {m['cache_rows']:,} rows ({m['cache_bytes'] / 1e6:.1f} MB, built in "
+                 f"{m['cache_build_s']:.1f} s) served {total['cache_hits'] / max(1, asked):.0%} of remote rows")
+    print(f"training epochs {total['wall_s']:.1f} s = sampling {total['sample_s']:.1f} + feature fetch "
+          f"{total['fetch_s']:.1f} + compute {total['compute_s']:.1f} + gradient sync {total['comm_s']:.1f} + other "
+          f"{other:.1f}; {total['fetch_bytes'] / 1e6:.1f} MB of features fetched from other ranks{cache}")
 
 
 def run_train(args: argparse.Namespace) -> None:
@@ -56,11 +64,10 @@ def run_train(args: argparse.Namespace) -> None:
 
     if bool(args.part_config) == bool(args.dataset):
         raise InputError("give exactly one of --part-config or --dataset")
-    start = time.perf_counter()
     m = train(options(args, args.part_config or ""), args.num_procs, args.dataset, args.work_dir, args.method,
               args.host)
     if int(os.environ.get("RANK", "0")) == 0:
-        print_metrics(m, time.perf_counter() - start)
+        print_metrics(m)
 
 
 def run_demo(args: argparse.Namespace) -> None:
@@ -81,9 +88,8 @@ def run_demo(args: argparse.Namespace) -> None:
     print(f"partitioned into 2 parts with METIS ({time.perf_counter() - start:.1f} s) -> {out / 'demo.json'}")
     print(format_stats(partitioning_stats(out / "demo.json", verify=True)))
     print("training GraphSAGE on 2 local processes ...")
-    start = time.perf_counter()
     m = train(options(args, str(out / "demo.json")), num_procs=2, host=args.host)
-    print_metrics(m, time.perf_counter() - start)
+    print_metrics(m)
 
 
 def _model_flags(p: argparse.ArgumentParser, epochs: int) -> None:
@@ -101,6 +107,12 @@ def _model_flags(p: argparse.ArgumentParser, epochs: int) -> None:
     p.add_argument("--epochs", type=positive_int, default=epochs, help="training epochs")
     p.add_argument("--lr", type=positive_float, default=0.01, help="learning rate (Adam)")
     p.add_argument("--num-workers", type=non_negative_int, default=0, help="sampler worker processes per rank")
+    cache = p.add_mutually_exclusive_group()
+    cache.add_argument("--cache-ratio", type=non_negative_float, default=0.0, metavar="ALPHA",
+                       help="cache the features of the remote nodes each rank's batches read most, ALPHA x the "
+                            "partition's own nodes in rows (0: no cache)")
+    cache.add_argument("--cache-mb", type=non_negative_float, default=0.0, metavar="MB",
+                       help="the same cache, sized in megabytes per rank")
     seed_flag(p)
     p.add_argument("--target", help="node type to classify (default: the only node type with labels)")
     p.add_argument("--embed-dim", type=non_negative_int, default=0,

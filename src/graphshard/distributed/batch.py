@@ -100,15 +100,22 @@ class BatchMaker:
         self.hetero = len(book.ntypes) > 1 or len(book.canonical_etypes) > 1
 
     def __call__(self, req: BatchRequest) -> Data | HeteroData:
-        """The batch, with ``sample_time``/``fetch_time`` (seconds spent sampling / fetching features)
-        and ``fetch_bytes`` (feature bytes that came from other processes) as plain attributes."""
-        start, fetched = time.perf_counter(), self.features.stats["bytes_received"]
+        """The batch, with ``sample_time``/``fetch_time`` (seconds spent sampling / fetching features),
+        ``fetch_bytes`` (feature bytes that came from other processes) and ``cache_hits``/``cache_misses``/
+        ``cache_bytes_saved`` (remote rows served by the remote-feature cache or not) as plain attributes."""
+        start, fetched, cached = time.perf_counter(), self.features.stats["bytes_received"], self._cache_counts()
         self._fetch_time = 0.0
         data = self._link(req) if self.spec.edge_type is not None else self._node(req)
         data.fetch_time = self._fetch_time
         data.sample_time = time.perf_counter() - start - self._fetch_time
         data.fetch_bytes = self.features.stats["bytes_received"] - fetched
+        data.cache_hits, data.cache_misses, data.cache_bytes_saved = (
+            a - b for a, b in zip(self._cache_counts(), cached))
         return data
+
+    def _cache_counts(self) -> tuple[int, int, int]:
+        cache = self.features.cache
+        return (0, 0, 0) if cache is None else (cache.stats["hits"], cache.stats["misses"], cache.stats["bytes_saved"])
 
     # -- seeds ------------------------------------------------------------------------------------
     def _homo(self, ids: np.ndarray, ntype: str) -> np.ndarray:

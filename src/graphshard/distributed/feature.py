@@ -11,6 +11,7 @@ from torch_geometric.data.feature_store import TensorAttr
 
 from ..book import RangePartitionBook
 from ..ids import as_id_array
+from .cache import FeatureCache
 from .local_store import LocalFeatureStore
 from .rpc import RpcGroup, by_owner, register, registered
 from .store_base import Group, ReadOnlyFeatureStore, Rows
@@ -40,7 +41,17 @@ class DistFeatureStore(ReadOnlyFeatureStore):
         self.part_id = group.part_id(book.num_partitions())
         register(f"{_STORE}/{key}", local)
         self.stats = {"rows": 0, "remote_rows": 0, "bytes_received": 0}
+        self.cache: FeatureCache | None = None
         group.barrier("feature stores registered")
+
+    def attach_cache(self, cache: FeatureCache | None) -> None:
+        """Serve the rows ``cache`` holds from it (read-only node data; see :mod:`.cache`)."""
+        self.cache = cache
+
+    def row_nbytes(self, group: Any, name: str) -> int:
+        """Bytes of one row of ``group``/``name``."""
+        dtype, shape = self.schema[self._key(TensorAttr(group, name))]
+        return int(np.prod(shape, dtype=np.int64)) * torch.empty((), dtype=dtype).element_size()
 
     def _owner_parts(self, group: Group, ids: np.ndarray) -> np.ndarray:
         if isinstance(group, tuple):
@@ -61,18 +72,26 @@ class DistFeatureStore(ReadOnlyFeatureStore):
         group, name = self._key(TensorAttr(group, name))
         ids_np = as_id_array(ids, f"IDs of {group!r}")
         dtype, row_shape = self.schema[(group, name)]
-        rows = lambda pos: self.local.get_tensor_from_global_id(group, name, ids_np[pos])  # noqa: E731
         parts = self._owner_parts(group, ids_np)
-        pieces = by_owner(self.group, parts, self.book.num_partitions(), rows,
-                          _serve_rows, lambda pos: (self.key, group, name, torch.from_numpy(ids_np[pos])),
-                          f"feature {group!r}/{name!r}")
         self.stats["rows"] += int(ids_np.shape[0])
-        if len(pieces) == 1 and parts.size and parts[0] == self.part_id:  # all local, already in order
+        served, todo = [], None
+        if self.cache is not None and not isinstance(group, tuple):
+            hit_pos, hit_rows, todo = self.cache.split(group, name, ids_np, parts != self.part_id)
+            served = [(hit_pos, hit_rows)] if hit_pos.size else []
+        asked = ids_np if todo is None else ids_np[todo]
+        parts_asked = parts if todo is None else parts[todo]
+        pieces = by_owner(self.group, parts_asked, self.book.num_partitions(),
+                          lambda pos: self.local.get_tensor_from_global_id(group, name, asked[pos]),
+                          _serve_rows, lambda pos: (self.key, group, name, torch.from_numpy(asked[pos])),
+                          f"feature {group!r}/{name!r}")
+        if not served and len(pieces) == 1 and parts.size and parts[0] == self.part_id:  # all local, in order
             return pieces[0][1]
         out = torch.empty((ids_np.shape[0], *row_shape), dtype=dtype)
         for pos, got in pieces:
-            out.index_copy_(0, torch.from_numpy(pos), got)
-            if pos.size and parts[pos[0]] != self.part_id:
+            out.index_copy_(0, torch.from_numpy(pos if todo is None else todo[pos]), got)
+            if pos.size and parts_asked[pos[0]] != self.part_id:
                 self.stats["remote_rows"] += int(pos.size)
                 self.stats["bytes_received"] += got.numel() * got.element_size()
+        for pos, got in served:
+            out.index_copy_(0, torch.from_numpy(pos), got)
         return out

@@ -21,6 +21,7 @@ from .network import host_store
 def _entry(index: int, fn: Callable[..., Any], args: tuple, host: str, port: int, world: int, parent: int) -> None:
     die_with_parent(parent)  # a killed launcher takes its ranks with it: none waits on a dead store
     os.environ.update({"RANK": str(index), "WORLD_SIZE": str(world), "LOCAL_RANK": str(index),
+                       "LOCAL_WORLD_SIZE": str(world),
                        "MASTER_ADDR": host, "MASTER_PORT": str(port), "GRAPHSHARD_STORE_HOSTED": "1"})
     fn(*args)
 

@@ -3,7 +3,9 @@
 
 Every rank runs the same number of batches per epoch: at construction the ranks agree on the largest
 seed count, and ranks with fewer seeds top their epoch up with repeats of their own seeds. Batches
-are built in the training process (``num_workers=0``) or by sampler worker processes with prefetch.
+are built by sampler worker processes (``num_workers > 0``) or in the training process
+(``num_workers=0``): by a background thread, ``prefetch`` batches ahead of the training loop (its
+compute overlaps their sampling and fetching), or in-line with ``prefetch=0``.
 Randomness depends on ``(seed, epoch, batch, rank)`` only, so the batches are the same either way.
 """
 
@@ -20,6 +22,7 @@ from ..graph import to_numpy
 from ..ids import check_range
 from .batch import BatchMaker, BatchRequest, BatchSpec
 from .graph import DistGraph
+from .prefetch import prefetched
 from .workers import WorkerPool
 
 
@@ -30,6 +33,7 @@ class _DistLoader:
             raise InputError(f"batch_size must be >= 1, got {batch_size}")
         self.graph, self.spec, self.seeds = graph, spec, seeds
         self.batch_size, self.shuffle, self.seed, self.epoch = batch_size, shuffle, seed, 0
+        self.prefetch = prefetch
         count = seeds.shape[-1]
         self.time = None if time is None else to_numpy(time)
         self.label = None if label is None else to_numpy(label)
@@ -46,7 +50,8 @@ class _DistLoader:
         self._maker = BatchMaker(spec, graph.group, graph.sampling_graph, graph.features, graph.book) \
             if num_workers == 0 else None
         self._pool = WorkerPool(graph.part_config, graph.group.rank, graph.group.world_size, spec,
-                                num_workers, prefetch, graph.group.timeout) if num_workers > 0 else None
+                                num_workers, prefetch, graph.group.timeout, cache=graph.features.cache) \
+            if num_workers > 0 else None
 
     def __len__(self) -> int:
         return self.num_batches
@@ -76,6 +81,8 @@ class _DistLoader:
         reqs = self.requests(self.epoch)
         if self._pool is not None:
             yield from self._pool.run(reqs)
+        elif self.prefetch > 0:
+            yield from prefetched(self._maker, reqs, self.prefetch, self.graph.group.timeout, f"rank {self.rank}: ")
         else:
             for r in reqs:
                 yield self._maker(r)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from .context import DistContext
 from .lifetime import refuse_spawn_reimport
 from .rpc import RpcGroup, init_rpc, shutdown_rpc
+from .threads import apply_thread_budget
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ def session(timeout: float = 300.0, rpc_host: str = "127.0.0.1") -> Iterator[Ses
     :func:`graphshard.distributed.launcher.launch`). On an error this rank records it for the others and leaves
     RPC without waiting for them; otherwise it leaves together with every rank."""
     refuse_spawn_reimport()
+    apply_thread_budget()
     with DistContext.from_env(timeout=timeout) as ctx:
         group = init_rpc(ctx, rpc_host)
         ok = False

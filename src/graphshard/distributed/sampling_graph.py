@@ -12,6 +12,7 @@ import numpy as np
 from ..book import RangePartitionBook
 from ..errors import InputError
 from ..format.load import PartitionGraph
+from ..partition.kernels import ragged_ranges
 from ..sampling.kernels import sample_ranges, typed_ranges
 from ..sampling.neighbor import check_aligned, check_csc
 from .context import DistError
@@ -96,6 +97,26 @@ class LocalSamplingGraph:
         counts, pos = sample_ranges(starts, ends, self.indices, slot_fanouts, replace, key, node_time, slot_time)
         per_node = np.bincount(node_idx, weights=counts, minlength=gids.shape[0]).astype(np.int64)
         return per_node, self.node_gid[self.indices[pos]], self.edge_gid[pos]
+
+
+    def expected_sources(self, gids: np.ndarray, weights: np.ndarray, fanouts: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray]:
+        """Expected reads of the in-neighbours of these inner nodes when each node ``v`` is expanded
+        ``weights[v]`` times with ``fanouts`` (per edge type; -1 = all): an in-edge of a range of ``d`` edges
+        with fanout ``f`` is taken with probability ``min(1, f / d)``. Returns distinct neighbour global IDs
+        and their summed expected reads (time filters are ignored: an upper bound for temporal sampling)."""
+        local = gids - self.start
+        node_idx, starts, ends, fan = self._slots(gids, local, np.asarray(fanouts, dtype=np.int64))
+        deg = ends - starts
+        take = np.where(fan < 0, 1.0, np.minimum(1.0, fan / np.maximum(deg, 1)))
+        pos = ragged_ranges(starts, deg)
+        return sum_by_id(self.node_gid[self.indices[pos]], np.repeat(weights[node_idx] * take, deg))
+
+
+def sum_by_id(ids: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct ``ids`` (sorted) and the sum of the ``weights`` of each."""
+    uniq, inverse = np.unique(ids, return_inverse=True)
+    return uniq, np.bincount(inverse.reshape(-1), weights=weights, minlength=uniq.shape[0])
 
 
 def feature_times(lookup: Callable[[str, str, np.ndarray], Any], has: Callable[[str, str], bool],

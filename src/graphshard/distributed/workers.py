@@ -39,6 +39,7 @@ class WorkerSetup:
     rpc_host: str
     timeout: float
     spec: BatchSpec
+    cache: Any = None  # the rank's FeatureCache (rows in shared memory), or None
 
 
 def _connect_store(s: WorkerSetup) -> Any:
@@ -68,6 +69,7 @@ def _build(s: WorkerSetup) -> tuple[Any, BatchMaker]:
     part = load_partition(s.part_config, part_id)
     book = part.partition_book
     features = DistFeatureStore(group, LocalFeatureStore(part, part_id), book)
+    features.attach_cache(s.cache)
     graph = LocalSamplingGraph(part.graph, book, part_id, feature_times(features.lookup, features.has, book))
     serve_sampling(graph)
     group.barrier("sampler workers ready")
@@ -109,7 +111,7 @@ class WorkerPool:
     per worker."""
 
     def __init__(self, part_config: str, rank: int, world_size: int, spec: BatchSpec, num_workers: int,
-                 prefetch: int = 2, timeout: float = 300.0, rpc_host: str = "127.0.0.1"):
+                 prefetch: int = 2, timeout: float = 300.0, rpc_host: str = "127.0.0.1", cache: Any = None):
         import torch.multiprocessing as mp
 
         refuse_spawn_reimport()
@@ -122,7 +124,7 @@ class WorkerPool:
         self.procs = []
         for i in range(num_workers):
             setup = WorkerSetup(str(part_config), rank, world_size, i, num_workers, host, port, key, rpc_host,
-                                timeout, spec)
+                                timeout, spec, cache.share_memory_() if cache is not None else None)
             p = mp_ctx.Process(target=worker_main, args=(setup, self.requests[i], self.results), daemon=True)
             p.start()
             self.procs.append(p)

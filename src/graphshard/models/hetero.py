@@ -11,7 +11,7 @@ from torch import nn
 from torch_geometric.nn import HeteroConv, SAGEConv
 
 from ..graph import EType
-from .aggregate import sage_rows
+from .aggregate import relu_dropout, sage_rows
 
 
 class HeteroSAGE(nn.Module):
@@ -45,7 +45,7 @@ class HeteroSAGE(nn.Module):
             out = conv(x, edge_index_dict)
             out.update({t: lin(x[t]) for t, lin in keep.items()})
             if i < len(self.convs) - 1:
-                out = {t: F.dropout(F.relu(v), self.dropout, self.training) for t, v in out.items()}
+                out = {t: relu_dropout(v, self.dropout, self.training) for t, v in out.items()}
             x = out
         return x if self.outputs is None else {t: x[t] for t in self.outputs}
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import nn
 
+from .aggregate import relu_dropout
+
 
 class MLP(nn.Module):
     """``num_layers`` linear layers (ReLU + dropout between them). ``forward`` takes the same arguments as
@@ -23,7 +25,7 @@ class MLP(nn.Module):
         for i, lin in enumerate(self.lins):
             x = lin(x)
             if i < len(self.lins) - 1:
-                x = F.dropout(F.relu(x), self.dropout, self.training)
+                x = relu_dropout(x, self.dropout, self.training)
         return x
 
     # Layer-wise inference (see graphshard.infer): the edges are ignored.

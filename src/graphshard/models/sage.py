@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import SAGEConv
 
-from .aggregate import sage_rows
+from .aggregate import relu_dropout, sage_rows
 
 
 class GraphSAGE(nn.Module):
@@ -38,7 +38,7 @@ class GraphSAGE(nn.Module):
                 rows, edges = sum(hops[0][:depth - i]), sum(hops[1][:len(hops[1]) - i])
                 x = conv((x, x[:rows]), edge_index[:, :edges])
             if i < depth - 1:
-                x = F.dropout(F.relu(x), self.dropout, self.training)
+                x = relu_dropout(x, self.dropout, self.training)
         return x
 
     # Layer-wise inference (see graphshard.infer): one layer at a time over (sources, destinations, edges).

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
+from ..distributed.cache import FeatureCache, build_cache
+from ..distributed.collectives import all_reduce_sum
 from ..distributed.embedding import DistEmbedding, SparseAdagrad
 from ..distributed.graph import DistGraph
 from ..distributed.tensor import local_shard
@@ -112,3 +115,24 @@ def build_model(opts: TrainOptions, inputs: ModelInputs, out_dim: int, targets: 
 def rows_of(out: Any, target: str) -> torch.Tensor:
     """The output rows of node type ``target`` (the whole output of a homogeneous model)."""
     return out[target] if isinstance(out, dict) else out
+
+
+def feature_cache(g: DistGraph, opts: TrainOptions, seeds: dict[str, Any], names: tuple[str, ...] = ("feat",)
+                  ) -> FeatureCache | None:
+    """Build and attach the remote-feature cache ``opts`` asks for, of the node data ``names`` the training
+    batches read (collective; None without one)."""
+    if not (opts.cache_ratio or opts.cache_mb):
+        return None
+    cache = build_cache(g, seeds, opts.fanouts, list(names), opts.cache_ratio, opts.cache_mb)
+    g.features.attach_cache(cache)
+    return cache
+
+
+def cache_summary(s: Any, cache: FeatureCache | None) -> dict[str, Any]:
+    """Metrics of the remote-feature caches of all ranks of session ``s`` (collective when there is one):
+    rows and bytes summed over ranks, build time per rank."""
+    if cache is None:
+        return {}
+    rows, nbytes, seconds = all_reduce_sum(s.ctx, np.array([cache.num_rows, cache.nbytes, cache.build_s]),
+                                           "cache summary")
+    return {"cache_rows": int(rows), "cache_bytes": int(nbytes), "cache_build_s": float(seconds) / s.world_size}

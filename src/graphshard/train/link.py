@@ -23,11 +23,13 @@ from ..distributed.collectives import all_reduce_sum
 from ..distributed.graph import DistGraph
 from ..distributed.loader import DistLinkNeighborLoader
 from ..distributed.runtime import Session
+from ..distributed.threads import prefetch_depth
 from ..graph import EType
 from ..models import DotDecoder, LinkModel, MLPDecoder
+from . import timing
 from .checks import check_finite_features
 from .embeddings import Outputs, save_tables
-from .inputs import ModelInputs, build_model
+from .inputs import ModelInputs, build_model, cache_summary, feature_cache
 from .link_split import LinkSplit, load_link_split, require_link_split
 from .loop import Trainer, graph_name
 from .options import TrainOptions
@@ -93,6 +95,9 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     et = g._etype(held.etype)
     if not opts.allow_nonfinite:
         check_finite_features(g)
+    mine = _my_edges(s, g, et)
+    ends = {et[0]: mine[0]} if et[0] != et[2] else {et[0]: mine.reshape(-1)}
+    cache = feature_cache(g, opts, ends | ({et[2]: mine[1]} if et[0] != et[2] else {}))
     inputs = ModelInputs(g, opts)
     model = link_model(opts, inputs, et)
     evaluate = LinkEvaluator(s, g, model, inputs, et, opts)
@@ -104,19 +109,23 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
         return F.binary_cross_entropy_with_logits(scores, store.edge_label.float())
 
     trainer = Trainer(s, g, opts, model, inputs)
-    loader = DistLinkNeighborLoader(g, opts.fanouts, _my_edges(s, g, et), math.ceil(opts.batch_size / s.world_size),
+    loader = DistLinkNeighborLoader(g, opts.fanouts, mine, math.ceil(opts.batch_size / s.world_size),
                                     edge_type=et, neg_sampling="binary", neg_amount=opts.neg_ratio, shuffle=True,
-                                    num_workers=opts.num_workers, seed=opts.seed, exclude_seed_edges=True)
+                                    num_workers=opts.num_workers, seed=opts.seed, exclude_seed_edges=True,
+                                    prefetch=prefetch_depth())
     history = trainer.fit(loader, loss, lambda: {f"val_{k}": v for k, v in evaluate(held.val, 1).items()})
-    test = evaluate(held.test, 2)
+    with timing.phase("evaluation_s"):
+        test = evaluate(held.test, 2)
     metrics = {"task": "link", "edge_type": list(et), "epochs": history, "test_mrr": test["mrr"],
                "test_auc": test["auc"], "val_mrr": history[-1]["val_mrr"] if history else None,
                "val_auc": history[-1]["val_auc"] if history else None, "world_size": s.world_size,
                "num_parts": g.get_partition_book().num_partitions(),
                "random_mrr": _random_mrr(opts.eval_negatives)}
     if opts.save_embeddings:  # the test evaluation computed them with the final encoder
-        save_tables(s, g, evaluate.outputs.get(), opts.save_embeddings)
+        with timing.phase("embeddings_s"):
+            save_tables(s, g, evaluate.outputs.get(), opts.save_embeddings)
     metrics["inference_s"] = evaluate.outputs.seconds
+    metrics.update(cache_summary(s, cache))
     return metrics
 
 

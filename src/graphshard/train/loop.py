@@ -22,6 +22,7 @@ from tqdm import tqdm
 from ..distributed.collectives import all_gather_bytes, all_reduce_sum
 from ..distributed.graph import DistGraph
 from ..distributed.runtime import Session
+from . import timing
 from .checks import check_loss
 from .checkpoint import check_agreement, load_checkpoint, rank_status, run_identity, save_checkpoint
 from .inputs import ModelInputs
@@ -30,7 +31,9 @@ from .options import TrainOptions
 log = logging.getLogger(__name__)
 
 # per-rank sums kept for an epoch, in this order (then the batch count)
-_SUMS = ("wall_s", "sample_s", "fetch_s", "compute_s", "comm_s", "loss", "fetch_bytes")
+_SUMS = ("wall_s", "wait_s", "sample_s", "fetch_s", "compute_s", "comm_s", "loss", "fetch_bytes", "cache_hits", "cache_misses",
+         "cache_bytes_saved")
+_COUNTS = ("fetch_bytes", "cache_hits", "cache_misses", "cache_bytes_saved")  # summed over ranks, not averaged
 
 
 def graph_name(part_config: str) -> str:
@@ -93,17 +96,21 @@ class Trainer:
         """Train from the resumed epoch to ``opts.epochs``; ``evaluate()`` adds validation metrics after
         every ``opts.eval_every``-th epoch and after the last."""
         loader.epoch = self.start_epoch
+        timing.training_starts()
         with loader:
             for epoch in range(self.start_epoch, self.opts.epochs):
-                record = self._epoch(loader, loss, epoch)
+                with timing.phase("epochs_s"):
+                    record = self._epoch(loader, loss, epoch)
                 every = self.opts.eval_every
                 if epoch == self.opts.epochs - 1 or (every and (epoch + 1) % every == 0):
-                    record.update(evaluate())
+                    with timing.phase("evaluation_s"):
+                        record.update(evaluate())
                 self.history.append(record)
                 log.info("epoch %d: %s", epoch, record)
                 if self.opts.checkpoint:
-                    save_checkpoint(self._dir(), epoch, self.model, self.optimizer, self.history,
-                                    self.inputs.state(), self.identity)
+                    with timing.phase("checkpoint_s"):
+                        save_checkpoint(self._dir(), epoch, self.model, self.optimizer, self.history,
+                                        self.inputs.state(), self.identity)
         return self.history
 
     def _epoch(self, loader: Any, loss_fn: Callable, epoch: int) -> dict[str, Any]:
@@ -113,8 +120,10 @@ class Trainer:
         start = time.perf_counter()
         bar = tqdm(total=len(loader), desc=f"epoch {epoch}", leave=False,
                    disable=not (self.opts.progress and self.s.rank == 0))
+        done = start
         for step, batch in enumerate(loader):
             t = time.perf_counter()
+            sums["wait_s"] += t - done  # waiting for the batch (its sampling and fetching overlap compute)
             self.optimizer.zero_grad()
             loss = loss_fn(self.ddp, batch)
             if not self.opts.allow_nonfinite:
@@ -127,18 +136,21 @@ class Trainer:
             sums["compute_s"] += time.perf_counter() - t
             sums["sample_s"] += batch.sample_time
             sums["fetch_s"] += batch.fetch_time
-            sums["fetch_bytes"] += batch.fetch_bytes
+            for k in _COUNTS:
+                sums[k] += getattr(batch, k, 0)
             sums["loss"] += loss.item()
             bar.update()
+            done = time.perf_counter()
         bar.close()
         sums["wall_s"] = time.perf_counter() - start
         sums["comm_s"] = self.comm["comm_s"]
         sums["compute_s"] -= sums["comm_s"]
-        total = all_reduce_sum(self.s.ctx, np.array([sums[k] for k in _SUMS] + [len(loader)]), "epoch metrics")
+        total = dict(zip([*_SUMS, "batches"], all_reduce_sum(
+            self.s.ctx, np.array([sums[k] for k in _SUMS] + [len(loader)]), "epoch metrics")))
         ranks = self.s.world_size
         out: dict[str, Any] = {"epoch": epoch}
-        out.update({k: float(v) / ranks for k, v in zip(_SUMS, total) if k.endswith("_s")})
-        out["train_loss"] = float(total[5] / total[7])
-        out["fetch_bytes"] = int(total[6])
-        out["batches"] = int(total[7] / ranks)
+        out.update({k: float(v) / ranks for k, v in total.items() if k.endswith("_s")})
+        out["train_loss"] = float(total["loss"] / total["batches"])
+        out.update({k: int(total[k]) for k in _COUNTS})
+        out["batches"] = int(total["batches"] / ranks)
         return out

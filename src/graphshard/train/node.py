@@ -17,10 +17,12 @@ from ..distributed.graph import DistGraph
 from ..distributed.loader import DistNeighborLoader
 from ..distributed.runtime import Session
 from ..distributed.split import node_split
+from ..distributed.threads import prefetch_depth
 from ..errors import InputError
+from . import timing
 from .checks import check_finite_features, num_classes_of
 from .embeddings import Outputs, save_tables
-from .inputs import ModelInputs, build_model, rows_of
+from .inputs import ModelInputs, build_model, cache_summary, feature_cache, rows_of
 from .loop import Trainer, graph_name
 from .options import TrainOptions
 
@@ -70,10 +72,12 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
     split = {k: node_split(m, book, ntype, rank=s.rank, world_size=world) for k, m in masks.items()}
     if not opts.allow_nonfinite:
         check_finite_features(g)
+    cache = feature_cache(g, opts, {target: split["train"].numpy()})
     inputs = ModelInputs(g, opts)
     model = build_model(opts, inputs, classes, [target])
 
     outputs = Outputs(s, g, model, inputs, opts, [target], "node-outputs")
+    y = torch.from_numpy(labels)  # every rank holds all labels: batches need not fetch them
 
     def evaluate(ids: torch.Tensor) -> float:
         pred = outputs.get()[target][ids].argmax(1).numpy()
@@ -85,16 +89,21 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
         outputs.changed()  # a training step follows: outputs computed before it are stale
         store = batch[target] if inputs.hetero else batch
         out = rows_of(ddp(*inputs(batch)), target)[: store.batch_size]
-        return F.cross_entropy(out, store.y[: store.batch_size].long())
+        return F.cross_entropy(out, y[store.n_id[: store.batch_size]])
 
     trainer = Trainer(s, g, opts, model, inputs)
     loader = DistNeighborLoader(g, opts.fanouts, split["train"], math.ceil(opts.batch_size / world), input_type=ntype,
-                                shuffle=True, num_workers=opts.num_workers, seed=opts.seed)
+                                shuffle=True, num_workers=opts.num_workers, seed=opts.seed, label_name=None,
+                                prefetch=prefetch_depth())
     history = trainer.fit(loader, loss, lambda: {"val_acc": evaluate(split["val"])})
-    metrics = {"task": "node", "epochs": history, "test_acc": evaluate(split["test"]),
+    with timing.phase("evaluation_s"):
+        test_acc = evaluate(split["test"])
+    metrics = {"task": "node", "epochs": history, "test_acc": test_acc,
                "val_acc": history[-1]["val_acc"] if history else None, "world_size": world,
                "num_parts": book.num_partitions()}
     if opts.save_embeddings:  # the test evaluation computed them with the final model
-        save_tables(s, g, outputs.get(), opts.save_embeddings)
+        with timing.phase("embeddings_s"):
+            save_tables(s, g, outputs.get(), opts.save_embeddings)
     metrics["inference_s"] = outputs.seconds
+    metrics.update(cache_summary(s, cache))
     return metrics

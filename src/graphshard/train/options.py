@@ -47,6 +47,8 @@ class TrainOptions:
     progress: bool = True
     num_classes: int | None = None  # node: classes of the labels (default: the dataset's, else max label + 1)
     allow_nonfinite: bool = False  # train on NaN/infinite features and losses instead of stopping
+    cache_ratio: float = 0.0  # remote-feature cache rows per rank, as a fraction of its partition's nodes
+    cache_mb: float = 0.0  # or its size in megabytes (see graphshard.distributed.cache)
 
     def check(self) -> None:
         for name, value, allowed in (("task", self.task, TASKS), ("model", self.model, MODELS),
@@ -66,6 +68,12 @@ class TrainOptions:
             raise InputError(f"eval_every must be >= 0, got {self.eval_every}")
         if self.eval_fanouts is not None and len(self.eval_fanouts) != self.num_layers:
             raise InputError(f"{len(self.eval_fanouts)} evaluation fanouts for {self.num_layers} layers")
+        if self.cache_ratio and self.cache_mb:
+            raise InputError("give cache_ratio or cache_mb, not both")
+        for name in ("cache_ratio", "cache_mb"):
+            value = getattr(self, name)
+            if not (0 <= value < float("inf")):
+                raise InputError(f"{name} must be a finite number >= 0, got {value}")
         for name in ("lr", "sparse_lr", "neg_ratio"):
             if getattr(self, name) <= 0:
                 raise InputError(f"{name} must be positive, got {getattr(self, name)}")

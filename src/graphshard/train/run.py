@@ -7,11 +7,15 @@ import json
 import logging
 import os
 import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..fingerprint import tree_fingerprint
+from . import timing
 from .link_split import require_link_split
 from .options import TrainOptions
 
@@ -19,10 +23,13 @@ log = logging.getLogger(__name__)
 
 
 def _rank_main(opts: TrainOptions, result_path: str | None, dataset: tuple | None = None,
-               log_level: int | None = None) -> dict[str, Any]:
+               log_level: int | None = None, launched_at: float | None = None) -> dict[str, Any]:
     """One rank. ``dataset``: ``partition_dataset`` arguments, run by the first process of each host
     (``LOCAL_RANK`` 0) while the others wait at a barrier (torchrun with ``--dataset``). ``log_level``: the
-    launching process's (``graphshard -v``); default: this process's."""
+    launching process's (``graphshard -v``); default: this process's. ``launched_at``: the launcher's
+    ``time.time()`` when it started the processes (for the time account)."""
+    timing.reset()
+    spawn_s = time.time() - launched_at if launched_at is not None else None
     from ..distributed.runtime import session
     from .link import train_link
     from .node import train_node
@@ -35,18 +42,26 @@ def _rank_main(opts: TrainOptions, result_path: str | None, dataset: tuple | Non
         logging.getLogger("graphshard.notice").setLevel(logging.INFO)
     with session(timeout=opts.timeout) as s:
         if dataset is not None:
+            start = time.perf_counter()
             if os.environ.get("LOCAL_RANK", "0") == "0":
                 partition_dataset(*dataset)
             s.group.barrier("dataset partitioned on every host")
             opts = _with_partitions(opts, dataset)
+            timing.add("partition_s", time.perf_counter() - start)
         metrics = (train_link if opts.task == "link" else train_node)(s, opts)
-        if s.rank == 0:
-            for path in filter(None, (opts.metrics_out, result_path)):
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
-                tmp = Path(path).with_name(f".{Path(path).name}.tmp")
-                tmp.write_text(json.dumps(metrics, indent=1))
-                os.replace(tmp, path)
+        metrics["time"] = timing.rank_account() | ({"spawn_s": spawn_s} if spawn_s is not None else {})
+        metrics["time"]["finished_at"] = time.time()
+        if s.rank == 0 and result_path:
+            _write_json(result_path, metrics)
     return metrics
+
+
+def _write_json(path: str, value: Any) -> None:
+    """``value`` as JSON at ``path``, atomically (temp, then rename)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(path).with_name(f".{Path(path).name}.tmp")
+    tmp.write_text(json.dumps(value, indent=1))
+    os.replace(tmp, path)
 
 
 def _paths(dataset: str, out_dir: str, num_parts: int, method: str, seed: int, link: bool,
@@ -113,6 +128,22 @@ def train(opts: TrainOptions, num_procs: int | None = None, dataset: str | None 
     from ..distributed.lifetime import refuse_spawn_reimport
 
     refuse_spawn_reimport()
+    started = time.perf_counter()
+    metrics, launcher = _train(opts, num_procs, dataset, work_dir, part_method, host)
+    rank = metrics.pop("time", {})
+    if "finished_at" in rank and num_procs:
+        launcher["shutdown_s"] = time.time() - rank.pop("finished_at")
+    rank.pop("finished_at", None)
+    metrics["time"] = timing.closing_account(rank, time.perf_counter() - started, **launcher)
+    if opts.metrics_out and (num_procs or os.environ.get("RANK", "0") == "0"):
+        _write_json(opts.metrics_out, metrics)
+    return metrics
+
+
+def _train(opts: TrainOptions, num_procs: int | None, dataset: str | None, work_dir: str, part_method: str,
+           host: str) -> tuple[dict[str, Any], dict[str, float]]:
+    """:func:`train`'s work: the metrics and the launcher's phases of the time account."""
+    launcher: dict[str, float] = {}
     opts.check()
     if opts.save_embeddings:  # never replace a user's directory: refuse before any work
         from .embeddings import check_embeddings_target
@@ -127,8 +158,9 @@ def train(opts: TrainOptions, num_procs: int | None = None, dataset: str | None 
             out += f"/host{os.environ.get('GROUP_RANK', '0')}"
         job = (dataset, out, parts, part_method, opts.seed, opts.task == "link", opts.edge_type)
         if not num_procs:
-            return _rank_main(opts, None, job)
-        partition_dataset(*job)
+            return _rank_main(opts, None, job), launcher
+        with timed(launcher, "partition_s"):
+            partition_dataset(*job)
         opts = _with_partitions(opts, job)
     require_link_split(opts)  # fail before starting any process
     if opts.checkpoint and num_procs:  # a checkpoint of another run, or ranks at different epochs: say so now
@@ -136,12 +168,21 @@ def train(opts: TrainOptions, num_procs: int | None = None, dataset: str | None 
 
         check_checkpoints(opts.checkpoint, run_identity(opts.part_config, opts, num_procs), num_procs)
     if not num_procs:
-        return _rank_main(opts, None)
+        return _rank_main(opts, None), launcher
     from ..distributed.launcher import launch
     from ..sampling.kernels import warm_up
 
-    warm_up()  # compiled once here (first run only), loaded from the cache by every rank
+    with timed(launcher, "compile_s"):
+        warm_up()  # compiled once here (first run only), loaded from the cache by every rank
     with tempfile.TemporaryDirectory() as tmp:
         result = str(Path(tmp) / "metrics.json")
-        launch(_rank_main, num_procs, (opts, result, None, logging.getLogger().getEffectiveLevel()), host, opts.timeout)
-        return json.loads(Path(result).read_text())
+        launch(_rank_main, num_procs, (opts, result, None, logging.getLogger().getEffectiveLevel(), time.time()),
+               host, opts.timeout)
+        return json.loads(Path(result).read_text()), launcher
+
+
+@contextmanager
+def timed(account: dict[str, float], name: str) -> Iterator[None]:
+    start = time.perf_counter()
+    yield
+    account[name] = account.get(name, 0.0) + time.perf_counter() - start

@@ -1,0 +1,50 @@
+"""How often one rank's training batches are expected to read each node: the access estimate that
+chooses what the remote-feature cache holds (:mod:`graphshard.distributed.cache`).
+
+The estimate is analytical, as in SALIENT++'s access-probability analysis: every seed is expanded once
+per epoch; a node expanded ``w`` times takes each in-edge of a range of ``d`` edges with fanout ``f``
+with probability ``min(1, f / d)``, so each in-neighbour receives ``w · min(1, f / d)`` expected reads,
+hop after hop. Nodes of this partition are expanded where they are; nodes of other partitions by
+their owners, in one request per owner and hop. It costs one pass over the edges the seeds' ``L``-hop
+neighbourhoods touch — no sampling at start-up, no randomness — and ranks nodes as a long run of
+sampled epochs would (de-duplication within a batch is not modelled: it caps what very frequent nodes
+cost, not their order)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..book import RangePartitionBook
+from .rpc import RpcGroup, by_owner, registered
+from .sampler import _GRAPH
+from .sampling_graph import LocalSamplingGraph, sum_by_id
+
+
+def _expand_remote(served: str, gids: torch.Tensor, weights: torch.Tensor, fanouts: torch.Tensor
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    ids, w = registered(f"{_GRAPH}/{served}").expected_sources(gids.numpy(), weights.numpy(), fanouts.numpy())
+    return torch.from_numpy(ids), torch.from_numpy(w)
+
+
+def expected_reads(group: RpcGroup, local: LocalSamplingGraph, book: RangePartitionBook, seeds: np.ndarray,
+                   fanouts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct global homogeneous IDs read by batches of ``seeds`` (this rank's, homogeneous IDs) sampled
+    with ``fanouts`` (a ``(hops, edge types)`` table), and each one's expected reads per epoch. Every member
+    of ``group`` must serve its sampling graph; other members may call this at the same time."""
+    frontier, weight = sum_by_id(np.asarray(seeds, dtype=np.int64), np.ones(len(seeds)))
+    seen_ids, seen_w = [frontier], [weight]
+    for hop_fanouts in np.asarray(fanouts, dtype=np.int64):
+        ids, w = frontier, weight
+        fan_t = torch.from_numpy(hop_fanouts)
+        pieces = by_owner(group, book.nid2partid(ids).numpy(), book.num_partitions(),
+                          lambda pos: local.expected_sources(ids[pos], w[pos], hop_fanouts), _expand_remote,
+                          lambda pos: (local.key, torch.from_numpy(ids[pos]), torch.from_numpy(w[pos]), fan_t),
+                          "access estimate")
+        got = [tuple(np.asarray(a) for a in res) for _, res in pieces]
+        if not got:
+            break
+        frontier, weight = sum_by_id(np.concatenate([g[0] for g in got]), np.concatenate([g[1] for g in got]))
+        seen_ids.append(frontier)
+        seen_w.append(weight)
+    return sum_by_id(np.concatenate(seen_ids), np.concatenate(seen_w))
