@@ -10,7 +10,9 @@ edges), partitions it (random for 1 part; METIS and random for 2), then trains G
 classification through ``graphshard.train.train`` — the product path — for ``--epochs`` epochs and
 reports the last epoch (the first warms up kernels and connections). Times are per-rank means:
 sampling, feature fetch, compute (forward, backward, optimiser) and gradient sync (DDP all-reduce,
-including waiting for the slower rank). "inference" is the layer-wise all-node output pass, "eval" the
+including waiting for the slower rank); "wait" is the time the training loop waited for its batches (with a
+core to spare, batches are built in a background thread: sampling and fetch then overlap compute and
+"other" is wall - wait - compute - sync). "inference" is the layer-wise all-node output pass, "eval" the
 validation after the last epoch plus the test evaluation (they share one inference pass). Prints a table
 and writes JSON.
 """
@@ -80,16 +82,17 @@ def _print(result: dict) -> None:
     print(f"machine: {mc['cpu']}, {mc['cores']} cores; community graph {result['nodes']:,} nodes, degree "
           f"{result['degree']}; fanouts {result['fanouts']}, global batch {result['batch']}; last of "
           f"{result['epochs']} epochs")
-    print(f"{'procs x parts':>13}{'method':>8}{'cache':>6}{'epoch s':>8}{'sample':>7}{'fetch':>6}{'compute':>8}"
+    print(f"{'procs x parts':>13}{'method':>8}{'cache':>6}{'epoch s':>8}{'wait':>5}{'sample':>7}{'fetch':>6}{'compute':>8}"
           f"{'sync':>5}{'other':>6}{'remote MB':>10}{'hits':>6}{'build s':>8}{'infer s':>8}{'x epoch':>8}"
           f"{'eval s':>7}{'x epoch':>8}{'test acc':>9}")
     for r in result["runs"]:
         e = r["last_epoch"]
-        other = e["wall_s"] - e["sample_s"] - e["fetch_s"] - e["compute_s"] - e["comm_s"]
+        other = e["wall_s"] - e["wait_s"] - e["compute_s"] - e["comm_s"]
         asked = e.get("cache_hits", 0) + e.get("cache_misses", 0)
         hits = f"{e['cache_hits'] / asked:.0%}" if asked else "-"
         ev = r["time"].get("evaluation_s", 0.0)
         print(f"{r['processes']:>6} x {r['partitions']:<5}{r['method']:>8}{r['cache_ratio']:>6}{e['wall_s']:>8.1f}"
+              f"{e['wait_s']:>5.1f}"
               f"{e['sample_s']:>7.1f}{e['fetch_s']:>6.1f}{e['compute_s']:>8.1f}{e['comm_s']:>5.1f}{other:>6.1f}"
               f"{e['fetch_bytes'] / 1e6:>10.1f}{hits:>6}{r['cache_build_s']:>8.2f}{r['inference_s']:>8.1f}"
               f"{r['inference_s'] / e['wall_s']:>8.2f}{ev:>7.1f}{ev / e['wall_s']:>8.2f}{r['test_acc']:>9.4f}")

@@ -39,9 +39,10 @@ def print_metrics(m: dict) -> None:
         else:
             score = ""
         print(f"epoch {e['epoch']:>3}: {e['wall_s']:.2f} s  loss {e['train_loss']:.4f}  {score}")
-    keys = ("wall_s", "sample_s", "fetch_s", "compute_s", "comm_s", "fetch_bytes", "cache_hits", "cache_misses")
+    keys = ("wall_s", "wait_s", "sample_s", "fetch_s", "compute_s", "comm_s", "fetch_bytes", "cache_hits",
+            "cache_misses")
     total = {k: sum(e.get(k, 0) for e in m["epochs"]) for k in keys}
-    other = max(0.0, total["wall_s"] - sum(total[k] for k in keys[1:5]))
+    other = max(0.0, total["wall_s"] - total["wait_s"] - total["compute_s"] - total["comm_s"])
     where = f"on {m['world_size']} processes x {m['num_parts']} partitions"
     if link:
         print(f"test MRR {m['test_mrr']:.4f} (random scores: {m['random_mrr']:.4f}), AUC {m['test_auc']:.4f} {where}")
@@ -53,9 +54,14 @@ def print_metrics(m: dict) -> None:
         asked = total["cache_hits"] + total["cache_misses"]
         cache = (f"; feature cache {m['cache_rows']:,} rows ({m['cache_bytes'] / 1e6:.1f} MB, built in "
                  f"{m['cache_build_s']:.1f} s) served {total['cache_hits'] / max(1, asked):.0%} of remote rows")
-    print(f"training epochs {total['wall_s']:.1f} s = sampling {total['sample_s']:.1f} + feature fetch "
-          f"{total['fetch_s']:.1f} + compute {total['compute_s']:.1f} + gradient sync {total['comm_s']:.1f} + other "
-          f"{other:.1f}; {total['fetch_bytes'] / 1e6:.1f} MB of features fetched from other ranks{cache}")
+    if any(e.get("background") for e in m["epochs"]):
+        batches = (f"waiting for batches {total['wait_s']:.1f} (built in the background: sampling "
+                   f"{total['sample_s']:.1f} + feature fetch {total['fetch_s']:.1f})")
+    else:
+        batches = f"sampling {total['sample_s']:.1f} + feature fetch {total['fetch_s']:.1f}"
+    print(f"training epochs {total['wall_s']:.1f} s = {batches} + compute {total['compute_s']:.1f} + gradient sync "
+          f"{total['comm_s']:.1f} + other {other:.1f}; {total['fetch_bytes'] / 1e6:.1f} MB of features fetched from "
+          f"other ranks{cache}")
 
 
 def run_train(args: argparse.Namespace) -> None:

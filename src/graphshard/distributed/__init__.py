@@ -11,6 +11,7 @@ _EXPORTS = {
     "DistNeighborSampler": "sampler", "DistFeatureStore": "feature", "DistNeighborLoader": "loader",
     "DistLinkNeighborLoader": "loader", "launch": "launcher", "run_script": "launcher",
     "LocalFeatureStore": "local_store", "LocalGraphStore": "graph_store", "ReadOnlyStoreError": "store_base",
+    "FeatureCache": "cache", "build_cache": "cache",
 }
 __all__ = sorted(_EXPORTS)
 

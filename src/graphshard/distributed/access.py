@@ -44,7 +44,8 @@ def expected_reads(group: RpcGroup, local: LocalSamplingGraph, book: RangePartit
         got = [tuple(np.asarray(a) for a in res) for _, res in pieces]
         if not got:
             break
-        frontier, weight = sum_by_id(np.concatenate([g[0] for g in got]), np.concatenate([g[1] for g in got]))
+        frontier, weight = sum_by_id(np.concatenate([g[0] for g in got]), np.concatenate([g[1] for g in got]),
+                                     book.num_nodes())
         seen_ids.append(frontier)
         seen_w.append(weight)
-    return sum_by_id(np.concatenate(seen_ids), np.concatenate(seen_w))
+    return sum_by_id(np.concatenate(seen_ids), np.concatenate(seen_w), book.num_nodes())

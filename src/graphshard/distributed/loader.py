@@ -56,6 +56,11 @@ class _DistLoader:
     def __len__(self) -> int:
         return self.num_batches
 
+    @property
+    def background(self) -> bool:
+        """Whether batches are built while the caller computes (sampler workers or a prefetch thread)."""
+        return self._pool is not None or self.prefetch > 0
+
     def _order(self, rng: np.random.Generator) -> np.ndarray:
         count = self.seeds.shape[-1]
         order = rng.permutation(count) if self.shuffle else np.arange(count)

@@ -95,7 +95,10 @@ class LocalSamplingGraph:
         if seed_time is not None:
             node_time, slot_time = self.node_time(time_attr), np.asarray(seed_time, dtype=np.float64)[node_idx]
         counts, pos = sample_ranges(starts, ends, self.indices, slot_fanouts, replace, key, node_time, slot_time)
-        per_node = np.bincount(node_idx, weights=counts, minlength=gids.shape[0]).astype(np.int64)
+        if self.etype is None:  # one range per node, in node order
+            per_node = np.asarray(counts, dtype=np.int64)
+        else:
+            per_node = np.bincount(node_idx, weights=counts, minlength=gids.shape[0]).astype(np.int64)
         return per_node, self.node_gid[self.indices[pos]], self.edge_gid[pos]
 
 
@@ -110,11 +113,18 @@ class LocalSamplingGraph:
         deg = ends - starts
         take = np.where(fan < 0, 1.0, np.minimum(1.0, fan / np.maximum(deg, 1)))
         pos = ragged_ranges(starts, deg)
-        return sum_by_id(self.node_gid[self.indices[pos]], np.repeat(weights[node_idx] * take, deg))
+        return sum_by_id(self.node_gid[self.indices[pos]], np.repeat(weights[node_idx] * take, deg),
+                         self.book.num_nodes())
 
 
-def sum_by_id(ids: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct ``ids`` (sorted) and the sum of the ``weights`` of each."""
+def sum_by_id(ids: np.ndarray, weights: np.ndarray, bound: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct ``ids`` (sorted) and the sum of the ``weights`` of each. With ``bound`` (all IDs below it)
+    and many IDs, one dense ``bincount`` replaces the sort."""
+    if bound is not None and ids.shape[0] * 4 >= bound:
+        total = np.bincount(ids, weights=weights, minlength=bound)
+        present = np.bincount(ids, minlength=bound) > 0
+        uniq = np.flatnonzero(present)
+        return uniq, total[uniq]
     uniq, inverse = np.unique(ids, return_inverse=True)
     return uniq, np.bincount(inverse.reshape(-1), weights=weights, minlength=uniq.shape[0])
 

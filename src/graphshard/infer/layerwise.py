@@ -147,7 +147,7 @@ def layerwise_inference(g: DistGraph, model: Any, inputs: Rows, name: str,
                 t.free()
             tables = new
             if i < model.num_layers - 1:
-                x = _fetch(p, lambda t, ids: tables[t][ids], tables)
+                x = _next_inputs(p, rows, tables)
     model.train(was_training)
     log.info("layer-wise inference %s: remote rows read per layer %s", name, p.fetched)
     keep = {t: v for t, v in tables.items() if types is None or t in types}
@@ -155,6 +155,29 @@ def layerwise_inference(g: DistGraph, model: Any, inputs: Rows, name: str,
         if t not in keep:
             v.free()
     return keep, p
+
+
+def _next_inputs(p: Plan, rows: dict[str, torch.Tensor], tables: dict[str, DistTensor]) -> dict[str, torch.Tensor]:
+    """The next layer's input rows of every needed node, per type, in ``need`` order: this rank's own rows
+    from ``rows`` as they are, the others read from ``tables`` in one bulk read per type."""
+    own = np.zeros(p.need.shape[0], dtype=bool)
+    own[p.slot[p.dst_lo:p.dst_hi]] = True
+    p.fetched.append(int(p.remote[np.isin(p.need_type, [p.ntypes.index(t) for t in tables])].sum()))
+    x = {}
+    for ti, t in enumerate(p.ntypes):
+        if t not in tables:
+            continue
+        of_type = p.need_type == ti
+        width = tables[t].shape[1]
+        out = torch.empty((int(of_type.sum()), width), dtype=torch.float32)
+        mine = _dst_types(p, ti)
+        if t in rows and mine.size:
+            out.index_copy_(0, torch.from_numpy(p.pos_in_type[mine]), rows[t])
+        other = np.flatnonzero(of_type & ~own)
+        if other.size:
+            out.index_copy_(0, torch.from_numpy(p.pos_in_type[other]), tables[t][torch.from_numpy(p.need_tid[other])])
+        x[t] = out
+    return x
 
 
 def _dst_types(p: Plan, t: int) -> np.ndarray:

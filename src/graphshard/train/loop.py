@@ -148,7 +148,7 @@ class Trainer:
         total = dict(zip([*_SUMS, "batches"], all_reduce_sum(
             self.s.ctx, np.array([sums[k] for k in _SUMS] + [len(loader)]), "epoch metrics")))
         ranks = self.s.world_size
-        out: dict[str, Any] = {"epoch": epoch}
+        out: dict[str, Any] = {"epoch": epoch, "background": bool(getattr(loader, "background", False))}
         out.update({k: float(v) / ranks for k, v in total.items() if k.endswith("_s")})
         out["train_loss"] = float(total["loss"] / total["batches"])
         out.update({k: int(total[k]) for k in _COUNTS})

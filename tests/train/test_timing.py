@@ -1,0 +1,46 @@
+"""The end-to-end time account: every phase of a run is named, the phases and `other` add up to the wall
+time measured around the call, and almost nothing is left unaccounted."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from graphshard.cli import main
+from graphshard.datasets import community_graph, save_dataset
+from graphshard.train import TrainOptions, train
+from graphshard.train.timing import PHASES, closing_account, describe
+
+
+def test_closing_account_adds_up():
+    rank = {"startup_s": 2.0, "epochs_s": 5.0, "evaluation_s": 1.0, "ignored": 9.0}
+    account = closing_account(rank, 10.0, partition_s=1.5, spawn_s=0.4, shutdown_s=None)
+    assert account["other_s"] == pytest.approx(0.1)
+    assert sum(account[k] for k in PHASES if k in account) + account["other_s"] == pytest.approx(10.0)
+    assert "ignored" not in account and "shutdown_s" not in account
+    text = describe(account)
+    assert text.startswith("10.0 s end to end = partitioning 1.5 + starting processes 0.4 + start-up 2.0")
+    assert text.endswith("other 0.1")
+
+
+def test_a_run_accounts_for_its_time(tmp_path, capsys):
+    save_dataset(community_graph(num_nodes=2000, noise=8.0, seed=5), tmp_path / "data")
+    opts = TrainOptions(fanouts=[5, 5], batch_size=256, epochs=2, progress=False,
+                        checkpoint=str(tmp_path / "ckpt"), save_embeddings=str(tmp_path / "emb.npy"))
+    start = time.perf_counter()
+    m = train(opts, num_procs=2, dataset=str(tmp_path / "data"), work_dir=str(tmp_path / "work"))
+    wall = time.perf_counter() - start
+    t = m["time"]
+    for phase in ("partition_s", "spawn_s", "startup_s", "epochs_s", "evaluation_s", "embeddings_s", "checkpoint_s",
+                  "shutdown_s"):
+        assert t[phase] > 0, phase
+    assert t["total_s"] <= wall and t["total_s"] > 0.95 * wall
+    assert sum(t[k] for k in PHASES if k in t) + t["other_s"] == pytest.approx(t["total_s"])
+    assert t["other_s"] < 0.05 * t["total_s"], t
+    assert t["epochs_s"] == pytest.approx(sum(e["wall_s"] for e in m["epochs"]), abs=0.3)
+
+    assert main(["train", "--dataset", str(tmp_path / "data"), "--work-dir", str(tmp_path / "work"), "--num-procs", "2",
+                 "--epochs", "1", "--fanouts", "5,5", "--batch-size", "256", "--cache-ratio", "0.3"]) == 0
+    out = capsys.readouterr().out
+    assert "s end to end = " in out and "training epochs" in out and "feature cache" in out
