@@ -92,16 +92,26 @@ def _chunk(model: Any, i: int, p: Plan, x: dict[str, torch.Tensor], lo: int, hi:
            ) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
     """Layer ``i`` for destinations ``[lo, hi)``: (their indices into ``need``, output rows per type)."""
     at, chunk_pos = _dst_rows(p, lo, hi)
-    x_dst = {t: x[t][torch.from_numpy(p.pos_in_type[at[p.need_type[at] == ti]])] for ti, t in enumerate(p.ntypes)}
+    x_dst = {t: _rows(x[t], p.pos_in_type[at[p.need_type[at] == ti]]) for ti, t in enumerate(p.ntypes)}
     e0, e1 = int(p.indptr[lo]), int(p.indptr[hi])
-    src = p.slot[p.indices[e0:e1]]
+    src = p.pos_in_type[p.slot[p.indices[e0:e1]]]
     dst = np.repeat(chunk_pos, np.diff(p.indptr[lo: hi + 1]))  # edges are listed destination by destination
-    etype = p.etype[e0:e1]
     edges = {}
-    for r, et in enumerate(p.etypes):
-        sel = etype == r if len(p.etypes) > 1 else slice(None)
-        edges[et] = torch.from_numpy(np.stack([p.pos_in_type[src[sel]], dst[sel]]))
+    if len(p.etypes) == 1:
+        edges[p.etypes[0]] = torch.from_numpy(np.stack([src, dst]))
+    else:
+        etype = p.etype[e0:e1]
+        for r, et in enumerate(p.etypes):
+            sel = etype == r
+            edges[et] = torch.from_numpy(np.stack([src[sel], dst[sel]]))
     return at, model.layer(i, x, x_dst, edges)
+
+
+def _rows(x: torch.Tensor, pos: np.ndarray) -> torch.Tensor:
+    """``x[pos]``: a view when ``pos`` is a run of consecutive rows (a partition's own nodes usually are)."""
+    if pos.size and pos[-1] - pos[0] == pos.size - 1 and (pos.size < 2 or bool((np.diff(pos) == 1).all())):
+        return x[int(pos[0]): int(pos[-1]) + 1]
+    return x[torch.from_numpy(pos)]
 
 
 def _layer(model: Any, i: int, p: Plan, x: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
