@@ -48,8 +48,12 @@ def _read(name: str, ids: torch.Tensor) -> torch.Tensor:
 
 def _write(name: str, ids: torch.Tensor, values: torch.Tensor) -> None:
     s = shard(name)
+    at = s.index(ids)
     with s.lock:
-        s.rows[s.index(ids)] = values.to(s.rows.dtype)
+        if at.numel() and int(at[-1] - at[0]) == at.numel() - 1 and bool((at[1:] - at[:-1] == 1).all()):
+            s.rows[int(at[0]): int(at[-1]) + 1] = values  # a run of consecutive rows: one block copy
+        else:
+            s.rows[at] = values.to(s.rows.dtype)
 
 
 class DistTensor:
@@ -115,7 +119,9 @@ class DistTensor:
     def __setitem__(self, ids: Any, values: Any) -> None:
         ids_np = self._ids(ids)
         values = torch.as_tensor(values, dtype=self.dtype).expand((ids_np.shape[0], *self.shape[1:]))
-        self._route(ids_np, _write, lambda pos: (self.name, torch.from_numpy(ids_np[pos]), values[torch.from_numpy(pos)]),
+        whole = lambda pos: pos.shape[0] == ids_np.shape[0] and values.is_contiguous()  # noqa: E731  (one owner)
+        self._route(ids_np, _write, lambda pos: (self.name, torch.from_numpy(ids_np[pos]),
+                                                 values if whole(pos) else values[torch.from_numpy(pos)]),
                     f"DistTensor {self.name!r} write")
 
     def free(self) -> None:
