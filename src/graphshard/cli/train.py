@@ -25,20 +25,20 @@ def options(args: argparse.Namespace, part_config: str = "") -> Any:
                         eval_fanouts=args.eval_fanouts, metrics_out=args.metrics_out,
                         save_embeddings=args.save_embeddings, checkpoint=args.checkpoint, timeout=args.timeout,
                         num_classes=args.num_classes, allow_nonfinite=args.allow_nonfinite,
-                        cache_ratio=args.cache_ratio, cache_mb=args.cache_mb)
+                        cache_ratio=args.cache_ratio, cache_mb=args.cache_mb, weight_decay=args.weight_decay,
+                        lr_schedule=args.lr_schedule, lr_step=args.lr_step, lr_gamma=args.lr_gamma,
+                        print_epochs=True)
 
 
-def print_metrics(m: dict) -> None:
-    """Per-epoch lines, the test result and where the time went."""
+def print_metrics(m: dict, epochs: bool = False) -> None:
+    """The test result and where the time went (and the per-epoch lines with ``epochs``: rank 0 prints
+    them as the epochs end)."""
+    from ..train.report import epoch_line
     from ..train.timing import describe
 
     link = m.get("task") == "link"
-    for e in m["epochs"]:
-        if "val_mrr" in e or "val_acc" in e:
-            score = f"val MRR {e['val_mrr']:.4f}  AUC {e['val_auc']:.4f}" if link else f"val acc {e['val_acc']:.4f}"
-        else:
-            score = ""
-        print(f"epoch {e['epoch']:>3}: {e['wall_s']:.2f} s  loss {e['train_loss']:.4f}  {score}")
+    for e in m["epochs"] if epochs else []:
+        print(epoch_line(e))
     keys = ("wall_s", "wait_s", "sample_s", "fetch_s", "compute_s", "comm_s", "fetch_bytes", "cache_hits",
             "cache_misses")
     total = {k: sum(e.get(k, 0) for e in m["epochs"]) for k in keys}
@@ -98,6 +98,13 @@ def run_demo(args: argparse.Namespace) -> None:
     print_metrics(m)
 
 
+def _fraction(text: str) -> float:
+    value = positive_float(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text}")
+    return value
+
+
 def _model_flags(p: argparse.ArgumentParser, epochs: int) -> None:
     p.add_argument("--task", default="node", choices=["node", "link"],
                    help="node classification, or link prediction (held-out edges ranked by MRR/AUC)")
@@ -112,6 +119,12 @@ def _model_flags(p: argparse.ArgumentParser, epochs: int) -> None:
     p.add_argument("--dropout", type=float, default=0.5, help="dropout probability")
     p.add_argument("--epochs", type=positive_int, default=epochs, help="training epochs")
     p.add_argument("--lr", type=positive_float, default=0.01, help="learning rate (Adam)")
+    p.add_argument("--weight-decay", type=non_negative_float, default=0.0, help="L2 penalty on the weights (Adam)")
+    p.add_argument("--lr-schedule", default="constant", choices=["constant", "cosine", "step"],
+                   help="learning rate over the epochs: constant; cosine from --lr towards 0 over --epochs; "
+                        "step: x --lr-gamma every --lr-step epochs")
+    p.add_argument("--lr-step", type=positive_int, default=10, help="step schedule: epochs between decays")
+    p.add_argument("--lr-gamma", type=_fraction, default=0.5, help="step schedule: factor per decay, in (0, 1]")
     p.add_argument("--num-workers", type=non_negative_int, default=0, help="sampler worker processes per rank")
     cache = p.add_mutually_exclusive_group()
     cache.add_argument("--cache-ratio", type=non_negative_float, default=0.0, metavar="ALPHA",

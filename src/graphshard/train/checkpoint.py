@@ -20,7 +20,8 @@ TENSORS = "checkpoint.safetensors"
 # different run (other model shape, other optimiser, other batches). Others (epochs, evaluation
 # cadence, outputs, workers, timeouts) may change between a run and its resume.
 RESUME_OPTIONS = ("task", "model", "fanouts", "batch_size", "hidden", "num_layers", "dropout", "lr", "seed", "num_classes",
-                  "target", "embed_dim", "sparse_lr", "decoder", "neg_ratio", "edge_type")
+                  "target", "embed_dim", "sparse_lr", "decoder", "neg_ratio", "edge_type", "weight_decay",
+                  "lr_schedule", "lr_step", "lr_gamma")
 
 
 def run_identity(part_config: str, opts: Any, world_size: int) -> dict[str, Any]:

@@ -27,8 +27,11 @@ from .checks import check_loss
 from .checkpoint import check_agreement, load_checkpoint, rank_status, run_identity, save_checkpoint
 from .inputs import ModelInputs
 from .options import TrainOptions
+from .report import epoch_line, write_json
+from .schedule import lr_at
 
 log = logging.getLogger(__name__)
+notice = logging.getLogger("graphshard.notice")  # shown at the default log level
 
 # per-rank sums kept for an epoch, in this order (then the batch count)
 _SUMS = ("wall_s", "wait_s", "sample_s", "fetch_s", "compute_s", "comm_s", "loss", "fetch_bytes", "cache_hits", "cache_misses",
@@ -71,7 +74,7 @@ class Trainer:
 
         self.s, self.g, self.opts, self.inputs = s, g, opts, inputs
         self.model = model
-        self.optimizer = torch.optim.Adam(model.parameters(), lr=opts.lr)
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=opts.lr, weight_decay=opts.weight_decay)
         self.start_epoch, self.history = 0, []
         self.identity = run_identity(opts.part_config, opts, s.world_size) if opts.checkpoint else None
         if opts.checkpoint:
@@ -80,7 +83,7 @@ class Trainer:
             if resumed:
                 self.start_epoch, self.history, extra = resumed
                 inputs.load_state(extra)
-                log.info("resuming after epoch %d from %s", self.start_epoch, opts.checkpoint)
+                notice.info("resuming after epoch %d from %s", self.start_epoch, opts.checkpoint)
             g.barrier()  # every embedding shard is restored before anyone reads it
         # a heterogeneous model's loss reads one node type: the relations feeding other types in the
         # last layers get no gradient, which DDP must be told to expect
@@ -106,14 +109,28 @@ class Trainer:
                     with timing.phase("evaluation_s"):
                         record.update(evaluate())
                 self.history.append(record)
-                log.info("epoch %d: %s", epoch, record)
+                self._report(record)
                 if self.opts.checkpoint:
                     with timing.phase("checkpoint_s"):
                         save_checkpoint(self._dir(), epoch, self.model, self.optimizer, self.history,
                                         self.inputs.state(), self.identity)
         return self.history
 
+    def _report(self, record: dict[str, Any]) -> None:
+        """Rank 0 shows the epoch as it ends and rewrites the metrics file with the history so far."""
+        log.info("epoch %d: %s", record["epoch"], record)
+        if self.s.rank != 0:
+            return
+        if self.opts.metrics_out:  # before the line: whoever sees the line finds the epoch in the file
+            write_json(self.opts.metrics_out, {"complete": False, "epochs": self.history})
+        if self.opts.print_epochs:
+            print(epoch_line(record), flush=True)
+
     def _epoch(self, loader: Any, loss_fn: Callable, epoch: int) -> dict[str, Any]:
+        o = self.opts
+        lr = lr_at(o.lr_schedule, o.lr, epoch, o.epochs, o.lr_step, o.lr_gamma)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
         self.ddp.train()
         sums = dict.fromkeys(_SUMS, 0.0)
         self.comm["comm_s"] = 0.0
@@ -139,6 +156,7 @@ class Trainer:
             for k in _COUNTS:
                 sums[k] += getattr(batch, k, 0)
             sums["loss"] += loss.item()
+            bar.set_postfix(loss=f"{sums['loss'] / (step + 1):.4f}", refresh=False)
             bar.update()
             done = time.perf_counter()
         bar.close()
@@ -148,7 +166,7 @@ class Trainer:
         total = dict(zip([*_SUMS, "batches"], all_reduce_sum(
             self.s.ctx, np.array([sums[k] for k in _SUMS] + [len(loader)]), "epoch metrics")))
         ranks = self.s.world_size
-        out: dict[str, Any] = {"epoch": epoch, "background": bool(getattr(loader, "background", False))}
+        out: dict[str, Any] = {"epoch": epoch, "lr": lr, "background": bool(getattr(loader, "background", False))}
         out.update({k: float(v) / ranks for k, v in total.items() if k.endswith("_s")})
         out["train_loss"] = float(total["loss"] / total["batches"])
         out.update({k: int(total[k]) for k in _COUNTS})

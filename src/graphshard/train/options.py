@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import InputError
+from .schedule import SCHEDULES
 
 TASKS = ("node", "link")
 MODELS = ("sage", "mlp")
@@ -45,6 +46,11 @@ class TrainOptions:
     checkpoint: str | None = None
     timeout: float = 300.0
     progress: bool = True
+    weight_decay: float = 0.0  # L2 penalty of Adam on the model's weights
+    lr_schedule: str = "constant"  # constant | cosine | step (see graphshard.train.schedule)
+    lr_step: int = 10  # step schedule: epochs between decays
+    lr_gamma: float = 0.5  # step schedule: factor per decay
+    print_epochs: bool = False  # rank 0 prints each epoch's line when it ends (the command line does)
     num_classes: int | None = None  # node: classes of the labels (default: the dataset's, else max label + 1)
     allow_nonfinite: bool = False  # train on NaN/infinite features and losses instead of stopping
     cache_ratio: float = 0.0  # remote-feature cache rows per rank, as a fraction of its partition's nodes
@@ -52,7 +58,7 @@ class TrainOptions:
 
     def check(self) -> None:
         for name, value, allowed in (("task", self.task, TASKS), ("model", self.model, MODELS),
-                                     ("decoder", self.decoder, DECODERS)):
+                                     ("decoder", self.decoder, DECODERS), ("lr_schedule", self.lr_schedule, SCHEDULES)):
             if value not in allowed:
                 raise InputError(f"unknown {name} {value!r} (available: {', '.join(allowed)})")
         if len(self.fanouts) != self.num_layers:
@@ -68,6 +74,12 @@ class TrainOptions:
             raise InputError(f"eval_every must be >= 0, got {self.eval_every}")
         if self.eval_fanouts is not None and len(self.eval_fanouts) != self.num_layers:
             raise InputError(f"{len(self.eval_fanouts)} evaluation fanouts for {self.num_layers} layers")
+        if not (0 <= self.weight_decay < float("inf")):
+            raise InputError(f"weight_decay must be a finite number >= 0, got {self.weight_decay}")
+        if self.lr_step < 1:
+            raise InputError(f"lr_step must be >= 1, got {self.lr_step}")
+        if not (0 < self.lr_gamma <= 1):
+            raise InputError(f"lr_gamma must be in (0, 1], got {self.lr_gamma}")
         if self.cache_ratio and self.cache_mb:
             raise InputError("give cache_ratio or cache_mb, not both")
         for name in ("cache_ratio", "cache_mb"):

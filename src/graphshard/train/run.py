@@ -18,6 +18,7 @@ from ..fingerprint import tree_fingerprint
 from . import timing
 from .link_split import require_link_split
 from .options import TrainOptions
+from .report import write_json
 
 log = logging.getLogger(__name__)
 
@@ -52,16 +53,8 @@ def _rank_main(opts: TrainOptions, result_path: str | None, dataset: tuple | Non
         metrics["time"] = timing.rank_account() | ({"spawn_s": spawn_s} if spawn_s is not None else {})
         metrics["time"]["finished_at"] = time.time()
         if s.rank == 0 and result_path:
-            _write_json(result_path, metrics)
+            write_json(result_path, metrics)
     return metrics
-
-
-def _write_json(path: str, value: Any) -> None:
-    """``value`` as JSON at ``path``, atomically (temp, then rename)."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(path).with_name(f".{Path(path).name}.tmp")
-    tmp.write_text(json.dumps(value, indent=1))
-    os.replace(tmp, path)
 
 
 def _paths(dataset: str, out_dir: str, num_parts: int, method: str, seed: int, link: bool,
@@ -135,8 +128,9 @@ def train(opts: TrainOptions, num_procs: int | None = None, dataset: str | None 
         launcher["shutdown_s"] = time.time() - rank.pop("finished_at")
     rank.pop("finished_at", None)
     metrics["time"] = timing.closing_account(rank, time.perf_counter() - started, **launcher)
+    metrics["complete"] = True
     if opts.metrics_out and (num_procs or os.environ.get("RANK", "0") == "0"):
-        _write_json(opts.metrics_out, metrics)
+        write_json(opts.metrics_out, metrics)
     return metrics
 
 
