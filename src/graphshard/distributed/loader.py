@@ -5,7 +5,9 @@ Every rank runs the same number of batches per epoch: at construction the ranks 
 seed count, and ranks with fewer seeds top their epoch up with repeats of their own seeds. Batches
 are built by sampler worker processes (``num_workers > 0``) or in the training process
 (``num_workers=0``): by a background thread, ``prefetch`` batches ahead of the training loop (its
-compute overlaps their sampling and fetching), or in-line with ``prefetch=0``.
+compute overlaps their sampling and fetching), or in-line with ``prefetch=0``. By default
+(``prefetch=None``) workers keep 2 batches in flight each, and the training process builds ahead only
+when its rank has a core to spare (see :mod:`.threads`).
 Randomness depends on ``(seed, epoch, batch, rank)`` only, so the batches are the same either way.
 """
 
@@ -23,16 +25,19 @@ from ..ids import check_range
 from .batch import BatchMaker, BatchRequest, BatchSpec
 from .graph import DistGraph
 from .prefetch import prefetched
+from .threads import prefetch_depth
 from .workers import WorkerPool
 
 
 class _DistLoader:
     def __init__(self, graph: DistGraph, spec: BatchSpec, seeds: np.ndarray, batch_size: int, shuffle: bool,
-                 drop_last: bool, num_workers: int, prefetch: int, seed: int, time: Any, label: Any):
+                 drop_last: bool, num_workers: int, prefetch: int | None, seed: int, time: Any, label: Any):
         if batch_size < 1:
             raise InputError(f"batch_size must be >= 1, got {batch_size}")
         self.graph, self.spec, self.seeds = graph, spec, seeds
         self.batch_size, self.shuffle, self.seed, self.epoch = batch_size, shuffle, seed, 0
+        if prefetch is None:
+            prefetch = 2 if num_workers > 0 else prefetch_depth()
         self.prefetch = prefetch
         count = seeds.shape[-1]
         self.time = None if time is None else to_numpy(time)
@@ -122,7 +127,7 @@ class DistNeighborLoader(_DistLoader):
                  input_type: str | None = None, shuffle: bool = False, drop_last: bool = False,
                  replace: bool = False, disjoint: bool = False, time_attr: str | None = None,
                  input_time: Any = None, feat_name: str = "feat", label_name: str | None = "label",
-                 num_workers: int = 0, prefetch: int = 2, seed: int = 0):
+                 num_workers: int = 0, prefetch: int | None = None, seed: int = 0):
         if input_type is None and len(graph.ntypes) > 1:
             raise InputError(f"input_type is needed for a graph with node types {graph.ntypes}")
         seeds = to_numpy(input_nodes).astype(np.int64).reshape(-1)
@@ -145,7 +150,7 @@ class DistLinkNeighborLoader(_DistLoader):
                  neg_amount: float = 1.0, shuffle: bool = False, drop_last: bool = False, replace: bool = False,
                  disjoint: bool = False, time_attr: str | None = None, edge_label_time: Any = None,
                  feat_name: str = "feat", label_name: str | None = None, num_workers: int = 0,
-                 prefetch: int = 2, seed: int = 0, exclude_seed_edges: bool = False):
+                 prefetch: int | None = None, seed: int = 0, exclude_seed_edges: bool = False):
         et = graph._etype(edge_type) if edge_type is not None else graph._single("edge_type", graph.canonical_etypes)
         pairs = to_numpy(edge_label_index).astype(np.int64)
         if pairs.ndim != 2 or pairs.shape[0] != 2:

@@ -23,7 +23,6 @@ from ..distributed.collectives import all_reduce_sum
 from ..distributed.graph import DistGraph
 from ..distributed.loader import DistLinkNeighborLoader
 from ..distributed.runtime import Session
-from ..distributed.threads import prefetch_depth
 from ..graph import EType
 from ..models import DotDecoder, LinkModel, MLPDecoder
 from . import timing
@@ -111,8 +110,7 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     trainer = Trainer(s, g, opts, model, inputs)
     loader = DistLinkNeighborLoader(g, opts.fanouts, mine, math.ceil(opts.batch_size / s.world_size),
                                     edge_type=et, neg_sampling="binary", neg_amount=opts.neg_ratio, shuffle=True,
-                                    num_workers=opts.num_workers, seed=opts.seed, exclude_seed_edges=True,
-                                    prefetch=prefetch_depth())
+                                    num_workers=opts.num_workers, seed=opts.seed, exclude_seed_edges=True)
     history = trainer.fit(loader, loss, lambda: {f"val_{k}": v for k, v in evaluate(held.val, 1).items()})
     with timing.phase("evaluation_s"):
         test = evaluate(held.test, 2)

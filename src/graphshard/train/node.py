@@ -17,7 +17,6 @@ from ..distributed.graph import DistGraph
 from ..distributed.loader import DistNeighborLoader
 from ..distributed.runtime import Session
 from ..distributed.split import node_split
-from ..distributed.threads import prefetch_depth
 from ..errors import InputError
 from . import timing
 from .checks import check_finite_features, num_classes_of
@@ -93,8 +92,7 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
 
     trainer = Trainer(s, g, opts, model, inputs)
     loader = DistNeighborLoader(g, opts.fanouts, split["train"], math.ceil(opts.batch_size / world), input_type=ntype,
-                                shuffle=True, num_workers=opts.num_workers, seed=opts.seed, label_name=None,
-                                prefetch=prefetch_depth())
+                                shuffle=True, num_workers=opts.num_workers, seed=opts.seed, label_name=None)
     history = trainer.fit(loader, loss, lambda: {"val_acc": evaluate(split["val"])})
     with timing.phase("evaluation_s"):
         test_acc = evaluate(split["test"])
