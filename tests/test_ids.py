@@ -43,3 +43,11 @@ def test_from_metadata_both_count_styles_and_tensors():
         conv.node_to_homo("c", [0])
     with pytest.raises(InputError, match="missing key 'node_type'"):
         IDConverter.from_metadata({})
+
+
+def test_consecutive_finds_exact_runs_only():
+    from graphshard.ids import consecutive
+    assert consecutive(np.arange(5, 9)) == slice(5, 9)
+    assert consecutive(np.array([7])) == slice(7, 8)
+    for not_a_run in ([], [5, 7, 6], [5, 5, 7], [3, 5]):
+        assert consecutive(np.array(not_a_run, dtype=np.int64)) is None

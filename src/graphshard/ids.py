@@ -23,6 +23,13 @@ def type_offsets(counts: Sequence[int]) -> np.ndarray:
     return offsets
 
 
+def consecutive(ids: np.ndarray) -> slice | None:
+    """``slice(a, b)`` when ``ids`` are exactly ``a, a + 1, ..., b - 1`` (in that order), else None."""
+    if not ids.size or int(ids[-1]) - int(ids[0]) != ids.size - 1:
+        return None
+    return slice(int(ids[0]), int(ids[-1]) + 1) if ids.size < 2 or bool((np.diff(ids) == 1).all()) else None
+
+
 def as_id_array(ids: Any, what: str = "IDs") -> np.ndarray:
     """Return ``ids`` (tensor, array, list or scalar) as a 1-D int64 NumPy array, copying only if needed."""
     arr = to_numpy(ids)

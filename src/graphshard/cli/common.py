@@ -61,24 +61,28 @@ def positive_int(text: str) -> int:
     return value
 
 
-def non_negative_float(text: str) -> float:
+def _number(text: str, ok: Any, wanted: str) -> float:
+    """``text`` as a float for which ``ok(value)`` holds; else an argparse error saying ``wanted``."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text}")
+        raise argparse.ArgumentTypeError(f"expected {wanted}, got {text!r}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"expected {wanted}, got {text}")
     return value
+
+
+def non_negative_float(text: str) -> float:
+    return _number(text, lambda v: 0 <= v < float("inf"), "a finite number >= 0")
 
 
 def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
-    return value
+    return _number(text, lambda v: v > 0, "a positive number")
+
+
+def fraction(text: str) -> float:
+    """A number in (0, 1]."""
+    return _number(text, lambda v: 0 < v <= 1, "a number in (0, 1]")
 
 
 def int_list(text: str) -> list[int]:

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .common import (cluster_flags, command, dataset_flag, int_list, method_flag, non_negative_float, non_negative_int,
-                     overwrite_flag, positive_float, positive_int, seed_flag)
+from .common import (cluster_flags, command, dataset_flag, fraction, int_list, method_flag, non_negative_float,
+                     non_negative_int, overwrite_flag, positive_float, positive_int, seed_flag)
 
 
 def options(args: argparse.Namespace, part_config: str = "") -> Any:
@@ -98,13 +98,6 @@ def run_demo(args: argparse.Namespace) -> None:
     print_metrics(m)
 
 
-def _fraction(text: str) -> float:
-    value = positive_float(text)
-    if value > 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text}")
-    return value
-
-
 def _model_flags(p: argparse.ArgumentParser, epochs: int) -> None:
     p.add_argument("--task", default="node", choices=["node", "link"],
                    help="node classification, or link prediction (held-out edges ranked by MRR/AUC)")
@@ -124,7 +117,7 @@ def _model_flags(p: argparse.ArgumentParser, epochs: int) -> None:
                    help="learning rate over the epochs: constant; cosine from --lr towards 0 over --epochs; "
                         "step: x --lr-gamma every --lr-step epochs")
     p.add_argument("--lr-step", type=positive_int, default=10, help="step schedule: epochs between decays")
-    p.add_argument("--lr-gamma", type=_fraction, default=0.5, help="step schedule: factor per decay, in (0, 1]")
+    p.add_argument("--lr-gamma", type=fraction, default=0.5, help="step schedule: factor per decay, in (0, 1]")
     p.add_argument("--num-workers", type=non_negative_int, default=0, help="sampler worker processes per rank")
     cache = p.add_mutually_exclusive_group()
     cache.add_argument("--cache-ratio", type=non_negative_float, default=0.0, metavar="ALPHA",

@@ -58,17 +58,20 @@ class FeatureCache:
         return self._slots[ntype]
 
     def split(self, ntype: str, name: str, ids: np.ndarray, remote: np.ndarray
-              ) -> tuple[np.ndarray, torch.Tensor | None, np.ndarray]:
+              ) -> tuple[np.ndarray, torch.Tensor | None, np.ndarray | None]:
         """For a lookup of ``ids`` of which ``remote`` (bool) belong to other partitions: positions served
-        here, their rows, and the positions still to fetch (local rows and misses), in ascending order."""
+        here, their rows, and the positions still to fetch (local rows and misses) in ascending order, or
+        None when that is every position (nothing was served here)."""
         rows = self.rows.get((ntype, name))
         asked = int(remote.sum())
-        if rows is None or not rows.shape[0] or not asked:
+        hit_pos = np.zeros(0, np.int64)
+        if rows is not None and rows.shape[0] and asked:
+            at = self._slot(ntype)[ids]
+            hit = remote & (at >= 0)
+            hit_pos = np.flatnonzero(hit)
+        if not hit_pos.size:
             self._count(asked, 0, 0)
-            return np.zeros(0, np.int64), None, np.arange(ids.shape[0])
-        at = self._slot(ntype)[ids]
-        hit = remote & (at >= 0)
-        hit_pos = np.flatnonzero(hit)
+            return hit_pos, None, None
         got = torch.index_select(rows, 0, torch.from_numpy(at[hit_pos].astype(np.int64)))
         self._count(asked, hit_pos.size, got.numel() * got.element_size())
         return hit_pos, got, np.flatnonzero(~hit)

@@ -74,7 +74,7 @@ class DistFeatureStore(ReadOnlyFeatureStore):
         dtype, row_shape = self.schema[(group, name)]
         parts = self._owner_parts(group, ids_np)
         self.stats["rows"] += int(ids_np.shape[0])
-        served, todo = [], None
+        served, todo = [], None  # todo: positions still to fetch (None: all of them)
         if self.cache is not None and not isinstance(group, tuple):
             hit_pos, hit_rows, todo = self.cache.split(group, name, ids_np, parts != self.part_id)
             served = [(hit_pos, hit_rows)] if hit_pos.size else []
@@ -84,7 +84,7 @@ class DistFeatureStore(ReadOnlyFeatureStore):
                           lambda pos: self.local.get_tensor_from_global_id(group, name, asked[pos]),
                           _serve_rows, lambda pos: (self.key, group, name, torch.from_numpy(asked[pos])),
                           f"feature {group!r}/{name!r}")
-        if not served and len(pieces) == 1 and parts.size and parts[0] == self.part_id:  # all local, in order
+        if todo is None and len(pieces) == 1 and parts.size and parts[0] == self.part_id:  # all local, in order
             return pieces[0][1]
         out = torch.empty((ids_np.shape[0], *row_shape), dtype=dtype)
         for pos, got in pieces:

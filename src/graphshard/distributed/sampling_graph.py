@@ -101,7 +101,6 @@ class LocalSamplingGraph:
             per_node = np.bincount(node_idx, weights=counts, minlength=gids.shape[0]).astype(np.int64)
         return per_node, self.node_gid[self.indices[pos]], self.edge_gid[pos]
 
-
     def expected_sources(self, gids: np.ndarray, weights: np.ndarray, fanouts: np.ndarray
                          ) -> tuple[np.ndarray, np.ndarray]:
         """Expected reads of the in-neighbours of these inner nodes when each node ``v`` is expanded

@@ -12,7 +12,7 @@ import torch
 
 from ..book import RangePartitionBook
 from ..errors import InputError
-from ..ids import as_id_array
+from ..ids import as_id_array, consecutive
 from .rpc import RpcGroup, by_owner
 
 _SHARDS: dict[str, "Shard"] = {}
@@ -48,12 +48,13 @@ def _read(name: str, ids: torch.Tensor) -> torch.Tensor:
 
 def _write(name: str, ids: torch.Tensor, values: torch.Tensor) -> None:
     s = shard(name)
-    at = s.index(ids)
+    at = s.to_local(ids.numpy())
+    run = consecutive(at)
     with s.lock:
-        if at.numel() and int(at[-1] - at[0]) == at.numel() - 1 and bool((at[1:] - at[:-1] == 1).all()):
-            s.rows[int(at[0]): int(at[-1]) + 1] = values  # a run of consecutive rows: one block copy
+        if run is not None:
+            s.rows[run] = values  # a run of consecutive rows: one block copy
         else:
-            s.rows[at] = values.to(s.rows.dtype)
+            s.rows[torch.from_numpy(at)] = values.to(s.rows.dtype)
 
 
 class DistTensor:

@@ -22,6 +22,7 @@ import torch
 from ..distributed.graph import DistGraph
 from ..distributed.tensor import DistTensor
 from ..graph import EType
+from ..ids import consecutive
 
 log = logging.getLogger(__name__)
 
@@ -109,9 +110,8 @@ def _chunk(model: Any, i: int, p: Plan, x: dict[str, torch.Tensor], lo: int, hi:
 
 def _rows(x: torch.Tensor, pos: np.ndarray) -> torch.Tensor:
     """``x[pos]``: a view when ``pos`` is a run of consecutive rows (a partition's own nodes usually are)."""
-    if pos.size and pos[-1] - pos[0] == pos.size - 1 and (pos.size < 2 or bool((np.diff(pos) == 1).all())):
-        return x[int(pos[0]): int(pos[-1]) + 1]
-    return x[torch.from_numpy(pos)]
+    run = consecutive(pos)
+    return x[run] if run is not None else x[torch.from_numpy(pos)]
 
 
 def _layer(model: Any, i: int, p: Plan, x: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -128,9 +128,14 @@ def _layer(model: Any, i: int, p: Plan, x: dict[str, torch.Tensor]) -> dict[str,
     return {t: torch.cat(v) for t, v in out.items() if v}
 
 
+def _count_remote(p: Plan, types: Any) -> None:
+    """Record the remote rows one layer's inputs of ``types`` read (one bulk read per type)."""
+    p.fetched.append(int(p.remote[np.isin(p.need_type, [p.ntypes.index(t) for t in types])].sum()))
+
+
 def _fetch(p: Plan, read: Callable[[str, torch.Tensor], torch.Tensor], types: Any) -> dict[str, torch.Tensor]:
     """Rows of every needed node of ``types``, per type, in ``need`` order (one bulk read per type)."""
-    p.fetched.append(int(p.remote[np.isin(p.need_type, [p.ntypes.index(t) for t in types])].sum()))
+    _count_remote(p, types)
     return {t: read(t, torch.from_numpy(p.of_type(ti))) for ti, t in enumerate(p.ntypes) if t in types}
 
 
@@ -172,7 +177,7 @@ def _next_inputs(p: Plan, rows: dict[str, torch.Tensor], tables: dict[str, DistT
     from ``rows`` as they are, the others read from ``tables`` in one bulk read per type."""
     own = np.zeros(p.need.shape[0], dtype=bool)
     own[p.slot[p.dst_lo:p.dst_hi]] = True
-    p.fetched.append(int(p.remote[np.isin(p.need_type, [p.ntypes.index(t) for t in tables])].sum()))
+    _count_remote(p, tables)
     x = {}
     for ti, t in enumerate(p.ntypes):
         if t not in tables:

@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..format.staging import atomic_file
+
 
 def epoch_line(e: dict[str, Any]) -> str:
     """``epoch   3: 0.32 s  loss 0.4439  val acc 0.9705  (sampling 0.1 + fetch 0.0 + compute 0.1 + sync 0.0)``."""
@@ -25,9 +27,8 @@ def epoch_line(e: dict[str, Any]) -> str:
 
 
 def write_json(path: str | os.PathLike, value: Any) -> None:
-    """``value`` as JSON at ``path``, atomically (temp file, then rename)."""
+    """``value`` as JSON at ``path``, atomically (temp file, then rename; a failure names ``path``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(value, indent=1))
-    os.replace(tmp, path)
+    with atomic_file(path) as tmp:
+        tmp.write_text(json.dumps(value, indent=1))

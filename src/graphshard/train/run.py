@@ -8,8 +8,6 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -154,7 +152,7 @@ def _train(opts: TrainOptions, num_procs: int | None, dataset: str | None, work_
         job = (dataset, out, parts, part_method, opts.seed, opts.task == "link", opts.edge_type)
         if not num_procs:
             return _rank_main(opts, None, job), launcher
-        with timed(launcher, "partition_s"):
+        with timing.phase("partition_s", launcher):
             partition_dataset(*job)
         opts = _with_partitions(opts, job)
     require_link_split(opts)  # fail before starting any process
@@ -167,7 +165,7 @@ def _train(opts: TrainOptions, num_procs: int | None, dataset: str | None, work_
     from ..distributed.launcher import launch
     from ..sampling.kernels import warm_up
 
-    with timed(launcher, "compile_s"):
+    with timing.phase("compile_s", launcher):
         warm_up()  # compiled once here (first run only), loaded from the cache by every rank
     with tempfile.TemporaryDirectory() as tmp:
         result = str(Path(tmp) / "metrics.json")
@@ -176,9 +174,3 @@ def _train(opts: TrainOptions, num_procs: int | None, dataset: str | None, work_
                host, opts.timeout)
         return json.loads(Path(result).read_text()), launcher
 
-
-@contextmanager
-def timed(account: dict[str, float], name: str) -> Iterator[None]:
-    start = time.perf_counter()
-    yield
-    account[name] = account.get(name, 0.0) + time.perf_counter() - start

@@ -35,17 +35,18 @@ def training_starts() -> None:
 
 
 @contextmanager
-def phase(name: str) -> Iterator[None]:
-    """Add the time spent inside to phase ``name``."""
+def phase(name: str, account: dict[str, float] | None = None) -> Iterator[None]:
+    """Add the time spent inside to phase ``name`` of this process's account (or of ``account``)."""
     start = time.perf_counter()
     try:
         yield
     finally:
-        add(name, time.perf_counter() - start)
+        add(name, time.perf_counter() - start, account)
 
 
-def add(name: str, seconds: float) -> None:
-    _SPENT[name] = _SPENT.get(name, 0.0) + seconds
+def add(name: str, seconds: float, account: dict[str, float] | None = None) -> None:
+    spent = _SPENT if account is None else account
+    spent[name] = spent.get(name, 0.0) + seconds
 
 
 def rank_account() -> dict[str, float]:
