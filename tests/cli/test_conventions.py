@@ -65,8 +65,8 @@ def test_version(capsys):
     assert capsys.readouterr().out.strip() == f"graphshard {__version__}"
 
 
-@pytest.mark.parametrize("value, message", [("10,x", "'x' in '10,x' is not an integer"),
-                                            ("10,0", "positive integer or -1"), ("", "is not an integer")])
+@pytest.mark.parametrize("value, message", [("10,x", "got '10,x' ('x' is not an integer)"),
+                                            ("10,0", "each >= 1 or -1, got '10,0'"), ("", "got ''")])
 def test_list_flags_are_checked(value, message, capsys):
     assert main(["train", "--part-config", "p.json", "--fanouts", value]) == 2
     err = capsys.readouterr().err

@@ -163,7 +163,9 @@ def test_checkpoint_of_other_options_is_refused_before_spawning(trained, capsys)
     tmp, opts = trained
     with pytest.raises(InputError, match=r"hidden: checkpoint 16, this run 32.*lr: checkpoint 0.01, this run 0.02"):
         train(replace(opts, hidden=32, lr=0.02, epochs=2), num_procs=2)
-    with pytest.raises(InputError, match=r"world_size: checkpoint 2, this run 1"):
+    with pytest.raises(InputError, match=r"world_size: checkpoint 2, this run 4"):  # refused, not resharded
+        train(replace(opts, epochs=2), num_procs=4)
+    with pytest.raises(InputError, match=r"1 processes cannot serve the 2 partitions of .*data.json evenly"):
         train(replace(opts, epochs=2), num_procs=1)
     before = sorted(p.name for p in (tmp / "ckpt").rglob("*"))
     capsys.readouterr()
@@ -224,8 +226,9 @@ def test_ranks_check_each_other_before_loading(trained):
     import time
 
     from graphshard.train.checkpoint import run_identity
+    from graphshard.train.contract import resolve_data
     tmp, opts = trained
-    identity = run_identity(opts.part_config, opts, 2)
+    identity = run_identity(opts.part_config, resolve_data(opts, 2), 2)  # as train() records it
     ckpt = tmp / "ckpt-rank"
     shutil.copytree(tmp / "ckpt", ckpt)
     launch(_agree, 2, (str(ckpt), identity), timeout=30)  # a consistent set: agreed, nothing raised

@@ -58,7 +58,7 @@ def test_class_count_rules():
     masks["val"][2] = True
     with pytest.raises(InputError, match="node 2 .* label -1"):
         num_classes_of(labels, masks, None, "t")
-    with pytest.raises(InputError, match="num_classes must be >= 1"):
+    with pytest.raises(InputError, match=r"option num_classes: expected an integer in \[1, inf\) \(or null\), got 0"):
         TrainOptions(num_classes=0).check()
     # no declared count: a label far beyond the labelled nodes is refused, not a 10**6-wide output layer
     labels, used = np.array([0, 1, 10**6, 1]), {"train": np.array([1, 1, 1, 1], bool)}

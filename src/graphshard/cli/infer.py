@@ -13,7 +13,7 @@ def run_embed(args: argparse.Namespace) -> None:
     from ..infer import embed
 
     start = time.perf_counter()
-    embed(args.part_config, args.checkpoint, args.out, args.num_procs, args.host, args.timeout)
+    embed(args.part_config, args.checkpoint, args.out, args.num_procs, args.host, args.timeout, args.embedding_layer)
     print(f"wrote every node's output in {time.perf_counter() - start:.1f} s -> {args.out}")
 
 
@@ -24,7 +24,10 @@ def register(sub: Any) -> None:
                 "original ID order: a .npy file, or for a heterogeneous graph a directory of <node type>.npy. "
                 "Runs on as many ranks as the training run had.")
     p.add_argument("--part-config", required=True, help="partition config JSON the run trained on")
-    p.add_argument("--checkpoint", required=True, help="the run's --checkpoint directory")
+    p.add_argument("--checkpoint", required=True, help="the run's --checkpoint directory (its last epoch), or "
+                   "DIR/best (the best validation epoch)")
+    p.add_argument("--embedding-layer", default="output", choices=["output", "hidden"],
+                   help="the model's output, or the hidden layer the last layer reads")
     out_flag(p, "output .npy file (homogeneous) or directory (heterogeneous)")
     cluster_flags(p, "start this many local ranks: the training run's rank count (omit under torchrun)")
     p.set_defaults(func=run_embed)

@@ -26,6 +26,7 @@ KINDS = {
     "assignment": "partition_meta.json",
     "parmetis": None,
     "embeddings": None,          # per-node-type embeddings of a heterogeneous graph (train --save-embeddings)
+    "run-log": None,             # TensorBoard event files and metrics.csv (train --log-dir)
 }
 
 

@@ -10,35 +10,39 @@ from pathlib import Path
 import torch
 
 from ..errors import InputError
-from ..train.checkpoint import RESUME_OPTIONS, load_checkpoint, read_state, run_identity
+from ..train.checkpoint import LATER_OPTIONS, RESUME_OPTIONS, load_checkpoint, read_state, run_identity
 from ..train.options import TrainOptions
 
 
-def checkpoint_options(part_config: str, checkpoint: str, out: str, timeout: float = 300.0
-                       ) -> tuple[TrainOptions, int]:
+def checkpoint_options(part_config: str, checkpoint: str, out: str, timeout: float = 300.0,
+                       layer: str = "output") -> tuple[TrainOptions, int]:
     """The training options a checkpoint was written with (those that shape the model), and its rank count."""
     meta = read_state(Path(checkpoint) / "rank0")
     if meta is None:
         raise InputError(f"{checkpoint}: no checkpoint here (rank0/checkpoint.json is missing)")
     identity = meta.get("identity")
-    if not isinstance(identity, dict) or any(k not in identity for k in (*RESUME_OPTIONS, "world_size")):
+    needed = [k for k in RESUME_OPTIONS if k not in LATER_OPTIONS] + ["world_size"]
+    if not isinstance(identity, dict) or any(k not in identity for k in needed):
         raise InputError(f"{checkpoint}: the checkpoint does not record the options of its run (written by an "
                          "older graphshard): the model cannot be rebuilt")
+    recorded = {k: identity[k] for k in RESUME_OPTIONS if k in identity and k != "num_layers"}  # layers: fanouts
     opts = TrainOptions(part_config=str(part_config), checkpoint=str(checkpoint), save_embeddings=str(out),
-                        timeout=timeout, **{k: identity[k] for k in RESUME_OPTIONS})
+                        timeout=timeout, embedding_layer=layer, **recorded)
+    opts.check()
     return opts, int(identity["world_size"])
 
 
 def embed(part_config: str | os.PathLike, checkpoint: str | os.PathLike, out: str | os.PathLike,
-          num_procs: int | None = None, host: str = "127.0.0.1", timeout: float = 300.0) -> None:
+          num_procs: int | None = None, host: str = "127.0.0.1", timeout: float = 300.0, layer: str = "output") -> None:
     """Write every node's output (as ``--save-embeddings`` does) from the checkpoint in ``checkpoint`` of a
-    run on the partitions of ``part_config``. ``num_procs``: start that many local ranks (the checkpoint's
-    rank count); None: this process is one rank of a torchrun job of that size."""
+    run on the partitions of ``part_config`` (``<checkpoint>/best`` of a run: its best validation epoch).
+    ``num_procs``: start that many local ranks (the checkpoint's rank count); None: this process is one rank
+    of a torchrun job of that size. ``layer``: ``output``, or ``hidden`` (the layer the last one reads)."""
     from ..distributed.lifetime import refuse_spawn_reimport
     from ..train.embeddings import check_embeddings_target
 
     refuse_spawn_reimport()
-    opts, world = checkpoint_options(str(part_config), str(checkpoint), str(out), timeout)
+    opts, world = checkpoint_options(str(part_config), str(checkpoint), str(out), timeout, layer)
     ranks = num_procs if num_procs is not None else int(os.environ.get("WORLD_SIZE", "1"))
     if ranks != world:
         raise InputError(f"{checkpoint}: the checkpoint was written by {world} ranks; run embed on {world} "
@@ -84,5 +88,6 @@ def _rank(opts: TrainOptions) -> None:
             raise InputError(f"{directory}: no checkpoint of rank {s.rank}")
         inputs.load_state(resumed[2])
         g.barrier()  # every embedding shard is restored before anyone reads it
-        tables, _ = layerwise_inference(g, encoder, inputs.rows, "embed", types)
+        depth = encoder.num_layers - (opts.embedding_layer == "hidden")
+        tables, _ = layerwise_inference(g, encoder, inputs.rows, "embed", types, layers=depth)
         save_tables(s, g, tables, opts.save_embeddings)

@@ -139,17 +139,20 @@ def _fetch(p: Plan, read: Callable[[str, torch.Tensor], torch.Tensor], types: An
     return {t: read(t, torch.from_numpy(p.of_type(ti))) for ti, t in enumerate(p.ntypes) if t in types}
 
 
-def layerwise_inference(g: DistGraph, model: Any, inputs: Rows, name: str,
-                        types: list[str] | None = None) -> tuple[dict[str, DistTensor], Plan]:
+def layerwise_inference(g: DistGraph, model: Any, inputs: Rows, name: str, types: list[str] | None = None,
+                        layers: int | None = None) -> tuple[dict[str, DistTensor], Plan]:
     """The output of ``model`` (a graphshard model with ``layer_inputs``/``layer``/``num_layers``) for
     every node, as one :class:`DistTensor` per node type in ``types`` (all by default). ``inputs`` gives
-    the input rows of any nodes (features, or learnt embeddings). Collective over ``g``'s group."""
+    the input rows of any nodes (features, or learnt embeddings); ``layers``: stop after that many layers
+    (e.g. ``num_layers - 1`` for the hidden representation the last layer reads). Collective over ``g``'s
+    group."""
     p, book, was_training = plan(g), g.get_partition_book(), model.training
+    depth = model.num_layers if layers is None else layers
     model.eval()
     with torch.no_grad():
         x = model.layer_inputs(_fetch(p, inputs, p.ntypes))
         tables: dict[str, DistTensor] = {}
-        for i in range(model.num_layers):
+        for i in range(depth):
             rows = _layer(model, i, p, x)
             width = _agreed_width(g, rows, f"{name} layer {i}")
             new = {t: DistTensor(g.group, book, (g.num_nodes(t), width[t]), torch.float32,
@@ -161,7 +164,7 @@ def layerwise_inference(g: DistGraph, model: Any, inputs: Rows, name: str,
             for t in tables.values():
                 t.free()
             tables = new
-            if i < model.num_layers - 1:
+            if i < depth - 1:
                 x = _next_inputs(p, rows, tables)
     model.train(was_training)
     log.info("layer-wise inference %s: remote rows read per layer %s", name, p.fetched)

@@ -21,7 +21,8 @@ TENSORS = "checkpoint.safetensors"
 # cadence, outputs, workers, timeouts) may change between a run and its resume.
 RESUME_OPTIONS = ("task", "model", "fanouts", "batch_size", "hidden", "num_layers", "dropout", "lr", "seed", "num_classes",
                   "target", "embed_dim", "sparse_lr", "decoder", "neg_ratio", "edge_type", "weight_decay",
-                  "lr_schedule", "lr_step", "lr_gamma")
+                  "lr_schedule", "lr_step", "lr_gamma", "feat", "label", "split_masks")
+LATER_OPTIONS = ("feat", "label", "split_masks")  # recorded since graphshard 0.1 named the data (default: resolved)
 
 
 def run_identity(part_config: str, opts: Any, world_size: int) -> dict[str, Any]:
@@ -124,6 +125,21 @@ def save_checkpoint(directory: str | os.PathLike, epoch: int, model: torch.nn.Mo
     tmp = d / f".{STATE}.tmp"
     tmp.write_text(json.dumps(meta))
     os.replace(tmp, d / STATE)
+
+
+def read_weights(directory: str | os.PathLike) -> tuple[int, dict[str, torch.Tensor], dict[str, torch.Tensor]] | None:
+    """The epoch, model tensors and extra tensors of a checkpoint (not the optimiser), or None without one."""
+    d = Path(directory)
+    meta = read_state(d)
+    if meta is None:
+        return None
+    try:
+        tensors = load_file(str(d / TENSORS))
+    except (OSError, ValueError) as exc:
+        raise FormatError(f"{d}: unreadable checkpoint ({exc})") from None
+    model = {k[len("model/"):]: v for k, v in tensors.items() if k.startswith("model/")}
+    extra = {k[len("extra/"):]: v for k, v in tensors.items() if k.startswith("extra/")}
+    return int(meta["epoch"]), model, extra
 
 
 def load_checkpoint(directory: str | os.PathLike, model: torch.nn.Module, optimizer: torch.optim.Optimizer,

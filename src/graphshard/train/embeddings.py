@@ -38,7 +38,7 @@ def predict(g: DistGraph, model: torch.nn.Module, inputs: ModelInputs, ntype: st
     model.eval()
     with torch.no_grad(), DistNeighborLoader(g, fanouts, ids, math.ceil(opts.eval_batch_size / g.group.world_size),
                                              input_type=ntype if inputs.hetero else None, label_name=None,
-                                             seed=opts.seed) as loader:
+                                             seed=opts.seed, feat_name=inputs.feat_name) as loader:
         for batch in loader:
             n = batch[ntype].batch_size if inputs.hetero else batch.batch_size
             rows = rows_of(model(*inputs(batch)), ntype)[:n]
@@ -80,6 +80,16 @@ class Outputs:
             self.computed = self.version
             self.seconds += time.perf_counter() - start
         return self.tables
+
+
+def representations(g: DistGraph, model: torch.nn.Module, inputs: ModelInputs, opts: TrainOptions,
+                    outputs: Outputs) -> dict[str, DistTensor]:
+    """What ``--save-embeddings`` writes for ``outputs``' node types: those outputs, or with
+    ``opts.embedding_layer == "hidden"`` the hidden layer the last layer reads (computed layer by layer)."""
+    if opts.embedding_layer == "output":
+        return outputs.get()
+    return layerwise_inference(g, model, inputs.rows, f"{outputs.name}-hidden", outputs.types,
+                               layers=opts.num_layers - 1)[0]
 
 
 def my_share(s: Session, g: DistGraph, ntype: str) -> torch.Tensor:

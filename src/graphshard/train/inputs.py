@@ -24,8 +24,9 @@ class ModelInputs:
     """Inputs for the models of :mod:`graphshard.models` from ``DistGraph`` batches. Construction is
     collective (it creates the embeddings of featureless node types on every rank alike)."""
 
-    def __init__(self, g: DistGraph, opts: TrainOptions, feat_name: str = "feat"):
-        self.g, self.feat_name = g, feat_name
+    def __init__(self, g: DistGraph, opts: TrainOptions):
+        self.g, self.feat_name = g, opts.feat or "feat"
+        feat_name = self.feat_name
         self.hetero = len(g.ntypes) > 1 or len(g.canonical_etypes) > 1
         self.ntypes, self.etypes = g.ntypes, g.canonical_etypes
         self.dims: dict[str, int] = {}
@@ -117,13 +118,12 @@ def rows_of(out: Any, target: str) -> torch.Tensor:
     return out[target] if isinstance(out, dict) else out
 
 
-def feature_cache(g: DistGraph, opts: TrainOptions, seeds: dict[str, Any], names: tuple[str, ...] = ("feat",)
-                  ) -> FeatureCache | None:
-    """Build and attach the remote-feature cache ``opts`` asks for, of the node data ``names`` the training
-    batches read (collective; None without one)."""
+def feature_cache(g: DistGraph, opts: TrainOptions, seeds: dict[str, Any]) -> FeatureCache | None:
+    """Build and attach the remote-feature cache ``opts`` asks for, of the features the training batches
+    read (collective; None without one)."""
     if not (opts.cache_ratio or opts.cache_mb):
         return None
-    cache = build_cache(g, seeds, opts.fanouts, list(names), opts.cache_ratio, opts.cache_mb)
+    cache = build_cache(g, seeds, opts.fanouts, [opts.feat or "feat"], opts.cache_ratio, opts.cache_mb)
     g.features.attach_cache(cache)
     return cache
 

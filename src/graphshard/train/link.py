@@ -27,7 +27,7 @@ from ..graph import EType
 from ..models import DotDecoder, LinkModel, MLPDecoder
 from . import timing
 from .checks import check_finite_features
-from .embeddings import Outputs, save_tables
+from .embeddings import Outputs, representations, save_tables
 from .inputs import ModelInputs, build_model, cache_summary, feature_cache
 from .link_split import LinkSplit, load_link_split, require_link_split
 from .loop import Trainer, graph_name
@@ -93,7 +93,7 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     g = DistGraph(graph_name(opts.part_config), opts.part_config)
     et = g._etype(held.etype)
     if not opts.allow_nonfinite:
-        check_finite_features(g)
+        check_finite_features(g, opts.feat or "feat")
     mine = _my_edges(s, g, et)
     ends = {et[0]: mine[0]} if et[0] != et[2] else {et[0]: mine.reshape(-1)}
     cache = feature_cache(g, opts, ends | ({et[2]: mine[1]} if et[0] != et[2] else {}))
@@ -107,21 +107,18 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
         scores = ddp(*inputs(batch), store.edge_label_index)
         return F.binary_cross_entropy_with_logits(scores, store.edge_label.float())
 
-    trainer = Trainer(s, g, opts, model, inputs)
+    trainer = Trainer(s, g, opts, model, inputs, metric="val_mrr")
     loader = DistLinkNeighborLoader(g, opts.fanouts, mine, math.ceil(opts.batch_size / s.world_size),
                                     edge_type=et, neg_sampling="binary", neg_amount=opts.neg_ratio, shuffle=True,
-                                    num_workers=opts.num_workers, seed=opts.seed, exclude_seed_edges=True)
+                                    num_workers=opts.num_workers, seed=opts.seed, exclude_seed_edges=True,
+                                    feat_name=opts.feat or "feat")
     history = trainer.fit(loader, loss, lambda: {f"val_{k}": v for k, v in evaluate(held.val, 1).items()})
-    with timing.phase("evaluation_s"):
-        test = evaluate(held.test, 2)
-    metrics = {"task": "link", "edge_type": list(et), "epochs": history, "test_mrr": test["mrr"],
-               "test_auc": test["auc"], "val_mrr": history[-1]["val_mrr"] if history else None,
-               "val_auc": history[-1]["val_auc"] if history else None, "world_size": s.world_size,
-               "num_parts": g.get_partition_book().num_partitions(),
-               "random_mrr": _random_mrr(opts.eval_negatives)}
-    if opts.save_embeddings:  # the test evaluation computed them with the final encoder
+    metrics = {"task": "link", "edge_type": list(et), "epochs": history, "world_size": s.world_size,
+               "num_parts": g.get_partition_book().num_partitions(), "random_mrr": _random_mrr(opts.eval_negatives)}
+    metrics |= trainer.final_test(lambda: evaluate(held.test, 2), evaluate.outputs.changed)
+    if opts.save_embeddings:  # of the selected epoch's encoder (the test evaluation computed the outputs)
         with timing.phase("embeddings_s"):
-            save_tables(s, g, evaluate.outputs.get(), opts.save_embeddings)
+            save_tables(s, g, representations(g, model.encoder, inputs, opts, evaluate.outputs), opts.save_embeddings)
     metrics["inference_s"] = evaluate.outputs.seconds
     metrics.update(cache_summary(s, cache))
     return metrics

@@ -24,10 +24,11 @@ from ..distributed.graph import DistGraph
 from ..distributed.runtime import Session
 from . import timing
 from .checks import check_loss
-from .checkpoint import check_agreement, load_checkpoint, rank_status, run_identity, save_checkpoint
+from .checkpoint import check_agreement, load_checkpoint, rank_status, read_weights, run_identity, save_checkpoint
 from .inputs import ModelInputs
 from .options import TrainOptions
 from .report import epoch_line, write_json
+from .runlog import RunLog
 from .schedule import lr_at
 
 log = logging.getLogger(__name__)
@@ -64,18 +65,30 @@ def _agree_on_resume(s: Session, directory: str, identity: dict[str, Any]) -> No
     check_agreement(Path(directory).parent, statuses)
 
 
+def best_epoch(history: list[dict[str, Any]], metric: str) -> int | None:
+    """The epoch of the highest ``metric`` in ``history`` (the first of equals), or None if none was measured."""
+    scored = [(r[metric], -r["epoch"]) for r in history if r.get(metric) is not None]
+    return -max(scored)[1] if scored else None
+
+
 class Trainer:
     """Runs epochs of ``loss(ddp_model, batch)`` over a loader; the model and the inputs' embeddings are
-    checkpointed after every epoch when ``opts.checkpoint`` is set, and resumed from it."""
+    checkpointed after every epoch when ``opts.checkpoint`` is set, and resumed from it.
+
+    Model selection: the weights (and input embeddings) of the epoch with the best validation ``metric``
+    are kept (in memory, and in ``<checkpoint>/best/`` with checkpoints); :meth:`restore_best` puts them
+    back. With ``opts.patience``, training stops once that many epochs passed without a better metric."""
 
     def __init__(self, s: Session, g: DistGraph, opts: TrainOptions, model: torch.nn.Module,
-                 inputs: ModelInputs):
+                 inputs: ModelInputs, metric: str):
         from torch.nn.parallel import DistributedDataParallel
 
         self.s, self.g, self.opts, self.inputs = s, g, opts, inputs
         self.model = model
         self.optimizer = torch.optim.Adam(model.parameters(), lr=opts.lr, weight_decay=opts.weight_decay)
-        self.start_epoch, self.history = 0, []
+        self.start_epoch, self.history, self.metric = 0, [], metric
+        self.best: tuple[int, dict, dict] | None = None  # (epoch, model state, embedding state)
+        self.runlog: RunLog | None = None
         self.identity = run_identity(opts.part_config, opts, s.world_size) if opts.checkpoint else None
         if opts.checkpoint:
             _agree_on_resume(s, self._dir(), self.identity)
@@ -83,7 +96,8 @@ class Trainer:
             if resumed:
                 self.start_epoch, self.history, extra = resumed
                 inputs.load_state(extra)
-                notice.info("resuming after epoch %d from %s", self.start_epoch, opts.checkpoint)
+                notice.info("resuming after epoch %d from %s", self.start_epoch - 1, opts.checkpoint)
+                self._resume_best()
             g.barrier()  # every embedding shard is restored before anyone reads it
         # a heterogeneous model's loss reads one node type: the relations feeding other types in the
         # last layers get no gradient, which DDP must be told to expect
@@ -91,8 +105,41 @@ class Trainer:
         self.comm = {"comm_s": 0.0}
         self.ddp.register_comm_hook(self.comm, _timed_allreduce)
 
-    def _dir(self) -> str:
-        return f"{self.opts.checkpoint}/rank{self.s.rank}"
+    def _dir(self, best: bool = False) -> str:
+        return f"{self.opts.checkpoint}/{'best/' if best else ''}rank{self.s.rank}"
+
+    @property
+    def best_epoch(self) -> int | None:
+        return best_epoch(self.history, self.metric)
+
+    def _resume_best(self) -> None:
+        """The best epoch's weights from ``best/`` when they are those of the resumed history's best epoch
+        (a ``best/`` newer than the resumed epoch belongs to an epoch that is redone, and is replaced)."""
+        found = read_weights(self._dir(best=True))
+        if found is not None and found[0] == self.best_epoch:
+            self.best = found
+
+    def _keep_best(self, epoch: int) -> None:
+        model = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        self.best = (epoch, model, {k: v.clone() for k, v in self.inputs.state().items()})
+        if self.opts.checkpoint:  # before the epoch's own checkpoint: a resume never finds best/ behind it
+            save_checkpoint(self._dir(best=True), epoch, self.model, self.optimizer, self.history,
+                            self.inputs.state(), self.identity)
+
+    def restore_best(self) -> int | None:
+        """Put back the best validation epoch's weights and embeddings (collective); returns that epoch
+        (None: nothing was validated, or its weights are not at hand, and the last weights stay)."""
+        epoch = self.best_epoch
+        if epoch is None or epoch == self.history[-1]["epoch"]:
+            return epoch
+        if self.best is None or self.best[0] != epoch:
+            log.warning("the weights of the best validation epoch %d are not at hand (a checkpoint without "
+                        "best/); the last epoch's are used", epoch)
+            return self.history[-1]["epoch"]
+        self.model.load_state_dict(self.best[1])
+        self.inputs.load_state(self.best[2])
+        self.g.barrier()  # every embedding shard is restored before anyone reads it
+        return epoch
 
     def fit(self, loader: Any, loss: Callable[[torch.nn.Module, Any], torch.Tensor],
             evaluate: Callable[[], dict[str, float]]) -> list[dict[str, Any]]:
@@ -100,6 +147,7 @@ class Trainer:
         every ``opts.eval_every``-th epoch and after the last."""
         loader.epoch = self.start_epoch
         timing.training_starts()
+        self.runlog = RunLog(self.opts.log_dir, self.start_epoch) if self.opts.log_dir and self.s.rank == 0 else None
         with loader:
             for epoch in range(self.start_epoch, self.opts.epochs):
                 with timing.phase("epochs_s"):
@@ -109,12 +157,52 @@ class Trainer:
                     with timing.phase("evaluation_s"):
                         record.update(evaluate())
                 self.history.append(record)
+                stop = self._select(record)
                 self._report(record)
                 if self.opts.checkpoint:
                     with timing.phase("checkpoint_s"):
                         save_checkpoint(self._dir(), epoch, self.model, self.optimizer, self.history,
                                         self.inputs.state(), self.identity)
+                if stop:
+                    break
         return self.history
+
+    def _select(self, record: dict[str, Any]) -> bool:
+        """Keep the weights if ``record`` is the best validation so far; whether patience has run out. Every
+        rank decides alike (the validation figures are summed over ranks)."""
+        best = self.best_epoch
+        if record.get(self.metric) is not None and best == record["epoch"]:
+            with timing.phase("checkpoint_s"):
+                self._keep_best(best)
+        patience = self.opts.patience
+        if not patience or best is None or record.get(self.metric) is None or record["epoch"] - best < patience:
+            return False
+        record["stopped_early"] = True
+        value = next(r[self.metric] for r in self.history if r["epoch"] == best)
+        notice.info("stopping early after epoch %d: %s has not improved on epoch %d's %.4f for %d epochs",
+                    record["epoch"], self.metric, best, value, patience)
+        return True
+
+    def final_test(self, test: Callable[[], dict[str, float]], changed: Callable[[], None]) -> dict[str, Any]:
+        """Test at the best validation epoch (collective): ``test()`` gives the test figures of the current
+        weights, ``changed()`` says the weights changed. Returns ``best_epoch``, that epoch's ``val_*`` and
+        ``test_*`` figures, and when the last epoch is another one, its figures under ``last_epoch``."""
+        last, out = self.history[-1], {}
+        with timing.phase("evaluation_s"):
+            chosen = self.best_epoch
+            if chosen is not None and chosen != last["epoch"]:
+                out["last_epoch"] = {"epoch": last["epoch"], **_prefixed(last, "val_", "val_"),
+                                     **_prefixed(test(), "", "test_")}
+                chosen = self.restore_best()
+                changed()
+            chosen = last["epoch"] if chosen is None else chosen
+            result = test()
+        record = next(r for r in self.history if r["epoch"] == chosen)
+        out |= {"best_epoch": chosen, **_prefixed(record, "val_", "val_"), **_prefixed(result, "", "test_")}
+        if self.runlog is not None:
+            self.runlog.close({f"test/{k}": v for k, v in result.items()}, chosen)
+        return out
+
 
     def _report(self, record: dict[str, Any]) -> None:
         """Rank 0 shows the epoch as it ends and rewrites the metrics file with the history so far."""
@@ -123,6 +211,8 @@ class Trainer:
             return
         if self.opts.metrics_out:  # before the line: whoever sees the line finds the epoch in the file
             write_json(self.opts.metrics_out, {"complete": False, "epochs": self.history})
+        if self.runlog is not None:
+            self.runlog.epoch(record, self.history)
         if self.opts.print_epochs:
             print(epoch_line(record), flush=True)
 
@@ -172,3 +262,8 @@ class Trainer:
         out.update({k: int(total[k]) for k in _COUNTS})
         out["batches"] = int(total["batches"] / ranks)
         return out
+
+
+def _prefixed(d: dict[str, Any], having: str, prefix: str) -> dict[str, Any]:
+    """The entries of ``d`` whose key starts with ``having``, renamed to start with ``prefix`` instead."""
+    return {prefix + k[len(having):]: v for k, v in d.items() if k.startswith(having)}

@@ -20,7 +20,7 @@ from ..distributed.split import node_split
 from ..errors import InputError
 from . import timing
 from .checks import check_finite_features, num_classes_of
-from .embeddings import Outputs, save_tables
+from .embeddings import Outputs, representations, save_tables
 from .inputs import ModelInputs, build_model, cache_summary, feature_cache, rows_of
 from .loop import Trainer, graph_name
 from .options import TrainOptions
@@ -28,7 +28,7 @@ from .options import TrainOptions
 log = logging.getLogger(__name__)
 
 
-def target_type(g: DistGraph, opts: TrainOptions, label: str = "label") -> str:
+def target_type(g: DistGraph, opts: TrainOptions, label: str) -> str:
     """``opts.target``, or the only node type, or the only node type with labels."""
     if opts.target:
         if opts.target not in g.ntypes:
@@ -53,10 +53,11 @@ def _full(g: DistGraph, ntype: str, name: str) -> np.ndarray:
 
 def node_task(g: DistGraph, opts: TrainOptions) -> tuple[str, np.ndarray, dict[str, np.ndarray], int]:
     """The node type to classify, its labels and split masks, and the number of classes."""
-    target = target_type(g, opts)
+    label = opts.label or "label"
+    target = target_type(g, opts, label)
     book = g.get_partition_book()
-    labels = _full(g, target, "label").astype(np.int64)
-    masks = {k: _full(g, target, f"{k}_mask").astype(bool) for k in ("train", "val", "test")}
+    labels = _full(g, target, label).astype(np.int64)
+    masks = {k: _full(g, target, name).astype(bool) for k, name in opts.mask_names.items()}
     classes = num_classes_of(labels, masks, opts.num_classes, target, lambda ids: book.to_original(target, ids))
     return target, labels, masks, classes
 
@@ -70,7 +71,7 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
     ntype = target if len(g.ntypes) > 1 else None
     split = {k: node_split(m, book, ntype, rank=s.rank, world_size=world) for k, m in masks.items()}
     if not opts.allow_nonfinite:
-        check_finite_features(g)
+        check_finite_features(g, opts.feat or "feat")
     cache = feature_cache(g, opts, {target: split["train"].numpy()})
     inputs = ModelInputs(g, opts)
     model = build_model(opts, inputs, classes, [target])
@@ -79,6 +80,7 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
     y = torch.from_numpy(labels)  # every rank holds all labels: batches need not fetch them
 
     def evaluate(ids: torch.Tensor) -> float:
+        """Accuracy of the current weights on ``ids`` (this rank's share; counts summed over ranks)."""
         pred = outputs.get()[target][ids].argmax(1).numpy()
         own = ids.numpy()
         counts = all_reduce_sum(s.ctx, np.array([(pred == labels[own]).sum(), own.size], dtype=np.int64), "evaluation")
@@ -90,18 +92,16 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
         out = rows_of(ddp(*inputs(batch)), target)[: store.batch_size]
         return F.cross_entropy(out, y[store.n_id[: store.batch_size]])
 
-    trainer = Trainer(s, g, opts, model, inputs)
+    trainer = Trainer(s, g, opts, model, inputs, metric="val_acc")
     loader = DistNeighborLoader(g, opts.fanouts, split["train"], math.ceil(opts.batch_size / world), input_type=ntype,
-                                shuffle=True, num_workers=opts.num_workers, seed=opts.seed, label_name=None)
+                                shuffle=True, num_workers=opts.num_workers, seed=opts.seed, feat_name=opts.feat or "feat",
+                                label_name=None)
     history = trainer.fit(loader, loss, lambda: {"val_acc": evaluate(split["val"])})
-    with timing.phase("evaluation_s"):
-        test_acc = evaluate(split["test"])
-    metrics = {"task": "node", "epochs": history, "test_acc": test_acc,
-               "val_acc": history[-1]["val_acc"] if history else None, "world_size": world,
-               "num_parts": book.num_partitions()}
-    if opts.save_embeddings:  # the test evaluation computed them with the final model
+    metrics = {"task": "node", "epochs": history, "world_size": world, "num_parts": book.num_partitions()}
+    metrics |= trainer.final_test(lambda: {"acc": evaluate(split["test"])}, outputs.changed)
+    if opts.save_embeddings:  # of the selected epoch's weights (the test evaluation computed the outputs)
         with timing.phase("embeddings_s"):
-            save_tables(s, g, outputs.get(), opts.save_embeddings)
+            save_tables(s, g, representations(g, model, inputs, opts, outputs), opts.save_embeddings)
     metrics["inference_s"] = outputs.seconds
     metrics.update(cache_summary(s, cache))
     return metrics

@@ -1,91 +1,148 @@
-"""Training options (the ``graphshard train`` flags) as one plain dataclass."""
+"""Training options: one typed model (dataclasses whose fields carry a :class:`~.fields.Spec`) that drives
+the ``graphshard train`` flags, the keys of its config file and the checks run before any process starts."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..errors import InputError
+from .fields import check_fields, option
 from .schedule import SCHEDULES
 
 TASKS = ("node", "link")
 MODELS = ("sage", "mlp")
 DECODERS = ("dot", "mlp")
+METHODS = ("metis", "random", "kaminpar")
+EMBEDDING_LAYERS = ("output", "hidden")
+SPLITS = ("train", "val", "test")
+POSITIVE = {"low": 0, "open_low": True}
+NON_NEGATIVE = {"low": 0}
+FINITE = {"high": float("inf"), "open_high": True}
 
 
 @dataclass
 class TrainOptions:
-    """``batch_size`` is the global mini-batch size (seed nodes, or positive edges for ``link``): each of
-    the ``W`` ranks takes ``ceil(batch_size / W)`` per step and DDP averages their gradients, so 1 rank
-    and W ranks optimise alike."""
+    """What to train and how. ``batch_size`` is the global mini-batch size (seed nodes, or positive edges
+    for ``link``): each of the ``W`` ranks takes ``ceil(batch_size / W)`` per step and DDP averages their
+    gradients, so 1 rank and W ranks optimise alike. Call :meth:`check` to validate (``train`` does,
+    before starting any process)."""
 
-    part_config: str = ""
-    task: str = "node"
-    model: str = "sage"
-    fanouts: list[int] = field(default_factory=lambda: [10, 10])
-    batch_size: int = 1024
-    hidden: int = 64
-    num_layers: int = 2
-    dropout: float = 0.5
-    epochs: int = 10
-    lr: float = 0.01
-    num_workers: int = 0
-    seed: int = 0
-    target: str | None = None  # node type to classify (default: the only type with labels)
-    embed_dim: int = 0  # width of learnt inputs of featureless node types (0: hidden)
-    sparse_lr: float = 0.05  # SparseAdagrad learning rate of those embeddings
-    decoder: str = "dot"  # link: score of a node pair
-    neg_ratio: float = 1.0  # link: random negative edges per positive in training
-    eval_negatives: int = 100  # link: random destinations ranked against each positive (MRR)
-    link_split: str | None = None  # link: held-out edges file (see train/link_split.py)
-    edge_type: str | None = None  # link from a dataset: "src:rel:dst" to predict (needed with several)
-    eval_every: int = 1  # validate after every n-th epoch (0: only after the last)
-    eval_fanouts: list[int] | None = None  # default: every in-edge (-1) on every layer
-    eval_batch_size: int = 4096
-    metrics_out: str | None = None
-    save_embeddings: str | None = None
-    checkpoint: str | None = None
-    timeout: float = 300.0
-    progress: bool = True
-    weight_decay: float = 0.0  # L2 penalty of Adam on the model's weights
-    lr_schedule: str = "constant"  # constant | cosine | step (see graphshard.train.schedule)
-    lr_step: int = 10  # step schedule: epochs between decays
-    lr_gamma: float = 0.5  # step schedule: factor per decay
-    print_epochs: bool = False  # rank 0 prints each epoch's line when it ends (the command line does)
-    num_classes: int | None = None  # node: classes of the labels (default: the dataset's, else max label + 1)
-    allow_nonfinite: bool = False  # train on NaN/infinite features and losses instead of stopping
-    cache_ratio: float = 0.0  # remote-feature cache rows per rank, as a fraction of its partition's nodes
-    cache_mb: float = 0.0  # or its size in megabytes (see graphshard.distributed.cache)
+    part_config: str | None = option(None, "str", "partition config JSON (from 'partition' or 'dispatch')", optional=True)
+    task: str = option("node", "str", "node classification, or link prediction (held-out edges ranked by "
+                       "MRR/AUC)", choices=TASKS)
+    model: str = option("sage", "str", "sage: GraphSAGE (heterogeneous graphs: one SAGEConv per edge type, "
+                        "summed); mlp: features-only baseline", choices=MODELS)
+    fanouts: list[int] = option([10, 10], "ints", "neighbours sampled per layer, comma-separated (-1: all); one "
+                                "value per layer, so this also sets the number of layers", int_items=(1, -1))
+    batch_size: int = option(1024, "int", "global mini-batch size, seed nodes or positive edges (split across "
+                             "ranks)", low=1)
+    hidden: int = option(64, "int", "hidden width", low=1)
+    dropout: float = option(0.5, "float", "dropout probability", low=0, high=1, open_high=True)
+    epochs: int = option(10, "int", "training epochs (at most: see --patience)", low=1)
+    lr: float = option(0.01, "float", "learning rate (Adam)", **POSITIVE, **FINITE)
+    weight_decay: float = option(0.0, "float", "L2 penalty on the weights (Adam)", **NON_NEGATIVE, **FINITE)
+    lr_schedule: str = option("constant", "str", "learning rate over the epochs: constant; cosine from --lr towards "
+                              "0 over --epochs; step: x --lr-gamma every --lr-step epochs", choices=SCHEDULES)
+    lr_step: int = option(10, "int", "step schedule: epochs between decays", low=1)
+    lr_gamma: float = option(0.5, "float", "step schedule: factor per decay", low=0, high=1, open_low=True)
+    patience: int = option(0, "int", "stop after this many epochs without a better validation metric (0: never; "
+                           "counted at the validations, see --eval-every)", low=0)
+    num_workers: int = option(0, "int", "sampler worker processes per rank", low=0)
+    seed: int = option(0, "int", "random seed", low=0)
+    feat: str | None = option(None, "str", "node feature name (default: feat, or x where the partitions hold x, "
+                              "as Graph.from_pyg makes them)", optional=True)
+    label: str | None = option(None, "str", "node: label name (default: label, or y)", optional=True)
+    split_masks: list[str] = option(["train_mask", "val_mask", "test_mask"], "strs", "node: names of the train, "
+                                    "validation and test masks, comma-separated")
+    target: str | None = option(None, "str", "node type to classify (default: the only node type with labels)",
+                                optional=True)
+    num_classes: int | None = option(None, "int", "node: number of label classes (default: the dataset's "
+                                     "num_classes, else the largest label in the splits + 1); a split label outside "
+                                     "them is an error", optional=True, low=1)
+    embed_dim: int = option(0, "int", "width of the learnt inputs of node types without features (0: --hidden)",
+                            low=0)
+    sparse_lr: float = option(0.05, "float", "learning rate of those inputs (sparse Adagrad)", **POSITIVE, **FINITE)
+    cache_ratio: float = option(0.0, "float", "cache the features of the remote nodes each rank's batches read "
+                                "most, this many x the partition's own nodes in rows (0: no cache)", metavar="ALPHA",
+                                **NON_NEGATIVE, **FINITE)
+    cache_mb: float = option(0.0, "float", "the same cache, sized in megabytes per rank", metavar="MB",
+                             **NON_NEGATIVE, **FINITE)
+    decoder: str = option("dot", "str", "link: how a node pair is scored", choices=DECODERS)
+    neg_ratio: float = option(1.0, "float", "link: random negative edges per positive", **POSITIVE, **FINITE)
+    eval_negatives: int = option(100, "int", "link: random destinations each held-out edge is ranked against", low=1)
+    edge_type: str | None = option(None, "str", "link, with --dataset: the edge type to predict, src:rel:dst (needed "
+                                   "when the graph has several)", optional=True)
+    link_split: str | None = option(None, "str", "link, with --part-config: the held-out edges file (safetensors)",
+                                    optional=True)
+    eval_every: int = option(1, "int", "validate after every n-th epoch (0: after the last only)", low=0)
+    eval_fanouts: list[int] | None = option(None, "ints", "neighbours sampled per layer when evaluating (default: "
+                                            "all, computed layer by layer)", optional=True, int_items=(1, -1))
+    eval_batch_size: int = option(4096, "int", "seeds per evaluation batch with --eval-fanouts", low=1)
+    metrics_out: str | None = option(None, "str", "write per-epoch metrics (rewritten after every epoch) and the final "
+                                     "test figures to this JSON file", optional=True)
+    log_dir: str | None = option(None, "str", "write TensorBoard event files (where the tensorboard package is "
+                                 "installed) and metrics.csv to this directory, live", optional=True)
+    save_embeddings: str | None = option(None, "str", "write every node's representation (of the best validation "
+                                         "epoch) in original ID order: a .npy file, or for a heterogeneous graph a "
+                                         "directory of <node type>.npy", optional=True)
+    embedding_layer: str = option("output", "str", "what --save-embeddings writes: the model's output (node: class "
+                                  "scores; link: the encoder's output) or the hidden layer before it",
+                                  choices=EMBEDDING_LAYERS)
+    checkpoint: str | None = option(None, "str", "directory for checkpoints (and best/, the best validation epoch); "
+                                    "an interrupted run resumes from it", optional=True)
+    timeout: float = option(300.0, "float", "seconds any distributed wait may take", **POSITIVE)
+    allow_nonfinite: bool = option(False, "bool", "train on NaN or infinite features and losses instead of stopping "
+                                   "with an error")
+    progress: bool = option(True, "bool", "progress bars", cli=False)
+    print_epochs: bool = option(False, "bool", "rank 0 prints each epoch's line as it ends", cli=False)
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.fanouts)
+
+    @property
+    def mask_names(self) -> dict[str, str]:
+        """Split name (train/val/test) -> mask name."""
+        return dict(zip(SPLITS, self.split_masks))
 
     def check(self) -> None:
-        for name, value, allowed in (("task", self.task, TASKS), ("model", self.model, MODELS),
-                                     ("decoder", self.decoder, DECODERS), ("lr_schedule", self.lr_schedule, SCHEDULES)):
-            if value not in allowed:
-                raise InputError(f"unknown {name} {value!r} (available: {', '.join(allowed)})")
-        if len(self.fanouts) != self.num_layers:
-            raise InputError(f"{len(self.fanouts)} fanouts for {self.num_layers} layers")
-        for name in ("batch_size", "hidden", "num_layers", "epochs", "eval_negatives"):
-            if getattr(self, name) < 1:
-                raise InputError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise InputError(f"seed must be a non-negative integer, got {self.seed!r}")
-        if self.num_classes is not None and (isinstance(self.num_classes, bool) or self.num_classes < 1):
-            raise InputError(f"num_classes must be >= 1, got {self.num_classes}")
-        if self.eval_every < 0:
-            raise InputError(f"eval_every must be >= 0, got {self.eval_every}")
+        """Raise :class:`InputError` naming the first option out of its type or range, or options that do
+        not fit together."""
+        try:
+            check_fields(self)
+        except ValueError as exc:
+            raise InputError(f"option {exc}") from None
+        if len(self.split_masks) != 3:
+            raise InputError(f"split_masks needs 3 names (train, validation, test), got {self.split_masks}")
         if self.eval_fanouts is not None and len(self.eval_fanouts) != self.num_layers:
-            raise InputError(f"{len(self.eval_fanouts)} evaluation fanouts for {self.num_layers} layers")
-        if not (0 <= self.weight_decay < float("inf")):
-            raise InputError(f"weight_decay must be a finite number >= 0, got {self.weight_decay}")
-        if self.lr_step < 1:
-            raise InputError(f"lr_step must be >= 1, got {self.lr_step}")
-        if not (0 < self.lr_gamma <= 1):
-            raise InputError(f"lr_gamma must be in (0, 1], got {self.lr_gamma}")
+            raise InputError(f"{len(self.eval_fanouts)} evaluation fanouts for {self.num_layers} layers "
+                             f"(fanouts {self.fanouts})")
         if self.cache_ratio and self.cache_mb:
-            raise InputError("give cache_ratio or cache_mb, not both")
-        for name in ("cache_ratio", "cache_mb"):
-            value = getattr(self, name)
-            if not (0 <= value < float("inf")):
-                raise InputError(f"{name} must be a finite number >= 0, got {value}")
-        for name in ("lr", "sparse_lr", "neg_ratio"):
-            if getattr(self, name) <= 0:
-                raise InputError(f"{name} must be positive, got {getattr(self, name)}")
+            raise InputError("give cache_ratio (--cache-ratio) or cache_mb (--cache-mb), not both")
+        if self.embedding_layer == "hidden" and self.num_layers < 2:
+            raise InputError("embedding_layer 'hidden' needs at least 2 layers (one fanout per layer)")
+        if self.task == "link" and self.num_classes is not None:
+            raise InputError("num_classes is an option of --task node, not link")
+        if self.task == "node" and self.edge_type is not None:
+            raise InputError("edge_type is an option of --task link, not node")
+
+
+@dataclass
+class LaunchOptions:
+    """Where the ranks run and on what: the rest of a ``graphshard train`` configuration."""
+
+    dataset: str | None = option(None, "str", "dataset directory (meta.json) or chunked graph, partitioned into "
+                                 "--work-dir first (instead of --part-config)", optional=True)
+    work_dir: str = option("out/train", "str", "where --dataset is partitioned")
+    method: str = option("metis", "str", "how --dataset is partitioned", choices=METHODS)
+    num_procs: int | None = option(None, "int", "start this many local ranks (omit under torchrun)", optional=True,
+                                   low=1)
+    host: str = option("127.0.0.1", "str", "address every socket of the run listens on (127.0.0.1: this machine "
+                       "only). The transport has no authentication (torch RPC unpickles requests): give another "
+                       "address only on a trusted network")
+
+    def check(self) -> None:
+        try:
+            check_fields(self)
+        except ValueError as exc:
+            raise InputError(f"option {exc}") from None

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..fingerprint import tree_fingerprint
 from . import timing
-from .link_split import require_link_split
+from .contract import resolve_data
 from .options import TrainOptions
 from .report import write_json
 
@@ -45,7 +45,7 @@ def _rank_main(opts: TrainOptions, result_path: str | None, dataset: tuple | Non
             if os.environ.get("LOCAL_RANK", "0") == "0":
                 partition_dataset(*dataset)
             s.group.barrier("dataset partitioned on every host")
-            opts = _with_partitions(opts, dataset)
+            opts = resolve_data(_with_partitions(opts, dataset), s.world_size, announce=s.rank == 0)
             timing.add("partition_s", time.perf_counter() - start)
         metrics = (train_link if opts.task == "link" else train_node)(s, opts)
         metrics["time"] = timing.rank_account() | ({"spawn_s": spawn_s} if spawn_s is not None else {})
@@ -142,6 +142,10 @@ def _train(opts: TrainOptions, num_procs: int | None, dataset: str | None, work_
         from .embeddings import check_embeddings_target
 
         check_embeddings_target(opts.save_embeddings)
+    if opts.log_dir and (num_procs or os.environ.get("RANK", "0") == "0"):
+        from .runlog import check_log_dir
+
+        check_log_dir(opts.log_dir)
     if dataset and opts.num_classes is None and opts.task == "node":
         opts = replace(opts, num_classes=_declared_classes(dataset))
     if dataset:
@@ -155,7 +159,9 @@ def _train(opts: TrainOptions, num_procs: int | None, dataset: str | None, work_
         with timing.phase("partition_s", launcher):
             partition_dataset(*job)
         opts = _with_partitions(opts, job)
-    require_link_split(opts)  # fail before starting any process
+    # the data's names, the partition count and the held-out edges: checked before starting any process
+    opts = resolve_data(opts, num_procs or int(os.environ.get("WORLD_SIZE", "1")),
+                        announce=bool(num_procs) or os.environ.get("RANK", "0") == "0")
     if opts.checkpoint and num_procs:  # a checkpoint of another run, or ranks at different epochs: say so now
         from .checkpoint import check_checkpoints, run_identity
 

@@ -1,0 +1,118 @@
+"""The data a run reads, checked against the partition config before any process starts: the number of
+processes against the partitions, the feature, label and split-mask names (defaults resolved: ``feat`` or
+``x``, ``label`` or ``y``, as ``Graph.from_pyg`` names them), the node type to classify and the edge type
+to predict. A name the partitions lack is an error listing what they hold; node types without features
+(which get learnt input embeddings) are announced."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from ..errors import InputError
+from ..format.config import PartitionConfig, read_config
+from ..graph import etype_str
+from .options import TrainOptions
+
+notice = logging.getLogger("graphshard.notice")  # shown at the default log level
+FEATURE_NAMES = ("feat", "x")
+LABEL_NAMES = ("label", "y")
+Held = dict[str, dict[str, tuple[str, tuple[int, ...]]]]  # node type -> data name -> (dtype code, row shape)
+
+
+def held_data(cfg: PartitionConfig) -> Held:
+    """The node data of every node type, from the config's feature schema."""
+    out: Held = {t: {} for t in cfg.ntypes}
+    for key, spec in cfg.feature_schema.get("node_feats", {}).items():
+        ntype, name = key.rsplit("/", 1)
+        out.setdefault(ntype, {})[name] = spec
+    return out
+
+
+def describe(held: Held, types: list[str] | None = None) -> str:
+    """``paper: feat (F32 x 128), label (I64); author: no node data``."""
+    def one(t: str) -> str:
+        items = [f"{n} ({d}{' x ' + 'x'.join(map(str, s)) if s else ''})" for n, (d, s) in sorted(held[t].items())]
+        return f"{t}: {', '.join(items) if items else 'no node data'}"
+    return "; ".join(one(t) for t in (types or list(held)))
+
+
+def _pick(given: str | None, defaults: tuple[str, ...], present: set[str]) -> str:
+    return given or next((n for n in defaults if n in present), defaults[0])
+
+
+def _target(opts: TrainOptions, cfg: PartitionConfig, held: Held, label: str | None) -> str:
+    types = list(cfg.ntypes)
+    if opts.target:
+        if opts.target not in held:
+            raise InputError(f"{cfg.path}: target node type {opts.target!r} is not in the graph (types: {types})")
+        return opts.target
+    if len(types) == 1:
+        return types[0]
+    names = [label] if label else list(LABEL_NAMES)
+    labelled = [t for t in types if any(n in held[t] for n in names)]
+    if len(labelled) != 1:
+        raise InputError(f"{cfg.path}: node types with labels {names}: {labelled}; choose one with --target "
+                         f"(the partitions hold {describe(held)})")
+    return labelled[0]
+
+
+def _check_node_data(opts: TrainOptions, cfg: PartitionConfig, held: Held, target: str, label: str) -> None:
+    have = held[target]
+    missing = [n for n in [label, *opts.split_masks] if n not in have]
+    if missing:
+        raise InputError(f"{cfg.path}: node type {target!r} has no {', '.join(map(repr, missing))} (it holds "
+                         f"{describe(held, [target]).split(': ', 1)[1]}); name its data with --label and "
+                         "--split-masks")
+    code, shape = have[label]
+    if code[0] not in "IU" or shape not in ((), (1,)):
+        raise InputError(f"{cfg.path}: label {label!r} of {target!r} must be one integer per node, got {code} "
+                         f"of row shape {list(shape)}")
+    for name in opts.split_masks:
+        code, shape = have[name]
+        if code not in ("BOOL", "U8", "I8") or shape not in ((), (1,)):
+            raise InputError(f"{cfg.path}: split mask {name!r} of {target!r} must be one boolean per node, got "
+                             f"{code} of row shape {list(shape)}")
+
+
+def _check_link(opts: TrainOptions, cfg: PartitionConfig, held: Held) -> None:
+    from .link_split import load_link_split, require_link_split
+
+    require_link_split(opts)
+    et = load_link_split(opts.link_split).etype
+    if etype_str(et) not in cfg.etypes:
+        raise InputError(f"{opts.link_split}: held-out edges of type {etype_str(et)!r}, which {cfg.path} does not "
+                         f"have (edge types: {sorted(cfg.etypes)})")
+    if opts.model == "mlp" and len(cfg.ntypes) > 1 and et[0] != et[2]:
+        raise InputError(f"model 'mlp' maps one node type; edge type {etype_str(et)!r} joins two: use --model sage")
+
+
+def resolve_data(opts: TrainOptions, world_size: int, announce: bool = True) -> TrainOptions:
+    """``opts`` with the data names resolved and checked against its partitions (see the module docstring);
+    raises :class:`InputError` naming the file and what it holds. ``announce``: log featureless types."""
+    cfg = read_config(opts.part_config)
+    if world_size % cfg.num_parts:
+        raise InputError(f"{world_size} processes cannot serve the {cfg.num_parts} partitions of {cfg.path} evenly: "
+                         f"start a multiple of {cfg.num_parts} (every partition is served by as many processes)")
+    held = held_data(cfg)
+    present = {n for h in held.values() for n in h}
+    feat = _pick(opts.feat, FEATURE_NAMES, present)
+    if opts.feat and feat not in present:
+        raise InputError(f"{cfg.path}: no node type has feature {feat!r}; the partitions hold {describe(held)}")
+    for t, h in held.items():
+        if feat in h and (h[feat][0] == "BOOL" or len(h[feat][1]) > 1):
+            raise InputError(f"{cfg.path}: feature {feat!r} of {t!r} must be numbers, one row per node, got "
+                             f"{h[feat][0]} of row shape {list(h[feat][1])}")
+    label, target = None, opts.target
+    if opts.task == "node":
+        target = _target(opts, cfg, held, opts.label)
+        label = _pick(opts.label, LABEL_NAMES, set(held[target]))
+        _check_node_data(opts, cfg, held, target, label)
+        target = target if len(cfg.ntypes) > 1 else opts.target
+    else:
+        _check_link(opts, cfg, held)
+    featureless = [t for t in held if feat not in held[t]]
+    if featureless and announce:
+        notice.info("node types without feature %r get learnt %d-d input embeddings (sparse Adagrad, lr %g): %s",
+                    feat, opts.embed_dim or opts.hidden, opts.sparse_lr, ", ".join(featureless))
+    return replace(opts, feat=feat, label=label if opts.task == "node" else opts.label, target=target)
