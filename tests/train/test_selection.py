@@ -1,0 +1,138 @@
+"""Model selection (test figures and saved outputs of the best validation epoch, best/ checkpoints),
+early stopping, and the live run log (TensorBoard events, metrics.csv)."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+from graphshard import InputError
+from graphshard.datasets import community_graph, save_dataset
+from graphshard.train import TrainOptions, train
+from graphshard.train.checkpoint import read_state
+from graphshard.train.loop import best_epoch
+from graphshard.train.runlog import RunLog, scalars
+
+# a noisy graph on which validation accuracy peaks before the last epoch (seeded, so always alike)
+KW = dict(fanouts=[4, 4], batch_size=128, lr=0.05, hidden=16, progress=False)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("select")
+    save_dataset(community_graph(num_nodes=1500, noise=20.0, seed=5), tmp / "data")
+    return tmp
+
+
+def _run(data, tag, **kw):
+    return train(TrainOptions(**KW, **kw), num_procs=2, dataset=str(data / "data"), work_dir=str(data / "work"))
+
+
+def test_best_epoch_of_a_hand_computed_history():
+    history = [{"epoch": 0, "val_acc": 0.5}, {"epoch": 1, "train_loss": 1.0}, {"epoch": 2, "val_acc": 0.7},
+               {"epoch": 3, "val_acc": 0.7}, {"epoch": 4, "val_acc": 0.6}]
+    assert best_epoch(history, "val_acc") == 2  # the first of equals; epochs without validation skipped
+    assert best_epoch(history[1:2], "val_acc") is None
+    assert best_epoch([{"epoch": 5, "val_mrr": 0.1}, {"epoch": 6, "val_mrr": 0.3}], "val_mrr") == 6
+
+
+@pytest.fixture(scope="module")
+def long(data):
+    """Six epochs without interruption."""
+    return _run(data, "long", epochs=6, checkpoint=str(data / "ckpt"), save_embeddings=str(data / "long.npy"))
+
+
+def test_test_figures_and_outputs_are_those_of_the_best_validation_epoch(data, long):
+    vals = [e["val_acc"] for e in long["epochs"]]
+    best = vals.index(max(vals))  # computed here from the history, independently of the trainer
+    assert best < 5, f"the fixture should peak before the last epoch: {vals}"
+    assert (long["best_epoch"], long["val_acc"]) == (best, vals[best])
+    assert long["last_epoch"]["epoch"] == 5 and long["last_epoch"]["val_acc"] == vals[5]
+    assert read_state(data / "ckpt" / "best" / "rank0")["epoch"] == best
+    assert read_state(data / "ckpt" / "rank0")["epoch"] == 5
+    # a run that stops at the best epoch has exactly those weights: same test figure, same outputs
+    short = _run(data, "short", epochs=best + 1, save_embeddings=str(data / "short.npy"))
+    assert [e["val_acc"] for e in short["epochs"]] == vals[:best + 1]
+    assert short["test_acc"] == long["test_acc"] and "last_epoch" not in short
+    np.testing.assert_array_equal(np.load(data / "long.npy"), np.load(data / "short.npy"))
+
+
+def test_resuming_is_announced_and_keeps_the_best_epoch(data, long, capfd):
+    """Interrupted after 3 epochs (before or after the best one), resumed to 6: the same selection."""
+    from graphshard.cli import main
+
+    best = long["best_epoch"]
+    for stop in sorted({best, best + 1}):
+        ckpt = str(data / f"resume{stop}")
+        argv = ["train", "--dataset", str(data / "data"), "--work-dir", str(data / "work"), "--num-procs", "2",
+                "--checkpoint", ckpt, "--fanouts", "4,4", "--batch-size", "128", "--lr", "0.05", "--hidden", "16",
+                "--metrics-out", str(data / "resumed.json")]
+        assert main([*argv, "--epochs", str(stop)]) == 0
+        capfd.readouterr()
+        assert main([*argv, "--epochs", "6"]) == 0
+        out, err = capfd.readouterr()
+        assert f"resuming after epoch {stop - 1} from {ckpt}" in err
+        assert f"test accuracy {long['test_acc']:.4f} (val {long['val_acc']:.4f}) at epoch {best} (best validation)" \
+            in out
+
+
+def test_patience_stops_when_validation_stops_improving(data):
+    m = _run(data, "patience", epochs=30, patience=2)
+    vals = [e["val_acc"] for e in m["epochs"]]
+    last = len(vals) - 1
+    assert last < 29 and m["epochs"][-1].get("stopped_early") is True
+    best = vals.index(max(vals))
+    assert last - best == 2 and all(v <= vals[best] for v in vals[best:])
+    for e in range(last):  # no earlier epoch had waited 2 epochs without improvement
+        assert e - vals[:e + 1].index(max(vals[:e + 1])) < 2
+    assert m["best_epoch"] == best
+
+
+def test_log_dir_holds_the_history_as_events_and_csv(data):
+    log = data / "log"
+    m = _run(data, "log", epochs=3, log_dir=str(log), cache_ratio=0.5)
+    with open(log / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["epoch"]) for r in rows] == [0, 1, 2]
+    for row, e in zip(rows, m["epochs"]):
+        assert float(row["loss/train"]) == pytest.approx(e["train_loss"])
+        assert float(row["val/acc"]) == pytest.approx(e["val_acc"])
+        assert float(row["time/epoch_s"]) == pytest.approx(e["wall_s"])
+        assert float(row["cache/hit_rate"]) == pytest.approx(e["cache_hits"] / (e["cache_hits"] + e["cache_misses"]))
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(log))
+    events.Reload()
+    loss = [(s.step, s.value) for s in events.Scalars("loss/train")]
+    assert loss == [(e["epoch"], pytest.approx(e["train_loss"], rel=1e-6)) for e in m["epochs"]]
+    assert [s.value for s in events.Scalars("test/acc")] == [pytest.approx(m["test_acc"], rel=1e-6)]
+    assert {"val/acc", "lr", "time/fetch_s", "data/fetched_mb", "cache/hit_rate"} <= set(events.Tags()["scalars"])
+    # a fresh run in the same directory replaces the earlier run's events
+    _run(data, "log", epochs=2, log_dir=str(log))
+    assert len(list(log.glob("events.out.tfevents.*"))) == 1
+
+
+def test_log_dir_is_never_a_users_directory(data, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match="refusing to write run-log output into this directory"):
+        _run(data, "refused", epochs=1, log_dir=str(tmp_path))
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+def test_csv_alone_without_tensorboard(tmp_path, monkeypatch):
+    import graphshard.train.runlog as runlog
+
+    monkeypatch.setattr(runlog, "tensorboard_available", lambda: False)
+    log = RunLog(str(tmp_path / "log"), start_epoch=0)
+    history = [{"epoch": 0, "train_loss": 0.9, "lr": 0.01, "wall_s": 2.0, "fetch_bytes": 3e6},
+               {"epoch": 1, "train_loss": 0.5, "lr": 0.01, "wall_s": 1.5, "fetch_bytes": 1e6, "val_acc": 0.75}]
+    for i in range(2):
+        log.epoch(history[i], history[:i + 1])
+    log.close({"test/acc": 0.7}, 1)
+    assert sorted(p.name for p in (tmp_path / "log").iterdir()) == [".graphshard-output.json", "metrics.csv"]
+    rows = list(csv.DictReader(open(tmp_path / "log" / "metrics.csv")))
+    assert rows[0]["val/acc"] == "" and float(rows[1]["val/acc"]) == 0.75 and float(rows[0]["data/fetched_mb"]) == 3.0
+    assert scalars(history[1])["time/epoch_s"] == 1.5
