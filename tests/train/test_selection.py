@@ -101,6 +101,9 @@ def test_log_dir_holds_the_history_as_events_and_csv(data):
         assert float(row["val/acc"]) == pytest.approx(e["val_acc"])
         assert float(row["time/epoch_s"]) == pytest.approx(e["wall_s"])
         assert float(row["cache/hit_rate"]) == pytest.approx(e["cache_hits"] / (e["cache_hits"] + e["cache_misses"]))
+    for r in (0, 1):  # every rank's full log (INFO) beside them
+        text = (log / f"rank{r}.log").read_text()
+        assert f"[rank {r}] INFO graphshard.train.run: run started (rank {r} of 2)" in text and "epoch 2: {" in text
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -110,9 +113,10 @@ def test_log_dir_holds_the_history_as_events_and_csv(data):
     assert loss == [(e["epoch"], pytest.approx(e["train_loss"], rel=1e-6)) for e in m["epochs"]]
     assert [s.value for s in events.Scalars("test/acc")] == [pytest.approx(m["test_acc"], rel=1e-6)]
     assert {"val/acc", "lr", "time/fetch_s", "data/fetched_mb", "cache/hit_rate"} <= set(events.Tags()["scalars"])
-    # a fresh run in the same directory replaces the earlier run's events
+    # a fresh run in the same directory replaces the earlier run's events (rank logs are appended to)
     _run(data, "log", epochs=2, log_dir=str(log))
     assert len(list(log.glob("events.out.tfevents.*"))) == 1
+    assert (log / "rank1.log").read_text().count("run started") == 2
 
 
 def test_log_dir_is_never_a_users_directory(data, tmp_path):

@@ -72,10 +72,6 @@ def _number(text: str, ok: Any, wanted: str) -> float:
     return value
 
 
-def non_negative_float(text: str) -> float:
-    return _number(text, lambda v: 0 <= v < float("inf"), "a finite number >= 0")
-
-
 def positive_float(text: str) -> float:
     return _number(text, lambda v: v > 0, "a positive number")
 
@@ -83,20 +79,6 @@ def positive_float(text: str) -> float:
 def fraction(text: str) -> float:
     """A number in (0, 1]."""
     return _number(text, lambda v: 0 < v <= 1, "a number in (0, 1]")
-
-
-def int_list(text: str) -> list[int]:
-    """A comma-separated list of integers, e.g. ``10,10`` (``-1`` allowed: all neighbours)."""
-    items = [t.strip() for t in text.split(",")]
-    try:
-        values = [int(t) for t in items]
-    except ValueError:
-        bad = next(t for t in items if not t.lstrip("-").isdigit())
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers such as 10,10; {bad!r} in {text!r} "
-                                         "is not an integer") from None
-    if any(v < -1 or v == 0 for v in values):
-        raise argparse.ArgumentTypeError(f"each value must be a positive integer or -1 (all), got {text!r}")
-    return values
 
 
 def seed_flag(p: argparse.ArgumentParser) -> None:

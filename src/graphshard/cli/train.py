@@ -89,9 +89,8 @@ def print_metrics(m: dict, epochs: bool = False) -> None:
         last = m["last_epoch"]
         figures = ", ".join(f"{k.replace('_', ' ')} {v:.4f}" for k, v in last.items() if k != "epoch")
         print(f"  last epoch {last['epoch']}: {figures}")
-    stopped = next((e["epoch"] for e in m["epochs"] if e.get("stopped_early")), None)
-    if stopped is not None:
-        print(f"  stopped early after epoch {stopped} (--patience)")
+    if m["epochs"] and m["epochs"][-1].get("stopped_early"):
+        print(f"  stopped early after epoch {m['epochs'][-1]['epoch']} (--patience)")
     print(f"time: {describe(m['time'])}")
     cache = ""
     if "cache_rows" in m:

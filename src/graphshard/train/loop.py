@@ -11,6 +11,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -172,7 +173,7 @@ class Trainer:
         rank decides alike (the validation figures are summed over ranks)."""
         best = self.best_epoch
         if record.get(self.metric) is not None and best == record["epoch"]:
-            with timing.phase("checkpoint_s"):
+            with timing.phase("checkpoint_s") if self.opts.checkpoint else nullcontext():  # in memory: "other"
                 self._keep_best(best)
         patience = self.opts.patience
         if not patience or best is None or record.get(self.metric) is None or record["epoch"] - best < patience:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..fingerprint import tree_fingerprint
+from ..format.outputs import prepare_output_dir
 from . import timing
 from .contract import resolve_data
 from .options import TrainOptions
@@ -40,6 +41,8 @@ def _rank_main(opts: TrainOptions, result_path: str | None, dataset: tuple | Non
     if rank == "0" and level > logging.INFO:  # kernel compilation is announced once, not by every rank
         logging.getLogger("graphshard.notice").setLevel(logging.INFO)
     with session(timeout=opts.timeout) as s:
+        if opts.log_dir:
+            rank_log(s, opts.log_dir)
         if dataset is not None:
             start = time.perf_counter()
             if os.environ.get("LOCAL_RANK", "0") == "0":
@@ -53,6 +56,25 @@ def _rank_main(opts: TrainOptions, result_path: str | None, dataset: tuple | Non
         if s.rank == 0 and result_path:
             write_json(result_path, metrics)
     return metrics
+
+
+def rank_log(s: Any, directory: str) -> None:
+    """Every rank also logs at INFO level (each epoch's full record, phases, notices) to
+    ``directory/rank<r>.log``, appended with a line marking the run's start; the terminal keeps its level."""
+    from .runlog import KIND
+
+    if s.rank == 0:
+        prepare_output_dir(directory, KIND)  # before any rank adds its file to it
+    s.group.barrier("run log directory ready")
+    root, shown = logging.getLogger(), logging.getLogger().level
+    for h in root.handlers:  # the terminal shows what it showed before, rank 0's notices included
+        h.addFilter(lambda r: r.levelno >= shown or (s.rank == 0 and r.name == "graphshard.notice"))
+    handler = logging.FileHandler(Path(directory) / f"rank{s.rank}.log")
+    handler.setLevel(logging.INFO)
+    handler.setFormatter(root.handlers[0].formatter if root.handlers else None)
+    root.addHandler(handler)
+    root.setLevel(min(root.level, logging.INFO))
+    log.info("run started (rank %d of %d)", s.rank, s.world_size)
 
 
 def _paths(dataset: str, out_dir: str, num_parts: int, method: str, seed: int, link: bool,
