@@ -34,8 +34,9 @@ def test_explicit_assignment_is_followed(graph, tmp_path):
     assert json.loads((tmp_path / "g.json").read_text())["part_method"] == "explicit"
 
 
-def test_kaminpar_partitioning_matches_original(graph, tmp_path):
-    partition_graph(graph, "g", 2, tmp_path, part_method="kaminpar")
+@pytest.mark.parametrize("method", ["kaminpar", "stream"])
+def test_kaminpar_and_stream_partitioning_match_original(graph, tmp_path, method):
+    partition_graph(graph, "g", 2, tmp_path, part_method=method)
     check_partitioning(graph, tmp_path / "g.json", 1, 2)
 
 
@@ -139,7 +140,7 @@ def test_metis_cuts_far_fewer_edges_than_random(tmp_path):
     g = community_graph(num_nodes=4000, num_classes=4, avg_degree=10, intra=0.9, seed=4).graph
     src, dst = g.edges[("_N", "_E", "_N")]
     cuts = {}
-    for method in ("random", "metis", "kaminpar"):
+    for method in ("random", "metis", "kaminpar", "stream"):
         nids, _ = partition_graph(g, "g", 4, tmp_path / method, part_method=method, return_mapping=True)
         part = np.empty(4000, dtype=np.int64)
         part[nids.numpy()] = np.repeat(np.arange(4), 1000 if method == "random" else
@@ -148,6 +149,7 @@ def test_metis_cuts_far_fewer_edges_than_random(tmp_path):
     assert cuts["random"] > 0.7
     assert cuts["metis"] < 0.35 * cuts["random"]
     assert cuts["kaminpar"] < 0.35 * cuts["random"]
+    assert cuts["stream"] < 0.5 * cuts["random"]
 
 
 def test_metis_objtype_vol(tmp_path):

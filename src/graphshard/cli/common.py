@@ -6,9 +6,10 @@ import argparse
 import re
 from typing import Any
 
+from ..partition.methods import METHODS
+
 HOST_HELP = ("address every socket of the run listens on (127.0.0.1: this machine only). The transport has no "
              "authentication (torch RPC unpickles requests): give another address only on a trusted network")
-METHODS = ("metis", "random", "kaminpar")
 # Old spellings, still accepted but not shown in --help: one name per concept.
 HIDDEN_ALIASES = {"--out-dir", "--in-dir", "--partitions-dir"}
 

@@ -18,7 +18,8 @@ def run_assign(args: argparse.Namespace) -> None:
     from ..pipeline.assign import assign_chunked
 
     path = assign_chunked(args.dataset, args.out, args.num_parts, args.method, args.format, args.seed,
-                          args.balance_ntypes, args.balance_edges, args.objtype, overwrite=args.overwrite)
+                          args.balance_ntypes, args.balance_edges, args.objtype, overwrite=args.overwrite,
+                          memory_mb=args.memory_mb, passes=args.passes)
     print(f"wrote {args.method} assignment into {args.num_parts} parts -> {path.parent}")
 
 
@@ -52,7 +53,11 @@ def _assign(sub: Any) -> None:
     dataset_flag(asg, CHUNKED_HELP)
     out_flag(asg, "output directory (<ntype>.txt or .npy per node type + partition_meta.json)")
     asg.add_argument("--num-parts", type=positive_int, required=True, help="number of partitions")
-    method_flag(asg, "metis/kaminpar read the structure (never the features) into memory; random reads only counts")
+    method_flag(asg, "metis reads the structure (never the features) into memory; stream (restreamed Fennel) and "
+                     "kaminpar build the adjacency out of core and never hold the edge list; random reads only counts")
+    asg.add_argument("--memory-mb", type=positive_int, default=1024,
+                     help="stream/kaminpar: sort buffer of the out-of-core adjacency (its disk copy goes beside --out)")
+    asg.add_argument("--passes", type=positive_int, default=8, help="stream: passes over the adjacency (restreaming)")
     asg.add_argument("--format", default="txt", choices=["txt", "npy"], help="assignment file format")
     balance_flags(asg)
     seed_flag(asg)

@@ -24,7 +24,8 @@ def _mix(x: np.uint64) -> np.uint64:
 
 
 @kernel(parallel=True)
-def _rmat_edges(scale: int, num_edges: int, a: float, b: float, c: float, seed: int):
+def _rmat_edges(scale: int, num_edges: int, a: float, b: float, c: float, seed: int, first: int = 0):
+    """Sampled edges ``first .. first + num_edges - 1`` of the seed's stream (each a function of its index)."""
     src = np.empty(num_edges, dtype=np.int64)
     dst = np.empty(num_edges, dtype=np.int64)
     ab, abc = a + b, a + b + c
@@ -32,7 +33,7 @@ def _rmat_edges(scale: int, num_edges: int, a: float, b: float, c: float, seed: 
     for i in numba.prange(num_edges):
         u, v = 0, 0
         for level in range(scale):
-            r = _mix(base + np.uint64(i * scale + level) + np.uint64(1))
+            r = _mix(base + np.uint64((first + i) * scale + level) + np.uint64(1))
             x = (r >> np.uint64(11)) * (1.0 / 9007199254740992.0)
             bit = 1 << (scale - 1 - level)
             if x >= a:

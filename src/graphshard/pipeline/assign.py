@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
+import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -11,24 +14,32 @@ import numpy as np
 from ..chunked.load import load_chunked_graph, read_feature
 from ..chunked.spec import ChunkedMeta, read_metadata
 from ..errors import InputError
-from ..partition.assign import assign, balance_classes
+from ..partition.assign import METHODS, assign, balance_classes
+from ..partition.assign.kaminpar import kaminpar_from_file, write_parhip_blocks
+from ..partition.assign.stream import DEFAULT_PASSES, stream_partition
 from ..partition.assign.random import random_assignment
 from ..partition.balance import option_classes
 from ..partition.homogenize import homogenize
 from ..format.outputs import check_output_dir
 from .assignment_files import write_assignment
+from .disk_csr import DiskCSR, build_disk_csr
 
 log = logging.getLogger(__name__)
 
 
 def assign_chunked(in_dir: str | os.PathLike, out_dir: str | os.PathLike, num_parts: int, method: str = "metis",
                    fmt: str = "txt", seed: int = 0, balance_ntypes: np.ndarray | str | None = None,
-                   balance_edges: bool = False, objtype: str = "cut", overwrite: bool = False) -> Path:
+                   balance_edges: bool = False, objtype: str = "cut", overwrite: bool = False,
+                   memory_mb: int = 1024, passes: int = DEFAULT_PASSES) -> Path:
     """Write one assignment file per node type and ``partition_meta.json`` for the chunked graph in ``in_dir``.
 
     ``random`` never reads the structure (only counts from the metadata) and is exactly balanced per node
-    type (counts differ by at most one), or per class of ``balance_ntypes``. ``metis`` and ``kaminpar`` read
-    the structure only — never the features — and run the in-memory path with the same balance options.
+    type (counts differ by at most one), or per class of ``balance_ntypes``. ``metis`` reads the structure
+    only — never the features — and runs the in-memory path with the same balance options. ``stream`` and
+    ``kaminpar`` never hold the edge list: the adjacency is built out of core (:mod:`.disk_csr`, a sort
+    buffer of ``memory_mb``) beside ``out_dir``, then streamed ``passes`` times through restreamed Fennel
+    (:mod:`graphshard.partition.assign.stream`, memory O(nodes)) or written as KaMinPar's ParHIP file and
+    loaded compressed.
     ``balance_ntypes``: one class per node in homogeneous order, ``"train"`` (every node type and its
     ``train_mask`` nodes balanced apart), or a ``.npy`` path. ``out_dir`` must be new, empty or an earlier
     assignment output unless ``overwrite``.
@@ -46,17 +57,55 @@ def assign_chunked(in_dir: str | os.PathLike, out_dir: str | os.PathLike, num_pa
         if balance_edges:
             raise InputError("balance_edges is not supported with method 'random' (use 'metis')")
         per_type = _random(meta, num_parts, seed, balance_ntypes)
-    elif method in ("metis", "kaminpar"):
+    elif method in ("stream", "kaminpar"):
+        per_type = _out_of_core(meta, Path(out_dir), method, num_parts, seed, balance_ntypes, balance_edges,
+                                memory_mb, passes)
+    elif method == "metis":
         g = load_chunked_graph(meta, features=False)
         view = homogenize(g)
         parts = assign(view, method, num_parts, 1, balance_ntypes, balance_edges, objtype, seed).parts
         per_type = {t: parts[view.node_offsets[i]: view.node_offsets[i + 1]] for i, t in enumerate(g.ntypes)}
     else:
-        raise InputError(f"unknown assignment method {method!r}; choose 'random', 'metis' or 'kaminpar'")
+        raise InputError(f"unknown assignment method {method!r}; choose one of {', '.join(METHODS)}")
     path = write_assignment(out_dir, per_type, num_parts, method, fmt,
                             {"graph_name": meta.graph_name, "seed": seed}, overwrite=overwrite)
     log.info("wrote %s assignment of %d nodes into %d parts to %s", method, total, num_parts, path.parent)
     return path
+
+
+def _out_of_core(meta: ChunkedMeta, out_dir: Path, method: str, num_parts: int, seed: int,
+                 classes: np.ndarray | None, balance_edges: bool, memory_mb: int, passes: int) -> dict[str, np.ndarray]:
+    """``stream`` or ``kaminpar`` over the adjacency built out of core in a work directory beside ``out_dir``
+    (removed afterwards, also on failure)."""
+    total = sum(meta.num_nodes.values())
+    classes = balance_classes(classes, total)
+    if method == "kaminpar" and classes is not None:
+        raise InputError("balance_ntypes is not supported with method 'kaminpar' (use 'stream', 'metis' or 'random')")
+    out_dir.resolve().parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.adjacency-", dir=out_dir.resolve().parent))
+    try:
+        start = time.perf_counter()
+        csr = build_disk_csr(meta, work, memory_mb << 20, in_degree=balance_edges)
+        log.info("adjacency built out of core in %.2f s (%s)", time.perf_counter() - start, csr.timings)
+        start = time.perf_counter()
+        if method == "stream":
+            parts = stream_partition(lambda: csr.blocks(max(1, (memory_mb << 20) // 8)), total, csr.num_entries,
+                                     num_parts, classes, csr.in_degree, passes)
+        else:
+            weights = None if csr.in_degree is None else csr.in_degree + 1
+            path = str(work / "graph.parhip")
+            write_parhip_blocks(path, total, _xadj_pieces(csr), (adj for _, _, adj in csr.blocks()), weights)
+            parts = kaminpar_from_file(path, total, num_parts, seed)
+        log.info("%s assignment in %.2f s", method, time.perf_counter() - start)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return {t: parts[o: o + meta.num_nodes[t]] for t, o in csr.type_offsets.items()}
+
+
+def _xadj_pieces(csr: DiskCSR, step: int = 1 << 22):
+    """``xadj`` of an on-disk CSR in consecutive pieces (n + 1 entries in all)."""
+    for lo in range(0, csr.num_nodes + 1, step):
+        yield csr.xadj(lo, min(csr.num_nodes, lo + step - 1))
 
 
 def _train_mask(meta: ChunkedMeta, ntype: str) -> np.ndarray | None:

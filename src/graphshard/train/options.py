@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..partition.methods import METHODS
 from .fields import check_fields, option
 from .schedule import SCHEDULES
 
 TASKS = ("node", "link")
 MODELS = ("sage", "mlp")
 DECODERS = ("dot", "mlp")
-METHODS = ("metis", "random", "kaminpar")
 EMBEDDING_LAYERS = ("output", "hidden")
 SPLITS = ("train", "val", "test")
 POSITIVE = {"low": 0, "open_low": True}

@@ -8,6 +8,7 @@ method         ``balance_ntypes``                  ``balance_edges``
 ``random``     exact: every class dealt evenly      not supported (error)
 ``metis``      METIS multi-constraint weights       METIS constraint on in-degree (per class)
 ``kaminpar``   not supported (error)                single node weight ``1 + in-degree``
+``stream``     hard cap per class and part          hard cap on in-degree per part
 explicit       not applicable (error)               not applicable (error)
 =============  ==================================  =========================================
 """
@@ -27,8 +28,9 @@ from .adjacency import undirected_csr
 from .kaminpar import kaminpar_partition
 from .metis import metis_kway
 from .random import random_assignment
+from .stream import in_memory_blocks, stream_partition
 
-METHODS = ("random", "metis", "kaminpar")
+from ..methods import METHODS
 log = logging.getLogger(__name__)
 
 
@@ -87,6 +89,11 @@ def assign(
     if method == "kaminpar" and balance_ntypes is not None:
         raise InputError("balance_ntypes is not supported with part_method='kaminpar' (use 'metis' or 'random')")
     in_degree = np.bincount(view.dst, minlength=view.num_nodes) if balance_edges else None
+    if method == "stream":
+        csr = undirected_csr(view.src, view.dst, view.num_nodes)
+        fine = stream_partition(in_memory_blocks(csr.xadj, csr.adjncy), view.num_nodes, int(csr.adjncy.shape[0]),
+                                fine_parts, balance_ntypes, in_degree).astype(np.int64)
+        return Assignment(fine // trainers, fine if trainers > 1 else None)
     if method == "metis":
         csr = undirected_csr(view.src, view.dst, view.num_nodes)
         start = time.perf_counter()

@@ -1,0 +1,224 @@
+"""The undirected, de-duplicated, self-loop-free adjacency (CSR) of a chunked graph, built out of core in
+bounded memory, for partitioners that need each node's neighbours together (``assign --method stream``
+and ``kaminpar`` on chunked input).
+
+Node IDs are homogeneous: node types in the metadata's order, each type's IDs after the previous types'.
+Three passes over the edge chunks' data, memory O(nodes) plus a buffer of ``memory_bytes``:
+
+1. **degrees**: each node's number of adjacency entries (both directions, duplicates included) — an upper
+   bound that sizes the buckets;
+2. **distribute**: every entry ``(u, v)``, as the key ``u * n + v``, is appended to the bucket file of
+   ``u``'s node range (ranges cut so a bucket's keys fit the buffer);
+3. **sort**: bucket by bucket, keys are sorted and de-duplicated, and the rows appended to ``xadj.bin``
+   (int64, n + 1) and ``adjncy.bin`` (int32; int64 from 2**31 nodes on).
+
+The bucket files take 16 bytes per directed edge of disk while the build runs and are deleted after.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..chunked.load import edge_offsets, read_checked_edges
+from ..chunked.spec import ChunkedMeta
+from ..jit import kernel
+
+log = logging.getLogger(__name__)
+BYTES_PER_KEY = 24  # a bucket's keys, their sort and de-duplication
+
+
+@dataclass
+class DiskCSR:
+    """``adjncy[xadj[v]:xadj[v+1]]`` (files in ``directory``) are the distinct neighbours of ``v``,
+    ascending; ``in_degree`` (directed, as the chunks give the edges; kept only when asked for)."""
+
+    directory: Path
+    num_nodes: int
+    num_entries: int
+    id_dtype: np.dtype
+    type_offsets: dict[str, int]
+    in_degree: np.ndarray | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def xadj_path(self) -> Path:
+        return self.directory / "xadj.bin"
+
+    @property
+    def adjncy_path(self) -> Path:
+        return self.directory / "adjncy.bin"
+
+    def xadj(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """``xadj[lo:hi + 1]`` read from disk."""
+        hi = self.num_nodes if hi is None else hi
+        return np.fromfile(self.xadj_path, dtype=np.int64, count=hi - lo + 1, offset=lo * 8)
+
+    def blocks(self, max_entries: int = 1 << 24) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        """``(lo, xadj_block, adjncy_block)`` over consecutive node ranges, each holding at most
+        ``max_entries`` entries (or one node's); ``xadj_block`` starts at 0. Sequential file reads:
+        nothing stays mapped."""
+        size = self.id_dtype.itemsize
+        with open(self.adjncy_path, "rb") as f:
+            lo = 0
+            step = 1 << 20
+            while lo < self.num_nodes:
+                xs = self.xadj(lo, min(self.num_nodes, lo + step))
+                cut = int(np.searchsorted(xs, xs[0] + max_entries, side="right")) - 1
+                cut = max(cut, 1)
+                block = xs[:cut + 1] - xs[0]
+                f.seek(int(xs[0]) * size)
+                adj = np.fromfile(f, dtype=self.id_dtype, count=int(block[-1]))
+                yield lo, block, adj
+                lo += cut
+
+    def remove(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def homogeneous_offsets(meta: ChunkedMeta) -> dict[str, int]:
+    """Each node type's first homogeneous ID (types in the metadata's order)."""
+    out, total = {}, 0
+    for t in meta.ntypes:
+        out[t] = total
+        total += meta.num_nodes[t]
+    return out
+
+
+def _chunks(meta: ChunkedMeta, offsets: dict[str, int]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Every edge chunk as homogeneous ``(src, dst)``, IDs checked."""
+    for et in meta.etypes:
+        edge_offsets(meta, et)
+        for i in range(len(meta.edges[et].paths)):
+            src, dst = read_checked_edges(meta, et, i)
+            yield src + offsets[et[0]], dst + offsets[et[2]]
+
+
+def build_disk_csr(meta: ChunkedMeta, directory: str | os.PathLike, memory_bytes: int = 1 << 30,
+                   in_degree: bool = False) -> DiskCSR:
+    """Build the adjacency of the chunked graph ``meta`` into ``directory`` (created; see the module
+    docstring). ``memory_bytes`` bounds the sort buffer; ``in_degree``: also count directed in-degrees."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    offsets = homogeneous_offsets(meta)
+    n = sum(meta.num_nodes.values())
+    times: dict[str, float] = {}
+    start = time.perf_counter()
+    degree = np.zeros(n, dtype=np.int64)
+    indeg = np.zeros(n, dtype=np.int64) if in_degree else None
+    for src, dst in _chunks(meta, offsets):
+        _count(src, dst, degree)
+        if indeg is not None:
+            _count_in(dst, indeg)
+    bounds = _bucket_bounds(degree, max(1, memory_bytes // BYTES_PER_KEY))
+    del degree
+    times["degrees_s"] = time.perf_counter() - start
+    start = time.perf_counter()
+    buckets = [out / f"bucket-{b}.bin" for b in range(len(bounds) - 1)]
+    files = [open(p, "wb") for p in buckets]
+    try:
+        for src, dst in _chunks(meta, offsets):
+            keys, cuts = _distribute(src, dst, n, bounds)
+            for b in np.flatnonzero(np.diff(cuts)):
+                files[b].write(memoryview(keys[cuts[b]:cuts[b + 1]]))
+    finally:
+        for f in files:
+            f.close()
+    times["distribute_s"] = time.perf_counter() - start
+    start = time.perf_counter()
+    id_dtype = np.dtype(np.int32 if n < 2**31 else np.int64)
+    entries = 0
+    with open(out / "xadj.bin", "wb") as fx, open(out / "adjncy.bin", "wb") as fa:
+        fx.write(np.zeros(1, dtype=np.int64).tobytes())
+        for b, path in enumerate(buckets):
+            keys = np.fromfile(path, dtype=np.int64)
+            path.unlink()
+            keys.sort()
+            counts, adj = _rows(keys, n, int(bounds[b]), int(bounds[b + 1]))
+            del keys
+            fx.write(memoryview(entries + np.cumsum(counts)))
+            fa.write(memoryview(adj.astype(id_dtype, copy=False)))
+            entries += int(adj.shape[0])
+    times["sort_s"] = time.perf_counter() - start
+    log.info("out-of-core adjacency of %d nodes, %d entries in %d buckets: %s", n, entries, len(buckets), times)
+    return DiskCSR(out, n, entries, id_dtype, offsets, indeg, times)
+
+
+@kernel(nogil=True)
+def _count(src, dst, degree):
+    for i in range(src.shape[0]):
+        if src[i] != dst[i]:
+            degree[src[i]] += 1
+            degree[dst[i]] += 1
+
+
+@kernel(nogil=True)
+def _count_in(dst, indeg):
+    for i in range(dst.shape[0]):
+        indeg[dst[i]] += 1
+
+
+def _bucket_bounds(degree: np.ndarray, cap: int) -> np.ndarray:
+    """Node-range boundaries whose summed degrees stay within ``cap`` (a single node may exceed it)."""
+    cum = np.cumsum(degree)
+    bounds = [0]
+    while bounds[-1] < degree.shape[0]:
+        base = cum[bounds[-1] - 1] if bounds[-1] else 0
+        nxt = int(np.searchsorted(cum, base + cap, side="right"))
+        bounds.append(max(nxt, bounds[-1] + 1))
+    return np.asarray(bounds, dtype=np.int64)
+
+
+@kernel(nogil=True)
+def _distribute(src, dst, n, bounds):
+    """Both directions' keys ``u * n + v`` (self-loops dropped), grouped by the bucket of ``u``; returns
+    the keys and the bucket boundaries in them."""
+    nb = bounds.shape[0] - 1
+    counts = np.zeros(nb + 1, dtype=np.int64)
+    bucket = np.empty(2 * src.shape[0], dtype=np.int32)
+    for i in range(src.shape[0]):
+        if src[i] == dst[i]:
+            bucket[2 * i] = -1
+            bucket[2 * i + 1] = -1
+            continue
+        for j in range(2):
+            u = src[i] if j == 0 else dst[i]
+            b = np.searchsorted(bounds, u, side="right") - 1
+            bucket[2 * i + j] = b
+            counts[b + 1] += 1
+    cuts = np.cumsum(counts)
+    pos = cuts[:-1].copy()
+    keys = np.empty(cuts[-1], dtype=np.int64)
+    for i in range(src.shape[0]):
+        for j in range(2):
+            b = bucket[2 * i + j]
+            if b < 0:
+                continue
+            u, v = (src[i], dst[i]) if j == 0 else (dst[i], src[i])
+            keys[pos[b]] = u * n + v
+            pos[b] += 1
+    return keys, cuts
+
+
+@kernel(nogil=True)
+def _rows(keys, n, lo, hi):
+    """Sorted keys of nodes ``[lo, hi)`` -> per-node distinct-neighbour counts and the neighbours."""
+    counts = np.zeros(hi - lo, dtype=np.int64)
+    adj = np.empty(keys.shape[0], dtype=np.int64)
+    k = 0
+    for i in range(keys.shape[0]):
+        if i > 0 and keys[i] == keys[i - 1]:
+            continue
+        u = keys[i] // n
+        adj[k] = keys[i] - u * n
+        counts[u - lo] += 1
+        k += 1
+    return counts, adj[:k]
+
