@@ -87,7 +87,8 @@ def test_stream_partition_is_fennel_restreamed():
     src, dst = g.edges[("_N", "_E", "_N")]
     csr = undirected_csr(src, dst, 240)
     for k, passes in ((3, 1), (4, 3)):
-        got = stream_partition(in_memory_blocks(csr.xadj, csr.adjncy), 240, len(csr.adjncy), k, passes=passes)
+        got = stream_partition(in_memory_blocks(csr.xadj, csr.adjncy), 240, len(csr.adjncy), k, passes=passes,
+                               seeding="none")
         want = _fennel_reference(csr.xadj.tolist(), csr.adjncy.tolist(), k, passes)
         assert got.tolist() == want.tolist()
 
@@ -108,6 +109,40 @@ def test_stream_balance_caps_hold():
     assert np.bincount(parts, weights=indeg).max() <= math.ceil(1.03 * indeg.sum() / 4) + indeg.max()
     cut = np.mean(parts[src] != parts[dst])
     assert cut < 0.4  # random: 0.75 on 4 parts; the planted communities make ~0.15 reachable
+
+
+def _ring_of_cliques(num: int, size: int, order: np.ndarray | None = None):
+    """``num`` cliques of ``size`` nodes, consecutive IDs, each joined to the next (a ring); ``order``
+    renames node ``i`` to ``order[i]``."""
+    from graphshard.partition.assign.adjacency import undirected_csr
+
+    base = np.arange(num)[:, None] * size
+    a, b = np.triu_indices(size, 1)
+    src = np.concatenate([(base + a).ravel(), base.ravel()])
+    dst = np.concatenate([(base + b).ravel(), (np.roll(base, -1) + size - 1).ravel()])
+    if order is not None:
+        src, dst = order[src], order[dst]
+    return undirected_csr(src, dst, num * size)
+
+
+def test_ordered_graphs_are_seeded_from_clusters():
+    from graphshard.partition.assign.stream import has_locality
+
+    n = 4000
+    for order, local in ((None, True), (np.random.default_rng(0).permutation(n), False)):
+        csr = _ring_of_cliques(400, 10, order)
+        blocks = in_memory_blocks(csr.xadj, csr.adjncy)
+        assert has_locality(blocks, n, len(csr.adjncy), 4) == local
+        parts = stream_partition(blocks, n, len(csr.adjncy), 4)
+        src = np.repeat(np.arange(n), np.diff(csr.xadj))
+        cut = np.mean(parts[src] != parts[csr.adjncy])
+        plain = stream_partition(blocks, n, len(csr.adjncy), 4, seeding="none")
+        plain_cut = np.mean(plain[src] != plain[csr.adjncy])
+        assert np.bincount(parts).max() <= 1.1 * n / 4
+        if local:  # 4 ring arcs: at most a few cliques split, never more than the plain passes cut
+            assert cut < 0.01 and cut <= plain_cut
+        else:
+            assert parts.tolist() == plain.tolist()  # no order to exploit: the plain passes
 
 
 def test_chunked_rmat_samples_the_in_memory_generators_edges(tmp_path):
