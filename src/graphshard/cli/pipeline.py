@@ -16,6 +16,11 @@ CHUNKED_HELP = "input graph: a chunked graph directory (metadata.json; write one
 
 def run_assign(args: argparse.Namespace) -> None:
     from ..pipeline.assign import assign_chunked
+    from ..plan import check_fits, machine_memory, parse_size
+
+    budget = parse_size(args.memory) if args.memory else machine_memory()
+    if budget:  # refuse a method predicted not to fit, before any work
+        check_fits(args.dataset, args.method, args.num_parts, budget, args.memory_mb)
 
     path = assign_chunked(args.dataset, args.out, args.num_parts, args.method, args.format, args.seed,
                           args.balance_ntypes, args.balance_edges, args.objtype, overwrite=args.overwrite,
@@ -48,6 +53,26 @@ def run_parmetis(args: argparse.Namespace) -> None:
         print(f"wrote assignment files -> {path.parent}")
 
 
+def run_plan(args: argparse.Namespace) -> None:
+    from ..chunked.spec import read_metadata
+    from ..plan import GraphCounts, estimates, machine_memory, parse_size, table
+
+    counts = GraphCounts.of(read_metadata(args.dataset))
+    budget = parse_size(args.memory) if args.memory else machine_memory()
+    print(table(counts, estimates(counts, args.num_parts, args.memory_mb), budget))
+
+
+def _plan(sub: Any) -> None:
+    p = command(sub, "plan", "predict each assignment method's peak memory and disk for a chunked graph",
+                "Predict the peak resident memory and extra disk of assign --method random/stream/kaminpar/metis "
+                "on a chunked graph, say which fit --memory (default: this machine's) and recommend one.")
+    dataset_flag(p, CHUNKED_HELP)
+    p.add_argument("--num-parts", type=positive_int, default=4, help="number of partitions")
+    p.add_argument("--memory", metavar="SIZE", help="memory budget, e.g. 16G (default: this machine's)")
+    p.add_argument("--memory-mb", type=positive_int, default=1024, help="stream/kaminpar sort buffer (as assign)")
+    p.set_defaults(func=run_plan)
+
+
 def _assign(sub: Any) -> None:
     asg = command(sub, "assign", "step 1: write partition assignment files for a chunked graph")
     dataset_flag(asg, CHUNKED_HELP)
@@ -58,6 +83,8 @@ def _assign(sub: Any) -> None:
     asg.add_argument("--memory-mb", type=positive_int, default=1024,
                      help="stream/kaminpar: sort buffer of the out-of-core adjacency (its disk copy goes beside --out)")
     asg.add_argument("--passes", type=positive_int, default=8, help="stream: passes over the adjacency (restreaming)")
+    asg.add_argument("--memory", metavar="SIZE", help="memory this step may use, e.g. 16G (default: the machine's); "
+                     "a method predicted to need more is refused before it starts (see 'graphshard plan')")
     asg.add_argument("--format", default="txt", choices=["txt", "npy"], help="assignment file format")
     balance_flags(asg)
     seed_flag(asg)
@@ -99,5 +126,6 @@ def _parmetis(sub: Any) -> None:
 
 def register(sub: Any) -> None:
     _assign(sub)
+    _plan(sub)
     _dispatch(sub)
     _parmetis(sub)

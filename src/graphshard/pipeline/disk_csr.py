@@ -25,14 +25,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numba
 import numpy as np
 
 from ..chunked.load import edge_offsets, read_checked_edges
 from ..chunked.spec import ChunkedMeta
 from ..jit import kernel
+from ..partition.kernels import chunk_bounds, chunk_positions
 
 log = logging.getLogger(__name__)
-BYTES_PER_KEY = 24  # a bucket's keys, their sort and de-duplication
+BYTES_PER_KEY = 12  # a bucket's keys (sorted in place) and its rows' neighbours (int32; int64 past 2**31 nodes)
 
 
 @dataclass
@@ -140,12 +142,13 @@ def build_disk_csr(meta: ChunkedMeta, directory: str | os.PathLike, memory_bytes
         for b, path in enumerate(buckets):
             keys = np.fromfile(path, dtype=np.int64)
             path.unlink()
-            keys.sort()
-            counts, adj = _rows(keys, n, int(bounds[b]), int(bounds[b + 1]))
+            adj = np.empty(keys.shape[0], dtype=id_dtype)
+            rows_at, pos = _row_starts(keys, n, int(bounds[b]), int(bounds[b + 1]), numba.get_num_threads())
+            counts, kept = _rows(keys, n, int(bounds[b]), adj, rows_at, pos)
             del keys
             fx.write(memoryview(entries + np.cumsum(counts)))
-            fa.write(memoryview(adj.astype(id_dtype, copy=False)))
-            entries += int(adj.shape[0])
+            fa.write(memoryview(adj[:kept]))
+            entries += kept
     times["sort_s"] = time.perf_counter() - start
     log.info("out-of-core adjacency of %d nodes, %d entries in %d buckets: %s", n, entries, len(buckets), times)
     return DiskCSR(out, n, entries, id_dtype, offsets, indeg, times)
@@ -207,18 +210,53 @@ def _distribute(src, dst, n, bounds):
     return keys, cuts
 
 
-@kernel(nogil=True)
-def _rows(keys, n, lo, hi):
-    """Sorted keys of nodes ``[lo, hi)`` -> per-node distinct-neighbour counts and the neighbours."""
-    counts = np.zeros(hi - lo, dtype=np.int64)
-    adj = np.empty(keys.shape[0], dtype=np.int64)
+def _row_starts(keys: np.ndarray, n: int, lo: int, hi: int, threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row offsets of the keys of nodes ``[lo, hi)`` (m + 1) and each thread's write positions (threads, m)."""
+    counts = _chunk_rows(keys, n, lo, hi, threads)
+    pos, start = chunk_positions(counts)
+    return start, pos
+
+
+@kernel(parallel=True)
+def _chunk_rows(keys, n, lo, hi, chunks):
+    b = chunk_bounds(keys.shape[0], chunks)
+    counts = np.zeros((chunks, hi - lo), dtype=np.int64)
+    for c in numba.prange(chunks):
+        for i in range(b[c], b[c + 1]):
+            counts[c, keys[i] // n - lo] += 1
+    return counts
+
+
+@kernel(parallel=True)
+def _rows(keys, n, lo, adj, start, pos):
+    """Keys (any order) of nodes ``[lo, lo + m)`` -> per-node distinct-neighbour counts, the rows
+    (ascending) written to the front of ``adj``, and how many: a counting sort by node (chunks of keys in
+    parallel, at the positions :func:`_row_starts` gave), then each row sorted and de-duplicated on its own
+    (rows in parallel)."""
+    m = start.shape[0] - 1
+    chunks = pos.shape[0]
+    b = chunk_bounds(keys.shape[0], chunks)
+    for c in numba.prange(chunks):
+        for i in range(b[c], b[c + 1]):
+            u = keys[i] // n - lo
+            adj[pos[c, u]] = keys[i] - (u + lo) * n
+            pos[c, u] += 1
+    counts = np.zeros(m, dtype=np.int64)
+    for r in numba.prange(m):
+        a, b = start[r], start[r + 1]
+        if b > a:
+            adj[a:b] = np.sort(adj[a:b])
+            k = a + 1
+            for j in range(a + 1, b):
+                if adj[j] != adj[k - 1]:
+                    adj[k] = adj[j]
+                    k += 1
+            counts[r] = k - a
     k = 0
-    for i in range(keys.shape[0]):
-        if i > 0 and keys[i] == keys[i - 1]:
-            continue
-        u = keys[i] // n
-        adj[k] = keys[i] - u * n
-        counts[u - lo] += 1
-        k += 1
-    return counts, adj[:k]
+    for r in range(m):  # close the gaps the duplicates left (rows move left only)
+        a = start[r]
+        for j in range(counts[r]):
+            adj[k + j] = adj[a + j]
+        k += counts[r]
+    return counts, k
 

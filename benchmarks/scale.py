@@ -1,0 +1,154 @@
+"""Assignment of graphs that need not fit: quality, speed and peak memory of every method on chunked input.
+
+    python benchmarks/scale.py                      # R-MAT scale 21 and cnr-2000, k = 4 and 8
+    python benchmarks/scale.py --graphs cnr2000 --parts 4
+
+Each graph is written once in the chunked format under --work (R-MAT with ``generate rmat --chunked``'s
+writer; cnr-2000 from ../shared/data/cnr2000, skipped when absent). Every (graph, method, k) runs
+``assign_chunked`` in a fresh process (time and peak RSS, VmHWM, of that process alone). The parent then
+reads each assignment and measures, over the graph's edges without self-loops: the edge cut (share of
+edges between parts), node balance (largest part / mean) and edge balance (largest in-edge count /
+mean). Prints a table and writes JSON (machine named). Run it alone: the timings share 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from partition import machine, peak_rss  # noqa: E402  (shared helpers of the benchmarks)
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+METHODS = ("random", "stream", "kaminpar", "metis")
+
+
+def child(args) -> dict:
+    from graphshard.pipeline.assign import assign_chunked
+
+    start = time.perf_counter()
+    assign_chunked(args.chunked, args.out, args.k, args.method, fmt="npy", overwrite=True)
+    return {"seconds": time.perf_counter() - start, "peak_rss": peak_rss()}
+
+
+def prepare(name: str, work: Path) -> Path | None:
+    """The chunked copy of graph ``name`` (made once)."""
+    out = work / name
+    if (out / "metadata.json").is_file():
+        return out
+    if name.startswith("rmat"):
+        from graphshard.datasets.rmat_chunked import write_rmat_chunked
+
+        write_rmat_chunked(out, int(name[4:]), 16, 0, num_chunks=8)
+        return out
+    src = SHARED / name
+    if not (src / "meta.json").is_file():
+        return None
+    from graphshard.chunked.writer import chunk_graph
+    from graphshard.datasets import load_dataset
+
+    chunk_graph(load_dataset(src).graph, out, 4, "numpy", name)
+    return out
+
+
+def quality(chunked: Path, assignment: Path, k: int) -> dict:
+    """Edge cut, node and edge balance of an assignment, streamed over the edge chunks."""
+    from graphshard.chunked.load import read_checked_edges
+    from graphshard.chunked.spec import read_metadata
+    from graphshard.pipeline.assignment_files import read_assignment
+
+    meta = read_metadata(chunked)
+    parts, _ = read_assignment(assignment, meta.num_nodes)
+    (t,) = meta.ntypes
+    p = parts[t]
+    cut = edges = 0
+    in_edges = np.zeros(k, dtype=np.int64)
+    for et in meta.etypes:
+        for i in range(len(meta.edges[et].paths)):
+            src, dst = read_checked_edges(meta, et, i)
+            keep = src != dst
+            ps, pd = p[src[keep]], p[dst[keep]]
+            cut += int((ps != pd).sum())
+            edges += int(keep.sum())
+            in_edges += np.bincount(pd, minlength=k)
+    sizes = np.bincount(p, minlength=k)
+    return {"edge_cut": cut / max(1, edges), "node_balance": float(sizes.max() / sizes.mean()),
+            "edge_balance": float(in_edges.max() / in_edges.mean()), "edges": edges, "nodes": int(p.shape[0])}
+
+
+def run(args, name: str, chunked: Path, method: str, k: int) -> dict:
+    out = args.work / f"{name}-{method}-{k}"
+    cmd = [sys.executable, __file__, "--child", "--chunked", str(chunked), "--out", str(out), "--k", str(k),
+           "--method", method]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        return {"graph": name, "method": method, "k": k, "error": res.stderr.strip().splitlines()[-1][-300:]}
+    row = {"graph": name, "method": method, "k": k, **json.loads(res.stdout.strip().splitlines()[-1])}
+    row |= quality(chunked, out, k)
+    row["edges_per_s"] = row["edges"] / row["seconds"]
+    return row
+
+
+def warm_up(work: Path) -> None:
+    from graphshard.datasets.rmat_chunked import write_rmat_chunked
+    from graphshard.pipeline.assign import assign_chunked
+
+    write_rmat_chunked(work / "data", 8, overwrite=True)
+    for method in ("stream", "kaminpar"):
+        assign_chunked(work / "data", work / method, 2, method, overwrite=True)
+
+
+def table(rows: list[dict]) -> str:
+    head = "| graph | k | method | edge cut | node bal. | edge bal. | time s | M edges/s | peak RSS MB |"
+    lines = [head, "|" + "---|" * 9]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['graph']} | {r['k']} | {r['method']} | failed: {r['error']} |")
+            continue
+        lines.append(f"| {r['graph']} | {r['k']} | {r['method']} | {100 * r['edge_cut']:.2f} % | "
+                     f"{r['node_balance']:.3f} | {r['edge_balance']:.2f} | {r['seconds']:.1f} | "
+                     f"{r['edges_per_s'] / 1e6:.1f} | {r['peak_rss'] / 2**20:,.0f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--graphs", nargs="+", default=["rmat21", "cnr2000"])
+    p.add_argument("--parts", type=int, nargs="+", default=[4, 8])
+    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    p.add_argument("--work", type=Path, default=Path("bench-out/scale"))
+    p.add_argument("--json", type=Path, default=Path("bench-out/scale.json"))
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--chunked", type=Path, help=argparse.SUPPRESS)
+    p.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    p.add_argument("--k", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--method", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        print(json.dumps(child(args)))
+        return
+    warm_up(args.work / "warm-up")  # kernels compiled before anything is timed
+    rows = []
+    for name in args.graphs:
+        chunked = prepare(name, args.work)
+        if chunked is None:
+            print(f"skipping {name}: not in {SHARED}")
+            continue
+        for k in args.parts:
+            for method in args.methods:
+                rows.append(run(args, name, chunked, method, k))
+                print(table(rows[-1:]).splitlines()[-1], flush=True)
+    print("\n" + table(rows))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({"machine": machine(), "rows": rows}, indent=1))
+    print(f"\nwrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
