@@ -2,6 +2,7 @@
 
     python benchmarks/scale.py                      # R-MAT scale 21 and cnr-2000, k = 4 and 8
     python benchmarks/scale.py --graphs cnr2000 --parts 4
+    python benchmarks/scale.py --big                # R-MAT 24, 64-d features: generate, assign, dispatch, train
 
 Each graph is written once in the chunked format under --work (R-MAT with ``generate rmat --chunked``'s
 writer; cnr-2000 from ../shared/data/cnr2000, skipped when absent). Every (graph, method, k) runs
@@ -9,6 +10,13 @@ writer; cnr-2000 from ../shared/data/cnr2000, skipped when absent). Every (graph
 reads each assignment and measures, over the graph's edges without self-loops: the edge cut (share of
 edges between parts), node balance (largest part / mean) and edge balance (largest in-edge count /
 mean). Prints a table and writes JSON (machine named). Run it alone: the timings share 2 cores.
+
+``--big`` runs the whole pipeline on a graph METIS cannot hold here, each step a ``graphshard`` command
+whose processes are watched for their peak RSS (VmHWM, sampled every 0.2 s, per process): generate R-MAT
+(``--scale``, default 24) chunked with features, ``plan``, ``assign`` with ``stream`` and ``kaminpar``,
+``dispatch`` of the stream assignment to 4 partitions on 2 ranks, and one epoch of GraphSAGE on 4
+processes (one per partition, as the runtime needs); then the edge cut of both assignments and the sizes
+on disk.
 """
 
 from __future__ import annotations
@@ -117,6 +125,92 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _tree(root: int) -> list[int]:
+    """``root`` and its descendants (from /proc)."""
+    kids: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(d.name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += kids.get(pid, [])
+    return out
+
+
+def watched(cmd: list[str], log: Path) -> dict:
+    """Run ``cmd``; its wall time and the peak RSS of each of its processes (by command line)."""
+    peaks: dict[int, tuple[str, int]] = {}
+    start = time.perf_counter()
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        while proc.poll() is None:
+            for pid in _tree(proc.pid):
+                try:
+                    status = Path(f"/proc/{pid}/status").read_text()
+                    name = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:80]
+                except OSError:
+                    continue
+                hwm = next((int(l.split()[1]) * 1024 for l in status.splitlines() if l.startswith("VmHWM")), 0)
+                peaks[pid] = (name, max(hwm, peaks.get(pid, ("", 0))[1]))
+            time.sleep(0.2)
+    seconds = time.perf_counter() - start
+    top = sorted(peaks.values(), key=lambda p: -p[1])
+    return {"cmd": " ".join(cmd), "seconds": seconds, "returncode": proc.returncode,
+            "peak_rss": [p[1] for p in top if p[1] > 50 << 20], "processes": [p[0] for p in top if p[1] > 50 << 20]}
+
+
+def du(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def big(args) -> None:
+    from graphshard.chunked.spec import read_metadata
+    from graphshard.plan import GraphCounts, estimates
+
+    w, gs = args.work / f"big-rmat{args.scale}", [sys.executable, "-m", "graphshard.cli"]
+    w.mkdir(parents=True, exist_ok=True)
+    data, steps = w / "data", {}
+    plan = lambda: {e.method: e.peak_bytes for e in estimates(GraphCounts.of(read_metadata(data)), 4)}  # noqa: E731
+    commands = {
+        "generate": [*gs, "generate", "rmat", "--scale", str(args.scale), "--feat-dim", "64", "--num-classes", "8",
+                     "--chunked", "--num-chunks", "32", "--out", str(data), "--overwrite"],
+        "assign stream": [*gs, "-v", "assign", "--dataset", str(data), "--out", str(w / "stream"), "--num-parts", "4",
+                          "--method", "stream", "--overwrite"],
+        "assign kaminpar": [*gs, "-v", "assign", "--dataset", str(data), "--out", str(w / "kaminpar"), "--num-parts",
+                            "4", "--method", "kaminpar", "--overwrite"],
+        "dispatch": [*gs, "-v", "dispatch", "--dataset", str(data), "--assignment", str(w / "stream"), "--out",
+                     str(w / "parts"), "--num-procs", "2", "--timeout", "7200", "--overwrite"],
+        # one process per partition: the runtime serves every partition with the same number of processes
+        "train": [*gs, "train", "--part-config", str(w / "parts" / f"rmat{args.scale}.json"), "--num-procs", "4",
+                  "--epochs", "1", "--fanouts", "10,10", "--batch-size", "1024", "--timeout", "7200", "--metrics-out",
+                  str(w / "train.json")],
+    }
+    for name, cmd in commands.items():
+        if name in args.skip:
+            continue
+        steps[name] = watched(cmd, w / f"{name.replace(' ', '-')}.log")
+        print(f"{name}: {steps[name]['seconds']:.0f} s, peak RSS {[round(b / 2**30, 2) for b in steps[name]['peak_rss']]} "
+              f"GiB, exit {steps[name]['returncode']}", flush=True)
+        if name == "generate":
+            steps["plan"] = {"predicted_peak": plan()}
+        if steps[name]["returncode"] != 0:
+            break
+    for method in ("stream", "kaminpar"):
+        if (w / method / "partition_meta.json").is_file():
+            steps[f"assign {method}"] |= quality(data, w / method, 4)
+    sizes = {d: du(w / d) for d in ("data", "parts") if (w / d).is_dir()}
+    result = {"machine": machine(), "scale": args.scale, "steps": steps, "disk_bytes": sizes}
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    (args.json.parent / f"scale-big-{args.scale}.json").write_text(json.dumps(result, indent=1))
+    print(json.dumps(result, indent=1))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--graphs", nargs="+", default=["rmat21", "cnr2000"])
@@ -124,6 +218,9 @@ def main() -> None:
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     p.add_argument("--work", type=Path, default=Path("bench-out/scale"))
     p.add_argument("--json", type=Path, default=Path("bench-out/scale.json"))
+    p.add_argument("--big", action="store_true", help="the whole pipeline on one large R-MAT graph")
+    p.add_argument("--scale", type=int, default=24, help="--big: R-MAT scale")
+    p.add_argument("--skip", nargs="*", default=[], help="--big: steps already done")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--chunked", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--out", type=Path, help=argparse.SUPPRESS)
@@ -132,6 +229,9 @@ def main() -> None:
     args = p.parse_args()
     if args.child:
         print(json.dumps(child(args)))
+        return
+    if args.big:
+        big(args)
         return
     warm_up(args.work / "warm-up")  # kernels compiled before anything is timed
     rows = []
