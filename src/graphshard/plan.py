@@ -15,12 +15,16 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from .chunked.spec import ChunkedMeta, read_metadata
 from .errors import InputError
 
-BASE = 150 << 20  # a graphshard process before it reads the graph (measured: 144 MB for assign random)
-METIS_BYTES_PER_EDGE = 160  # METIS 5 (pymetis) with graphshard's CSR, per stored directed edge (measured 158)
-KAMINPAR_BYTES_PER_ENTRY = 9  # KaMinPar (compressed graph, partition state, k = 8), per adjacency entry (measured 8.5)
+BASE = 100 << 20  # a graphshard process before it reads the graph (measured: 98 MB)
+COMPILED = 50 << 20  # more once numba's kernels (LLVM, threads) or METIS/KaMinPar are loaded (measured 49-57)
+METIS_BYTES_PER_EDGE = 165  # METIS 5 (pymetis) with graphshard's CSR, per stored directed edge (measured 126-158)
+KAMINPAR_BYTES_PER_ENTRY = 11  # KaMinPar (compressed graph, partition state), per adjacency entry (measured 10.5)
+KAMINPAR_FIXED = 32 << 20  # and its buffers that do not grow with the graph
 PREFERENCE = ("kaminpar", "metis", "stream", "random")  # by cut quality at equal fit, then memory
 
 
@@ -32,16 +36,57 @@ class GraphCounts:
     edges: int
     max_chunk_edges: int
     disk_bytes: int
+    entries: int  # adjacency entries (2 × undirected edges) expected: 2 × edges less reverse pairs seen
 
     @classmethod
     def of(cls, meta: ChunkedMeta) -> "GraphCounts":
-        counts = [c for cs in (meta.edge_chunk_counts or {}).values() for c in cs]
-        if not counts:  # no per-chunk counts declared: the largest chunk is at most the largest type
-            counts = list(meta.num_edges.values())
+        counts = [c for et in meta.etypes for c in _chunk_edges(meta, et)]
         files = [p for s in meta.edges.values() for p in s.paths]
         files += [p for d in meta.node_data.values() for s in d.values() for p in s.paths]
-        return cls(sum(meta.num_nodes.values()), sum(meta.num_edges.values()), max(counts, default=0),
-                   sum(os.path.getsize(p) for p in files if os.path.exists(p)))
+        edges = sum(meta.num_edges.values())
+        paired = _paired_fraction(meta)
+        return cls(sum(meta.num_nodes.values()), edges, max(counts, default=0),
+                   sum(os.path.getsize(p) for p in files if os.path.exists(p)), int(2 * edges * (1 - paired / 2)))
+
+
+SAMPLE = 1 << 20
+
+
+def _paired_fraction(meta: ChunkedMeta) -> float:
+    """Share of the first edge chunk's first rows (up to :data:`SAMPLE`, same node types at both ends) whose
+    reverse edge is among them: graphs stored with both directions have about half as many adjacency
+    entries as their edge count suggests. Reverse edges elsewhere are not seen, so this errs low (a larger
+    prediction)."""
+    et = next((e for e in meta.etypes if e[0] == e[2] and meta.edges[e].paths), None)
+    if et is None or meta.edges[et].format != "numpy":
+        return 0.0
+    from .chunked.readers import read_edges
+
+    try:
+        src, dst = read_edges(meta.edges[et], 0)
+    except (OSError, ValueError):
+        return 0.0
+    src, dst = np.asarray(src[:SAMPLE]), np.asarray(dst[:SAMPLE])
+    keep = src != dst
+    n = max(1, meta.num_nodes[et[0]])
+    forward, backward = src[keep] * n + dst[keep], dst[keep] * n + src[keep]
+    return float(np.isin(forward, backward).mean()) if forward.size else 0.0
+
+
+def _chunk_edges(meta: ChunkedMeta, et: tuple[str, str, str]) -> list[int]:
+    """Edges per chunk of ``et``: declared, read from NumPy headers, or shared by file size."""
+    declared = (meta.edge_chunk_counts or {}).get(et)
+    if declared:
+        return list(declared)
+    spec = meta.edges[et]
+    if spec.format == "numpy":
+        try:
+            return [int(np.load(p, mmap_mode="r", allow_pickle=False).shape[0]) for p in spec.paths]
+        except (OSError, ValueError):
+            pass
+    sizes = [os.path.getsize(p) if os.path.exists(p) else 0 for p in spec.paths]
+    total = max(1, sum(sizes))
+    return [-(-meta.num_edges[et] * s // total) for s in sizes]
 
 
 @dataclass(frozen=True)
@@ -55,36 +100,38 @@ class Estimate:
 
 
 def _read_chunk(e: int) -> int:
-    """Reading one edge chunk as homogeneous (src, dst): the (E, 2) rows, two columns, the shifted copies."""
-    return 48 * e
+    """Reading one edge chunk as homogeneous (src, dst): the memory-mapped (E, 2) int64 rows that stay
+    resident, the IDs shifted to homogeneous ones (other node types) and the range check's temporaries."""
+    return 40 * e
 
 
 def _out_of_core(c: GraphCounts, memory_bytes: int) -> dict[str, int]:
     """Peak of each phase of the out-of-core adjacency (:mod:`graphshard.pipeline.disk_csr`)."""
-    entries = 2 * c.edges
-    keys = min(memory_bytes, 12 * entries)
+    entries = 2 * c.edges  # keys before de-duplication: both directions of every stored edge
+    buckets = max(1, -(-12 * entries // memory_bytes))
     return {"degrees": 8 * c.nodes + _read_chunk(c.max_chunk_edges),
-            "distribute": 8 * c.nodes + _read_chunk(c.max_chunk_edges) + 28 * c.max_chunk_edges,
-            "sort": 8 * c.nodes + keys + 8 * (keys // 12)}
+            "distribute": _read_chunk(c.max_chunk_edges) + 16 * c.max_chunk_edges,
+            # the bucket's keys and rows fill the buffer; allocator slack measured up to 8 % on top
+            "sort": min(memory_bytes, 12 * entries) * 11 // 10 + 64 * (c.nodes // buckets + 1)}
 
 
 def estimates(c: GraphCounts, num_parts: int, memory_mb: int = 1024) -> list[Estimate]:
     """Predicted peaks of ``random``, ``stream``, ``kaminpar`` and ``metis`` on ``c`` into ``num_parts``."""
     buf = memory_mb << 20
     build = _out_of_core(c, buf)
-    adjacency_disk = 16 * 2 * c.edges + 4 * 2 * c.edges + 8 * c.nodes  # bucket files, then the CSR
-    stream = build | {"partition": 24 * c.nodes + min(buf // 2, 4 * 2 * c.edges)}
-    kaminpar = build | {"kaminpar": 8 * c.nodes + KAMINPAR_BYTES_PER_ENTRY * 2 * c.edges + 16 * c.nodes}
-    out = [Estimate("random", BASE + 16 * c.nodes, 0, "assign"),
+    adjacency_disk = 8 * 2 * c.edges + 4 * c.entries + 8 * c.nodes  # bucket files (2E keys), the CSR
+    stream = build | {"partition": 24 * c.nodes + min(buf // 2, 4 * c.entries)}
+    kaminpar = build | {"kaminpar": KAMINPAR_FIXED + 24 * c.nodes + KAMINPAR_BYTES_PER_ENTRY * c.entries}
+    out = [Estimate("random", BASE + 24 * c.nodes, 0, "assign"),
            _peak("stream", stream, adjacency_disk),
-           _peak("kaminpar", kaminpar, adjacency_disk + 8 * 2 * c.edges + 8 * c.nodes),
-           Estimate("metis", BASE + METIS_BYTES_PER_EDGE * c.edges + 64 * c.nodes, 0, "METIS")]
+           _peak("kaminpar", kaminpar, adjacency_disk + 8 * c.entries + 8 * c.nodes),
+           Estimate("metis", BASE + COMPILED + METIS_BYTES_PER_EDGE * c.edges + 16 * c.nodes, 0, "METIS")]
     return out
 
 
 def _peak(method: str, phases: dict[str, int], disk: int) -> Estimate:
     phase = max(phases, key=phases.get)
-    return Estimate(method, BASE + phases[phase], disk, phase)
+    return Estimate(method, BASE + COMPILED + phases[phase], disk, phase)
 
 
 def choose(options: list[Estimate], memory_bytes: int) -> Estimate | None:

@@ -95,12 +95,15 @@ def homogeneous_offsets(meta: ChunkedMeta) -> dict[str, int]:
 
 
 def _chunks(meta: ChunkedMeta, offsets: dict[str, int]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Every edge chunk as homogeneous ``(src, dst)``, IDs checked."""
+    """Every edge chunk as homogeneous ``(src, dst)``, IDs checked (NumPy chunks of the first node type
+    stay memory-mapped views: no copy)."""
     for et in meta.etypes:
         edge_offsets(meta, et)
+        a, b = offsets[et[0]], offsets[et[2]]
         for i in range(len(meta.edges[et].paths)):
             src, dst = read_checked_edges(meta, et, i)
-            yield src + offsets[et[0]], dst + offsets[et[2]]
+            yield (src + a if a else src), (dst + b if b else dst)
+            del src, dst
 
 
 def build_disk_csr(meta: ChunkedMeta, directory: str | os.PathLike, memory_bytes: int = 1 << 30,
@@ -119,6 +122,7 @@ def build_disk_csr(meta: ChunkedMeta, directory: str | os.PathLike, memory_bytes
         _count(src, dst, degree)
         if indeg is not None:
             _count_in(dst, indeg)
+        del src, dst  # one chunk at a time: nothing of it lives while the next is read
     bounds = _bucket_bounds(degree, max(1, memory_bytes // BYTES_PER_KEY))
     del degree
     times["degrees_s"] = time.perf_counter() - start
@@ -127,9 +131,11 @@ def build_disk_csr(meta: ChunkedMeta, directory: str | os.PathLike, memory_bytes
     files = [open(p, "wb") for p in buckets]
     try:
         for src, dst in _chunks(meta, offsets):
-            keys, cuts = _distribute(src, dst, n, bounds)
+            keys, cuts = _distribute(src, dst, n, bounds, numba.get_num_threads())
+            del src, dst
             for b in np.flatnonzero(np.diff(cuts)):
                 files[b].write(memoryview(keys[cuts[b]:cuts[b + 1]]))
+            del keys
     finally:
         for f in files:
             f.close()
@@ -179,34 +185,31 @@ def _bucket_bounds(degree: np.ndarray, cap: int) -> np.ndarray:
     return np.asarray(bounds, dtype=np.int64)
 
 
-@kernel(nogil=True)
-def _distribute(src, dst, n, bounds):
+@kernel(parallel=True)
+def _distribute(src, dst, n, bounds, chunks):
     """Both directions' keys ``u * n + v`` (self-loops dropped), grouped by the bucket of ``u``; returns
-    the keys and the bucket boundaries in them."""
+    the keys and the bucket boundaries in them. Chunks of edges in parallel, each writing at positions
+    counted beforehand."""
     nb = bounds.shape[0] - 1
-    counts = np.zeros(nb + 1, dtype=np.int64)
-    bucket = np.empty(2 * src.shape[0], dtype=np.int32)
-    for i in range(src.shape[0]):
-        if src[i] == dst[i]:
-            bucket[2 * i] = -1
-            bucket[2 * i + 1] = -1
-            continue
-        for j in range(2):
-            u = src[i] if j == 0 else dst[i]
-            b = np.searchsorted(bounds, u, side="right") - 1
-            bucket[2 * i + j] = b
-            counts[b + 1] += 1
-    cuts = np.cumsum(counts)
-    pos = cuts[:-1].copy()
+    b = chunk_bounds(src.shape[0], chunks)
+    counts = np.zeros((chunks, nb), dtype=np.int64)
+    for c in numba.prange(chunks):
+        for i in range(b[c], b[c + 1]):
+            if src[i] != dst[i]:
+                counts[c, np.searchsorted(bounds, src[i], side="right") - 1] += 1
+                counts[c, np.searchsorted(bounds, dst[i], side="right") - 1] += 1
+    pos, cuts = chunk_positions(counts)
     keys = np.empty(cuts[-1], dtype=np.int64)
-    for i in range(src.shape[0]):
-        for j in range(2):
-            b = bucket[2 * i + j]
-            if b < 0:
-                continue
-            u, v = (src[i], dst[i]) if j == 0 else (dst[i], src[i])
-            keys[pos[b]] = u * n + v
-            pos[b] += 1
+    for c in numba.prange(chunks):
+        for i in range(b[c], b[c + 1]):
+            u, v = src[i], dst[i]
+            if u != v:
+                bu = np.searchsorted(bounds, u, side="right") - 1
+                keys[pos[c, bu]] = u * n + v
+                pos[c, bu] += 1
+                bv = np.searchsorted(bounds, v, side="right") - 1
+                keys[pos[c, bv]] = v * n + u
+                pos[c, bv] += 1
     return keys, cuts
 
 
