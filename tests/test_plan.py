@@ -35,8 +35,9 @@ def graph(tmp_path_factory):
 @pytest.mark.parametrize("method", ["random", "stream", "kaminpar", "metis"])
 def test_predictions_bound_the_measured_peak_within_25_percent(graph, tmp_path, method):
     memory_mb = 16  # a small sort buffer, so the graph's own terms matter next to the fixed part
-    run = subprocess.run([sys.executable, "-c", MEASURE, str(graph), str(tmp_path / method), method, str(memory_mb)],
-                         capture_output=True, text=True, check=True)
+    for attempt in ("first", "second"):  # the first may compile kernels (a fresh install): measure the second
+        run = subprocess.run([sys.executable, "-c", MEASURE, str(graph), str(tmp_path / attempt), method,
+                              str(memory_mb)], capture_output=True, text=True, check=True)
     measured = json.loads(run.stdout.strip().splitlines()[-1])
     predicted = next(e for e in estimates(GraphCounts.of(read_metadata(graph)), 4, memory_mb) if e.method == method)
     assert measured <= predicted.peak_bytes <= 1.25 * measured, (method, measured / 2**20, predicted)
