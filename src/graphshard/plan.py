@@ -23,7 +23,7 @@ from .errors import InputError
 BASE = 100 << 20  # a graphshard process before it reads the graph (measured: 98 MB)
 COMPILED = 50 << 20  # more once numba's kernels (LLVM, threads) or METIS/KaMinPar are loaded (measured 49-57)
 METIS_BYTES_PER_EDGE = 165  # METIS 5 (pymetis) with graphshard's CSR, per stored directed edge (measured 126-158)
-KAMINPAR_BYTES_PER_ENTRY = 11  # KaMinPar (compressed graph, partition state), per adjacency entry (measured 10.5)
+KAMINPAR_BYTES_PER_ENTRY = 12.7  # KaMinPar (compressed graph, partition state), per adjacency entry (measured 10.5-13.5)
 KAMINPAR_FIXED = 32 << 20  # and its buffers that do not grow with the graph
 PREFERENCE = ("kaminpar", "metis", "stream", "random")  # by cut quality at equal fit, then memory
 
@@ -101,8 +101,9 @@ class Estimate:
 
 def _read_chunk(e: int) -> int:
     """Reading one edge chunk as homogeneous (src, dst): the memory-mapped (E, 2) int64 rows that stay
-    resident, the IDs shifted to homogeneous ones (other node types) and the range check's temporaries."""
-    return 40 * e
+    resident and the range check's temporaries (IDs of other node types are shifted into copies, which
+    this leaves out: the homogeneous case is the common large one)."""
+    return 24 * e
 
 
 def _out_of_core(c: GraphCounts, memory_bytes: int) -> dict[str, int]:
@@ -121,7 +122,7 @@ def estimates(c: GraphCounts, num_parts: int, memory_mb: int = 1024) -> list[Est
     build = _out_of_core(c, buf)
     adjacency_disk = 8 * 2 * c.edges + 4 * c.entries + 8 * c.nodes  # bucket files (2E keys), the CSR
     stream = build | {"partition": 24 * c.nodes + min(buf // 2, 4 * c.entries)}
-    kaminpar = build | {"kaminpar": KAMINPAR_FIXED + 24 * c.nodes + KAMINPAR_BYTES_PER_ENTRY * c.entries}
+    kaminpar = build | {"kaminpar": KAMINPAR_FIXED + 24 * c.nodes + int(KAMINPAR_BYTES_PER_ENTRY * c.entries)}
     out = [Estimate("random", BASE + 24 * c.nodes, 0, "assign"),
            _peak("stream", stream, adjacency_disk),
            _peak("kaminpar", kaminpar, adjacency_disk + 8 * c.entries + 8 * c.nodes),
