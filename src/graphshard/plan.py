@@ -3,10 +3,11 @@ which methods fit a memory budget, and which to use (``graphshard plan``; ``assi
 method that cannot fit before it starts).
 
 Predictions are sums of what each phase holds at once, from the graph's counts (nodes, edges, the
-largest edge chunk) and the out-of-core sort buffer, plus a fixed part measured for a graphshard process
-(interpreter, NumPy, numba, PyTorch). Coefficients of the external libraries (METIS, KaMinPar) were
-measured on R-MAT scale 21 and cnr-2000 (``benchmarks/scale.py``); the predictions are meant as upper
-bounds within 25 % of the measured peaks.
+largest edge chunk, adjacency entries estimated from the first chunk) and the out-of-core sort buffer,
+plus an assumed fixed part for the process (interpreter, NumPy, numba and its LLVM library: 98-165 MiB
+measured, by how much of that library the system keeps resident). The METIS and KaMinPar coefficients
+were measured on R-MAT scale 21 and 24 and cnr-2000 (``benchmarks/scale.py``); what grows with the graph
+is meant as an upper bound within 25 % of the measured growth.
 """
 
 from __future__ import annotations
