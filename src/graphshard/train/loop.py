@@ -124,8 +124,8 @@ class Trainer:
         model = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
         self.best = (epoch, model, {k: v.clone() for k, v in self.inputs.state().items()})
         if self.opts.checkpoint:  # before the epoch's own checkpoint: a resume never finds best/ behind it
-            save_checkpoint(self._dir(best=True), epoch, self.model, self.optimizer, self.history,
-                            self.inputs.state(), self.identity)
+            save_checkpoint(self._dir(best=True), epoch, self.model, self.optimizer, self.history, self.best[2],
+                            self.identity)
 
     def restore_best(self) -> int | None:
         """Put back the best validation epoch's weights and embeddings (collective); returns that epoch

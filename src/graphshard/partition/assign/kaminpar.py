@@ -20,22 +20,14 @@ _HEADER = 24
 
 def write_parhip(path: str, csr: UndirectedCSR, node_weights: np.ndarray | None = None) -> None:
     """Write ``csr`` as a ParHIP binary graph (version bits: no edge weights; node weights if given)."""
-    n, m = csr.num_nodes, int(csr.adjncy.shape[0])
-    version = 3 if node_weights is None else 1  # bit 0: no edge weights, bit 1: no node weights
-    offsets = (csr.xadj * 8 + (_HEADER + (n + 1) * 8)).astype(np.uint64)
-    with open(path, "wb") as f:
-        f.write(np.array([version, n, m], dtype=np.uint64).tobytes())
-        f.write(memoryview(offsets))
-        f.write(memoryview(np.ascontiguousarray(csr.adjncy, dtype=np.int64)))
-        if node_weights is not None:
-            f.write(memoryview(np.ascontiguousarray(node_weights, dtype=np.int64)))
+    write_parhip_blocks(path, csr.num_nodes, [csr.xadj], [csr.adjncy], node_weights)
 
 
 def write_parhip_blocks(path: str, num_nodes: int, xadj_chunks, adjncy_chunks,
                         node_weights: np.ndarray | None = None) -> None:
     """Write a ParHIP binary graph from pieces (for adjacency held on disk): ``xadj_chunks`` yields
     consecutive pieces of ``xadj`` (n + 1 entries in all, int64), ``adjncy_chunks`` of ``adjncy``."""
-    version = 3 if node_weights is None else 1
+    version = 3 if node_weights is None else 1  # bit 0: no edge weights, bit 1: no node weights
     with open(path, "wb") as f:
         f.write(np.array([version, num_nodes, 0], dtype=np.uint64).tobytes())  # m patched below
         m = 0
@@ -75,17 +67,10 @@ def kaminpar_partition(
     """Partition the graph built by ``make_csr`` into ``num_parts`` blocks with KaMinPar's default
     context, using all cores. The CSR only lives while it is written to the ParHIP file, so it is
     not held in memory next to KaMinPar's own copy."""
-    import kaminpar
-
     with tempfile.TemporaryDirectory(prefix="graphshard-kaminpar-") as tmp:
         path = os.path.join(tmp, "graph.parhip")
         n = _write_csr(path, make_csr(), node_weights)
-        if num_parts == 1 or n == 0:
-            return np.zeros(n, dtype=np.int64)
-        graph = kaminpar.load_graph(path, kaminpar.GraphFileFormat.PARHIP, compress=True)
-    kaminpar.reseed(seed)
-    solver = kaminpar.KaMinPar(num_threads or len(os.sched_getaffinity(0)), kaminpar.default_context())
-    return np.asarray(solver.compute_partition(graph, num_parts, imbalance), dtype=np.int64)
+        return kaminpar_from_file(path, n, num_parts, seed, imbalance, num_threads)
 
 
 def _write_csr(path: str, csr: UndirectedCSR, node_weights: np.ndarray | None) -> int:
