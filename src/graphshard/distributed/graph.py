@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import threading
 from typing import Any
 
 import numpy as np
@@ -17,6 +16,7 @@ from ..format.config import read_config
 from ..format.load import load_partition
 from ..graph import EType, parse_etype
 from ..ids import as_id_array
+from .degrees import DegreeTable, source_counts
 from .feature import DistFeatureStore
 from .local_store import LocalFeatureStore
 from .rpc import RpcGroup, by_owner, current_group, register, registered
@@ -28,29 +28,8 @@ _DEGREES = "degrees"
 _INSTANCES = itertools.count()
 
 
-class _Degrees:
-    """In/out-degree per (inner node, edge type) of one partition; out-degrees arrive from every
-    partition holding edges out of these nodes."""
-
-    def __init__(self, indptr: np.ndarray, etype: np.ndarray, start: int, count: int, num_etypes: int):
-        dst = np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))
-        sel = dst < count
-        self.start, self.num_etypes, self.lock = start, num_etypes, threading.Lock()
-        self.table = {"in": np.bincount(dst[sel] * num_etypes + etype[sel], minlength=count * num_etypes)
-                      .reshape(count, num_etypes), "out": np.zeros((count, num_etypes), dtype=np.int64)}
-
-    def add_out(self, gids: np.ndarray, etype: np.ndarray) -> None:
-        add = np.bincount((gids - self.start) * self.num_etypes + etype, minlength=self.table["out"].size)
-        with self.lock:
-            self.table["out"] += add.reshape(self.table["out"].shape)
-
-    def get(self, kind: str, gids: np.ndarray, etype: int | None) -> np.ndarray:
-        rows = self.table[kind][gids - self.start]
-        return rows.sum(axis=1) if etype is None else rows[:, etype]
-
-
-def _add_out(key: str, gids: torch.Tensor, etype: torch.Tensor) -> None:
-    registered(f"{_DEGREES}/{key}").add_out(gids.numpy(), etype.numpy())
+def _add_out(key: str, gids: torch.Tensor, etype: torch.Tensor, counts: torch.Tensor) -> None:
+    registered(f"{_DEGREES}/{key}").add_out(gids.numpy(), etype.numpy(), counts.numpy())
 
 
 def _degrees(key: str, kind: str, gids: torch.Tensor, etype: int | None) -> torch.Tensor:
@@ -125,18 +104,18 @@ class DistGraph:
 
     def _count_degrees(self) -> None:
         g, R = self.local_partition.graph, len(self.book.canonical_etypes)
-        etype = g.edata["_TYPE"].numpy().astype(np.int64)
-        inner = g.edata["inner_edge"].numpy().astype(bool)
-        lsg = self.sampling_graph
-        deg = _Degrees(g.indptr.numpy(), etype, lsg.start, lsg.count, R)
+        etype, lsg = g.edata["_TYPE"].numpy(), self.sampling_graph
+        indptr = g.indptr.numpy()
+        deg = DegreeTable(indptr, etype, lsg.start, lsg.count, R)
         register(f"{_DEGREES}/{self.key}", deg)
         self.group.barrier("degree tables registered")
         if self.group.rank % self.group.per_part(self.book.num_partitions()) == 0:  # one contribution per partition
-            src = g.ndata["_ID"].numpy()[g.indices.numpy()[inner]]
-            et = etype[inner]
+            local, et, counts = source_counts(indptr, g.indices.numpy(), etype, lsg.count, g.num_nodes, R)
+            src = g.ndata["_ID"].numpy()[local]
             by_owner(self.group, self.book.nid2partid(src).numpy(), self.book.num_partitions(),
-                     lambda pos: deg.add_out(src[pos], et[pos]), _add_out,
-                     lambda pos: (self.key, torch.from_numpy(src[pos]), torch.from_numpy(et[pos])), "out-degree count")
+                     lambda pos: deg.add_out(src[pos], et[pos], counts[pos]), _add_out,
+                     lambda pos: (self.key, torch.from_numpy(src[pos]), torch.from_numpy(et[pos]),
+                                  torch.from_numpy(counts[pos])), "out-degree count")
         self.group.barrier("out-degrees counted")
 
     # -- description ----------------------------------------------------------------------------

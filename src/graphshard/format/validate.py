@@ -54,12 +54,19 @@ class _Ranges:
         return self.part_of[idx], self.type_of[idx]
 
 
-def _fail(path: Path, what: str, bad: torch.Tensor, values: torch.Tensor | None = None) -> None:
+BLOCK = 1 << 22  # per-edge checks run over blocks of this many edges: their temporaries stay bounded
+
+
+def _blocks(n: int) -> range:
+    return range(0, n, BLOCK)
+
+
+def _fail(path: Path, what: str, bad: torch.Tensor, values: torch.Tensor | None = None, offset: int = 0) -> None:
     pos = torch.nonzero(bad)
     if pos.numel():
         i = int(pos[0, 0])
         shown = f" (value {int(values[i])})" if values is not None else ""
-        raise FormatError(f"{path}: {what}: first at position {i}{shown}")
+        raise FormatError(f"{path}: {what}: first at position {offset + i}{shown}")
 
 
 def check_structure(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tensor], path: Path) -> None:
@@ -71,7 +78,9 @@ def check_structure(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tenso
     indptr, indices = t["indptr"], t["indices"]
     n, e = indptr.shape[0] - 1, indices.shape[0]
     _fail(path, "'indptr' decreases", indptr.diff() < 0)
-    _fail(path, "'indices' holds a local node ID outside [0, %d)" % n, (indices < 0) | (indices >= n), indices)
+    for b in _blocks(e):
+        part = indices[b: b + BLOCK]
+        _fail(path, "'indices' holds a local node ID outside [0, %d)" % n, (part < 0) | (part >= n), part, b)
     nodes, edges = _Ranges(cfg.node_map, cfg.num_parts), _Ranges(cfg.edge_map, cfg.num_parts)
     n_inner = _check_nodes(cfg, part_id, t, path, nodes)
     _check_edges(cfg, part_id, t, path, edges, n_inner)
@@ -133,25 +142,27 @@ def _check_edges(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tensor],
                           f"partition {ehi - elo} edges (missing or extra 1-hop structure)")
     _fail(path, "edge/inner_edge is false for an in-edge of an inner node", ~inner[:n_own])
     _fail(path, "edge/inner_edge is true for an in-edge of a HALO node", inner[n_own:])
-    own = eids[:n_own]
-    _fail(path, f"inner edge/_ID outside this partition's range [{elo}, {ehi})", (own < elo) | (own >= ehi), own)
     seen = torch.zeros(n_own, dtype=torch.bool)
-    seen[own - elo] = True  # in range (checked above): each of the partition's edge IDs must appear once
+    for b in _blocks(eids.shape[0]):
+        ids = eids[b: b + BLOCK]
+        own, halo = ids[: max(n_own - b, 0)], ids[max(n_own - b, 0):]
+        _fail(path, f"inner edge/_ID outside this partition's range [{elo}, {ehi})", (own < elo) | (own >= ehi), own, b)
+        seen[own - elo] = True  # in range (checked above): each of the partition's edge IDs must appear once
+        _fail(path, f"HALO edge/_ID outside [0, {cfg.num_edges}) or inside this partition's range",
+              (halo < 0) | (halo >= cfg.num_edges) | ((halo >= elo) & (halo < ehi)), halo, max(n_own, b))
     if not bool(seen.all()):
         missing = elo + int(torch.nonzero(~seen)[0, 0])
         raise FormatError(f"{path}: inner edge/_ID {missing} is missing (another ID of this partition's range "
                           f"[{elo}, {ehi}) repeats)")
-    halo = eids[n_own:]
-    _fail(path, f"HALO edge/_ID outside [0, {cfg.num_edges}) or inside this partition's range",
-          (halo < 0) | (halo >= cfg.num_edges) | ((halo >= elo) & (halo < ehi)), halo)
     if len(cfg.etypes) == 1:  # one edge type (and endpoints of its node types, checked per node): no look-up
         _fail(path, "edge/_TYPE is not 0, the only edge type", t["edge/_TYPE"] != 0, t["edge/_TYPE"])
         if len(cfg.ntypes) == 1:
             return
     else:
-        _, etype = edges.locate(eids)
-        _fail(path, "edge/_TYPE differs from the type of edge/_ID in the config's edge_map", t["edge/_TYPE"] != etype,
-              t["edge/_TYPE"])
+        for b in _blocks(eids.shape[0]):
+            _, etype = edges.locate(eids[b: b + BLOCK])
+            given = t["edge/_TYPE"][b: b + BLOCK]
+            _fail(path, "edge/_TYPE differs from the type of edge/_ID in the config's edge_map", given != etype, given, b)
     _check_endpoint_types(cfg, t, path)
 
 
@@ -161,8 +172,12 @@ def _check_endpoint_types(cfg: PartitionConfig, t: dict[str, torch.Tensor], path
                         dtype=torch.int64).reshape(-1, 2)
     if ends.shape[0] == 0 or t["indices"].shape[0] == 0:
         return
-    etype, node_type, indptr = t["edge/_TYPE"], t["node/_TYPE"], t["indptr"]
-    _fail(path, "an edge's source node has another type than its edge type's source", node_type[t["indices"]] != ends[etype, 0])
-    dst_type = torch.repeat_interleave(node_type, indptr.diff())  # CSC: each node's in-edges are one run
-    _fail(path, "an edge's destination node has another type than its edge type's destination",
-          dst_type != ends[etype, 1])
+    etype, node_type, indptr, indices = t["edge/_TYPE"], t["node/_TYPE"], t["indptr"], t["indices"]
+    for b in _blocks(indices.shape[0]):
+        et = etype[b: b + BLOCK]
+        _fail(path, "an edge's source node has another type than its edge type's source",
+              node_type[indices[b: b + BLOCK]] != ends[et, 0], None, b)
+        if len(ntypes) > 1:  # CSC: an edge's destination is the node whose run of in-edges holds it
+            dst = torch.searchsorted(indptr, torch.arange(b, b + et.shape[0]), right=True) - 1
+            _fail(path, "an edge's destination node has another type than its edge type's destination",
+                  node_type[dst] != ends[et, 1], None, b)

@@ -24,9 +24,12 @@ def check_finite_features(g: DistGraph, feat_name: str = "feat") -> None:
         ntype, name = key.rsplit("/", 1)
         if name != feat_name or not torch.is_floating_point(x) or x.numel() == 0:
             continue
-        bad = torch.nonzero(~torch.isfinite(x.reshape(x.shape[0], -1)).all(dim=1))
+        rows = x.reshape(x.shape[0], -1)
+        step = max(1, (1 << 24) // max(rows.shape[1], 1))  # blocks of ~16 M values: the mask stays small
+        bad = [torch.nonzero(~torch.isfinite(rows[b: b + step]).all(dim=1))[:, 0] + b for b in range(0, len(rows), step)]
+        bad = torch.cat(bad) if bad else torch.zeros(0, dtype=torch.int64)
         if bad.numel():
-            row = int(bad[0, 0])
+            row = int(bad[0])
             start = int(book.partid2nids(g.part_id, ntype)[0])
             orig = int(book.to_original(ntype, torch.tensor([start + row]))[0])
             raise InputError(f"feature {feat_name!r} of {ntype!r} node {orig} (original ID) is not finite "
