@@ -90,3 +90,32 @@ def test_book_matches_brute_force(sizes, data):
         assert book.nid2partid([pid], ntypes[ti]).item() == p
     with pytest.raises(IDRangeError):
         book.nid2partid([len(table)])
+
+
+def test_grouped_book_sees_consecutive_partitions_as_one(graph, tmp_path):
+    """A process serving stored partitions 2q and 2q+1 sees partition q: checked against the written
+    partitions (their part_id halved, their inner nodes and edges together)."""
+    partition_graph(graph, "g", 4, tmp_path, part_method="random")
+    stored = load_partition_book(tmp_path / "g.json")
+    book = stored.grouped(2)
+    assert book.num_partitions() == 2 and book.group == 2
+    parts = [load_partition(tmp_path / "g.json", p) for p in range(4)]
+    for q in range(2):
+        pair = [parts[2 * q].graph, parts[2 * q + 1].graph]
+        inner = torch.cat([g.ndata["_ID"][g.ndata["inner_node"]] for g in pair])
+        assert torch.equal(book.partid2nids(q), inner)
+        assert torch.equal(book.nid2localnid(inner, q), torch.arange(inner.shape[0]))
+        assert torch.equal(book.nid2partid(inner), torch.full_like(inner, q))
+        own_edges = torch.cat([g.edata["_ID"][g.edata["inner_edge"]] for g in pair])
+        assert torch.equal(book.eid2partid(own_edges), torch.full_like(own_edges, q))
+        assert torch.equal(torch.sort(book.partid2eids(q)).values, torch.sort(own_edges).values)
+        t, per = stored.map_to_per_ntype(inner)
+        assert torch.equal(torch.stack(book.map_to_per_ntype(inner)), torch.stack([t, per]))
+        for ti, name in enumerate(graph.ntypes):
+            typed = per[t == ti]  # the pair's nodes of one type: one run of per-type IDs
+            assert torch.equal(book.partid2nids(q, name), typed)
+            assert torch.equal(book.map_to_homo_nid(typed, name), inner[t == ti])
+            assert torch.equal(book.nid2partid(typed, name), torch.full_like(typed, q))
+            assert torch.equal(book.nid2localnid(typed, q, name), torch.arange(typed.shape[0]))
+    with pytest.raises(IDRangeError):
+        book.partid2nids(2)

@@ -22,10 +22,12 @@ OriginalLoader = Callable[[str, str], np.ndarray]
 
 
 class _Space:
-    """One ID space (nodes or edges): per-type, per-partition ranges."""
+    """One ID space (nodes or edges): per-type, per-partition ranges. With ``factor > 1`` the partitions
+    seen from outside are groups of ``factor`` consecutive stored partitions (each group one contiguous
+    range of IDs, and of per-type IDs); type look-ups still use the stored partitions' ranges."""
 
-    def __init__(self, kind: str, types: Sequence[str], ranges: dict[str, np.ndarray], num_parts: int):
-        self.kind, self.types, self.num_parts = kind, list(types), num_parts
+    def __init__(self, kind: str, types: Sequence[str], ranges: dict[str, np.ndarray], num_parts: int, factor: int = 1):
+        self.kind, self.types, self.num_parts, self.factor = kind, list(types), num_parts // factor, factor
         self.type_id = {t: i for i, t in enumerate(self.types)}
         nt = len(self.types)
         # flat[(p * nt + t)] = [start, end) of type t in partition p; ordered, tiling [0, total)
@@ -57,6 +59,9 @@ class _Space:
         return np.searchsorted(self.starts, ids, side="right") - 1
 
     def part_of(self, ids: np.ndarray, type_name: str | None) -> np.ndarray:
+        return self._stored_part(ids, type_name) // self.factor
+
+    def _stored_part(self, ids: np.ndarray, type_name: str | None) -> np.ndarray:
         if type_name is None:
             check_range(ids, self.total, f"homogeneous {self.kind} ID")
             return np.searchsorted(self.part_bounds, ids, side="right") - 1
@@ -72,15 +77,15 @@ class _Space:
 
     def to_homo(self, ids: np.ndarray, type_name: str) -> np.ndarray:
         t = self.tid(type_name)
-        p = self.part_of(ids, type_name)
+        p = self._stored_part(ids, type_name)
         return self.flat[p * len(self.types) + t, 0] + (ids - self.typed[t, p])
 
     def part_ids(self, part_id: int, type_name: str | None) -> np.ndarray:
-        p = self.check_part(part_id)
+        lo, hi = self.check_part(part_id) * self.factor, (part_id + 1) * self.factor
         if type_name is None:
-            return np.arange(self.part_bounds[p], self.part_bounds[p + 1], dtype=np.int64)
+            return np.arange(self.part_bounds[lo], self.part_bounds[hi], dtype=np.int64)
         t = self.tid(type_name)
-        return np.arange(self.typed[t, p], self.typed[t, p + 1], dtype=np.int64)
+        return np.arange(self.typed[t, lo], self.typed[t, hi], dtype=np.int64)
 
     def to_local(self, ids: np.ndarray, part_id: int, type_name: str | None) -> np.ndarray:
         p = self.check_part(part_id)
@@ -88,7 +93,8 @@ class _Space:
         if (owner != p).any():
             bad = int(ids[np.argmax(owner != p)])
             raise IDRangeError(f"{self.kind} ID {bad} belongs to partition {int(owner[np.argmax(owner != p)])}, not {p}")
-        base = self.part_bounds[p] if type_name is None else self.typed[self.tid(type_name), p]
+        lo = p * self.factor
+        base = self.part_bounds[lo] if type_name is None else self.typed[self.tid(type_name), lo]
         return ids - base
 
 
@@ -112,13 +118,30 @@ class RangePartitionBook:
         edge_map: dict[str, np.ndarray],
         part_id: int | None = None,
         original_loader: OriginalLoader | None = None,
+        group: int = 1,
     ):
-        self._nodes = _Space("node", ntypes, node_map, num_parts)
-        self._edges = _Space("edge", etypes, edge_map, num_parts)
+        if group < 1 or num_parts % group:
+            raise InputError(f"cannot group {num_parts} partitions by {group}")
+        self._nodes = _Space("node", ntypes, node_map, num_parts, group)
+        self._edges = _Space("edge", etypes, edge_map, num_parts, group)
+        self._args = (num_parts, list(ntypes), list(etypes), node_map, edge_map)
         self.partid = part_id
         self._loader = original_loader
         self._orig_cache: dict[tuple[str, str], np.ndarray] = {}
         self._inverse_cache: dict[tuple[str, str], np.ndarray] = {}
+
+    def grouped(self, group: int, part_id: int | None = None) -> "RangePartitionBook":
+        """This book with every ``group`` consecutive stored partitions seen as one partition (what one
+        process serves when it serves several): partition ``q`` is stored partitions
+        ``q*group ... q*group+group-1``. IDs and types are unchanged."""
+        book = RangePartitionBook(*self._args, part_id=part_id, original_loader=self._loader, group=group)
+        book._orig_cache, book._inverse_cache = self._orig_cache, self._inverse_cache
+        return book
+
+    @property
+    def group(self) -> int:
+        """Stored partitions per partition of this book (1 unless :meth:`grouped`)."""
+        return self._nodes.factor
 
     # -- description ----------------------------------------------------------------------------
     def num_partitions(self) -> int:

@@ -4,6 +4,7 @@ original graph (mapped through original IDs)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from graphshard import partition_graph
 from graphshard.distributed.launcher import launch
@@ -113,8 +114,10 @@ def _hetero_worker(config):
         _check_hetero_sampling(g, dg, ctx.rank)
 
 
-def test_dist_graph_tensors_embeddings_and_hetero_sampling(tmp_path):
-    partition_graph(small_hetero(), "h", 2, tmp_path, part_method="metis", num_hops=1)
+@pytest.mark.parametrize("parts", [2, 4])
+def test_dist_graph_tensors_embeddings_and_hetero_sampling(tmp_path, parts):
+    """Also with 4 partitions on 2 processes, each serving two of them as one."""
+    partition_graph(small_hetero(), "h", parts, tmp_path, part_method="metis", num_hops=1)
     launch(_hetero_worker, 2, (str(tmp_path / "h.json"),), timeout=90)
 
 

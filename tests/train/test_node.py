@@ -123,3 +123,14 @@ def test_layerwise_evaluation_equals_full_neighbourhood_sampling(tmp_path):
     assert [e["val_acc"] for e in layerwise["epochs"]] == [e["val_acc"] for e in sampled["epochs"]]
     assert layerwise["test_acc"] == sampled["test_acc"]
     assert [e["train_loss"] for e in layerwise["epochs"]] == [e["train_loss"] for e in sampled["epochs"]]
+
+
+def test_two_processes_serve_four_partitions(tmp_path):
+    """Partitions made for 4 machines, trained on 2 processes (each serving two partitions as one), with a
+    sampling worker per process: it learns the generated graph's labels as the 1 x 1 run above does."""
+    g = community_graph(num_nodes=6000, noise=8.0, seed=1)
+    partition_graph(g.graph, "c", 4, tmp_path / "p", part_method="metis")
+    got = train(TrainOptions(part_config=str(tmp_path / "p" / "c.json"), fanouts=[5, 5], batch_size=512, epochs=10,
+                             num_workers=1, progress=False), num_procs=2)
+    assert (got["world_size"], got["num_parts"]) == (2, 4)
+    assert got["test_acc"] > 0.8

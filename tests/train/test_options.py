@@ -50,7 +50,7 @@ def test_bad_flags_are_usage_errors(parts, argv, message, capsys, no_spawn):
 @pytest.mark.parametrize("argv, message", [
     ([], "give exactly one of --part-config or --dataset"),
     (["--part-config", "{parts}", "--num-procs", "3"],
-     "3 processes cannot serve the 2 partitions of {parts} evenly: start a multiple of 2"),
+     "3 processes cannot serve the 2 partitions of {parts} evenly: start a multiple or a divisor of 2"),
     (["--part-config", "{parts}", "--split-masks", "train_mask,valid_mask,test_mask"],
      "{parts}: node type '_N' has no 'valid_mask' (it holds feat (F32 x 32), label (I64), test_mask (BOOL), "
      "train_mask (BOOL), val_mask (BOOL)); name its data with --label and --split-masks"),

@@ -49,13 +49,13 @@ def source_counts(indptr: np.ndarray, indices: np.ndarray, etype: np.ndarray, co
 
 
 class DegreeTable:
-    """In/out-degree per (inner node, edge type) of one partition; out-degree counts arrive from every
-    partition holding edges out of these nodes (:meth:`add_out`, thread-safe)."""
+    """In/out-degree per (inner node, edge type) of the partition(s) one process serves, from the
+    ``(count, num_etypes)`` in-degree table of its inner nodes (first global ID ``start``); out-degree
+    counts arrive from every partition holding edges out of these nodes (:meth:`add_out`, thread-safe)."""
 
-    def __init__(self, indptr: np.ndarray, etype: np.ndarray, start: int, count: int, num_etypes: int):
-        self.start, self.num_etypes, self.lock = start, num_etypes, threading.Lock()
-        self.table = {"in": in_degree_table(indptr, etype, count, num_etypes),
-                      "out": np.zeros((count, num_etypes), dtype=np.int64)}
+    def __init__(self, in_table: np.ndarray, start: int):
+        self.start, self.num_etypes, self.lock = start, in_table.shape[1], threading.Lock()
+        self.table = {"in": in_table, "out": np.zeros_like(in_table)}
 
     def add_out(self, gids: np.ndarray, etype: np.ndarray, counts: np.ndarray) -> None:
         add = np.bincount((gids - self.start) * self.num_etypes + etype, weights=counts,

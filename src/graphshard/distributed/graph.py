@@ -13,15 +13,16 @@ import torch
 
 from ..errors import InputError
 from ..format.config import read_config
-from ..format.load import load_partition
+from ..format.load import PartitionGraph
 from ..graph import EType, parse_etype
 from ..ids import as_id_array
-from .degrees import DegreeTable, source_counts
+from .degrees import DegreeTable, in_degree_table, source_counts
 from .feature import DistFeatureStore
 from .local_store import LocalFeatureStore
 from .rpc import RpcGroup, by_owner, current_group, register, registered
 from .sampler import serve_sampling
-from .sampling_graph import LocalSamplingGraph, feature_times
+from .sampling_graph import feature_times, served_sampling_graph
+from .served import load_served
 from .tensor import DistTensor
 
 _DEGREES = "degrees"
@@ -81,7 +82,9 @@ class _TypeAccess:
 class DistGraph:
     """The graph ``graph_name`` partitioned as described by ``part_config``, served by the members of
     ``group`` (the current RPC group by default). Partition ``p`` is served by members
-    ``p*T ... p*T+T-1``; they share its memory-mapped files. Construction is collective."""
+    ``p*T ... p*T+T-1``; they share its memory-mapped files. With fewer members than partitions, each
+    serves ``P/W`` consecutive partitions as one (:mod:`~graphshard.distributed.served`): the book then
+    counts ``W`` partitions. Construction is collective."""
 
     def __init__(self, graph_name: str, part_config: str | os.PathLike, group: RpcGroup | None = None):
         self.group = group if group is not None else current_group()
@@ -90,28 +93,33 @@ class DistGraph:
             raise InputError(f"{part_config}: holds graph {cfg.graph_name!r}, not {graph_name!r}")
         self.graph_name, self.part_config = graph_name, str(part_config)
         self.key = f"{graph_name}#{next(_INSTANCES)}"  # same on every member: construction is collective
-        self.part_id = self.group.part_id(cfg.num_parts)
-        self.local_partition = load_partition(part_config, self.part_id)
-        self.book = self.local_partition.partition_book
-        self.features = DistFeatureStore(self.group, LocalFeatureStore(self.local_partition, self.part_id), self.book,
-                                         self.key)
-        self.sampling_graph = LocalSamplingGraph(self.local_partition.graph, self.book, self.part_id,
-                                                 feature_times(self.features.lookup, self.features.has, self.book))
+        self.served = load_served(part_config, self.group.world_size, self.group.lanes, self.group.rank)
+        self.part_id, self.book = self.served.part_id, self.served.book
+        self.features = DistFeatureStore(self.group, LocalFeatureStore(self.served, self.part_id), self.book, self.key)
+        self.sampling_graph = served_sampling_graph(self.served, feature_times(self.features.lookup, self.features.has,
+                                                                                self.book))
         serve_sampling(self.sampling_graph, self.key)
         self._count_degrees()
         self._ndata = {t: DataView(self.features, t) for t in self.book.ntypes}
         self._edata = {et: DataView(self.features, et) for et in self.book.canonical_etypes}
 
+    @property
+    def local_graphs(self) -> list[PartitionGraph]:
+        """The local graph of every stored partition this process serves (one unless it serves several)."""
+        return [part.graph for part in self.served.parts]
+
     def _count_degrees(self) -> None:
-        g, R = self.local_partition.graph, len(self.book.canonical_etypes)
-        etype, lsg = g.edata["_TYPE"].numpy(), self.sampling_graph
-        indptr = g.indptr.numpy()
-        deg = DegreeTable(indptr, etype, lsg.start, lsg.count, R)
+        R = len(self.book.canonical_etypes)
+        graphs = [(g, g.indptr.numpy(), g.edata["_TYPE"].numpy(), g.num_inner_nodes) for g in self.local_graphs]
+        deg = DegreeTable(np.concatenate([in_degree_table(ip, et, n, R) for _, ip, et, n in graphs]),
+                          self.sampling_graph.start)
         register(f"{_DEGREES}/{self.key}", deg)
         self.group.barrier("degree tables registered")
         if self.group.rank % self.group.per_part(self.book.num_partitions()) == 0:  # one contribution per partition
-            local, et, counts = source_counts(indptr, g.indices.numpy(), etype, lsg.count, g.num_nodes, R)
-            src = g.ndata["_ID"].numpy()[local]
+            counted = [source_counts(ip, g.indices.numpy(), et, n, g.num_nodes, R) for g, ip, et, n in graphs]
+            src = np.concatenate([g.ndata["_ID"].numpy()[c[0]] for (g, *_), c in zip(graphs, counted)])
+            et = np.concatenate([c[1] for c in counted])
+            counts = np.concatenate([c[2] for c in counted])
             by_owner(self.group, self.book.nid2partid(src).numpy(), self.book.num_partitions(),
                      lambda pos: deg.add_out(src[pos], et[pos], counts[pos]), _add_out,
                      lambda pos: (self.key, torch.from_numpy(src[pos]), torch.from_numpy(et[pos]),
@@ -180,13 +188,15 @@ class DistGraph:
         """Source and destination (per-type IDs) of the edges of ``etype`` this partition owns (those
         into its inner nodes); together over all partitions, every edge once."""
         et = self._etype(etype) if etype is not None else self._single("local_edges", self.canonical_etypes)
-        g = self.local_partition.graph
-        indptr = g.indptr.numpy()
-        keep = g.edata["inner_edge"].numpy().astype(bool) & \
-            (g.edata["_TYPE"].numpy() == self.book.canonical_etypes.index(et))
-        gid = g.ndata["_ID"].numpy()
-        dst = gid[np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))[keep]]
-        src = gid[g.indices.numpy()[keep]]
+        src, dst = [], []
+        for g in self.local_graphs:
+            indptr = g.indptr.numpy()
+            keep = g.edata["inner_edge"].numpy().astype(bool) & \
+                (g.edata["_TYPE"].numpy() == self.book.canonical_etypes.index(et))
+            gid = g.ndata["_ID"].numpy()
+            dst.append(gid[np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))[keep]])
+            src.append(gid[g.indices.numpy()[keep]])
+        src, dst = np.concatenate(src), np.concatenate(dst)
         return self.book.map_to_per_ntype(src)[1].numpy(), self.book.map_to_per_ntype(dst)[1].numpy()
 
     # -- degrees ----------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from ..format.load import Partition
 from ..graph import parse_etype
 from ..ids import as_id_array
 from .graph_store import LocalGraphStore
+from .served import Served, Stacked, stacked_feats
 from .store_base import Group, ReadOnlyFeatureStore, ReadOnlyStoreError, Rows, TypeNames, own_ranges
 
 __all__ = ["LocalFeatureStore", "LocalGraphStore", "ReadOnlyStoreError"]
@@ -32,12 +33,16 @@ class LocalFeatureStore(ReadOnlyFeatureStore):
     in a single-type graph. ``pyg_names`` renames node data for PyG (default ``feat``→``x``,
     ``label``→``y``; both names read). A missing group or tensor raises ``KeyError``."""
 
-    def __init__(self, part: Partition, part_id: int, pyg_names: Mapping[str, str] | None = None):
-        book = part.partition_book
+    def __init__(self, part: Partition | Served, part_id: int, pyg_names: Mapping[str, str] | None = None):
+        if isinstance(part, Served):  # several stored partitions served as one: rows read piece by piece
+            book, node_feats, edge_feats = part.book, stacked_feats(part.parts, "node_feats"), \
+                stacked_feats(part.parts, "edge_feats")
+        else:
+            book, node_feats, edge_feats = part.partition_book, part.node_feats, part.edge_feats
         self.part_id = part_id
         self.ranges = own_ranges(book, part_id)
-        self._tensors: dict[tuple[Group, str], torch.Tensor] = {}
-        for feats, parse in ((part.node_feats, str), (part.edge_feats, parse_etype)):
+        self._tensors: dict[tuple[Group, str], torch.Tensor | Stacked] = {}
+        for feats, parse in ((node_feats, str), (edge_feats, parse_etype)):
             for key, tensor in feats.items():
                 group, name = key.rsplit("/", 1)
                 self._tensors[(parse(group), name)] = tensor
@@ -67,6 +72,8 @@ class LocalFeatureStore(ReadOnlyFeatureStore):
 
     def _read(self, group: Group, name: str, rows: Rows) -> torch.Tensor:
         tensor = self._tensors[(group, name)]
+        if isinstance(tensor, Stacked):
+            return tensor.read(rows)
         if isinstance(rows, torch.Tensor):
             return torch.index_select(tensor, 0, rows)  # 2x faster than tensor[rows]
         return tensor[rows]  # a view of the memory-mapped file

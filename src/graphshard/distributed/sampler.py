@@ -13,11 +13,10 @@ import torch
 from ..book import RangePartitionBook
 from ..errors import InputError
 from ..graph import parse_etype
-from ..partition.kernels import ragged_ranges
 from ..sampling.hetero import HeteroSamplerOutput, to_hetero
 from ..sampling.neighbor import SamplerOutput, expand_hops
 from .rpc import RpcGroup, by_owner, register, registered
-from .sampling_graph import LocalSamplingGraph
+from .sampling_graph import LocalSamplingGraph, assemble
 
 _GRAPH = "sampling-graph"
 
@@ -79,7 +78,6 @@ class DistNeighborSampler:
         args = lambda pos: (self.local.key, torch.from_numpy(ids[pos]), fan_t, self.replace, key,  # noqa: E731
                             None if times is None else torch.from_numpy(times[pos]), self.time_attr)
         pieces = by_owner(self.group, parts, self.book.num_partitions(), local, _sample_remote, args, "sampling")
-        counts = np.zeros(ids.shape[0], dtype=np.int64)
         blocks = []
         for pos, res in pieces:
             res = tuple(a.numpy() if isinstance(a, torch.Tensor) else a for a in res)
@@ -88,16 +86,9 @@ class DistNeighborSampler:
                 self.stats["remote_requests"] += 1
                 self.stats["bytes_sent"] += int(pos.size) * (16 if times is not None else 8)
                 self.stats["bytes_received"] += sum(a.nbytes for a in res)
-            counts[pos] = res[0]
             blocks.append((pos, res))
         self.stats["seeds"] += int(ids.shape[0])
-        starts = np.cumsum(counts) - counts  # where each node's neighbours go, in frontier order
-        nbrs = np.empty(int(counts.sum()), dtype=np.int64)
-        edges = np.empty_like(nbrs)
-        for pos, (c, n, e) in blocks:
-            at = ragged_ranges(starts[pos], c)
-            nbrs[at], edges[at] = n, e
-        return counts, nbrs, edges
+        return assemble(ids.shape[0], blocks)
 
     def sample(self, seeds: Any, seed: int = 0, seed_time: Any = None) -> SamplerOutput:
         """Sample ``len(fanouts)`` hops of in-neighbours of global homogeneous ``seeds`` (seeds first;

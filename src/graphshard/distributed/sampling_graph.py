@@ -16,6 +16,7 @@ from ..partition.kernels import ragged_ranges
 from ..sampling.kernels import sample_ranges, typed_ranges
 from ..sampling.neighbor import check_aligned, check_csc
 from .context import DistError
+from .served import Served
 
 NO_TIME = -np.inf  # node types without the time attribute are never filtered out
 
@@ -114,6 +115,67 @@ class LocalSamplingGraph:
         pos = ragged_ranges(starts, deg)
         return sum_by_id(self.node_gid[self.indices[pos]], np.repeat(weights[node_idx] * take, deg),
                          self.book.num_nodes())
+
+
+class ServedSamplingGraph:
+    """The sampling graphs of consecutive stored partitions one process serves, answering as one (see
+    :mod:`graphshard.distributed.served`): each request is split by partition and the answers put back
+    in request order."""
+
+    def __init__(self, segments: list[LocalSamplingGraph]):
+        self.segments, self.book = segments, segments[0].book
+        self.start, self.count = segments[0].start, sum(g.count for g in segments)
+        self.bounds = np.array([g.start for g in segments] + [self.start + self.count], dtype=np.int64)
+        self.key = ""
+
+    def _split(self, gids: np.ndarray) -> list[tuple[LocalSamplingGraph, np.ndarray]]:
+        seg = np.searchsorted(self.bounds, gids, side="right") - 1
+        return [(g, np.flatnonzero(seg == k)) for k, g in enumerate(self.segments)]
+
+    def sample(self, gids: np.ndarray, fanouts: np.ndarray, replace: bool, key: int,
+               seed_time: np.ndarray | None = None, time_attr: str | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """As :meth:`LocalSamplingGraph.sample`, over all the served partitions."""
+        if gids.size and (gids.min() < self.start or gids.max() >= self.start + self.count):
+            raise DistError(f"sampling request for nodes this process does not serve (it serves "
+                            f"[{self.start}, {self.start + self.count}))")
+        blocks = [(pos, g.sample(gids[pos], fanouts, replace, key, None if seed_time is None else seed_time[pos],
+                                 time_attr)) for g, pos in self._split(gids) if pos.size]
+        return assemble(gids.shape[0], blocks)
+
+    def expected_sources(self, gids: np.ndarray, weights: np.ndarray, fanouts: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray]:
+        """As :meth:`LocalSamplingGraph.expected_sources`, over all the served partitions."""
+        got = [g.expected_sources(gids[pos], weights[pos], fanouts) for g, pos in self._split(gids) if pos.size]
+        if not got:
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        return sum_by_id(np.concatenate([i for i, _ in got]), np.concatenate([w for _, w in got]),
+                         self.book.num_nodes())
+
+
+def served_sampling_graph(served: Served, times: Callable[[str, np.ndarray], np.ndarray] | None = None
+                          ) -> LocalSamplingGraph | ServedSamplingGraph:
+    """The sampling graph of what one process serves: one partition's, or several served as one."""
+    if len(served.parts) == 1:
+        return LocalSamplingGraph(served.parts[0].graph, served.book, served.part_id, times)
+    return ServedSamplingGraph([LocalSamplingGraph(part.graph, served.stored_book, p, times)
+                                for part, p in zip(served.parts, served.stored_ids)])
+
+
+def assemble(n: int, blocks: list[tuple[np.ndarray, tuple[np.ndarray, ...]]]
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(counts, neighbours, edges)`` of ``n`` requested nodes, listed node by node, from the answers
+    ``(positions, (counts, neighbours, edges))`` for parts of the request."""
+    counts = np.zeros(n, dtype=np.int64)
+    for pos, res in blocks:
+        counts[pos] = res[0]
+    starts = np.cumsum(counts) - counts  # where each node's neighbours go, in request order
+    nbrs = np.empty(int(counts.sum()), dtype=np.int64)
+    edges = np.empty_like(nbrs)
+    for pos, (c, n_, e) in blocks:
+        at = ragged_ranges(starts[pos], c)
+        nbrs[at], edges[at] = n_, e
+    return counts, nbrs, edges
 
 
 def sum_by_id(ids: np.ndarray, weights: np.ndarray, bound: int | None = None) -> tuple[np.ndarray, np.ndarray]:

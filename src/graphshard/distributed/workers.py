@@ -53,24 +53,22 @@ def _connect_store(s: WorkerSetup) -> Any:
 
 
 def _build(s: WorkerSetup) -> tuple[Any, BatchMaker]:
-    from ..format.config import read_config
-    from ..format.load import load_partition
     from .feature import DistFeatureStore
     from .local_store import LocalFeatureStore
     from .rpc import join_group
     from .sampler import serve_sampling
-    from .sampling_graph import LocalSamplingGraph, feature_times
+    from .sampling_graph import feature_times, served_sampling_graph
+    from .served import load_served
 
     names = [f"rank{r}-sampler{i}" for r in range(s.world_size) for i in range(s.num_workers)]
     me = s.rank * s.num_workers + s.index
     store = _connect_store(s)
     group = join_group(names, me, store, f"{s.pool_key}/port", s.timeout, s.rpc_host, lanes=s.num_workers)
-    part_id = group.part_id(read_config(s.part_config).num_parts)
-    part = load_partition(s.part_config, part_id)
-    book = part.partition_book
-    features = DistFeatureStore(group, LocalFeatureStore(part, part_id), book)
+    served = load_served(s.part_config, group.world_size, group.lanes, group.rank)
+    book = served.book
+    features = DistFeatureStore(group, LocalFeatureStore(served, served.part_id), book)
     features.attach_cache(s.cache)
-    graph = LocalSamplingGraph(part.graph, book, part_id, feature_times(features.lookup, features.has, book))
+    graph = served_sampling_graph(served, feature_times(features.lookup, features.has, book))
     serve_sampling(graph)
     group.barrier("sampler workers ready")
     return group, BatchMaker(s.spec, group, graph, features, book)

@@ -21,6 +21,7 @@ import torch
 
 from ..distributed.graph import DistGraph
 from ..distributed.tensor import DistTensor
+from ..format.load import PartitionGraph
 from ..graph import EType
 from ..ids import consecutive
 
@@ -55,9 +56,10 @@ class Plan:
         return self.need_tid[self.need_type == t]
 
 
-def plan(g: DistGraph) -> Plan:
-    """Split the partition's inner nodes among the ranks that share it and find the rows they read."""
-    part, book = g.local_partition.graph, g.get_partition_book()
+def plan(g: DistGraph, part: PartitionGraph) -> Plan:
+    """Split the inner nodes of ``part`` (a stored partition this rank serves) among the ranks that share
+    it and find the rows they read."""
+    book = g.get_partition_book()
     indptr, indices = part.indptr.numpy(), part.indices.numpy()
     inner = int(part.ndata["inner_node"].sum())
     k = g.group.per_part(book.num_partitions())
@@ -69,13 +71,16 @@ def plan(g: DistGraph) -> Plan:
     need = np.flatnonzero(wanted)
     slot = np.full(wanted.shape[0], -1, dtype=np.int64)
     slot[need] = np.arange(need.shape[0])
-    types, tids = (t.numpy() for t in book.map_to_per_ntype(part.ndata["_ID"].numpy()[need]))
+    gids = part.ndata["_ID"].numpy()[need]
+    types, tids = (t.numpy() for t in book.map_to_per_ntype(gids))
+    served = g.sampling_graph
+    remote = (gids < served.start) | (gids >= served.start + served.count)  # owned by another process
     pos = np.empty(need.shape[0], dtype=np.int64)
     for t in range(len(book.ntypes)):
         sel = types == t
         pos[sel] = np.arange(int(sel.sum()))
     etype = part.edata["_TYPE"].numpy() if "_TYPE" in part.edata else np.zeros(indices.shape[0], np.int64)
-    return Plan(indptr, indices, etype, lo, hi, need, slot, types, tids, pos, need >= inner, list(book.ntypes),
+    return Plan(indptr, indices, etype, lo, hi, need, slot, types, tids, pos, remote, list(book.ntypes),
                 list(book.canonical_etypes))
 
 
@@ -147,40 +152,44 @@ def _fetch(p: Plan, read: Callable[[str, torch.Tensor], torch.Tensor], types: An
 
 
 def layerwise_inference(g: DistGraph, model: Any, inputs: Rows, name: str, types: list[str] | None = None,
-                        layers: int | None = None) -> tuple[dict[str, DistTensor], Plan]:
+                        layers: int | None = None) -> tuple[dict[str, DistTensor], list[Plan]]:
     """The output of ``model`` (a graphshard model with ``layer_inputs``/``layer``/``num_layers``) for
     every node, as one :class:`DistTensor` per node type in ``types`` (all by default). ``inputs`` gives
     the input rows of any nodes (features, or learnt embeddings); ``layers``: stop after that many layers
-    (e.g. ``num_layers - 1`` for the hidden representation the last layer reads). Collective over ``g``'s
-    group."""
-    p, book, was_training = plan(g), g.get_partition_book(), model.training
+    (e.g. ``num_layers - 1`` for the hidden representation the last layer reads). Also returns the plan
+    of each stored partition this rank serves. Collective over ``g``'s group."""
+    plans, book, was_training = [plan(g, part) for part in g.local_graphs], g.get_partition_book(), model.training
     depth = model.num_layers if layers is None else layers
     model.eval()
     with torch.no_grad():
-        x = model.layer_inputs(_fetch(p, inputs, p.ntypes))
         tables: dict[str, DistTensor] = {}
+        rows: list[dict[str, torch.Tensor]] = []
         for i in range(depth):
-            rows = _layer(model, i, p, x)
-            x = None  # this layer's inputs are done with: free them before the next are gathered
-            width = _agreed_width(g, rows, f"{name} layer {i}")
+            out = []
+            for k, p in enumerate(plans):  # one stored partition after another: one's inputs in memory at a time
+                x = model.layer_inputs(_fetch(p, inputs, p.ntypes)) if i == 0 else _next_inputs(p, rows[k], tables)
+                out.append(_layer(model, i, p, x))
+                x = None
+            rows = out
+            width = _agreed_width(g, {t: v for r in rows for t, v in r.items()}, f"{name} layer {i}")
             new = {t: DistTensor(g.group, book, (g.num_nodes(t), width[t]), torch.float32,
-                                 f"{name}/layer{i}/{t}#{g.key}", ntype=t) for t in p.ntypes if t in width}
-            for ti, t in enumerate(p.ntypes):
-                if t in rows and t in new:
-                    new[t][torch.from_numpy(p.need_tid[_dst_types(p, ti)])] = rows[t]
+                                 f"{name}/layer{i}/{t}#{g.key}", ntype=t) for t in plans[0].ntypes if t in width}
+            for p, r in zip(plans, rows):
+                for ti, t in enumerate(p.ntypes):
+                    if t in r and t in new:
+                        new[t][torch.from_numpy(p.need_tid[_dst_types(p, ti)])] = r[t]
             g.barrier()
             for t in tables.values():
                 t.free()
             tables = new
-            if i < depth - 1:
-                x = _next_inputs(p, rows, tables)
     model.train(was_training)
-    log.info("layer-wise inference %s: remote rows read per layer %s", name, p.fetched)
+    log.info("layer-wise inference %s: remote rows read per layer %s", name,
+             [sum(f) for f in zip(*(p.fetched for p in plans))])
     keep = {t: v for t, v in tables.items() if types is None or t in types}
     for t, v in tables.items():
         if t not in keep:
             v.free()
-    return keep, p
+    return keep, plans
 
 
 def _next_inputs(p: Plan, rows: dict[str, torch.Tensor], tables: dict[str, DistTensor]) -> dict[str, torch.Tensor]:

@@ -19,9 +19,11 @@ from ..errors import InputError
 def check_finite_features(g: DistGraph, feat_name: str = "feat") -> None:
     """Raise :class:`InputError` naming the first node (type, original ID) of this rank's partition whose
     ``feat_name`` row holds NaN or infinity."""
-    book = g.get_partition_book()
-    for key, x in g.local_partition.node_feats.items():
+    book, before = g.get_partition_book(), {}
+    for key, x in ((k, x) for part in g.served.parts for k, x in part.node_feats.items()):
         ntype, name = key.rsplit("/", 1)
+        offset = before.get(key, 0)  # rows of this type in the served partitions before this one
+        before[key] = offset + x.shape[0]
         if name != feat_name or not torch.is_floating_point(x) or x.numel() == 0:
             continue
         rows = x.reshape(x.shape[0], -1)
@@ -29,7 +31,7 @@ def check_finite_features(g: DistGraph, feat_name: str = "feat") -> None:
         bad = [torch.nonzero(~torch.isfinite(rows[b: b + step]).all(dim=1))[:, 0] + b for b in range(0, len(rows), step)]
         bad = torch.cat(bad) if bad else torch.zeros(0, dtype=torch.int64)
         if bad.numel():
-            row = int(bad[0])
+            row = offset + int(bad[0])
             start = int(book.partid2nids(g.part_id, ntype)[0])
             orig = int(book.to_original(ntype, torch.tensor([start + row]))[0])
             raise InputError(f"feature {feat_name!r} of {ntype!r} node {orig} (original ID) is not finite "

@@ -114,7 +114,7 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
                                     feat_name=opts.feat or "feat")
     history = trainer.fit(loader, loss, lambda: {f"val_{k}": v for k, v in evaluate(held.val, 1).items()})
     metrics = {"task": "link", "edge_type": list(et), "epochs": history, "world_size": s.world_size,
-               "num_parts": g.get_partition_book().num_partitions(), "random_mrr": _random_mrr(opts.eval_negatives)}
+               "num_parts": g.served.stored_book.num_partitions(), "random_mrr": _random_mrr(opts.eval_negatives)}
     metrics |= trainer.final_test(lambda: evaluate(held.test, 2), evaluate.outputs.changed)
     if opts.save_embeddings:  # of the selected epoch's encoder (the test evaluation computed the outputs)
         with timing.phase("embeddings_s"):

@@ -97,7 +97,7 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
                                 shuffle=True, num_workers=opts.num_workers, seed=opts.seed, feat_name=opts.feat or "feat",
                                 label_name=None)
     history = trainer.fit(loader, loss, lambda: {"val_acc": evaluate(split["val"])})
-    metrics = {"task": "node", "epochs": history, "world_size": world, "num_parts": book.num_partitions()}
+    metrics = {"task": "node", "epochs": history, "world_size": world, "num_parts": g.served.stored_book.num_partitions()}
     metrics |= trainer.final_test(lambda: {"acc": evaluate(split["test"])}, outputs.changed)
     if opts.save_embeddings:  # of the selected epoch's weights (the test evaluation computed the outputs)
         with timing.phase("embeddings_s"):

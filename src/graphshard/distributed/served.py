@@ -1,0 +1,99 @@
+"""What one process serves: one stored partition, or several consecutive ones seen as one.
+
+A run of ``W`` server processes over ``P`` stored partitions serves every partition with ``W / P``
+processes when ``P`` divides ``W`` (as before), and gives each process ``P / W`` consecutive partitions
+when ``W`` divides ``P`` — e.g. 4 partitions made for 4 machines, trained now on 2 processes. The
+partitions of one process are one contiguous range of node and edge IDs (and of per-type IDs), so the
+runtime sees ``W`` partitions through a grouped partition book
+(:meth:`~graphshard.book.RangePartitionBook.grouped`), while the data stays in the stored partitions'
+memory-mapped files: nothing is merged or copied. Sampling, degrees, features and layer-wise inference
+visit those files one after another.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..book import RangePartitionBook
+from ..errors import InputError
+from ..format.config import read_config
+from ..format.load import Partition, book_from_config, load_partition
+from .store_base import Rows
+
+
+def stored_per_process(num_parts: int, servers: int) -> int:
+    """Stored partitions each of ``servers`` processes serves: 1, or ``num_parts / servers`` when that
+    is a whole number above 1. Raises :class:`InputError` when neither count divides the other."""
+    if servers % num_parts == 0:
+        return 1
+    if num_parts % servers == 0:
+        return num_parts // servers
+    raise InputError(f"{servers} processes cannot serve {num_parts} partitions evenly: use a multiple or a "
+                     f"divisor of {num_parts}")
+
+
+@dataclass
+class Served:
+    """The stored partitions ``parts`` (consecutive, from ``first``) one process serves as partition
+    ``part_id`` of the runtime's ``book``; ``stored_book`` is the book of the files."""
+
+    parts: list[Partition]
+    book: RangePartitionBook
+    stored_book: RangePartitionBook
+    part_id: int
+    first: int
+
+    @property
+    def stored_ids(self) -> range:
+        return range(self.first, self.first + len(self.parts))
+
+
+def load_served(part_config: str | os.PathLike, world_size: int, lanes: int, rank: int) -> Served:
+    """Load what member ``rank`` of a group of ``world_size`` members (``lanes`` per server process)
+    serves of the partitioned graph at ``part_config``."""
+    cfg = read_config(part_config)
+    group = stored_per_process(cfg.num_parts, world_size // lanes)
+    seen = cfg.num_parts // group
+    part_id = rank // (world_size // seen)
+    first = part_id * group
+    parts = [load_partition(part_config, p) for p in range(first, first + group)]
+    stored = parts[0].partition_book if group == 1 else book_from_config(cfg)
+    book = stored if group == 1 else stored.grouped(group, part_id)
+    return Served(parts, book, stored, part_id, first)
+
+
+class Stacked:
+    """Rows of one feature held by consecutive stored partitions, read as one tensor (row ``i`` of the
+    whole is row ``i - offset[k]`` of piece ``k``)."""
+
+    def __init__(self, pieces: list[torch.Tensor]):
+        self.pieces = pieces
+        self.offsets = np.cumsum([0] + [p.shape[0] for p in pieces])
+        self.shape = (int(self.offsets[-1]), *pieces[0].shape[1:])
+        self.dtype = pieces[0].dtype
+
+    def read(self, rows: Rows) -> torch.Tensor:
+        if isinstance(rows, int):
+            k = int(np.searchsorted(self.offsets, rows, side="right")) - 1
+            return self.pieces[k][rows - int(self.offsets[k])]
+        if isinstance(rows, slice):
+            rows = torch.arange(self.shape[0])[rows]
+        ids = rows.numpy()
+        piece = np.searchsorted(self.offsets, ids, side="right") - 1
+        out = torch.empty((ids.shape[0], *self.shape[1:]), dtype=self.dtype)
+        for k in np.unique(piece):
+            pos = np.flatnonzero(piece == k)
+            out[torch.from_numpy(pos)] = torch.index_select(self.pieces[k], 0, torch.from_numpy(ids[pos] - self.offsets[k]))
+        return out
+
+
+def stacked_feats(parts: list[Partition], kind: str) -> dict[str, torch.Tensor | Stacked]:
+    """Each ``kind`` (``node_feats``/``edge_feats``) feature of ``parts``: the tensor itself for one part."""
+    first = getattr(parts[0], kind)
+    if len(parts) == 1:
+        return dict(first)
+    return {key: Stacked([getattr(p, kind)[key] for p in parts]) for key in first}
