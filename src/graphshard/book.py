@@ -80,12 +80,13 @@ class _Space:
         p = self._stored_part(ids, type_name)
         return self.flat[p * len(self.types) + t, 0] + (ids - self.typed[t, p])
 
-    def part_ids(self, part_id: int, type_name: str | None) -> np.ndarray:
+    def part_range(self, part_id: int, type_name: str | None) -> tuple[int, int]:
         lo, hi = self.check_part(part_id) * self.factor, (part_id + 1) * self.factor
-        if type_name is None:
-            return np.arange(self.part_bounds[lo], self.part_bounds[hi], dtype=np.int64)
-        t = self.tid(type_name)
-        return np.arange(self.typed[t, lo], self.typed[t, hi], dtype=np.int64)
+        bounds = self.part_bounds if type_name is None else self.typed[self.tid(type_name)]
+        return int(bounds[lo]), int(bounds[hi])
+
+    def part_ids(self, part_id: int, type_name: str | None) -> np.ndarray:
+        return np.arange(*self.part_range(part_id, type_name), dtype=np.int64)
 
     def to_local(self, ids: np.ndarray, part_id: int, type_name: str | None) -> np.ndarray:
         p = self.check_part(part_id)
@@ -186,6 +187,14 @@ class RangePartitionBook:
     def partid2nids(self, part_id: int, ntype: str | None = None) -> torch.Tensor:
         """All node IDs owned by ``part_id`` (homogeneous, or per-type IDs of ``ntype``)."""
         return _tensor(self._nodes.part_ids(part_id, self._nname(ntype)))
+
+    def node_range(self, part_id: int, ntype: str | None = None) -> tuple[int, int]:
+        """``[start, end)`` of the node IDs ``part_id`` owns (homogeneous, or per-type IDs of ``ntype``)."""
+        return self._nodes.part_range(part_id, self._nname(ntype))
+
+    def edge_range(self, part_id: int, etype: EType | str | None = None) -> tuple[int, int]:
+        """``[start, end)`` of the edge IDs ``part_id`` owns (homogeneous, or per-type IDs of ``etype``)."""
+        return self._edges.part_range(part_id, self._ename(etype))
 
     def partid2eids(self, part_id: int, etype: EType | str | None = None) -> torch.Tensor:
         """All edge IDs owned by ``part_id``."""

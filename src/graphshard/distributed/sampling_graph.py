@@ -41,8 +41,8 @@ class LocalSamplingGraph:
             self._sort_by_type(graph.edata["_TYPE"].numpy().astype(np.int64))
         ntid = {t: i for i, t in enumerate(book.ntypes)}
         self.dst_ntype = np.array([ntid[et[2]] for et in book.canonical_etypes], dtype=np.int64)
-        ids = book.partid2nids(part_id)
-        self.start, self.count = (int(ids[0]) if ids.numel() else 0), int(ids.numel())
+        lo, hi = book.node_range(part_id)
+        self.start, self.count = (lo if hi > lo else 0), hi - lo
         self._times_source, self._times = times, {}
         self.key = ""  # under which this process serves it (see sampler.serve_sampling)
 

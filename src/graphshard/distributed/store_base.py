@@ -38,12 +38,12 @@ def own_ranges(book: Any, part_id: int) -> dict[Group, OwnRange]:
     out: dict[Group, OwnRange] = {}
     for kind, types in (("n", book.ntypes), ("e", book.canonical_etypes)):
         for t in types:
-            ids = book.partid2nids(part_id, t) if kind == "n" else book.partid2eids(part_id, t)
-            if not ids.numel():
+            lo, hi = book.node_range(part_id, t) if kind == "n" else book.edge_range(part_id, t)
+            if hi == lo:
                 out[t] = OwnRange(0, 0, 0)
                 continue
-            homo = book.map_to_homo_nid(ids[:1], t) if kind == "n" else book.map_to_homo_eid(ids[:1], t)
-            out[t] = OwnRange(int(ids[0]), int(ids.numel()), int(homo[0]))
+            homo = book.map_to_homo_nid([lo], t) if kind == "n" else book.map_to_homo_eid([lo], t)
+            out[t] = OwnRange(lo, hi - lo, int(homo[0]))
     return out
 
 

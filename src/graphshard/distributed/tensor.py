@@ -79,13 +79,11 @@ class DistTensor:
         if self._owner:
             if name in _SHARDS:
                 raise InputError(f"a DistTensor named {name!r} exists already")
-            count = int(self._part_ids(p).numel())
+            lo, hi = self.book.edge_range(p, self.etype) if self.etype is not None else self.book.node_range(p, self.ntype)
+            count = hi - lo
             rows = init((count, *self.shape[1:]), dtype) if init is not None else torch.zeros((count, *self.shape[1:]), dtype=dtype)
             _SHARDS[name] = Shard(rows.to(dtype).contiguous(), lambda ids: self._local(ids, p))
         group.barrier(f"DistTensor {name!r} created")
-
-    def _part_ids(self, p: int) -> torch.Tensor:
-        return self.book.partid2eids(p, self.etype) if self.etype is not None else self.book.partid2nids(p, self.ntype)
 
     def _local(self, ids: np.ndarray, p: int) -> np.ndarray:
         if self.etype is not None:

@@ -32,7 +32,7 @@ def check_finite_features(g: DistGraph, feat_name: str = "feat") -> None:
         bad = torch.cat(bad) if bad else torch.zeros(0, dtype=torch.int64)
         if bad.numel():
             row = offset + int(bad[0])
-            start = int(book.partid2nids(g.part_id, ntype)[0])
+            start = book.node_range(g.part_id, ntype)[0]
             orig = int(book.to_original(ntype, torch.tensor([start + row]))[0])
             raise InputError(f"feature {feat_name!r} of {ntype!r} node {orig} (original ID) is not finite "
                              f"({bad.shape[0]} such rows in partition {g.part_id}); fix the data, or pass "

@@ -20,7 +20,7 @@ from ..distributed.split import node_split
 from ..errors import InputError
 from . import timing
 from .checks import check_finite_features, num_classes_of
-from .embeddings import Outputs, representations, save_tables
+from .embeddings import Outputs, predict, representations, save_tables
 from .inputs import ModelInputs, build_model, cache_summary, feature_cache, rows_of
 from .loop import Trainer, graph_name
 from .options import TrainOptions
@@ -80,8 +80,13 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
     y = torch.from_numpy(labels)  # every rank holds all labels: batches need not fetch them
 
     def evaluate(ids: torch.Tensor) -> float:
-        """Accuracy of the current weights on ``ids`` (this rank's share; counts summed over ranks)."""
-        pred = outputs.get()[target][ids].argmax(1).numpy()
+        """Accuracy of the current weights on ``ids`` (this rank's share; counts summed over ranks). Sampled
+        evaluation (``--eval-fanouts``) computes just these nodes, not every node's outputs."""
+        if opts.eval_fanouts is not None:
+            out = predict(g, model, inputs, target, ids, opts)
+            pred = out.argmax(1).numpy() if out.numel() else np.zeros(0, dtype=np.int64)
+        else:
+            pred = outputs.get()[target][ids].argmax(1).numpy()
         own = ids.numpy()
         counts = all_reduce_sum(s.ctx, np.array([(pred == labels[own]).sum(), own.size], dtype=np.int64), "evaluation")
         return float(counts[0] / max(1, counts[1]))
