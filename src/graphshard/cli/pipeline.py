@@ -30,11 +30,12 @@ def run_assign(args: argparse.Namespace) -> None:
 
 def run_dispatch(args: argparse.Namespace) -> None:
     from ..pipeline.dispatch import DispatchOptions, run_dispatch as dispatch
+    from ..plan import parse_size
 
     nids = args.save_orig_ids or args.save_orig_nids
     eids = args.save_orig_ids or args.save_orig_eids
     opts = DispatchOptions(Path(args.dataset), Path(args.assignment), Path(args.out), args.num_hops, nids, eids,
-                           overwrite=args.overwrite)
+                           overwrite=args.overwrite, memory=parse_size(args.memory) if args.memory else 0)
     start = time.perf_counter()
     path = dispatch(opts, args.num_procs, args.timeout, args.host)
     if args.num_procs is not None or int(os.environ.get("RANK", "0")) == 0:  # one line, not one per rank
@@ -54,22 +55,34 @@ def run_parmetis(args: argparse.Namespace) -> None:
 
 
 def run_plan(args: argparse.Namespace) -> None:
-    from ..chunked.spec import read_metadata
-    from ..plan import GraphCounts, estimates, machine_memory, parse_size, table
+    from ..plan import machine_memory, parse_size
+    from ..plan.report import plan_report
 
-    counts = GraphCounts.of(read_metadata(args.dataset))
     budget = parse_size(args.memory) if args.memory else machine_memory()
-    print(table(counts, estimates(counts, args.num_parts, args.memory_mb), budget))
+    print(plan_report(args.dataset, args.part_config, args.assignment, args.num_parts, args.num_procs, budget,
+                      args.memory_mb, args.hidden, args.sampled_eval))
 
 
 def _plan(sub: Any) -> None:
-    p = command(sub, "plan", "predict each assignment method's peak memory and disk for a chunked graph",
-                "Predict the peak resident memory and extra disk of assign --method random/stream/kaminpar/metis "
-                "on a chunked graph, say which fit --memory (default: this machine's) and recommend one.")
-    dataset_flag(p, CHUNKED_HELP)
-    p.add_argument("--num-parts", type=positive_int, default=4, help="number of partitions")
+    p = command(sub, "plan", "predict the peak memory and disk of assign, dispatch and train",
+                "With --dataset (a chunked graph): the peak memory and extra disk of assign --method "
+                "random/stream/kaminpar/metis, which fit --memory (default: this machine's) and a recommendation, "
+                "and the peak of every dispatch rank (--num-procs ranks; partitions counted from --assignment, or "
+                "assumed even). With --part-config: the peak of every training process. Memory is private "
+                "(anonymous) memory; the partition files a process memory-maps are listed apart (page cache the "
+                "kernel can drop).")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--dataset", help=CHUNKED_HELP)
+    src.add_argument("--part-config", help="partition config JSON: plan training on these partitions")
+    p.add_argument("--num-parts", type=positive_int, default=4, help="number of partitions (assign, dispatch)")
+    p.add_argument("--assignment", help="assignment directory: count each partition's edges for the dispatch plan "
+                   "(one pass over the edges)")
+    p.add_argument("--num-procs", type=positive_int, default=2, help="dispatch ranks / training processes")
     p.add_argument("--memory", metavar="SIZE", help="memory budget, e.g. 16G (default: this machine's)")
     p.add_argument("--memory-mb", type=positive_int, default=1024, help="stream/kaminpar sort buffer (as assign)")
+    p.add_argument("--hidden", type=positive_int, default=64, help="training: hidden width (as train)")
+    p.add_argument("--sampled-eval", action="store_true", help="training: evaluation by sampled batches "
+                   "(train --eval-fanouts) instead of layer-wise inference")
     p.set_defaults(func=run_plan)
 
 
@@ -103,6 +116,9 @@ def _dispatch(sub: Any) -> None:
     dsp.add_argument("--save-orig-nids", action="store_true", help=argparse.SUPPRESS)
     dsp.add_argument("--save-orig-eids", action="store_true", help=argparse.SUPPRESS)
     cluster_flags(dsp, "start this many local ranks (omit under torchrun)")
+    dsp.add_argument("--memory", metavar="SIZE", help="memory the ranks on one machine may use together, e.g. 16G "
+                     "(default: the machine's); a run predicted to need more is refused after counting the edges, "
+                     "before any data moves (see 'graphshard plan --assignment')")
     overwrite_flag(dsp)
     dsp.set_defaults(func=run_dispatch)
 

@@ -140,6 +140,9 @@ class LaunchOptions:
     host: str = option("127.0.0.1", "str", "address every socket of the run listens on (127.0.0.1: this machine "
                        "only). The transport has no authentication (torch RPC unpickles requests): give another "
                        "address only on a trusted network")
+    memory: str | None = option(None, "str", "memory the processes started here may use together, e.g. 16G "
+                                "(default: the machine's); a run predicted to need more is refused before it starts "
+                                "(see 'graphshard plan --part-config')", optional=True)
 
     def check(self) -> None:
         try:

@@ -134,15 +134,18 @@ def _declared_classes(dataset: str) -> int | None:
 
 
 def train(opts: TrainOptions, num_procs: int | None = None, dataset: str | None = None,
-          work_dir: str = "out/train", part_method: str = "metis", host: str = "127.0.0.1") -> dict[str, Any]:
+          work_dir: str = "out/train", part_method: str = "metis", host: str = "127.0.0.1",
+          memory: int = 0) -> dict[str, Any]:
     """Train as ``opts`` says and return the metrics. ``num_procs``: start that many local ranks (one
     partition each); None: this process is one rank of a torchrun job. ``dataset``: partition it into
-    ``work_dir`` first (into ``num_procs`` parts, or ``WORLD_SIZE`` under torchrun)."""
+    ``work_dir`` first (into ``num_procs`` parts, or ``WORLD_SIZE`` under torchrun). ``memory``: bytes the
+    local processes may use together (0: the machine's memory); a run predicted to need more is refused
+    before any process starts."""
     from ..distributed.lifetime import refuse_spawn_reimport
 
     refuse_spawn_reimport()
     started = time.perf_counter()
-    metrics, launcher = _train(opts, num_procs, dataset, work_dir, part_method, host)
+    metrics, launcher = _train(opts, num_procs, dataset, work_dir, part_method, host, memory)
     rank = metrics.pop("time", {})
     if "finished_at" in rank and num_procs:
         launcher["shutdown_s"] = time.time() - rank.pop("finished_at")
@@ -155,7 +158,7 @@ def train(opts: TrainOptions, num_procs: int | None = None, dataset: str | None 
 
 
 def _train(opts: TrainOptions, num_procs: int | None, dataset: str | None, work_dir: str, part_method: str,
-           host: str) -> tuple[dict[str, Any], dict[str, float]]:
+           host: str, memory: int = 0) -> tuple[dict[str, Any], dict[str, float]]:
     """:func:`train`'s work: the metrics and the launcher's phases of the time account."""
     launcher: dict[str, float] = {}
     began = time.time()  # ranks count "starting processes" from here, less partitioning and compiling
@@ -184,6 +187,13 @@ def _train(opts: TrainOptions, num_procs: int | None, dataset: str | None, work_
     # the data's names, the partition count and the held-out edges: checked before starting any process
     opts = resolve_data(opts, num_procs or int(os.environ.get("WORLD_SIZE", "1")),
                         announce=bool(num_procs) or os.environ.get("RANK", "0") == "0")
+    if num_procs:  # predicted not to fit this machine: refused now, with the numbers
+        from ..format.config import read_config
+        from ..plan import machine_memory
+        from ..plan.report import check_train_fits
+
+        check_train_fits(read_config(opts.part_config), num_procs, num_procs, opts.hidden, opts.eval_fanouts is None,
+                         memory or machine_memory())
     if opts.checkpoint and num_procs:  # a checkpoint of another run, or ranks at different epochs: say so now
         from .checkpoint import check_checkpoints, run_identity
 

@@ -19,6 +19,7 @@ from ...progress import PhaseTimer, peak_rss_bytes
 from .edge_exchange import PartEdges, gather_edges
 from .halo import halo_edges, own_structure
 from .node_exchange import gather_node_feats
+from .budget import check_memory
 from .plan import NodeDataPlans, plan_edges
 from .publish import config_template, publish
 from .read import EdgeReader
@@ -32,13 +33,14 @@ log = logging.getLogger(__name__)
 def dispatch(opts: DispatchOptions, ctx: DistContext) -> Path:
     """Run the dispatch step on this rank (all ranks call it). Returns the config JSON path."""
     state = DispatchState.load(opts, ctx)
-    resume = ResumeArea(state.out / f".dispatch-{state.name}", input_fingerprint(opts, state.meta))
-    config_path = _prepare_output(state, resume)
     timer = PhaseTimer(total=2 + 2 * len(state.phases()), logger=log, desc=f"dispatch rank {ctx.rank}")
     try:
         with timer.phase(f"rank {ctx.rank} plan (count edges per piece)"):
             reader = EdgeReader(state.meta, state.node_off)
             plan = plan_edges(state, reader)
+            check_memory(state, plan)  # refused here, before the output is touched or any data moves
+        resume = ResumeArea(state.out / f".dispatch-{state.name}", input_fingerprint(opts, state.meta))
+        config_path = _prepare_output(state, resume)
         rl = Relabelling(state.num_parts, state.new2old, state.old2new, np.zeros(0, np.int64), state.node_bounds,
                          edge_bounds_from_counts(plan.counts))
         writer = PartWriter(state, resume, config_template(state, rl, config_path))

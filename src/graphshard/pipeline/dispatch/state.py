@@ -27,6 +27,7 @@ class DispatchOptions:
     save_orig_nids: bool = False
     save_orig_eids: bool = False
     overwrite: bool = False
+    memory: int = 0  # bytes the ranks on one machine may use together (0: the machine's memory)
 
 
 def owner_rank(partition: np.ndarray, world: int) -> np.ndarray:

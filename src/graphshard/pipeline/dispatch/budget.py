@@ -1,0 +1,44 @@
+"""The memory check of dispatch: after the first pass has counted every partition's edges, and before any
+data moves, refuse a run whose ranks on this machine are predicted to need more memory than allowed."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ...errors import InputError
+from ...plan.dispatch import dispatch_estimates
+from ...plan.budget import machine_memory
+from .plan import EdgePlan, row_bytes
+from .state import DispatchState
+
+
+def predicted_peaks(state: DispatchState, plan: EdgePlan) -> list:
+    """Each rank's :class:`~graphshard.plan.Estimate` from the counted edges and the assignment's nodes."""
+    meta = state.meta
+    node_row = np.array([sum(row_bytes(s) for s in meta.node_data.get(t, {}).values()) for t in meta.ntypes],
+                        dtype=np.int64)
+    edge_row = np.array([sum(row_bytes(s) for s in meta.edge_data.get(et, {}).values()) for et in meta.etypes],
+                        dtype=np.int64)
+    feature_bytes = np.diff(state.node_bounds, axis=1) @ node_row + plan.counts @ edge_row
+    return dispatch_estimates(state.num_nodes, plan.counts.sum(axis=1), feature_bytes, state.ctx.world_size,
+                              state.opts.num_hops)
+
+
+def check_memory(state: DispatchState, plan: EdgePlan) -> None:
+    """Raise :class:`InputError` (on every rank alike) when the ranks sharing this machine are predicted to
+    need more than ``opts.memory`` bytes (default: the machine's memory) together."""
+    peaks = predicted_peaks(state, plan)
+    world, rank = state.ctx.world_size, state.ctx.rank
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+    first = rank - int(os.environ.get("LOCAL_RANK", rank))
+    here = peaks[first: first + local]
+    budget = state.opts.memory or machine_memory()
+    need = sum(e.peak_bytes for e in here)
+    if budget and need > budget:
+        worst = max(here, key=lambda e: e.peak_bytes)
+        raise InputError(f"dispatch is predicted to need {need / 2**30:.2f} GiB on this machine ({len(here)} ranks; "
+                         f"{worst.method} {worst.peak_bytes / 2**30:.2f} GiB while {worst.phase}), more than the "
+                         f"{budget / 2**30:.2f} GiB allowed (--memory); use more machines, or an assignment with "
+                         "balanced edges (assign --balance-edges)")

@@ -1,0 +1,65 @@
+"""Assignment: the peak resident memory and disk use each assignment method needs for a chunked graph,
+which methods fit a memory budget, and which to use (``graphshard plan``; ``assign --memory`` refuses a
+method that cannot fit before it starts).
+
+Predictions are sums of what each phase holds at once, from the graph's counts (nodes, edges, the
+largest edge chunk, adjacency entries estimated from the first chunk) and the out-of-core sort buffer,
+plus an assumed fixed part for the process (interpreter, NumPy, numba and its LLVM library: 98-165 MiB
+measured, by how much of that library the system keeps resident). The METIS and KaMinPar coefficients
+were measured on R-MAT scale 21 and 24 and cnr-2000 (``benchmarks/scale.py``); what grows with the graph
+is meant as an upper bound within 25 % of the measured growth.
+"""
+
+from __future__ import annotations
+
+from .counts import GraphCounts
+from .estimate import Estimate
+
+BASE = 100 << 20  # a graphshard process before it reads the graph (measured: 98 MB)
+COMPILED = 50 << 20  # more once numba's kernels (LLVM, threads) or METIS/KaMinPar are loaded (measured 49-57)
+METIS_BYTES_PER_EDGE = 165  # METIS 5 (pymetis) with graphshard's CSR, per stored directed edge (measured 126-158)
+KAMINPAR_BYTES_PER_ENTRY = 12.7  # KaMinPar (compressed graph, partition state), per adjacency entry (measured 10.5-13.5)
+KAMINPAR_FIXED = 32 << 20  # and its buffers that do not grow with the graph
+PREFERENCE = ("kaminpar", "metis", "stream", "random")  # by cut quality at equal fit, then memory
+
+
+def _read_chunk(e: int) -> int:
+    """Reading one edge chunk as homogeneous (src, dst): the memory-mapped (E, 2) int64 rows that stay
+    resident and the range check's temporaries (IDs of other node types are shifted into copies, which
+    this leaves out: the homogeneous case is the common large one)."""
+    return 24 * e
+
+
+def _out_of_core(c: GraphCounts, memory_bytes: int) -> dict[str, int]:
+    """Peak of each phase of the out-of-core adjacency (:mod:`graphshard.pipeline.disk_csr`)."""
+    entries = 2 * c.edges  # keys before de-duplication: both directions of every stored edge
+    buckets = max(1, -(-12 * entries // memory_bytes))
+    return {"degrees": 8 * c.nodes + _read_chunk(c.max_chunk_edges),
+            "distribute": _read_chunk(c.max_chunk_edges) + 16 * c.max_chunk_edges,
+            # the bucket's keys and rows fill the buffer; allocator slack measured up to 8 % on top
+            "sort": min(memory_bytes, 12 * entries) * 11 // 10 + 64 * (c.nodes // buckets + 1)}
+
+
+def estimates(c: GraphCounts, num_parts: int, memory_mb: int = 1024) -> list[Estimate]:
+    """Predicted peaks of ``random``, ``stream``, ``kaminpar`` and ``metis`` on ``c`` into ``num_parts``."""
+    buf = memory_mb << 20
+    build = _out_of_core(c, buf)
+    adjacency_disk = 8 * 2 * c.edges + 4 * c.entries + 8 * c.nodes  # bucket files (2E keys), the CSR
+    stream = build | {"partition": 24 * c.nodes + min(buf // 2, 4 * c.entries)}
+    kaminpar = build | {"kaminpar": KAMINPAR_FIXED + 24 * c.nodes + int(KAMINPAR_BYTES_PER_ENTRY * c.entries)}
+    out = [Estimate("random", BASE + 24 * c.nodes, 0, "assign"),
+           _peak("stream", stream, adjacency_disk),
+           _peak("kaminpar", kaminpar, adjacency_disk + 8 * c.entries + 8 * c.nodes),
+           Estimate("metis", BASE + COMPILED + METIS_BYTES_PER_EDGE * c.edges + 16 * c.nodes, 0, "METIS")]
+    return out
+
+
+def _peak(method: str, phases: dict[str, int], disk: int) -> Estimate:
+    phase = max(phases, key=phases.get)
+    return Estimate(method, BASE + COMPILED + phases[phase], disk, phase)
+
+
+def choose(options: list[Estimate], memory_bytes: int) -> Estimate | None:
+    """The preferred method (see :data:`PREFERENCE`) whose predicted peak fits ``memory_bytes``."""
+    fitting = {e.method: e for e in options if e.peak_bytes <= memory_bytes}
+    return next((fitting[m] for m in PREFERENCE if m in fitting), None)

@@ -1,0 +1,79 @@
+"""Dispatch: each rank's predicted peak of private memory, from the edges and nodes of the partitions it
+builds in each phase (as counted by dispatch's first pass, or assumed even without an assignment).
+
+A rank holds the node assignment and the relabelling of every node (``parts``, ``new2old``, ``old2new``
+and the exchange's routing), pieces of edges in flight (read, routed, exchanged: bounded by the piece
+size), then, one phase at a time, the edges and node rows of its partitions of that phase: received,
+sorted into the CSC, and written. Coefficients measured on R-MAT scale 10-21 with 64-d features, 2 and 4
+partitions on 2 ranks (``benchmarks/plan_calibration.py``), fitted as an upper bound: every one of the
+16 runs within +0-20 % (+38 % on the tiniest graphs, where the fixed part is all there is). On R-MAT
+every partition has about 32 edges per node, so the split between the per-edge and the per-feature-byte
+terms is not pinned down by these runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .estimate import Estimate
+
+DISPATCH_BASE = 205 << 20  # a dispatch rank: interpreter, torch.distributed, NumPy (measured 192 MiB)
+IN_FLIGHT = 24  # per edge of the phase, up to IN_FLIGHT_CAP: pieces being read, routed and exchanged
+IN_FLIGHT_CAP = 80 << 20
+PER_NODE = 40  # assignment, relabelling and routing tables of every node, on every rank
+PER_EDGE = 12  # a phase's received edges, their CSC and the written structure, per edge
+FEATURE_COPIES = 1.6  # a phase's node and edge rows: received, then written
+
+
+def dispatch_estimates(num_nodes: int, part_edges: np.ndarray, part_feature_bytes: np.ndarray, world: int,
+                       num_hops: int = 1) -> list[Estimate]:
+    """One estimate per rank (``method`` = ``"rank r"``) of dispatching partitions with ``part_edges``
+    edges and ``part_feature_bytes`` bytes of node and edge data each, on ``world`` ranks."""
+    from ..pipeline.dispatch.state import phase_groups
+
+    out = []
+    for r in range(world):
+        phases = [[p for p in group if p % world == r] for group in phase_groups(len(part_edges), world, num_hops)]
+        load = [min(IN_FLIGHT_CAP, IN_FLIGHT * int(part_edges[g].sum())) + PER_EDGE * int(part_edges[g].sum())
+                + int(FEATURE_COPIES * part_feature_bytes[g].sum()) for g in phases if g]
+        peak = max(load, default=0)
+        phase = phases[load.index(peak)] if load else []
+        out.append(Estimate(f"rank {r}", DISPATCH_BASE + PER_NODE * num_nodes + peak, 0,
+                            f"building partition{'s' if len(phase) > 1 else ''} {', '.join(map(str, phase))}"))
+    return out
+
+
+def even_split(total: int, parts: int) -> np.ndarray:
+    """``total`` shared as evenly as possible among ``parts`` (the assumption without an assignment)."""
+    return np.array([total * (p + 1) // parts - total * p // parts for p in range(parts)], dtype=np.int64)
+
+
+def counted_estimates(in_dir: str, assignment: str | None, num_parts: int, world: int, num_hops: int = 1
+                      ) -> tuple[list[Estimate], bool]:
+    """Per-rank estimates for dispatching the chunked graph at ``in_dir``: with an ``assignment`` directory,
+    every partition's edges are counted (one pass over the edges, as dispatch's own first pass); without
+    one, nodes and edges are assumed evenly shared. Returns the estimates and whether they were counted."""
+    from ..chunked.readers import read_edges
+    from ..chunked.spec import read_metadata
+    from ..pipeline.assignment_files import read_assignment
+    from ..pipeline.dispatch.plan import row_bytes
+
+    meta = read_metadata(in_dir)
+    node_row = {t: sum(row_bytes(s) for s in meta.node_data.get(t, {}).values()) for t in meta.ntypes}
+    edge_row = {et: sum(row_bytes(s) for s in meta.edge_data.get(et, {}).values()) for et in meta.etypes}
+    if assignment is None:
+        edges = sum(even_split(meta.num_edges[et], num_parts) for et in meta.etypes)
+        feats = sum(even_split(meta.num_nodes[t] * node_row[t], num_parts) for t in meta.ntypes) + \
+            sum(even_split(meta.num_edges[et] * edge_row[et], num_parts) for et in meta.etypes)
+        return dispatch_estimates(sum(meta.num_nodes.values()), np.asarray(edges), np.asarray(feats), world,
+                                  num_hops), False
+    per_type, num_parts = read_assignment(assignment, meta.num_nodes)
+    edges, feats = np.zeros(num_parts, np.int64), np.zeros(num_parts, np.int64)
+    for t in meta.ntypes:
+        feats += np.bincount(per_type[t], minlength=num_parts) * node_row[t]
+    for et in meta.etypes:
+        for i in range(len(meta.edges[et].paths)):
+            counted = np.bincount(per_type[et[2]][read_edges(meta.edges[et], i)[1]], minlength=num_parts)
+            edges += counted
+            feats += counted * edge_row[et]
+    return dispatch_estimates(sum(meta.num_nodes.values()), edges, feats, world, num_hops), True

@@ -1,0 +1,53 @@
+"""Measuring what the planner predicts: the peak private (anonymous) memory of each process a command
+starts, sampled from ``/proc`` (Linux). Used to calibrate the planner (``benchmarks/plan_calibration.py``)
+and by its tests; also handy to check a prediction on your own machine."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+from ..errors import InputError
+
+
+def _children(root: int) -> list[int]:
+    kids: dict[int, list[int]] = {}
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                kids.setdefault(int((p / "stat").read_text().rsplit(")", 1)[1].split()[1]), []).append(int(p.name))
+            except (OSError, ValueError, IndexError):
+                continue
+    out, todo = [], list(kids.get(root, []))
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += kids.get(pid, [])
+    return out
+
+
+def private_bytes(pid: int) -> int:
+    """Resident private (anonymous) memory of process ``pid`` now."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def peak_private(cmd: list[str], interval: float = 0.01) -> dict[int, int]:
+    """Run ``cmd`` and return the peak private memory of each process it started (the command's own process
+    included), sampled every ``interval`` seconds (a shorter spike can be missed). Raises
+    :class:`InputError` with its error output when the command fails."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    peaks: dict[int, int] = {}
+    while proc.poll() is None:
+        for pid in [proc.pid, *_children(proc.pid)]:
+            try:
+                peaks[pid] = max(peaks.get(pid, 0), private_bytes(pid))
+            except OSError:
+                continue
+        time.sleep(interval)
+    if proc.returncode:
+        raise InputError(f"{' '.join(cmd)} failed: {proc.stderr.read().strip()[-2000:]}")
+    return peaks

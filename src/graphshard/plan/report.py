@@ -1,0 +1,69 @@
+"""The planner's answers as text (``graphshard plan``) and the check ``train`` runs before starting its
+processes."""
+
+from __future__ import annotations
+
+import math
+
+from ..chunked.spec import read_metadata
+from ..errors import InputError
+from ..format.config import PartitionConfig, read_config
+from .assign import estimates
+from .budget import table
+from .counts import GraphCounts
+from .dispatch import counted_estimates
+from .estimate import Estimate
+from .train import train_estimates
+
+
+def _gb(b: int) -> str:
+    return f"{b / 2**30:.2f} GiB"
+
+
+def process_table(title: str, per_process: list[Estimate], budget: int) -> str:
+    """One line per process (peak private memory, memory-mapped files, phase) and the total against ``budget``."""
+    lines = [title, f"{'process':<10} {'peak memory':>12} {'mapped files':>13}  peak phase"]
+    for e in per_process:
+        lines.append(f"{e.method:<10} {_gb(e.peak_bytes):>12} {_gb(e.mapped_bytes):>13}  {e.phase}")
+    total = sum(e.peak_bytes for e in per_process)
+    verdict = "fits" if not budget or total <= budget else "does NOT fit"
+    lines.append(f"together {_gb(total)} on one machine: {verdict} the budget of {_gb(budget)}")
+    return "\n".join(lines)
+
+
+def feature_width(cfg: PartitionConfig, names: tuple[str, ...] = ("feat", "x")) -> int:
+    """Input columns of the widest node type's features (0 when no type has any)."""
+    widths = [math.prod(shape) for key, (_, shape) in cfg.feature_schema.get("node_feats", {}).items()
+              if key.rsplit("/", 1)[1] in names]
+    return max(widths, default=0)
+
+
+def plan_report(dataset: str | None, part_config: str | None, assignment: str | None, num_parts: int, procs: int,
+                budget: int, memory_mb: int = 1024, hidden: int = 64, sampled_eval: bool = False) -> str:
+    """``graphshard plan``: assignment methods and dispatch ranks for a chunked ``dataset``, or training
+    processes for the partitions at ``part_config``."""
+    if dataset:
+        counts = GraphCounts.of(read_metadata(dataset))
+        ranks, counted = counted_estimates(dataset, assignment, num_parts, procs)
+        how = f"partitions counted from {assignment}" if counted else f"{num_parts} partitions assumed even"
+        return table(counts, estimates(counts, num_parts, memory_mb), budget) + "\n\n" + \
+            process_table(f"dispatch on {procs} ranks ({how}):", ranks, budget)
+    cfg = read_config(part_config)
+    width = feature_width(cfg) or hidden  # featureless types learn inputs of --embed-dim (--hidden by default)
+    per = train_estimates(cfg, procs, width, hidden, not sampled_eval)
+    return process_table(f"train on {procs} processes x {cfg.num_parts} partitions ({width} input columns, hidden "
+                         f"{hidden}, {'sampled' if sampled_eval else 'layer-wise'} evaluation):", per, budget)
+
+
+def check_train_fits(cfg: PartitionConfig, world: int, local: int, hidden: int, layerwise: bool, budget: int) -> None:
+    """Raise :class:`InputError` when the ``local`` processes started on this machine (of ``world``) are
+    predicted to need more than ``budget`` bytes together."""
+    per = train_estimates(cfg, world, feature_width(cfg) or hidden, hidden, layerwise)[:local]
+    need = sum(e.peak_bytes for e in per)
+    if budget and need > budget:
+        worst = max(per, key=lambda e: e.peak_bytes)
+        hint = " or --eval-fanouts (sampled evaluation)" if layerwise else ""
+        raise InputError(f"training is predicted to need {_gb(need)} on this machine ({local} processes; "
+                         f"{worst.method} {_gb(worst.peak_bytes)} at its {worst.phase}), more than the "
+                         f"{_gb(budget)} allowed (--memory); start fewer processes{hint}, or spread them over "
+                         f"machines (graphshard plan --part-config {cfg.path} for the table)")

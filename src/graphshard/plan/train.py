@@ -1,0 +1,63 @@
+"""Training: each process's predicted peak of private memory, from the partition config (node counts,
+the partitions each process serves, their local node counts read from the file headers) and the model's
+widths, plus the partition files it memory-maps (counted apart: page cache the kernel can drop).
+
+A process holds tables over every node of the graph (labels, split masks, the sampler's slot table),
+degree tables of the nodes it serves, mini-batches, and at evaluation either sampled batches
+(``--eval-fanouts``) or the layer-wise inference's rows: the inputs of every local node of one stored
+partition at a time, and the layer outputs of the nodes it serves. Coefficients measured on R-MAT scale
+10-21 (64-d features, hidden 64, 2 and 4 partitions on 2 processes, ``benchmarks/plan_calibration.py``),
+fitted as an upper bound: all 32 runs within +1-24 %. Memory-bound parts that stop growing with the graph
+(mini-batches, a chunk of a layer's edges) are capped terms.
+"""
+
+from __future__ import annotations
+
+from ..format.config import PartitionConfig
+from ..format.tensorfile import read_header
+from .estimate import Estimate
+
+TRAIN_BASE = 275 << 20  # a training process: torch, PyG, RPC agent, model (measured 273 MiB on a tiny graph)
+BATCHES = 600  # per node of the graph, up to BATCHES_CAP: mini-batches in flight (they stop growing with the graph)
+BATCHES_CAP = 40 << 20
+PER_NODE = 220  # per node of the graph, on every process (labels, masks, the sampler's slot table)
+PER_NODE_SEGMENT = 45  # and per node of the graph for every stored partition served beyond the first
+LAYERWISE_CHUNK = 60  # per edge of a partition, up to LAYERWISE_CHUNK_CAP: one chunk of a layer's edges
+LAYERWISE_CHUNK_CAP = 120 << 20  # (graphshard.infer.layerwise.EDGES_PER_CHUNK)
+LAYERWISE_PER_LOCAL = 4.6  # per local node of a partition and per input+hidden column (float32 plus plan)
+LAYERWISE_SEGMENT = 64 << 20  # serving several partitions: their plans and rows held together (measured 3-110 MiB)
+
+
+def train_estimates(cfg: PartitionConfig, world: int, feat_width: int, hidden: int, layerwise: bool) -> list[Estimate]:
+    """One estimate per process (``method`` = ``"rank r"``) of training on ``cfg``'s partitions with
+    ``world`` processes; ``feat_width``: input columns; ``layerwise``: evaluation by layer-wise inference
+    (the default) rather than sampled batches."""
+    from ..distributed.served import stored_per_process
+
+    group = stored_per_process(cfg.num_parts, world)
+    sharing = max(1, world // cfg.num_parts)
+    inner = [sum(int(r[p, 1] - r[p, 0]) for r in cfg.node_map.values()) for p in range(cfg.num_parts)]
+    out = []
+    for rank in range(world):
+        first = (rank // sharing) * group
+        served = range(first, first + group)
+        n = cfg.num_nodes
+        peak = TRAIN_BASE + min(BATCHES_CAP, BATCHES * n) + PER_NODE * n + PER_NODE_SEGMENT * n * (group - 1)
+        phase = "training"
+        if layerwise:
+            local = max(_local_nodes(cfg, p) for p in served) // sharing
+            edges = max(sum(int(r[p, 1] - r[p, 0]) for r in cfg.edge_map.values()) for p in served) // sharing
+            others = sum(inner[p] for p in served) - min(inner[p] for p in served)
+            peak += min(LAYERWISE_CHUNK_CAP, LAYERWISE_CHUNK * edges) + 8 * hidden * others \
+                + int(LAYERWISE_PER_LOCAL * (feat_width + hidden) * local) + LAYERWISE_SEGMENT * (group > 1)
+            phase = "layer-wise evaluation"
+        mapped = sum(cfg.part_path(p, k).stat().st_size for p in served for k in cfg.parts[p]
+                     if cfg.part_path(p, k).is_file())
+        out.append(Estimate(f"rank {rank}", peak, 0, phase, mapped))
+    return out
+
+
+def _local_nodes(cfg: PartitionConfig, part: int) -> int:
+    """Inner and HALO nodes of a stored partition, from its file header (no data read)."""
+    spec = read_header(cfg.part_path(part, "part_graph")).get("node/_ID", {})
+    return int(spec.get("shape", [0])[0])
