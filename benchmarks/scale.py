@@ -12,11 +12,13 @@ edges between parts), node balance (largest part / mean) and edge balance (large
 mean). Prints a table and writes JSON (machine named). Run it alone: the timings share 2 cores.
 
 ``--big`` runs the whole pipeline on a graph METIS cannot hold here, each step a ``graphshard`` command
-whose processes are watched for their peak RSS (VmHWM, sampled every 0.2 s, per process): generate R-MAT
-(``--scale``, default 24) chunked with features, ``plan``, ``assign`` with ``stream`` and ``kaminpar``,
-``dispatch`` of the stream assignment to 4 partitions on 2 ranks, and one epoch of GraphSAGE on 4
-processes (one per partition, as the runtime needs); then the edge cut of both assignments and the sizes
-on disk.
+whose processes are watched (sampled every 0.1 s, per process) for their peak RSS (VmHWM: private memory
+and the resident pages of memory-mapped files) and their peak private memory (RssAnon: what must fit):
+generate R-MAT (``--scale``, default 24) chunked with features, ``assign`` with ``stream`` and
+``kaminpar``, ``dispatch`` of the stream assignment to 4 partitions on 2 ranks, and one epoch of
+GraphSAGE on 2 processes (each serving two partitions) with sampled evaluation; then the edge cut of both
+assignments, the sizes on disk and the planner's predictions for every step (assign per method; dispatch
+per rank from the counted partitions; train per process).
 """
 
 from __future__ import annotations
@@ -144,8 +146,9 @@ def _tree(root: int) -> list[int]:
 
 
 def watched(cmd: list[str], log: Path) -> dict:
-    """Run ``cmd``; its wall time and the peak RSS of each of its processes (by command line)."""
-    peaks: dict[int, tuple[str, int]] = {}
+    """Run ``cmd``; its wall time and, per process (by command line), the peak RSS (VmHWM) and the peak
+    private memory (RssAnon, sampled)."""
+    peaks: dict[int, list] = {}
     start = time.perf_counter()
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
@@ -156,27 +159,48 @@ def watched(cmd: list[str], log: Path) -> dict:
                     name = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:80]
                 except OSError:
                     continue
-                hwm = next((int(l.split()[1]) * 1024 for l in status.splitlines() if l.startswith("VmHWM")), 0)
-                peaks[pid] = (name, max(hwm, peaks.get(pid, ("", 0))[1]))
-            time.sleep(0.2)
+                field = {l.split(":")[0]: int(l.split()[1]) * 1024 for l in status.splitlines()
+                         if l.startswith(("VmHWM", "RssAnon"))}
+                old = peaks.get(pid, [name, 0, 0])
+                peaks[pid] = [name, max(old[1], field.get("VmHWM", 0)), max(old[2], field.get("RssAnon", 0))]
+            time.sleep(0.1)
     seconds = time.perf_counter() - start
-    top = sorted(peaks.values(), key=lambda p: -p[1])
+    top = sorted((p for p in peaks.values() if p[1] > 50 << 20), key=lambda p: -p[1])
     return {"cmd": " ".join(cmd), "seconds": seconds, "returncode": proc.returncode,
-            "peak_rss": [p[1] for p in top if p[1] > 50 << 20], "processes": [p[0] for p in top if p[1] > 50 << 20]}
+            "peak_rss": [p[1] for p in top], "peak_private": [p[2] for p in top], "processes": [p[0] for p in top]}
 
 
 def du(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def big(args) -> None:
+def predictions(w: Path, data: Path, scale: int) -> dict:
+    """The planner's predicted peaks (private memory, bytes) of every step: assign per method, dispatch per
+    rank (partitions counted from the stream assignment), train per process (with its mapped files)."""
     from graphshard.chunked.spec import read_metadata
+    from graphshard.format.config import read_config
     from graphshard.plan import GraphCounts, estimates
+    from graphshard.plan.dispatch import counted_estimates
+    from graphshard.plan.report import feature_width
+    from graphshard.plan.train import train_estimates
 
+    out = {"assign": {e.method: e.peak_bytes for e in estimates(GraphCounts.of(read_metadata(data)), 4)}}
+    if (w / "stream" / "partition_meta.json").is_file():
+        out["dispatch"] = [e.peak_bytes for e in counted_estimates(str(data), str(w / "stream"), 4, 2)[0]]
+    config = w / "parts" / f"rmat{scale}.json"
+    if config.is_file():
+        cfg = read_config(config)
+        per = train_estimates(cfg, 2, feature_width(cfg), 64, layerwise=False)
+        out["train"] = [e.peak_bytes for e in per]
+        out["train_mapped"] = [e.mapped_bytes for e in per]
+        out["train_layerwise"] = [e.peak_bytes for e in train_estimates(cfg, 2, feature_width(cfg), 64, True)]
+    return out
+
+
+def big(args) -> None:
     w, gs = args.work / f"big-rmat{args.scale}", [sys.executable, "-m", "graphshard.cli"]
     w.mkdir(parents=True, exist_ok=True)
     data, steps = w / "data", {}
-    plan = lambda: {e.method: e.peak_bytes for e in estimates(GraphCounts.of(read_metadata(data)), 4)}  # noqa: E731
     commands = {
         "generate": [*gs, "generate", "rmat", "--scale", str(args.scale), "--feat-dim", "64", "--num-classes", "8",
                      "--chunked", "--num-chunks", "32", "--out", str(data), "--overwrite"],
@@ -186,26 +210,26 @@ def big(args) -> None:
                             "4", "--method", "kaminpar", "--overwrite"],
         "dispatch": [*gs, "-v", "dispatch", "--dataset", str(data), "--assignment", str(w / "stream"), "--out",
                      str(w / "parts"), "--num-procs", "2", "--timeout", "7200", "--overwrite"],
-        # one process per partition: the runtime serves every partition with the same number of processes
-        "train": [*gs, "train", "--part-config", str(w / "parts" / f"rmat{args.scale}.json"), "--num-procs", "4",
-                  "--epochs", "1", "--fanouts", "10,10", "--batch-size", "1024", "--timeout", "7200", "--metrics-out",
-                  str(w / "train.json")],
+        # 4 partitions on 2 processes, each serving two; evaluation by sampled batches of the evaluated nodes
+        "train": [*gs, "train", "--part-config", str(w / "parts" / f"rmat{args.scale}.json"), "--num-procs", "2",
+                  "--epochs", "1", "--fanouts", "10,10", "--batch-size", "1024", "--eval-fanouts", "10,10",
+                  "--timeout", "7200", "--metrics-out", str(w / "train.json")],
     }
     for name, cmd in commands.items():
         if name in args.skip:
             continue
         steps[name] = watched(cmd, w / f"{name.replace(' ', '-')}.log")
-        print(f"{name}: {steps[name]['seconds']:.0f} s, peak RSS {[round(b / 2**30, 2) for b in steps[name]['peak_rss']]} "
-              f"GiB, exit {steps[name]['returncode']}", flush=True)
-        if name == "generate":
-            steps["plan"] = {"predicted_peak": plan()}
+        print(f"{name}: {steps[name]['seconds']:.0f} s, peak RSS {[round(b / 2**30, 2) for b in steps[name]['peak_rss']]}"
+              f" GiB, private {[round(b / 2**30, 2) for b in steps[name]['peak_private']]} GiB, "
+              f"exit {steps[name]['returncode']}", flush=True)
         if steps[name]["returncode"] != 0:
             break
     for method in ("stream", "kaminpar"):
-        if (w / method / "partition_meta.json").is_file():
+        if (w / method / "partition_meta.json").is_file() and f"assign {method}" in steps:
             steps[f"assign {method}"] |= quality(data, w / method, 4)
     sizes = {d: du(w / d) for d in ("data", "parts") if (w / d).is_dir()}
-    result = {"machine": machine(), "scale": args.scale, "steps": steps, "disk_bytes": sizes}
+    result = {"machine": machine(), "scale": args.scale, "steps": steps, "disk_bytes": sizes,
+              "predicted": predictions(w, data, args.scale)}
     args.json.parent.mkdir(parents=True, exist_ok=True)
     (args.json.parent / f"scale-big-{args.scale}.json").write_text(json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))

@@ -4,11 +4,11 @@ builds in each phase (as counted by dispatch's first pass, or assumed even witho
 A rank holds the node assignment and the relabelling of every node (``parts``, ``new2old``, ``old2new``
 and the exchange's routing), pieces of edges in flight (read, routed, exchanged: bounded by the piece
 size), then, one phase at a time, the edges and node rows of its partitions of that phase: received,
-sorted into the CSC, and written. Coefficients measured on R-MAT scale 10-21 with 64-d features, 2 and 4
-partitions on 2 ranks (``benchmarks/plan_calibration.py``), fitted as an upper bound: every one of the
-16 runs within +0-20 % (+38 % on the tiniest graphs, where the fixed part is all there is). On R-MAT
-every partition has about 32 edges per node, so the split between the per-edge and the per-feature-byte
-terms is not pinned down by these runs.
+sorted into the CSC, and written. Coefficients fitted as an upper bound to measurements
+(``benchmarks/plan_calibration.py``: R-MAT scale 10-21, 64-d features, stream assignments with balanced
+edges, 2 and 4 partitions on 2 ranks; and two skewed partitions: 54 M edges at scale 21, 462 M at scale
+24): all within +0-22 %. Features cost about one copy of the phase's rows; the per-edge term carries
+the rest.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from .estimate import Estimate
 DISPATCH_BASE = 205 << 20  # a dispatch rank: interpreter, torch.distributed, NumPy (measured 192 MiB)
 IN_FLIGHT = 24  # per edge of the phase, up to IN_FLIGHT_CAP: pieces being read, routed and exchanged
 IN_FLIGHT_CAP = 80 << 20
-PER_NODE = 40  # assignment, relabelling and routing tables of every node, on every rank
-PER_EDGE = 12  # a phase's received edges, their CSC and the written structure, per edge
-FEATURE_COPIES = 1.6  # a phase's node and edge rows: received, then written
+PER_NODE = 28  # assignment, relabelling and routing tables of every node, on every rank
+PER_EDGE = 19  # a phase's received edges, their CSC and the written structure, per edge
+FEATURE_COPIES = 1.0  # a phase's node and edge rows, as received
 
 
 def dispatch_estimates(num_nodes: int, part_edges: np.ndarray, part_feature_bytes: np.ndarray, world: int,

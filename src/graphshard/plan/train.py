@@ -6,9 +6,10 @@ A process holds tables over every node of the graph (labels, split masks, the sa
 degree tables of the nodes it serves, mini-batches, and at evaluation either sampled batches
 (``--eval-fanouts``) or the layer-wise inference's rows: the inputs of every local node of one stored
 partition at a time, and the layer outputs of the nodes it serves. Coefficients measured on R-MAT scale
-10-21 (64-d features, hidden 64, 2 and 4 partitions on 2 processes, ``benchmarks/plan_calibration.py``),
-fitted as an upper bound: all 32 runs within +1-24 %. Memory-bound parts that stop growing with the graph
-(mini-batches, a chunk of a layer's edges) are capped terms.
+10-21 (64-d features, hidden 64, 2 and 4 partitions on 2 processes, ``benchmarks/plan_calibration.py``)
+and 24 (16.8 M nodes, 4 partitions on 2 processes, ``benchmarks/scale.py --big``), fitted as an upper
+bound: with sampled evaluation every run within +0-10 %. Parts that stop growing with the graph
+(mini-batches, start-up work in bounded blocks, a chunk of a layer's edges) are capped terms.
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ from .estimate import Estimate
 TRAIN_BASE = 275 << 20  # a training process: torch, PyG, RPC agent, model (measured 273 MiB on a tiny graph)
 BATCHES = 600  # per node of the graph, up to BATCHES_CAP: mini-batches in flight (they stop growing with the graph)
 BATCHES_CAP = 40 << 20
-PER_NODE = 220  # per node of the graph, on every process (labels, masks, the sampler's slot table)
-PER_NODE_SEGMENT = 45  # and per node of the graph for every stored partition served beyond the first
+SETUP = 160  # per node of the graph, up to SETUP_CAP: start-up work in bounded blocks (validation, degrees)
+SETUP_CAP = 300 << 20
+PER_NODE = 60  # per node of the graph, on every process (labels, masks, the sampler's slot table)
+PER_NODE_SEGMENT = 20  # and per node of the graph for every stored partition served beyond the first
 LAYERWISE_CHUNK = 60  # per edge of a partition, up to LAYERWISE_CHUNK_CAP: one chunk of a layer's edges
 LAYERWISE_CHUNK_CAP = 120 << 20  # (graphshard.infer.layerwise.EDGES_PER_CHUNK)
-LAYERWISE_PER_LOCAL = 4.6  # per local node of a partition and per input+hidden column (float32 plus plan)
+LAYERWISE_PER_LOCAL = 5.0  # per local node of a partition and per input+hidden column (float32 plus plan)
 LAYERWISE_SEGMENT = 64 << 20  # serving several partitions: their plans and rows held together (measured 3-110 MiB)
 
 
@@ -42,7 +45,8 @@ def train_estimates(cfg: PartitionConfig, world: int, feat_width: int, hidden: i
         first = (rank // sharing) * group
         served = range(first, first + group)
         n = cfg.num_nodes
-        peak = TRAIN_BASE + min(BATCHES_CAP, BATCHES * n) + PER_NODE * n + PER_NODE_SEGMENT * n * (group - 1)
+        peak = TRAIN_BASE + min(BATCHES_CAP, BATCHES * n) + min(SETUP_CAP, SETUP * n) + PER_NODE * n \
+            + PER_NODE_SEGMENT * n * (group - 1)
         phase = "training"
         if layerwise:
             local = max(_local_nodes(cfg, p) for p in served) // sharing
