@@ -35,6 +35,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from partition import machine, peak_rss  # noqa: E402  (shared helpers of the benchmarks)
 
+from graphshard.plan.measure import process_tree  # noqa: E402
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 METHODS = ("random", "stream", "kaminpar", "metis")
 
@@ -127,24 +129,6 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _tree(root: int) -> list[int]:
-    """``root`` and its descendants (from /proc)."""
-    kids: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            kids.setdefault(ppid, []).append(int(d.name))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo += kids.get(pid, [])
-    return out
-
-
 def watched(cmd: list[str], log: Path) -> dict:
     """Run ``cmd``; its wall time and, per process (by command line), the peak RSS (VmHWM) and the peak
     private memory (RssAnon, sampled)."""
@@ -153,7 +137,7 @@ def watched(cmd: list[str], log: Path) -> dict:
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
         while proc.poll() is None:
-            for pid in _tree(proc.pid):
+            for pid in process_tree(proc.pid):
                 try:
                     status = Path(f"/proc/{pid}/status").read_text()
                     name = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:80]

@@ -54,7 +54,7 @@ def _train(config: Path, sampled: bool) -> int:
 
 
 def _within(measured: int, grows: int) -> None:
-    slack = 8 << 20  # page granularity, allocator and sampling noise between runs
+    slack = 16 << 20  # page granularity, allocator and thread timing: repeated runs differ by a few percent
     assert measured - slack <= grows <= 1.25 * measured + 2 * slack, (measured / 2**20, grows / 2**20)
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from ..errors import InputError
 
 
-def _children(root: int) -> list[int]:
+def process_tree(root: int) -> list[int]:
+    """``root`` and its descendants, from ``/proc``."""
     kids: dict[int, list[int]] = {}
     for p in Path("/proc").iterdir():
         if p.name.isdigit():
@@ -19,7 +20,7 @@ def _children(root: int) -> list[int]:
                 kids.setdefault(int((p / "stat").read_text().rsplit(")", 1)[1].split()[1]), []).append(int(p.name))
             except (OSError, ValueError, IndexError):
                 continue
-    out, todo = [], list(kids.get(root, []))
+    out, todo = [], [root]
     while todo:
         pid = todo.pop()
         out.append(pid)
@@ -42,7 +43,7 @@ def peak_private(cmd: list[str], interval: float = 0.01) -> dict[int, int]:
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     peaks: dict[int, int] = {}
     while proc.poll() is None:
-        for pid in [proc.pid, *_children(proc.pid)]:
+        for pid in process_tree(proc.pid):
             try:
                 peaks[pid] = max(peaks.get(pid, 0), private_bytes(pid))
             except OSError:
