@@ -27,6 +27,11 @@ def run_partition(args: argparse.Namespace) -> None:
     from ..partition.api import partition_graph
     from ..stats import format_stats, partitioning_stats
 
+    from ..plan import machine_memory, parse_size
+    from ..plan.report import check_partition_fits
+
+    check_partition_fits(args.dataset, args.method, args.num_parts, parse_size(args.memory) if args.memory
+                         else machine_memory())
     ds = load_dataset(args.dataset)
     name = args.graph_name or "".join(c if c.isalnum() else "_" for c in ds.name)
     start = time.perf_counter()
@@ -62,6 +67,8 @@ def register(sub: Any) -> None:
                       help="split each partition's nodes among this many trainers (stored as <ntype>/trainer_id)")
     seed_flag(part)
     part.add_argument("--save-orig-ids", action="store_true", help="also write orig_nids/orig_eids files")
+    part.add_argument("--memory", metavar="SIZE", help="memory this step may use, e.g. 16G (default: the machine's); "
+                      "a method predicted to need more is refused before the dataset is read (see 'graphshard plan')")
     overwrite_flag(part)
     part.set_defaults(func=run_partition)
 

@@ -72,7 +72,8 @@ def _plan(sub: Any) -> None:
                 "(anonymous) memory; the partition files a process memory-maps are listed apart (page cache the "
                 "kernel can drop).")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--dataset", help=CHUNKED_HELP)
+    src.add_argument("--dataset", help="a chunked graph (metadata.json): plans of assign and dispatch; or a dataset "
+                     "directory (meta.json): the plan of graphshard partition, in memory")
     src.add_argument("--part-config", help="partition config JSON: plan training on these partitions")
     p.add_argument("--num-parts", type=positive_int, default=4, help="number of partitions (assign, dispatch)")
     p.add_argument("--assignment", help="assignment directory: count each partition's edges for the dispatch plan "

@@ -4,15 +4,17 @@ processes."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from ..chunked.spec import read_metadata
 from ..errors import InputError
 from ..format.config import PartitionConfig, read_config
-from .assign import estimates
+from .assign import choose, estimates
 from .budget import table
 from .counts import GraphCounts
 from .dispatch import counted_estimates
 from .estimate import Estimate
+from .partition import dataset_counts, partition_estimates
 from .train import train_estimates
 
 
@@ -42,6 +44,8 @@ def plan_report(dataset: str | None, part_config: str | None, assignment: str | 
                 budget: int, memory_mb: int = 1024, hidden: int = 64, sampled_eval: bool = False) -> str:
     """``graphshard plan``: assignment methods and dispatch ranks for a chunked ``dataset``, or training
     processes for the partitions at ``part_config``."""
+    if dataset and not (Path(dataset) / "metadata.json").is_file():  # a dataset partitioned in memory
+        return method_table(dataset, partition_estimates(dataset, num_parts), budget)
     if dataset:
         counts = GraphCounts.of(read_metadata(dataset))
         ranks, counted = counted_estimates(dataset, assignment, num_parts, procs)
@@ -67,3 +71,28 @@ def check_train_fits(cfg: PartitionConfig, world: int, local: int, hidden: int, 
                          f"{worst.method} {_gb(worst.peak_bytes)} at its {worst.phase}), more than the "
                          f"{_gb(budget)} allowed (--memory); start fewer processes{hint}, or spread them over "
                          f"machines (graphshard plan --part-config {cfg.path} for the table)")
+
+
+def method_table(dataset: str, options: list[Estimate], budget: int) -> str:
+    """``graphshard partition`` (in memory) per method: predicted peak, fit, recommendation."""
+    nodes, edges, data = dataset_counts(dataset)
+    lines = [f"graphshard partition (in memory): {nodes:,} nodes, {edges:,} edges, {data / 2**30:.2f} GiB of arrays; "
+             f"budget {_gb(budget)}", f"{'method':<10} {'peak memory':>12}  fits"]
+    for e in options:
+        lines.append(f"{e.method:<10} {_gb(e.peak_bytes):>12}  {'yes' if not budget or e.peak_bytes <= budget else 'no'}")
+    best = choose(options, budget) if budget else None
+    lines.append(f"recommended: {best.method}" if best else "recommended: none fits in memory; use the chunked "
+                 "pipeline (graphshard chunk, then assign --method stream or kaminpar, then dispatch)")
+    return "\n".join(lines)
+
+
+def check_partition_fits(dataset: str, method: str, num_parts: int, budget: int) -> None:
+    """Raise :class:`InputError` when ``graphshard partition --method`` is predicted to need more than ``budget``."""
+    options = {e.method: e for e in partition_estimates(dataset, num_parts)}
+    mine = options.get(method)
+    if mine is None or not budget or mine.peak_bytes <= budget:
+        return
+    fits = [f"{m} ({_gb(e.peak_bytes)})" for m, e in options.items() if e.peak_bytes <= budget]
+    raise InputError(f"partition --method {method} is predicted to need {_gb(mine.peak_bytes)}, more than the "
+                     f"{_gb(budget)} allowed (--memory); methods that fit: {', '.join(fits) or 'none'}; graphs that "
+                     "do not fit in memory take the chunked pipeline (graphshard chunk, assign, dispatch)")

@@ -157,11 +157,17 @@ def relabel_dense(ids: np.ndarray, slot: np.ndarray, base: int) -> tuple[np.ndar
 
 
 def warm_up() -> None:
-    """Compile the sampling kernels for the argument types training passes (or load them from the cache), so
-    ranks started afterwards load them from the cache instead of each compiling them at once."""
+    """Compile the sampling kernels (and DistGraph's degree kernels) for the argument types training passes (or
+    load them from the cache), so ranks started afterwards load them from the cache instead of each compiling
+    them at once."""
     indptr, indices, nodes = np.array([0, 1, 2], np.int64), np.array([1, 0], np.int64), np.array([0, 1], np.int64)
     starts, ends, fanouts = indptr[nodes], indptr[nodes + 1], np.ones(2, np.int64)
     sample_ranges(starts, ends, indices, fanouts, False, 1)
     sample_ranges(starts, ends, indices, fanouts, False, 1, np.zeros(2), np.zeros(2))  # temporal: float64 times
     typed_ranges(indptr, np.zeros(2, np.int64), nodes, np.zeros(2, np.int64))
     relabel_dense(indices, np.full(2, -1, np.int64), 0)
+    from ..distributed.degrees import in_degree_table, source_counts  # DistGraph's start-up kernels too
+
+    etype = np.zeros(2, np.int64)
+    in_degree_table(indptr, etype, 2, 2)
+    source_counts(indptr, indices, etype, 2, 2, 1)
