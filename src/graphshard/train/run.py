@@ -181,6 +181,11 @@ def _train(opts: TrainOptions, num_procs: int | None, dataset: str | None, work_
         job = (dataset, out, parts, part_method, opts.seed, opts.task == "link", opts.edge_type)
         if not num_procs:
             return _rank_main(opts, None, job), launcher
+        from ..plan import machine_memory
+        from ..plan.report import check_partition_fits
+
+        if not _paths(*job)[1].is_file():  # to be partitioned here: refused first if it cannot fit
+            check_partition_fits(dataset, part_method, parts, memory or machine_memory())
         with timing.phase("partition_s", launcher):
             partition_dataset(*job)
         opts = _with_partitions(opts, job)
