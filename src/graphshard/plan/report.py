@@ -88,7 +88,10 @@ def method_table(dataset: str, options: list[Estimate], budget: int) -> str:
 
 def check_partition_fits(dataset: str, method: str, num_parts: int, budget: int) -> None:
     """Raise :class:`InputError` when ``graphshard partition --method`` is predicted to need more than ``budget``."""
-    options = {e.method: e for e in partition_estimates(dataset, num_parts)}
+    try:
+        options = {e.method: e for e in partition_estimates(dataset, num_parts)}
+    except InputError:
+        return  # no counts to plan with: reading the dataset reports what is wrong with it
     mine = options.get(method)
     if mine is None or not budget or mine.peak_bytes <= budget:
         return
