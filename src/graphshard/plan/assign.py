@@ -12,6 +12,7 @@ is meant as an upper bound within 25 % of the measured growth.
 
 from __future__ import annotations
 
+from ..partition.assign.coarse import SLICE
 from .counts import GraphCounts
 from .estimate import Estimate
 
@@ -45,7 +46,10 @@ def estimates(c: GraphCounts, num_parts: int, memory_mb: int = 1024) -> list[Est
     buf = memory_mb << 20
     build = _out_of_core(c, buf)
     adjacency_disk = 8 * 2 * c.edges + 4 * c.entries + 8 * c.nodes  # bucket files (2E keys), the CSR
-    stream = build | {"partition": 24 * c.nodes + min(buf // 2, 4 * c.entries)}
+    # the passes' state and a block of the adjacency; on ordered graphs also the contraction of the clusters
+    # (a slice of entries at a time) and the contracted graph (at most 2 entries per node, 24 bytes each)
+    contraction = 32 * min(SLICE, c.entries) + 48 * c.nodes if c.ordered else 0
+    stream = build | {"partition": 24 * c.nodes + min(buf // 2, 4 * c.entries) + contraction}
     kaminpar = build | {"kaminpar": KAMINPAR_FIXED + 24 * c.nodes + int(KAMINPAR_BYTES_PER_ENTRY * c.entries)}
     out = [Estimate("random", BASE + 24 * c.nodes, 0, "assign"),
            _peak("stream", stream, adjacency_disk),
