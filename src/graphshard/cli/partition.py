@@ -27,11 +27,10 @@ def run_partition(args: argparse.Namespace) -> None:
     from ..partition.api import partition_graph
     from ..stats import format_stats, partitioning_stats
 
-    from ..plan import machine_memory, parse_size
+    from ..plan import allowed
     from ..plan.report import check_partition_fits
 
-    check_partition_fits(args.dataset, args.method, args.num_parts, parse_size(args.memory) if args.memory
-                         else machine_memory())
+    check_partition_fits(args.dataset, args.method, args.num_parts, allowed(args.memory))
     ds = load_dataset(args.dataset)
     name = args.graph_name or "".join(c if c.isalnum() else "_" for c in ds.name)
     start = time.perf_counter()

@@ -16,9 +16,9 @@ CHUNKED_HELP = "input graph: a chunked graph directory (metadata.json; write one
 
 def run_assign(args: argparse.Namespace) -> None:
     from ..pipeline.assign import assign_chunked
-    from ..plan import check_fits, machine_memory, parse_size
+    from ..plan import allowed, check_fits
 
-    budget = parse_size(args.memory) if args.memory else machine_memory()
+    budget = allowed(args.memory)
     if budget:  # refuse a method predicted not to fit, before any work
         check_fits(args.dataset, args.method, args.num_parts, budget, args.memory_mb)
 
@@ -55,10 +55,10 @@ def run_parmetis(args: argparse.Namespace) -> None:
 
 
 def run_plan(args: argparse.Namespace) -> None:
-    from ..plan import machine_memory, parse_size
+    from ..plan import allowed
     from ..plan.report import plan_report
 
-    budget = parse_size(args.memory) if args.memory else machine_memory()
+    budget = allowed(args.memory)
     print(plan_report(args.dataset, args.part_config, args.assignment, args.num_parts, args.num_procs, budget,
                       args.memory_mb, args.hidden, args.sampled_eval))
 

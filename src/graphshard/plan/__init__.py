@@ -4,8 +4,9 @@ checks that refuse a step predicted not to fit before it starts. One module per 
 and :mod:`~graphshard.plan.train` (per process)."""
 
 from .assign import choose, estimates
-from .budget import check_fits, machine_memory, parse_size, table
+from .budget import allowed, check_fits, gib, machine_memory, parse_size, table
 from .counts import GraphCounts
 from .estimate import Estimate
 
-__all__ = ["Estimate", "GraphCounts", "check_fits", "choose", "estimates", "machine_memory", "parse_size", "table"]
+__all__ = ["Estimate", "GraphCounts", "allowed", "check_fits", "choose", "estimates", "gib", "machine_memory",
+           "parse_size", "table"]

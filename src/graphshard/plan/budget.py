@@ -24,6 +24,14 @@ def machine_memory() -> int:
     return 0
 
 
+def allowed(memory: int | str | None = None) -> int:
+    """The memory a step may use: ``memory`` (bytes, or a size such as ``16G``; see :func:`parse_size`), or,
+    when it is not given (None, 0, empty), this machine's memory (0 when unknown: nothing is refused)."""
+    if isinstance(memory, str) and memory:
+        return parse_size(memory)
+    return int(memory) if memory else machine_memory()
+
+
 def parse_size(text: str) -> int:
     """``24G``, ``512M``, ``1.5T`` or plain bytes -> bytes; raises :class:`InputError`."""
     units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -44,24 +52,25 @@ def check_fits(in_dir: str | os.PathLike, method: str, num_parts: int, memory_by
     options = estimates(GraphCounts.of(read_metadata(in_dir)), num_parts, memory_mb)
     mine = next(e for e in options if e.method == method)
     if mine.peak_bytes > memory_bytes:
-        fits = [f"{e.method} ({_gb(e.peak_bytes)})" for e in options if e.peak_bytes <= memory_bytes]
-        raise InputError(f"assign --method {method} is predicted to need {_gb(mine.peak_bytes)} at its peak "
-                         f"({mine.phase}), more than the {_gb(memory_bytes)} allowed; methods that fit: "
+        fits = [f"{e.method} ({gib(e.peak_bytes)})" for e in options if e.peak_bytes <= memory_bytes]
+        raise InputError(f"assign --method {method} is predicted to need {gib(mine.peak_bytes)} at its peak "
+                         f"({mine.phase}), more than the {gib(memory_bytes)} allowed; methods that fit: "
                          f"{', '.join(fits) or 'none'} (graphshard plan --dataset {in_dir} for the table)")
     return mine
 
 
-def _gb(b: int) -> str:
+def gib(b: int) -> str:
+    """``b`` bytes as the planner's messages and tables show them (``1.25 GiB``)."""
     return f"{b / 2**30:.2f} GiB"
 
 
 def table(c: GraphCounts, options: list[Estimate], memory_bytes: int) -> str:
     """The planner's answer as text."""
     lines = [f"graph: {c.nodes:,} nodes, {c.edges:,} edges (largest chunk {c.max_chunk_edges:,}), "
-             f"{c.disk_bytes / 2**30:.2f} GiB on disk; budget {_gb(memory_bytes)}",
+             f"{c.disk_bytes / 2**30:.2f} GiB on disk; budget {gib(memory_bytes)}",
              f"{'method':<10} {'peak memory':>12} {'extra disk':>11}  {'fits':<5} peak phase"]
     for e in options:
-        lines.append(f"{e.method:<10} {_gb(e.peak_bytes):>12} {e.disk_bytes / 2**30:>7.2f} GiB  "
+        lines.append(f"{e.method:<10} {gib(e.peak_bytes):>12} {e.disk_bytes / 2**30:>7.2f} GiB  "
                      f"{'yes' if e.peak_bytes <= memory_bytes else 'no':<5} {e.phase}")
     best = choose(options, memory_bytes)
     lines.append(f"recommended: {best.method}" if best else "recommended: none fits; raise --memory")

@@ -10,7 +10,7 @@ from ..chunked.spec import read_metadata
 from ..errors import InputError
 from ..format.config import PartitionConfig, read_config
 from .assign import choose, estimates
-from .budget import table
+from .budget import gib, table
 from .counts import GraphCounts
 from .dispatch import counted_estimates
 from .estimate import Estimate
@@ -18,18 +18,14 @@ from .partition import dataset_counts, partition_estimates
 from .train import train_estimates
 
 
-def _gb(b: int) -> str:
-    return f"{b / 2**30:.2f} GiB"
-
-
 def process_table(title: str, per_process: list[Estimate], budget: int) -> str:
     """One line per process (peak private memory, memory-mapped files, phase) and the total against ``budget``."""
     lines = [title, f"{'process':<10} {'peak memory':>12} {'mapped files':>13}  peak phase"]
     for e in per_process:
-        lines.append(f"{e.method:<10} {_gb(e.peak_bytes):>12} {_gb(e.mapped_bytes):>13}  {e.phase}")
+        lines.append(f"{e.method:<10} {gib(e.peak_bytes):>12} {gib(e.mapped_bytes):>13}  {e.phase}")
     total = sum(e.peak_bytes for e in per_process)
     verdict = "fits" if not budget or total <= budget else "does NOT fit"
-    lines.append(f"together {_gb(total)} on one machine: {verdict} the budget of {_gb(budget)}")
+    lines.append(f"together {gib(total)} on one machine: {verdict} the budget of {gib(budget)}")
     return "\n".join(lines)
 
 
@@ -67,9 +63,9 @@ def check_train_fits(cfg: PartitionConfig, world: int, local: int, hidden: int, 
     if budget and need > budget:
         worst = max(per, key=lambda e: e.peak_bytes)
         hint = " or --eval-fanouts (sampled evaluation)" if layerwise else ""
-        raise InputError(f"training is predicted to need {_gb(need)} on this machine ({local} processes; "
-                         f"{worst.method} {_gb(worst.peak_bytes)} at its {worst.phase}), more than the "
-                         f"{_gb(budget)} allowed (--memory); start fewer processes{hint}, or spread them over "
+        raise InputError(f"training is predicted to need {gib(need)} on this machine ({local} processes; "
+                         f"{worst.method} {gib(worst.peak_bytes)} at its {worst.phase}), more than the "
+                         f"{gib(budget)} allowed (--memory); start fewer processes{hint}, or spread them over "
                          f"machines (graphshard plan --part-config {cfg.path} for the table)")
 
 
@@ -77,9 +73,9 @@ def method_table(dataset: str, options: list[Estimate], budget: int) -> str:
     """``graphshard partition`` (in memory) per method: predicted peak, fit, recommendation."""
     nodes, edges, data = dataset_counts(dataset)
     lines = [f"graphshard partition (in memory): {nodes:,} nodes, {edges:,} edges, {data / 2**30:.2f} GiB of arrays; "
-             f"budget {_gb(budget)}", f"{'method':<10} {'peak memory':>12}  fits"]
+             f"budget {gib(budget)}", f"{'method':<10} {'peak memory':>12}  fits"]
     for e in options:
-        lines.append(f"{e.method:<10} {_gb(e.peak_bytes):>12}  {'yes' if not budget or e.peak_bytes <= budget else 'no'}")
+        lines.append(f"{e.method:<10} {gib(e.peak_bytes):>12}  {'yes' if not budget or e.peak_bytes <= budget else 'no'}")
     best = choose(options, budget) if budget else None
     lines.append(f"recommended: {best.method}" if best else "recommended: none fits in memory; use the chunked "
                  "pipeline (graphshard chunk, then assign --method stream or kaminpar, then dispatch)")
@@ -95,7 +91,7 @@ def check_partition_fits(dataset: str, method: str, num_parts: int, budget: int)
     mine = options.get(method)
     if mine is None or not budget or mine.peak_bytes <= budget:
         return
-    fits = [f"{m} ({_gb(e.peak_bytes)})" for m, e in options.items() if e.peak_bytes <= budget]
-    raise InputError(f"partition --method {method} is predicted to need {_gb(mine.peak_bytes)}, more than the "
-                     f"{_gb(budget)} allowed (--memory); methods that fit: {', '.join(fits) or 'none'}; graphs that "
+    fits = [f"{m} ({gib(e.peak_bytes)})" for m, e in options.items() if e.peak_bytes <= budget]
+    raise InputError(f"partition --method {method} is predicted to need {gib(mine.peak_bytes)}, more than the "
+                     f"{gib(budget)} allowed (--memory); methods that fit: {', '.join(fits) or 'none'}; graphs that "
                      "do not fit in memory take the chunked pipeline (graphshard chunk, assign, dispatch)")

@@ -90,11 +90,15 @@ def _check_link(opts: TrainOptions, cfg: PartitionConfig, held: Held) -> None:
 def resolve_data(opts: TrainOptions, world_size: int, announce: bool = True) -> TrainOptions:
     """``opts`` with the data names resolved and checked against its partitions (see the module docstring);
     raises :class:`InputError` naming the file and what it holds. ``announce``: log featureless types."""
+    from ..distributed.served import stored_per_process
+
     cfg = read_config(opts.part_config)
-    if world_size % cfg.num_parts and cfg.num_parts % world_size:
+    try:
+        stored_per_process(cfg.num_parts, world_size)
+    except InputError:
         raise InputError(f"{world_size} processes cannot serve the {cfg.num_parts} partitions of {cfg.path} evenly: "
                          f"start a multiple or a divisor of {cfg.num_parts} (every partition is served by as many "
-                         "processes, or every process serves as many partitions)")
+                         "processes, or every process serves as many partitions)") from None
     held = held_data(cfg)
     present = {n for h in held.values() for n in h}
     feat = _pick(opts.feat, FEATURE_NAMES, present)

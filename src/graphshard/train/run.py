@@ -181,11 +181,11 @@ def _train(opts: TrainOptions, num_procs: int | None, dataset: str | None, work_
         job = (dataset, out, parts, part_method, opts.seed, opts.task == "link", opts.edge_type)
         if not num_procs:
             return _rank_main(opts, None, job), launcher
-        from ..plan import machine_memory
+        from ..plan import allowed
         from ..plan.report import check_partition_fits
 
         if not _paths(*job)[1].is_file():  # to be partitioned here: refused first if it cannot fit
-            check_partition_fits(dataset, part_method, parts, memory or machine_memory())
+            check_partition_fits(dataset, part_method, parts, allowed(memory))
         with timing.phase("partition_s", launcher):
             partition_dataset(*job)
         opts = _with_partitions(opts, job)
@@ -194,11 +194,11 @@ def _train(opts: TrainOptions, num_procs: int | None, dataset: str | None, work_
                         announce=bool(num_procs) or os.environ.get("RANK", "0") == "0")
     if num_procs:  # predicted not to fit this machine: refused now, with the numbers
         from ..format.config import read_config
-        from ..plan import machine_memory
+        from ..plan import allowed
         from ..plan.report import check_train_fits
 
         check_train_fits(read_config(opts.part_config), num_procs, num_procs, opts.hidden, opts.eval_fanouts is None,
-                         memory or machine_memory())
+                         allowed(memory))
     if opts.checkpoint and num_procs:  # a checkpoint of another run, or ranks at different epochs: say so now
         from .checkpoint import check_checkpoints, run_identity
 

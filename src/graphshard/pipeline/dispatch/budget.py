@@ -9,7 +9,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...plan.dispatch import dispatch_estimates
-from ...plan.budget import machine_memory
+from ...plan.budget import allowed, gib
 from .plan import EdgePlan, row_bytes
 from .state import DispatchState
 
@@ -34,11 +34,11 @@ def check_memory(state: DispatchState, plan: EdgePlan) -> None:
     local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
     first = rank - int(os.environ.get("LOCAL_RANK", rank))
     here = peaks[first: first + local]
-    budget = state.opts.memory or machine_memory()
+    budget = allowed(state.opts.memory)
     need = sum(e.peak_bytes for e in here)
     if budget and need > budget:
         worst = max(here, key=lambda e: e.peak_bytes)
-        raise InputError(f"dispatch is predicted to need {need / 2**30:.2f} GiB on this machine ({len(here)} ranks; "
-                         f"{worst.method} {worst.peak_bytes / 2**30:.2f} GiB while {worst.phase}), more than the "
-                         f"{budget / 2**30:.2f} GiB allowed (--memory); use more machines, or an assignment with "
+        raise InputError(f"dispatch is predicted to need {gib(need)} on this machine ({len(here)} ranks; "
+                         f"{worst.method} {gib(worst.peak_bytes)} while {worst.phase}), more than the "
+                         f"{gib(budget)} allowed (--memory); use more machines, or an assignment with "
                          "balanced edges (assign --balance-edges)")
