@@ -85,7 +85,7 @@ def _out_of_core(meta: ChunkedMeta, out_dir: Path, method: str, num_parts: int, 
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.adjacency-", dir=out_dir.resolve().parent))
     try:
         start = time.perf_counter()
-        csr = build_disk_csr(meta, work, memory_mb << 20, in_degree=balance_edges)
+        csr = build_disk_csr(meta, work, memory_mb << 20, in_degree=balance_edges, ascending=method == "kaminpar")
         log.info("adjacency built out of core in %.2f s (%s)", time.perf_counter() - start, csr.timings)
         start = time.perf_counter()
         if method == "stream":

@@ -13,12 +13,16 @@ is meant as an upper bound within 25 % of the measured growth.
 from __future__ import annotations
 
 from ..partition.assign.coarse import SLICE
+from ..pipeline.disk_csr import BYTES_PER_KEY, bucket_keys, dedup_chunks
 from .counts import GraphCounts
 from .estimate import Estimate
 
 BASE = 100 << 20  # a graphshard process before it reads the graph (measured: 98 MB)
 COMPILED = 50 << 20  # more once numba's kernels (LLVM, threads) or METIS/KaMinPar are loaded (measured 49-57)
 METIS_BYTES_PER_EDGE = 165  # METIS 5 (pymetis) with graphshard's CSR, per stored directed edge (measured 126-158)
+# On graphs whose order carries locality (web crawls, meshes) METIS's coarsening shrinks the graph level by
+# level, so its hierarchy holds far less than on power-law graphs without it (measured 103 on cnr-2000)
+METIS_BYTES_PER_EDGE_ORDERED = 120
 KAMINPAR_BYTES_PER_ENTRY = 12.7  # KaMinPar (compressed graph, partition state), per adjacency entry (measured 10.5-13.5)
 KAMINPAR_FIXED = 32 << 20  # and its buffers that do not grow with the graph
 PREFERENCE = ("kaminpar", "metis", "stream", "random")  # by cut quality at equal fit, then memory
@@ -34,11 +38,13 @@ def _read_chunk(e: int) -> int:
 def _out_of_core(c: GraphCounts, memory_bytes: int) -> dict[str, int]:
     """Peak of each phase of the out-of-core adjacency (:mod:`graphshard.pipeline.disk_csr`)."""
     entries = 2 * c.edges  # keys before de-duplication: both directions of every stored edge
-    buckets = max(1, -(-12 * entries // memory_bytes))
+    bucket = min(bucket_keys(memory_bytes), entries)
+    buckets = max(1, -(-entries // bucket))
     return {"degrees": 8 * c.nodes + _read_chunk(c.max_chunk_edges),
-            "distribute": _read_chunk(c.max_chunk_edges) + 16 * c.max_chunk_edges,
-            # the bucket's keys and rows fill the buffer; allocator slack measured up to 8 % on top
-            "sort": min(memory_bytes, 12 * entries) * 11 // 10 + 64 * (c.nodes // buckets + 1)}
+            "distribute": 2 * c.nodes + _read_chunk(c.max_chunk_edges) + 16 * c.max_chunk_edges,
+            # a bucket's keys and rows (allocator slack measured up to 8 % on top), the marks of the
+            # de-duplication, and the per-thread row counts
+            "sort": BYTES_PER_KEY * bucket * 11 // 10 + 4 * dedup_chunks() * c.nodes + 64 * (c.nodes // buckets + 1)}
 
 
 def estimates(c: GraphCounts, num_parts: int, memory_mb: int = 1024) -> list[Estimate]:
@@ -54,8 +60,12 @@ def estimates(c: GraphCounts, num_parts: int, memory_mb: int = 1024) -> list[Est
     out = [Estimate("random", BASE + 24 * c.nodes, 0, "assign"),
            _peak("stream", stream, adjacency_disk),
            _peak("kaminpar", kaminpar, adjacency_disk + 8 * c.entries + 8 * c.nodes),
-           Estimate("metis", BASE + COMPILED + METIS_BYTES_PER_EDGE * c.edges + 16 * c.nodes, 0, "METIS")]
+           Estimate("metis", BASE + COMPILED + _metis_per_edge(c) * c.edges + 16 * c.nodes, 0, "METIS")]
     return out
+
+
+def _metis_per_edge(c: GraphCounts) -> int:
+    return METIS_BYTES_PER_EDGE_ORDERED if c.ordered else METIS_BYTES_PER_EDGE
 
 
 def _peak(method: str, phases: dict[str, int], disk: int) -> Estimate:
