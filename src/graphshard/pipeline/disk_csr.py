@@ -40,6 +40,9 @@ BYTES_PER_KEY = 12  # a bucket's keys (sorted in place) and its rows' neighbours
 BUCKET_KEYS = 1 << 21  # at most this many keys a bucket: its rows (8 MiB) stay in cache while they are filled
 
 
+BLOCK_NODES = 1 << 20  # a block of :meth:`DiskCSR.blocks` holds at most this many nodes' rows
+
+
 def bucket_keys(memory_bytes: int) -> int:
     """Keys per bucket: what the buffer holds, at most :data:`BUCKET_KEYS` (smaller buckets sort faster)."""
     return max(1, min(BUCKET_KEYS, memory_bytes // BYTES_PER_KEY))
@@ -83,7 +86,7 @@ class DiskCSR:
         size = self.id_dtype.itemsize
         with open(self.adjncy_path, "rb") as f:
             lo = 0
-            step = 1 << 20
+            step = BLOCK_NODES
             while lo < self.num_nodes:
                 xs = self.xadj(lo, min(self.num_nodes, lo + step))
                 cut = int(np.searchsorted(xs, xs[0] + max_entries, side="right")) - 1

@@ -13,7 +13,7 @@ is meant as an upper bound within 25 % of the measured growth.
 from __future__ import annotations
 
 from ..partition.assign.coarse import SLICE
-from ..pipeline.disk_csr import BYTES_PER_KEY, bucket_keys, dedup_chunks
+from ..pipeline.disk_csr import BLOCK_NODES, BYTES_PER_KEY, bucket_keys, dedup_chunks
 from .counts import GraphCounts
 from .estimate import Estimate
 
@@ -23,7 +23,7 @@ METIS_BYTES_PER_EDGE = 165  # METIS 5 (pymetis) with graphshard's CSR, per store
 # On graphs whose order carries locality (web crawls, meshes) METIS's coarsening shrinks the graph level by
 # level, so its hierarchy holds far less than on power-law graphs without it (measured 103 on cnr-2000)
 METIS_BYTES_PER_EDGE_ORDERED = 120
-KAMINPAR_BYTES_PER_ENTRY = 12.7  # KaMinPar (compressed graph, partition state), per adjacency entry (measured 10.5-13.5)
+KAMINPAR_BYTES_PER_ENTRY = 12.7  # KaMinPar (compressed graph, partition state), per adjacency entry (measured 10.5-14.6)
 KAMINPAR_FIXED = 32 << 20  # and its buffers that do not grow with the graph
 PREFERENCE = ("kaminpar", "metis", "stream", "random")  # by cut quality at equal fit, then memory
 
@@ -55,7 +55,10 @@ def estimates(c: GraphCounts, num_parts: int, memory_mb: int = 1024) -> list[Est
     # the passes' state and a block of the adjacency; on ordered graphs also the contraction of the clusters
     # (a slice of entries at a time) and the contracted graph (at most 2 entries per node, 24 bytes each)
     contraction = 32 * min(SLICE, c.entries) + 48 * c.nodes if c.ordered else 0
-    stream = build | {"partition": 24 * c.nodes + min(buf // 2, 4 * c.entries) + contraction}
+    # blocks of at most buf / 8 entries and BLOCK_NODES nodes (two alive while the next is read, if several)
+    block = 4 * min(buf // 8, c.entries, c.entries * BLOCK_NODES // max(1, c.nodes))
+    alive = 1 if block == 4 * c.entries else 2
+    stream = build | {"partition": 24 * c.nodes + alive * block + contraction}
     kaminpar = build | {"kaminpar": KAMINPAR_FIXED + 24 * c.nodes + int(KAMINPAR_BYTES_PER_ENTRY * c.entries)}
     out = [Estimate("random", BASE + 24 * c.nodes, 0, "assign"),
            _peak("stream", stream, adjacency_disk),
