@@ -68,7 +68,7 @@ def options(args: argparse.Namespace, **fixed: Any) -> Any:
 def print_metrics(m: dict, epochs: bool = False) -> None:
     """The test result and where the time went (and the per-epoch lines with ``epochs``: rank 0 prints
     them as the epochs end)."""
-    from ..train.report import epoch_line
+    from ..train.report import epoch_line, hits_text
     from ..train.timing import describe
 
     link = m.get("task") == "link"
@@ -81,8 +81,8 @@ def print_metrics(m: dict, epochs: bool = False) -> None:
     where = f"on {m['world_size']} processes x {m['num_parts']} partitions"
     at = f"epoch {m['best_epoch']} (best validation)" if "best_epoch" in m else "the last epoch"
     if link:
-        print(f"test MRR {m['test_mrr']:.4f} (random scores: {m['random_mrr']:.4f}), AUC {m['test_auc']:.4f} at {at}, "
-              f"{where}")
+        print(f"test MRR {m['test_mrr']:.4f} (random scores: {m['random_mrr']:.4f}), AUC {m['test_auc']:.4f}"
+              f"{hits_text(m, 'test_')} at {at}, {where}")
     else:
         print(f"test accuracy {m['test_acc']:.4f} (val {m['val_acc']:.4f}) at {at}, {where}")
     if "last_epoch" in m:

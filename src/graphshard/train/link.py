@@ -4,9 +4,9 @@ A training batch's neighbourhoods leave out its own positive edges (both directi
 are absent at evaluation: otherwise the model learns to find the link in its input.
 
 Evaluation: every node's representation is computed with full neighbourhoods into a DistTensor; each
-held-out edge ``(u, v)`` is ranked against ``eval_negatives`` random destinations ``(u, v')`` (raw,
-unfiltered). MRR is the mean reciprocal rank (ties count half), AUC the fraction of (positive,
-negative) pairs the positive wins. Negatives depend on the seed and original IDs only, so the figures
+held-out edge ``(u, v)`` is ranked against ``eval_negatives`` random destinations ``(u, v')``: MRR, AUC
+and Hits@K raw and, with ``--filtered``, also without the candidates that are known edges
+(:mod:`.link_metrics`; model selection then uses the filtered MRR). Negatives depend on the seed and original IDs only, so the figures
 do not depend on the number of ranks or the partitioning."""
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from . import timing
 from .checks import check_finite_features
 from .embeddings import Outputs, representations, save_tables
 from .inputs import ModelInputs, build_model, cache_summary, feature_cache
+from .link_metrics import FIGURES, figures, is_known, known_edges, rank_sums
 from .link_split import LinkSplit, load_link_split, require_link_split
 from .loop import Trainer, graph_name
 from .options import TrainOptions
@@ -48,18 +49,20 @@ def _my_edges(s: Session, g: DistGraph, et: EType) -> np.ndarray:
 
 
 class LinkEvaluator:
-    """MRR and AUC of held-out edges (see the module docstring)."""
+    """MRR, AUC and Hits@K of held-out edges, raw and with ``opts.filtered`` also filtered
+    (:mod:`.link_metrics`; see the module docstring)."""
 
     def __init__(self, s: Session, g: DistGraph, model: LinkModel, inputs: ModelInputs, et: EType,
-                 opts: TrainOptions):
+                 opts: TrainOptions, held: LinkSplit):
         self.s, self.g, self.model, self.inputs, self.et, self.opts = s, g, model, inputs, et, opts
         self.outputs = Outputs(s, g, model.encoder, inputs, opts, [et[0], et[2]], "link-outputs")
+        self.known = known_edges(s, g, et, [held.val, held.test]) if opts.filtered else None
 
     def __call__(self, pairs: np.ndarray, tag: int) -> dict[str, float]:
-        s, g, et, book = self.s, self.g, self.et, self.g.get_partition_book()
+        s, g, et, book, k = self.s, self.g, self.et, self.g.get_partition_book(), self.opts.hits_k
         self.tables = self.outputs.get()
         chunks = math.ceil(pairs.shape[1] / _CHUNK)
-        sums = np.zeros(4)  # reciprocal ranks, positives, AUC wins, AUC pairs
+        sums = np.zeros((2, len(FIGURES)))  # raw, filtered
         self.model.eval()
         with torch.no_grad():
             for c in range(chunks * s.rank // s.world_size, chunks * (s.rank + 1) // s.world_size):
@@ -71,11 +74,13 @@ class LinkEvaluator:
                 h_neg = self.tables[et[2]][book.from_original(et[2], neg.reshape(-1))].view(*neg.shape, -1)
                 pos = self.model.decoder(src, dst)
                 negs = self.model.decoder(src.unsqueeze(1).expand_as(h_neg), h_neg)
-                beaten = (negs > pos[:, None]).sum(1) + 0.5 * (negs == pos[:, None]).sum(1)
-                sums += [float((1.0 / (1.0 + beaten)).sum()), block.shape[1],
-                         float(negs.numel() - beaten.sum()), negs.numel()]
-        total = all_reduce_sum(s.ctx, sums, "link evaluation")
-        return {"mrr": float(total[0] / max(1, total[1])), "auc": float(total[2] / max(1, total[3]))}
+                sums[0] += rank_sums(pos, negs, k)
+                if self.known is not None:
+                    keep = ~torch.from_numpy(is_known(self.known, block[0], neg, g.num_nodes(et[2])))
+                    sums[1] += rank_sums(pos, negs, k, keep)
+        total = all_reduce_sum(s.ctx, sums.reshape(-1), "link evaluation").reshape(sums.shape)
+        out = figures(total[0], k)
+        return out | (figures(total[1], k, "_filtered") if self.known is not None else {})
 
 
 def link_model(opts: TrainOptions, inputs: ModelInputs, et: EType) -> LinkModel:
@@ -99,7 +104,7 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     cache = feature_cache(g, opts, ends | ({et[2]: mine[1]} if et[0] != et[2] else {}))
     inputs = ModelInputs(g, opts)
     model = link_model(opts, inputs, et)
-    evaluate = LinkEvaluator(s, g, model, inputs, et, opts)
+    evaluate = LinkEvaluator(s, g, model, inputs, et, opts, held)
 
     def loss(ddp: torch.nn.Module, batch: Any) -> torch.Tensor:
         evaluate.outputs.changed()  # a training step follows: outputs computed before it are stale
@@ -107,7 +112,7 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
         scores = ddp(*inputs(batch), store.edge_label_index)
         return F.binary_cross_entropy_with_logits(scores, store.edge_label.float())
 
-    trainer = Trainer(s, g, opts, model, inputs, metric="val_mrr")
+    trainer = Trainer(s, g, opts, model, inputs, metric="val_mrr_filtered" if opts.filtered else "val_mrr")
     loader = DistLinkNeighborLoader(g, opts.fanouts, mine, math.ceil(opts.batch_size / s.world_size),
                                     edge_type=et, neg_sampling="binary", neg_amount=opts.neg_ratio, shuffle=True,
                                     num_workers=opts.num_workers, seed=opts.seed, exclude_seed_edges=True,

@@ -70,6 +70,9 @@ class TrainOptions:
     decoder: str = option("dot", "str", "link: how a node pair is scored", choices=DECODERS)
     neg_ratio: float = option(1.0, "float", "link: random negative edges per positive", **POSITIVE, **FINITE)
     eval_negatives: int = option(100, "int", "link: random destinations each held-out edge is ranked against", low=1)
+    hits_k: int = option(10, "int", "link: K of Hits@K (share of held-out edges ranked K or better)", low=1)
+    filtered: bool = option(False, "bool", "link: also filtered MRR and Hits@K, the candidates that are known "
+                            "edges (training, validation, test) left out of each list; selects on filtered MRR")
     edge_type: str | None = option(None, "str", "link, with --dataset: the edge type to predict, src:rel:dst (needed "
                                    "when the graph has several)", optional=True)
     link_split: str | None = option(None, "str", "link, with --part-config: the held-out edges file (safetensors)",

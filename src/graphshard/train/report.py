@@ -14,7 +14,7 @@ from ..format.staging import atomic_file
 def epoch_line(e: dict[str, Any]) -> str:
     """``epoch   3: 0.32 s  loss 0.4439  val acc 0.9705  (sampling 0.1 + fetch 0.0 + compute 0.1 + sync 0.0)``."""
     if "val_mrr" in e:
-        score = f"  val MRR {e['val_mrr']:.4f}  AUC {e['val_auc']:.4f}"
+        score = f"  val MRR {e['val_mrr']:.4f}  AUC {e['val_auc']:.4f}{hits_text(e, 'val_')}"
     elif "val_acc" in e:
         score = f"  val acc {e['val_acc']:.4f}"
     else:
@@ -24,6 +24,16 @@ def epoch_line(e: dict[str, Any]) -> str:
                f"sampling {t['sample_s']:.1f} + fetch {t['fetch_s']:.1f}")
     return (f"epoch {e['epoch']:>3}: {t['wall_s']:.2f} s  loss {e['train_loss']:.4f}{score}  ({loading} + compute "
             f"{t['compute_s']:.1f} + sync {t['comm_s']:.1f})")
+
+
+def hits_text(m: dict[str, Any], prefix: str) -> str:
+    """``  Hits@10 0.4123  filtered MRR 0.3011 Hits@10 0.5012`` from a link run's figures (what is there)."""
+    hits = next((k for k in m if k.startswith(f"{prefix}hits@") and not k.endswith("_filtered")), None)
+    out = f"  Hits@{hits.split('@')[1]} {m[hits]:.4f}" if hits else ""
+    if f"{prefix}mrr_filtered" in m:
+        out += f"  filtered MRR {m[f'{prefix}mrr_filtered']:.4f}"
+        out += f" Hits@{hits.split('@')[1]} {m[hits + '_filtered']:.4f}" if hits else ""
+    return out
 
 
 def write_json(path: str | os.PathLike, value: Any) -> None:
