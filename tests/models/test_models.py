@@ -77,3 +77,49 @@ def test_graphsage_trimmed_by_hop_gives_the_seeds_the_same_rows():
     full = model(x, edge_index)[:4]
     trimmed = model(x, edge_index, (out.num_sampled_nodes, out.num_sampled_edges))
     assert trimmed.shape == (4, 3) and torch.allclose(trimmed, full, atol=1e-6)
+
+
+def test_hetero_sage_trimmed_by_hop_gives_the_seeds_the_same_rows():
+    import numpy as np
+
+    from graphshard.sampling import CSCGraph, sample_neighbors
+    from graphshard.sampling.hetero import to_hetero
+
+    rng = np.random.default_rng(1)
+    n, types = 400, ["a", "b", "c"]
+    ntype = rng.integers(0, 3, n)
+    node_id = np.zeros(n, dtype=np.int64)
+    for t in range(3):  # per-type IDs in homogeneous order
+        node_id[ntype == t] = np.arange(int((ntype == t).sum()))
+    dst = np.sort(rng.integers(0, n, 4000))
+    src = rng.integers(0, n, 4000)
+    graph = CSCGraph(np.searchsorted(dst, np.arange(n + 1)), src)
+    etypes = [(types[s], f"r{s}{d}", types[d]) for s in range(3) for d in range(3)]
+    out = sample_neighbors(graph, np.flatnonzero(ntype != 2)[:6], [4, 3], seed=2)
+    sampled_src, sampled_dst = out.node[out.row], out.node[out.col]
+    het = to_hetero(out, types, ntype[out.node], node_id[out.node], etypes,
+                    3 * ntype[sampled_src] + ntype[sampled_dst], out.edge)
+    x = {t: torch.randn(het.node[t].shape[0], 4) for t in types}
+    edges = {et: torch.from_numpy(np.stack([het.row[et], het.col[et]])) for et in etypes}
+    torch.manual_seed(0)
+    model = HeteroSAGE({t: 4 for t in types}, etypes, 8, 3, num_layers=2, dropout=0.0, outputs=["a", "b"]).eval()
+    full = model(x, edges)
+    trimmed = model(x, edges, (het.num_sampled_nodes, het.num_sampled_edges))
+    for t in ("a", "b"):
+        seeds = het.num_sampled_nodes[t][0]
+        assert seeds > 0 and trimmed[t].shape == (seeds, 3), (t, trimmed[t].shape)
+        assert torch.allclose(trimmed[t], full[t][:seeds], atol=1e-6), t
+
+
+def test_hetero_sage_builds_only_what_its_outputs_read():
+    """Two layers into ``b``: the last layer needs only the relation into ``b``, the first those into ``a``
+    and ``b``; ``d``, which only receives, is neither projected nor reached, so every parameter is used."""
+    ets = [("a", "ab", "b"), ("b", "bc", "c"), ("c", "ca", "a"), ("b", "bd", "d")]
+    model = HeteroSAGE({t: 3 for t in "abcd"}, ets, 4, 2, num_layers=2, dropout=0.0, outputs=["b"])
+    assert list(model.convs[1].convs.keys()) == [("a", "ab", "b")]
+    assert sorted(model.convs[0].convs.keys()) == [("a", "ab", "b"), ("c", "ca", "a")]
+    assert sorted(model.proj.keys()) == ["a", "b", "c"]
+    x = {t: torch.randn(3, 3) for t in "abcd"}
+    edges = {et: torch.tensor([[0, 1], [1, 2]]) for et in ets}
+    model(x, edges)["b"].sum().backward()
+    assert all(p.grad is not None for p in model.parameters())

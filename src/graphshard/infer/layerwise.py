@@ -98,7 +98,7 @@ def _chunk(model: Any, i: int, p: Plan, x: dict[str, torch.Tensor], lo: int, hi:
            ) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
     """Layer ``i`` for destinations ``[lo, hi)``: (their indices into ``need``, output rows per type)."""
     at, chunk_pos = _dst_rows(p, lo, hi)
-    x_dst = {t: _rows(x[t], p.pos_in_type[at[p.need_type[at] == ti]]) for ti, t in enumerate(p.ntypes)}
+    x_dst = {t: _rows(x[t], p.pos_in_type[at[p.need_type[at] == ti]]) for ti, t in enumerate(p.ntypes) if t in x}
     e0, e1 = int(p.indptr[lo]), int(p.indptr[hi])
     src = p.pos_in_type[p.slot[p.indices[e0:e1]]]
     dst = np.repeat(chunk_pos, np.diff(p.indptr[lo: hi + 1]))  # edges are listed destination by destination

@@ -26,35 +26,68 @@ class HeteroSAGE(nn.Module):
     ``num_layers`` relation-wise SAGEConv layers. Node types that no edge type reaches keep a per-layer
     linear map of their own representation, so every type has a row in every layer.
 
-    ``forward(x_dict, edge_index_dict)`` wants every node and edge type present (empty where a batch
-    has none — see :class:`graphshard.train.inputs.ModelInputs`) and returns the node types in
-    ``outputs`` (all by default): with only the types a loss reads, DDP can tell unused relations."""
+    Only what the ``outputs`` types (all by default) depend on is built: the last layer has the relations
+    into those types, each layer before it the relations into the types the next one reads (sources and
+    destinations), and only those types are projected — so every parameter takes part in every step and
+    DDP needs no search for unused ones.
+
+    ``forward(x_dict, edge_index_dict, hops)`` wants every node and edge type present (empty where a batch
+    has none — see :class:`graphshard.train.inputs.ModelInputs`) and returns the ``outputs`` types. With
+    ``hops = (num_sampled_nodes per type, num_sampled_edges per edge type)`` of a batch ordered by hop,
+    layer ``i`` computes rows only for the nodes later layers need (hops ``0 .. L-1-i`` of each type) from
+    the edges into them, and the output has rows for the seeds only, equal to the untrimmed ones."""
 
     def __init__(self, in_dims: dict[str, int], etypes: list[EType], hidden: int, out_dim: int,
                  num_layers: int = 2, dropout: float = 0.5, outputs: list[str] | None = None):
         super().__init__()
-        self.outputs = outputs
-        self.proj = nn.ModuleDict({t: nn.Linear(d, hidden) for t, d in in_dims.items()})
+        self.outputs = list(in_dims) if outputs is None else list(outputs)
         reached = {et[2] for et in etypes}
+        layers, types = [], set(self.outputs)  # from the last layer back: relations built, types read
+        for _ in range(num_layers):
+            rels = [et for et in etypes if et[2] in types]
+            layers.append((rels, sorted(t for t in types if t not in reached)))
+            types = {et[0] for et in rels} | types
+        layers.reverse()
+        self.proj = nn.ModuleDict({t: nn.Linear(d, hidden) for t, d in in_dims.items() if t in types})
         dims = [hidden] * num_layers + [out_dim]
         with warnings.catch_warnings():  # PyG warns of types no relation reaches: ``keep`` carries them
             warnings.filterwarnings("ignore", message="There exist node types")
-            self.convs = nn.ModuleList(HeteroConv({et: SAGEConv((a, a), b) for et in etypes}, aggr="mean")
-                                       for a, b in zip(dims[:-1], dims[1:]))
-        self.keep = nn.ModuleList(nn.ModuleDict({t: nn.Linear(a, b) for t in in_dims if t not in reached})
-                                  for a, b in zip(dims[:-1], dims[1:]))
+            self.convs = nn.ModuleList(HeteroConv({et: SAGEConv((a, a), b) for et in rels}, aggr="mean")
+                                       for (rels, _), a, b in zip(layers, dims[:-1], dims[1:]))
+        self.keep = nn.ModuleList(nn.ModuleDict({t: nn.Linear(a, b) for t in kept})
+                                  for (_, kept), a, b in zip(layers, dims[:-1], dims[1:]))
         self.dropout = dropout
 
     def forward(self, x_dict: dict[str, torch.Tensor], edge_index_dict: dict[EType, torch.Tensor], hops=None
-                ) -> dict[str, torch.Tensor]:  # ``hops``: accepted like GraphSAGE's, not used
-        x = {t: self.proj[t](v) for t, v in x_dict.items()}
+                ) -> dict[str, torch.Tensor]:
+        x = {t: lin(x_dict[t]) for t, lin in self.proj.items()}
+        depth = len(self.convs)
+        if hops is not None and any(len(n) != depth + 1 for n in hops[0].values()):
+            hops = None  # sampled for another depth: nothing to trim by
         for i, (conv, keep) in enumerate(zip(self.convs, self.keep)):
-            out = conv(x, edge_index_dict)
-            out.update({t: lin(x[t]) for t, lin in keep.items()})
-            if i < len(self.convs) - 1:
+            rels = {et: edge_index_dict[et] for et in conv.convs.keys()}
+            if hops is None:
+                out = conv(x, rels)
+                out.update({t: lin(x[t]) for t, lin in keep.items()})
+            else:  # drop the last i hops of edges and the last i + 1 hops of destinations
+                nodes, edges = hops
+                rows = {t: sum(nodes.get(t, [])[:depth - i]) for t in x}
+                out = self._trimmed(conv, x, rows, {et: ei[:, :sum(edges.get(et, [])[:len(edges.get(et, [])) - i])]
+                                                     for et, ei in rels.items()})
+                out.update({t: lin(x[t][:rows[t]]) for t, lin in keep.items()})
+            if i < depth - 1:
                 out = {t: relu_dropout(v, self.dropout, self.training) for t, v in out.items()}
             x = out
-        return x if self.outputs is None else {t: x[t] for t in self.outputs}
+        return {t: x[t] for t in self.outputs}
+
+    @staticmethod
+    def _trimmed(conv: HeteroConv, x: dict[str, torch.Tensor], rows: dict[str, int],
+                 edges: dict[EType, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """``conv`` with each relation's destinations cut to their first ``rows`` (mean over relations)."""
+        out: dict[str, list[torch.Tensor]] = {}
+        for et, ei in edges.items():
+            out.setdefault(et[2], []).append(conv.convs[et]((x[et[0]], x[et[2]][:rows[et[2]]]), ei))
+        return {t: torch.stack(v).mean(0) for t, v in out.items()}
 
     # Layer-wise inference (see graphshard.infer): one layer at a time over (sources, destinations, edges).
     @property
@@ -62,7 +95,7 @@ class HeteroSAGE(nn.Module):
         return len(self.convs)
 
     def layer_inputs(self, x: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        return {t: self.proj[t](v) for t, v in x.items()}
+        return {t: self.proj[t](v) for t, v in x.items() if t in self.proj}
 
     def layer(self, i: int, x_src: dict[str, torch.Tensor], x_dst: dict[str, torch.Tensor],
               edges: dict[EType, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -71,6 +104,8 @@ class HeteroSAGE(nn.Module):
         out: dict[str, torch.Tensor] = {}
         count: dict[str, int] = {}
         for et, ei in edges.items():
+            if et not in self.convs[i].convs:
+                continue  # a relation this model does not build (nothing it outputs depends on it)
             rows = sage_rows(self.convs[i].convs[et], x_src[et[0]], x_dst[et[2]], ei)
             out[et[2]] = out[et[2]] + rows if et[2] in out else rows
             count[et[2]] = count.get(et[2], 0) + 1

@@ -22,6 +22,9 @@ TENSORS = "checkpoint.safetensors"
 RESUME_OPTIONS = ("task", "model", "fanouts", "batch_size", "hidden", "num_layers", "dropout", "lr", "seed", "num_classes",
                   "target", "embed_dim", "sparse_lr", "decoder", "neg_ratio", "edge_type", "weight_decay",
                   "lr_schedule", "lr_step", "lr_gamma", "feat", "label", "split_masks")
+# How the heterogeneous GraphSAGE combines relations; checkpoints of older graphshard (summed relations,
+# every relation built) record none and cannot be resumed by this model
+HETERO_RELATIONS = "averaged, only those the outputs read"
 LATER_OPTIONS = ("feat", "label", "split_masks")  # recorded since graphshard 0.1 named the data (default: resolved)
 
 
@@ -33,7 +36,9 @@ def run_identity(part_config: str, opts: Any, world_size: int) -> dict[str, Any]
     cfg = read_config(part_config)
     files = hashlib.sha256(json.dumps(cfg.checksums, sort_keys=True).encode()).hexdigest()
     graph = f"{cfg.graph_name} ({(cfg.run_fingerprint or run_fingerprint(cfg))[:12]}, files {files[:12]})"
-    return {"graph": graph, "world_size": world_size, **{k: getattr(opts, k) for k in RESUME_OPTIONS}}
+    hetero_sage = opts.model == "sage" and (len(cfg.ntypes) > 1 or len(cfg.etypes) > 1)
+    return {"graph": graph, "world_size": world_size, **{k: getattr(opts, k) for k in RESUME_OPTIONS},
+            "relations": HETERO_RELATIONS if hetero_sage else None}
 
 
 def read_state(directory: str | os.PathLike) -> dict[str, Any] | None:

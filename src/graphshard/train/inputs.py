@@ -58,15 +58,17 @@ class ModelInputs:
         return x if x.dim() == 2 else x.view(-1, 1)
 
     def __call__(self, batch: Any) -> tuple[Any, Any, Any]:
-        """``(x, edge_index, hops)`` (homogeneous; ``hops`` = nodes and edges sampled per hop, for
-        trimming) or ``(x_dict, edge_index_dict, None)`` with every type present."""
+        """``(x, edge_index, hops)``: ``hops`` = nodes and edges sampled per hop, for trimming (per node and
+        edge type when heterogeneous, with every type present in ``x_dict`` and ``edge_index_dict``)."""
         if not self.hetero:
             return self._x(batch, self.ntypes[0]), batch.edge_index, (batch.num_sampled_nodes, batch.num_sampled_edges)
         present_n, present_e = set(batch.node_types), set(batch.edge_types)
         x = {t: self._x(batch[t], t) if t in present_n else torch.zeros((0, self.dims[t])) for t in self.ntypes}
         edges = {et: batch[et].edge_index if et in present_e else torch.zeros((2, 0), dtype=torch.long)
                  for et in self.etypes}
-        return x, edges, None
+        nodes = {t: list(batch[t].num_sampled_nodes) for t in present_n if "num_sampled_nodes" in batch[t]}
+        hops = {et: list(batch[et].num_sampled_edges) for et in present_e if "num_sampled_edges" in batch[et]}
+        return x, edges, (nodes, hops) if nodes else None
 
     def step(self) -> None:
         """Apply the embeddings' sparse updates (after ``backward``)."""

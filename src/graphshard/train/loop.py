@@ -100,9 +100,9 @@ class Trainer:
                 notice.info("resuming after epoch %d from %s", self.start_epoch - 1, opts.checkpoint)
                 self._resume_best()
             g.barrier()  # every embedding shard is restored before anyone reads it
-        # a heterogeneous model's loss reads one node type: the relations feeding other types in the
-        # last layers get no gradient, which DDP must be told to expect
-        self.ddp = DistributedDataParallel(model, find_unused_parameters=inputs.hetero and opts.model == "sage")
+        # every parameter takes part in every step (a heterogeneous model builds only what its outputs
+        # read), so DDP need not search the graph for unused ones
+        self.ddp = DistributedDataParallel(model)
         self.comm = {"comm_s": 0.0}
         self.ddp.register_comm_hook(self.comm, _timed_allreduce)
 
