@@ -1,6 +1,8 @@
-"""Datasets: the ``../shared/data`` directory layout (read and write) and synthetic generators."""
+"""Datasets: the ``../shared/data`` directory layout (read and write), OGB's raw layout (read) and
+synthetic generators."""
 
 from .layout import Dataset, load_dataset, save_dataset
+from .ogb import load_ogb
 from .synthetic import community_graph, hetero_graph, rmat_graph
 
-__all__ = ["Dataset", "community_graph", "hetero_graph", "load_dataset", "rmat_graph", "save_dataset"]
+__all__ = ["Dataset", "community_graph", "hetero_graph", "load_dataset", "load_ogb", "rmat_graph", "save_dataset"]

@@ -104,8 +104,9 @@ def _split_masks(d: Path, prefix: str, n: int) -> dict[str, np.ndarray]:
 
 
 def load_dataset(path: str | os.PathLike) -> Dataset:
-    """Load a dataset directory in the shared layout (homogeneous or heterogeneous), or a chunked graph
-    directory (``metadata.json``; no learning task recorded, so ``num_classes`` is None)."""
+    """Load a dataset directory in the shared layout (homogeneous or heterogeneous), a chunked graph
+    directory (``metadata.json``; no learning task recorded, so ``num_classes`` is None) or OGB's raw
+    node-property layout (:mod:`.ogb`)."""
     d = Path(path)
     meta_path = d / "meta.json"
     if not meta_path.is_file() and (d / "metadata.json").is_file():
@@ -115,8 +116,12 @@ def load_dataset(path: str | os.PathLike) -> Dataset:
         meta = read_metadata(d)
         return Dataset(meta.graph_name, load_chunked_graph(meta), None)
     if not meta_path.is_file():
+        from .ogb import is_ogb_dir, load_ogb
+
+        if is_ogb_dir(d):
+            return load_ogb(d)
         raise InputError(f"{meta_path}: missing (not a dataset directory: no meta.json, nor a chunked graph's "
-                         "metadata.json)")
+                         "metadata.json, nor OGB's raw layout)")
     meta = read_json_object(meta_path)
     try:
         if meta.get("kind", "homogeneous") == "heterogeneous":

@@ -1,0 +1,229 @@
+"""Read the raw layout OGB's node property prediction datasets unpack to, without the ``ogb`` package and
+without downloading anything: gzip CSV files (no header unless said), parsed by pyarrow's multithreaded
+reader.
+
+Homogeneous (ogbn-arxiv, ogbn-products)::
+
+    raw/edge.csv.gz            src,dst per line
+    raw/num-node-list.csv.gz   the number of nodes
+    raw/node-feat.csv.gz       one row of floats per node (optional)
+    raw/node-label.csv.gz      one label per node (optional; empty or NaN: unlabelled, stored as -1)
+    split/<scheme>/{train,valid,test}.csv.gz   node indices
+
+Heterogeneous (ogbn-mag)::
+
+    raw/num-node-dict.csv.gz                        a header of node types, then their counts
+    raw/relations/<src>___<rel>___<dst>/edge.csv.gz per relation
+    raw/node-feat/<type>/node-feat.csv.gz           per type that has features
+    raw/node-label/<type>/node-label.csv.gz         per labelled type
+    split/<scheme>/<type>/{train,valid,test}.csv.gz
+
+A dataset has one split scheme (``time``, ``sales_ranking``, …); with several, pass ``scheme``. Features
+are read batch by batch into their final array (the CSV's parsed table is never held next to it whole),
+so ``graphshard chunk --dataset OGB_DIR`` holds each feature matrix once. Every file is checked: a missing
+file, a malformed row, a node ID out of range or a row count that does not match the node count is an
+:class:`InputError` naming the file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from ..format.names import SUFFIX_ROOM, check_etype_names, check_path_name
+from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph
+from ..limits import check_count
+from .layout import Dataset
+
+SPLIT_FILES = {"train": "train_mask", "valid": "val_mask", "test": "test_mask"}
+
+
+def is_ogb_dir(path: str | os.PathLike) -> bool:
+    """Whether ``path`` holds OGB's raw node-property layout (homogeneous or heterogeneous)."""
+    raw = Path(path) / "raw"
+    return (raw / "num-node-list.csv.gz").is_file() or (raw / "num-node-dict.csv.gz").is_file()
+
+
+def load_ogb(path: str | os.PathLike, scheme: str | None = None) -> Dataset:
+    """The graph, features, labels and split masks of an OGB raw directory (see the module docstring)."""
+    d = Path(path)
+    if not is_ogb_dir(d):
+        raise InputError(f"{d}: not an OGB raw directory (no raw/num-node-list.csv.gz nor raw/num-node-dict.csv.gz)")
+    split = _scheme(d, scheme)
+    if (d / "raw" / "num-node-dict.csv.gz").is_file():
+        return _hetero(d, split)
+    return _homo(d, split)
+
+
+def _homo(d: Path, split: Path) -> Dataset:
+    raw = d / "raw"
+    n = _count(raw / "num-node-list.csv.gz")
+    src, dst = _edges(raw / "edge.csv.gz", n, n)
+    feats = _node_data(raw / "node-feat.csv.gz", raw / "node-label.csv.gz", n)
+    feats |= _masks(split, n)
+    g = Graph({DEFAULT_NTYPE: n}, {DEFAULT_ETYPE: (src, dst)}, {DEFAULT_NTYPE: feats} if feats else {})
+    return Dataset(d.name, g, _classes(feats))
+
+
+def _hetero(d: Path, split: Path) -> Dataset:
+    raw = d / "raw"
+    num_nodes = _count_dict(raw / "num-node-dict.csv.gz")
+    edges = {}
+    rel_dir = raw / "relations"
+    if not rel_dir.is_dir():
+        raise InputError(f"{rel_dir}: missing (a heterogeneous OGB dataset keeps each relation there)")
+    for sub in sorted(p for p in rel_dir.iterdir() if p.is_dir()):
+        et = tuple(sub.name.split("___"))
+        if len(et) != 3:
+            raise InputError(f"{sub}: a relation directory is named <src>___<relation>___<dst>")
+        check_etype_names(et, f"{rel_dir}")
+        for t in (et[0], et[2]):
+            if t not in num_nodes:
+                raise InputError(f"{sub}: node type {t!r} is not in {raw / 'num-node-dict.csv.gz'}")
+        edges[et] = _edges(sub / "edge.csv.gz", num_nodes[et[0]], num_nodes[et[2]])
+    node_feats, classes, target = {}, None, DEFAULT_NTYPE
+    for t, n in num_nodes.items():
+        feats = _node_data(raw / "node-feat" / t / "node-feat.csv.gz", raw / "node-label" / t / "node-label.csv.gz", n)
+        feats |= _masks(split / t, n)
+        if "label" in feats:
+            classes, target = _classes(feats), t
+        if feats:
+            node_feats[t] = feats
+    return Dataset(d.name, Graph(num_nodes, edges, node_feats), classes, target)
+
+
+def _scheme(d: Path, scheme: str | None) -> Path:
+    """The split directory: ``split/<scheme>``, the only one there when ``scheme`` is None."""
+    base = d / "split"
+    if scheme is not None:
+        check_path_name(scheme, "OGB split scheme")
+        if not (base / scheme).is_dir():
+            raise InputError(f"{base / scheme}: no such split scheme")
+        return base / scheme
+    schemes = sorted(p.name for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
+    if len(schemes) > 1:
+        raise InputError(f"{base}: several split schemes ({', '.join(schemes)}); choose one (load_ogb(..., scheme=))")
+    return base / schemes[0] if schemes else base / "none"
+
+
+def _csv(path: Path, header: bool = False):
+    """A streaming pyarrow reader of a (gzip) CSV file, or an InputError naming it."""
+    import pyarrow as pa
+    import pyarrow.csv as csv
+
+    if not path.is_file():
+        raise InputError(f"{path}: missing")
+    try:
+        return csv.open_csv(path, read_options=csv.ReadOptions(autogenerate_column_names=not header,
+                                                               block_size=1 << 24, use_threads=True),
+                            convert_options=csv.ConvertOptions(strings_can_be_null=True))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{path}: not a readable CSV file ({exc})") from None
+
+
+def _matrix(path: Path, dtype: type, rows: int | None = None) -> np.ndarray:
+    """The numeric CSV ``path`` as a 2-D array, filled batch by batch (into a preallocated array when the
+    row count is known, which must then match)."""
+    import pyarrow as pa
+
+    reader, out, pieces, at = _csv(path), None, [], 0
+    try:
+        for batch in reader:
+            block = np.column_stack([_numeric(col, path, dtype) for col in batch.columns])
+            if rows is None:
+                pieces.append(block)
+                continue
+            if out is None:
+                out = np.empty((rows, block.shape[1]), dtype=dtype)
+            if at + block.shape[0] > rows or block.shape[1] != out.shape[1]:
+                raise InputError(f"{path}: expected {rows} rows of {out.shape[1]} values, found more rows or a row "
+                                 f"of {block.shape[1]} at row {at + 1}")
+            out[at:at + block.shape[0]] = block
+            at += block.shape[0]
+    except pa.ArrowInvalid as exc:
+        raise InputError(f"{path}: {exc}") from None
+    if rows is None:
+        return np.concatenate(pieces) if pieces else np.zeros((0, 0), dtype=dtype)
+    if at != rows:
+        raise InputError(f"{path}: {at} rows, expected one per node ({rows})")
+    return out if out is not None else np.zeros((0, 0), dtype=dtype)
+
+
+def _numeric(col, path: Path, dtype: type) -> np.ndarray:
+    import pyarrow as pa
+
+    if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_null(col.type)):
+        raise InputError(f"{path}: non-numeric values ({col.type})")
+    if np.issubdtype(dtype, np.integer):
+        if col.null_count or pa.types.is_floating(col.type):
+            values = col.to_numpy(zero_copy_only=False).astype(np.float64)
+            return np.where(np.isnan(values), -1, values).astype(dtype)  # unlabelled
+        return col.to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+    return col.to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+
+
+def _count(path: Path) -> int:
+    values = _matrix(path, np.int64).reshape(-1)
+    if values.shape[0] != 1:
+        raise InputError(f"{path}: expected one count (one graph), found {values.shape[0]}")
+    return check_count(int(values[0]), str(path))
+
+
+def _count_dict(path: Path) -> dict[str, int]:
+    table = _csv(path, header=True).read_all()
+    if table.num_rows != 1:
+        raise InputError(f"{path}: expected a header of node types and one row of counts")
+    out = {}
+    for name, col in zip(table.column_names, table.columns):
+        check_path_name(name, f"{path}: node type", extra=SUFFIX_ROOM)
+        out[name] = check_count(int(_numeric(col, path, np.int64)[0]), f"{path}: {name}")
+    return out
+
+
+def _edges(path: Path, n_src: int, n_dst: int) -> tuple[np.ndarray, np.ndarray]:
+    e = _matrix(path, np.int64)
+    if e.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    if e.shape[1] != 2:
+        raise InputError(f"{path}: expected src,dst per line, found {e.shape[1]} values")
+    for col, n, what in ((0, n_src, "source"), (1, n_dst, "destination")):
+        bad = np.flatnonzero((e[:, col] < 0) | (e[:, col] >= n))
+        if bad.size:
+            raise InputError(f"{path}: line {int(bad[0]) + 1}: {what} node {int(e[bad[0], col])} out of range [0, {n})")
+    return np.ascontiguousarray(e[:, 0]), np.ascontiguousarray(e[:, 1])
+
+
+def _node_data(feat: Path, label: Path, n: int) -> dict[str, np.ndarray]:
+    out = {}
+    if feat.is_file():
+        out["feat"] = _matrix(feat, np.float32, n)
+    if label.is_file():
+        y = _matrix(label, np.int64, n)
+        if y.shape[1] != 1:
+            raise InputError(f"{label}: expected one label per line, found {y.shape[1]} values")
+        out["label"] = y.reshape(-1)
+    return out
+
+
+def _masks(split: Path, n: int) -> dict[str, np.ndarray]:
+    masks = {}
+    for name, key in SPLIT_FILES.items():
+        path = split / f"{name}.csv.gz"
+        if not path.is_file():
+            continue
+        idx = _matrix(path, np.int64).reshape(-1)
+        bad = np.flatnonzero((idx < 0) | (idx >= n))
+        if bad.size:
+            raise InputError(f"{path}: line {int(bad[0]) + 1}: node {int(idx[bad[0]])} out of range [0, {n})")
+        mask = np.zeros(n, dtype=bool)
+        mask[idx] = True
+        masks[key] = mask
+    return masks
+
+
+def _classes(feats: dict[str, np.ndarray]) -> int | None:
+    y = feats.get("label")
+    return int(y.max()) + 1 if y is not None and y.size and y.max() >= 0 else None
