@@ -23,8 +23,10 @@ METIS_BYTES_PER_EDGE = 165  # METIS 5 (pymetis) with graphshard's CSR, per store
 # On graphs whose order carries locality (web crawls, meshes) METIS's coarsening shrinks the graph level by
 # level, so its hierarchy holds far less than on power-law graphs without it (measured 103 on cnr-2000)
 METIS_BYTES_PER_EDGE_ORDERED = 120
-KAMINPAR_BYTES_PER_ENTRY = 12.7  # KaMinPar (compressed graph, partition state), per adjacency entry (measured 10.5-14.6)
+KAMINPAR_BYTES_PER_ENTRY = 11.2  # KaMinPar (compressed graph, partition state), per adjacency entry (R-MAT 21, 24)
 KAMINPAR_FIXED = 32 << 20  # and its buffers that do not grow with the graph
+# buffers that grow with the graph up to a cap (measured: 14.6 bytes per entry on R-MAT 17, 13.3 on cnr-2000)
+KAMINPAR_GROWING, KAMINPAR_GROWING_CAP = 3.5, 16 << 20
 PREFERENCE = ("kaminpar", "metis", "stream", "random")  # by cut quality at equal fit, then memory
 
 
@@ -59,7 +61,8 @@ def estimates(c: GraphCounts, num_parts: int, memory_mb: int = 1024) -> list[Est
     block = 4 * min(buf // 8, c.entries, c.entries * BLOCK_NODES // max(1, c.nodes))
     alive = 1 if block == 4 * c.entries else 2
     stream = build | {"partition": 24 * c.nodes + alive * block + contraction}
-    kaminpar = build | {"kaminpar": KAMINPAR_FIXED + 24 * c.nodes + int(KAMINPAR_BYTES_PER_ENTRY * c.entries)}
+    growing = min(int(KAMINPAR_GROWING * c.entries), KAMINPAR_GROWING_CAP)
+    kaminpar = build | {"kaminpar": KAMINPAR_FIXED + 24 * c.nodes + int(KAMINPAR_BYTES_PER_ENTRY * c.entries) + growing}
     out = [Estimate("random", BASE + 24 * c.nodes, 0, "assign"),
            _peak("stream", stream, adjacency_disk),
            _peak("kaminpar", kaminpar, adjacency_disk + 8 * c.entries + 8 * c.nodes),
