@@ -43,6 +43,18 @@ def small_hetero(seed: int = 0) -> Graph:
     )
 
 
+def sparse_hetero(seed: int = 0) -> Graph:
+    """:func:`small_hetero` whose papers carry a 50-wide bag-of-words feature held as CSR (3 non-zeros a
+    row on average, some rows empty)."""
+    from graphshard.sparse import CSRRows
+
+    g, rng = small_hetero(seed), np.random.default_rng(seed + 1)
+    dense = np.where(rng.random((60, 50)) < 0.06, rng.integers(1, 6, (60, 50)), 0).astype(np.float32)
+    rows, cols = np.nonzero(dense)
+    csr = CSRRows(np.searchsorted(rows, np.arange(61)).astype(np.int64), cols.astype(np.int64), dense[rows, cols], 50)
+    return Graph(g.num_nodes, g.edges, {**g.node_feats, "paper": {**g.node_feats["paper"], "bow": csr}}, g.edge_feats)
+
+
 def small_homo(seed: int = 0) -> Graph:
     """A directed homogeneous graph with 4 planted communities, node and edge features."""
     ds = community_graph(num_nodes=240, num_classes=4, avg_degree=6, intra=0.9, feat_dim=4, seed=seed)

@@ -12,6 +12,7 @@ import numpy as np
 
 from .errors import InputError
 from .format.names import SUFFIX_ROOM, check_etype_names, check_path_name
+from .sparse import CSRRows
 
 EType = tuple[str, str, str]
 DEFAULT_NTYPE = "_N"
@@ -157,7 +158,7 @@ class Graph:
         out = {}
         for fname, value in feats.items():
             _check_name(fname, f"{kind} feature name")
-            arr = to_numpy(value)
+            arr = value if isinstance(value, CSRRows) else to_numpy(value)  # sparse features stay sparse
             if arr.ndim == 0 or arr.shape[0] != counts[key]:
                 got = "a scalar" if arr.ndim == 0 else f"{arr.shape[0]} rows"
                 raise InputError(f"{kind} feature {name}/{fname}: first dimension must be {counts[key]}, got {got}")

@@ -8,7 +8,7 @@ import pytest
 from graphshard import partition_graph
 from graphshard.distributed.context import DistError
 from graphshard.distributed.launcher import launch
-from tests.graphs import small_hetero
+from tests.graphs import small_hetero, sparse_hetero
 
 
 def _pyg_checks(g, book, store) -> None:
@@ -42,7 +42,7 @@ def _pyg_checks(g, book, store) -> None:
         store.put_tensor(torch.zeros(2, 5), TensorAttr("paper", "x", torch.tensor([0, 1])))
 
 
-def _worker(config: str, check_error: bool) -> None:
+def _worker(config: str, check_error: bool, sparse: bool = False) -> None:
     import os
 
     import torch
@@ -53,7 +53,7 @@ def _worker(config: str, check_error: bool) -> None:
     from graphshard.distributed.local_store import LocalFeatureStore
     from graphshard.distributed.rpc import init_rpc, shutdown_rpc
 
-    g = small_hetero()
+    g = sparse_hetero() if sparse else small_hetero()
     with DistContext.from_env(timeout=30) as ctx:
         group = init_rpc(ctx)
         try:
@@ -76,7 +76,17 @@ def _worker(config: str, check_error: bool) -> None:
                 for name, full in feats.items():
                     got = store.lookup(et, name, ids).numpy()
                     assert np.array_equal(got, full[book.to_original_eids(et, ids).numpy()])
-            _pyg_checks(g, book, store)
+            if sparse:  # only the non-zeros of remote CSR rows travel: far fewer bytes than their dense rows
+                ids = torch.from_numpy(rng.permutation(60))
+                csr = store.lookup_nonzeros("paper", "bow", ids)  # what a sparse batch holds, in the order asked
+                assert np.array_equal(csr.dense(), g.node_feats["paper"]["bow"][book.to_original("paper", ids).numpy()])
+                before = dict(store.stats)
+                store.lookup("paper", "bow", torch.arange(60))
+                remote = store.stats["remote_rows"] - before["remote_rows"]
+                sent = store.stats["bytes_received"] - before["bytes_received"]
+                assert remote > 0 and sent < 0.4 * remote * 50 * 4, (remote, sent)
+            else:
+                _pyg_checks(g, book, store)
         finally:
             shutdown_rpc(group)
     os.environ.pop("RANK", None)
@@ -95,3 +105,8 @@ def test_every_rank_reads_every_row(config):
 def test_remote_error_names_the_owner(config):
     with pytest.raises(DistError, match=r"rank 0 failed: .*request to rank1 failed: KeyError: .*no_such_feature"):
         launch(_worker, 2, (config, True), timeout=60)
+
+
+def test_sparse_features_read_dense_and_travel_as_non_zeros(tmp_path):
+    partition_graph(sparse_hetero(), "s", 2, tmp_path, part_method="metis", num_hops=1)
+    launch(_worker, 2, (str(tmp_path / "s.json"), False, True), timeout=60)

@@ -123,3 +123,21 @@ def test_hetero_sage_builds_only_what_its_outputs_read():
     edges = {et: torch.tensor([[0, 1], [1, 2]]) for et in ets}
     model(x, edges)["b"].sum().backward()
     assert all(p.grad is not None for p in model.parameters())
+
+
+def test_sparse_inputs_project_like_dense_ones():
+    from graphshard.models.hetero import project
+    from graphshard.sparse import sparse_tensor
+    from tests.graphs import sparse_hetero
+
+    x = sparse_hetero().node_feats["paper"]["bow"]
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(50, 6)
+    dense = torch.from_numpy(x.dense())
+    sparse = project(lin, sparse_tensor(x))
+    assert torch.allclose(sparse, lin(dense), atol=1e-5)
+    sparse.sum().backward()
+    grad = lin.weight.grad.clone()
+    lin.weight.grad = None
+    lin(dense).sum().backward()
+    assert torch.allclose(grad, lin.weight.grad, atol=1e-4)

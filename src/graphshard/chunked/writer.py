@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..sparse import CSRRows
 from ..errors import InputError
 from ..format.names import check_path_name, inside
 from ..format.outputs import check_output_dir
@@ -56,11 +57,15 @@ def _write_graph(g: Graph, tmp: Path, num_chunks: int, fmt: str, graph_name: str
     write_metadata(meta)
 
 
-def _write_chunks(folder: Path, rows: np.ndarray, num_chunks: int, fmt: str, root: Path) -> FileSpec:
+def _write_chunks(folder: Path, rows: np.ndarray | CSRRows, num_chunks: int, fmt: str, root: Path) -> FileSpec:
     folder.mkdir(parents=True, exist_ok=True)
     count = max(1, min(num_chunks, rows.shape[0]))
     paths = []
-    for i, piece in enumerate(np.array_split(np.asarray(rows), count)):
+    n = rows.shape[0]
+    bounds = np.cumsum([0] + [n // count + (i < n % count) for i in range(count)]) if isinstance(rows, CSRRows) else None
+    pieces = (rows.take(np.arange(bounds[i], bounds[i + 1])).dense() for i in range(count)) if bounds is not None \
+        else np.array_split(np.asarray(rows), count)  # the chunked format is dense: sparse rows chunk by chunk
+    for i, piece in enumerate(pieces):
         path = folder / f"chunk-{i}.{_EXT[fmt]}"
         _write_one(path, piece, fmt)
         paths.append(path)

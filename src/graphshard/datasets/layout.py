@@ -23,6 +23,7 @@ from ..format.names import SUFFIX_ROOM, check_etype_names, check_path_name, insi
 from ..format.outputs import check_output_dir
 from ..format.staging import naming, staged_dir
 from ..limits import check_count
+from ..sparse import CSRRows
 from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph, etype_str, parse_etype
 
 SPLITS = ("train", "val", "test")
@@ -47,7 +48,7 @@ def _load(path: Path) -> np.ndarray:
         raise InputError(f"{path}: not a plain NumPy array ({exc})") from None
 
 
-def _features(d: Path, fmt: str, files: list[str], shape: list[int] | None) -> np.ndarray | None:
+def _features(d: Path, fmt: str, files: list[str], shape: list[int] | None) -> np.ndarray | CSRRows | None:
     if fmt == "none":
         return None
     if fmt == "dense":
@@ -58,9 +59,7 @@ def _features(d: Path, fmt: str, files: list[str], shape: list[int] | None) -> n
             raise InputError(f"{d}/meta.json: a CSR feature needs its shape [rows, columns], got {shape!r}")
         rows, cols = (check_count(v, f"{d}/meta.json: feature shape") for v in shape)
         _check_csr(d, files, indptr, indices, data, rows, cols)
-        dense = np.zeros((rows, cols), dtype=data.dtype)
-        dense[np.repeat(np.arange(rows), np.diff(indptr)), indices] = data
-        return dense
+        return CSRRows(indptr.astype(np.int64), indices.astype(np.int64), data, cols)  # kept sparse
     raise InputError(f"{d}/meta.json: unknown feature format {fmt!r} (expected dense, csr or none)")
 
 
@@ -208,9 +207,15 @@ def _save_npy(d: Path, name: str, arr: np.ndarray) -> None:
 
 def _save_arrays(d: Path, prefix: str, feats: dict[str, np.ndarray]) -> dict[str, Any]:
     info: dict[str, Any] = {"format": "none", "files": []}
-    if "feat" in feats:
-        _save_npy(d, f"{prefix}feat.npy", feats["feat"])
-        info = {"format": "dense", "files": [f"{prefix}feat.npy"], "shape": list(feats["feat"].shape)}
+    x = feats.get("feat")
+    if isinstance(x, CSRRows):
+        files = [f"{prefix}feat_csr_{p}.npy" for p in ("indptr", "indices", "data")]
+        for f, arr in zip(files, (x.indptr, x.indices, x.data)):
+            _save_npy(d, f, arr)
+        info = {"format": "csr", "files": files, "shape": list(x.shape)}
+    elif x is not None:
+        _save_npy(d, f"{prefix}feat.npy", x)
+        info = {"format": "dense", "files": [f"{prefix}feat.npy"], "shape": list(x.shape)}
     if "label" in feats:
         _save_npy(d, f"{prefix}label.npy", feats["label"])
     for split in SPLITS:

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Data, HeteroData
 
+from ..sparse import sparse_tensor
 from ..book import RangePartitionBook
 from ..errors import InputError
 from ..graph import EType
@@ -28,7 +29,9 @@ class BatchSpec:
     ``"triplet"`` (``src_index``, ``dst_pos_index``, ``dst_neg_index``), ``neg_amount`` negatives per
     positive. ``feat_name``/``label_name`` become ``x``/``y`` where a node type has them.
     ``exclude_seed_edges``: drop sampled edges joining a positive seed pair, in either direction (so the
-    model cannot read a training link off its own neighbourhood — held-out links are never there)."""
+    model cannot read a training link off its own neighbourhood — held-out links are never there).
+    ``sparse_x``: a node type whose ``feat_name`` is held as CSR gets ``x`` as a sparse COO tensor of its
+    rows (only their non-zeros fetched and kept) instead of dense rows."""
 
     num_neighbors: Any
     replace: bool = False
@@ -41,6 +44,7 @@ class BatchSpec:
     neg_mode: str | None = None
     neg_amount: float = 1.0
     exclude_seed_edges: bool = False
+    sparse_x: bool = False
 
     def __post_init__(self) -> None:
         if self.neg_mode not in (None, "binary", "triplet"):
@@ -188,7 +192,10 @@ class BatchMaker:
     def _attach(self, store: Any, ntype: str, ids: np.ndarray) -> None:
         start = time.perf_counter()
         store.n_id = torch.from_numpy(ids)
-        if self.features.has(ntype, self.spec.feat_name):
+        if self.spec.sparse_x and self.features.has(ntype, self.spec.feat_name) and \
+                self.features.is_sparse(ntype, self.spec.feat_name):
+            store.x = sparse_tensor(self.features.lookup_nonzeros(ntype, self.spec.feat_name, ids))
+        elif self.features.has(ntype, self.spec.feat_name):
             store.x = self.features.lookup(ntype, self.spec.feat_name, ids)
         if self.spec.label_name and self.features.has(ntype, self.spec.label_name):
             store.y = self.features.lookup(ntype, self.spec.label_name, ids)

@@ -109,7 +109,8 @@ def build_cache(g, seeds: dict[str, np.ndarray], fanouts, names: list[str], rati
     from .sampler import fanout_table
 
     start, book = time.perf_counter(), g.get_partition_book()
-    present = {t: [n for n in names if g.features.has(t, n)] for t in g.ntypes}
+    # CSR features are fetched as their non-zeros, far smaller than the dense rows a cache would hold
+    present = {t: [n for n in names if g.features.has(t, n) and not g.features.is_sparse(t, n)] for t in g.ntypes}
     row_bytes = max((sum(g.features.row_nbytes(t, n) for n in present[t]) for t in g.ntypes if present[t]),
                     default=0)
     budget = cache_budget(ratio, megabytes, g.sampling_graph.count, row_bytes) if row_bytes else 0

@@ -11,6 +11,7 @@ from torch_geometric.data.feature_store import TensorAttr
 
 from ..book import RangePartitionBook
 from ..ids import as_id_array
+from ..sparse import CSRRows, densify, joined
 from .cache import FeatureCache
 from .local_store import LocalFeatureStore
 from .rpc import RpcGroup, by_owner, register, registered
@@ -22,6 +23,11 @@ _STORE = "feature-store"
 def _serve_rows(key: str, group: Any, name: str, ids: torch.Tensor) -> torch.Tensor:
     """RPC handler: rows of ``group``/``name`` for global per-type ``ids`` owned by this process."""
     return registered(f"{_STORE}/{key}").get_tensor_from_global_id(group, name, ids)
+
+
+def _serve_nonzeros(key: str, group: Any, name: str, ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """RPC handler: the non-zeros of a CSR feature's rows (made dense by the caller: only they travel)."""
+    return registered(f"{_STORE}/{key}").nonzeros_from_global_id(group, name, ids)
 
 
 class DistFeatureStore(ReadOnlyFeatureStore):
@@ -67,6 +73,28 @@ class DistFeatureStore(ReadOnlyFeatureStore):
         ids = torch.arange(self.counts[group])[rows]
         return self.lookup(group, name, ids.view(-1))[0] if isinstance(rows, int) else self.lookup(group, name, ids)
 
+    def is_sparse(self, group: Any, name: str) -> bool:
+        """Whether node feature ``group``/``name`` is held as CSR (the same in every partition)."""
+        g, n = self._key(TensorAttr(group, name))
+        return not isinstance(g, tuple) and self.local.is_sparse(g, n)
+
+    def lookup_nonzeros(self, group: Any, name: str, ids: Any) -> CSRRows:
+        """The rows of a CSR node feature for global per-type ``ids``, in the order asked, as CSR: only
+        their non-zeros are read and sent (the remote-feature cache, which holds dense rows, is not used)."""
+        group, name = self._key(TensorAttr(group, name))
+        ids_np = as_id_array(ids, f"IDs of {group!r}")
+        width = int(self.schema[(group, name)][1][0])
+        parts = self._owner_parts(group, ids_np)
+        self.stats["rows"] += int(ids_np.shape[0])
+        pieces = by_owner(self.group, parts, self.book.num_partitions(),
+                          lambda pos: self.local.nonzeros_from_global_id(group, name, ids_np[pos]), _serve_nonzeros,
+                          lambda pos: (self.key, group, name, torch.from_numpy(ids_np[pos])), f"feature {group!r}/{name!r}")
+        for pos, got in pieces:
+            if pos.size and parts[pos[0]] != self.part_id:
+                self.stats["remote_rows"] += int(pos.size)
+                self.stats["bytes_received"] += sum(t.numel() * t.element_size() for t in got)
+        return joined(pieces, ids_np.shape[0], width)
+
     def lookup(self, group: Any, name: str, ids: Any) -> torch.Tensor:
         """Rows of feature ``name`` of ``group`` for global per-type ``ids``, in the order asked."""
         group, name = self._key(TensorAttr(group, name))
@@ -80,18 +108,23 @@ class DistFeatureStore(ReadOnlyFeatureStore):
             served = [(hit_pos, hit_rows)] if hit_pos.size else []
         asked = ids_np if todo is None else ids_np[todo]
         parts_asked = parts if todo is None else parts[todo]
+        sparse = not isinstance(group, tuple) and self.local.is_sparse(group, name)
         pieces = by_owner(self.group, parts_asked, self.book.num_partitions(),
                           lambda pos: self.local.get_tensor_from_global_id(group, name, asked[pos]),
-                          _serve_rows, lambda pos: (self.key, group, name, torch.from_numpy(asked[pos])),
+                          _serve_nonzeros if sparse else _serve_rows,
+                          lambda pos: (self.key, group, name, torch.from_numpy(asked[pos])),
                           f"feature {group!r}/{name!r}")
         if todo is None and len(pieces) == 1 and parts.size and parts[0] == self.part_id:  # all local, in order
             return pieces[0][1]
         out = torch.empty((ids_np.shape[0], *row_shape), dtype=dtype)
         for pos, got in pieces:
+            received = got if isinstance(got, tuple) else (got,)
+            if isinstance(got, tuple):  # a CSR feature's non-zeros
+                got = densify(*got, int(row_shape[0]))
             out.index_copy_(0, torch.from_numpy(pos if todo is None else todo[pos]), got)
             if pos.size and parts_asked[pos[0]] != self.part_id:
                 self.stats["remote_rows"] += int(pos.size)
-                self.stats["bytes_received"] += got.numel() * got.element_size()
+                self.stats["bytes_received"] += sum(t.numel() * t.element_size() for t in received)
         for pos, got in served:
             out.index_copy_(0, torch.from_numpy(pos), got)
         return out

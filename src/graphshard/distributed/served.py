@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -22,6 +23,7 @@ from ..book import RangePartitionBook
 from ..errors import InputError
 from ..format.config import read_config
 from ..format.load import Partition, book_from_config, load_partition
+from ..sparse import CSRRows
 from .store_base import Rows
 
 
@@ -70,11 +72,11 @@ class Stacked:
     """Rows of one feature held by consecutive stored partitions, read as one tensor (row ``i`` of the
     whole is row ``i - offset[k]`` of piece ``k``)."""
 
-    def __init__(self, pieces: list[torch.Tensor]):
+    def __init__(self, pieces: list[Any]):  # tensors, or CSRRows (read dense)
         self.pieces = pieces
         self.offsets = np.cumsum([0] + [p.shape[0] for p in pieces])
         self.shape = (int(self.offsets[-1]), *pieces[0].shape[1:])
-        self.dtype = pieces[0].dtype
+        self.dtype = pieces[0].torch_dtype if isinstance(pieces[0], CSRRows) else pieces[0].dtype
 
     def read(self, rows: Rows) -> torch.Tensor:
         if isinstance(rows, int):
@@ -87,8 +89,21 @@ class Stacked:
         out = torch.empty((ids.shape[0], *self.shape[1:]), dtype=self.dtype)
         for k in np.unique(piece):
             pos = np.flatnonzero(piece == k)
-            out[torch.from_numpy(pos)] = torch.index_select(self.pieces[k], 0, torch.from_numpy(ids[pos] - self.offsets[k]))
+            at, src = torch.from_numpy(ids[pos] - self.offsets[k]), self.pieces[k]
+            out[torch.from_numpy(pos)] = src.read(at) if isinstance(src, CSRRows) else torch.index_select(src, 0, at)
         return out
+
+    def nonzeros(self, rows: np.ndarray) -> tuple[torch.Tensor, ...]:
+        """The non-zeros of CSR rows across the pieces, in the order of ``rows``."""
+        piece = np.searchsorted(self.offsets, rows, side="right") - 1
+        order = np.argsort(piece, kind="stable")  # the asked rows grouped by piece
+        taken = [self.pieces[k].take(rows[order][piece[order] == k] - self.offsets[k]) for k in range(len(self.pieces))]
+        joined = CSRRows(np.concatenate([[0], np.cumsum(np.concatenate([np.diff(t.indptr) for t in taken]))]),
+                         np.concatenate([t.indices for t in taken]), np.concatenate([t.data for t in taken]),
+                         self.shape[1])
+        back = np.empty_like(order)
+        back[order] = np.arange(order.shape[0])
+        return joined.nonzeros(back)
 
 
 def stacked_feats(parts: list[Partition], kind: str) -> dict[str, torch.Tensor | Stacked]:

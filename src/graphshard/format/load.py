@@ -14,6 +14,7 @@ from ..book import RangePartitionBook
 from ..errors import FormatError
 from ..graph import EType, parse_etype
 from .config import PartitionConfig, read_config
+from .sparse import assemble, logical_schema, sparse_widths
 from .tensorfile import header_schema, read_header, read_tensors, sha256_file
 from .validate import check_structure
 
@@ -83,7 +84,8 @@ def load_partition_feats(part_config: str | os.PathLike | PartitionConfig, part_
     """Node and edge features of partition ``part_id``'s inner items, keyed ``"<type>/<name>"``."""
     cfg = part_config if isinstance(part_config, PartitionConfig) else read_config(part_config)
     _check_part(cfg, part_id)
-    node = _read(cfg, part_id, "node_feats", verify)
+    node = assemble(_read(cfg, part_id, "node_feats", verify), sparse_widths(cfg, "node_feats"),
+                    cfg.part_path(part_id, "node_feats"))
     edge = _read(cfg, part_id, "edge_feats", verify)
     _check_feature_rows(cfg, part_id, node, cfg.node_map, "node_feats")
     _check_feature_rows(cfg, part_id, edge, cfg.edge_map, "edge_feats")
@@ -192,12 +194,13 @@ def _check_feature_schema(cfg: PartitionConfig, part_id: int, key: str) -> None:
     """This partition's features are those the config declares, and every other partition holds the same
     features with the same dtypes and row shapes (headers only, no data read)."""
     mine_path = cfg.part_path(part_id, key)
-    mine = _schema(mine_path)
+    widths = sparse_widths(cfg, key) if key == "node_feats" else {}
+    mine = logical_schema(_schema(mine_path), widths)
     _differ(mine_path, mine, cfg.path, cfg.feature_schema[key], "its config's feature_schema")
     for p in range(cfg.num_parts):
         other_path = cfg.part_path(p, key)
         if p != part_id and other_path.is_file():
-            _differ(mine_path, mine, other_path, _schema(other_path), str(other_path))
+            _differ(mine_path, mine, other_path, logical_schema(_schema(other_path), widths), str(other_path))
 
 
 def _differ(path: Path, mine: dict, other_path: Path, other: dict, other_name: str) -> None:

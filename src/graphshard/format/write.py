@@ -8,6 +8,7 @@ import shutil
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -15,6 +16,7 @@ from .config import PartitionConfig, write_config
 from ..errors import GraphshardError
 from .outputs import MARKER, claim_for_graph, prepare_output_dir, write_failure
 from .staging import missing_ancestors, naming, remove_empty_dirs
+from .sparse import stored_tensors
 from .tensorfile import Lazy, write_tensors
 
 log = logging.getLogger(__name__)
@@ -101,10 +103,11 @@ class PartitionWriter:
             (self.out_dir / MARKER).unlink(missing_ok=True)
             remove_empty_dirs(self._created)
 
-    def write_file(self, part_id: int, key: str, tensors: dict[str, np.ndarray | Lazy]) -> None:
+    def write_file(self, part_id: int, key: str, tensors: dict[str, Any]) -> None:
         """Stage file ``key`` of partition ``part_id`` (written in the background; errors surface on
         the next call or at :meth:`commit`)."""
         rel = f"part{part_id}/{FILE_NAMES[key]}"
+        tensors = stored_tensors(tensors)  # sparse features as their three CSR tensors
         target = self.staging / rel
         target.parent.mkdir(exist_ok=True)
         self.parts.setdefault(part_id, {})[key] = rel

@@ -21,6 +21,13 @@ from ..graph import EType
 from .aggregate import relu_dropout, sage_rows
 
 
+def project(lin: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """``lin(x)``, also for a sparse COO ``x`` (bag-of-words rows: only their non-zeros are multiplied)."""
+    if x.is_sparse:
+        return torch.sparse.mm(x, lin.weight.t()) + lin.bias
+    return lin(x)
+
+
 class HeteroSAGE(nn.Module):
     """Every node type's input (``in_dims[t]`` wide) is first projected to ``hidden``; then
     ``num_layers`` relation-wise SAGEConv layers. Node types that no edge type reaches keep a per-layer
@@ -60,7 +67,7 @@ class HeteroSAGE(nn.Module):
 
     def forward(self, x_dict: dict[str, torch.Tensor], edge_index_dict: dict[EType, torch.Tensor], hops=None
                 ) -> dict[str, torch.Tensor]:
-        x = {t: lin(x_dict[t]) for t, lin in self.proj.items()}
+        x = {t: project(lin, x_dict[t]) for t, lin in self.proj.items()}
         depth = len(self.convs)
         if hops is not None and any(len(n) != depth + 1 for n in hops[0].values()):
             hops = None  # sampled for another depth: nothing to trim by
@@ -95,7 +102,7 @@ class HeteroSAGE(nn.Module):
         return len(self.convs)
 
     def layer_inputs(self, x: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        return {t: self.proj[t](v) for t, v in x.items() if t in self.proj}
+        return {t: project(self.proj[t], v) for t, v in x.items() if t in self.proj}
 
     def layer(self, i: int, x_src: dict[str, torch.Tensor], x_dst: dict[str, torch.Tensor],
               edges: dict[EType, torch.Tensor]) -> dict[str, torch.Tensor]:

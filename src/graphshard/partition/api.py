@@ -11,6 +11,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..errors import InputError
+from ..format.sparse import sparse_entry
 from ..format.config import PartitionConfig, check_graph_name, feature_schema
 from ..format.outputs import check_output_dir, claim_for_graph
 from ..format.write import PartitionWriter
@@ -175,7 +176,7 @@ def _config(out_dir: Path, g: Graph, name: str, method: str, num_hops: int, rl: 
         node_map={t: node_map[i] for i, t in enumerate(g.ntypes)},
         edge_map={etype_str(et): edge_map[i] for i, et in enumerate(g.canonical_etypes)},
         parts=[],
-        extra={"num_trainers_per_machine": trainers},
+        extra={"num_trainers_per_machine": trainers, **sparse_entry(g.node_feats)},
         feature_schema=feature_schema(node, edge),
     )
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..sparse import CSRRows
 from ..format.tensorfile import Lazy
 from ..graph import Graph, etype_str
 from .halo import LocalStructure
@@ -88,9 +89,10 @@ def inner_orig_ids(g: Graph, view: HomoView, rl: Relabelling, p: int) -> tuple[d
 
 
 def feature_arrays(g: Graph, orig_nids: dict[str, np.ndarray], orig_eids: dict[str, np.ndarray]) -> tuple[dict, dict]:
-    """Inner-node and inner-edge feature rows of one partition, keyed ``"<type>/<name>"``."""
+    """Inner-node and inner-edge feature rows of one partition, keyed ``"<type>/<name>"`` (sparse node
+    features stay :class:`~graphshard.sparse.CSRRows`)."""
     node_feats = {
-        f"{t}/{name}": take_rows(arr, orig_nids[t])
+        f"{t}/{name}": arr.take(orig_nids[t]) if isinstance(arr, CSRRows) else take_rows(arr, orig_nids[t])
         for t, feats in g.node_feats.items()
         for name, arr in feats.items()
     }

@@ -14,6 +14,7 @@ import torch
 
 from ..distributed.graph import DistGraph
 from ..errors import InputError
+from ..sparse import CSRRows
 
 
 def check_finite_features(g: DistGraph, feat_name: str = "feat") -> None:
@@ -24,12 +25,11 @@ def check_finite_features(g: DistGraph, feat_name: str = "feat") -> None:
         ntype, name = key.rsplit("/", 1)
         offset = before.get(key, 0)  # rows of this type in the served partitions before this one
         before[key] = offset + x.shape[0]
-        if name != feat_name or not torch.is_floating_point(x) or x.numel() == 0:
+        if name != feat_name:
             continue
-        rows = x.reshape(x.shape[0], -1)
-        step = max(1, (1 << 24) // max(rows.shape[1], 1))  # blocks of ~16 M values: the mask stays small
-        bad = [torch.nonzero(~torch.isfinite(rows[b: b + step]).all(dim=1))[:, 0] + b for b in range(0, len(rows), step)]
-        bad = torch.cat(bad) if bad else torch.zeros(0, dtype=torch.int64)
+        bad = _bad_rows(x)
+        if bad is None:
+            continue
         if bad.numel():
             row = offset + int(bad[0])
             start = book.node_range(g.part_id, ntype)[0]
@@ -73,3 +73,18 @@ def num_classes_of(labels: np.ndarray, masks: dict[str, np.ndarray], declared: i
         raise InputError(f"{ntype!r} node {orig} (original ID) of a train/val/test split has label "
                          f"{int(labels[node])}, outside {what}")
     return classes
+
+
+def _bad_rows(x) -> torch.Tensor | None:
+    """Rows of ``x`` holding NaN or infinity (None: not a float feature, or empty)."""
+    if isinstance(x, CSRRows):  # only the stored values can be non-finite
+        if not np.issubdtype(x.data.dtype, np.floating):
+            return None
+        at = np.flatnonzero(~np.isfinite(x.data))
+        return torch.from_numpy(np.unique(np.searchsorted(x.indptr, at, side="right") - 1))
+    if not torch.is_floating_point(x) or x.numel() == 0:
+        return None
+    rows = x.reshape(x.shape[0], -1)
+    step = max(1, (1 << 24) // max(rows.shape[1], 1))  # blocks of ~16 M values: the mask stays small
+    bad = [torch.nonzero(~torch.isfinite(rows[b: b + step]).all(dim=1))[:, 0] + b for b in range(0, len(rows), step)]
+    return torch.cat(bad) if bad else torch.zeros(0, dtype=torch.int64)

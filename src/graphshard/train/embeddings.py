@@ -38,7 +38,8 @@ def predict(g: DistGraph, model: torch.nn.Module, inputs: ModelInputs, ntype: st
     model.eval()
     with torch.no_grad(), DistNeighborLoader(g, fanouts, ids, math.ceil(opts.eval_batch_size / g.group.world_size),
                                              input_type=ntype if inputs.hetero else None, label_name=None,
-                                             seed=opts.seed, feat_name=inputs.feat_name) as loader:
+                                             seed=opts.seed, feat_name=inputs.feat_name,
+                                             sparse_x=inputs.sparse_x) as loader:
         for batch in loader:
             n = batch[ntype].batch_size if inputs.hetero else batch.batch_size
             rows = rows_of(model(*inputs(batch)), ntype)[:n]

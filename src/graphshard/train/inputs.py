@@ -28,6 +28,8 @@ class ModelInputs:
         self.g, self.feat_name = g, opts.feat or "feat"
         feat_name = self.feat_name
         self.hetero = len(g.ntypes) > 1 or len(g.canonical_etypes) > 1
+        # the relational GraphSAGE projects its inputs first: CSR features reach it as sparse batches
+        self.sparse_x = self.hetero and opts.model == "sage"
         self.ntypes, self.etypes = g.ntypes, g.canonical_etypes
         self.dims: dict[str, int] = {}
         self.embeddings: dict[str, DistEmbedding] = {}
