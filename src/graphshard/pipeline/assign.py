@@ -94,7 +94,7 @@ def _out_of_core(meta: ChunkedMeta, out_dir: Path, method: str, num_parts: int, 
         else:
             weights = None if csr.in_degree is None else csr.in_degree + 1
             path = str(work / "graph.parhip")
-            write_parhip_blocks(path, total, _xadj_pieces(csr), (adj for _, _, adj in csr.blocks()), weights)
+            write_parhip_blocks(path, total, _xadj_pieces(csr), (adj for _, _, adj in csr.blocks(1 << 20)), weights)
             parts = kaminpar_from_file(path, total, num_parts, seed)
         log.info("%s assignment in %.2f s", method, time.perf_counter() - start)
     finally:
