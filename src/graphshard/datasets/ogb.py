@@ -20,9 +20,10 @@ Heterogeneous (ogbn-mag)::
 A dataset has one split scheme (``time``, ``sales_ranking``, …); with several, pass ``scheme``. Files are
 parsed by pyarrow's streaming CSV reader, each column straight to its final type (float32 features,
 int64 IDs), about 1 MiB of text at a time, and features go block by block into their preallocated
-array: ``graphshard chunk --dataset OGB_DIR`` holds each feature matrix once (200,000 × 64 features,
-49 MiB: 0.72 s and 112 MiB of peak growth, where pyarrow's multithreaded whole-file reader took 0.81 s and
-140 MiB holding the table next to the array; gzip decompression is sequential either way). Every file is checked: a missing
+array: ``graphshard chunk --dataset OGB_DIR`` holds each feature matrix once (benchmarks/ogb_layout.py).
+On 200,000 × 64 features (49 MiB) this took 0.72 s and 112 MiB of peak growth. pyarrow's multithreaded
+whole-file reader took 0.81 s and 140 MiB, holding the table next to the array: gzip decompression is
+sequential either way. Every file is checked: a missing
 file, a malformed row, a node ID out of range or a row count that does not match the node count is an
 :class:`InputError` naming the file.
 """
