@@ -43,3 +43,16 @@ def test_damaged_tensors_are_refused_naming_the_file(damage, what):
     with pytest.raises(FormatError, match=r"feats\.safetensors: sparse feature 'paper/bow' is not a valid CSR"):
         from_tensors(tensors, "paper/bow", 50, "part0/node_feats.safetensors")
     assert from_tensors(x.tensors("paper/bow"), "paper/bow", 50, "f").shape == (60, 50)
+
+
+def test_rows_across_stored_partitions_served_as_one():
+    """A process serving several stored partitions reads a CSR feature's rows across them, dense or as
+    non-zeros, in the order asked."""
+    from graphshard.distributed.served import Stacked
+
+    x = _csr()
+    dense = x.dense()
+    stacked = Stacked([x.take(np.arange(0, 23)), x.take(np.arange(23, 41)), x.take(np.arange(41, 60))])
+    rows = np.array([59, 3, 23, 40, 41, 0, 22, 30])
+    assert np.array_equal(stacked.read(torch.from_numpy(rows)).numpy(), dense[rows])
+    assert np.array_equal(densify(*stacked.nonzeros(rows), 50).numpy(), dense[rows])
