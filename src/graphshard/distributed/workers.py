@@ -110,9 +110,12 @@ class WorkerPool:
 
     def __init__(self, part_config: str, rank: int, world_size: int, spec: BatchSpec, num_workers: int,
                  prefetch: int = 2, timeout: float = 300.0, rpc_host: str = "127.0.0.1", cache: Any = None):
+        import torch
         import torch.multiprocessing as mp
 
         refuse_spawn_reimport()
+        if spec.sparse_x:  # sparse batch tensors are rebuilt here from checked partition data: say so, once,
+            torch.sparse.check_sparse_tensor_invariants.disable()  # rather than have torch warn per batch
         self.rank, self.timeout, self.prefetch = rank, timeout, max(1, prefetch)
         host, port = os.environ["MASTER_ADDR"], _store_port()
         key = f"sampler-pool/{next(_POOLS)}"
