@@ -75,8 +75,7 @@ class DistFeatureStore(ReadOnlyFeatureStore):
 
     def is_sparse(self, group: Any, name: str) -> bool:
         """Whether node feature ``group``/``name`` is held as CSR (the same in every partition)."""
-        g, n = self._key(TensorAttr(group, name))
-        return not isinstance(g, tuple) and self.local.is_sparse(g, n)
+        return self.local.is_sparse(*self._key(TensorAttr(group, name)))
 
     def lookup_nonzeros(self, group: Any, name: str, ids: Any) -> CSRRows:
         """The rows of a CSR node feature for global per-type ``ids``, in the order asked, as CSR: only
@@ -90,10 +89,14 @@ class DistFeatureStore(ReadOnlyFeatureStore):
                           lambda pos: self.local.nonzeros_from_global_id(group, name, ids_np[pos]), _serve_nonzeros,
                           lambda pos: (self.key, group, name, torch.from_numpy(ids_np[pos])), f"feature {group!r}/{name!r}")
         for pos, got in pieces:
-            if pos.size and parts[pos[0]] != self.part_id:
-                self.stats["remote_rows"] += int(pos.size)
-                self.stats["bytes_received"] += sum(t.numel() * t.element_size() for t in got)
+            self._count_received(pos, parts, got)
         return joined(pieces, ids_np.shape[0], width)
+
+    def _count_received(self, pos: np.ndarray, parts: np.ndarray, tensors: tuple[torch.Tensor, ...]) -> None:
+        """Count the rows at ``pos`` and the bytes of ``tensors`` (their answer) when another partition sent them."""
+        if pos.size and parts[pos[0]] != self.part_id:
+            self.stats["remote_rows"] += int(pos.size)
+            self.stats["bytes_received"] += sum(t.numel() * t.element_size() for t in tensors)
 
     def lookup(self, group: Any, name: str, ids: Any) -> torch.Tensor:
         """Rows of feature ``name`` of ``group`` for global per-type ``ids``, in the order asked."""
@@ -108,7 +111,7 @@ class DistFeatureStore(ReadOnlyFeatureStore):
             served = [(hit_pos, hit_rows)] if hit_pos.size else []
         asked = ids_np if todo is None else ids_np[todo]
         parts_asked = parts if todo is None else parts[todo]
-        sparse = not isinstance(group, tuple) and self.local.is_sparse(group, name)
+        sparse = self.local.is_sparse(group, name)
         pieces = by_owner(self.group, parts_asked, self.book.num_partitions(),
                           lambda pos: self.local.get_tensor_from_global_id(group, name, asked[pos]),
                           _serve_nonzeros if sparse else _serve_rows,
@@ -122,9 +125,7 @@ class DistFeatureStore(ReadOnlyFeatureStore):
             if isinstance(got, tuple):  # a CSR feature's non-zeros
                 got = densify(*got, int(row_shape[0]))
             out.index_copy_(0, torch.from_numpy(pos if todo is None else todo[pos]), got)
-            if pos.size and parts_asked[pos[0]] != self.part_id:
-                self.stats["remote_rows"] += int(pos.size)
-                self.stats["bytes_received"] += sum(t.numel() * t.element_size() for t in received)
+            self._count_received(pos, parts_asked, received)
         for pos, got in served:
             out.index_copy_(0, torch.from_numpy(pos), got)
         return out

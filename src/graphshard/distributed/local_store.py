@@ -79,10 +79,7 @@ class LocalFeatureStore(ReadOnlyFeatureStore):
     def nonzeros_from_global_id(self, group: Any, name: str, ids: Any) -> tuple[torch.Tensor, ...]:
         """The non-zeros of a CSR feature's rows for global per-type ``ids`` (see :meth:`CSRRows.nonzeros`)."""
         rows = self.to_rows(group, ids).numpy()
-        t = self._tensors[(self.types.group(group), name)]
-        if isinstance(t, Stacked):
-            return t.nonzeros(rows)
-        return t.nonzeros(rows)
+        return self._tensors[(self.types.group(group), name)].nonzeros(rows)  # CSRRows or Stacked of them
 
     def _read(self, group: Group, name: str, rows: Rows) -> torch.Tensor:
         tensor = self._tensors[(group, name)]

@@ -23,7 +23,7 @@ from ..book import RangePartitionBook
 from ..errors import InputError
 from ..format.config import read_config
 from ..format.load import Partition, book_from_config, load_partition
-from ..sparse import CSRRows
+from ..sparse import CSRRows, joined
 from .store_base import Rows
 
 
@@ -96,14 +96,9 @@ class Stacked:
     def nonzeros(self, rows: np.ndarray) -> tuple[torch.Tensor, ...]:
         """The non-zeros of CSR rows across the pieces, in the order of ``rows``."""
         piece = np.searchsorted(self.offsets, rows, side="right") - 1
-        order = np.argsort(piece, kind="stable")  # the asked rows grouped by piece
-        taken = [self.pieces[k].take(rows[order][piece[order] == k] - self.offsets[k]) for k in range(len(self.pieces))]
-        joined = CSRRows(np.concatenate([[0], np.cumsum(np.concatenate([np.diff(t.indptr) for t in taken]))]),
-                         np.concatenate([t.indices for t in taken]), np.concatenate([t.data for t in taken]),
-                         self.shape[1])
-        back = np.empty_like(order)
-        back[order] = np.arange(order.shape[0])
-        return joined.nonzeros(back)
+        parts = [(pos, self.pieces[k].nonzeros(rows[pos] - self.offsets[k]))
+                 for k in np.unique(piece) for pos in [np.flatnonzero(piece == k)]]
+        return joined(parts, rows.shape[0], self.shape[1]).nonzeros(np.arange(rows.shape[0]))
 
 
 def stacked_feats(parts: list[Partition], kind: str) -> dict[str, torch.Tensor | Stacked]:
