@@ -10,6 +10,8 @@ prediction learnt nothing before."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import warnings
 
 import torch
@@ -72,29 +74,21 @@ class HeteroSAGE(nn.Module):
         if hops is not None and any(len(n) != depth + 1 for n in hops[0].values()):
             hops = None  # sampled for another depth: nothing to trim by
         for i, (conv, keep) in enumerate(zip(self.convs, self.keep)):
-            rels = {et: edge_index_dict[et] for et in conv.convs.keys()}
-            if hops is None:
-                out = conv(x, rels)
-                out.update({t: lin(x[t]) for t, lin in keep.items()})
+            if hops is None:  # every row and edge
+                rows = {t: v.shape[0] for t, v in x.items()}
+                rels = {et: edge_index_dict[et] for et in conv.convs.keys()}
             else:  # drop the last i hops of edges and the last i + 1 hops of destinations
                 nodes, edges = hops
                 rows = {t: sum(nodes.get(t, [])[:depth - i]) for t in x}
-                out = self._trimmed(conv, x, rows, {et: ei[:, :sum(edges.get(et, [])[:len(edges.get(et, [])) - i])]
-                                                     for et, ei in rels.items()})
-                out.update({t: lin(x[t][:rows[t]]) for t, lin in keep.items()})
+                rels = {et: edge_index_dict[et][:, :sum(edges.get(et, [])[:len(edges.get(et, [])) - i])]
+                        for et in conv.convs.keys()}
+            out = _mean_by_type((et[2], conv.convs[et]((x[et[0]], x[et[2]][:rows[et[2]]]), ei))
+                                for et, ei in rels.items())
+            out.update({t: lin(x[t][:rows[t]]) for t, lin in keep.items()})
             if i < depth - 1:
                 out = {t: relu_dropout(v, self.dropout, self.training) for t, v in out.items()}
             x = out
         return {t: x[t] for t in self.outputs}
-
-    @staticmethod
-    def _trimmed(conv: HeteroConv, x: dict[str, torch.Tensor], rows: dict[str, int],
-                 edges: dict[EType, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """``conv`` with each relation's destinations cut to their first ``rows`` (mean over relations)."""
-        out: dict[str, list[torch.Tensor]] = {}
-        for et, ei in edges.items():
-            out.setdefault(et[2], []).append(conv.convs[et]((x[et[0]], x[et[2]][:rows[et[2]]]), ei))
-        return {t: torch.stack(v).mean(0) for t, v in out.items()}
 
     # Layer-wise inference (see graphshard.infer): one layer at a time over (sources, destinations, edges).
     @property
@@ -108,14 +102,16 @@ class HeteroSAGE(nn.Module):
               edges: dict[EType, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Layer ``i`` for the destination rows of every type: the relations into a type averaged (as
         ``HeteroConv(aggr="mean")`` does), types no relation reaches through their own linear map."""
-        out: dict[str, torch.Tensor] = {}
-        count: dict[str, int] = {}
-        for et, ei in edges.items():
-            if et not in self.convs[i].convs:
-                continue  # a relation this model does not build (nothing it outputs depends on it)
-            rows = sage_rows(self.convs[i].convs[et], x_src[et[0]], x_dst[et[2]], ei)
-            out[et[2]] = out[et[2]] + rows if et[2] in out else rows
-            count[et[2]] = count.get(et[2], 0) + 1
-        out = {t: v / count[t] for t, v in out.items()}
+        convs = self.convs[i].convs  # relations this model does not build are left out: nothing it outputs reads them
+        out = _mean_by_type((et[2], sage_rows(convs[et], x_src[et[0]], x_dst[et[2]], ei))
+                            for et, ei in edges.items() if et in convs)
         out.update({t: lin(x_dst[t]) for t, lin in self.keep[i].items() if t in x_dst})
         return {t: F.relu(v) for t, v in out.items()} if i < len(self.convs) - 1 else out
+
+
+def _mean_by_type(outputs: Iterable[tuple[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Each destination type's mean of the relation outputs into it (``HeteroConv(aggr="mean")``)."""
+    grouped: dict[str, list[torch.Tensor]] = {}
+    for t, v in outputs:
+        grouped.setdefault(t, []).append(v)
+    return {t: torch.stack(v).mean(0) for t, v in grouped.items()}
