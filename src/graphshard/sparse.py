@@ -9,7 +9,6 @@ dense rows as a tensor (``read``) or the non-zeros of some rows (``take``: what 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
 from typing import Any
 
 import numpy as np
@@ -94,7 +93,7 @@ class CSRRows:
 
     def tensors(self, key: str) -> dict[str, np.ndarray]:
         """The tensors the feature ``key`` is stored as in a partition file."""
-        return {f"{key}/indptr": self.indptr, f"{key}/indices": self.indices, f"{key}/data": self.data}
+        return {f"{key}/{p}": getattr(self, p) for p in PARTS}
 
 
 def from_tensors(tensors: dict, key: str, width: int, path) -> CSRRows:

@@ -53,3 +53,14 @@ def test_datasets_keep_csr_features(tmp_path):
     assert meta["features"]["paper"]["format"] == "csr"
     back = load_dataset(tmp_path / "d").graph.node_feats["paper"]["feat"]
     assert isinstance(back, CSRRows) and np.array_equal(back.dense(), g.node_feats["paper"]["bow"].dense())
+
+
+def test_chunking_writes_csr_features_dense(tmp_path):
+    from graphshard.chunked.load import load_chunked_graph
+    from graphshard.chunked.spec import read_metadata
+    from graphshard.chunked.writer import chunk_graph
+
+    g = sparse_hetero()
+    chunk_graph(g, tmp_path / "c", 4, "numpy")  # 60 papers: chunks of 15 rows
+    back = load_chunked_graph(read_metadata(tmp_path / "c")).node_feats["paper"]["bow"]
+    assert np.array_equal(back, g.node_feats["paper"]["bow"].dense())

@@ -61,13 +61,11 @@ def _write_chunks(folder: Path, rows: np.ndarray | CSRRows, num_chunks: int, fmt
     folder.mkdir(parents=True, exist_ok=True)
     count = max(1, min(num_chunks, rows.shape[0]))
     paths = []
-    n = rows.shape[0]
-    bounds = np.cumsum([0] + [n // count + (i < n % count) for i in range(count)]) if isinstance(rows, CSRRows) else None
-    pieces = (rows.take(np.arange(bounds[i], bounds[i + 1])).dense() for i in range(count)) if bounds is not None \
-        else np.array_split(np.asarray(rows), count)  # the chunked format is dense: sparse rows chunk by chunk
-    for i, piece in enumerate(pieces):
+    table = rows if isinstance(rows, CSRRows) else np.asarray(rows)
+    for i, ids in enumerate(np.array_split(np.arange(rows.shape[0]), count)):
         path = folder / f"chunk-{i}.{_EXT[fmt]}"
-        _write_one(path, piece, fmt)
+        # the chunked format is dense: a slice of NumPy rows is a view, of CSR rows their dense rows
+        _write_one(path, table[ids[0]:ids[-1] + 1] if ids.size else table[:0], fmt)
         paths.append(path)
     return FileSpec(fmt, tuple(paths), " ", str(folder.relative_to(root)))
 

@@ -211,11 +211,16 @@ def _edges(path: Path, n_src: int, n_dst: int) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if e.shape[1] != 2:
         raise InputError(f"{path}: expected src,dst per line, found {e.shape[1]} values")
-    for col, n, what in ((0, n_src, "source"), (1, n_dst, "destination")):
-        bad = np.flatnonzero((e[:, col] < 0) | (e[:, col] >= n))
-        if bad.size:
-            raise InputError(f"{path}: line {int(bad[0]) + 1}: {what} node {int(e[bad[0], col])} out of range [0, {n})")
+    _check_nodes(path, e[:, 0], n_src, "source node")
+    _check_nodes(path, e[:, 1], n_dst, "destination node")
     return np.ascontiguousarray(e[:, 0]), np.ascontiguousarray(e[:, 1])
+
+
+def _check_nodes(path: Path, ids: np.ndarray, n: int, what: str) -> None:
+    """An InputError naming the file and line of the first ID outside ``[0, n)``."""
+    bad = np.flatnonzero((ids < 0) | (ids >= n))
+    if bad.size:
+        raise InputError(f"{path}: line {int(bad[0]) + 1}: {what} {int(ids[bad[0]])} out of range [0, {n})")
 
 
 def _node_data(feat: Path, label: Path, n: int) -> dict[str, np.ndarray]:
@@ -237,9 +242,7 @@ def _masks(split: Path, n: int) -> dict[str, np.ndarray]:
         if not path.is_file():
             continue
         idx = _matrix(path, np.int64).reshape(-1)
-        bad = np.flatnonzero((idx < 0) | (idx >= n))
-        if bad.size:
-            raise InputError(f"{path}: line {int(bad[0]) + 1}: node {int(idx[bad[0]])} out of range [0, {n})")
+        _check_nodes(path, idx, n, "node")
         mask = np.zeros(n, dtype=bool)
         mask[idx] = True
         masks[key] = mask

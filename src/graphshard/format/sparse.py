@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError
-from ..sparse import CSRRows, from_tensors
+from ..sparse import PARTS, CSRRows, from_tensors
 
 KEY = "sparse_features"
 
@@ -61,7 +61,7 @@ def logical_schema(physical: dict[str, tuple[str, tuple[int, ...]]], widths: dic
     dtype, rows of ``width``), as the config's ``feature_schema`` records it."""
     out = dict(physical)
     for k, w in widths.items():
-        parts = [out.pop(f"{k}/{p}", None) for p in ("indptr", "indices", "data")]
+        parts = [out.pop(f"{k}/{p}", None) for p in PARTS]
         if None not in parts:
             out[k] = (parts[2][0], (w,))
     return out

@@ -38,8 +38,6 @@ from ..partition.kernels import chunk_bounds, chunk_positions
 log = logging.getLogger(__name__)
 BYTES_PER_KEY = 12  # a bucket's keys (sorted in place) and its rows' neighbours (int32; int64 past 2**31 nodes)
 BUCKET_KEYS = 1 << 21  # at most this many keys a bucket: its rows (8 MiB) stay in cache while they are filled
-
-
 BLOCK_NODES = 1 << 20  # a block of :meth:`DiskCSR.blocks` holds at most this many nodes' rows
 
 

@@ -6,8 +6,8 @@ are absent at evaluation: otherwise the model learns to find the link in its inp
 Evaluation: every node's representation is computed with full neighbourhoods into a DistTensor; each
 held-out edge ``(u, v)`` is ranked against ``eval_negatives`` random destinations ``(u, v')``: MRR, AUC
 and Hits@K raw and, with ``--filtered``, also without the candidates that are known edges
-(:mod:`.link_metrics`; model selection then uses the filtered MRR). Negatives depend on the seed and original IDs only, so the figures
-do not depend on the number of ranks or the partitioning."""
+(:mod:`.link_metrics`; model selection then uses the filtered MRR). Negatives depend on the seed and
+original IDs only, so the figures do not depend on the number of ranks or the partitioning."""
 
 from __future__ import annotations
 
@@ -115,8 +115,8 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     trainer = Trainer(s, g, opts, model, inputs, metric="val_mrr_filtered" if opts.filtered else "val_mrr")
     loader = DistLinkNeighborLoader(g, opts.fanouts, mine, math.ceil(opts.batch_size / s.world_size),
                                     edge_type=et, neg_sampling="binary", neg_amount=opts.neg_ratio, shuffle=True,
-                                    num_workers=opts.num_workers, seed=opts.seed, exclude_seed_edges=True, sparse_x=inputs.sparse_x,
-                                    feat_name=opts.feat or "feat")
+                                    num_workers=opts.num_workers, seed=opts.seed, exclude_seed_edges=True,
+                                    sparse_x=inputs.sparse_x, feat_name=opts.feat or "feat")
     history = trainer.fit(loader, loss, lambda: {f"val_{k}": v for k, v in evaluate(held.val, 1).items()})
     metrics = {"task": "link", "edge_type": list(et), "epochs": history, "world_size": s.world_size,
                "num_parts": g.served.stored_book.num_partitions(), "random_mrr": _random_mrr(opts.eval_negatives)}

@@ -29,10 +29,11 @@ def epoch_line(e: dict[str, Any]) -> str:
 def hits_text(m: dict[str, Any], prefix: str) -> str:
     """``  Hits@10 0.4123  filtered MRR 0.3011 Hits@10 0.5012`` from a link run's figures (what is there)."""
     hits = next((k for k in m if k.startswith(f"{prefix}hits@") and not k.endswith("_filtered")), None)
-    out = f"  Hits@{hits.split('@')[1]} {m[hits]:.4f}" if hits else ""
+    label = f"Hits@{hits.split('@')[1]}" if hits else ""
+    out = f"  {label} {m[hits]:.4f}" if hits else ""
     if f"{prefix}mrr_filtered" in m:
         out += f"  filtered MRR {m[f'{prefix}mrr_filtered']:.4f}"
-        out += f" Hits@{hits.split('@')[1]} {m[hits + '_filtered']:.4f}" if hits else ""
+        out += f" {label} {m[hits + '_filtered']:.4f}" if hits else ""
     return out
 
 
