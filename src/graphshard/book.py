@@ -131,6 +131,10 @@ class RangePartitionBook:
         self._orig_cache: dict[tuple[str, str], np.ndarray] = {}
         self._inverse_cache: dict[tuple[str, str], np.ndarray] = {}
 
+    def set_original_loader(self, loader: OriginalLoader) -> None:
+        """Where original ID tables come from from now on (e.g. over RPC for partitions on other hosts)."""
+        self._loader = loader
+
     def grouped(self, group: int, part_id: int | None = None) -> "RangePartitionBook":
         """This book with every ``group`` consecutive stored partitions seen as one partition (what one
         process serves when it serves several): partition ``q`` is stored partitions

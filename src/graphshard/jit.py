@@ -38,11 +38,13 @@ class _FirstCompile(event.Listener):
 
 
 def kernel(**options: Any) -> Callable[[Callable], Any]:
-    """``numba.njit(cache=True, **options)``, with the first real compilation announced."""
+    """``numba.njit(cache=True, nogil=True, **options)``, with the first real compilation announced. Kernels
+    release the GIL, so a long one does not silence the process's other threads (its heartbeat among
+    them: see :mod:`graphshard.distributed.liveness`)."""
     if not _LISTENING:
         event.register("numba:compile", _FirstCompile())
         _LISTENING.append(True)
-    return numba.njit(cache=True, **options)
+    return numba.njit(cache=True, **{"nogil": True, **options})
 
 
 

@@ -74,7 +74,10 @@ def _run(argv: list[str] | None) -> int:
     except BrokenPipeError:
         raise
     except (GraphshardError, OSError, RuntimeError) as exc:  # OSError names its path (permissions, ...)
+        from ..distributed.liveness import write_error_file
+
         print(f"graphshard: error: {exc}", file=sys.stderr)
+        write_error_file(str(exc))  # under torchrun: its summary names this, not "no error file"
         return 2
     return 0
 

@@ -6,6 +6,7 @@ import argparse
 import re
 from typing import Any
 
+from ..distributed.liveness import DEFAULT_LOST_AFTER
 from ..partition.methods import METHODS
 
 HOST_HELP = ("address every socket of the run listens on (127.0.0.1: this machine only). The transport has no "
@@ -77,6 +78,10 @@ def positive_float(text: str) -> float:
     return _number(text, lambda v: v > 0, "a positive number")
 
 
+def non_negative_float(text: str) -> float:
+    return _number(text, lambda v: 0 <= v < float("inf"), "a non-negative number")
+
+
 def fraction(text: str) -> float:
     """A number in (0, 1]."""
     return _number(text, lambda v: 0 < v <= 1, "a number in (0, 1]")
@@ -122,3 +127,6 @@ def cluster_flags(p: argparse.ArgumentParser, num_procs_help: str | None, requir
         p.add_argument("--num-procs", type=positive_int, required=required, help=num_procs_help)
     p.add_argument("--host", default="127.0.0.1", help=HOST_HELP)
     p.add_argument("--timeout", type=positive_float, default=300.0, help="seconds any distributed wait may take")
+    p.add_argument("--heartbeat-timeout", type=non_negative_float, default=DEFAULT_LOST_AFTER,
+                   help="seconds without a heartbeat after which a rank (its link, process or host) is lost and the "
+                        "run stops, naming it (0: off)")

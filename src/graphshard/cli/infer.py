@@ -13,7 +13,8 @@ def run_embed(args: argparse.Namespace) -> None:
     from ..infer import embed
 
     start = time.perf_counter()
-    embed(args.part_config, args.checkpoint, args.out, args.num_procs, args.host, args.timeout, args.embedding_layer)
+    embed(args.part_config, args.checkpoint, args.out, args.num_procs, args.host, args.timeout, args.embedding_layer,
+          args.heartbeat_timeout)
     print(f"wrote every node's output in {time.perf_counter() - start:.1f} s -> {args.out}")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ def run_launch(args: argparse.Namespace) -> None:
 
     if not Path(args.script).is_file():
         raise FileNotFoundError(f"{args.script}: no such script")
+    os.environ["GRAPHSHARD_HEARTBEAT_TIMEOUT"] = str(args.heartbeat_timeout)  # the ranks' default (see liveness)
     launch(run_script, args.num_procs, (str(args.script), list(args.script_args)), args.host, args.timeout)
 
 

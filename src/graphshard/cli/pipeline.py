@@ -37,7 +37,7 @@ def run_dispatch(args: argparse.Namespace) -> None:
     opts = DispatchOptions(Path(args.dataset), Path(args.assignment), Path(args.out), args.num_hops, nids, eids,
                            overwrite=args.overwrite, memory=parse_size(args.memory) if args.memory else 0)
     start = time.perf_counter()
-    path = dispatch(opts, args.num_procs, args.timeout, args.host)
+    path = dispatch(opts, args.num_procs, args.timeout, args.host, args.heartbeat_timeout)
     if args.num_procs is not None or int(os.environ.get("RANK", "0")) == 0:  # one line, not one per rank
         print(f"dispatched in {time.perf_counter() - start:.1f} s -> {path}")
 

@@ -1,8 +1,10 @@
 """Process context of a distributed run: rank, world size, process group and a side-channel store.
 
-Ranks join either from ``torchrun``'s environment (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``,
-``MASTER_PORT``) or from :func:`graphshard.distributed.launcher.launch`. A failing rank records its error in
-the store, so the others can raise an error that names it instead of a bare timeout.
+Ranks join from ``torchrun``'s environment (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``),
+the same variables set by another launcher (a Kubernetes PyTorchJob), Slurm's under ``srun``
+(:mod:`.environment`), or from :func:`graphshard.distributed.launcher.launch`. A failing rank records its
+error in the store, so the others can raise an error that names it instead of a bare timeout; the
+heartbeat (:mod:`.liveness`) finds a rank that stops answering within seconds and names it and its host.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from .network import gloo_options, host_store, interface_of
+from .liveness import RECORDERS, Heartbeat
+from .network import LOOPBACK, gloo_options, host_store, own_address
 
 log = logging.getLogger(__name__)
 
 ERROR_KEY = "error/"
 PEER_FAILURE = "caused by a peer:"  # marks errors that only report another rank's failure
+LIVENESS_KEY = "liveness/"  # each rank's heartbeat address
 
 
 class DistError(RuntimeError):
@@ -34,19 +38,30 @@ class DistContext:
     world_size: int
     store: Any
     timeout: float
+    address: str = LOOPBACK  # this host's address on the run's network
+    heartbeat: Heartbeat | None = None
 
     @classmethod
-    def from_env(cls, timeout: float = 300.0) -> "DistContext":
-        """Join the process group described by torchrun-style environment variables."""
+    def from_env(cls, timeout: float = 300.0, heartbeat_timeout: float | None = None) -> "DistContext":
+        """Join the process group described by torchrun-style environment variables (or by Slurm's under
+        ``srun``: see :mod:`.environment`). ``heartbeat_timeout``: seconds of silence after which a peer is
+        lost (see :mod:`.liveness`; None: ``GRAPHSHARD_HEARTBEAT_TIMEOUT`` or the default; 0: off)."""
         import torch.distributed as dist
 
+        from .environment import adopt_launcher_env
+        from .liveness import Heartbeat, lost_after_default
+
+        adopt_launcher_env()
         try:
             rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
             host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
         except KeyError as exc:
-            raise DistError(f"environment variable {exc.args[0]} is not set (launch with torchrun or "
-                            "graphshard's --num-procs)") from None
+            raise DistError(f"environment variable {exc.args[0]} is not set (launch with torchrun, srun, "
+                            "graphshard's --num-procs, or set MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE)") from None
         delta = datetime.timedelta(seconds=timeout)
+        address = own_address(host)
+        lost_after = lost_after_default() if heartbeat_timeout is None else heartbeat_timeout
+        beat = Heartbeat(rank, world, address, lost_after) if lost_after > 0 and world > 1 else None
         agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
         is_master = rank == 0 and not agent_store and os.environ.get("GRAPHSHARD_STORE_HOSTED") != "1"
         if is_master:
@@ -54,13 +69,20 @@ class DistContext:
         else:
             store = dist.TCPStore(host, port, world, is_master=False, timeout=delta)
         store = dist.PrefixStore("graphshard/", store)
-        # gloo listens on MASTER_ADDR when this machine holds it (always so for a local run); on other
-        # hosts of a torchrun job torch picks this host's address
-        pg_options = gloo_options(host) if interface_of(host) else None
+        if beat is not None:
+            store.set(f"{LIVENESS_KEY}{rank}", beat.open())
+        # gloo listens on this host's address on the run's network (MASTER_ADDR on the host that holds it),
+        # unless the user named an interface
+        pg_options = None if os.environ.get("GLOO_SOCKET_IFNAME") else gloo_options(address)
         dist.init_process_group("gloo", store=dist.PrefixStore("pg/", store), rank=rank, world_size=world,
                                 timeout=delta, pg_options=pg_options)
-        log.info("rank %d of %d joined (%s:%d)", rank, world, host, port)
-        return cls(rank, world, store, timeout)
+        ctx = cls(rank, world, store, timeout, address)
+        if beat is not None:  # every rank published before joining the group, so these reads do not wait
+            beat.start({r: store.get(f"{LIVENESS_KEY}{r}").decode() for r in range(world)})
+            ctx.heartbeat = beat
+            RECORDERS.append(ctx._record_lost)
+        log.info("rank %d of %d joined (%s:%d) from %s", rank, world, host, port, address)
+        return ctx
 
     def __enter__(self) -> "DistContext":
         return self
@@ -70,18 +92,25 @@ class DistContext:
 
         if exc is not None:
             self.report_failure(exc)
+        if self.heartbeat is not None:  # after the report: a peer told of the failure finds it in the store
+            self.heartbeat.leave(None if exc is None else error_text(exc))
+            RECORDERS.remove(self._record_lost)
+            self.heartbeat = None
         if dist.is_initialized():
             dist.destroy_process_group()
 
     def report_failure(self, exc: BaseException) -> None:
         """Record this rank's error where the other ranks will find it."""
-        text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        frames = traceback.extract_tb(exc.__traceback__)
-        if frames:
-            text += f" (at {frames[-1].filename}:{frames[-1].lineno})"
         try:
-            self.store.set(f"{ERROR_KEY}{self.rank}", text)
+            self.store.set(f"{ERROR_KEY}{self.rank}", error_text(exc))
         except Exception:  # the store may be gone already; the launcher still reports the exit code
+            pass
+
+    def _record_lost(self, line: str) -> None:
+        """Record a lost or failed peer (found by the heartbeat) as this rank's error, for the launcher."""
+        try:
+            self.store.set(f"{ERROR_KEY}{self.rank}", f"rank {self.rank}: {PEER_FAILURE} {line}")
+        except Exception:  # the store may have been on the lost host
             pass
 
     def failed_peer(self) -> str | None:
@@ -94,3 +123,12 @@ class DistContext:
             except Exception:
                 return None
         return None
+
+
+def error_text(exc: BaseException) -> str:
+    """One line for an exception: its type and message, and where it was raised."""
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        text += f" (at {frames[-1].filename}:{frames[-1].lineno})"
+    return text

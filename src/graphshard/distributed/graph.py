@@ -5,6 +5,7 @@ any node or edge, degrees of any node, the partition book. Backed by this proces
 from __future__ import annotations
 
 import itertools
+import json
 import os
 from typing import Any
 
@@ -13,19 +14,20 @@ import torch
 
 from ..errors import InputError
 from ..format.config import read_config
-from ..format.load import PartitionGraph
+from ..format.load import PartitionGraph, original_ids, original_piece, original_source
 from ..graph import EType, parse_etype
 from ..ids import as_id_array
 from .degrees import DegreeTable, in_degree_table, source_counts
 from .feature import DistFeatureStore
 from .local_store import LocalFeatureStore
-from .rpc import RpcGroup, by_owner, current_group, register, registered
+from .rpc import RpcGroup, by_owner, current_group, register, registered, rpc_call
 from .sampler import serve_sampling
 from .sampling_graph import feature_times, served_sampling_graph
-from .served import load_served
+from .served import load_served, missing_files
 from .tensor import DistTensor
 
 _DEGREES = "degrees"
+_ORIGINALS = "originals"  # the partition config, for the original-ID requests of other hosts
 _INSTANCES = itertools.count()
 
 
@@ -79,6 +81,28 @@ class _TypeAccess:
         self.data = views[key]
 
 
+def _check_files_present(cfg: Any, group: RpcGroup) -> None:
+    """Every member checks that its host holds the files of the partitions it serves, and every member
+    learns the result (collective), so a missing partition stops the run on every host before any loading
+    or training, with one line naming the host, the partition and the file."""
+    from .network import own_address
+
+    lost = missing_files(cfg, group.world_size, group.lanes, group.rank)
+    mine = json.dumps({"host": own_address(os.environ.get("MASTER_ADDR", "127.0.0.1")), "missing": lost[:1]})
+    for member, raw in enumerate(group.all_gather(mine.encode(), "partition files present")):
+        seen = json.loads(raw)
+        if seen["missing"]:
+            part, path = seen["missing"][0]
+            raise InputError(f"host {seen['host']} ({group.names[member]}) lacks partition {part}, which it must "
+                             f"serve: {path} is missing (copy that partition's directory beside the config "
+                             "on that host)")
+
+
+def _original_piece(key: str, kind: str, type_name: str, part_id: int) -> torch.Tensor:
+    """RPC handler: the original IDs partition ``part_id`` (stored here) holds for one type."""
+    return torch.from_numpy(original_piece(registered(f"{_ORIGINALS}/{key}"), kind, type_name, part_id))
+
+
 class DistGraph:
     """The graph ``graph_name`` partitioned as described by ``part_config``, served by the members of
     ``group`` (the current RPC group by default). Partition ``p`` is served by members
@@ -93,8 +117,12 @@ class DistGraph:
             raise InputError(f"{part_config}: holds graph {cfg.graph_name!r}, not {graph_name!r}")
         self.graph_name, self.part_config = graph_name, str(part_config)
         self.key = f"{graph_name}#{next(_INSTANCES)}"  # same on every member: construction is collective
+        _check_files_present(cfg, self.group)
         self.served = load_served(part_config, self.group.world_size, self.group.lanes, self.group.rank)
         self.part_id, self.book = self.served.part_id, self.served.book
+        register(f"{_ORIGINALS}/{self.key}", cfg)
+        for book in {id(b): b for b in (self.book, self.served.stored_book, *(p.partition_book for p in self.served.parts))}.values():
+            book.set_original_loader(self._original_ids)
         self.features = DistFeatureStore(self.group, LocalFeatureStore(self.served, self.part_id), self.book, self.key)
         self.sampling_graph = served_sampling_graph(self.served, feature_times(self.features.lookup, self.features.has,
                                                                                 self.book))
@@ -102,6 +130,19 @@ class DistGraph:
         self._count_degrees()
         self._ndata = {t: DataView(self.features, t) for t in self.book.ntypes}
         self._edata = {et: DataView(self.features, et) for et in self.book.canonical_etypes}
+
+    def _original_ids(self, kind: str, type_name: str) -> np.ndarray:
+        """The book's table of original IDs: read here for the partitions this host holds, asked of the
+        partition's server (RPC) for the others (each host holds only its own partitions)."""
+        cfg, group = registered(f"{_ORIGINALS}/{self.key}"), len(self.served.parts)
+
+        def piece(p: int) -> np.ndarray:
+            if original_source(cfg, kind, p).is_file():
+                return original_piece(cfg, kind, type_name, p)
+            owner = self.group.owner(p // group, self.book.num_partitions())
+            return rpc_call(self.group, owner, _original_piece, (self.key, kind, type_name, p),
+                            f"original {kind} IDs of partition {p}").numpy()
+        return original_ids(cfg, kind, type_name, piece)
 
     @property
     def local_graphs(self) -> list[PartitionGraph]:

@@ -11,6 +11,7 @@ import os
 import re
 import signal
 from collections.abc import Callable
+from multiprocessing.connection import wait
 from typing import Any
 
 from .context import ERROR_KEY, PEER_FAILURE, DistError
@@ -40,10 +41,31 @@ def launch(fn: Callable[..., Any], num_procs: int, args: tuple = (), host: str =
     procs = mp.start_processes(_entry, args=(fn, args, host, store.port, num_procs, os.getpid()), nprocs=num_procs,
                                join=False, start_method="spawn")
     try:
-        while not procs.join():
-            pass
+        while True:
+            running = [p.sentinel for p in procs.processes if p.exitcode is None]
+            if running:
+                wait(running)  # until a rank ends
+            _stop_all_after_a_failure(procs.processes)  # before torch's join, which would wait 30 s on a stopped rank
+            if procs.join(timeout=0):
+                break
     except (mp.ProcessRaisedException, mp.ProcessExitedException) as exc:
         raise DistError(_root_cause(dist.PrefixStore("graphshard/", store), procs.processes, exc)) from None
+
+
+def _stop_all_after_a_failure(processes: list, grace: float = 3.0) -> None:
+    """Once a rank has failed, give the others ``grace`` seconds to finish reporting, then kill those still
+    there (a stopped or hung rank ignores SIGTERM: torch's own clean-up would wait 30 s for it)."""
+    import time
+
+    if not any(p.exitcode not in (None, 0) for p in processes):
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(p.is_alive() for p in processes):
+        time.sleep(0.05)  # polling exit codes against a deadline, not a fixed wait
+    for p in processes:
+        if p.is_alive():
+            p.kill()
+            p.join(5)
 
 
 def run_script(path: str, argv: list[str]) -> None:
@@ -75,10 +97,14 @@ def _root_cause(store: Any, processes: list, exc: Exception) -> str:
         if gone:
             rank = int(gone.group(1))
             code = processes[rank].exitcode if rank < len(processes) else None
-            if code is not None and code != -signal.SIGTERM:  # the rank itself ended (not stopped by us)
+            stopped = code == -signal.SIGTERM or rank in reports  # by us, or by itself on a peer's failure
+            if code is not None and not stopped:  # the rank itself ended
                 return f"rank {rank} exited with code {code} mid-run; seen by rank {r}: {text}"
             who = f"sampler worker {gone.group(2)} of rank {rank}" if gone.group(2) else f"rank {rank}"
             return f"{who} died (its connection closed); seen by rank {r}: {text}"
+    for text in reports.values():  # a survivor's heartbeat found a rank lost: its line says it all
+        if re.search(r"(lost rank \d+|rank \d+ on host \S+ failed)", text):
+            return text.split(f"{PEER_FAILURE} ", 1)[-1]
     if isinstance(exc, mp_exceptions()[0]):  # raised without a DistContext: torch sends the traceback
         lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
         return f"rank {exc.error_index} failed: {lines[-1] if lines else exc}"

@@ -13,8 +13,10 @@ The sockets, and how each is bound:
 - RPC (TensorPipe): the rendezvous goes through the run's existing store (a ``graphshard://`` handler),
   so torch opens no second store; TensorPipe's own listener follows ``TP_SOCKET_IFNAME``, set to the
   interface that holds the address when the user has not set it.
-Under torchrun with a non-loopback rendezvous address, each host's gloo and RPC listeners use what
-torch picks for that host (its host name's address, or ``GLOO_SOCKET_IFNAME``/``TP_SOCKET_IFNAME``).
+On a host that does not hold the rendezvous address (the other machines of a multi-host run), gloo, RPC
+and the heartbeat (:mod:`.liveness`) listen on :func:`own_address`: the address of this host's interface
+on the route to the rendezvous host, so no host needs ``GLOO_SOCKET_IFNAME``/``TP_SOCKET_IFNAME`` set
+(when set, they win).
 """
 
 from __future__ import annotations
@@ -98,3 +100,17 @@ def interface_of(host: str) -> str | None:
             if socket.inet_ntoa(raw[20:24]) == addr:
                 return name
     return "lo" if ipaddress.ip_address(addr).is_loopback else None
+
+
+def own_address(master: str) -> str:
+    """The address this host listens on in a run whose rendezvous is at ``master``: ``master`` itself when
+    this host holds it (loopback, or the rendezvous host), else the source address of this host's route to
+    it (asked of the kernel; nothing is sent). Raises :class:`InputError` when there is no route."""
+    if interface_of(master):
+        return socket.gethostbyname(master)
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect((master, 9))
+            return s.getsockname()[0]
+    except OSError as exc:
+        raise InputError(f"MASTER_ADDR {master!r}: this host has no route to it ({exc})") from None

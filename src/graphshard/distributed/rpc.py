@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .context import PEER_FAILURE, DistContext, DistError
-from .network import interface_of
+from .network import interface_of, own_address
 
 _REGISTRY: dict[str, Any] = {}
 _CURRENT: list["RpcGroup"] = []
@@ -113,15 +113,15 @@ def _register_rendezvous() -> None:
 def join_group(names: list[str], rank: int, store: Any, key: str, timeout: float, host: str = "127.0.0.1",
                num_threads: int = 8, lanes: int = 1) -> RpcGroup:
     """Join RPC as member ``rank`` of ``names``. The rendezvous goes through ``store`` (under ``key``), so
-    no other store is opened; TensorPipe listens on the interface that holds ``MASTER_ADDR`` (or
-    ``host``) when this machine has it (see :mod:`graphshard.distributed.network`)."""
+    no other store is opened; TensorPipe listens on the interface of this host's address on the run's network
+    (see :func:`graphshard.distributed.network.own_address`)."""
     import torch.distributed as dist
     import torch.distributed.rpc as rpc
 
     _register_rendezvous()
     token = f"g{os.getpid()}x{len(_RENDEZVOUS)}x{abs(hash(key))}"
     _RENDEZVOUS[token] = (dist.PrefixStore(f"{key}/rdzv/", store), rank, len(names))
-    iface = interface_of(os.environ.get("MASTER_ADDR", host))
+    iface = interface_of(own_address(os.environ.get("MASTER_ADDR", host)))
     if iface:  # TensorPipe's listener, and the gloo group torch's RPC creates for itself, bind there
         os.environ.setdefault("TP_SOCKET_IFNAME", iface)
         os.environ.setdefault("GLOO_SOCKET_IFNAME", iface)
@@ -183,16 +183,27 @@ def by_owner(group: RpcGroup, parts: np.ndarray, num_parts: int, local: Callable
         else:
             pending.append((pos, owner, rpc.rpc_async(owner, remote, args=args(pos), timeout=group.timeout)))
     for pos, owner, fut in pending:
-        try:
-            done.append((pos, fut.wait()))
-        except Exception as exc:  # remote exceptions, dead peers and timeouts all arrive here
-            me = group.names[group.rank]
-            if not _raised_remotely(exc):  # the peer vanished or hung: it is at fault, say so for the launcher
-                state = "did not answer" if "timeout" in str(exc).lower() else "is gone"
-                raise DistError(f"{me}: {PEER_FAILURE} {owner} {state} ({what} request failed: "
-                                f"{remote_error(exc)})") from exc
-            raise DistError(f"{me}: {what} request to {owner} failed: {remote_error(exc)}") from exc
+        done.append((pos, _result(group, owner, fut, what)))
     return done
+
+
+def rpc_call(group: RpcGroup, owner: str, remote: Callable[..., Any], args: tuple, what: str) -> Any:
+    """``remote(*args)`` on member ``owner``, bounded by the group's timeout; errors name the member."""
+    import torch.distributed.rpc as rpc
+
+    return _result(group, owner, rpc.rpc_async(owner, remote, args=args, timeout=group.timeout), what)
+
+
+def _result(group: RpcGroup, owner: str, fut: Any, what: str) -> Any:
+    try:
+        return fut.wait()
+    except Exception as exc:  # remote exceptions, dead peers and timeouts all arrive here
+        me = group.names[group.rank]
+        if not _raised_remotely(exc):  # the peer vanished or hung: it is at fault, say so for the launcher
+            state = "did not answer" if "timeout" in str(exc).lower() else "is gone"
+            raise DistError(f"{me}: {PEER_FAILURE} {owner} {state} ({what} request failed: "
+                            f"{remote_error(exc)})") from exc
+        raise DistError(f"{me}: {what} request to {owner} failed: {remote_error(exc)}") from exc
 
 
 def _raised_remotely(exc: BaseException) -> bool:

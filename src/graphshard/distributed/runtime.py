@@ -27,13 +27,15 @@ class Session:
 
 
 @contextmanager
-def session(timeout: float = 300.0, rpc_host: str = "127.0.0.1") -> Iterator[Session]:
-    """Join the run described by torchrun-style environment variables (as set by ``torchrun`` or
-    :func:`graphshard.distributed.launcher.launch`). On an error this rank records it for the others and leaves
-    RPC without waiting for them; otherwise it leaves together with every rank."""
+def session(timeout: float = 300.0, rpc_host: str = "127.0.0.1",
+            heartbeat_timeout: float | None = None) -> Iterator[Session]:
+    """Join the run described by torchrun-style environment variables (as set by ``torchrun``,
+    :func:`graphshard.distributed.launcher.launch`, a PyTorchJob, or Slurm's under ``srun``). On an error this
+    rank records it for the others and leaves RPC without waiting for them; otherwise it leaves together with
+    every rank. ``heartbeat_timeout``: see :meth:`DistContext.from_env`."""
     refuse_spawn_reimport()
     apply_thread_budget()
-    with DistContext.from_env(timeout=timeout) as ctx:
+    with DistContext.from_env(timeout=timeout, heartbeat_timeout=heartbeat_timeout) as ctx:
         group = init_rpc(ctx, rpc_host)
         ok = False
         try:

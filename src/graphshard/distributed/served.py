@@ -21,7 +21,7 @@ import torch
 
 from ..book import RangePartitionBook
 from ..errors import InputError
-from ..format.config import read_config
+from ..format.config import PartitionConfig, read_config
 from ..format.load import Partition, book_from_config, load_partition
 from ..sparse import CSRRows, joined
 from .store_base import Rows
@@ -54,15 +54,29 @@ class Served:
         return range(self.first, self.first + len(self.parts))
 
 
+def served_range(num_parts: int, world_size: int, lanes: int, rank: int) -> tuple[int, range]:
+    """The runtime partition ID member ``rank`` of a group of ``world_size`` members (``lanes`` per server
+    process) serves, and the stored partitions it is made of."""
+    group = stored_per_process(num_parts, world_size // lanes)
+    part_id = rank // (world_size // (num_parts // group))
+    return part_id, range(part_id * group, (part_id + 1) * group)
+
+
+def missing_files(cfg: PartitionConfig, world_size: int, lanes: int, rank: int) -> list[tuple[int, str]]:
+    """``(stored partition, path)`` of every file member ``rank`` must serve that this host lacks (on a
+    multi-host run each host holds only its own partitions' directories)."""
+    _, stored = served_range(cfg.num_parts, world_size, lanes, rank)
+    return [(p, str(cfg.part_path(p, key))) for p in stored for key in cfg.parts[p]
+            if not cfg.part_path(p, key).is_file()]
+
+
 def load_served(part_config: str | os.PathLike, world_size: int, lanes: int, rank: int) -> Served:
     """Load what member ``rank`` of a group of ``world_size`` members (``lanes`` per server process)
     serves of the partitioned graph at ``part_config``."""
     cfg = read_config(part_config)
-    group = stored_per_process(cfg.num_parts, world_size // lanes)
-    seen = cfg.num_parts // group
-    part_id = rank // (world_size // seen)
-    first = part_id * group
-    parts = [load_partition(part_config, p) for p in range(first, first + group)]
+    part_id, stored = served_range(cfg.num_parts, world_size, lanes, rank)
+    group, first = len(stored), stored.start
+    parts = [load_partition(part_config, p) for p in stored]
     stored = parts[0].partition_book if group == 1 else book_from_config(cfg)
     book = stored if group == 1 else stored.grouped(group, part_id)
     return Served(parts, book, stored, part_id, first)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -103,7 +104,7 @@ def book_from_config(cfg: PartitionConfig, part_id: int | None = None) -> RangeP
     if part_id is not None:
         _check_part(cfg, part_id)
     return RangePartitionBook(cfg.num_parts, list(cfg.ntypes), list(cfg.etypes), cfg.node_map, cfg.edge_map,
-                              part_id, lambda kind, name: _original_ids(cfg, kind, name))
+                              part_id, lambda kind, name: original_ids(cfg, kind, name))
 
 
 def verify_checksums(part_config: str | os.PathLike) -> None:
@@ -216,26 +217,36 @@ def _spec(spec: tuple[str, tuple[int, ...]] | None) -> str:
     return "absent" if spec is None else f"{spec[0]} rows of shape {spec[1]}"
 
 
-def _original_ids(cfg: PartitionConfig, kind: str, type_name: str) -> np.ndarray:
-    """Original per-type IDs of every item of one type, in per-type new-ID order: a permutation of
-    ``[0, count)`` (checked, since lookups index with them)."""
+def original_source(cfg: PartitionConfig, kind: str, part_id: int) -> Path:
+    """The file partition ``part_id``'s original ``kind`` (node/edge) IDs are read from."""
+    extra = cfg.parts[part_id].get("orig_nids" if kind == "node" else "orig_eids")
+    return cfg.root / extra if extra else cfg.part_path(part_id, "part_graph")
+
+
+def original_piece(cfg: PartitionConfig, kind: str, type_name: str, part_id: int) -> np.ndarray:
+    """Original per-type IDs of the items of one type that partition ``part_id`` owns, in new-ID order."""
     ranges = cfg.node_map if kind == "node" else cfg.edge_map
     key = "orig_nids" if kind == "node" else "orig_eids"
-    pieces = []
-    for p in range(cfg.num_parts):
-        lo, hi = (int(x) for x in ranges[type_name][p])
-        extra = cfg.parts[p].get(key)
-        if extra:
-            pieces.append(_orig_file_ids(cfg.root / extra, read_tensors(cfg.root / extra, _expect(cfg, p, key)),
-                                         type_name, hi - lo))
-            continue
-        g = _read_graph(cfg, p, False)
-        if kind == "node":
-            base = _part_range(cfg.node_map, p)[0]
-            pieces.append(g.ndata["orig_id"][lo - base : hi - base].numpy())
-        else:
-            t = {f"edge/{k}": v for k, v in g.edata.items()}
-            pieces.append(_inner_edge_orig_ids(t, lo, hi))
+    lo, hi = (int(x) for x in ranges[type_name][part_id])
+    extra = cfg.parts[part_id].get(key)
+    if extra:
+        return _orig_file_ids(cfg.root / extra, read_tensors(cfg.root / extra, _expect(cfg, part_id, key)),
+                              type_name, hi - lo)
+    g = _read_graph(cfg, part_id, False)
+    if kind == "node":
+        base = _part_range(cfg.node_map, part_id)[0]
+        return g.ndata["orig_id"][lo - base : hi - base].numpy()
+    return _inner_edge_orig_ids({f"edge/{k}": v for k, v in g.edata.items()}, lo, hi)
+
+
+def original_ids(cfg: PartitionConfig, kind: str, type_name: str,
+                 piece: Callable[[int], np.ndarray] | None = None) -> np.ndarray:
+    """Original per-type IDs of every item of one type, in per-type new-ID order: a permutation of
+    ``[0, count)`` (checked, since lookups index with them). ``piece(p)``: partition ``p``'s part (default:
+    :func:`original_piece`, read here; a distributed run asks a partition's server for the pieces of
+    partitions its host does not hold)."""
+    piece = piece or (lambda p: original_piece(cfg, kind, type_name, p))
+    pieces = [np.asarray(piece(p)) for p in range(cfg.num_parts)]
     table = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
     seen = np.zeros(table.shape[0], dtype=bool)
     inside = (table >= 0) & (table < table.shape[0])

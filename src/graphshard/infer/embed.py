@@ -9,17 +9,21 @@ from pathlib import Path
 
 import torch
 
+from ..distributed.liveness import DEFAULT_LOST_AFTER
 from ..errors import InputError
 from ..train.checkpoint import LATER_OPTIONS, RESUME_OPTIONS, load_checkpoint, read_state, run_identity
 from ..train.options import TrainOptions
 
 
 def checkpoint_options(part_config: str, checkpoint: str, out: str, timeout: float = 300.0,
-                       layer: str = "output") -> tuple[TrainOptions, int]:
-    """The training options a checkpoint was written with (those that shape the model), and its rank count."""
-    meta = read_state(Path(checkpoint) / "rank0")
+                       layer: str = "output", heartbeat_timeout: float = DEFAULT_LOST_AFTER,
+                       rank: int = 0) -> tuple[TrainOptions, int]:
+    """The training options a checkpoint was written with (those that shape the model), and its rank count,
+    read from rank ``rank``'s part of it (on a multi-host run without a shared file system, each host holds
+    only its own ranks' parts)."""
+    meta = read_state(Path(checkpoint) / f"rank{rank}")
     if meta is None:
-        raise InputError(f"{checkpoint}: no checkpoint here (rank0/checkpoint.json is missing)")
+        raise InputError(f"{checkpoint}: no checkpoint here for rank {rank} (rank{rank}/checkpoint.json is missing)")
     identity = meta.get("identity")
     needed = [k for k in RESUME_OPTIONS if k not in LATER_OPTIONS] + ["world_size"]
     if not isinstance(identity, dict) or any(k not in identity for k in needed):
@@ -27,22 +31,29 @@ def checkpoint_options(part_config: str, checkpoint: str, out: str, timeout: flo
                          "older graphshard): the model cannot be rebuilt")
     recorded = {k: identity[k] for k in RESUME_OPTIONS if k in identity and k != "num_layers"}  # layers: fanouts
     opts = TrainOptions(part_config=str(part_config), checkpoint=str(checkpoint), save_embeddings=str(out),
-                        timeout=timeout, embedding_layer=layer, **recorded)
+                        timeout=timeout, heartbeat_timeout=heartbeat_timeout, embedding_layer=layer, **recorded)
     opts.check()
     return opts, int(identity["world_size"])
 
 
 def embed(part_config: str | os.PathLike, checkpoint: str | os.PathLike, out: str | os.PathLike,
-          num_procs: int | None = None, host: str = "127.0.0.1", timeout: float = 300.0, layer: str = "output") -> None:
+          num_procs: int | None = None, host: str = "127.0.0.1", timeout: float = 300.0, layer: str = "output",
+          heartbeat_timeout: float = DEFAULT_LOST_AFTER) -> None:
     """Write every node's output (as ``--save-embeddings`` does) from the checkpoint in ``checkpoint`` of a
     run on the partitions of ``part_config`` (``<checkpoint>/best`` of a run: its best validation epoch).
     ``num_procs``: start that many local ranks (the checkpoint's rank count); None: this process is one rank
-    of a torchrun job of that size. ``layer``: ``output``, or ``hidden`` (the layer the last one reads)."""
+    of a torchrun job of that size. ``layer``: ``output``, or ``hidden`` (the layer the last one reads).
+    ``heartbeat_timeout``: see :mod:`graphshard.distributed.liveness`."""
+    from ..distributed.environment import adopt_launcher_env
     from ..distributed.lifetime import refuse_spawn_reimport
     from ..train.embeddings import check_embeddings_target
 
     refuse_spawn_reimport()
-    opts, world = checkpoint_options(str(part_config), str(checkpoint), str(out), timeout, layer)
+    if num_procs is None:
+        adopt_launcher_env()
+    rank = 0 if num_procs is not None else int(os.environ.get("RANK", "0"))
+    opts, world = checkpoint_options(str(part_config), str(checkpoint), str(out), timeout, layer, heartbeat_timeout,
+                                     rank)
     ranks = num_procs if num_procs is not None else int(os.environ.get("WORLD_SIZE", "1"))
     if ranks != world:
         raise InputError(f"{checkpoint}: the checkpoint was written by {world} ranks; run embed on {world} "
@@ -60,6 +71,7 @@ def embed(part_config: str | os.PathLike, checkpoint: str | os.PathLike, out: st
 
 def _rank(opts: TrainOptions) -> None:
     from ..distributed.graph import DistGraph
+    from ..distributed.liveness import doing
     from ..distributed.runtime import session
     from ..train.embeddings import save_tables
     from ..train.inputs import ModelInputs, build_model
@@ -68,7 +80,7 @@ def _rank(opts: TrainOptions) -> None:
     from ..train.node import node_task
     from .layerwise import layerwise_inference
 
-    with session(timeout=opts.timeout) as s:
+    with session(timeout=opts.timeout, heartbeat_timeout=opts.heartbeat_timeout) as s:
         g = DistGraph(graph_name(opts.part_config), opts.part_config)
         inputs = ModelInputs(g, opts)
         if opts.task == "node":
@@ -88,6 +100,7 @@ def _rank(opts: TrainOptions) -> None:
             raise InputError(f"{directory}: no checkpoint of rank {s.rank}")
         inputs.load_state(resumed[2])
         g.barrier()  # every embedding shard is restored before anyone reads it
+        doing("computing embeddings")
         depth = encoder.num_layers - (opts.embedding_layer == "hidden")
         tables, _ = layerwise_inference(g, encoder, inputs.rows, "embed", types, layers=depth)
         save_tables(s, g, tables, opts.save_embeddings)

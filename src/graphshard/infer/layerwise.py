@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from ..distributed.graph import DistGraph
+from ..distributed.liveness import doing, now_doing
 from ..distributed.tensor import DistTensor
 from ..format.load import PartitionGraph
 from ..graph import EType
@@ -161,10 +162,12 @@ def layerwise_inference(g: DistGraph, model: Any, inputs: Rows, name: str, types
     plans, book, was_training = [plan(g, part) for part in g.local_graphs], g.get_partition_book(), model.training
     depth = model.num_layers if layers is None else layers
     model.eval()
+    context = now_doing()
     with torch.no_grad():
         tables: dict[str, DistTensor] = {}
         rows: list[dict[str, torch.Tensor]] = []
         for i in range(depth):
+            doing(f"{context}: layer-wise inference, layer {i + 1} of {depth}")
             out = []
             for k, p in enumerate(plans):  # one stored partition after another: one's inputs in memory at a time
                 x = model.layer_inputs(_fetch(p, inputs, p.ntypes)) if i == 0 else _next_inputs(p, rows[k], tables)
@@ -183,6 +186,7 @@ def layerwise_inference(g: DistGraph, model: Any, inputs: Rows, name: str, types
                 t.free()
             tables = new
     model.train(was_training)
+    doing(context)
     log.info("layer-wise inference %s: remote rows read per layer %s", name,
              [sum(f) for f in zip(*(p.fetched for p in plans))])
     keep = {t: v for t, v in tables.items() if types is None or t in types}

@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from ..distributed.collectives import all_gather_bytes, all_reduce_sum
 from ..distributed.graph import DistGraph
+from ..distributed.liveness import doing
 from ..distributed.runtime import Session
 from . import timing
 from .checks import check_loss
@@ -155,12 +156,14 @@ class Trainer:
                     record = self._epoch(loader, loss, epoch)
                 every = self.opts.eval_every
                 if epoch == self.opts.epochs - 1 or (every and (epoch + 1) % every == 0):
+                    doing(f"validating after epoch {epoch}")
                     with timing.phase("evaluation_s"):
                         record.update(evaluate())
                 self.history.append(record)
                 stop = self._select(record)
                 self._report(record)
                 if self.opts.checkpoint:
+                    doing(f"writing the checkpoint of epoch {epoch}")
                     with timing.phase("checkpoint_s"):
                         save_checkpoint(self._dir(), epoch, self.model, self.optimizer, self.history,
                                         self.inputs.state(), self.identity)
@@ -189,6 +192,7 @@ class Trainer:
         weights, ``changed()`` says the weights changed. Returns ``best_epoch``, that epoch's ``val_*`` and
         ``test_*`` figures, and when the last epoch is another one, its figures under ``last_epoch``."""
         last, out = self.history[-1], {}
+        doing("testing")
         with timing.phase("evaluation_s"):
             chosen = self.best_epoch
             if chosen is not None and chosen != last["epoch"]:
@@ -230,6 +234,7 @@ class Trainer:
                    disable=not (self.opts.progress and self.s.rank == 0))
         done = start
         for step, batch in enumerate(loader):
+            doing(f"training epoch {epoch}, batch {step}")
             t = time.perf_counter()
             sums["wait_s"] += t - done  # waiting for the batch (its sampling and fetching overlap compute)
             self.optimizer.zero_grad()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..distributed.liveness import DEFAULT_LOST_AFTER
 from ..errors import InputError
 from ..partition.methods import METHODS
 from .fields import check_fields, option
@@ -94,6 +95,9 @@ class TrainOptions:
     checkpoint: str | None = option(None, "str", "directory for checkpoints (and best/, the best validation epoch); "
                                     "an interrupted run resumes from it", optional=True)
     timeout: float = option(300.0, "float", "seconds any distributed wait may take", **POSITIVE)
+    heartbeat_timeout: float = option(DEFAULT_LOST_AFTER, "float", "seconds without a heartbeat after which a rank (its link, "
+                                      "process or host) is lost and the run stops, naming it (0: off)",
+                                      **NON_NEGATIVE, **FINITE)
     allow_nonfinite: bool = option(False, "bool", "train on NaN or infinite features and losses instead of stopping "
                                    "with an error")
     progress: bool = option(True, "bool", "progress bars", cli=False)

@@ -40,7 +40,7 @@ def _rank_main(opts: TrainOptions, result_path: str | None, dataset: tuple | Non
                         force=True)
     if rank == "0" and level > logging.INFO:  # kernel compilation is announced once, not by every rank
         logging.getLogger("graphshard.notice").setLevel(logging.INFO)
-    with session(timeout=opts.timeout) as s:
+    with session(timeout=opts.timeout, heartbeat_timeout=opts.heartbeat_timeout) as s:
         if opts.log_dir:
             rank_log(s, opts.log_dir)
         if dataset is not None:
@@ -141,9 +141,12 @@ def train(opts: TrainOptions, num_procs: int | None = None, dataset: str | None 
     ``work_dir`` first (into ``num_procs`` parts, or ``WORLD_SIZE`` under torchrun). ``memory``: bytes the
     local processes may use together (0: the machine's memory); a run predicted to need more is refused
     before any process starts."""
+    from ..distributed.environment import adopt_launcher_env
     from ..distributed.lifetime import refuse_spawn_reimport
 
     refuse_spawn_reimport()
+    if not num_procs:  # one rank of a job: torchrun's variables, or Slurm's under srun
+        adopt_launcher_env()
     started = time.perf_counter()
     metrics, launcher = _train(opts, num_procs, dataset, work_dir, part_method, host, memory)
     rank = metrics.pop("time", {})

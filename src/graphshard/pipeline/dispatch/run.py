@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import numpy as np
 from ...chunked.spec import read_metadata
 from ...distributed.collectives import barrier
 from ...distributed.context import DistContext
+from ...distributed.liveness import doing
 from ...format.outputs import check_output_dir, claim_for_graph, prepare_output_dir
 from ...partition.homogenize import HomoView
 from ...partition.relabel import Relabelling, edge_bounds_from_counts
@@ -34,6 +36,7 @@ def dispatch(opts: DispatchOptions, ctx: DistContext) -> Path:
     """Run the dispatch step on this rank (all ranks call it). Returns the config JSON path."""
     state = DispatchState.load(opts, ctx)
     timer = PhaseTimer(total=2 + 2 * len(state.phases()), logger=log, desc=f"dispatch rank {ctx.rank}")
+    doing("dispatch: planning")
     try:
         with timer.phase(f"rank {ctx.rank} plan (count edges per piece)"):
             reader = EdgeReader(state.meta, state.node_off)
@@ -45,12 +48,16 @@ def dispatch(opts: DispatchOptions, ctx: DistContext) -> Path:
                          edge_bounds_from_counts(plan.counts))
         writer = PartWriter(state, resume, config_template(state, rl, config_path))
         node_plans = NodeDataPlans(state)
-        for phase in state.phases():
+        phases = state.phases()
+        for n, phase in enumerate(phases, 1):
+            doing(f"dispatch: exchanging edges and features (phase {n} of {len(phases)})")
             with timer.phase(f"rank {ctx.rank} exchange"):
                 edges = gather_edges(state, plan, reader, phase)
                 node_feats = gather_node_feats(state, node_plans, phase)
+            doing(f"dispatch: building and writing partitions (phase {n} of {len(phases)})")
             with timer.phase(f"rank {ctx.rank} build + write"):
                 _build_and_write(state, writer, rl, edges, node_feats)
+        doing("dispatch: waiting for every partition to be written")
         with timer.phase(f"rank {ctx.rank} wait for all partitions"):
             barrier(ctx, "partitions written")
     finally:
@@ -83,34 +90,40 @@ def _build_and_write(state: DispatchState, writer: PartWriter, rl: Relabelling, 
     """Write the partitions of one phase (those finished by an earlier run are kept), releasing their data."""
     rank = state.ctx.rank
     skip = {p for p in edges if writer.resume.reusable(p, rank)}
-    sums = {p: writer.write_features(p, edges[p], rl, node_feats.pop(p)) for p in sorted(edges) if p not in skip}
-    node_feats.clear()
-    own = {p: own_structure(state, p, edges[p], int(rl.edge_bounds[p, 0])) for p in edges}  # deeper HALOs serve all
-    halo = halo_edges(state, own)
-    view = HomoView(state.num_nodes, state.node_off, state.edge_off, np.zeros(0, np.int64), np.zeros(0, np.int64))
-    for p in sorted(edges):
-        if p not in skip:
-            writer.write_structure(p, edges[p], rl, view, own.pop(p), halo.pop(p), sums[p])
-        log.info("rank %d: partition %d ready", rank, p)
+    try:
+        sums = {p: writer.write_features(p, edges[p], rl, node_feats.pop(p)) for p in sorted(edges) if p not in skip}
+        node_feats.clear()
+        own = {p: own_structure(state, p, edges[p], int(rl.edge_bounds[p, 0])) for p in edges}  # deeper HALOs serve all
+        halo = halo_edges(state, own)  # collective: fails at once when a peer failed
+        view = HomoView(state.num_nodes, state.node_off, state.edge_off, np.zeros(0, np.int64), np.zeros(0, np.int64))
+        for p in sorted(edges):
+            if p not in skip:
+                writer.write_structure(p, edges[p], rl, view, own.pop(p), halo.pop(p), sums[p])
+            log.info("rank %d: partition %d ready", rank, p)
+    except BaseException:  # half-written partitions of this phase are not left behind (finished ones are kept)
+        for p in edges:
+            shutil.rmtree(writer.resume.staging_dir(p), ignore_errors=True)
+        raise
     edges.clear()
 
 
-def _worker(opts: DispatchOptions, timeout: float, log_level: int) -> None:
+def _worker(opts: DispatchOptions, timeout: float, log_level: int, heartbeat_timeout: float | None = None) -> None:
     logging.basicConfig(level=log_level, format=f"%(asctime)s rank {os.environ.get('RANK')} %(levelname)s: %(message)s")
-    with DistContext.from_env(timeout) as ctx:
+    with DistContext.from_env(timeout, heartbeat_timeout) as ctx:
         dispatch(opts, ctx)
 
 
 def run_dispatch(opts: DispatchOptions, num_procs: int | None = None, timeout: float = 300.0,
-                 host: str = "127.0.0.1") -> Path:
-    """Run dispatch: start ``num_procs`` local ranks, or (None) join as one rank of a torchrun job."""
+                 host: str = "127.0.0.1", heartbeat_timeout: float | None = None) -> Path:
+    """Run dispatch: start ``num_procs`` local ranks, or (None) join as one rank of a torchrun (or srun, or
+    PyTorchJob) job. ``heartbeat_timeout``: see :mod:`graphshard.distributed.liveness`."""
     level = logging.getLogger("graphshard").getEffectiveLevel()
     if not opts.overwrite:  # a refusal is reported before any process starts
         claim_for_graph(check_output_dir(opts.out_dir, "partitions"), read_metadata(opts.in_dir).graph_name, False)
     if num_procs is None:
-        _worker(opts, timeout, level)
+        _worker(opts, timeout, level, heartbeat_timeout)
     else:
         from ...distributed.launcher import launch
 
-        launch(_worker, num_procs, (opts, timeout, level), host=host, timeout=timeout)
+        launch(_worker, num_procs, (opts, timeout, level, heartbeat_timeout), host=host, timeout=timeout)
     return Path(opts.out_dir).resolve() / f"{read_metadata(opts.in_dir).graph_name}.json"
