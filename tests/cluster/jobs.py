@@ -25,14 +25,17 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env | {"PYTHONUNBUFFERED": "1"} | extra
 
 
-def spread(config: Path, c: Cluster, parts_of: list[list[int]], sub: str = "parts") -> str:
-    """Copy the partition config to every host and each host's partitions (``parts_of[i]`` for host
-    ``i``) beside it, in ``<workdir>/<sub>``; returns the config's path relative to each workdir."""
+def spread(config: Path, c: Cluster, parts_of: list[list[int]], sub: str = "parts",
+           also: tuple[Path, ...] = ()) -> str:
+    """Copy the partition config (and the files ``also``) to every host and each host's partitions
+    (``parts_of[i]`` for host ``i``) beside it, in ``<workdir>/<sub>``; returns the config's path relative
+    to each workdir."""
     raw = json.loads(config.read_text())
     for host, parts in zip(c.hosts, parts_of):
         dest = host.workdir / sub
         dest.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(config, dest / config.name)
+        for f in (config, *also):
+            shutil.copy2(f, dest / f.name)
         for p in parts:
             for rel in raw[f"part-{p}"].values():
                 (dest / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -41,9 +44,10 @@ def spread(config: Path, c: Cluster, parts_of: list[list[int]], sub: str = "part
 
 
 def start(c: Cluster, args: list[str], per_host: int = 1, how: str = "torchrun", hosts: int | None = None,
-          name: str = "job", env: dict[str, str] | None = None) -> list[Proc]:
+          name: str = "job", env: dict[str, str] | None = None, entry: list[str] | None = None) -> list[Proc]:
     """Start ``graphshard ARGS`` on the first ``hosts`` hosts (all by default), ``per_host`` ranks each,
-    as launcher ``how`` starts them; host 0 is the master."""
+    as launcher ``how`` starts them; host 0 is the master. ``entry``: what torchrun runs instead of
+    ``-m graphshard.cli`` (e.g. :mod:`tests.cluster.victim`)."""
     n = hosts or len(c.hosts)
     master, world = c.hosts[0], n * per_host
     procs = []
@@ -51,7 +55,7 @@ def start(c: Cluster, args: list[str], per_host: int = 1, how: str = "torchrun",
         if how == "torchrun":
             argv = [PY, "-m", "torch.distributed.run", "--nnodes", str(n), "--nproc-per-node", str(per_host),
                     "--node-rank", str(i), "--master-addr", master.address, "--master-port", PORT,
-                    "-m", "graphshard.cli", *args]
+                    *(entry or ["-m", "graphshard.cli"]), *args]
             procs.append(c.run(i, argv, clean_env(**(env or {})), name=f"{name}-torchrun"))
             continue
         for local in range(per_host):

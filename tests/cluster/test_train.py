@@ -58,3 +58,65 @@ def test_node_training_and_embed_across_two_hosts_equal_one_host(cluster, tmp_pa
     two, ref = (np.load(c.hosts[0].workdir / f, allow_pickle=False) for f in ("two.npy", "one.npy"))
     assert two.shape == (3000, 4)
     np.testing.assert_allclose(two, ref, atol=1e-5)
+
+
+def _one_host_and_across(c, config: Path, args: list[str], how: str, per_host: int = 1,
+                         also: tuple[Path, ...] = ()) -> tuple[dict, dict]:
+    """Train ``args`` on every partition on host 0 alone, then across the hosts, each holding only the
+    partitions its ranks serve (launcher ``how``, ``per_host`` ranks a host); both runs' metrics."""
+    n, world = len(c.hosts), len(c.hosts) * per_host
+    parts = json.loads(config.read_text())["num_parts"]
+    mine = spread(config, c, [list(range(h * parts // n, (h + 1) * parts // n)) for h in range(n)], also=also)
+    spread(config, c, [list(range(parts))] + [[] for _ in range(n - 1)], sub="all", also=also)
+    for name, cfg, ranks, hosts in (("one", "all", world, 1), ("across", "parts", per_host, n)):
+        run = [a.replace("{dir}", cfg) for a in args]
+        finish(start(c, ["train", "--part-config", f"{cfg}/{config.name}", *run, "--metrics-out", f"{name}.json"],
+                     per_host=ranks, hosts=hosts, how=how, name=name))
+    return tuple(_metrics(c.hosts[0].workdir / f"{name}.json") for name in ("one", "across"))
+
+
+def test_heterogeneous_node_training_under_slurm(cluster, tmp_path):
+    from graphshard.train.run import partition_dataset
+    ds = hetero_graph(num_papers=1200, num_authors=500, num_institutions=20, num_fields=10, noise=6.0, seed=3)
+    save_dataset(ds, tmp_path / "data")
+    config, _ = partition_dataset(str(tmp_path / "data"), str(tmp_path / "p"), 2)
+    c = cluster(2)
+    one, across = _one_host_and_across(c, Path(config), [*FAST, "--epochs", "2"], "slurm")
+    _same_run(across, one)
+    assert across["world_size"] == 2
+
+
+def test_link_prediction_under_a_pytorchjob_environment(cluster, tmp_path):
+    from graphshard.train.run import partition_dataset
+    ds = community_graph(num_nodes=2000, num_classes=4, avg_degree=8, feat_dim=16, noise=4.0, seed=4)
+    save_dataset(ds, tmp_path / "data")
+    config, split = partition_dataset(str(tmp_path / "data"), str(tmp_path / "p"), 2, link=True)
+    c = cluster(2)
+    args = [*FAST, "--epochs", "2", "--task", "link", "--link-split", "{dir}/" + Path(split).name, "--filtered"]
+    one, across = _one_host_and_across(c, Path(config), args, "env", also=(Path(split),))
+    assert [e["train_loss"] for e in across["epochs"]] == pytest.approx([e["train_loss"] for e in one["epochs"]],
+                                                                         rel=1e-6)
+    assert across["test_mrr"] == pytest.approx(one["test_mrr"], abs=1e-9)
+    assert across["test_auc"] > 0.6
+
+
+def test_two_hosts_of_two_ranks(cluster, tmp_path):
+    c = cluster(2)
+    one, across = _one_host_and_across(c, _partitions(tmp_path, parts=4), [*FAST, "--epochs", "2"], "torchrun",
+                                       per_host=2)
+    _same_run(across, one)
+    assert across["world_size"] == 4
+
+
+def test_a_host_without_its_partition_is_named_before_training(cluster, tmp_path):
+    c = cluster(2)
+    config = _partitions(tmp_path)
+    mine = spread(config, c, [[0], [1]])
+    (c.hosts[1].workdir / "parts" / "part1" / "graph.safetensors").unlink()
+    procs = start(c, ["train", "--part-config", mine, *FAST, "--epochs", "1"], name="missing")
+    for p in procs:
+        assert p.wait(120) != 0
+        last = [ln for ln in p.output().splitlines() if ln.startswith("graphshard: error:")]
+        assert last and "host 198.18.0.2 (rank1) lacks partition 1, which it must serve: " in last[-1], p.tail()
+        assert "part1/graph.safetensors is missing" in last[-1]
+        assert "epoch" not in p.output()  # stopped before any training

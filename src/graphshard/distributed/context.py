@@ -90,7 +90,13 @@ class DistContext:
     def __exit__(self, exc_type, exc, tb) -> None:
         import torch.distributed as dist
 
-        if exc is not None:
+        cause = exc
+        if exc is not None and self.heartbeat is not None and PEER_FAILURE in str(exc):
+            line = self.heartbeat.await_finding(self.heartbeat.lost_after + 1.0)  # which peer, on which host
+            exc = DistError(line) if line is not None else exc
+        if exc is not cause:
+            self._record_lost(str(exc))  # marked as a peer's failure, for the launcher
+        elif exc is not None:
             self.report_failure(exc)
         if self.heartbeat is not None:  # after the report: a peer told of the failure finds it in the store
             self.heartbeat.leave(None if exc is None else error_text(exc))
@@ -98,6 +104,8 @@ class DistContext:
             self.heartbeat = None
         if dist.is_initialized():
             dist.destroy_process_group()
+        if exc is not cause:  # the heartbeat named the peer at fault: that is the error to show
+            raise exc from cause
 
     def report_failure(self, exc: BaseException) -> None:
         """Record this rank's error where the other ranks will find it."""

@@ -133,6 +133,18 @@ class Heartbeat:
         self._sock.close()
         self._sock = None
 
+    def await_finding(self, within: float) -> str | None:
+        """For a main thread that failed because of a peer (a closed connection names no rank or host): wait up
+        to ``within`` seconds for the heartbeat to say which peer failed, and return that line. A peer found
+        silent meanwhile stops this process from the heartbeat thread, with its own line."""
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline and self._thread is not None and self._thread.is_alive():
+            failed = [p.failed for p in self.peers.values() if p.failed]
+            if failed:
+                return failed[0]
+            time.sleep(0.05)  # polling what the heartbeat thread found, against a deadline
+        return None
+
     def host_of(self, rank: int) -> str:
         return self.address if rank == self.rank else self.peers[rank].address[0]
 

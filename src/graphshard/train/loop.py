@@ -231,7 +231,7 @@ class Trainer:
         self.comm["comm_s"] = 0.0
         start = time.perf_counter()
         bar = tqdm(total=len(loader), desc=f"epoch {epoch}", leave=False,
-                   disable=not (self.opts.progress and self.s.rank == 0))
+                   disable=None if self.opts.progress and self.s.rank == 0 else True)  # None: on a terminal only
         done = start
         for step, batch in enumerate(loader):
             doing(f"training epoch {epoch}, batch {step}")
