@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
+import time
 from pathlib import Path
 
 from .harness import Cluster, Proc
@@ -15,6 +17,8 @@ from .harness import Cluster, Proc
 PY = sys.executable
 PORT = "29511"  # every emulated host has a network namespace, and so ports, of its own
 LAUNCHERS = ("torchrun", "env", "slurm")
+VICTIM = str(Path(__file__).with_name("victim.py"))
+LOST_LINE = re.compile(r"graphshard: error: (lost rank 1 on host \S+: .*)")
 # variables of an outer launcher that must not leak into the emulated hosts' ranks
 _OUTER = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT",
           "TORCHELASTIC_RUN_ID", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "GRAPHSHARD_STORE_HOSTED")
@@ -80,3 +84,27 @@ def finish(procs: list[Proc], timeout: float = 240) -> None:
     if any(codes):
         raise AssertionError("\n\n".join(f"--- {p.host.name} (exit {code}):\n{p.tail(40)}"
                                          for p, code in zip(procs, codes)))
+
+
+def faulted(c: Cluster, args: list[str], kind: str, at: str, timeout: float = 180) -> tuple[float, str, str]:
+    """Run ``graphshard ARGS`` on every host, one rank each, and fault host 1's rank (``kind``: cut, stop,
+    kill; see :mod:`tests.cluster.victim`) when it reaches phase ``at``; wait for the hosts to stop.
+    Returns the seconds from the fault to host 0's line naming the lost rank, that line, and host 0's output."""
+    mark = c.root / "fault.mark"
+    mark.unlink(missing_ok=True)
+    procs = start(c, args, entry=[VICTIM], name=f"fault-{kind}",
+                  env={"GS_FAULT": kind, "GS_FAULT_AT": at, "GS_FAULT_RANK": "1", "GS_FAULT_MARK": str(mark)})
+    survivor, deadline, found = procs[0], time.monotonic() + timeout, None
+    while found is None:  # polling the survivor's output for its line, against a deadline
+        assert time.monotonic() < deadline, f"no fault or no line:\n{survivor.tail()}"
+        assert survivor.popen.poll() is None or LOST_LINE.search(survivor.output()), survivor.tail()
+        found = LOST_LINE.search(survivor.output()) if mark.exists() else None
+        seen = time.time()
+        time.sleep(0.05)
+    struck = float(mark.read_text().split()[0])
+    assert survivor.wait(30) != 0
+    if kind == "stop":
+        c.kill(1)  # a frozen host never ends by itself
+    for p in procs[1:]:
+        p.wait(30)
+    return seen - struck, found.group(1), survivor.output()

@@ -68,7 +68,14 @@ def test_frozen_and_killed_processes(cluster):
         assert time.monotonic() < deadline
         time.sleep(0.05)  # polling for the process to appear, against a deadline
     frozen = c.freeze(1)
-    assert frozen and all(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "T" for pid in frozen)
+
+    def stopped() -> bool:
+        return all(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "T" for pid in frozen)
+    deadline = time.monotonic() + 10
+    while not stopped():  # the signal is delivered asynchronously
+        assert time.monotonic() < deadline, "not stopped"
+        time.sleep(0.05)  # polling the process state, against a deadline
+    assert frozen
     c.thaw(1)
     c.kill(1)
     assert p.wait(10) != 0

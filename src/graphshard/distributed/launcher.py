@@ -102,9 +102,15 @@ def _root_cause(store: Any, processes: list, exc: Exception) -> str:
                 return f"rank {rank} exited with code {code} mid-run; seen by rank {r}: {text}"
             who = f"sampler worker {gone.group(2)} of rank {rank}" if gone.group(2) else f"rank {rank}"
             return f"{who} died (its connection closed); seen by rank {r}: {text}"
-    for text in reports.values():  # a survivor's heartbeat found a rank lost: its line says it all
-        if re.search(r"(lost rank \d+|rank \d+ on host \S+ failed)", text):
-            return text.split(f"{PEER_FAILURE} ", 1)[-1]
+    for r, text in reports.items():  # a survivor's heartbeat found a rank lost: its line says it all
+        found = re.search(r"lost rank (\d+)|rank \d+ on host \S+ failed", text)
+        if found:
+            line = text.split(f"{PEER_FAILURE} ", 1)[-1]
+            lost = int(found.group(1)) if found.group(1) else None
+            code = processes[lost].exitcode if lost is not None and lost < len(processes) else None
+            if code is not None and code >= 0:  # it ended by itself, without a word (we only kill)
+                return f"rank {lost} exited with code {code} mid-run; seen by rank {r}: {line}"
+            return line
     if isinstance(exc, mp_exceptions()[0]):  # raised without a DistContext: torch sends the traceback
         lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
         return f"rank {exc.error_index} failed: {lines[-1] if lines else exc}"
