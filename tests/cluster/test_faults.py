@@ -75,3 +75,13 @@ def test_a_cut_link_while_dispatching_is_found_and_nothing_is_published(cluster,
                                          "--timeout", "60"], "cut", "dispatch: exchanging")
     _check_reported(line, output, "dispatch: exchanging edges and features (phase 1 of 1)", seconds)
     assert not (c.hosts[0].workdir / "out" / "comm.json").exists()
+
+
+def test_a_killed_process_while_training_is_found(cluster, tmp_path):
+    """The closed connection reaches the survivor's gradient all-reduce at once; the heartbeat still names
+    the rank, its host and what it was doing."""
+    c = cluster(2)
+    mine = spread(_partitions(tmp_path), c, [[0], [1]])
+    seconds, line, output = faulted(c, ["train", "--part-config", mine, *FAST, "--batch-size", "64", "--epochs", "5"],
+                                    "kill", "training epoch 1, batch 3")
+    _check_reported(line, output, "training epoch 1, batch 3", seconds)

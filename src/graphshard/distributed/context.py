@@ -12,11 +12,12 @@ from __future__ import annotations
 import datetime
 import logging
 import os
+import re
 import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from .liveness import RECORDERS, Heartbeat
+from .liveness import RECORDERS, Heartbeat, lost_after_default
 from .network import LOOPBACK, gloo_options, host_store, own_address
 
 log = logging.getLogger(__name__)
@@ -24,6 +25,9 @@ log = logging.getLogger(__name__)
 ERROR_KEY = "error/"
 PEER_FAILURE = "caused by a peer:"  # marks errors that only report another rank's failure
 LIVENESS_KEY = "liveness/"  # each rank's heartbeat address
+# what gloo, TensorPipe and sockets say when the other end went away (the text names no rank)
+_TRANSPORT_LOSS = re.compile(r"Connection closed by peer|Connection reset|Broken pipe|pipe closed|\beof\b|"
+                             r"Connection refused|ECONNRESET", re.I)
 
 
 class DistError(RuntimeError):
@@ -49,7 +53,6 @@ class DistContext:
         import torch.distributed as dist
 
         from .environment import adopt_launcher_env
-        from .liveness import Heartbeat, lost_after_default
 
         adopt_launcher_env()
         try:
@@ -91,7 +94,7 @@ class DistContext:
         import torch.distributed as dist
 
         cause = exc
-        if exc is not None and self.heartbeat is not None and PEER_FAILURE in str(exc):
+        if exc is not None and self.heartbeat is not None and _peer_trouble(exc):
             line = self.heartbeat.await_finding(self.heartbeat.lost_after + 1.0)  # which peer, on which host
             exc = DistError(line) if line is not None else exc
         if exc is not cause:
@@ -140,3 +143,10 @@ def error_text(exc: BaseException) -> str:
     if frames:
         text += f" (at {frames[-1].filename}:{frames[-1].lineno})"
     return text
+
+
+def _peer_trouble(exc: BaseException) -> bool:
+    """Whether an error only reports a peer's failure (ours, or the transport's), so the heartbeat may know
+    more: which peer, on which host, doing what."""
+    text = str(exc)
+    return PEER_FAILURE in text or _TRANSPORT_LOSS.search(text) is not None
