@@ -120,3 +120,18 @@ def test_a_host_without_its_partition_is_named_before_training(cluster, tmp_path
         assert last and "host 198.18.0.2 (rank1) lacks partition 1, which it must serve: " in last[-1], p.tail()
         assert "part1/graph.safetensors is missing" in last[-1]
         assert "epoch" not in p.output()  # stopped before any training
+
+
+def test_heterogeneous_link_prediction_across_hosts(cluster, tmp_path):
+    from graphshard.train.run import partition_dataset
+    ds = hetero_graph(num_papers=1200, num_authors=500, num_institutions=20, num_fields=10, seed=5)
+    save_dataset(ds, tmp_path / "data")
+    config, split = partition_dataset(str(tmp_path / "data"), str(tmp_path / "p"), 2, link=True,
+                                      edge_type="author:writes:paper")
+    c = cluster(2)
+    args = [*FAST, "--epochs", "2", "--task", "link", "--link-split", "{dir}/" + Path(split).name]
+    one, across = _one_host_and_across(c, Path(config), args, "torchrun", also=(Path(split),))
+    assert across["edge_type"] == ["author", "writes", "paper"]
+    assert [e["train_loss"] for e in across["epochs"]] == pytest.approx([e["train_loss"] for e in one["epochs"]],
+                                                                         rel=1e-6)
+    assert across["test_mrr"] == pytest.approx(one["test_mrr"], abs=1e-9)
