@@ -43,13 +43,15 @@ def _address(hexaddr: str, family: int) -> str:
 
 
 def listening(pids: set[int]) -> list[tuple[int, str, int]]:
-    """(pid, address, port) of every TCP socket in LISTEN state owned by ``pids`` (from /proc/net/tcp{,6})."""
+    """(pid, address, port) of every TCP socket in LISTEN state, and every UDP socket that can receive (the
+    heartbeats), owned by ``pids`` (from /proc/net/{tcp,udp}{,6})."""
     inodes = _socket_inodes(pids)
     found = []
-    for name, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
+    for name, family, state in (("tcp", socket.AF_INET, "0A"), ("tcp6", socket.AF_INET6, "0A"),  # 0A: LISTEN
+                                ("udp", socket.AF_INET, "07"), ("udp6", socket.AF_INET6, "07")):  # 07: unconnected
         for line in Path(f"/proc/net/{name}").read_text().splitlines()[1:]:
             fields = line.split()
-            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+            if fields[3] == state and fields[9] in inodes:
                 addr, port = fields[1].split(":")
                 found.append((inodes[fields[9]], _address(addr, family), int(port, 16)))
     return found
