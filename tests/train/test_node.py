@@ -38,6 +38,17 @@ def test_generated_graph_two_processes_match_one(tmp_path):
     assert one["test_acc"] > 0.8  # the structure carries the label: far above 1/8 chance
 
 
+def test_half_precision_on_the_wire_halves_the_bytes_and_keeps_the_accuracy(tmp_path):
+    save_dataset(community_graph(num_nodes=3000, noise=8.0, seed=3), tmp_path / "data")
+    runs = {wire: train(TrainOptions(fanouts=[5, 5], batch_size=256, epochs=4, wire_dtype=wire, progress=False),
+                        num_procs=2, dataset=str(tmp_path / "data"), work_dir=str(tmp_path))
+            for wire in ("stored", "bfloat16")}
+    fetched = {wire: sum(e["fetch_bytes"] for e in m["epochs"]) for wire, m in runs.items()}
+    assert fetched["stored"] > 0 and fetched["bfloat16"] * 2 == fetched["stored"]  # the same rows, half the bytes
+    assert abs(runs["stored"]["test_acc"] - runs["bfloat16"]["test_acc"]) <= 0.02, runs
+    assert runs["bfloat16"]["test_acc"] > 0.7  # learnt: chance is 1/8
+
+
 def test_resume_after_interruption_gives_the_same_metrics(tmp_path):
     save_dataset(community_graph(num_nodes=3000, noise=8.0, seed=2), tmp_path / "data")
     kw = dict(fanouts=[5, 5], batch_size=256, progress=False)

@@ -20,6 +20,7 @@ from .feature import DistFeatureStore
 from .rpc import RpcGroup
 from .sampler import DistNeighborSampler
 from .sampling_graph import LocalSamplingGraph
+from .wire import STORED, check_wire
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,8 @@ class BatchSpec:
     ``exclude_seed_edges``: drop sampled edges joining a positive seed pair, in either direction (so the
     model cannot read a training link off its own neighbourhood — held-out links are never there).
     ``sparse_x``: a node type whose ``feat_name`` is held as CSR gets ``x`` as a sparse COO tensor of its
-    rows (only their non-zeros fetched and kept) instead of dense rows."""
+    rows (only their non-zeros fetched and kept) instead of dense rows. ``wire_dtype``: how dense
+    floating-point feature rows travel from other processes (see :mod:`graphshard.distributed.wire`)."""
 
     num_neighbors: Any
     replace: bool = False
@@ -45,8 +47,10 @@ class BatchSpec:
     neg_amount: float = 1.0
     exclude_seed_edges: bool = False
     sparse_x: bool = False
+    wire_dtype: str = STORED
 
     def __post_init__(self) -> None:
+        check_wire(self.wire_dtype)
         if self.neg_mode not in (None, "binary", "triplet"):
             raise InputError(f"neg_mode must be 'binary', 'triplet' or None, got {self.neg_mode!r}")
         if self.neg_mode is not None and self.neg_amount <= 0:
@@ -196,9 +200,9 @@ class BatchMaker:
                 self.features.is_sparse(ntype, self.spec.feat_name):
             store.x = sparse_tensor(self.features.lookup_nonzeros(ntype, self.spec.feat_name, ids))
         elif self.features.has(ntype, self.spec.feat_name):
-            store.x = self.features.lookup(ntype, self.spec.feat_name, ids)
+            store.x = self.features.lookup(ntype, self.spec.feat_name, ids, self.spec.wire_dtype)
         if self.spec.label_name and self.features.has(ntype, self.spec.label_name):
-            store.y = self.features.lookup(ntype, self.spec.label_name, ids)
+            store.y = self.features.lookup(ntype, self.spec.label_name, ids, self.spec.wire_dtype)
         self._fetch_time += time.perf_counter() - start
 
     def _collate(self, out) -> tuple[Data | HeteroData, np.ndarray | None]:

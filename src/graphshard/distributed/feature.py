@@ -16,13 +16,15 @@ from .cache import FeatureCache
 from .local_store import LocalFeatureStore
 from .rpc import RpcGroup, by_owner, register, registered
 from .store_base import Group, ReadOnlyFeatureStore, Rows
+from .wire import STORED, check_wire, pack, unpack
 
 _STORE = "feature-store"
 
 
-def _serve_rows(key: str, group: Any, name: str, ids: torch.Tensor) -> torch.Tensor:
-    """RPC handler: rows of ``group``/``name`` for global per-type ``ids`` owned by this process."""
-    return registered(f"{_STORE}/{key}").get_tensor_from_global_id(group, name, ids)
+def _serve_rows(key: str, group: Any, name: str, ids: torch.Tensor, wire: str = STORED) -> torch.Tensor:
+    """RPC handler: rows of ``group``/``name`` for global per-type ``ids`` owned by this process, packed
+    for the wire (see :mod:`.wire`)."""
+    return pack(registered(f"{_STORE}/{key}").get_tensor_from_global_id(group, name, ids), wire)
 
 
 def _serve_nonzeros(key: str, group: Any, name: str, ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -98,9 +100,12 @@ class DistFeatureStore(ReadOnlyFeatureStore):
             self.stats["remote_rows"] += int(pos.size)
             self.stats["bytes_received"] += sum(t.numel() * t.element_size() for t in tensors)
 
-    def lookup(self, group: Any, name: str, ids: Any) -> torch.Tensor:
-        """Rows of feature ``name`` of ``group`` for global per-type ``ids``, in the order asked."""
+    def lookup(self, group: Any, name: str, ids: Any, wire: str = STORED) -> torch.Tensor:
+        """Rows of feature ``name`` of ``group`` for global per-type ``ids``, in the order asked. ``wire``:
+        how dense floating-point rows from other processes travel (``float16``/``bfloat16``: rounded to
+        half precision on the way; see :mod:`.wire`); rows of this process and CSR features are exact."""
         group, name = self._key(TensorAttr(group, name))
+        check_wire(wire)
         ids_np = as_id_array(ids, f"IDs of {group!r}")
         dtype, row_shape = self.schema[(group, name)]
         parts = self._owner_parts(group, ids_np)
@@ -112,10 +117,11 @@ class DistFeatureStore(ReadOnlyFeatureStore):
         asked = ids_np if todo is None else ids_np[todo]
         parts_asked = parts if todo is None else parts[todo]
         sparse = self.local.is_sparse(group, name)
+        extra = () if sparse else (wire,)  # CSR rows travel as their non-zeros
         pieces = by_owner(self.group, parts_asked, self.book.num_partitions(),
                           lambda pos: self.local.get_tensor_from_global_id(group, name, asked[pos]),
                           _serve_nonzeros if sparse else _serve_rows,
-                          lambda pos: (self.key, group, name, torch.from_numpy(asked[pos])),
+                          lambda pos: (self.key, group, name, torch.from_numpy(asked[pos]), *extra),
                           f"feature {group!r}/{name!r}")
         if todo is None and len(pieces) == 1 and parts.size and parts[0] == self.part_id:  # all local, in order
             return pieces[0][1]
@@ -124,7 +130,7 @@ class DistFeatureStore(ReadOnlyFeatureStore):
             received = got if isinstance(got, tuple) else (got,)
             if isinstance(got, tuple):  # a CSR feature's non-zeros
                 got = densify(*got, int(row_shape[0]))
-            out.index_copy_(0, torch.from_numpy(pos if todo is None else todo[pos]), got)
+            out.index_copy_(0, torch.from_numpy(pos if todo is None else todo[pos]), unpack(got, dtype))
             self._count_received(pos, parts_asked, received)
         for pos, got in served:
             out.index_copy_(0, torch.from_numpy(pos), got)

@@ -116,7 +116,8 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     loader = DistLinkNeighborLoader(g, opts.fanouts, mine, math.ceil(opts.batch_size / s.world_size),
                                     edge_type=et, neg_sampling="binary", neg_amount=opts.neg_ratio, shuffle=True,
                                     num_workers=opts.num_workers, seed=opts.seed, exclude_seed_edges=True,
-                                    sparse_x=inputs.sparse_x, feat_name=opts.feat or "feat")
+                                    sparse_x=inputs.sparse_x, feat_name=opts.feat or "feat",
+                                    wire_dtype=opts.wire_dtype)
     history = trainer.fit(loader, loss, lambda: {f"val_{k}": v for k, v in evaluate(held.val, 1).items()})
     metrics = {"task": "link", "edge_type": list(et), "epochs": history, "world_size": s.world_size,
                "num_parts": g.served.stored_book.num_partitions(), "random_mrr": _random_mrr(opts.eval_negatives)}

@@ -100,7 +100,7 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
     trainer = Trainer(s, g, opts, model, inputs, metric="val_acc")
     loader = DistNeighborLoader(g, opts.fanouts, split["train"], math.ceil(opts.batch_size / world), input_type=ntype,
                                 shuffle=True, num_workers=opts.num_workers, seed=opts.seed, feat_name=opts.feat or "feat",
-                                label_name=None, sparse_x=inputs.sparse_x)
+                                label_name=None, sparse_x=inputs.sparse_x, wire_dtype=opts.wire_dtype)
     history = trainer.fit(loader, loss, lambda: {"val_acc": evaluate(split["val"])})
     metrics = {"task": "node", "epochs": history, "world_size": world, "num_parts": g.served.stored_book.num_partitions()}
     metrics |= trainer.final_test(lambda: {"acc": evaluate(split["test"])}, outputs.changed)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ..distributed.liveness import DEFAULT_LOST_AFTER
 from ..errors import InputError
 from ..partition.methods import METHODS
+from ..distributed.wire import WIRE_DTYPES
 from .fields import check_fields, option
 from .schedule import SCHEDULES
 
@@ -32,7 +33,7 @@ class TrainOptions:
     task: str = option("node", "str", "node classification, or link prediction (held-out edges ranked by "
                        "MRR/AUC)", choices=TASKS)
     model: str = option("sage", "str", "sage: GraphSAGE (heterogeneous graphs: one SAGEConv per edge type, "
-                        "summed); mlp: features-only baseline", choices=MODELS)
+                        "averaged into each node type); mlp: features-only baseline", choices=MODELS)
     fanouts: list[int] = option([10, 10], "ints", "neighbours sampled per layer, comma-separated (-1: all); one "
                                 "value per layer, so this also sets the number of layers", int_items=(1, -1))
     batch_size: int = option(1024, "int", "global mini-batch size, seed nodes or positive edges (split across "
@@ -68,6 +69,9 @@ class TrainOptions:
                                 **NON_NEGATIVE, **FINITE)
     cache_mb: float = option(0.0, "float", "the same cache, sized in megabytes per rank", metavar="MB",
                              **NON_NEGATIVE, **FINITE)
+    wire_dtype: str = option("stored", "str", "how training batches receive other ranks' dense float feature rows: "
+                             "as stored, or compact: floats as float16/bfloat16 (half the bytes on the network, "
+                             "rounded), integers in the narrowest type that holds them (exact)", choices=WIRE_DTYPES)
     decoder: str = option("dot", "str", "link: how a node pair is scored", choices=DECODERS)
     neg_ratio: float = option(1.0, "float", "link: random negative edges per positive", **POSITIVE, **FINITE)
     eval_negatives: int = option(100, "int", "link: random destinations each held-out edge is ranked against", low=1)
