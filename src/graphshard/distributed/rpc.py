@@ -171,21 +171,24 @@ def by_owner(group: RpcGroup, parts: np.ndarray, num_parts: int, local: Callable
              ) -> list[tuple[np.ndarray, Any]]:
     """Route the items whose owning partitions are ``parts``: this process's own partition is served
     by ``local(positions)`` (unless ``local`` is None), every other partition by one asynchronous
-    ``remote(*args(positions))`` call to its server, all in flight at once. Returns
-    ``(positions, result)`` per partition touched; raises :class:`DistError` naming a failed server."""
+    ``remote(*args(positions))`` call to its server, all in flight at once and sent before the local work
+    starts (which then overlaps their round trips). Returns ``(positions, result)`` per partition touched;
+    raises :class:`DistError` naming a failed server."""
     import torch.distributed.rpc as rpc
 
     order = np.argsort(parts, kind="stable")
     bounds = np.searchsorted(parts[order], np.arange(num_parts + 1))
     mine = group.part_id(num_parts)
-    done, pending = [], []
+    done, pending, own = [], [], None
     for p in np.flatnonzero(np.diff(bounds)):
         pos = order[bounds[p]:bounds[p + 1]]
         owner = group.owner(int(p), num_parts)
         if p == mine and (local is not None or owner == group.names[group.rank]):
-            done.append((pos, local(pos) if local is not None else remote(*args(pos))))
+            own = pos
         else:
             pending.append((pos, owner, rpc.rpc_async(owner, remote, args=args(pos), timeout=group.timeout)))
+    if own is not None:
+        done.append((own, local(own) if local is not None else remote(*args(own))))
     for pos, owner, fut in pending:
         done.append((pos, _result(group, owner, fut, what)))
     return done
