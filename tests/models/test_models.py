@@ -77,6 +77,17 @@ def test_graphsage_trimmed_by_hop_gives_the_seeds_the_same_rows():
     full = model(x, edge_index)[:4]
     trimmed = model(x, edge_index, (out.num_sampled_nodes, out.num_sampled_edges))
     assert trimmed.shape == (4, 3) and torch.allclose(trimmed, full, atol=1e-6)
+    # in training, the first layer averages its inputs outside autograd: the same loss and weight gradients
+    # as PyG's own SAGEConv layers, untrimmed
+    model.train().dropout = 0.0
+    grads = []
+    for hops in (None, (out.num_sampled_nodes, out.num_sampled_edges)):
+        model.zero_grad()
+        loss = model(x, edge_index, hops)[:4].square().sum()
+        loss.backward()
+        grads.append((loss.detach(), [p.grad.clone() for p in model.parameters()]))
+    assert torch.allclose(grads[0][0], grads[1][0], rtol=1e-5)
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(grads[0][1], grads[1][1]))
 
 
 def _pyg_forward(model, x, edges):

@@ -39,14 +39,24 @@ def sage_rows(conv: SAGEConv, x_src: torch.Tensor, x_dst: torch.Tensor, edge_ind
     (``out < in``), sources are projected before they are averaged (the same sum, fewer columns)."""
     if not _plain(conv):
         return conv((x_src, x_dst), edge_index)
-    a = mean_matrix(edge_index, x_src.shape[0], x_dst.shape[0])
     lin = conv.lin_l
-    if lin.out_channels < lin.in_channels:
-        agg = torch.sparse.mm(a, x_src @ lin.weight.t())
-        agg = agg + lin.bias if lin.bias is not None else agg
-    else:
-        agg = lin(torch.sparse.mm(a, x_src))
+    if lin.out_channels >= lin.in_channels:
+        return sage_forward(conv, x_src, x_dst, edge_index)
+    agg = torch.sparse.mm(mean_matrix(edge_index, x_src.shape[0], x_dst.shape[0]), x_src @ lin.weight.t())
+    agg = agg + lin.bias if lin.bias is not None else agg
     return agg + conv.lin_r(x_dst)
+
+
+def sage_forward(conv: SAGEConv, x_src: torch.Tensor, x_dst: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+    """``conv((x_src, x_dst), edge_index)``. Where the inputs need no gradient (a model's first layer, or
+    any layer without autograd), the mean of the sources is one CSR product outside autograd (nothing to
+    differentiate there) and then the layer's two linear maps, whose weights get their gradients as usual:
+    PyG's gather-and-scatter would write an edges x width message tensor first. Otherwise PyG's path."""
+    if not _plain(conv) or x_src.requires_grad or x_dst.requires_grad:
+        return conv((x_src, x_dst), edge_index)
+    with torch.no_grad():
+        agg = torch.sparse.mm(mean_matrix(edge_index, x_src.shape[0], x_dst.shape[0]), x_src)
+    return conv.lin_l(agg) + conv.lin_r(x_dst)
 
 
 def relu_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:

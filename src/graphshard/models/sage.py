@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import SAGEConv
 
-from .aggregate import relu_dropout, sage_rows
+from .aggregate import relu_dropout, sage_forward, sage_rows
 
 
 class GraphSAGE(nn.Module):
@@ -36,7 +36,7 @@ class GraphSAGE(nn.Module):
                 x = conv(x, edge_index)
             else:  # drop the last i hops of edges and the last i + 1 hops of destinations
                 rows, edges = sum(hops[0][:depth - i]), sum(hops[1][:len(hops[1]) - i])
-                x = conv((x, x[:rows]), edge_index[:, :edges])
+                x = sage_forward(conv, x, x[:rows], edge_index[:, :edges])
             if i < depth - 1:
                 x = relu_dropout(x, self.dropout, self.training)
         return x
