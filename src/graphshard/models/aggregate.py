@@ -1,9 +1,11 @@
-"""Mean aggregation as one sparse (CSR) matrix product, for inference over whole layers.
+"""Mean aggregation as one sparse (CSR) matrix product, for inference over whole layers and for a
+training batch's first layer.
 
 PyG's message passing gathers one source row per edge (an edges × width tensor) and scatters it into the
 destinations; over the millions of edges of a layer-wise inference chunk that costs about three times a
-CSR sparse-dense product, which reads each source row where it is. Training batches keep PyG's path (it
-is faster there once the backward pass counts)."""
+CSR sparse-dense product, which reads each source row where it is. In training, the first layer's inputs
+need no gradient, so their mean is taken the same way outside autograd; later layers keep PyG's path (it
+is faster there once the backward pass through the aggregation counts)."""
 
 from __future__ import annotations
 
