@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from partition import machine  # noqa: E402
+from partition import machine, write_result  # noqa: E402
 from tests.cluster.harness import Cluster, unavailable  # noqa: E402
 from tests.cluster.jobs import faulted, finish, spread, start  # noqa: E402
 
@@ -98,8 +98,7 @@ def main() -> None:
     result = {"machine": machine(), "nodes": ds.graph.total_nodes, "edges": ds.graph.total_edges,
               "fanouts": args.fanouts, "batch": args.batch, "epochs": args.epochs, "rate": args.rate,
               "runs": runs, "faults": faults}
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=1))
+    write_result(args.json, result)
     mc = result["machine"]
     print(f"machine: {mc['cpu']}, {mc['cores']} cores; community graph {result['nodes']:,} nodes, "
           f"{result['edges']:,} edges; fanouts {args.fanouts}, global batch {args.batch}; links "

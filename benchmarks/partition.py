@@ -38,6 +38,12 @@ def machine() -> dict:
     return {"cpu": cpu, "cores": os.cpu_count(), "memory_bytes": mem, "python": platform.python_version()}
 
 
+def write_result(path: Path, result: dict) -> None:
+    """``result`` as indented JSON at ``path`` (its folder made first)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1))
+
+
 def input_bytes(g) -> int:
     total = sum(s.nbytes + d.nbytes for s, d in g.edges.values())
     return total + sum(a.nbytes for feats in g.node_feats.values() for a in feats.values())

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from partition import machine  # noqa: E402
+from partition import machine, write_result  # noqa: E402
 
 # (processes = partitions, partitioner, cache ratio)
 CONFIGS = [(1, "random", 0.0), (2, "metis", 0.0), (2, "metis", 0.2), (2, "metis", 1.0), (2, "random", 0.0)]
@@ -71,8 +71,7 @@ def main() -> None:
         print(f"  {procs} x {method}, cache {ratio}: done in {rows[-1]['run_s']:.0f} s", flush=True)
     result = {"machine": machine(), "nodes": args.nodes, "degree": args.degree, "fanouts": fanouts,
               "batch": args.batch, "epochs": args.epochs, "runs": rows}
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=1))
+    write_result(args.json, result)
     _print(result)
     print(f"wrote {args.json}")
 

@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from partition import machine  # noqa: E402
+from partition import machine, write_result  # noqa: E402
 from tests.cluster.harness import Cluster, unavailable  # noqa: E402
 from tests.cluster.jobs import finish, spread, start  # noqa: E402
 
@@ -191,8 +191,7 @@ def main() -> None:
                     rows.append({"dim": dim, "cell": cell.name, "repeat": rep, "system": system, **r})
                     print(f"  {dim}-d {cell.name:<14} {system:<16} epoch {r['epoch_s']:6.2f} s", flush=True)
     result = {"machine": machine(), "nodes": args.nodes, "degree": args.degree, "rows": rows}
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=1))
+    write_result(args.json, result)
     _print(result)
     print(f"wrote {args.json}")
 
