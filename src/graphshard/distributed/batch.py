@@ -33,7 +33,7 @@ class BatchSpec:
     model cannot read a training link off its own neighbourhood — held-out links are never there).
     ``sparse_x``: a node type whose ``feat_name`` is held as CSR gets ``x`` as a sparse COO tensor of its
     rows (only their non-zeros fetched and kept) instead of dense rows. ``wire_dtype``: how dense
-    floating-point feature rows travel from other processes (see :mod:`graphshard.distributed.wire`)."""
+    feature rows travel from other processes (see :mod:`graphshard.distributed.wire`)."""
 
     num_neighbors: Any
     replace: bool = False

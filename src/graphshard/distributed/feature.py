@@ -102,8 +102,9 @@ class DistFeatureStore(ReadOnlyFeatureStore):
 
     def lookup(self, group: Any, name: str, ids: Any, wire: str = STORED) -> torch.Tensor:
         """Rows of feature ``name`` of ``group`` for global per-type ``ids``, in the order asked. ``wire``:
-        how dense floating-point rows from other processes travel (``float16``/``bfloat16``: rounded to
-        half precision on the way; see :mod:`.wire`); rows of this process and CSR features are exact."""
+        how dense rows from other processes travel (``float16``/``bfloat16``: floats rounded to half
+        precision on the way, integers narrowed exactly; see :mod:`.wire`); rows of this process and CSR
+        features are read as stored."""
         group, name = self._key(TensorAttr(group, name))
         check_wire(wire)
         ids_np = as_id_array(ids, f"IDs of {group!r}")
