@@ -17,7 +17,7 @@ from ..errors import InputError
 from .fields import coerce, specs
 from .options import LaunchOptions, TrainOptions
 
-YAML_HINT = "reading YAML needs PyYAML, a dependency of graphshard (pip install pyyaml); a .json file needs nothing"
+YAML_HINT = "reading YAML needs PyYAML (pip install pyyaml: it is a dependency of graphshard); a .json file needs nothing"
 
 
 def option_specs() -> dict[str, Any]:
