@@ -62,10 +62,11 @@ def _worker(config: str, check_error: bool, sparse: bool = False) -> None:
             store = DistFeatureStore(group, LocalFeatureStore(part, ctx.rank), book)
             rng = np.random.default_rng(ctx.rank)
             if check_error and ctx.rank == 0:  # the owner (rank 1) raises; rank 0 must report it, naming rank 1
-                from graphshard.distributed.feature import _serve_rows
+                from graphshard.distributed.feature import _serve_many
                 from graphshard.distributed.rpc import by_owner
-                by_owner(group, np.array([1]), 2, None, _serve_rows,
-                         lambda pos: ("", "paper", "no_such_feature", book.partid2nids(1, "paper")[:1]), "feature")
+                by_owner(group, np.array([1]), 2, None, _serve_many,
+                         lambda pos: ("", [("paper", "no_such_feature", book.partid2nids(1, "paper")[:1], False)]),
+                         "feature")
             for t, feats in g.node_feats.items():
                 ids = torch.from_numpy(rng.permutation(g.num_nodes[t]))
                 for name, full in feats.items():
@@ -76,6 +77,7 @@ def _worker(config: str, check_error: bool, sparse: bool = False) -> None:
                 for name, full in feats.items():
                     got = store.lookup(et, name, ids).numpy()
                     assert np.array_equal(got, full[book.to_original_eids(et, ids).numpy()])
+            _many_checks(g, book, store, rng)
             if sparse:  # only the non-zeros of remote CSR rows travel: far fewer bytes than their dense rows
                 ids = torch.from_numpy(rng.permutation(60))
                 csr = store.lookup_nonzeros("paper", "bow", ids)  # what a sparse batch holds, in the order asked
@@ -90,6 +92,33 @@ def _worker(config: str, check_error: bool, sparse: bool = False) -> None:
         finally:
             shutdown_rpc(group)
     os.environ.pop("RANK", None)
+
+
+def _many_checks(g, book, store, rng) -> None:
+    """Every node and edge feature of every type read together: right rows, one request to the other rank."""
+    import torch
+    import torch.distributed.rpc as rpc
+
+    asks, want = [], []
+    for t, feats in g.node_feats.items():
+        ids = torch.from_numpy(rng.integers(0, g.num_nodes[t], 37))
+        for name, full in feats.items():
+            asks.append((t, name, ids))
+            want.append(full[book.to_original(t, ids).numpy()])
+    for et, feats in g.edge_feats.items():
+        ids = torch.from_numpy(rng.integers(0, g.num_edges(et), 23))
+        for name, full in feats.items():
+            asks.append((et, name, ids))
+            want.append(full[book.to_original_eids(et, ids).numpy()])
+    sent, real = [], rpc.rpc_async
+    rpc.rpc_async = lambda *a, **k: sent.append(a[0]) or real(*a, **k)
+    try:
+        got = store.lookup_many(asks)
+    finally:
+        rpc.rpc_async = real
+    assert len(asks) > 3 and len(sent) == 1, (len(asks), sent)
+    for (t, name, _), rows, expected in zip(asks, got, want):
+        assert np.array_equal(rows.numpy(), expected), (t, name)
 
 
 @pytest.fixture

@@ -193,16 +193,24 @@ class BatchMaker:
         return data
 
     # -- collation --------------------------------------------------------------------------------
-    def _attach(self, store: Any, ntype: str, ids: np.ndarray) -> None:
+    def _attach(self, nodes: list[tuple[Any, str, np.ndarray]]) -> None:
+        """Give each ``(store, node type, IDs)`` its ``n_id``, ``x`` and ``y``; the dense rows of them all
+        come in one request per owning partition."""
         start = time.perf_counter()
-        store.n_id = torch.from_numpy(ids)
-        if self.spec.sparse_x and self.features.has(ntype, self.spec.feat_name) and \
-                self.features.is_sparse(ntype, self.spec.feat_name):
-            store.x = sparse_tensor(self.features.lookup_nonzeros(ntype, self.spec.feat_name, ids))
-        elif self.features.has(ntype, self.spec.feat_name):
-            store.x = self.features.lookup(ntype, self.spec.feat_name, ids, self.spec.wire_dtype)
-        if self.spec.label_name and self.features.has(ntype, self.spec.label_name):
-            store.y = self.features.lookup(ntype, self.spec.label_name, ids, self.spec.wire_dtype)
+        feat, label, has = self.spec.feat_name, self.spec.label_name, self.features.has
+        asks, targets = [], []
+        for store, ntype, ids in nodes:
+            store.n_id = torch.from_numpy(ids)
+            if self.spec.sparse_x and has(ntype, feat) and self.features.is_sparse(ntype, feat):
+                store.x = sparse_tensor(self.features.lookup_nonzeros(ntype, feat, ids))
+            elif has(ntype, feat):
+                asks.append((ntype, feat, ids))
+                targets.append((store, "x"))
+            if label and has(ntype, label):
+                asks.append((ntype, label, ids))
+                targets.append((store, "y"))
+        for (store, attr), rows in zip(targets, self.features.lookup_many(asks, self.spec.wire_dtype)):
+            store[attr] = rows
         self._fetch_time += time.perf_counter() - start
 
     def _collate(self, out) -> tuple[Data | HeteroData, np.ndarray | None]:
@@ -211,7 +219,7 @@ class BatchMaker:
             data = Data(edge_index=torch.from_numpy(np.stack([out.row, out.col])), e_id=torch.from_numpy(out.edge),
                         num_sampled_nodes=list(out.num_sampled_nodes), num_sampled_edges=list(out.num_sampled_edges))
             data.num_nodes = int(out.node.shape[0])
-            self._attach(data, self.book.ntypes[0], out.node)
+            self._attach([(data, self.book.ntypes[0], out.node)])
             if out.batch is not None:
                 data.batch = torch.from_numpy(out.batch)
             return data, None
@@ -219,10 +227,10 @@ class BatchMaker:
         data = HeteroData()
         for t, ids in het.node.items():
             data[t].num_nodes = int(ids.shape[0])
-            self._attach(data[t], t, ids)
             data[t].num_sampled_nodes = het.num_sampled_nodes[t]
             if het.batch is not None:
                 data[t].batch = torch.from_numpy(het.batch[t])
+        self._attach([(data[t], t, ids) for t, ids in het.node.items()])
         for et in het.edge:
             data[et].edge_index = torch.from_numpy(np.stack([het.row[et], het.col[et]]))
             data[et].e_id = torch.from_numpy(het.edge[et])

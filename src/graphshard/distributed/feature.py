@@ -1,8 +1,10 @@
 """Distributed feature lookup: any process reads any rows; local rows are gathered in-process, remote rows
-come in one batched RPC per owning partition, all requests in flight at once, results in request order."""
+come in one batched RPC per owning partition (for any number of features and types read together), all
+requests in flight at once, results in request order."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,15 +23,17 @@ from .wire import STORED, check_wire, pack, unpack
 _STORE = "feature-store"
 
 
-def _serve_rows(key: str, group: Any, name: str, ids: torch.Tensor, wire: str = STORED) -> torch.Tensor:
-    """RPC handler: rows of ``group``/``name`` for global per-type ``ids`` owned by this process, packed
-    for the wire (see :mod:`.wire`)."""
-    return pack(registered(f"{_STORE}/{key}").get_tensor_from_global_id(group, name, ids), wire)
-
-
 def _serve_nonzeros(key: str, group: Any, name: str, ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """RPC handler: the non-zeros of a CSR feature's rows (made dense by the caller: only they travel)."""
     return registered(f"{_STORE}/{key}").nonzeros_from_global_id(group, name, ids)
+
+
+def _serve_many(key: str, items: list[tuple[Any, str, torch.Tensor, bool]], wire: str = STORED) -> list[Any]:
+    """RPC handler: for each ``(group, name, ids, sparse)``, the rows (packed for the wire) or a CSR
+    feature's non-zeros."""
+    store = registered(f"{_STORE}/{key}")
+    return [store.nonzeros_from_global_id(g, n, ids) if sparse else pack(store.get_tensor_from_global_id(g, n, ids), wire)
+            for g, n, ids, sparse in items]
 
 
 class DistFeatureStore(ReadOnlyFeatureStore):
@@ -105,34 +109,90 @@ class DistFeatureStore(ReadOnlyFeatureStore):
         how dense rows from other processes travel (``float16``/``bfloat16``: floats rounded to half
         precision on the way, integers narrowed exactly; see :mod:`.wire`); rows of this process and CSR
         features are read as stored."""
-        group, name = self._key(TensorAttr(group, name))
+        return self.lookup_many([(group, name, ids)], wire)[0]
+
+    def lookup_many(self, asks: list[tuple[Any, str, Any]], wire: str = STORED) -> list[torch.Tensor]:
+        """:meth:`lookup` of every ``(group, name, ids)`` of ``asks`` (any groups and names), with one
+        request per owning partition for all of them together: a batch's features and labels of every
+        node type cost one round trip per owner."""
         check_wire(wire)
+        plans = [self._plan(*ask) for ask in asks]
+        sizes = [p.asked.shape[0] for p in plans]
+        which = np.repeat(np.arange(len(plans)), sizes)  # flat position -> ask; positions are ask-major
+        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        parts = np.concatenate([p.parts for p in plans]) if plans else np.empty(0, dtype=np.int64)
+
+        def split(pos: np.ndarray) -> list[tuple[int, np.ndarray]]:  # (ask, positions within its asked IDs)
+            cut = np.flatnonzero(np.diff(which[pos])) + 1
+            return [(int(which[c[0]]), c - starts[which[c[0]]]) for c in np.split(pos, cut) if c.size]
+
+        def local(pos: np.ndarray) -> list:
+            return [self._read_local(plans[a], sub) for a, sub in split(pos)]
+
+        def args(pos: np.ndarray) -> tuple:
+            items = [(plans[a].group, plans[a].name, torch.from_numpy(plans[a].asked[sub]), plans[a].sparse)
+                     for a, sub in split(pos)]
+            return self.key, items, wire
+
+        what = ", ".join(f"{p.group!r}/{p.name!r}" for p in plans)
+        pieces = by_owner(self.group, parts, self.book.num_partitions(), local, _serve_many, args, f"feature {what}")
+        got = [[] for _ in plans]
+        for pos, answers in pieces:
+            for (a, sub), answer in zip(split(pos), answers):
+                got[a].append((sub, answer))
+        return [self._assemble(plan, got[a]) for a, plan in enumerate(plans)]
+
+    def _plan(self, group: Any, name: str, ids: Any) -> "_Ask":
+        """What one ask needs: its rows' owners, and which rows the cache already holds."""
+        group, name = self._key(TensorAttr(group, name))
         ids_np = as_id_array(ids, f"IDs of {group!r}")
-        dtype, row_shape = self.schema[(group, name)]
         parts = self._owner_parts(group, ids_np)
         self.stats["rows"] += int(ids_np.shape[0])
-        served, todo = [], None  # todo: positions still to fetch (None: all of them)
+        ask = _Ask(group, name, ids_np, parts, self.local.is_sparse(group, name))
         if self.cache is not None and not isinstance(group, tuple):
             hit_pos, hit_rows, todo = self.cache.split(group, name, ids_np, parts != self.part_id)
-            served = [(hit_pos, hit_rows)] if hit_pos.size else []
-        asked = ids_np if todo is None else ids_np[todo]
-        parts_asked = parts if todo is None else parts[todo]
-        sparse = self.local.is_sparse(group, name)
-        extra = () if sparse else (wire,)  # CSR rows travel as their non-zeros
-        pieces = by_owner(self.group, parts_asked, self.book.num_partitions(),
-                          lambda pos: self.local.get_tensor_from_global_id(group, name, asked[pos]),
-                          _serve_nonzeros if sparse else _serve_rows,
-                          lambda pos: (self.key, group, name, torch.from_numpy(asked[pos]), *extra),
-                          f"feature {group!r}/{name!r}")
-        if todo is None and len(pieces) == 1 and parts.size and parts[0] == self.part_id:  # all local, in order
-            return pieces[0][1]
-        out = torch.empty((ids_np.shape[0], *row_shape), dtype=dtype)
+            ask.served = [(hit_pos, hit_rows)] if hit_pos.size else []
+            ask.todo, ask.asked, ask.parts = todo, ids_np[todo], parts[todo]
+        return ask
+
+    def _read_local(self, ask: "_Ask", sub: np.ndarray) -> Any:
+        if ask.sparse:
+            return self.local.nonzeros_from_global_id(ask.group, ask.name, ask.asked[sub])
+        return self.local.get_tensor_from_global_id(ask.group, ask.name, ask.asked[sub])
+
+    def _assemble(self, ask: "_Ask", pieces: list[tuple[np.ndarray, Any]]) -> torch.Tensor:
+        """The ask's rows in the order asked, from each owner's answer and the cache's hits."""
+        dtype, row_shape = self.schema[(ask.group, ask.name)]
+        n = ask.ids.shape[0]
+        if ask.todo is None and len(pieces) == 1 and pieces[0][0].shape[0] == n and ask.parts[0] == self.part_id:
+            return pieces[0][1] if not ask.sparse else densify(*pieces[0][1], int(row_shape[0]))  # local, in order
+        out = torch.empty((n, *row_shape), dtype=dtype)
         for pos, got in pieces:
             received = got if isinstance(got, tuple) else (got,)
             if isinstance(got, tuple):  # a CSR feature's non-zeros
                 got = densify(*got, int(row_shape[0]))
-            out.index_copy_(0, torch.from_numpy(pos if todo is None else todo[pos]), unpack(got, dtype))
-            self._count_received(pos, parts_asked, received)
-        for pos, got in served:
+            out.index_copy_(0, torch.from_numpy(pos if ask.todo is None else ask.todo[pos]), unpack(got, dtype))
+            self._count_received(pos, ask.parts, received)
+        for pos, got in ask.served:
             out.index_copy_(0, torch.from_numpy(pos), got)
         return out
+
+
+@dataclass
+class _Ask:
+    """One feature read of :meth:`DistFeatureStore.lookup_many`: global per-type ``ids`` of ``group``/``name``
+    owned by ``parts``; ``asked`` (owned by ``parts``) are those at positions ``todo`` not in the cache
+    (``todo`` None: all), ``served`` the cache's ``(positions, rows)``."""
+
+    group: Any
+    name: str
+    ids: np.ndarray
+    parts: np.ndarray
+    sparse: bool
+    asked: np.ndarray = None  # type: ignore[assignment]
+    todo: np.ndarray | None = None
+    served: list = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.asked is None:
+            self.asked = self.ids
