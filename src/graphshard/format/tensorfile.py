@@ -109,18 +109,47 @@ def read_tensors(path: Path, expect: dict[str, str] | None = None) -> dict[str, 
     Raises :class:`FormatError` naming the file if it is missing, truncated, malformed or not the
     file ``expect`` describes.
     """
-    from safetensors import SafetensorError, safe_open
-
     if not os.path.isfile(path):
         raise FormatError(f"{path}: file is missing")
     header = read_header(path)
     if expect:
         _check_identity(path, header.get("__metadata__") or {}, expect)
+    return _open_tensors(path, "safetensors file")
+
+
+def load_tensor_file(path: str | os.PathLike, what: str = "tensor file") -> tuple[dict[str, "torch.Tensor"], dict[str, str]]:  # noqa: F821
+    """The tensors and the ``__metadata__`` of the safetensors file ``path`` (checkpoints, held-out edges):
+    the one reader of every safetensors file graphshard did not write as part of a partition. Never
+    unpickles anything: a ``torch.save`` file is refused as such.
+
+    Raises :class:`FormatError` ``"<path>: not a valid <what> (<reason>)"`` for a missing, truncated,
+    padded or corrupt file, or one of another format."""
+    header = check_tensor_file(path, what)
+    return _open_tensors(Path(path), what), dict(header.get("__metadata__") or {})
+
+
+def check_tensor_file(path: str | os.PathLike, what: str = "tensor file") -> dict:
+    """The header of the safetensors file ``path`` after the structural checks of :func:`read_header`
+    (cheap: no tensor is read); :class:`FormatError` ``"<path>: not a valid <what> (<reason>)"``."""
+    path = Path(path)
+    if not path.is_file():
+        raise FormatError(f"{path}: not a valid {what} (" + ("a directory" if path.is_dir() else "no such file") + ")")
+    try:
+        return _parse_header(path)
+    except _Invalid as exc:
+        raise FormatError(f"{path}: not a valid {what} ({exc})") from None
+    except OSError as exc:
+        raise FormatError(f"{path}: not a valid {what} ({exc.strerror or exc})") from None
+
+
+def _open_tensors(path: Path, what: str) -> dict[str, "torch.Tensor"]:  # noqa: F821
+    from safetensors import SafetensorError, safe_open
+
     try:
         with safe_open(str(path), framework="pt") as f:
             return {k: f.get_tensor(k) for k in f.keys()}
-    except (SafetensorError, OSError, RuntimeError) as exc:
-        raise FormatError(f"{path}: not a valid safetensors file ({exc})") from None
+    except (SafetensorError, OSError, RuntimeError, ValueError, TypeError) as exc:
+        raise FormatError(f"{path}: not a valid {what} ({exc})") from None
 
 
 def _check_identity(path: Path, found: dict, expect: dict[str, str]) -> None:
@@ -135,33 +164,55 @@ def _check_identity(path: Path, found: dict, expect: dict[str, str]) -> None:
                           f"the config expects {want}")
 
 
+class _Invalid(Exception):
+    """Why a file is not a well-formed safetensors file (the message, without the path)."""
+
+
+# how the files a safetensors file is most often confused with begin: torch.save's zip archive and
+# the bare pickle of older torch.save (protocol 2 to 5); neither is ever unpickled
+_FOREIGN = ((b"PK\x03\x04", "a zip archive, as torch.save writes"),
+            *((b"\x80" + bytes([v]), f"a Python pickle (protocol {v}), as older torch.save writes") for v in (2, 3, 4, 5)))
+
+
 def read_header(path: Path) -> dict:
     """The safetensors header of ``path`` (tensor specs and ``__metadata__``), after a cheap structural
     check that it parses and that the data section matches the file size."""
+    try:
+        return _parse_header(path)
+    except _Invalid as exc:
+        raise FormatError(f"{path}: {exc}") from None
+
+
+def _parse_header(path: Path) -> dict:
     size = os.path.getsize(path)
     with open(path, "rb") as f:
         head = f.read(8)
-        if len(head) < 8:
-            raise FormatError(f"{path}: truncated (no safetensors header)")
-        (n,) = struct.unpack("<Q", head)
-        if n > size - 8:
-            raise FormatError(f"{path}: truncated (header of {n} bytes, file of {size} bytes)")
         try:
-            header = json.loads(f.read(n))
-        except ValueError:
-            raise FormatError(f"{path}: corrupt safetensors header (not JSON)") from None
+            if len(head) < 8:
+                raise _Invalid("truncated (no safetensors header)")
+            (n,) = struct.unpack("<Q", head)
+            if n > size - 8:
+                raise _Invalid(f"truncated (header of {n} bytes, file of {size} bytes)")
+            try:
+                header = json.loads(f.read(n))
+            except ValueError:
+                raise _Invalid("corrupt safetensors header (not JSON)") from None
+        except _Invalid:
+            for magic, what in _FOREIGN:  # only to explain a file that does not parse: a header may begin so
+                if head.startswith(magic):
+                    raise _Invalid(f"{what}, not a safetensors file; graphshard never unpickles files") from None
+            raise
     if not isinstance(header, dict):
-        raise FormatError(f"{path}: corrupt safetensors header (not an object)")
+        raise _Invalid("corrupt safetensors header (not an object)")
     meta = header.get("__metadata__", {})
     if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
-        raise FormatError(f"{path}: corrupt safetensors header ('__metadata__' must map strings to strings)")
+        raise _Invalid("corrupt safetensors header ('__metadata__' must map strings to strings)")
     for k, v in header.items():
         if k != "__metadata__" and not _valid_entry(v):
-            raise FormatError(f"{path}: corrupt safetensors header (entry {k!r} needs a dtype, a shape and "
-                              "data_offsets)")
+            raise _Invalid(f"corrupt safetensors header (entry {k!r} needs a dtype, a shape and data_offsets)")
     end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
     if 8 + n + end != size:
-        raise FormatError(f"{path}: truncated or padded: header describes {8 + n + end} bytes, file has {size}")
+        raise _Invalid(f"truncated or padded: header describes {8 + n + end} bytes, file has {size}")
     return header
 
 

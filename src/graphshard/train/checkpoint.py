@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
 from ..errors import FormatError, InputError
+from ..format.tensorfile import check_tensor_file, load_tensor_file
 
 STATE = "checkpoint.json"
 TENSORS = "checkpoint.safetensors"
@@ -73,6 +74,7 @@ def rank_status(directory: str | os.PathLike, identity: dict[str, Any]) -> dict[
         meta = read_state(directory)
         if meta is not None:
             check_identity(directory, meta, identity)
+            check_tensor_file(Path(directory) / TENSORS, "checkpoint file")  # a truncated file fails before the run
     except (InputError, FormatError) as exc:
         return {"epoch": -1, "error": str(exc), "kind": type(exc).__name__}
     return {"epoch": -1 if meta is None else int(meta["epoch"])}
@@ -138,13 +140,22 @@ def read_weights(directory: str | os.PathLike) -> tuple[int, dict[str, torch.Ten
     meta = read_state(d)
     if meta is None:
         return None
-    try:
-        tensors = load_file(str(d / TENSORS))
-    except (OSError, ValueError) as exc:
-        raise FormatError(f"{d}: unreadable checkpoint ({exc})") from None
+    tensors = _read_tensors(d)
     model = {k[len("model/"):]: v for k, v in tensors.items() if k.startswith("model/")}
     extra = {k[len("extra/"):]: v for k, v in tensors.items() if k.startswith("extra/")}
     return int(meta["epoch"]), model, extra
+
+
+def _read_tensors(directory: Path) -> dict[str, torch.Tensor]:
+    """Every tensor of a checkpoint's safetensors file; :class:`FormatError` naming the file when it is
+    missing, truncated, not safetensors (a ``torch.save`` pickle is refused, never unpickled) or holds no
+    checkpoint."""
+    path = directory / TENSORS
+    tensors, _ = load_tensor_file(path, "checkpoint file")
+    if "rng/torch" not in tensors or not any(k.startswith("model/") for k in tensors):
+        raise FormatError(f"{path}: not a valid checkpoint file (a safetensors file without a checkpoint's "
+                          "model/ and rng/torch tensors)")
+    return tensors
 
 
 def load_checkpoint(directory: str | os.PathLike, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
@@ -157,20 +168,22 @@ def load_checkpoint(directory: str | os.PathLike, model: torch.nn.Module, optimi
         return None
     if identity is not None:
         check_identity(d, meta, identity)
+    tensors = _read_tensors(d)
     try:
-        tensors = load_file(str(d / TENSORS))
-    except (OSError, ValueError) as exc:
-        raise FormatError(f"{d}: unreadable checkpoint ({exc})") from None
-    model.load_state_dict({k[len("model/"):]: v for k, v in tensors.items() if k.startswith("model/")})
-    state: dict[int, dict[str, Any]] = {}
-    for k, v in tensors.items():
-        if k.startswith("opt/"):
-            _, idx, name = k.split("/", 2)
+        model.load_state_dict({k[len("model/"):]: v for k, v in tensors.items() if k.startswith("model/")})
+        state: dict[int, dict[str, Any]] = {}
+        for k, v in tensors.items():
+            if k.startswith("opt/"):
+                _, idx, name = k.split("/", 2)
+                state.setdefault(int(idx), {})[name] = v
+        for k, v in meta["optimizer"]["scalars"].items():
+            idx, name = k.split("/", 1)
             state.setdefault(int(idx), {})[name] = v
-    for k, v in meta["optimizer"]["scalars"].items():
-        idx, name = k.split("/", 1)
-        state.setdefault(int(idx), {})[name] = v
-    optimizer.load_state_dict({"state": state, "param_groups": meta["optimizer"]["param_groups"]})
-    torch.set_rng_state(tensors["rng/torch"])
+        optimizer.load_state_dict({"state": state, "param_groups": meta["optimizer"]["param_groups"]})
+        torch.set_rng_state(tensors["rng/torch"])
+    except (RuntimeError, ValueError, KeyError, TypeError, AttributeError) as exc:  # another model's or tool's files
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise FormatError(f"{d}: not a valid checkpoint of this model and optimiser ({type(exc).__name__}: "
+                          f"{reason})") from None
     extra = {k[len("extra/"):]: v for k, v in tensors.items() if k.startswith("extra/")}
     return int(meta["epoch"]) + 1, list(meta["history"]), extra

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
 from ..errors import FormatError, InputError
+from ..format.tensorfile import load_tensor_file
 from ..graph import EType, Graph, etype_str, parse_etype
 from .options import TrainOptions
 
@@ -85,14 +85,7 @@ def save_link_split(split: LinkSplit, path: str | os.PathLike) -> None:
 
 
 def load_link_split(path: str | os.PathLike) -> LinkSplit:
-    from safetensors import safe_open
-
-    try:
-        with safe_open(str(path), framework="pt") as f:
-            meta = f.metadata() or {}
-        tensors = load_file(str(path))
-    except (OSError, SafetensorError) as exc:
-        raise FormatError(f"{path}: not a readable link split ({exc})") from None
+    tensors, meta = load_tensor_file(path, "link split file")
     for key in ("val", "test"):
         t = tensors.get(key)
         if t is None or t.dim() != 2 or t.shape[0] != 2 or t.dtype != torch.int64:
