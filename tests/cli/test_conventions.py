@@ -111,3 +111,49 @@ def test_verbose_after_the_command():
     assert build_parser().parse_args(["inspect", "x.json", "-v"]).verbose is True
     assert build_parser().parse_args(["-v", "inspect", "x.json"]).verbose is True
     assert build_parser().parse_args(["inspect", "x.json"]).verbose is False
+
+
+@pytest.mark.parametrize("argv, error", [
+    (["train", "--epohcs", "3", "--part-config", "p.json"], "unknown flag --epohcs (did you mean --epochs?)"),
+    (["train", "--part-config", "p.json", "--epohcs=3", "--lrr", "0.1"],
+     "unknown flags --epohcs (did you mean --epochs?), --lrr (did you mean --lr?)"),
+    (["partition", "--dataset", "d", "--out", "o", "--num-prts", "3"],  # its required flag is "missing" too
+     "unknown flag --num-prts (did you mean --num-parts?)"),
+    (["generate", "rmat", "--scael", "3", "--out", "x"], "unknown flag --scael (did you mean --scale?)"),
+    (["partition", "--dataset", "d", "--out", "o", "--num-parts", "2", "--bogus"], "unknown flag --bogus"),
+    (["train", "--part-config", "p.json", "--epochs", "x"], "argument --epochs: expected an integer in [1, inf), "
+                                                           "got 'x'"),
+    (["inspect", "a.json", "b.json"], "unexpected argument b.json"),
+])
+def test_usage_errors_are_one_usage_line_and_the_error(argv, error, capsys):
+    """The user sees the command's one-line usage (not the 30 lines of every flag) and what is wrong; a
+    misspelt flag names the closest real one; exit code 2."""
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    path = " ".join(argv[:2] if argv[0] == "generate" else argv[:1])
+    positional = " config" if argv[0] == "inspect" else ""
+    assert out == ""
+    assert err.splitlines() == [f"usage: graphshard {path} [options]{positional}; see graphshard {path} --help",
+                                f"graphshard {path}: error: {error}"]
+
+
+def test_every_command_reports_an_unknown_flag_itself(capsys):
+    for path, _ in _commands(build_parser()):
+        prog = " ".join(("graphshard", *path))
+        assert main([*path, "--no-such-flag"]) == 2, prog
+        lines = capsys.readouterr().err.splitlines()
+        assert len(lines) == 2 and lines[0].startswith(f"usage: {prog} [options]") \
+            and lines[0].endswith(f"; see {prog} --help"), lines
+        assert lines[1] == f"{prog}: error: unknown flag --no-such-flag", lines
+
+
+def test_a_misspelt_command_or_choice_names_the_closest(capsys):
+    assert main(["trian", "--epochs", "3"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "usage: graphshard [options] COMMAND ...; see graphshard --help"
+    assert lines[1].startswith("graphshard: error: argument COMMAND: invalid choice: 'trian'") \
+        and lines[1].endswith("(did you mean train?)") and len(lines) == 2
+    assert main(["partition", "--dataset", "d", "--out", "o", "--num-parts", "2", "--objtype", "cot"]) == 2
+    assert capsys.readouterr().err.splitlines()[1] == \
+        "graphshard partition: error: argument --objtype: invalid choice: 'cot' (choose from 'cut', 'vol') " \
+        "(did you mean cut?)"

@@ -11,14 +11,14 @@ import sys
 from .. import __version__
 from ..errors import GraphshardError
 from . import data, infer, launch, partition, pipeline, plot, train
-from .common import HelpFormatter
+from .common import HelpFormatter, Parser
 
 NOTICE_LOGGER = "graphshard.notice"  # one-line notices shown at the default level (e.g. kernel compilation)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="graphshard", formatter_class=HelpFormatter,
-                                description="Partition graphs for distributed GNN training, and train on them.")
+    p = Parser(prog="graphshard", formatter_class=HelpFormatter,
+               description="Partition graphs for distributed GNN training, and train on them.")
     p.add_argument("-v", "--verbose", action="store_true", help="log each phase (time, peak memory), on every rank")
     p.add_argument("--version", action="version", version=f"graphshard {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")

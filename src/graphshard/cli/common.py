@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import re
-from typing import Any
+import sys
+from typing import Any, NoReturn
 
 from ..distributed.liveness import DEFAULT_LOST_AFTER
 from ..partition.methods import METHODS
@@ -34,6 +36,67 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
                 or isinstance(action, (argparse._HelpAction, argparse._VersionAction))):
             return text
         return f"{text} (default: %(default)s)" if text else "default: %(default)s"
+
+
+class Parser(argparse.ArgumentParser):
+    """A parser whose errors are two lines: a short usage line of the command at fault (pointing to its
+    ``--help``) and the error, which for a misspelt flag or choice names the closest known one. Every
+    command is a :class:`Parser` (sub-commands are made with the class of their parent), so a flag no command
+    knows is reported by the command it was given to (``graphshard train: error: unknown flag --epohcs (did
+    you mean --epochs?)``), not as the top-level usage."""
+
+    def short_usage(self) -> str:
+        """``usage: graphshard train [options]; see graphshard train --help`` (positionals named)."""
+        fmt = self._get_formatter()
+        shown = [fmt._format_args(a, fmt._get_default_metavar_for_positional(a))
+                 for a in self._get_positional_actions() if a.help is not argparse.SUPPRESS]
+        return f"usage: {' '.join([self.prog, '[options]', *shown])}; see {self.prog} --help"
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith(("the following arguments are required", "one of the arguments")):  # misspelt?
+            unknown = [a for a in getattr(self, "_given", []) if self._is_unknown_flag(a)]
+            message = self._unknown(unknown) if unknown else message
+        self.exit(2, f"{self.short_usage()}\n{self.prog}: error: {message}\n")
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
+        given = list(sys.argv[1:] if args is None else args)
+        self._given = given[:given.index("--")] if "--" in given else given
+        namespace, extras = super().parse_known_args(given, namespace)
+        if extras:  # what none of this parser's flags took (a sub-command, a Parser too, has reported its own)
+            self.error(self._unknown(extras))
+        return namespace, extras
+
+    def _is_unknown_flag(self, arg: str) -> bool:
+        """``arg`` looks like a flag that is neither one of this parser's nor an unambiguous abbreviation."""
+        if not arg.startswith("-") or len(arg) < 2 or self._negative_number_matcher.match(arg):
+            return False
+        name = arg.split("=", 1)[0]
+        return name not in self._option_string_actions and \
+            not (name.startswith("--") and sum(s.startswith(name) for s in self._option_string_actions) == 1)
+
+    def _unknown(self, extras: list[str]) -> str:
+        """``unknown flag --epohcs (did you mean --epochs?)``; ``unexpected argument x`` without flags."""
+        flags = [a for a in extras if a in getattr(self, "_given", extras) and self._is_unknown_flag(a)]
+        if not flags:
+            return f"unexpected argument{'s' if len(extras) > 1 else ''} {' '.join(extras)}"
+        known = {s.lstrip("-"): s for a in self._actions if a.help is not argparse.SUPPRESS
+                 for s in a.option_strings if s not in HIDDEN_ALIASES}
+        said = []
+        for flag in flags:
+            name = flag.split("=", 1)[0]
+            close = difflib.get_close_matches(name.lstrip("-"), list(known), n=1)  # the dashes say nothing
+            said.append(f"{name} (did you mean {known[close[0]]}?)" if close else name)
+        return f"unknown flag{'s' if len(said) > 1 else ''} {', '.join(said)}"
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """An invalid choice (a command, ``--method``, ...) names the closest valid one."""
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError as exc:
+            close = difflib.get_close_matches(str(value), [str(c) for c in action.choices or ()], n=1)
+            if not close:
+                raise
+            raise argparse.ArgumentError(action, f"{exc.message} (did you mean {close[0]}?)") from None
 
 
 def command(sub: Any, name: str, help_text: str, description: str | None = None) -> argparse.ArgumentParser:
