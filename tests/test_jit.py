@@ -45,3 +45,42 @@ def test_cache_is_used_from_a_regular_install(tmp_path):
     _, hits, misses, err = _probe(env)
     assert (hits, misses) == (2, 0) and NOTICE not in err
     assert list((target / "graphshard" / "sampling" / "__pycache__").glob("kernels*.nbi"))
+
+
+def test_every_kernel_caches_its_machine_code():
+    """Every numba kernel of graphshard (each ``@kernel`` in the sources, found by reading them) writes its
+    compiled code to the disk cache: none is compiled again by every process."""
+    import importlib
+    import pkgutil
+    import re
+
+    import graphshard
+    from numba.core.dispatcher import Dispatcher
+
+    src = Path(graphshard.__file__).parent
+    declared = sum(len(re.findall(r"^@(?:kernel|numba\.njit|njit|numba\.jit|jit)\b", f.read_text(), re.M))
+                   for f in src.rglob("*.py"))
+    found = {}
+    for info in pkgutil.walk_packages(graphshard.__path__, "graphshard."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        found |= {f"{info.name}.{k}": v for k, v in vars(module).items()
+                  if isinstance(v, Dispatcher) and v.py_func.__module__ == info.name}
+    assert declared > 20 and len(found) == declared, sorted(found)
+    assert [k for k, d in found.items() if type(d._cache).__name__ == "NullCache"] == []
+
+
+def test_a_command_says_it_compiles_only_when_it_does(tmp_path):
+    """The notice is no promise about other commands: it is shown by a run that really compiles, and a second
+    run of the same command (same cache) loads everything and says nothing."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))  # a fresh install's cache
+
+    def generate(out: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-m", "graphshard.cli", "generate", "rmat", "--scale", "8",
+                               "--out", str(tmp_path / out)], capture_output=True, text=True, timeout=300, env=env)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stderr.splitlines()
+
+    assert generate("a") == [f"graphshard: {NOTICE}"]
+    assert generate("b") == []

@@ -3,9 +3,13 @@
 numba compiles a kernel the first time it is called with new argument types and caches the machine code
 on disk — in ``__pycache__`` beside the source when that is writable (an editable or a site-packages
 install alike), else in numba's per-user cache directory, or in ``NUMBA_CACHE_DIR`` when set — so later
-runs, and every rank of a run, load it instead of compiling again. Compiling takes seconds, so the first
-compilation in a process is announced once on the ``graphshard.notice`` logger (shown by the command line
-at its default level).
+runs, and every rank of a run, load it instead of compiling again. Each kernel compiles on its own first
+use, so a command that needs kernels no earlier command used (``generate``, ``partition``, ``assign`` and
+``train`` need different ones) compiles those, once. Compiling takes seconds, so a process that really
+compiles (numba raises no compile event for a kernel loaded from the cache) says so once on the
+``graphshard.notice`` logger (shown by the command line at its default level); one that loads everything
+from the cache says nothing. Editing a kernel's source file (an editable install) makes its kernels compile
+again.
 """
 
 from __future__ import annotations
@@ -17,14 +21,15 @@ from typing import Any
 import numba
 from numba.core import event
 
-NOTICE = "compiling numba kernels on first use (cached for later runs: this happens once per install)"
+NOTICE = "compiling numba kernels not compiled before (a few seconds; cached on disk, so later runs load them)"
 _log = logging.getLogger("graphshard.notice")
 _announced: list[bool] = []  # this process has shown the notice
 _LISTENING: list[bool] = []  # the compile listener is registered
 
 
 class _FirstCompile(event.Listener):
-    """Logs :data:`NOTICE` when a graphshard kernel is really compiled (numba raises no event for cache hits)."""
+    """Logs :data:`NOTICE` when a graphshard kernel is first really compiled in this process (numba raises no
+    event for cache hits)."""
 
     def on_start(self, ev: event.Event) -> None:
         dispatcher = ev.data.get("dispatcher") if isinstance(ev.data, dict) else None
