@@ -92,8 +92,9 @@ def test_content_errors_name_file_line_value(tmp_path):
     with pytest.raises(InputError, match=r"chunk-1.csv, line 2: destination ID 60 is out of range \[0, 60\) "
                                          r"for node type 'paper'"):
         load_chunked_graph(read_metadata(d))
-    chunk.write_text("\n".join(lines[:-1]) + "\n")
-    with pytest.raises(InputError, match="hold 87 rows in all, but the metadata declares 88"):
+    chunk.write_text("\n".join(lines[:-1]) + "\n")  # a row missing: no line is wrong, the counts say which files
+    with pytest.raises(InputError, match=r"hold 87 rows in all \(chunk-0.csv: 44, chunk-1.csv: 43\), but the "
+                                         "metadata declares 88"):
         load_chunked_graph(read_metadata(d))
 
 
@@ -120,3 +121,102 @@ def test_id_converter_from_metadata(tmp_path):
     t, per = conv.node_to_hetero(homo)
     assert t.tolist() == [2, 2] and per.tolist() == [0, 2]
     assert conv.edge_to_homo("paper:cites:paper", [0]).tolist() == [g.num_edges(("author", "writes", "paper"))]
+
+
+# -- CSV chunks holding lines that are not rows: the message names the file and the line -----------------
+def _edge_chunk(tmp_path):
+    """A CSV-chunked graph and the lines of one of its edge chunks."""
+    d = _meta(tmp_path, lambda m: None)
+    chunk = d / "edges" / "author__writes__paper" / "chunk-1.csv"
+    return d, chunk, chunk.read_text().splitlines()
+
+
+def _load(d):
+    load_chunked_graph(read_metadata(d))
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_header_line_is_named_as_such(tmp_path, newline):
+    d, chunk, lines = _edge_chunk(tmp_path)
+    chunk.write_bytes(newline.join(["src dst", *lines]).encode() + newline.encode())  # one row more than declared
+    with pytest.raises(InputError) as exc:
+        _load(d)
+    assert str(exc.value).startswith(f"{chunk}, line 1 looks like a header ('src dst'): a CSV chunk holds data rows "
+                                     "only")
+    chunk.write_text("\n".join(["src dst", *lines[1:]]) + "\n")  # the header in place of a row: counts agree
+    with pytest.raises(InputError, match=rf"^{chunk}, line 1 looks like a header \('src dst'\)"):
+        _load(d)
+
+
+@pytest.mark.parametrize("garbage,problem", [
+    ("garbage", "expected 2 columns, got 1: 'garbage'"),
+    ("12 x", "'x' is not an integer"),
+    ("1 2 3", "expected 2 columns, got 3: '1 2 3'"),
+    ("7", "expected 2 columns, got 1: '7'"),
+    ("1.5 2", "'1.5' is not an integer"),
+    ("1-2 3", "'1-2' is not an integer"),
+    ("18446744073709551615 0", "ID 18446744073709551615 does not fit a 64-bit signed integer"),
+])
+def test_trailing_garbage_line_is_named(tmp_path, garbage, problem):
+    d, chunk, lines = _edge_chunk(tmp_path)
+    chunk.write_text("\n".join([*lines, garbage]) + "\n")  # one row more than the metadata declares
+    expected = f"{chunk}, line {len(lines) + 1}: {problem} (metadata.json edges['author:writes:paper'])"
+    with pytest.raises(InputError) as exc:
+        _load(d)
+    assert str(exc.value) == expected
+    chunk.write_text("\n".join([*lines[:-1], garbage]) + "\n")  # in place of the last row: counts agree
+    with pytest.raises(InputError) as exc:
+        _load(d)
+    assert str(exc.value) == expected.replace(f"line {len(lines) + 1}", f"line {len(lines)}")
+
+
+def test_unrelated_file_named_as_a_chunk(tmp_path):
+    passwd = tmp_path / "etc" / "passwd"
+    passwd.parent.mkdir()
+    passwd.write_text("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n")
+
+    def point_at_passwd(m):
+        m["edges"]["author:writes:paper"]["data"][1] = str(passwd)
+        m["node_data"]["paper"]["feat"]["format"] = {"name": "csv", "delimiter": " "}
+    d = _meta(tmp_path, point_at_passwd)
+    with pytest.raises(InputError) as exc:
+        _load(d)
+    assert str(exc.value).startswith(f"{passwd}, line 1: expected 2 columns, got 1: 'root:x:0:0:root:/root:/bin/bash'")
+    raw = json.loads((d / "metadata.json").read_text())
+    raw["edges"]["author:writes:paper"]["data"][1] = str(d / "edges" / "author__writes__paper" / "chunk-1.csv")
+    raw["node_data"]["paper"]["feat"]["data"] = [str(passwd)]  # as a feature chunk: not numbers
+    (d / "metadata.json").write_text(json.dumps(raw))
+    with pytest.raises(InputError, match=rf"^{passwd}, line 1: 'root:x:0:0:root:/root:/bin/bash' is not a number"):
+        _load(d)
+
+
+def test_feature_csv_header_and_cli(tmp_path, capsys):
+    from graphshard.cli import main
+
+    d, chunk, lines = _edge_chunk(tmp_path)
+    feat = tmp_path / "feat.csv"
+    feat.write_text("f0 f1\n" + "".join(f"{i}.5 {-i}e-3\n" for i in range(60)))
+    raw = json.loads((d / "metadata.json").read_text())
+    raw["node_data"]["paper"]["feat"] = {"format": {"name": "csv"}, "data": [str(feat)]}
+    (d / "metadata.json").write_text(json.dumps(raw))
+    assert main(["partition", "--dataset", str(d), "--num-parts", "2", "--out", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"graphshard: error: {feat}, line 1 looks like a header ('f0 f1'): a CSV chunk holds data rows "
+                   "only, no header line; remove it (metadata.json node_data['paper']['feat'])\n")
+
+
+def test_bad_line_found_across_blocks(tmp_path, monkeypatch):
+    import graphshard.chunked.readers as readers
+
+    rng = np.random.default_rng(1)
+    rows = [f"{a} {b}" for a, b in rng.integers(0, 60, (2000, 2))]
+    path = tmp_path / "e.csv"
+    for bad_at in (0, 1, 17, 1000, 1999):
+        lines = list(rows)
+        lines[bad_at] = "-3 +"
+        path.write_text("\n".join(lines))  # no final newline
+        for block in (7, 64, 1 << 24):
+            monkeypatch.setattr(readers, "_BLOCK", block)
+            assert readers.first_bad_line(path, " ", 2, True) == (bad_at + 1, "'+' is not an integer")
+        path.write_text("\n".join(rows) + "\n")
+        assert readers.first_bad_line(path, " ", 2, True) is None

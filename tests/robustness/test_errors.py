@@ -133,7 +133,7 @@ def _csv_chunked(tmp_path):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda lines: ["src dst\n"] + lines[1:], r"chunk-0.csv, line 1: 'src' is not an integer"),
+    (lambda lines: ["src dst\n"] + lines[1:], r"chunk-0.csv, line 1 looks like a header \('src dst'\)"),
     (lambda lines: lines[:2] + ["3 4 junk\n"] + lines[3:], r"chunk-0.csv, line 3: expected 2 columns, got 3"),
     (lambda lines: lines[:2] + ["\n"] + lines[3:], r"chunk-0.csv, line 3: blank line"),
     (lambda lines: lines + ["\n"], r"chunk-0.csv, line \d+: blank line"),

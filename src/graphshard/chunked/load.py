@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..graph import EType, Graph, etype_str
-from .readers import count_rows, read_data, read_data_like, read_edges
+from .readers import count_rows, explain_csv_rows, read_data, read_data_like, read_edges
 from .spec import ChunkedMeta, FileSpec
 
 
@@ -25,10 +25,13 @@ def checked_offsets(spec: FileSpec, rows: list[int], declared_total: int, declar
             raise InputError(f"{spec.where}: metadata declares {len(declared_chunks)} chunks, {len(rows)} files given")
         for i, (got, want) in enumerate(zip(rows, declared_chunks)):
             if got != want:
-                raise InputError(f"{spec.paths[i]}: {got} rows, metadata declares {want} ({spec.where})")
+                raise InputError(explain_csv_rows(spec, i) or
+                                 f"{spec.paths[i]}: {got} rows, metadata declares {want} ({spec.where})")
     if sum(rows) != declared_total:
-        raise InputError(f"{spec.where}: chunks hold {sum(rows)} rows in all, but the metadata declares "
-                         f"{declared_total} {what}")
+        held = ", ".join(f"{p.name}: {r}" for p, r in zip(spec.paths[:4], rows))
+        raise InputError(explain_csv_rows(spec) or
+                         f"{spec.where}: chunks hold {sum(rows)} rows in all ({held}{', ...' if len(rows) > 4 else ''}), "
+                         f"but the metadata declares {declared_total} {what}")
     offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(rows, out=offsets[1:])
     return offsets

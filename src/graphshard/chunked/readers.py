@@ -5,6 +5,7 @@ Every error names the file and, where it applies, the line and the value at faul
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +51,7 @@ def read_data(spec: FileSpec, i: int) -> np.ndarray:
     for j, c in enumerate(cols):
         if not (np.issubdtype(c.dtype, np.number) or c.dtype == bool):
             raise InputError(_csv_problem(path, spec.delimiter, spec.where, f"column {j} is not numeric",
-                                          len(cols), numeric=True))
+                                          len(cols), integers=False))
     return cols[0] if len(cols) == 1 else np.stack(cols, axis=1)
 
 
@@ -83,7 +84,24 @@ def count_rows(spec: FileSpec, i: int) -> int:
         line = data[:blank].count(b"\n") + 1
         raise InputError(f"{path}, line {line}: blank line ({spec.where}); a CSV chunk "
                          "holds one row per line and nothing else")
+    end = data.find(b"\n", 0, 1 << 16)
+    first = data[: end if end >= 0 else 1 << 16].decode("utf-8", "replace").rstrip("\r")  # a header is short
+    if _looks_like_header(first.split(spec.delimiter), _columns(spec)):
+        raise InputError(_header_message(path, first, spec.where))
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def explain_csv_rows(spec: FileSpec, first: int = 0) -> str | None:
+    """Why the CSV chunks of ``spec`` hold other rows than declared, if a line of them is no data row:
+    the message naming the file and the first such line (chunk ``first`` is looked at first); None when
+    every line is a row (or the chunks are not CSV). Only for error paths: see :func:`first_bad_line`."""
+    if spec.format != "csv":
+        return None
+    for i in [first, *(j for j in range(len(spec.paths)) if j != first)]:
+        found = first_bad_line(spec.paths[i], spec.delimiter, _columns(spec), spec.kind == "edges")
+        if found is not None:
+            return _line_message(spec.paths[i], *found, spec.where)
+    return None
 
 
 def _npy(path: Path) -> np.ndarray:
@@ -114,9 +132,8 @@ def _read_csv(pacsv, path: Path, delimiter: str, where: str, types):
             convert_options=pacsv.ConvertOptions(column_types=types) if types else None,
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        if types is None:
-            raise InputError(f"{path}: cannot parse CSV ({exc}) ({where})") from None
-        raise InputError(_csv_problem(path, delimiter, where, exc, len(types))) from None
+        raise InputError(_csv_problem(path, delimiter, where, exc, len(types) if types else None,
+                                      integers=types is not None)) from None
 
 
 def _csv_int_columns(path: Path, delimiter: str, ncols: int, where: str) -> list[np.ndarray]:
@@ -132,19 +149,138 @@ def _csv_int_columns(path: Path, delimiter: str, ncols: int, where: str) -> list
     return [c.to_numpy() for c in table.columns]
 
 
-def _csv_problem(path: Path, delimiter: str, where: str, exc: object, ncols: int = 2, numeric: bool = False) -> str:
+def _csv_problem(path: Path, delimiter: str, where: str, exc: object, ncols: int | None = 2,
+                 integers: bool = True) -> str:
     """Locate the first bad line (only on the error path) so the message names it."""
-    parse, kind = (float, "a number") if numeric else (int, "an integer")
-    with open(path) as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                return f"{path}, line {lineno}: blank line ({where})"
-            fields = line.rstrip("\r\n").split(delimiter)
-            if len(fields) != ncols:
-                return f"{path}, line {lineno}: expected {ncols} columns, got {len(fields)}: {line.strip()!r} ({where})"
-            for value in fields:
-                try:
-                    parse(value)
-                except ValueError:
-                    return f"{path}, line {lineno}: {value!r} is not {kind} ({where})"
-    return f"{path}: cannot parse CSV ({exc}) ({where})"
+    found = first_bad_line(path, delimiter, ncols, integers)
+    if found is None:
+        return f"{path}: cannot parse CSV ({exc}) ({where})"
+    return _line_message(path, *found, where)
+
+
+# -- finding the line at fault (error paths only) ------------------------------------------------------
+_BLOCK = 1 << 24  # bytes of a CSV chunk screened at a time
+_MAX_CHECKED = 10_000  # candidate lines parsed in Python at most, per file
+_WORDS = {"nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity", "true", "false"}  # values, not names
+_HEADER_FIELD = re.compile(r"""^["']?[A-Za-z_][A-Za-z0-9_.\-]*["']?$""")
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def _columns(spec: FileSpec) -> int | None:
+    return 2 if spec.kind == "edges" else None
+
+
+def _looks_like_header(fields: list[str], ncols: int | None) -> bool:
+    """Whether the fields of a first line are column names: each a name (not a number, nor nan/inf/true)."""
+    return ((ncols is None or len(fields) == ncols) and bool(fields)
+            and all(_HEADER_FIELD.match(f.strip()) and f.strip().strip("'\"").lower() not in _WORDS for f in fields))
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= 80 else text[:77] + "...")
+
+
+def _header_problem(line: str) -> str:
+    return f"looks like a header ({_shown(line)}): a CSV chunk holds data rows only, no header line; remove it"
+
+
+def _header_message(path: Path, line: str, where: str) -> str:
+    return _line_message(path, 1, _header_problem(line), where)
+
+
+def _line_message(path: Path, lineno: int, problem: str, where: str) -> str:
+    """``FILE, line N: problem (metadata key)`` (``FILE, line 1 looks like a header ...`` for a header)."""
+    return f"{path}, line {lineno}{' ' if problem.startswith('looks like a header') else ': '}{problem} ({where})"
+
+
+def _line_problem(line: str, lineno: int, delimiter: str, ncols: int | None, integers: bool) -> str | None:
+    """What is wrong with one line of a CSV chunk (None: it is a data row)."""
+    if not line.strip():
+        return "blank line"
+    fields = line.split(delimiter)
+    if lineno == 1 and _looks_like_header(fields, ncols):
+        return _header_problem(line)
+    if ncols is not None and len(fields) != ncols:
+        return f"expected {ncols} columns, got {len(fields)}: {_shown(line)}"
+    for value in fields:
+        text = value.strip().strip("'\"")
+        try:
+            number = int(text) if integers else float(text)
+        except ValueError:
+            if not integers and text.lower() in ("true", "false"):
+                continue
+            return f"{_shown(value)} is not {'an integer' if integers else 'a number'}"
+        if integers and not _INT64[0] <= number <= _INT64[1]:
+            return f"ID {text} does not fit a 64-bit signed integer"
+    return None
+
+
+def first_bad_line(path: Path, delimiter: str, ncols: int | None, integers: bool) -> tuple[int, str] | None:
+    """``(line number (1-based), what is wrong)`` of the first line of a CSV chunk that is not a row of
+    ``ncols`` numbers (integers when ``integers``; ``ncols`` None: as many as line 1 has), or None.
+
+    For error paths, and bounded: the file is screened with NumPy, a block at a time, for lines holding a
+    byte no number holds, a misplaced sign, a too long integer, a wrong number of delimiters or nothing;
+    only those candidate lines (at most :data:`_MAX_CHECKED`) are parsed in Python."""
+    if len(delimiter.encode()) != 1:
+        return None
+    allowed = np.zeros(256, dtype=bool)
+    allowed[list(b"0123456789+-\r\n")] = True
+    allowed[ord(delimiter)] = True
+    if not integers:
+        allowed[list(b".eE")] = True
+    digit = np.zeros(256, dtype=bool)
+    digit[list(b"0123456789")] = True
+    delim, checked, lineno, expect = ord(delimiter), 0, 0, None if ncols is None else ncols - 1
+    with open(path, "rb") as f:
+        rest = b""
+        while True:
+            block = f.read(_BLOCK)
+            data = rest + block
+            if not data:
+                return None
+            cut = data.rfind(b"\n") + 1 if block else len(data)
+            if cut == 0:
+                rest = data
+                continue
+            data, rest = data[:cut], data[cut:]
+            arr = np.frombuffer(data, dtype=np.uint8)
+            ends = np.flatnonzero(arr == 10)
+            if not ends.size or ends[-1] != arr.size - 1:
+                ends = np.append(ends, arr.size)  # the last line of a file without a final newline
+            starts = np.concatenate(([0], ends[:-1] + 1))
+            line_of = lambda pos: np.searchsorted(ends, pos)  # noqa: E731
+            delims = np.concatenate(([0], np.cumsum(arr == delim, dtype=np.int64)))
+            per_line = delims[ends] - delims[starts]  # delimiters on each line
+            if expect is None:
+                expect = int(per_line[0])
+            length = ends - starts
+            blank = (length == 0) | ((length == 1) & (arr[np.minimum(starts, arr.size - 1)] == 13))
+            signs = np.flatnonzero((arr == 43) | (arr == 45))
+            before = np.where(signs > 0, arr[np.maximum(signs - 1, 0)], 10)
+            if not integers:  # an exponent's sign follows its e
+                keep = (before != 101) & (before != 69)
+                signs, before = signs[keep], before[keep]
+            after = arr[np.minimum(signs + 1, arr.size - 1)]
+            bad_sign = signs[((before != 10) & (before != delim)) | (~digit[after] & (after != 46))]
+            long_run = np.zeros(0, dtype=np.int64)
+            if integers:  # 19 digits or more in a row: perhaps beyond int64
+                breaks = np.flatnonzero(~digit[arr])
+                runs = np.diff(np.concatenate(([-1], breaks, [arr.size])))
+                long_run = np.concatenate(([-1], breaks))[runs > 19] + 1
+            candidates = np.unique(np.concatenate((
+                [0] if lineno == 0 else [], line_of(np.flatnonzero(~allowed[arr])), np.flatnonzero(per_line != expect),
+                np.flatnonzero(blank), line_of(bad_sign), line_of(long_run)))).astype(np.int64)
+            for i in candidates[: _MAX_CHECKED - checked]:
+                line = data[starts[i]:ends[i]].decode("utf-8", "replace").rstrip("\r")
+                problem = _line_problem(line, lineno + int(i) + 1, delimiter, ncols, integers)
+                if problem is not None:
+                    return lineno + int(i) + 1, problem
+                if lineno == 0 and i == 0 and ncols is None:
+                    ncols = len(line.split(delimiter))
+            checked += min(candidates.size, _MAX_CHECKED - checked)
+            if checked >= _MAX_CHECKED:
+                return None
+            lineno += ends.size
+            if not block and not rest:
+                return None

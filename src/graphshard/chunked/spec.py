@@ -29,12 +29,14 @@ FORMATS = ("csv", "numpy", "parquet")
 
 @dataclass(frozen=True)
 class FileSpec:
-    """A list of chunk files of one format. ``where`` names the metadata key, for error messages."""
+    """A list of chunk files of one format. ``where`` names the metadata key, for error messages; ``kind``
+    says what their rows hold, so that a reader can say which line is not such a row."""
 
     format: str
     paths: tuple[Path, ...]
     delimiter: str = " "
     where: str = ""
+    kind: str = "data"  # "edges": two integer columns (source, destination); "data": numeric rows
 
     def to_json(self, root: Path) -> dict[str, Any]:
         fmt: dict[str, Any] = {"name": self.format}
@@ -132,7 +134,7 @@ def read_metadata(path: str | os.PathLike) -> ChunkedMeta:
         key = etype_str(et)
         if key not in edges_raw:
             raise InputError(f"{path}: 'edges' has no entry for edge type {key!r}")
-        edges[et] = r.file_spec(edges_raw[key], f"edges[{key!r}]")
+        edges[et] = r.file_spec(edges_raw[key], f"edges[{key!r}]", "edges")
     extra = sorted(set(edges_raw) - {etype_str(e) for e in etypes})
     if extra:
         raise InputError(f"{path}: 'edges' names edge types not in 'edge_type': {extra}")
@@ -212,7 +214,7 @@ class _Reader:
             raise InputError(f"{self.path}: {key!r} must be an object")
         return v
 
-    def file_spec(self, v: Any, where: str) -> FileSpec:
+    def file_spec(self, v: Any, where: str, kind: str = "data") -> FileSpec:
         if not isinstance(v, dict) or not isinstance(v.get("format"), dict) or not isinstance(v.get("data"), list):
             raise InputError(f"{self.path}: {where} must be {{'format': {{'name': ...}}, 'data': [paths]}}")
         name = v["format"].get("name")
@@ -226,7 +228,7 @@ class _Reader:
             if not full.is_file():
                 raise InputError(f"{self.path}: {where}: chunk file {full} is missing")
             paths.append(full)
-        return FileSpec(name, tuple(paths), str(v["format"].get("delimiter", " ")), f"{self.path.name} {where}")
+        return FileSpec(name, tuple(paths), str(v["format"].get("delimiter", " ")), f"{self.path.name} {where}", kind)
 
     def data_specs(self, v: Any, section: str, type_name: str) -> dict[str, FileSpec]:
         if not isinstance(v, dict):
