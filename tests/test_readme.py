@@ -35,3 +35,22 @@ def test_readme_python_blocks_run_as_written(tmp_path):
         assert done.returncode == 0, f"{name}:\n{done.stderr[-3000:]}"
         assert "Warning" not in done.stderr, done.stderr
         assert says[name] in done.stdout, done.stdout
+
+
+def test_readme_command_line_path_trains(tmp_path):
+    """The command-line block's R-MAT path runs as written (flags in [brackets] are optional and left out),
+    only smaller: generate a graph, partition it, and train on it (a graph without labels cannot be trained)."""
+    block = next(b for b in re.findall(r"```bash\n(.*?)```", README.read_text(), re.S) if "generate rmat" in b)
+    commands = [re.sub(r"\[[^\]]*\]", "", re.sub(r"\s+#.*", "", line)).split()
+                for line in block.replace("\\\n", " ").splitlines() if "rmat20" in line]
+    steps = {argv[1]: argv[2:] for argv in commands}
+    assert list(steps) == ["generate", "partition", "plan", "inspect", "train"], steps
+    smaller = {"--scale": "9", "--num-parts": "2", "--num-procs": "2"}  # 512 nodes, 2 partitions and ranks
+    for name in ("generate", "partition", "train"):
+        argv = [smaller.get(steps[name][i - 1], a) if i else a for i, a in enumerate(steps[name])]
+        argv = [a.replace("rmat20.json", "rmat9.json") for a in argv]  # the graph is named by its scale
+        extra = ["--timeout", "240"] if name == "train" else []
+        done = subprocess.run([sys.executable, "-m", "graphshard.cli", name, *argv, *extra], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=480)
+        assert done.returncode == 0, f"graphshard {name} {' '.join(argv)}:\n{done.stderr[-3000:]}"
+    assert "test accuracy" in done.stdout, done.stdout

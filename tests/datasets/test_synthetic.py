@@ -51,3 +51,24 @@ def test_hetero_with_fewer_fields_than_classes():
     ds = hetero_graph(num_papers=300, num_authors=100, num_institutions=4, num_fields=3, num_classes=8, seed=0)
     src, dst = ds.graph.edges[("paper", "has_topic", "field")]
     assert len(src) > 0 and dst.max() < 3
+
+
+def test_rmat_with_classes_has_labels_and_masks():
+    """``num_classes``: labels read off the features (argmax of their first columns) and disjoint random
+    10/5/5 % masks; the edges are those of the graph without classes."""
+    import pytest
+
+    from graphshard import InputError
+
+    ds = rmat_graph(12, 4, feat_dim=6, seed=3, num_classes=4)
+    plain = rmat_graph(12, 4, feat_dim=6, seed=3)
+    nd = ds.graph.node_feats["_N"]
+    assert ds.num_classes == 4 and plain.num_classes is None and "label" not in plain.graph.node_feats["_N"]
+    np.testing.assert_array_equal(nd["label"], nd["feat"][:, :4].argmax(axis=1))
+    np.testing.assert_array_equal(nd["feat"], plain.graph.node_feats["_N"]["feat"])
+    assert np.array_equal(ds.graph.edges[("_N", "_E", "_N")][0], plain.graph.edges[("_N", "_E", "_N")][0])
+    masks = np.stack([nd["train_mask"], nd["val_mask"], nd["test_mask"]])
+    assert masks.sum(axis=0).max() == 1
+    np.testing.assert_allclose(masks.mean(axis=1), [0.10, 0.05, 0.05], atol=0.015)
+    with pytest.raises(InputError, match="at most feat_dim"):
+        rmat_graph(6, 4, feat_dim=2, num_classes=3)

@@ -11,7 +11,6 @@ from .common import HelpFormatter, command, dataset_flag, out_flag, overwrite_fl
 
 def run_generate(args: argparse.Namespace) -> None:
     from ..datasets import community_graph, hetero_graph, rmat_graph, save_dataset
-    from ..errors import InputError
     from ..format.outputs import check_output_dir
 
     start = time.perf_counter()
@@ -23,11 +22,10 @@ def run_generate(args: argparse.Namespace) -> None:
         print(f"generated rmat (chunked, {args.num_chunks} chunks): {sum(meta.num_nodes.values()):,} nodes, "
               f"{sum(meta.num_edges.values()):,} edges in {time.perf_counter() - start:.1f} s -> {meta.path}")
         return
-    if args.kind == "rmat" and args.num_classes:
-        raise InputError("--num-classes is an option of --chunked R-MAT")
     check_output_dir(args.out, "dataset", args.overwrite)  # refuse before generating
     if args.kind == "rmat":
-        ds = rmat_graph(args.scale, args.edge_factor, args.feat_dim, args.seed)
+        ds = rmat_graph(args.scale, args.edge_factor, args.feat_dim, args.seed,
+                        num_classes=args.num_classes)
     elif args.kind == "community":
         ds = community_graph(args.nodes, args.classes, args.avg_degree, args.intra, args.feat_dim, args.noise, args.seed)
     else:
@@ -59,8 +57,8 @@ def _generators(gen: argparse.ArgumentParser) -> None:
     r.add_argument("--chunked", action="store_true", help="write the chunked format directly, chunk by chunk, in "
                    "memory that does not grow with the edges (sampled edges in both directions, duplicates kept)")
     r.add_argument("--num-chunks", type=positive_int, default=8, help="--chunked: edge and node-data chunks")
-    r.add_argument("--num-classes", type=int, default=0, help="--chunked: add label (argmax of the first NUM "
-                   "feature columns) and random train/val/test masks (10/5/5 %%)")
+    r.add_argument("--num-classes", type=int, default=0, help="add label (argmax of the first NUM feature columns, "
+                   "so --feat-dim >= NUM) and random train/val/test masks (10/5/5 %%): what train needs (0: none)")
     c = command(gsub, "community", "planted-community graph with label signal in structure and features")
     c.add_argument("--nodes", type=positive_int, default=20000, help="number of nodes")
     c.add_argument("--classes", type=positive_int, default=8, help="number of communities (label classes)")

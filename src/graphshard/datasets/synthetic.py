@@ -9,6 +9,7 @@ import numpy as np
 
 from ..jit import kernel
 
+from ..errors import InputError
 from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph
 from ..partition.assign.adjacency import undirected_csr
 from .layout import Dataset
@@ -54,10 +55,17 @@ def _symmetric(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, np
 
 
 def rmat_graph(scale: int, edge_factor: int = 16, feat_dim: int = 0, seed: int = 0,
-               abc: tuple[float, float, float] = GRAPH500) -> Dataset:
+               abc: tuple[float, float, float] = GRAPH500, num_classes: int = 0,
+               fractions: tuple[float, float, float] = (0.1, 0.05, 0.05)) -> Dataset:
     """R-MAT graph with ``2**scale`` nodes from ``edge_factor * 2**scale`` sampled edges (Graph500
     parameters), vertex IDs scrambled, symmetrised, self-loops and duplicates dropped.
-    ``feat_dim > 0`` adds standard-normal float32 node features ``feat``."""
+    ``feat_dim > 0`` adds standard-normal float32 node features ``feat``; ``num_classes > 0`` (at most
+    ``feat_dim``) a node classification task as ``generate rmat --chunked`` makes it: ``label`` (the argmax
+    of the first ``num_classes`` feature columns) and random ``train_mask``/``val_mask``/``test_mask``
+    (``fractions`` of the nodes)."""
+    if num_classes < 0 or (num_classes and num_classes > feat_dim):
+        raise InputError(f"num_classes ({num_classes}) must be >= 0 and at most feat_dim ({feat_dim}): labels are "
+                         "read off the features")
     n = 1 << scale
     src, dst = _rmat_edges(scale, edge_factor * n, *abc, seed)
     scramble = np.random.default_rng([seed, 1]).permutation(n)
@@ -65,8 +73,13 @@ def rmat_graph(scale: int, edge_factor: int = 16, feat_dim: int = 0, seed: int =
     feats = {}
     if feat_dim:
         feats["feat"] = np.random.default_rng([seed, 2]).standard_normal((n, feat_dim), dtype=np.float32)
+    if num_classes:
+        feats["label"] = np.argmax(feats["feat"][:, :num_classes], axis=1).astype(np.int64)
+        r, edges = np.random.default_rng([seed, 3]).random(n), np.cumsum((0.0, *fractions))
+        splits = ("train_mask", "val_mask", "test_mask")
+        feats |= {m: (r >= edges[j]) & (r < edges[j + 1]) for j, m in enumerate(splits)}
     g = Graph({DEFAULT_NTYPE: n}, {DEFAULT_ETYPE: (src, dst)}, {DEFAULT_NTYPE: feats} if feats else {})
-    return Dataset(f"rmat{scale}", g, None)
+    return Dataset(f"rmat{scale}", g, num_classes or None)
 
 
 def _split_masks(n: int, rng: np.random.Generator, fractions=(0.3, 0.2, 0.5)) -> dict[str, np.ndarray]:
