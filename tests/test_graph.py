@@ -60,3 +60,11 @@ def test_from_pyg_hetero_data():
     with pytest.raises(InputError, match="out of range"):
         data["author", "writes", "paper"].edge_index = torch.tensor([[0, 2], [0, 0]])
         Graph.from_pyg(data)
+
+
+def test_uint64_ids_are_reported_as_given():
+    src = np.array([0, 1, 2**64 - 1], dtype=np.uint64)  # a cast to int64 would show -1
+    with pytest.raises(InputError, match=r"src ID 18446744073709551615 at position 2 is out of range \[0, 3\)"):
+        Graph.from_arrays(src, np.array([1, 2, 0], dtype=np.uint64), num_nodes=3)
+    g = Graph.from_arrays(np.array([0, 1], dtype=np.uint64), np.array([1, 2], dtype=np.uint64), num_nodes=3)
+    assert all(a.dtype == np.int64 for a in g.edges[("_N", "_E", "_N")])

@@ -51,3 +51,12 @@ def test_consecutive_finds_exact_runs_only():
     assert consecutive(np.array([7])) == slice(7, 8)
     for not_a_run in ([], [5, 7, 6], [5, 5, 7], [3, 5]):
         assert consecutive(np.array(not_a_run, dtype=np.int64)) is None
+
+
+def test_uint64_ids_are_reported_as_given():
+    conv = IDConverter({"a": 3, "b": 2})
+    ids = np.array([0, 2**64 - 1], dtype=np.uint64)  # a cast to int64 would show -1
+    for convert in (lambda: conv.node_to_homo("a", ids), lambda: conv.node_to_hetero(ids)):
+        with pytest.raises(IDRangeError, match=r"^IDs: 18446744073709551615 at position 1 is out of range"):
+            convert()
+    assert conv.node_to_homo("b", np.array([1], dtype=np.uint64)).tolist() == [4]

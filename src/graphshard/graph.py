@@ -148,7 +148,7 @@ class Graph:
             raise InputError(f"edge type {etype_str(etype)!r}: src has {len(src)} IDs but dst has {len(dst)}")
         _check_ids(src, self.num_nodes[etype[0]], etype, "src")
         _check_ids(dst, self.num_nodes[etype[2]], etype, "dst")
-        return src, dst
+        return src.astype(np.int64, copy=False), dst.astype(np.int64, copy=False)
 
     @staticmethod
     def _check_feats(key: Any, feats: Mapping[str, Any], counts: Mapping[Any, int], kind: str) -> dict[str, np.ndarray]:
@@ -196,7 +196,7 @@ def _ids(value: Any, end: str, etype: EType) -> np.ndarray:
         raise InputError(f"edge type {etype_str(etype)!r}: {end} IDs must be 1-D, got shape {arr.shape}")
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
         raise InputError(f"edge type {etype_str(etype)!r}: {end} IDs must be integers, got dtype {arr.dtype}")
-    return arr.astype(np.int64, copy=False)
+    return arr  # as given: checked (naming a value as given, never as wrapped to int64) before the cast
 
 
 def _check_ids(ids: np.ndarray, n: int, etype: EType, end: str) -> None:

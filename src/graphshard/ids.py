@@ -30,14 +30,30 @@ def consecutive(ids: np.ndarray) -> slice | None:
     return slice(int(ids[0]), int(ids[-1]) + 1) if ids.size < 2 or bool((np.diff(ids) == 1).all()) else None
 
 
+def beyond_int64(arr: np.ndarray) -> int | None:
+    """Position of the first value of the integer array ``arr`` that int64 cannot hold, or None.
+
+    Only unsigned 64-bit values of 2**63 or more qualify; a cast to int64 would turn them into negative
+    numbers (2**64 - 1 into -1), so every check runs before the cast and names the value as given."""
+    if arr.dtype.kind != "u" or arr.dtype.itemsize < 8 or not arr.size:
+        return None
+    big = arr > np.iinfo(np.int64).max
+    return int(np.argmax(big)) if big.any() else None
+
+
 def as_id_array(ids: Any, what: str = "IDs") -> np.ndarray:
-    """Return ``ids`` (tensor, array, list or scalar) as a 1-D int64 NumPy array, copying only if needed."""
+    """Return ``ids`` (tensor, array, list or scalar) as a 1-D int64 NumPy array, copying only if needed.
+    An unsigned ID int64 cannot hold raises :class:`IDRangeError` naming it as given."""
     arr = to_numpy(ids)
     if arr.ndim == 0:
         arr = arr.reshape(1)
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
         raise InputError(f"{what} must be integers, got dtype {arr.dtype}")
-    return arr.astype(np.int64, copy=False).reshape(-1)
+    arr = arr.reshape(-1)
+    big = beyond_int64(arr)
+    if big is not None:
+        raise IDRangeError(f"{what}: {int(arr[big])} at position {big} is out of range (IDs are below 2**63)")
+    return arr.astype(np.int64, copy=False)
 
 
 def check_range(ids: np.ndarray, upper: int, what: str) -> None:

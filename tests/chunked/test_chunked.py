@@ -155,7 +155,7 @@ def test_header_line_is_named_as_such(tmp_path, newline):
     ("7", "expected 2 columns, got 1: '7'"),
     ("1.5 2", "'1.5' is not an integer"),
     ("1-2 3", "'1-2' is not an integer"),
-    ("18446744073709551615 0", "ID 18446744073709551615 does not fit a 64-bit signed integer"),
+    ("18446744073709551615 0", "source ID 18446744073709551615 does not fit a 64-bit signed integer"),
 ])
 def test_trailing_garbage_line_is_named(tmp_path, garbage, problem):
     d, chunk, lines = _edge_chunk(tmp_path)
@@ -220,3 +220,24 @@ def test_bad_line_found_across_blocks(tmp_path, monkeypatch):
             assert readers.first_bad_line(path, " ", 2, True) == (bad_at + 1, "'+' is not an integer")
         path.write_text("\n".join(rows) + "\n")
         assert readers.first_bad_line(path, " ", 2, True) is None
+
+
+@pytest.mark.parametrize("fmt", ["numpy", "parquet"])
+def test_uint64_ids_in_binary_chunks_are_reported_as_stored(tmp_path, fmt):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    meta = chunk_graph(small_homo(), tmp_path / "c", 2, fmt)
+    path = meta.edges[("_N", "_E", "_N")].paths[1]
+    if fmt == "numpy":
+        rows = np.load(path).astype(np.uint64)
+    else:
+        rows = np.stack([c.to_numpy() for c in pq.read_table(path).columns], axis=1).astype(np.uint64)
+    rows[4, 1] = 2**64 - 1  # a cast to int64 would show -1
+    if fmt == "numpy":
+        np.save(path, rows)
+    else:
+        pq.write_table(pa.table({"c0": rows[:, 0], "c1": rows[:, 1]}), path)
+    with pytest.raises(InputError, match=rf"^{path}, line 5: destination ID 18446744073709551615 does not fit a "
+                                         r"64-bit signed integer \(metadata.json edges\['_N:_E:_N'\]\)$"):
+        load_chunked_graph(read_metadata(tmp_path / "c"))

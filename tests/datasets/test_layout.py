@@ -77,8 +77,41 @@ def test_missing_and_bad_files(tmp_path):
         load_dataset(tmp_path)
     np.save(tmp_path / "src.npy", np.array([0, 1]))
     np.save(tmp_path / "dst.npy", np.array([1, 7]))
-    with pytest.raises(InputError, match="dst ID 7 at position 1 is out of range"):
+    with pytest.raises(InputError, match=r"dst.npy: position 1: node ID 7 out of range \[0, 3\)"):
         load_dataset(tmp_path)
     np.save(tmp_path / "dst.npy", np.array([{"x": 1}, {}], dtype=object), allow_pickle=True)
     with pytest.raises(InputError, match="not a plain NumPy array"):
+        load_dataset(tmp_path)
+
+
+UINT64_MAX = 2**64 - 1  # stored as uint64; a cast to int64 would show it as -1
+
+
+def test_uint64_ids_are_reported_as_stored(tmp_path, capsys):
+    from graphshard.cli import main
+
+    d = tmp_path / "data"
+    save_dataset(Dataset("d", small_homo(), 2), d)
+    src = np.load(d / "src.npy").astype(np.uint64)
+    src[5] = UINT64_MAX
+    np.save(d / "src.npy", src)
+    assert main(["partition", "--dataset", str(d), "--num-parts", "2", "--out", str(tmp_path / "p")]) == 2
+    assert capsys.readouterr().err == (f"graphshard: error: {d / 'src.npy'}: position 5: node ID 18446744073709551615 "
+                                       "out of range [0, 240)\n")
+    np.save(d / "src.npy", src.astype(np.int64) % 240)
+    train = np.load(d / "train_idx.npy").astype(np.uint64)
+    train[3] = UINT64_MAX
+    np.save(d / "train_idx.npy", train)
+    with pytest.raises(InputError, match=rf"train_idx.npy: position 3: node index {UINT64_MAX} out of range"):
+        load_dataset(d)
+
+
+def test_uint64_ids_in_heterogeneous_edge_files(tmp_path):
+    save_dataset(Dataset("h", small_hetero(), 4, "paper"), tmp_path)
+    path = tmp_path / "edges" / "author__writes__paper.npy"
+    arr = np.load(path).astype(np.uint64)
+    arr[1, 7] = UINT64_MAX
+    np.save(path, arr)
+    with pytest.raises(InputError, match=rf"^{path}: position 7: row 1: 'paper' node ID {UINT64_MAX} out of range "
+                                         r"\[0, 60\)$"):
         load_dataset(tmp_path)

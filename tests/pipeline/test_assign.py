@@ -53,3 +53,7 @@ def test_assignment_file_errors(tmp_path):
         read_assignment(tmp_path, {"paper": 3}, num_parts=2)
     with pytest.raises(InputError, match="no assignment file for node type 'author'"):
         read_assignment(tmp_path, {"author": 3})
+    (tmp_path / "paper.txt").unlink()
+    np.save(tmp_path / "paper.npy", np.array([0, 2**64 - 1, 1], dtype=np.uint64))  # int64 would make it -1
+    with pytest.raises(InputError, match=r"paper.npy, line 2: partition 18446744073709551615 does not fit"):
+        read_assignment(tmp_path, {"paper": 3})

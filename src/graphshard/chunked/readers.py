@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..ids import beyond_int64
 from .spec import FileSpec
 
 
@@ -29,9 +30,13 @@ def read_edges(spec: FileSpec, i: int) -> tuple[np.ndarray, np.ndarray]:
     else:
         cols = _csv_int_columns(path, spec.delimiter, 2, spec.where)
     out = []
-    for c in cols:
+    for c, end in zip(cols, ("source", "destination")):
         if c.size and not np.issubdtype(c.dtype, np.integer):
             raise InputError(f"{path}: edge IDs must be integers, got {c.dtype} ({spec.where})")
+        big = beyond_int64(np.asarray(c))
+        if big is not None:
+            raise InputError(f"{path}, line {big + 1}: {end} ID {int(c[big])} does not fit a 64-bit signed integer "
+                             f"({spec.where})")
         out.append(np.asarray(c, dtype=np.int64))
     return out[0], out[1]
 
@@ -202,7 +207,7 @@ def _line_problem(line: str, lineno: int, delimiter: str, ncols: int | None, int
         return _header_problem(line)
     if ncols is not None and len(fields) != ncols:
         return f"expected {ncols} columns, got {len(fields)}: {_shown(line)}"
-    for value in fields:
+    for j, value in enumerate(fields):
         text = value.strip().strip("'\"")
         try:
             number = int(text) if integers else float(text)
@@ -211,7 +216,8 @@ def _line_problem(line: str, lineno: int, delimiter: str, ncols: int | None, int
                 continue
             return f"{_shown(value)} is not {'an integer' if integers else 'a number'}"
         if integers and not _INT64[0] <= number <= _INT64[1]:
-            return f"ID {text} does not fit a 64-bit signed integer"
+            role = ("source ", "destination ")[j] if ncols == 2 else ""
+            return f"{role}ID {text} does not fit a 64-bit signed integer"
     return None
 
 

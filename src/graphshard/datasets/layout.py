@@ -84,6 +84,17 @@ def _check_csr(d: Path, files: list[str], indptr: np.ndarray, indices: np.ndarra
         raise InputError(f"{i_file}: position {int(bad[0])}: column {int(indices[bad[0]])} outside [0, {cols})")
 
 
+def _node_ids(path: Path, ids: np.ndarray, n: int, what: str) -> np.ndarray:
+    """``ids`` (read from ``path``) if they are integer node IDs in ``[0, n)``; else an :class:`InputError`
+    naming the file, the position and the value as stored (an unsigned 2**64 - 1 is not -1)."""
+    if ids.size and not np.issubdtype(ids.dtype, np.integer):
+        raise InputError(f"{path}: node IDs must be integers, got {ids.dtype}")
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= n):
+        bad = int(np.argmax((ids < 0) | (ids >= n)))
+        raise InputError(f"{path}: position {bad}: {what} {int(ids[bad])} out of range [0, {n})")
+    return ids
+
+
 def _split_masks(d: Path, prefix: str, n: int) -> dict[str, np.ndarray]:
     masks = {}
     for split in SPLITS:
@@ -92,12 +103,12 @@ def _split_masks(d: Path, prefix: str, n: int) -> dict[str, np.ndarray]:
             raw = np.asarray(_load(f))
             if raw.size and not np.issubdtype(raw.dtype, np.integer):
                 raise InputError(f"{f}: node indices must be integers, got {raw.dtype}")
-            idx = raw.astype(np.int64, copy=False).reshape(-1)
-            bad = np.flatnonzero((idx < 0) | (idx >= n))
+            raw = raw.reshape(-1)
+            bad = np.flatnonzero((raw < 0) | (raw >= n))  # on the values as given: 2**64 - 1 is not -1
             if bad.size:
-                raise InputError(f"{f}: position {int(bad[0])}: node index {int(idx[bad[0]])} out of range [0, {n})")
+                raise InputError(f"{f}: position {int(bad[0])}: node index {int(raw[bad[0]])} out of range [0, {n})")
             mask = np.zeros(n, dtype=bool)
-            mask[idx] = True
+            mask[raw.astype(np.int64, copy=False)] = True
             masks[f"{split}_mask"] = mask
     return masks
 
@@ -139,7 +150,7 @@ def _load_homo(d: Path, meta: dict[str, Any]) -> Dataset:
     if (d / "label.npy").is_file():
         feats["label"] = np.asarray(_load(d / "label.npy"))
     feats.update(_split_masks(d, "", n))
-    src, dst = np.asarray(_load(d / "src.npy")), np.asarray(_load(d / "dst.npy"))
+    src, dst = (_node_ids(d / f, np.asarray(_load(d / f)), n, "node ID") for f in ("src.npy", "dst.npy"))
     g = Graph({DEFAULT_NTYPE: n}, {DEFAULT_ETYPE: (src, dst)}, {DEFAULT_NTYPE: feats} if feats else {})
     return Dataset(meta.get("name", d.name), g, meta.get("num_classes"))
 
@@ -152,10 +163,14 @@ def _load_hetero(d: Path, meta: dict[str, Any]) -> Dataset:
     for et_text in meta["edge_types"]:
         et = parse_etype(et_text)
         check_etype_names(et, f"{d}/meta.json: edge_types")
-        arr = np.asarray(_load(d / "edges" / f"{et[0]}__{et[1]}__{et[2]}.npy"))
+        path = d / "edges" / f"{et[0]}__{et[1]}__{et[2]}.npy"
+        arr = np.asarray(_load(path))
         if arr.ndim != 2 or arr.shape[0] != 2:
             raise InputError(f"{d}/edges: edge file of {et_text!r} must have shape (2, E), got {arr.shape}")
-        edges[et] = (arr[0], arr[1])
+        if et[0] not in num_nodes or et[2] not in num_nodes:
+            raise InputError(f"{d}/meta.json: edge type {et_text!r} names a node type not in node_types")
+        edges[et] = tuple(_node_ids(path, arr[row], num_nodes[t], f"row {row}: {t!r} node ID")
+                          for row, t in ((0, et[0]), (1, et[2])))
     target = meta.get("target_node_type")
     node_feats: dict[str, dict[str, np.ndarray]] = {}
     for t in num_nodes:

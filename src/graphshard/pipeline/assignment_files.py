@@ -14,6 +14,7 @@ from ..format.jsonfile import read_json_object
 from ..format.names import check_path_name, inside
 from ..format.outputs import prepare_output_dir
 from ..format.staging import atomic_file
+from ..ids import beyond_int64
 
 META_NAME = "partition_meta.json"
 VERSION = 1
@@ -111,6 +112,9 @@ def _read_one(d: Path, t: str, n: int) -> np.ndarray:
         arr = _read_txt(path)
     if arr.shape[0] != n:
         raise InputError(f"{path}: {arr.shape[0]} entries, but node type {t!r} has {n} nodes")
+    big = beyond_int64(arr)
+    if big is not None:  # named as stored: a cast would make 2**64 - 1 the partition -1
+        raise InputError(f"{path}, line {big + 1}: partition {int(arr[big])} does not fit a 64-bit signed integer")
     return arr.astype(np.int64, copy=False)
 
 
