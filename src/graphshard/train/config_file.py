@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .fields import coerce, specs
+from .fields import coerce, shown, specs
 from .options import LaunchOptions, TrainOptions
 
 YAML_HINT = "reading YAML needs PyYAML (pip install pyyaml: it is a dependency of graphshard); a .json file needs nothing"
@@ -23,6 +23,12 @@ YAML_HINT = "reading YAML needs PyYAML (pip install pyyaml: it is a dependency o
 def option_specs() -> dict[str, Any]:
     """Every config key (training, then launch options) and its spec."""
     return specs(TrainOptions) | specs(LaunchOptions)
+
+
+TOO_DEEP = "nested too deeply (a config file is a flat mapping of option names to values)"
+# what PyYAML's constructors raise, besides YAMLError, on a value they cannot build (2001-13-45 is read as a
+# date: ValueError; "!!int ''": IndexError; "!!bool maybe": KeyError; "!!timestamp soon": AttributeError)
+_CONSTRUCTION = (ValueError, LookupError, AttributeError, TypeError, ArithmeticError)
 
 
 def _parse(path: Path, text: str) -> Any:
@@ -35,12 +41,45 @@ def _parse(path: Path, text: str) -> Any:
             return yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise InputError(f"{path}: not valid YAML ({exc})") from None
+        except RecursionError:
+            raise InputError(f"{path}: {TOO_DEEP}") from None
+        except _CONSTRUCTION as exc:
+            raise InputError(_yaml_value_error(yaml, path, text, exc)) from None
     if path.suffix.lower() == ".json":
         try:
             return json.loads(text)
         except ValueError as exc:
             raise InputError(f"{path}: not valid JSON ({exc})") from None
+        except RecursionError:
+            raise InputError(f"{path}: {TOO_DEEP}") from None
     raise InputError(f"{path}: a config file must end in .yaml, .yml or .json")
+
+
+def _yaml_value_error(yaml: Any, path: Path, text: str, exc: Exception) -> str:
+    """The message for a YAML value PyYAML parsed but could not build: the line of the first scalar that
+    fails alone (each node visited once: aliases can make the tree exponentially larger than the text)."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, RecursionError, *_CONSTRUCTION):
+        root = None
+    loader = yaml.SafeLoader("")
+    stack, seen = [root] if root is not None else [], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            try:
+                loader.construct_object(node, deep=True)
+            except (yaml.YAMLError, *_CONSTRUCTION) as err:
+                return (f"{path}, line {node.start_mark.line + 1}: YAML value {shown(node.value)} cannot be read "
+                        f"({err})")
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(reversed(node.value))
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(n for pair in reversed(node.value) for n in reversed(pair))
+    return f"{path}: not valid YAML ({exc})"
 
 
 def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
@@ -63,12 +102,12 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
         if name not in known or not known[name].cli:
             close = difflib.get_close_matches(name, [k for k, s in known.items() if s.cli], n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise InputError(f"{path}: unknown key {key!r}{hint}; the keys are the long flags of 'graphshard train' "
+            raise InputError(f"{path}: unknown key {shown(key)}{hint}; the keys are the long flags of 'graphshard train' "
                              "(see --help or --print-config)")
         try:
             out[name] = coerce(known[name], value)
         except ValueError as exc:
-            raise InputError(f"{path}: key {key!r}: {exc}") from None
+            raise InputError(f"{path}: key {shown(key)}: {exc}") from None
     return out
 
 

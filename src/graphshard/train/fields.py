@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import reprlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +68,26 @@ def option(default: Any, kind: str, help: str, **spec: Any) -> Any:
 def specs(cls: Any) -> dict[str, Spec]:
     """Every option of dataclass ``cls`` (or instance) by name."""
     return {f.name: f.metadata["spec"] for f in dataclasses.fields(cls) if "spec" in f.metadata}
+
+
+class _Shown(reprlib.Repr):
+    """A value as error messages show it: short values as ``repr`` does, long or deep ones cut (a YAML
+    file of a few lines can hold a list of a billion items through aliases, or an integer of thousands
+    of digits)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel, self.maxstring, self.maxother, self.maxlong = 3, 80, 80, 40
+        self.maxlist = self.maxtuple = self.maxset = self.maxfrozenset = self.maxdict = 8
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 128:  # repr() of an integer of more than 4300 digits raises
+            return f"<an integer of {x.bit_length()} bits>"
+        return super().repr_int(x, level)
+
+
+shown = _Shown().repr
+INT64 = (-(2**63), 2**63 - 1)  # integer options are 64-bit integers (torch, NumPy)
 
 
 def _number(value: Any, integer: bool) -> float | int:
@@ -134,13 +155,15 @@ def _bad_item(spec: Spec, value: Any) -> str:
     for item in items:
         try:
             _number(item, True) if spec.kind == "ints" else _convert(Spec("str", ""), item)
-        except (ValueError, TypeError):
-            return f" ({item!r} is not {'an integer' if spec.kind == 'ints' else 'a name'})"
+        except (ValueError, TypeError, OverflowError):
+            return f" ({shown(item)} is not {'an integer' if spec.kind == 'ints' else 'a name'})"
     return ""
 
 
-def _in_range(spec: Spec, v: float) -> bool:
-    if math.isnan(v):
+def _in_range(spec: Spec, v: float | int) -> bool:
+    """``v`` within the spec's bounds (compared exactly: an integer is never converted to float, which
+    overflows past 1e308)."""
+    if isinstance(v, float) and math.isnan(v):
         return False
     if spec.low is not None and (v < spec.low or (spec.open_low and v == spec.low)):
         return False
@@ -154,18 +177,19 @@ def coerce(spec: Spec, value: Any) -> Any:
         return None
     try:
         out = _convert(spec, value)
-    except (ValueError, TypeError):
-        raise ValueError(f"expected {spec.wanted()}, got {value!r}{_bad_item(spec, value)}") from None
+    except (ValueError, TypeError, OverflowError):
+        raise ValueError(f"expected {spec.wanted()}, got {shown(value)}{_bad_item(spec, value)}") from None
     values = out if isinstance(out, list) else [out]
     ok = True
     if spec.choices is not None:
         ok = all(v in spec.choices for v in values)
     if spec.kind in ("int", "float"):
-        ok = ok and _in_range(spec, float(out))
+        ok = ok and _in_range(spec, out)
     if spec.int_items is not None:
         ok = ok and all(v >= spec.int_items[0] or v == spec.int_items[1] for v in values)
-    if not ok:
-        raise ValueError(f"expected {spec.wanted()}, got {value!r}")
+    wide = spec.kind in ("int", "ints") and not all(INT64[0] <= v <= INT64[1] for v in values)
+    if not ok or wide:
+        raise ValueError(f"expected {spec.wanted()}, got {shown(value)}" + (" (beyond 64-bit integers)" if wide else ""))
     return out
 
 
