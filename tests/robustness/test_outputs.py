@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import errno
 import json
+import os
+import re
 import subprocess
 import sys
 
@@ -305,3 +307,82 @@ def test_train_refuses_to_replace_a_user_directory_with_embeddings(tmp_path, use
         train(TrainOptions(part_config=str(tmp_path / "p" / "g.json"), epochs=1, save_embeddings=str(user_dir)),
               num_procs=1)
     assert snapshot(tmp_path) == before
+
+
+# -- a really full disk: the tools' own words for it become "No space left on device" naming the file ----------
+def _numpy_short_write(monkeypatch):
+    """``np.save`` as it fails on a full disk: NumPy's own ``tofile`` into a device that takes nothing, which
+    raises NumPy's bare ``OSError('<n> requested and 0 written')`` (no errno, no file name)."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+
+    def save(path, arr, allow_pickle=False):
+        with open("/dev/full", "wb", buffering=0) as f:
+            np.zeros(1 << 16, np.int64).tofile(f)  # more than stdio buffers: the write itself fails
+    with pytest.raises(OSError, match=r"^65536 requested and 0 written$") as exc:
+        save(None, None)  # what the real NumPy says: the case this test stands for
+    assert exc.value.errno is None and exc.value.filename is None
+    monkeypatch.setattr(np, "save", save)
+
+
+@pytest.mark.parametrize("command", ["chunk", "generate"])
+def test_numpy_short_write_on_a_full_disk_says_so(cli_inputs, monkeypatch, capsys, command):
+    import graphshard.format.staging as staging
+
+    _numpy_short_write(monkeypatch)
+    out = cli_inputs / "new" / "out"
+    before = snapshot(cli_inputs)
+    monkeypatch.setattr(staging, "free_bytes", lambda path: 0)  # the file system that short write filled
+    capsys.readouterr()
+    assert main(CLI_CASES[command](cli_inputs, str(out))) == 2
+    err = capsys.readouterr().err
+    first = "edges/_N___E___N/chunk-0.npy" if command == "chunk" else "src.npy"
+    assert err == f"graphshard: error: {out}/{first}: No space left on device while writing {out}; nothing was " \
+                  "published there\n"
+    assert snapshot(cli_inputs) == before
+    monkeypatch.setattr(staging, "free_bytes", lambda path: 10 << 30)  # room left: a quota, not a full disk
+    assert main(CLI_CASES[command](cli_inputs, str(out))) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"graphshard: error: {out}/{first}: short write (0 of ") and "items written" in err
+
+
+def test_pyarrow_full_disk_says_so(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    def full(table, where, **kwargs):  # pyarrow's words for ENOSPC, as it raises them
+        raise OSError(errno.ENOSPC, "Error writing bytes to file. Detail: [errno 28] No space left on device")
+    monkeypatch.setattr(pq, "write_table", full)
+    out = tmp_path / "out"
+    with pytest.raises(WriteError) as exc:
+        chunk_graph(small_homo(), out, 2, "parquet")
+    assert str(exc.value) == (f"{out}/edges/_N___E___N/chunk-0.parquet: No space left on device while writing {out}; "
+                              "nothing was published there")
+    assert not out.exists()
+
+
+@pytest.fixture
+def tiny_tmpfs(tmp_path):
+    """A 1 MiB tmpfs (needs root and mount rights; skipped elsewhere)."""
+    where = tmp_path / "tiny"
+    where.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", str(where)], check=False)
+
+
+@pytest.mark.parametrize("fmt", ["numpy", "csv", "parquet"])
+def test_chunk_into_a_really_full_tmpfs(cli_inputs, tiny_tmpfs, capsys, fmt):
+    big = community_graph(num_nodes=3000, feat_dim=64, seed=1)  # about 1 MiB of features alone
+    save_dataset(big, cli_inputs / "big")
+    out = tiny_tmpfs / "c"
+    capsys.readouterr()
+    assert main(["chunk", "--dataset", str(cli_inputs / "big"), "--out", str(out), "--num-chunks", "2",
+                 "--format", fmt]) == 2
+    err = capsys.readouterr().err
+    assert re.fullmatch(rf"graphshard: error: {out}/[\w/]+/chunk-\d\.(npy|csv|parquet): No space left on device "
+                        rf"while writing {out}; nothing was published there\n", err), err
+    assert list(tiny_tmpfs.iterdir()) == []  # nothing left behind

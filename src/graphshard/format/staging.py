@@ -10,7 +10,9 @@ the file at the place it was meant to appear.
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -24,15 +26,54 @@ from .outputs import KINDS, MARKER, marker_entries, mark_output_dir, write_failu
 STAGING = ".graphshard-staging-"
 
 
+# NumPy's ndarray.tofile (np.save, np.savetxt) reports a short write -- what a full disk causes -- as a
+# bare ``OSError("<n> requested and <m> written")``, without errno or file name
+_SHORT_WRITE = re.compile(r"^(\d+) requested and (\d+) written$")
+_ERRNO_IN_TEXT = re.compile(r"\[errno (\d+)\]", re.IGNORECASE)
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+_NEARLY_FULL = 64 << 20  # bytes: a short write with less room left than this means the device is full
+
+
 @contextmanager
 def naming(path: Path) -> Iterator[None]:
-    """Attach ``path`` to an ``OSError`` raised without a file name (``write()`` on a full disk has none)."""
+    """Attach ``path`` to an ``OSError`` raised without a file name (``write()`` on a full disk has none),
+    and say what a full disk looks like in other tools' words: NumPy's short write, pyarrow's "Error
+    writing bytes to file" become ``ENOSPC`` ("No space left on device") naming ``path``."""
     try:
         yield
     except OSError as exc:
-        if exc.filename is None and exc.errno is not None and exc.strerror:
-            exc.filename = str(path)
+        if exc.filename is None:
+            short = _SHORT_WRITE.match(str(exc)) if exc.errno is None else None
+            if short:
+                raise short_write(path, int(short[1]), int(short[2])) from exc
+            found = _ERRNO_IN_TEXT.search(str(exc))
+            code = exc.errno if exc.errno is not None else int(found[1]) if found else None
+            if code in _FULL and exc.strerror != os.strerror(code):  # pyarrow: errno 28, its own words
+                raise OSError(code, os.strerror(code), str(path)) from exc
+            if exc.errno is not None and exc.strerror:
+                exc.filename = str(path)
         raise
+
+
+def free_bytes(path: Path) -> int | None:
+    """Bytes available to this user on the file system holding ``path`` (its nearest existing ancestor)."""
+    for where in (path, *path.parents):
+        try:
+            st = os.statvfs(where)
+        except OSError:
+            continue
+        return st.f_bavail * st.f_frsize
+    return None
+
+
+def short_write(path: Path, requested: int, written: int) -> OSError:
+    """The ``OSError`` (naming ``path``) a write of which only ``written`` of ``requested`` items reached
+    ``path`` stands for: ``ENOSPC`` when the file system is (nearly) full, else a short write."""
+    free = free_bytes(Path(path))
+    if free is not None and free < _NEARLY_FULL:
+        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    return OSError(errno.EIO, f"short write ({written} of {requested} items written; {free} bytes free: a quota "
+                              "or file size limit?)", str(path))
 
 
 @contextmanager
