@@ -32,7 +32,7 @@ def test_graph_tensors_match_doc(tmp_path):
 
 def test_json_keys_match_doc(tmp_path):
     partition_graph(sparse_hetero(), "s", 2, tmp_path, part_method="random", num_trainers_per_machine=2,
-                    save_orig_ids=True)  # with a CSR feature: every documented key is written
+                    save_orig_ids=True, num_classes=3)  # with a CSR feature: every documented key is written
     meta = json.loads((tmp_path / "s.json").read_text())
     documented = {row[0] for row in _table("`<graph_name>.json`")}
     actual = {re.sub(r"^part-\d+$", "part-<i>", k) for k in meta}

@@ -43,8 +43,10 @@ def test_label_outside_declared_classes(data, tmp_path):
     label[train_idx[5]] = 8  # the generator declares 8 classes: 0..7
     np.save(data / "label.npy", label)
     assert json.loads((data / "meta.json").read_text())["num_classes"] == 8
-    with pytest.raises(DistError, match=rf"'_N' node {train_idx[5]} \(original ID\) of a train/val/test split has "
-                                        r"label 8, outside the declared 8 classes"):
+    # the partition config records the dataset's 8 classes; the error names the node and the file of its label
+    with pytest.raises(DistError, match=rf"'_N' node {train_idx[5]} \(original ID, label read from \S+/part0/"
+                                        r"node_feats.safetensors\) of a train/val/test split has label 8, outside "
+                                        r"the 8 classes declared by the partition config \S+\.json"):
         train(TrainOptions(**KW), num_procs=1, dataset=str(data), work_dir=str(tmp_path / "w"))
 
 
@@ -53,7 +55,7 @@ def test_class_count_rules():
     masks = {"train": np.array([1, 1, 0, 1, 0], bool), "val": np.array([0, 0, 0, 0, 0], bool)}
     assert num_classes_of(labels, masks, None, "t") == 3  # unlabelled nodes outside the splits are not read
     assert num_classes_of(labels, masks, 5, "t") == 5
-    with pytest.raises(InputError, match="node 1 .* label 2, outside the declared 2 classes"):
+    with pytest.raises(InputError, match="node 1 .* label 2, outside the 2 classes declared by --num-classes"):
         num_classes_of(labels, masks, 2, "t")
     masks["val"][2] = True
     with pytest.raises(InputError, match="node 2 .* label -1"):

@@ -14,7 +14,7 @@ def run_embed(args: argparse.Namespace) -> None:
 
     start = time.perf_counter()
     embed(args.part_config, args.checkpoint, args.out, args.num_procs, args.host, args.timeout, args.embedding_layer,
-          args.heartbeat_timeout)
+          args.heartbeat_timeout, args.verify)
     print(f"wrote every node's output in {time.perf_counter() - start:.1f} s -> {args.out}")
 
 
@@ -29,6 +29,8 @@ def register(sub: Any) -> None:
                    "DIR/best (the best validation epoch)")
     p.add_argument("--embedding-layer", default="output", choices=["output", "hidden"],
                    help="the model's output, or the hidden layer the last layer reads")
+    p.add_argument("--verify", action=argparse.BooleanOptionalAction, default=True,
+                   help="check the partition files each rank serves against the config's sha256 checksums first")
     out_flag(p, "output .npy file (homogeneous) or directory (heterogeneous)")
     cluster_flags(p, "start this many local ranks: the training run's rank count (omit under torchrun)")
     p.set_defaults(func=run_embed)

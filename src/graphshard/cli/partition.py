@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from .common import (balance_flags, command, dataset_flag, method_flag, out_flag, overwrite_flag, positive_int,
                      seed_flag)
 
@@ -37,9 +38,17 @@ def run_partition(args: argparse.Namespace) -> None:
     partition_graph(ds.graph, name, args.num_parts, args.out, num_hops=args.num_hops, part_method=args.method,
                     balance_ntypes=dataset_balance(ds, args.balance_ntypes), balance_edges=args.balance_edges,
                     num_trainers_per_machine=args.trainers_per_machine, objtype=args.objtype, seed=args.seed,
-                    save_orig_ids=args.save_orig_ids, overwrite=args.overwrite)
+                    save_orig_ids=args.save_orig_ids, overwrite=args.overwrite,
+                    num_classes=_declared_classes(ds.num_classes, args.dataset))
     print(f"partitioned in {time.perf_counter() - start:.1f} s -> {Path(args.out) / (name + '.json')}")
     print(format_stats(partitioning_stats(Path(args.out) / f"{name}.json")))
+
+
+def _declared_classes(value: Any, dataset: str) -> int | None:
+    """A dataset's ``num_classes`` (recorded in the partition config), refused when not a positive integer."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+        return value
+    raise InputError(f"{Path(dataset) / 'meta.json'}: num_classes must be a positive integer, got {value!r}")
 
 
 def run_inspect(args: argparse.Namespace) -> None:

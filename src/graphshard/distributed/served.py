@@ -12,7 +12,9 @@ visit those files one after another.
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,11 +22,13 @@ import numpy as np
 import torch
 
 from ..book import RangePartitionBook
-from ..errors import InputError
+from ..errors import FormatError, InputError
 from ..format.config import PartitionConfig, read_config
-from ..format.load import Partition, book_from_config, load_partition
+from ..format.load import Partition, book_from_config, load_partition, verify_partition
 from ..sparse import CSRRows, joined
 from .store_base import Rows
+
+log = logging.getLogger(__name__)
 
 
 def stored_per_process(num_parts: int, servers: int) -> int:
@@ -68,6 +72,23 @@ def missing_files(cfg: PartitionConfig, world_size: int, lanes: int, rank: int) 
     _, stored = served_range(cfg.num_parts, world_size, lanes, rank)
     return [(p, str(cfg.part_path(p, key))) for p in stored for key in cfg.parts[p]
             if not cfg.part_path(p, key).is_file()]
+
+
+def verify_served(cfg: PartitionConfig, world_size: int, lanes: int, rank: int) -> str | None:
+    """Check the files member ``rank`` serves against the config's checksums (only the first member of each
+    partition hashes them: the others serve the same files). Returns the first failure's message, or None."""
+    _, stored = served_range(cfg.num_parts, world_size, lanes, rank)
+    if rank % (world_size // (cfg.num_parts // len(stored))):  # members per runtime partition
+        return None
+    start, hashed = time.perf_counter(), 0
+    try:
+        for p in stored:
+            hashed += verify_partition(cfg, p)
+    except FormatError as exc:
+        return str(exc)
+    log.info("verified partition(s) %d-%d against their checksums: %.0f MB in %.2f s", stored.start, stored.stop - 1,
+             hashed / 1e6, time.perf_counter() - start)
+    return None
 
 
 def load_served(part_config: str | os.PathLike, world_size: int, lanes: int, rank: int) -> Served:

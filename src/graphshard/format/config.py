@@ -67,6 +67,7 @@ class PartitionConfig:
     extra: dict[str, Any] = field(default_factory=dict)
     feature_schema: Schema = field(default_factory=lambda: {k: {} for k in FEATURE_FILES})
     run_fingerprint: str = ""
+    num_classes: int | None = None  # the dataset's class count, when it declares one (labels are checked against it)
 
     def identity(self, part_id: int, kind: str) -> dict[str, str]:
         """The metadata every file of partition ``part_id`` carries (``kind``: ``part_graph``, ``node_feats``, ...)."""
@@ -101,6 +102,8 @@ class PartitionConfig:
         out["feature_schema"] = _schema_json(self.feature_schema)
         if self.run_fingerprint:
             out["run_fingerprint"] = self.run_fingerprint
+        if self.num_classes is not None:
+            out["num_classes"] = self.num_classes
         out["checksums"] = self.checksums
         return out
 
@@ -161,7 +164,8 @@ def write_config(cfg: PartitionConfig) -> None:
 
 
 _KNOWN = {"format", "format_version", "graph_name", "part_method", "num_parts", "halo_hops", "num_nodes",
-          "num_edges", "ntypes", "etypes", "node_map", "edge_map", "checksums", "run_fingerprint", "feature_schema"}
+          "num_edges", "ntypes", "etypes", "node_map", "edge_map", "checksums", "run_fingerprint", "feature_schema",
+          "num_classes"}
 
 
 def read_config(path: str | os.PathLike) -> PartitionConfig:
@@ -195,6 +199,7 @@ def read_config(path: str | os.PathLike) -> PartitionConfig:
         checksums=r.checksums(),
         feature_schema=r.schema(),
         run_fingerprint=r.str("run_fingerprint", _NO_IDENTITY),
+        num_classes=r.int("num_classes", 1) if "num_classes" in raw else None,
         extra={k: v for k, v in raw.items() if k not in _KNOWN and not k.startswith("part-")},
     )
     _check_tiling(path, "node_map", cfg.node_map, list(ntypes), cfg.num_nodes, num_parts)

@@ -114,6 +114,18 @@ def verify_checksums(part_config: str | os.PathLike) -> None:
         _verify_file(cfg, rel)
 
 
+def verify_partition(cfg: PartitionConfig, part_id: int) -> int:
+    """Check every file of partition ``part_id`` that has a recorded checksum against it; returns the bytes
+    hashed. Raises :class:`FormatError` naming the first file that is missing or does not match."""
+    _check_part(cfg, part_id)
+    hashed = 0
+    for rel in cfg.parts[part_id].values():
+        if rel in cfg.checksums:
+            _verify_file(cfg, rel)
+            hashed += (cfg.root / rel).stat().st_size
+    return hashed
+
+
 # -- internals ---------------------------------------------------------------------------------
 def _check_part(cfg: PartitionConfig, part_id: int) -> None:
     if not 0 <= part_id < cfg.num_parts:

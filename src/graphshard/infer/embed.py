@@ -5,6 +5,7 @@ the outputs computed layer by layer, then written in the user's original node or
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -38,12 +39,13 @@ def checkpoint_options(part_config: str, checkpoint: str, out: str, timeout: flo
 
 def embed(part_config: str | os.PathLike, checkpoint: str | os.PathLike, out: str | os.PathLike,
           num_procs: int | None = None, host: str = "127.0.0.1", timeout: float = 300.0, layer: str = "output",
-          heartbeat_timeout: float = DEFAULT_LOST_AFTER) -> None:
+          heartbeat_timeout: float = DEFAULT_LOST_AFTER, verify: bool = True) -> None:
     """Write every node's output (as ``--save-embeddings`` does) from the checkpoint in ``checkpoint`` of a
     run on the partitions of ``part_config`` (``<checkpoint>/best`` of a run: its best validation epoch).
     ``num_procs``: start that many local ranks (the checkpoint's rank count); None: this process is one rank
     of a torchrun job of that size. ``layer``: ``output``, or ``hidden`` (the layer the last one reads).
-    ``heartbeat_timeout``: see :mod:`graphshard.distributed.liveness`."""
+    ``heartbeat_timeout``: see :mod:`graphshard.distributed.liveness`. ``verify``: check the partition files
+    against their checksums first (see :class:`~graphshard.distributed.graph.DistGraph`)."""
     from ..distributed.environment import adopt_launcher_env
     from ..distributed.lifetime import refuse_spawn_reimport
     from ..train.embeddings import check_embeddings_target
@@ -54,6 +56,7 @@ def embed(part_config: str | os.PathLike, checkpoint: str | os.PathLike, out: st
     rank = 0 if num_procs is not None else int(os.environ.get("RANK", "0"))
     opts, world = checkpoint_options(str(part_config), str(checkpoint), str(out), timeout, layer, heartbeat_timeout,
                                      rank)
+    opts = replace(opts, verify=verify)
     ranks = num_procs if num_procs is not None else int(os.environ.get("WORLD_SIZE", "1"))
     if ranks != world:
         raise InputError(f"{checkpoint}: the checkpoint was written by {world} ranks; run embed on {world} "
@@ -81,7 +84,7 @@ def _rank(opts: TrainOptions) -> None:
     from .layerwise import layerwise_inference
 
     with session(timeout=opts.timeout, heartbeat_timeout=opts.heartbeat_timeout) as s:
-        g = DistGraph(graph_name(opts.part_config), opts.part_config)
+        g = DistGraph(graph_name(opts.part_config), opts.part_config, verify=opts.verify)
         inputs = ModelInputs(g, opts)
         if opts.task == "node":
             target, _, _, classes = node_task(g, opts)

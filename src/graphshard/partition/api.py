@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ def partition_graph(
     seed: int = 0,
     save_orig_ids: bool = False,
     overwrite: bool = False,
+    num_classes: int | None = None,
 ) -> tuple[Any, Any] | None:
     """Partition ``g`` into ``num_parts`` parts and write partition format v1 to ``out_path``.
 
@@ -63,12 +65,16 @@ def partition_graph(
         save_orig_ids: also write ``orig_nids.safetensors`` / ``orig_eids.safetensors`` per partition.
         overwrite: allow ``out_path`` to be a directory graphshard did not write, or one holding another
             graph's partitions (whose config is then removed). Without it such directories are refused.
+        num_classes: the dataset's number of label classes, recorded in the config: training checks every
+            split node's label against it.
 
     Raises:
         InputError: invalid graph, name, counts or options.
     """
     g = g if isinstance(g, Graph) else Graph.from_pyg(g)
     _check_args(g, graph_name, num_parts, num_hops, num_trainers_per_machine, seed)
+    if num_classes is not None and (isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1):
+        raise InputError(f"num_classes must be a positive integer, got {num_classes!r}")
     out_dir = check_output_dir(out_path, "partitions", overwrite)  # refuse before any work is done
     if not overwrite:
         claim_for_graph(out_dir, graph_name, overwrite=False)
@@ -85,6 +91,7 @@ def partition_graph(
         method = part_method if isinstance(part_method, str) else "explicit"
         cfg = _config(out_dir, g, graph_name, method, num_hops, rl, num_trainers_per_machine,
                       result.trainer_ids).with_fingerprint()
+        cfg = replace(cfg, num_classes=num_classes)
         with PartitionWriter(out_path, graph_name, overwrite, identity=cfg) as writer:
             with timer.phase("build+write"):
                 _write_parts(writer, g, view, rl, adj, num_hops, result.trainer_ids, save_orig_ids)

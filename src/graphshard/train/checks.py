@@ -48,30 +48,34 @@ def check_loss(loss: torch.Tensor, epoch: int, step: int, rank: int) -> None:
 
 
 def num_classes_of(labels: np.ndarray, masks: dict[str, np.ndarray], declared: int | None, ntype: str,
-                   to_original=lambda ids: ids) -> int:
-    """The number of classes: ``declared`` when given, else the largest label of a split node + 1. Every
-    node in a split must carry a label in ``[0, classes)``; nodes outside the splits are not read. An
-    inferred count larger than the number of split nodes cannot be real classes (some label is out of
-    range, and the output layer would silently grow to fit it): that is an error asking for the count."""
+                   to_original=lambda ids: ids, source: str = "--num-classes", where=lambda node: "") -> int:
+    """The number of classes: ``declared`` (by ``source``: the flag, or the partition config recording the
+    dataset's count) when given, else the largest label of a split node + 1. Every node in a split must carry
+    a label in ``[0, classes)``; nodes outside the splits are not read. An inferred count larger than the
+    number of split nodes cannot be real classes (some label is out of range, and the output layer would
+    silently grow to fit it): that is an error asking for the count. Errors name the node by original ID and,
+    through ``where(node)``, the file its label was read from."""
     used = np.zeros(labels.shape[0], dtype=bool)
     for mask in masks.values():
         used |= mask
     seen = labels[used]
     top = int(seen.max()) + 1 if seen.size else 1
     classes = declared if declared is not None else top
+
+    def node_text(node: int) -> str:
+        orig = int(to_original(torch.tensor([node]))[0])
+        return f"{ntype!r} node {orig} (original ID{where(node)}) of a train/val/test split"
+
     if declared is None and top > max(1, int(used.sum())):
         node = int(np.flatnonzero(used & (labels == top - 1))[0])
-        orig = int(to_original(torch.tensor([node]))[0])
-        raise InputError(f"{ntype!r} node {orig} (original ID) of a train/val/test split has label {top - 1}, "
-                         f"which would make {top} classes for {int(used.sum())} labelled nodes: a label is out of "
-                         "range; give the number of classes (--num-classes) to check the labels against")
+        raise InputError(f"{node_text(node)} has label {top - 1}, which would make {top} classes for "
+                         f"{int(used.sum())} labelled nodes: a label is out of range; give the number of classes "
+                         "(--num-classes) to check the labels against")
     bad = np.flatnonzero(used & ((labels < 0) | (labels >= classes)))
     if bad.size:
         node = int(bad[0])
-        orig = int(to_original(torch.tensor([node]))[0])
-        what = f"the declared {classes} classes" if declared is not None else "the classes (labels are >= 0)"
-        raise InputError(f"{ntype!r} node {orig} (original ID) of a train/val/test split has label "
-                         f"{int(labels[node])}, outside {what}")
+        what = f"the {classes} classes declared by {source}" if declared is not None else "the classes (labels are >= 0)"
+        raise InputError(f"{node_text(node)} has label {int(labels[node])}, outside {what}")
     return classes
 
 

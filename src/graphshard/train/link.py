@@ -95,7 +95,7 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     require_link_split(opts)
     held: LinkSplit = load_link_split(opts.link_split)
     torch.manual_seed(opts.seed)
-    g = DistGraph(graph_name(opts.part_config), opts.part_config)
+    g = DistGraph(graph_name(opts.part_config), opts.part_config, verify=opts.verify)
     et = g._etype(held.etype)
     if not opts.allow_nonfinite:
         check_finite_features(g, opts.feat or "feat")

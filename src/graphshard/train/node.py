@@ -58,14 +58,21 @@ def node_task(g: DistGraph, opts: TrainOptions) -> tuple[str, np.ndarray, dict[s
     book = g.get_partition_book()
     labels = _full(g, target, label).astype(np.int64)
     masks = {k: _full(g, target, name).astype(bool) for k, name in opts.mask_names.items()}
-    classes = num_classes_of(labels, masks, opts.num_classes, target, lambda ids: book.to_original(target, ids))
+    cfg = g.config
+    declared, source = ((opts.num_classes, "--num-classes") if opts.num_classes is not None
+                        else (cfg.num_classes, f"the partition config {cfg.path}"))
+
+    def where(node: int) -> str:
+        part = int(g.served.stored_book.nid2partid(np.array([node]), target)[0])
+        return f", label read from {cfg.part_path(part, 'node_feats')}"
+    classes = num_classes_of(labels, masks, declared, target, lambda ids: book.to_original(target, ids), source, where)
     return target, labels, masks, classes
 
 
 def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
     """Train and evaluate; returns the metrics (the same on every rank)."""
     torch.manual_seed(opts.seed)
-    g = DistGraph(graph_name(opts.part_config), opts.part_config)
+    g = DistGraph(graph_name(opts.part_config), opts.part_config, verify=opts.verify)
     target, labels, masks, classes = node_task(g, opts)
     book, world = g.get_partition_book(), s.world_size
     ntype = target if len(g.ntypes) > 1 else None

@@ -102,6 +102,8 @@ class TrainOptions:
     heartbeat_timeout: float = option(DEFAULT_LOST_AFTER, "float", "seconds without a heartbeat after which a rank (its link, "
                                       "process or host) is lost and the run stops, naming it (0: off)",
                                       **NON_NEGATIVE, **FINITE)
+    verify: bool = option(True, "bool", "check the partition files each rank serves against the sha256 checksums "
+                          "of the partition config before training on them (--no-verify skips it)")
     allow_nonfinite: bool = option(False, "bool", "train on NaN or infinite features and losses instead of stopping "
                                    "with an error")
     progress: bool = option(True, "bool", "progress bars", cli=False)

@@ -120,7 +120,8 @@ def partition_dataset(dataset: str, out_dir: str, num_parts: int, method: str = 
             save_link_split(held_out, split_file)
         if not g.is_homogeneous:
             g = with_reverse_edges(g)
-        partition_graph(g, config.stem, num_parts, out, part_method=method, seed=seed)
+        partition_graph(g, config.stem, num_parts, out, part_method=method, seed=seed,
+                        num_classes=None if link else _declared_classes(dataset))
     return str(config), split_file
 
 
@@ -174,8 +175,6 @@ def _train(opts: TrainOptions, num_procs: int | None, dataset: str | None, work_
         from .runlog import check_log_dir
 
         check_log_dir(opts.log_dir)
-    if dataset and opts.num_classes is None and opts.task == "node":
-        opts = replace(opts, num_classes=_declared_classes(dataset))
     if dataset:
         parts = num_procs or int(os.environ.get("WORLD_SIZE", "1"))
         out = f"{work_dir}/{parts}parts-{part_method}"
