@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..format.inputs import require_dir
 from ..format.jsonfile import read_json_object
 from ..format.names import SUFFIX_ROOM, check_etype_names, check_path_name, inside
 from ..format.outputs import check_output_dir
@@ -117,7 +118,7 @@ def load_dataset(path: str | os.PathLike) -> Dataset:
     """Load a dataset directory in the shared layout (homogeneous or heterogeneous), a chunked graph
     directory (``metadata.json``; no learning task recorded, so ``num_classes`` is None) or OGB's raw
     node-property layout (:mod:`.ogb`)."""
-    d = Path(path)
+    d = require_dir(path)  # a typo is "no such directory", not a missing meta.json
     meta_path = d / "meta.json"
     if not meta_path.is_file() and (d / "metadata.json").is_file():
         from ..chunked.load import load_chunked_graph

@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..format.inputs import require_dir
 from ..format.names import SUFFIX_ROOM, check_etype_names, check_path_name
 from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph
 from ..limits import check_count
@@ -52,7 +53,7 @@ def is_ogb_dir(path: str | os.PathLike) -> bool:
 
 def load_ogb(path: str | os.PathLike, scheme: str | None = None) -> Dataset:
     """The graph, features, labels and split masks of an OGB raw directory (see the module docstring)."""
-    d = Path(path)
+    d = require_dir(path)
     if not is_ogb_dir(d):
         raise InputError(f"{d}: not an OGB raw directory (no raw/num-node-list.csv.gz nor raw/num-node-dict.csv.gz)")
     split = _scheme(d, scheme)
