@@ -194,10 +194,10 @@ def save_dataset(ds: Dataset, path: str | os.PathLike, extra_meta: dict[str, Any
                  overwrite: bool = False) -> Path:
     """Write ``ds`` in the shared layout (dense features): staged inside ``path``, then published (meta.json last).
 
-    ``path`` must be new, empty or an earlier dataset output of graphshard unless ``overwrite`` (which keeps
-    files of other names); a failed write leaves nothing behind (an ``OSError`` becomes a
-    :class:`WriteError` naming the file)."""
-    final = check_output_dir(path, "dataset", overwrite)
+    ``path`` must be new, empty or graphshard's earlier dataset output of the same graph (``ds.name``)
+    unless ``overwrite`` (which keeps files of other names); a failed write leaves nothing behind (an
+    ``OSError`` becomes a :class:`WriteError` naming the file)."""
+    final = check_output_dir(path, "dataset", overwrite, graph=ds.name)
     with staged_dir(final, "dataset") as tmp:
         _save(ds, tmp, extra_meta)
     return final

@@ -33,7 +33,7 @@ def write_assignment(out_dir: str | os.PathLike, per_type: dict[str, np.ndarray]
         raise InputError(f"assignment format must be 'txt' or 'npy', got {fmt!r}")
     for t in per_type:
         check_path_name(t, "assignment: node type", extra=len(".txt"))
-    out = prepare_output_dir(out_dir, "assignment", overwrite)
+    out = prepare_output_dir(out_dir, "assignment", overwrite, graph=(extra or {}).get("graph_name"))
     (out / META_NAME).unlink(missing_ok=True)
     for t, parts in per_type.items():
         with atomic_file(inside(out, f"{t}.{fmt}")) as tmp:
