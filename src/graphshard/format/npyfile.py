@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tokenize
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +23,10 @@ def read_npy(path: str | os.PathLike, error: type[Exception] = InputError, mmap:
         arr = np.load(path, allow_pickle=False, mmap_mode="r")  # maps, so a shape larger than the file fails here
     except OSError as exc:
         raise error(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    except (ValueError, EOFError, OverflowError, MemoryError) as exc:
-        raise error(f"{path}: not a .npy file of a plain array ({exc})") from None
+    except (ValueError, EOFError, OverflowError, MemoryError, TypeError, SyntaxError, tokenize.TokenError) as exc:
+        # what np.load raises on a damaged header (an unclosed bracket: tokenize.TokenError) or data
+        reason = exc.args[0] if isinstance(exc, tokenize.TokenError) else exc
+        raise error(f"{path}: not a .npy file of a plain array ({reason})") from None
     if not isinstance(arr, np.ndarray):  # np.load opens a .npz (zip) archive as a mapping of arrays
         getattr(arr, "close", lambda: None)()
         raise error(f"{path}: a .npz archive, not a .npy array")
