@@ -244,3 +244,14 @@ def test_duplicate_node_types_are_refused(tmp_path):
     _gz(d / "raw" / "num-node-dict.csv.gz", "author,paper,author\n6,4,9\n")
     _, err = assert_named_error(lambda: load_ogb(d), d, mentions=("'author'",))
     assert isinstance(err, InputError)
+
+
+def test_a_node_type_without_nodes_and_empty_files(tmp_path):
+    """Empty feature and label files of a type with no nodes: the label file was an AttributeError."""
+    d = tmp_path / "o"
+    _hetero(d)
+    _gz(d / "raw" / "num-node-dict.csv.gz", "author,paper,ghost\n6,4,0\n")
+    _gz(d / "raw" / "node-feat" / "ghost" / "node-feat.csv.gz", "")
+    _gz(d / "raw" / "node-label" / "ghost" / "node-label.csv.gz", "")
+    got, err = assert_named_error(lambda: load_ogb(d), d)
+    assert err is None and got.graph.num_nodes["ghost"] == 0
