@@ -3,6 +3,8 @@ and on the generated graph beats a random-score baseline by a wide margin."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -90,3 +92,4 @@ def test_link_training_from_a_dataset_under_torchrun(tmp_path):
     assert (m["world_size"], m["num_parts"]) == (2, 2) and 0.5 < m["test_auc"] <= 1.0
     host = tmp_path / "work" / "2parts-metis" / "host0"
     assert [p.relative_to(host).parts[1:] for p in host.glob("*/link/link_split.safetensors")] == [("link", "link_split.safetensors")]
+    assert Path(m["part_config"]).parent == next(host.resolve().glob("*/link"))  # where it partitioned, for embed

@@ -95,8 +95,9 @@ def test_train_runs_unchanged_under_torchrun(tmp_path):
 
 def test_training_prints_no_warnings(tmp_path):
     """A normal run shows the user no library warnings (torch's RPC start-up used to print two); the first
-    run says once that kernels are being compiled (the launcher compiles them, so no rank compiles again),
-    a later run finds them in the cache and says nothing; ``-v`` reaches the ranks."""
+    run says once that kernels are being compiled (the launcher compiles them, so no rank compiles again) and
+    where it put the partitions; a later run finds the kernels in the cache and does not say so; ``-v``
+    reaches the ranks."""
     import os
     import subprocess
     import sys
@@ -119,7 +120,8 @@ def test_training_prints_no_warnings(tmp_path):
     first = run()
     assert first.stderr.count(NOTICE) == 1, first.stderr
     said = [line for line in first.stderr.splitlines() if line.strip() and "%|" not in line]  # but progress bars
-    assert said == [f"graphshard: {NOTICE}"], first.stderr
+    assert said[0] == f"graphshard: {NOTICE}" and len(said) == 2, first.stderr
+    assert said[1].startswith(f"graphshard: partitions of {tmp_path / 'data'}: {tmp_path / 'w'}/"), said  # made now
     second = run("-v")
     assert NOTICE not in second.stderr
     assert "[rank 1] INFO" in second.stderr and "[rank 0] INFO" in second.stderr

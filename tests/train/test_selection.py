@@ -140,3 +140,55 @@ def test_csv_alone_without_tensorboard(tmp_path, monkeypatch):
     rows = list(csv.DictReader(open(tmp_path / "log" / "metrics.csv")))
     assert rows[0]["val/acc"] == "" and float(rows[1]["val/acc"]) == 0.75 and float(rows[0]["data/fetched_mb"]) == 3.0
     assert scalars(history[1])["time/epoch_s"] == 1.5
+
+
+def test_a_resumed_run_reports_this_runs_epochs_and_its_partitions(data, capfd):
+    """``train --dataset`` names the partitions it made (then reused) in a notice and in the metrics file; a
+    resumed run's summary accounts for the epochs it trained, not those of the checkpoint; the resume and
+    early-stop notices look like the others (``graphshard: ...``), each after the line it follows from."""
+    import json
+    import re
+    from pathlib import Path
+
+    from graphshard.cli import main
+
+    ckpt, metrics = data / "resume-report", data / "resume-report.json"
+    argv = ["train", "--dataset", str(data / "data"), "--work-dir", str(data / "work-report"), "--num-procs", "2",
+            "--checkpoint", str(ckpt), "--fanouts", "4,4", "--batch-size", "128", "--lr", "0.05", "--hidden", "16",
+            "--metrics-out", str(metrics)]
+    said = r"graphshard: partitions of {}: (\S+) \(({}); give it as --part-config to embed, or to train without " \
+           r"partitioning again\)"
+
+    def messages(err: str) -> list[str]:
+        return [line for line in err.splitlines() if line.strip() and "%|" not in line]  # but progress bars
+
+    assert main([*argv, "--epochs", "2"]) == 0
+    out, err = capfd.readouterr()
+    first = json.loads(metrics.read_text())
+    [line] = messages(err)
+    made = re.fullmatch(said.format(re.escape(str(data / "data")), "made now"), line)
+    assert made and Path(made.group(1)).resolve() == Path(first["part_config"]) and Path(first["part_config"]).is_file()
+    assert first["start_epoch"] == 0 and "training epochs" in out and "resumed" not in out
+
+    assert main([*argv, "--epochs", "30", "--patience", "2"]) == 0
+    out, err = capfd.readouterr()
+    m = json.loads(metrics.read_text())
+    assert m["part_config"] == first["part_config"] and m["start_epoch"] == 2
+    vals = [e["val_acc"] for e in m["epochs"]]
+    last, best = len(vals) - 1, vals.index(max(vals))
+    assert 2 <= last < 29 and last - best == 2  # it did stop early, after the resume
+    reused = said.format(re.escape(str(data / "data")), "made by an earlier run, reused")
+    lines = messages(err)
+    assert len(lines) == 3 and re.fullmatch(reused, lines[0]), lines
+    assert lines[1:] == [f"graphshard: resuming after epoch 1 from {ckpt}",
+                         f"graphshard: stopping early after epoch {last}: val_acc has not improved on epoch {best}'s "
+                         f"{vals[best]:.4f} for 2 epochs (--patience)"]
+    # this run printed epochs 2..last, and its summary covers exactly those
+    assert [int(x) for x in re.findall(r"^epoch +(\d+):", out, re.M)] == list(range(2, last + 1))
+    wall = sum(e["wall_s"] for e in m["epochs"] if e["epoch"] >= 2)
+    fetched = sum(e["fetch_bytes"] for e in m["epochs"] if e["epoch"] >= 2)
+    [summary] = [line for line in out.splitlines() if line.startswith("training epoch")]
+    assert summary.startswith(f"training epochs 2-{last} (this run; epochs 0-1 resumed from the checkpoint) "
+                              f"{wall:.1f} s = "), summary
+    assert summary.endswith(f"; {fetched / 1e6:.1f} MB of features fetched from other ranks"), summary
+    assert f"training epochs {m['time']['epochs_s']:.1f} + " in out  # the time account: this run's too

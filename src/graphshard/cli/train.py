@@ -76,7 +76,9 @@ def print_metrics(m: dict, epochs: bool = False) -> None:
         print(epoch_line(e))
     keys = ("wall_s", "wait_s", "sample_s", "fetch_s", "compute_s", "comm_s", "fetch_bytes", "cache_hits",
             "cache_misses")
-    total = {k: sum(e.get(k, 0) for e in m["epochs"]) for k in keys}
+    first = m.get("start_epoch", 0)  # > 0: resumed; the epochs before came from the checkpoint
+    ran = [e for e in m["epochs"] if e["epoch"] >= first]  # this run's: what its time account covers
+    total = {k: sum(e.get(k, 0) for e in ran) for k in keys}
     other = max(0.0, total["wall_s"] - total["wait_s"] - total["compute_s"] - total["comm_s"])
     where = f"on {m['world_size']} processes x {m['num_parts']} partitions"
     at = f"epoch {m['best_epoch']} (best validation)" if "best_epoch" in m else "the last epoch"
@@ -97,14 +99,25 @@ def print_metrics(m: dict, epochs: bool = False) -> None:
         asked = total["cache_hits"] + total["cache_misses"]
         cache = (f"; feature cache {m['cache_rows']:,} rows ({m['cache_bytes'] / 1e6:.1f} MB, built in "
                  f"{m['cache_build_s']:.1f} s) served {total['cache_hits'] / max(1, asked):.0%} of remote rows")
-    if any(e.get("background") for e in m["epochs"]):
+    if any(e.get("background") for e in ran):
         batches = (f"waiting for batches {total['wait_s']:.1f} (built in the background: sampling "
                    f"{total['sample_s']:.1f} + feature fetch {total['fetch_s']:.1f})")
     else:
         batches = f"sampling {total['sample_s']:.1f} + feature fetch {total['fetch_s']:.1f}"
-    print(f"training epochs {total['wall_s']:.1f} s = {batches} + compute {total['compute_s']:.1f} + gradient sync "
-          f"{total['comm_s']:.1f} + other {other:.1f}; {total['fetch_bytes'] / 1e6:.1f} MB of features fetched from "
-          f"other ranks{cache}")
+    print(f"{_trained(ran, first)} {total['wall_s']:.1f} s = {batches} + compute {total['compute_s']:.1f} + "
+          f"gradient sync {total['comm_s']:.1f} + other {other:.1f}; {total['fetch_bytes'] / 1e6:.1f} MB of features "
+          f"fetched from other ranks{cache}")
+
+
+def _trained(ran: list[dict], first: int) -> str:
+    """``training epochs``; after a resume, which epochs this run trained and which it resumed."""
+    if not first:
+        return "training epochs"
+    before = "epoch 0" if first == 1 else f"epochs 0-{first - 1}"
+    if not ran:
+        return f"training epochs (none in this run: {before} resumed from the checkpoint)"
+    span = f"{ran[0]['epoch']}-{ran[-1]['epoch']}" if len(ran) > 1 else f"{ran[0]['epoch']}"
+    return f"training epoch{'s' if len(ran) > 1 else ''} {span} (this run; {before} resumed from the checkpoint)"
 
 
 def run_train(args: argparse.Namespace) -> None:

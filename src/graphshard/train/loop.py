@@ -162,6 +162,8 @@ class Trainer:
                 self.history.append(record)
                 stop = self._select(record)
                 self._report(record)
+                if stop:  # after the epoch's line, which it follows from
+                    notice.info(stop)
                 if self.opts.checkpoint:
                     doing(f"writing the checkpoint of epoch {epoch}")
                     with timing.phase("checkpoint_s"):
@@ -171,21 +173,20 @@ class Trainer:
                     break
         return self.history
 
-    def _select(self, record: dict[str, Any]) -> bool:
-        """Keep the weights if ``record`` is the best validation so far; whether patience has run out. Every
-        rank decides alike (the validation figures are summed over ranks)."""
+    def _select(self, record: dict[str, Any]) -> str | None:
+        """Keep the weights if ``record`` is the best validation so far; if patience has run out, why training
+        stops (else None). Every rank decides alike (the validation figures are summed over ranks)."""
         best = self.best_epoch
         if record.get(self.metric) is not None and best == record["epoch"]:
             with timing.phase("checkpoint_s") if self.opts.checkpoint else nullcontext():  # in memory: "other"
                 self._keep_best(best)
         patience = self.opts.patience
         if not patience or best is None or record.get(self.metric) is None or record["epoch"] - best < patience:
-            return False
+            return None
         record["stopped_early"] = True
         value = next(r[self.metric] for r in self.history if r["epoch"] == best)
-        notice.info("stopping early after epoch %d: %s has not improved on epoch %d's %.4f for %d epochs",
-                    record["epoch"], self.metric, best, value, patience)
-        return True
+        return (f"stopping early after epoch {record['epoch']}: {self.metric} has not improved on epoch {best}'s "
+                f"{value:.4f} for {patience} epoch{'s' if patience > 1 else ''} (--patience)")
 
     def final_test(self, test: Callable[[], dict[str, float]], changed: Callable[[], None]) -> dict[str, Any]:
         """Test at the best validation epoch (collective): ``test()`` gives the test figures of the current
@@ -204,6 +205,7 @@ class Trainer:
             result = test()
         record = next(r for r in self.history if r["epoch"] == chosen)
         out |= {"best_epoch": chosen, **_prefixed(record, "val_", "val_"), **_prefixed(result, "", "test_")}
+        out["start_epoch"] = self.start_epoch  # the first epoch this run trained (> 0: resumed from a checkpoint)
         if self.runlog is not None:
             self.runlog.close({f"test/{k}": v for k, v in result.items()}, chosen)
         return out

@@ -20,6 +20,7 @@ from .options import TrainOptions
 from .report import write_json
 
 log = logging.getLogger(__name__)
+notice = logging.getLogger("graphshard.notice")  # shown at the default log level
 
 
 def _rank_main(opts: TrainOptions, result_path: str | None, dataset: tuple | None = None,
@@ -36,26 +37,42 @@ def _rank_main(opts: TrainOptions, result_path: str | None, dataset: tuple | Non
 
     rank = os.environ.get("RANK", "0")
     level = logging.getLogger().getEffectiveLevel() if log_level is None else log_level
-    logging.basicConfig(level=level, format=f"%(asctime)s [rank {rank}] %(levelname)s %(name)s: %(message)s",
-                        force=True)
-    if rank == "0" and level > logging.INFO:  # kernel compilation is announced once, not by every rank
-        logging.getLogger("graphshard.notice").setLevel(logging.INFO)
+    logging.basicConfig(level=level, format=_rank_format(rank), force=True)
+    if level > logging.INFO:  # rank 0's notices (not every rank's), shown as the launcher shows its own
+        logging.getLogger().handlers[0].setFormatter(_NoticeFormatter(_rank_format(rank)))
+        if rank == "0":
+            notice.setLevel(logging.INFO)
     with session(timeout=opts.timeout, heartbeat_timeout=opts.heartbeat_timeout) as s:
         if opts.log_dir:
             rank_log(s, opts.log_dir)
         if dataset is not None:
             start = time.perf_counter()
             if os.environ.get("LOCAL_RANK", "0") == "0":
-                partition_dataset(*dataset)
+                _partition_announced(dataset, announce=s.rank == 0)
             s.group.barrier("dataset partitioned on every host")
             opts = resolve_data(_with_partitions(opts, dataset), s.world_size, announce=s.rank == 0)
             timing.add("partition_s", time.perf_counter() - start)
         metrics = (train_link if opts.task == "link" else train_node)(s, opts)
+        metrics["part_config"] = str(Path(opts.part_config).resolve())  # what embed (or another run) needs
         metrics["time"] = timing.rank_account() | ({"spawn_s": spawn_s} if spawn_s is not None else {})
         metrics["time"]["finished_at"] = time.time()
         if s.rank == 0 and result_path:
             write_json(result_path, metrics)
     return metrics
+
+
+def _rank_format(rank: str) -> str:
+    return f"%(asctime)s [rank {rank}] %(levelname)s %(name)s: %(message)s"
+
+
+class _NoticeFormatter(logging.Formatter):
+    """A rank's terminal: notices (resuming, stopping early, ...) as the command line shows its own
+    (``graphshard: message``); other records with their time, rank and level."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.name == notice.name and record.levelno < logging.WARNING:
+            return f"graphshard: {record.getMessage()}"
+        return super().format(record)
 
 
 def rank_log(s: Any, directory: str) -> None:
@@ -71,7 +88,7 @@ def rank_log(s: Any, directory: str) -> None:
         h.addFilter(lambda r: r.levelno >= shown or (s.rank == 0 and r.name == "graphshard.notice"))
     handler = logging.FileHandler(Path(directory) / f"rank{s.rank}.log")
     handler.setLevel(logging.INFO)
-    handler.setFormatter(root.handlers[0].formatter if root.handlers else None)
+    handler.setFormatter(logging.Formatter(_rank_format(str(s.rank))))  # every record with its time and rank
     root.addHandler(handler)
     root.setLevel(min(root.level, logging.INFO))
     log.info("run started (rank %d of %d)", s.rank, s.world_size)
@@ -95,6 +112,17 @@ def _with_partitions(opts: TrainOptions, job: tuple) -> TrainOptions:
     """``opts`` on the partitions :func:`partition_dataset` made (or found) for ``job``, its arguments."""
     _, config, split = _paths(*job)
     return replace(opts, part_config=str(config), link_split=split or opts.link_split)
+
+
+def _partition_announced(job: tuple, announce: bool = True) -> str:
+    """:func:`partition_dataset` of ``job`` (its arguments); ``announce``: say in a notice where the partitions
+    are (what ``graphshard embed --part-config`` needs), made now or reused. Returns the partition config."""
+    made = not _paths(*job)[1].is_file()
+    config, _ = partition_dataset(*job)
+    if announce:
+        notice.info("partitions of %s: %s (%s; give it as --part-config to embed, or to train without "
+                    "partitioning again)", job[0], config, "made now" if made else "made by an earlier run, reused")
+    return config
 
 
 def partition_dataset(dataset: str, out_dir: str, num_parts: int, method: str = "metis", seed: int = 0,
@@ -189,7 +217,7 @@ def _train(opts: TrainOptions, num_procs: int | None, dataset: str | None, work_
         if not _paths(*job)[1].is_file():  # to be partitioned here: refused first if it cannot fit
             check_partition_fits(dataset, part_method, parts, allowed(memory))
         with timing.phase("partition_s", launcher):
-            partition_dataset(*job)
+            _partition_announced(job)
         opts = _with_partitions(opts, job)
     # the data's names, the partition count and the held-out edges: checked before starting any process
     opts = resolve_data(opts, num_procs or int(os.environ.get("WORLD_SIZE", "1")),
