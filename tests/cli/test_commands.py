@@ -48,7 +48,10 @@ def test_balance_file_and_errors(tmp_path, capsys):
                  "--balance-ntypes", str(tmp_path / "bal.npy")]) == 0
     capsys.readouterr()
     assert main(["partition", "--dataset", str(tmp_path / "nope"), "--num-parts", "2", "--out", str(tmp_path / "q")]) == 2
-    assert "meta.json: missing" in capsys.readouterr().err
+    assert capsys.readouterr().err == f"graphshard: error: {tmp_path / 'nope'}: no such directory\n"
+    (tmp_path / "nope").mkdir()
+    assert main(["partition", "--dataset", str(tmp_path / "nope"), "--num-parts", "2", "--out", str(tmp_path / "q")]) == 2
+    assert "nope/meta.json: missing" in capsys.readouterr().err
     assert main(["partition", "--dataset", str(tmp_path / "d"), "--num-parts", "0", "--out", str(tmp_path / "q")]) == 2
     assert "argument --num-parts: expected a positive integer, got 0" in capsys.readouterr().err
     assert main(["inspect", str(tmp_path / "q" / "missing.json")]) == 2
@@ -75,6 +78,10 @@ def test_pipeline_commands(tmp_path, capsys):
     assert set(part.node_feats) >= {"_N/feat", "_N/label"}
     assert main(["parmetis", "export", "--in-dir", str(tmp_path / "c"), "--out-dir", str(tmp_path / "pm")]) == 0
     assert (tmp_path / "pm" / "comm_stats.txt").read_text().split()[0] == "600"
+    assert main(["assign", "--in-dir", str(tmp_path / "nothing"), "--out-dir", str(tmp_path / "x"),
+                 "--num-parts", "2"]) == 2
+    assert capsys.readouterr().err == f"graphshard: error: {tmp_path / 'nothing'}: no such directory\n"
+    (tmp_path / "nothing").mkdir()
     assert main(["assign", "--in-dir", str(tmp_path / "nothing"), "--out-dir", str(tmp_path / "x"),
                  "--num-parts", "2"]) == 2
     assert "chunked graph metadata is missing" in capsys.readouterr().err

@@ -108,7 +108,9 @@ def test_rerun_removes_what_the_previous_output_wrote_and_only_that(tmp_path):
     save_dataset(Dataset("h", small_hetero(), 4, "paper"), out)
     assert (out / "paper_feat.npy").is_file() and (out / "edges").is_dir()
     (out / "keep.txt").write_text("mine")
-    save_dataset(Dataset("d", small_homo(), 2), out)
+    with pytest.raises(InputError, match="already holds the dataset of another graph"):
+        save_dataset(Dataset("d", small_homo(), 2), out)  # another graph: only with overwrite
+    save_dataset(Dataset("d", small_homo(), 2), out, overwrite=True)
     names = sorted(p.name for p in out.iterdir())
     assert "paper_feat.npy" not in names and "edges" not in names and "keep.txt" in names
     assert load_dataset(out).graph.is_homogeneous and (out / "keep.txt").read_text() == "mine"
@@ -386,3 +388,75 @@ def test_chunk_into_a_really_full_tmpfs(cli_inputs, tiny_tmpfs, capsys, fmt):
     assert re.fullmatch(rf"graphshard: error: {out}/[\w/]+/chunk-\d\.(npy|csv|parquet): No space left on device "
                         rf"while writing {out}; nothing was published there\n", err), err
     assert list(tiny_tmpfs.iterdir()) == []  # nothing left behind
+
+
+# -- one rule for every writer: a directory holds one graph's output; another graph needs --overwrite ----------
+def _rule(out, what, held, graph, replaced="it"):
+    """The message of the one rule (format/outputs.check_same_graph), as partition has always worded it."""
+    return (f"{out}: already holds the {what} of another graph ({held}); writing {graph!r} here would replace "
+            f"{replaced}. Use another directory, or pass --overwrite to replace {'it' if replaced == 'it' else 'them'}")
+
+
+SECOND_GRAPH = {  # command -> (first writes graph A into OUT, second writes graph B there, what the rule says)
+    "generate": (["generate", "rmat", "--scale", "7", "--out", "OUT"],
+                 ["generate", "community", "--nodes", "300", "--out", "OUT"],
+                 lambda out: _rule(out, "dataset", "'rmat7', says meta.json", "community")),
+    "generate --chunked": (["generate", "rmat", "--scale", "7", "--chunked", "--out", "OUT"],
+                           ["generate", "rmat", "--scale", "8", "--chunked", "--out", "OUT"],
+                           lambda out: _rule(out, "chunks", "'rmat7', says metadata.json", "rmat8")),
+    "chunk": (["chunk", "--dataset", "IN/d", "--out", "OUT", "--num-chunks", "2", "--graph-name", "first"],
+              ["chunk", "--dataset", "IN/d", "--out", "OUT", "--num-chunks", "2", "--graph-name", "second"],
+              lambda out: _rule(out, "chunks", "'first', says metadata.json", "second")),
+    "assign": (["assign", "--dataset", "IN/c", "--out", "OUT", "--num-parts", "2"],
+               ["assign", "--dataset", "IN/c2", "--out", "OUT", "--num-parts", "2"],
+               lambda out: _rule(out, "partition assignment", "'g', says partition_meta.json", "g2")),
+    "parmetis import": (["assign", "--dataset", "IN/c2", "--out", "OUT", "--num-parts", "2"],
+                        ["parmetis", "import", "--dataset", "IN/c", "--parmetis-dir", "IN/pm", "--out", "OUT"],
+                        lambda out: _rule(out, "partition assignment", "'g2', says partition_meta.json", "g")),
+    "partition": (["partition", "--dataset", "IN/d", "--num-parts", "2", "--out", "OUT", "--graph-name", "first",
+                   "--method", "random"],
+                  ["partition", "--dataset", "IN/d", "--num-parts", "2", "--out", "OUT", "--graph-name", "second",
+                   "--method", "random"],
+                  lambda out: _rule(out, "partitions", "first.json", "second", "the files first.json describes")
+                  + " (the other config is removed)"),
+}
+
+
+@pytest.mark.parametrize("command", list(SECOND_GRAPH))
+def test_every_writer_refuses_another_graphs_output(cli_inputs, capsys, command):
+    chunk_graph(community_graph(num_nodes=200, seed=4).graph, cli_inputs / "c2", 2, graph_name="g2")
+    first, second, rule = SECOND_GRAPH[command]
+    out = cli_inputs / "out"
+    argv = lambda a: [x.replace("IN", str(cli_inputs)).replace("OUT", str(out)) for x in a]  # noqa: E731
+    assert main(argv(first)) == 0
+    assert main(argv(first)) == 0  # its own graph again: rewritten without --overwrite
+    before = snapshot(out)
+    capsys.readouterr()
+    assert main(argv(second)) == 2
+    assert capsys.readouterr().err == f"graphshard: error: {rule(out)}\n"
+    assert snapshot(out) == before  # refused before anything was written
+    (out / "my-notes.txt").write_text("mine\n")
+    assert main(argv(second) + ["--overwrite"]) == 0
+    assert (out / "my-notes.txt").read_text() == "mine\n"  # --overwrite replaces the output, nothing else
+    assert main(argv(second)) == 0  # the directory is now the second graph's
+
+
+def test_generate_checks_the_name_its_generator_gives(tmp_path):
+    """``generate`` refuses before generating, by the name the generator is about to give its graph."""
+    for argv, name in ((["rmat", "--scale", "6"], "rmat6"), (["community", "--nodes", "100"], "community"),
+                       (["hetero", "--papers", "50", "--authors", "20"], "hetero")):
+        assert main(["generate", *argv, "--out", str(tmp_path / name)]) == 0
+        assert load_dataset(tmp_path / name).name == name
+
+
+def test_library_writers_follow_the_same_rule(tmp_path):
+    save_dataset(Dataset("a", small_homo(), 2), tmp_path / "d")
+    with pytest.raises(InputError) as exc:
+        save_dataset(Dataset("b", small_homo(), 2), tmp_path / "d")
+    assert str(exc.value) == _rule(tmp_path / "d", "dataset", "'a', says meta.json", "b")
+    chunk_graph(small_homo(), tmp_path / "c", 2, graph_name="a")
+    with pytest.raises(InputError) as exc:
+        chunk_graph(small_homo(), tmp_path / "c", 2, graph_name="b")
+    assert str(exc.value) == _rule(tmp_path / "c", "chunks", "'a', says metadata.json", "b")
+    save_dataset(Dataset("b", small_homo(), 2), tmp_path / "d", overwrite=True)
+    assert load_dataset(tmp_path / "d").name == "b"

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..limits import check_count
+from ..format.inputs import require_dir
 from ..format.jsonfile import read_json_object
 from ..format.names import check_etype_names, check_path_name
 from ..graph import EType, etype_str, parse_etype
@@ -113,6 +114,8 @@ def read_metadata(path: str | os.PathLike) -> ChunkedMeta:
     missing chunk files.
     """
     path = Path(path)
+    if not os.path.lexists(path):  # a typo: name the directory that is not there
+        require_dir(path.parent if path.suffix == ".json" else path)
     if path.is_dir():
         path = path / "metadata.json"
     if not path.is_file():

@@ -24,14 +24,14 @@ def chunk_graph(g: Graph, out_dir: str | os.PathLike, num_chunks: int, fmt: str 
     node and edge features in ``feat_num_chunks`` (default ``num_chunks``) NumPy files each (Parquet
     when ``fmt="parquet"``). A type with fewer rows than chunks gets fewer chunks. Written into a
     staging directory inside ``out_dir``, then moved into place (metadata.json last). ``out_dir`` must be
-    new, empty or an earlier chunked output unless ``overwrite`` (which keeps files of other names); a
+    new, empty or an earlier chunked output of the same graph unless ``overwrite`` (which keeps files of other names); a
     failed write (full disk: :class:`~graphshard.errors.WriteError` naming the file) leaves nothing behind."""
     if fmt not in FORMATS:
         raise InputError(f"unknown chunk format {fmt!r}; choose one of {list(FORMATS)}")
     if num_chunks < 1:
         raise InputError(f"num_chunks must be >= 1, got {num_chunks}")
     check_path_name(graph_name, "chunk_graph: graph_name")
-    final = check_output_dir(out_dir, "chunked", overwrite)
+    final = check_output_dir(out_dir, "chunked", overwrite, graph=graph_name)
     with staged_dir(final, "chunked") as tmp:
         _write_graph(g, tmp, num_chunks, fmt, graph_name, feat_num_chunks or num_chunks)
     from .spec import read_metadata

@@ -22,7 +22,8 @@ def run_generate(args: argparse.Namespace) -> None:
         print(f"generated rmat (chunked, {args.num_chunks} chunks): {sum(meta.num_nodes.values()):,} nodes, "
               f"{sum(meta.num_edges.values()):,} edges in {time.perf_counter() - start:.1f} s -> {meta.path}")
         return
-    check_output_dir(args.out, "dataset", args.overwrite)  # refuse before generating
+    name = f"rmat{args.scale}" if args.kind == "rmat" else args.kind  # what the generator names its graph
+    check_output_dir(args.out, "dataset", args.overwrite, graph=name)  # refuse before generating
     if args.kind == "rmat":
         ds = rmat_graph(args.scale, args.edge_factor, args.feat_dim, args.seed,
                         num_classes=args.num_classes)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..format.inputs import require_dir
 from ..format.jsonfile import read_json_object
 from ..format.names import SUFFIX_ROOM, check_etype_names, check_path_name, inside
 from ..format.outputs import check_output_dir
@@ -117,7 +118,7 @@ def load_dataset(path: str | os.PathLike) -> Dataset:
     """Load a dataset directory in the shared layout (homogeneous or heterogeneous), a chunked graph
     directory (``metadata.json``; no learning task recorded, so ``num_classes`` is None) or OGB's raw
     node-property layout (:mod:`.ogb`)."""
-    d = Path(path)
+    d = require_dir(path)  # a typo is "no such directory", not a missing meta.json
     meta_path = d / "meta.json"
     if not meta_path.is_file() and (d / "metadata.json").is_file():
         from ..chunked.load import load_chunked_graph
@@ -193,10 +194,10 @@ def save_dataset(ds: Dataset, path: str | os.PathLike, extra_meta: dict[str, Any
                  overwrite: bool = False) -> Path:
     """Write ``ds`` in the shared layout (dense features): staged inside ``path``, then published (meta.json last).
 
-    ``path`` must be new, empty or an earlier dataset output of graphshard unless ``overwrite`` (which keeps
-    files of other names); a failed write leaves nothing behind (an ``OSError`` becomes a
-    :class:`WriteError` naming the file)."""
-    final = check_output_dir(path, "dataset", overwrite)
+    ``path`` must be new, empty or graphshard's earlier dataset output of the same graph (``ds.name``)
+    unless ``overwrite`` (which keeps files of other names); a failed write leaves nothing behind (an
+    ``OSError`` becomes a :class:`WriteError` naming the file)."""
+    final = check_output_dir(path, "dataset", overwrite, graph=ds.name)
     with staged_dir(final, "dataset") as tmp:
         _save(ds, tmp, extra_meta)
     return final

@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..format.inputs import require_dir
 from ..format.names import SUFFIX_ROOM, check_etype_names, check_path_name
 from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph
 from ..limits import check_count
@@ -52,7 +53,7 @@ def is_ogb_dir(path: str | os.PathLike) -> bool:
 
 def load_ogb(path: str | os.PathLike, scheme: str | None = None) -> Dataset:
     """The graph, features, labels and split masks of an OGB raw directory (see the module docstring)."""
-    d = Path(path)
+    d = require_dir(path)
     if not is_ogb_dir(d):
         raise InputError(f"{d}: not an OGB raw directory (no raw/num-node-list.csv.gz nor raw/num-node-dict.csv.gz)")
     split = _scheme(d, scheme)
@@ -114,29 +115,37 @@ def _scheme(d: Path, scheme: str | None) -> Path:
 
 def _batches(path: Path, dtype: type, nullable: bool = False):
     """The record batches of the (gzip) CSV file ``path``, every column parsed straight to ``dtype``
-    (the column count is read from the first line), in blocks of about 1 MiB of text; an InputError
-    naming the file when it is missing, unreadable or not numeric."""
+    (the column count is read from the first line that is not blank), in blocks of about 1 MiB of text; an
+    InputError naming the file when it is missing, unreadable (a damaged gzip stream included) or not numeric."""
     import gzip
+    import io
+    import zlib
 
     import pyarrow as pa
     import pyarrow.csv as csv
 
     if not path.is_file():
         raise InputError(f"{path}: missing")
+    source: Path | io.BytesIO = path
     try:
-        with gzip.open(path, "rt") if path.suffix == ".gz" else open(path) as f:
+        with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as f:
             first = f.readline()
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
+            while first and not first.strip():  # blank lines are not rows (pyarrow skips them too)
+                first = f.readline()
+            if not first.endswith(b"\n") and not f.read(1):  # one line without its newline: pyarrow cannot
+                source = io.BytesIO(first + b"\n")         # tell its columns, so it is given the newline
+        first.decode("utf-8")
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
         raise InputError(f"{path}: not a readable CSV file ({exc})") from None
     if not first.strip():
         return
-    width = first.count(",") + 1
+    width = first.count(b",") + 1
     arrow_type = pa.from_numpy_dtype(np.dtype(np.float64 if nullable else dtype))  # labels may be NaN
     try:
-        reader = csv.open_csv(path, read_options=csv.ReadOptions(autogenerate_column_names=True, block_size=1 << 20),
+        reader = csv.open_csv(source, read_options=csv.ReadOptions(autogenerate_column_names=True, block_size=1 << 20),
                               convert_options=csv.ConvertOptions(column_types={f"f{j}": arrow_type for j in range(width)}))
         yield from reader
-    except (pa.ArrowInvalid, OSError) as exc:
+    except (pa.ArrowException, OSError, EOFError, zlib.error) as exc:
         raise InputError(f"{path}: not a CSV file of numbers ({exc})") from None
 
 
@@ -147,35 +156,51 @@ def _matrix(path: Path, dtype: type, rows: int | None = None, nullable: bool = F
     for batch in _batches(path, dtype, nullable):
         k = batch.num_columns
         if rows is None:
-            pieces.append(np.column_stack([_numeric(c, path, dtype) for c in batch.columns]))
+            pieces.append(np.column_stack([_numeric(c, path, dtype, nullable, at) for c in batch.columns]))
+            at += batch.num_rows
             continue
         if out is None:
             out = np.empty((rows, k), dtype=dtype)
         if at + batch.num_rows > rows:
             raise InputError(f"{path}: more than {rows} rows, expected one per node")
         for j, c in enumerate(batch.columns):
-            out[at:at + batch.num_rows, j] = _numeric(c, path, dtype)
+            out[at:at + batch.num_rows, j] = _numeric(c, path, dtype, nullable, at)
         at += batch.num_rows
     if rows is None:
         return np.concatenate(pieces) if pieces else np.zeros((0, 0), dtype=dtype)
     if at != rows:
         raise InputError(f"{path}: {at} rows, expected one per node ({rows})")
-    return out
+    return out if out is not None else np.zeros((0, 0), dtype=dtype)  # no rows, as expected
 
 
-def _numeric(col, path: Path, dtype: type) -> np.ndarray:
+def _numeric(col, path: Path, dtype: type, nullable: bool = False, first_row: int = 0) -> np.ndarray:
+    """A parsed column as ``dtype``. Integers: an empty, NA or NaN field is -1 where ``nullable`` (labels:
+    unlabelled) and an error otherwise; a value that is not a whole number, infinite or beyond 64 bits is an
+    error naming its row (``first_row``: the rows before this column's batch)."""
     import pyarrow as pa
 
     if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_null(col.type)):
         raise InputError(f"{path}: non-numeric values ({col.type})")
-    if np.issubdtype(dtype, np.integer):
-        if col.null_count or pa.types.is_floating(col.type):
-            values = col.to_numpy(zero_copy_only=False).astype(np.float64)
-            bad = np.flatnonzero(~np.isnan(values) & (values != np.round(values)))
-            if bad.size:
-                raise InputError(f"{path}: value {values[bad[0]]} is not an integer")
-            return np.where(np.isnan(values), -1, values).astype(dtype)  # empty or NaN: unlabelled
+    if not np.issubdtype(dtype, np.integer):
         return col.to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+    if pa.types.is_unsigned_integer(col.type) and col.null_count == 0:
+        values = col.to_numpy(zero_copy_only=False)
+        big = np.flatnonzero(values > np.iinfo(np.int64).max)
+        if big.size:
+            raise InputError(f"{path}: line {first_row + int(big[0]) + 1}: value {int(values[big[0]])} does not fit "
+                             "a 64-bit signed integer")
+        return values.astype(dtype)
+    if col.null_count or pa.types.is_floating(col.type) or pa.types.is_null(col.type):
+        values = col.to_numpy(zero_copy_only=False).astype(np.float64)
+        empty = np.isnan(values)
+        if not nullable and empty.any():
+            raise InputError(f"{path}: line {first_row + int(np.argmax(empty)) + 1}: empty, NA or NaN where an "
+                             "integer is expected")
+        bad = np.flatnonzero(~empty & ((values != np.round(values)) | (np.abs(values) >= 2.0**63)))
+        if bad.size:
+            raise InputError(f"{path}: line {first_row + int(bad[0]) + 1}: value {values[bad[0]]} is not an "
+                             "integer of 64 bits")
+        return np.where(empty, -1, values).astype(dtype)  # empty or NaN: unlabelled
     return col.to_numpy(zero_copy_only=False).astype(dtype, copy=False)
 
 
@@ -187,6 +212,8 @@ def _count(path: Path) -> int:
 
 
 def _count_dict(path: Path) -> dict[str, int]:
+    import zlib
+
     import pyarrow as pa
     import pyarrow.csv as csv
 
@@ -194,13 +221,15 @@ def _count_dict(path: Path) -> dict[str, int]:
         raise InputError(f"{path}: missing")
     try:
         table = csv.read_csv(path)
-    except (pa.ArrowInvalid, OSError) as exc:
+    except (pa.ArrowException, OSError, EOFError, zlib.error) as exc:
         raise InputError(f"{path}: not a readable CSV file ({exc})") from None
     if table.num_rows != 1:
         raise InputError(f"{path}: expected a header of node types and one row of counts")
     out = {}
     for name, col in zip(table.column_names, table.columns):
         check_path_name(name, f"{path}: node type", extra=SUFFIX_ROOM)
+        if name in out:
+            raise InputError(f"{path}: node type {name!r} is listed twice")
         out[name] = check_count(int(_numeric(col, path, np.int64)[0]), f"{path}: {name}")
     return out
 
@@ -229,7 +258,7 @@ def _node_data(feat: Path, label: Path, n: int) -> dict[str, np.ndarray]:
         out["feat"] = _matrix(feat, np.float32, n)
     if label.is_file():
         y = _matrix(label, np.int64, n, nullable=True)
-        if y.shape[1] != 1:
+        if n and y.shape[1] != 1:
             raise InputError(f"{label}: expected one label per line, found {y.shape[1]} values")
         out["label"] = y.reshape(-1)
     return out
@@ -241,7 +270,10 @@ def _masks(split: Path, n: int) -> dict[str, np.ndarray]:
         path = split / f"{name}.csv.gz"
         if not path.is_file():
             continue
-        idx = _matrix(path, np.int64).reshape(-1)
+        idx = _matrix(path, np.int64)
+        if idx.size and idx.shape[1] != 1:
+            raise InputError(f"{path}: line 1: expected one node index per line, found {idx.shape[1]} values")
+        idx = idx.reshape(-1)
         _check_nodes(path, idx, n, "node")
         mask = np.zeros(n, dtype=bool)
         mask[idx] = True

@@ -37,9 +37,9 @@ def write_rmat_chunked(out_dir: str | os.PathLike, scale: int, edge_factor: int 
         raise InputError("scale must be in [1, 40], edge_factor and num_chunks >= 1, feat_dim and num_classes >= 0")
     if num_classes and num_classes > feat_dim:
         raise InputError(f"num_classes ({num_classes}) needs feat_dim >= num_classes (labels are read off features)")
-    final = check_output_dir(out_dir, "chunked", overwrite)
-    n, sampled = 1 << scale, edge_factor << scale
     name = graph_name or f"rmat{scale}"
+    final = check_output_dir(out_dir, "chunked", overwrite, graph=name)
+    n, sampled = 1 << scale, edge_factor << scale
     with staged_dir(final, "chunked") as tmp:
         scramble = np.random.default_rng([seed, 1]).permutation(n)
         edges, counts = _edge_chunks(tmp, scale, sampled, num_chunks, seed, scramble)

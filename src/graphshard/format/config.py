@@ -177,6 +177,8 @@ def read_config(path: str | os.PathLike) -> PartitionConfig:
         raw = json.loads(path.read_text())
     except (ValueError, UnicodeDecodeError) as exc:
         raise FormatError(f"{path}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise FormatError(f"{path}: not a partition config (JSON nested too deeply)") from None
     r = _Reader(path, raw)
     if raw.get("format", FORMAT_NAME) != FORMAT_NAME or r.int("format_version") != FORMAT_VERSION:
         raise FormatError(f"{path}: unsupported format {raw.get('format')!r} version {raw.get('format_version')!r}")
@@ -264,7 +266,8 @@ class _Reader:
 
     def type_ids(self, key: str) -> dict[str, int]:
         v = self.get(key)
-        if not isinstance(v, dict) or sorted(v.values()) != list(range(len(v))):
+        if (not isinstance(v, dict) or not all(isinstance(i, int) and not isinstance(i, bool) for i in v.values())
+                or sorted(v.values()) != list(range(len(v)))):
             raise FormatError(f"{self.path}: key {key!r} must map type names to IDs 0..{len(v) - 1 if isinstance(v, dict) else '?'}")
         return dict(sorted(v.items(), key=lambda kv: kv[1]))
 

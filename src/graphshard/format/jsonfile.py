@@ -15,6 +15,8 @@ def read_json_object(path: Path, error: type[Exception] = InputError) -> dict[st
         raw = json.loads(Path(path).read_text())
     except (ValueError, UnicodeDecodeError) as exc:
         raise error(f"{path}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise error(f"{path}: JSON nested too deeply") from None
     if not isinstance(raw, dict):
         raise error(f"{path}: must hold a JSON object")
     return raw

@@ -77,19 +77,32 @@ def _recognised(path: Path, kind: str) -> bool:
     return legacy is not None and (path / legacy).is_file()
 
 
-def check_output_dir(path: str | os.PathLike, kind: str, overwrite: bool = False) -> Path:
+# kind -> the file an earlier output of that kind names its graph in, and the key (partitions: their configs)
+GRAPH_FILES = {"chunked": ("metadata.json", "graph_name"), "dataset": ("meta.json", "name"),
+               "assignment": ("partition_meta.json", "graph_name")}
+_WHAT = {"partitions": "partitions", "chunked": "chunks", "dataset": "dataset",
+         "assignment": "partition assignment"}
+
+
+def check_output_dir(path: str | os.PathLike, kind: str, overwrite: bool = False, graph: str | None = None) -> Path:
     """Check that ``path`` may receive (or be replaced by) output of ``kind``; return it resolved.
 
     Allowed: a path that does not exist, an empty directory, or a directory recognised as graphshard's
-    own output of the same kind. Anything else raises :class:`InputError` naming the directory, unless
-    ``overwrite`` is true. A regular file (or anything that is not a directory) is always refused.
+    own output of the same kind -- and, given the ``graph`` to be written, of that graph (one rule for
+    every writer, see :func:`check_same_graph`). Anything else raises :class:`InputError` naming the
+    directory, unless ``overwrite`` is true. A regular file (or anything that is not a directory) is
+    always refused.
     """
     if kind not in KINDS:
         raise ValueError(f"unknown output kind {kind!r}")
     target = Path(path).expanduser().resolve()
     if target.exists() and not target.is_dir():
         raise InputError(f"{target}: output path exists and is not a directory")
-    if not target.exists() or overwrite or _recognised(target, kind):
+    if not target.exists() or overwrite:
+        return target
+    if _recognised(target, kind):
+        if graph is not None:
+            check_same_graph(target, kind, graph)
         return target
     entries = sorted(p.name for p in target.iterdir())
     if not entries:
@@ -115,9 +128,9 @@ def mark_output_dir(path: str | os.PathLike, kind: str, entries: list[str] | Non
     os.replace(tmp, path / MARKER)
 
 
-def prepare_output_dir(path: str | os.PathLike, kind: str, overwrite: bool = False) -> Path:
+def prepare_output_dir(path: str | os.PathLike, kind: str, overwrite: bool = False, graph: str | None = None) -> Path:
     """:func:`check_output_dir`, then create the directory and mark it as ours; returns it resolved."""
-    target = check_output_dir(path, kind, overwrite)
+    target = check_output_dir(path, kind, overwrite, graph)
     mark_output_dir(target, kind)
     return target
 
@@ -128,15 +141,48 @@ def other_graph_configs(out_dir: Path, graph_name: str) -> list[Path]:
                   if not p.name.startswith(".") and p.name != f"{graph_name}.json" and is_partition_config(p))
 
 
+def graph_held(path: Path, kind: str) -> str | None:
+    """The name of the graph whose ``kind`` output ``path`` holds, as that output records it (None: it
+    records none, or cannot be read: nothing to compare)."""
+    if kind not in GRAPH_FILES:
+        return None
+    name, key = GRAPH_FILES[kind]
+    try:
+        raw = json.loads((path / name).read_text())
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    held = raw.get(key) if isinstance(raw, dict) else None
+    return held if isinstance(held, str) else None
+
+
+def check_same_graph(out_dir: Path, kind: str, graph: str) -> None:
+    """The rule every writer follows: an output directory holds one graph. Raise :class:`InputError` when
+    ``out_dir`` holds graphshard's ``kind`` output of a graph other than ``graph`` (its files would be
+    replaced under it); ``--overwrite`` (``overwrite=True``) is the only way past it."""
+    if kind == "partitions":
+        others = other_graph_configs(out_dir, graph)
+        if others:
+            raise other_graph_error(out_dir, kind, others[0].name, graph, f"the files {others[0].name} describes",
+                                    " (the other config is removed)")
+        return
+    held = graph_held(out_dir, kind)
+    if held is not None and held != graph:
+        raise other_graph_error(out_dir, kind, f"{held!r}, says {GRAPH_FILES[kind][0]}", graph, "it")
+
+
+def other_graph_error(out_dir: Path, kind: str, held: str, graph: str, replaced: str, after: str = "") -> InputError:
+    """The one message for :func:`check_same_graph`'s refusal, whichever writer it stops."""
+    return InputError(f"{out_dir}: already holds the {_WHAT.get(kind, kind)} of another graph ({held}); writing "
+                      f"{graph!r} here would replace {replaced}. Use another directory, or pass --overwrite to "
+                      f"replace {'it' if replaced == 'it' else 'them'}{after}")
+
+
 def claim_for_graph(out_dir: Path, graph_name: str, overwrite: bool) -> None:
     """A partition directory holds one graph: refuse another graph's config (its part files would be
-    replaced under it), or with ``overwrite`` remove that now stale config."""
-    others = other_graph_configs(out_dir, graph_name)
-    if others and not overwrite:
-        raise InputError(f"{out_dir}: already holds the partitions of another graph ({others[0].name}); "
-                         f"writing {graph_name!r} here would replace the files {others[0].name} describes. "
-                         "Use another directory, or pass --overwrite to replace them (the other config is removed)")
-    for p in others:
+    replaced under it; :func:`check_same_graph`), or with ``overwrite`` remove that now stale config."""
+    if not overwrite:
+        check_same_graph(out_dir, "partitions", graph_name)
+    for p in other_graph_configs(out_dir, graph_name):
         p.unlink(missing_ok=True)  # ranks sharing a directory may race here
 
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import InputError
+from ..format.npyfile import read_npy
 
 
 def option_classes(spec: str | None, ntypes: list[str], num_nodes: dict[str, int],
@@ -17,10 +18,16 @@ def option_classes(spec: str | None, ntypes: list[str], num_nodes: dict[str, int
     if spec is None:
         return None
     if spec != "train":
-        try:
-            return np.load(spec, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"{spec}: not a readable .npy file of per-node classes ({exc})") from None
+        classes = read_npy(spec)
+        if classes.ndim != 1 or (classes.size and not (np.issubdtype(classes.dtype, np.integer)
+                                                       or classes.dtype == bool)):
+            raise InputError(f"{spec}: must be a 1-D integer array of per-node classes, got {classes.dtype}"
+                             f"{classes.shape}")
+        total = sum(num_nodes[t] for t in ntypes)
+        if classes.shape[0] != total:
+            raise InputError(f"{spec}: {classes.shape[0]} classes, but the graph has {total} nodes (one class per "
+                             "node: node types in order, then per-type IDs)")
+        return classes
     parts = []
     for i, t in enumerate(ntypes):
         mask = train_mask(t)

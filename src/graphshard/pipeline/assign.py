@@ -45,7 +45,7 @@ def assign_chunked(in_dir: str | os.PathLike, out_dir: str | os.PathLike, num_pa
     assignment output unless ``overwrite``.
     """
     meta = read_metadata(in_dir)
-    check_output_dir(out_dir, "assignment", overwrite)  # refuse before any work
+    check_output_dir(out_dir, "assignment", overwrite, graph=meta.graph_name)  # refuse before any work
     total = sum(meta.num_nodes.values())
     if isinstance(num_parts, bool) or num_parts < 1 or num_parts > max(total, 1):
         raise InputError(f"num_parts must be between 1 and the number of nodes ({total}), got {num_parts}")

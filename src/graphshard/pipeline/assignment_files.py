@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import numpy as np
 from ..errors import InputError
 from ..format.jsonfile import read_json_object
 from ..format.names import check_path_name, inside
+from ..format.npyfile import read_npy
 from ..format.outputs import prepare_output_dir
 from ..format.staging import atomic_file
 from ..ids import beyond_int64
@@ -31,7 +33,7 @@ def write_assignment(out_dir: str | os.PathLike, per_type: dict[str, np.ndarray]
         raise InputError(f"assignment format must be 'txt' or 'npy', got {fmt!r}")
     for t in per_type:
         check_path_name(t, "assignment: node type", extra=len(".txt"))
-    out = prepare_output_dir(out_dir, "assignment", overwrite)
+    out = prepare_output_dir(out_dir, "assignment", overwrite, graph=(extra or {}).get("graph_name"))
     (out / META_NAME).unlink(missing_ok=True)
     for t, parts in per_type.items():
         with atomic_file(inside(out, f"{t}.{fmt}")) as tmp:
@@ -102,10 +104,7 @@ def _file_of(d: Path, t: str) -> Path:
 def _read_one(d: Path, t: str, n: int) -> np.ndarray:
     path = _file_of(d, t)
     if path.suffix == ".npy":
-        try:
-            arr = np.load(path, allow_pickle=False)
-        except ValueError as exc:
-            raise InputError(f"{path}: not a plain NumPy array ({exc})") from None
+        arr = read_npy(path)
         if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
             raise InputError(f"{path}: must be a 1-D integer array, got {arr.dtype}{arr.shape}")
     else:
@@ -119,6 +118,10 @@ def _read_one(d: Path, t: str, n: int) -> np.ndarray:
 
 
 def _read_txt(path: Path) -> np.ndarray:
+    """One partition ID per line, parsed by pyarrow; on any failure the file is read again line by line
+    (:func:`_read_lines`), which names the first line that is not an ID (or accepts what pyarrow cannot:
+    a single line without its newline). Blank lines at the end are ignored, blank lines between IDs are
+    errors (line i holds the partition of node i)."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -126,15 +129,42 @@ def _read_txt(path: Path) -> np.ndarray:
         return np.zeros(0, np.int64)
     try:
         table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(autogenerate_column_names=True),
-                               convert_options=pacsv.ConvertOptions(column_types={"f0": pa.int64()}))
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        with open(path) as f:
-            for lineno, line in enumerate(f, 1):
-                try:
-                    int(line)
-                except ValueError:
-                    raise InputError(f"{path}, line {lineno}: {line.strip()!r} is not a partition ID") from None
-        raise InputError(f"{path}: cannot parse assignment file") from None
+                               parse_options=pacsv.ParseOptions(ignore_empty_lines=False),
+                               convert_options=pacsv.ConvertOptions(column_types={"f0": pa.int64()}, null_values=[""],
+                                                                    quoted_strings_can_be_null=False))
+    except (pa.ArrowException, UnicodeDecodeError):
+        return _read_lines(path)
     if table.num_columns != 1:
         raise InputError(f"{path}: expected one partition ID per line, got {table.num_columns} columns")
-    return table.column(0).to_numpy()
+    col = table.column(0)
+    if not col.null_count:
+        return col.to_numpy()
+    valid = col.is_valid().to_numpy(zero_copy_only=False)
+    end = len(valid) - int(np.argmax(valid[::-1])) if valid.any() else 0  # blank lines after the last ID: fine
+    if not valid[:end].all():
+        raise InputError(f"{path}, line {int(np.argmin(valid[:end])) + 1}: empty line (line i holds the partition of "
+                         "node i)")
+    return col.slice(0, end).to_numpy()
+
+
+_ID = re.compile(rb"\s*([+-]?[0-9]+)\s*")
+
+
+def _read_lines(path: Path) -> np.ndarray:
+    """The slow path of :func:`_read_txt`: every line an integer of 64 bits (blank lines at the end
+    ignored), or an InputError naming the first line that is not."""
+    out, blank = [], None
+    with open(path, "rb") as f:
+        for lineno, line in enumerate(f, 1):
+            m = _ID.fullmatch(line.strip(b'\r\n \t').strip(b'"'))
+            if not line.strip():
+                blank = blank or lineno
+                continue
+            if blank is not None:
+                raise InputError(f"{path}, line {blank}: empty line (line i holds the partition of node i)")
+            if m is None or not -(2**63) <= int(m.group(1)) < 2**63:
+                shown = line.rstrip(b"\r\n")[:40].decode("utf-8", "replace")
+                raise InputError(f"{path}, line {lineno}: {shown!r} is not a partition ID"
+                                 + (" (beyond 64-bit integers)" if m is not None else ""))
+            out.append(int(m.group(1)))
+    return np.array(out, dtype=np.int64)

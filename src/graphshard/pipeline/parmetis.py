@@ -65,7 +65,7 @@ def import_parmetis(in_dir: str | os.PathLike, parmetis_dir: str | os.PathLike, 
                     num_parts: int | None = None, fmt: str = "txt", overwrite: bool = False) -> Path:
     """Turn ParMETIS outputs ``p<i>-<name>_nodes.txt`` into assignment files (``partition_meta.json`` last)."""
     meta = read_metadata(in_dir)
-    check_output_dir(out_dir, "assignment", overwrite)
+    check_output_dir(out_dir, "assignment", overwrite, graph=meta.graph_name)
     name, ntypes = meta.graph_name, meta.ntypes
     node_off = meta.id_converter().node_offsets
     n = int(node_off[-1])

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..chunked.spec import ChunkedMeta
+from ..errors import InputError
+from ..format.npyfile import read_npy
 
 
 @dataclass(frozen=True)
@@ -70,8 +72,8 @@ def _chunk_edges(meta: ChunkedMeta, et: tuple[str, str, str]) -> list[int]:
     spec = meta.edges[et]
     if spec.format == "numpy":
         try:
-            return [int(np.load(p, mmap_mode="r", allow_pickle=False).shape[0]) for p in spec.paths]
-        except (OSError, ValueError):
+            return [int(read_npy(p, mmap=True).shape[0]) for p in spec.paths]
+        except (InputError, IndexError):  # unreadable (or 0-d): estimated from the sizes; the reader names it later
             pass
     sizes = [os.path.getsize(p) if os.path.exists(p) else 0 for p in spec.paths]
     total = max(1, sum(sizes))

@@ -28,7 +28,9 @@ METIS = (16, 125)  # METIS: per node, per stored edge (its CSR, graph copies and
 
 def dataset_counts(path: str | os.PathLike) -> tuple[int, int, int]:
     """``(nodes, edges, bytes on disk)`` of a dataset directory (``meta.json``) or chunked graph."""
-    d = Path(path)
+    from ..format.inputs import require_dir
+
+    d = require_dir(path)
     if (d / "metadata.json").is_file():
         from ..chunked.spec import read_metadata
         from .counts import GraphCounts

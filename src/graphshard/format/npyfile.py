@@ -1,0 +1,33 @@
+"""Reading the NumPy ``.npy`` files users give (assignments, balance classes) with errors that name them."""
+
+from __future__ import annotations
+
+import os
+import tokenize
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+
+
+def read_npy(path: str | os.PathLike, error: type[Exception] = InputError, mmap: bool = False) -> np.ndarray:
+    """The array in the ``.npy`` file ``path`` (memory-mapped with ``mmap``), never unpickled. Raises
+    ``error`` naming the file if it is missing, truncated, not a ``.npy`` file (a ``.npz`` archive, pickled
+    objects, random bytes) or declares more data than it holds: the header is checked against the file's
+    size before anything is allocated, so a corrupt shape is an error, not a huge allocation."""
+    path = Path(path)
+    if not path.is_file():
+        raise error(f"{path}: missing (or not a file)")
+    try:
+        arr = np.load(path, allow_pickle=False, mmap_mode="r")  # maps, so a shape larger than the file fails here
+    except OSError as exc:
+        raise error(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except (ValueError, EOFError, OverflowError, MemoryError, TypeError, SyntaxError, tokenize.TokenError) as exc:
+        # what np.load raises on a damaged header (an unclosed bracket: tokenize.TokenError) or data
+        reason = exc.args[0] if isinstance(exc, tokenize.TokenError) else exc
+        raise error(f"{path}: not a .npy file of a plain array ({reason})") from None
+    if not isinstance(arr, np.ndarray):  # np.load opens a .npz (zip) archive as a mapping of arrays
+        getattr(arr, "close", lambda: None)()
+        raise error(f"{path}: a .npz archive, not a .npy array")
+    return arr if mmap else np.array(arr)
