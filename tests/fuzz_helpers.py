@@ -24,7 +24,8 @@ from graphshard.errors import GraphshardError
 
 # Few examples each (the set runs in well under a minute on a shared 2-core machine). The deadline catches a
 # reader that is slow on some input (quadratic, or building a huge message); pytest's timeout the true hangs.
-FUZZ = settings(max_examples=60, deadline=timedelta(seconds=5), derandomize=False,
+# Fixtures import what the readers import lazily (pyarrow), so that no example pays for it.
+FUZZ = settings(max_examples=60, deadline=timedelta(seconds=5), print_blob=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                        HealthCheck.data_too_large])
 
@@ -69,7 +70,8 @@ def no_writes(root: str | os.PathLike) -> Iterator[None]:
 HUGE = st.sampled_from([2**63, -(2**63) - 1, 2**64, 10**30, -(10**30), 10**400])
 FLOATS = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([math.nan, math.inf, -math.inf, 1e308, -0.0])
 SCALARS = (st.none() | st.booleans() | st.integers(-5, 300) | st.integers() | HUGE | FLOATS
-           | st.text(max_size=12) | st.sampled_from(["", "0", "1", "-1", "true", "NaN", "1e5", "10,10", "a/b", "..", "\0"]))
+           | st.text(max_size=12)
+           | st.sampled_from(["", "0", "1", "-1", "true", "NaN", "1e5", "10,10", "a/b", "..", "\0"]))
 
 
 def json_values(max_leaves: int = 12) -> st.SearchStrategy:

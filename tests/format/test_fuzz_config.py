@@ -61,7 +61,8 @@ def _same(a, b) -> bool:
     ga, gb = a.graph, b.graph
     return (torch.equal(ga.indptr, gb.indptr) and torch.equal(ga.indices, gb.indices) and same_dict(ga.ndata, gb.ndata)
             and same_dict(ga.edata, gb.edata) and same_dict(a.node_feats, b.node_feats)
-            and same_dict(a.edge_feats, b.edge_feats) and (a.graph_name, a.ntypes, a.etypes) == (b.graph_name, b.ntypes, b.etypes))
+            and same_dict(a.edge_feats, b.edge_feats)
+            and (a.graph_name, a.ntypes, a.etypes) == (b.graph_name, b.ntypes, b.etypes))
 
 
 def _check(original: Original, config: Path, verify: bool = False) -> None:
@@ -83,7 +84,8 @@ def _check(original: Original, config: Path, verify: bool = False) -> None:
 # -- mutations of the JSON tree -------------------------------------------------------------------------------
 NUMBER_EDITS = ["+1", "-1", "*2", "neg", "zero", "float", "str", "list", "bool", "huge", "nan"]
 EDIT = st.one_of(st.just(("delete", None)), json_values(8).map(lambda v: ("set", v)),
-                 st.sampled_from(NUMBER_EDITS).map(lambda o: ("number", o)), st.text(max_size=6).map(lambda k: ("rename", k)),
+                 st.sampled_from(NUMBER_EDITS).map(lambda o: ("number", o)),
+                 st.text(max_size=6).map(lambda k: ("rename", k)),
                  HUGE.map(lambda v: ("set", v)))
 
 

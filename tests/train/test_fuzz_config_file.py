@@ -92,7 +92,8 @@ def test_valid_files_read_back_exactly(where, values, suffix, dashes):
 
 
 # -- junk -------------------------------------------------------------------------------------------------------
-KEY = st.sampled_from(KEYS) | st.sampled_from(KEYS).flatmap(near_misses) | st.text(max_size=10) | st.integers() | st.none()
+KEY = (st.sampled_from(KEYS) | st.sampled_from(KEYS).flatmap(near_misses) | st.text(max_size=10) | st.integers()
+       | st.none())
 
 
 @FUZZ
@@ -114,7 +115,8 @@ def test_misspelt_keys_are_named(where, key, suffix):
 
 
 SCALAR_TEXT = (st.sampled_from(["!!int ", "!!float ", "!!bool ", "!!timestamp ", "!!binary ", "!!null ", "!!str ",
-                                "!!set ", "!!omap ", "!!python/object:os.system ", "&a ", "*a ", "<<: ", "? ", "- ", ""])
+                                "!!set ", "!!omap ", "!!python/object:os.system ", "&a ", "*a ", "<<: ", "? ", "- ",
+                                ""])
                .flatmap(lambda tag: st.text(st.sampled_from("0123456789-_:.+eExXoObB ,[]{}'\"#&*!|>%@`tTzZaf\t\\"),
                                             max_size=14).map(lambda s: tag + s)))
 DATES = st.sampled_from(["2001-13-45", "2001-02-30", "2001-01-01 25:00:00", "2001-01-01t1:61:1", "9999-99-99",
@@ -147,7 +149,8 @@ def test_huge_numbers_and_nan(where, key, number, suffix, in_list):
 
 
 @FUZZ
-@given(st.sampled_from(SUFFIXES), st.integers(1, 9), st.integers(1, 9), st.sampled_from(["fanouts", "split_masks", "epochs"]))
+@given(st.sampled_from(SUFFIXES), st.integers(1, 9), st.integers(1, 9),
+       st.sampled_from(["fanouts", "split_masks", "epochs"]))
 def test_aliases_expanding_exponentially_are_refused_quickly(where, suffix, width, depth, key):
     """The "billion laughs": a few lines of anchors and aliases make a list of width ** depth items. The error
     message shows a bounded part of it (the deadline catches a reader that prints it all)."""

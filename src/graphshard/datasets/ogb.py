@@ -143,7 +143,8 @@ def _batches(path: Path, dtype: type, nullable: bool = False):
     arrow_type = pa.from_numpy_dtype(np.dtype(np.float64 if nullable else dtype))  # labels may be NaN
     try:
         reader = csv.open_csv(source, read_options=csv.ReadOptions(autogenerate_column_names=True, block_size=1 << 20),
-                              convert_options=csv.ConvertOptions(column_types={f"f{j}": arrow_type for j in range(width)}))
+                              convert_options=csv.ConvertOptions(column_types={f"f{j}": arrow_type
+                                                                               for j in range(width)}))
         yield from reader
     except (pa.ArrowException, OSError, EOFError, zlib.error) as exc:
         raise InputError(f"{path}: not a CSV file of numbers ({exc})") from None

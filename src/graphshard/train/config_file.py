@@ -102,8 +102,8 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
         if name not in known or not known[name].cli:
             close = difflib.get_close_matches(name, [k for k, s in known.items() if s.cli], n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise InputError(f"{path}: unknown key {shown(key)}{hint}; the keys are the long flags of 'graphshard train' "
-                             "(see --help or --print-config)")
+            raise InputError(f"{path}: unknown key {shown(key)}{hint}; the keys are the long flags of "
+                             "'graphshard train' (see --help or --print-config)")
         try:
             out[name] = coerce(known[name], value)
         except ValueError as exc:

@@ -189,7 +189,8 @@ def coerce(spec: Spec, value: Any) -> Any:
         ok = ok and all(v >= spec.int_items[0] or v == spec.int_items[1] for v in values)
     wide = spec.kind in ("int", "ints") and not all(INT64[0] <= v <= INT64[1] for v in values)
     if not ok or wide:
-        raise ValueError(f"expected {spec.wanted()}, got {shown(value)}" + (" (beyond 64-bit integers)" if wide else ""))
+        beyond = " (beyond 64-bit integers)" if wide else ""
+        raise ValueError(f"expected {spec.wanted()}, got {shown(value)}{beyond}")
     return out
 
 
