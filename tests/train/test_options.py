@@ -129,7 +129,7 @@ def test_every_option_is_a_flag_and_a_key():
     text = dump_config(TrainOptions(), build_options({})[1])
     keys = {line.split(":")[0] for line in text.splitlines() if not line.startswith("#")}
     assert flags - {"--config", "--print-config", "--verbose", "--help", "--in-dir"} == \
-        {f"--{k.replace('_', '-')}" for k in keys} | {"--no-allow-nonfinite", "--no-filtered"}
+        {f"--{k.replace('_', '-')}" for k in keys} | {"--no-allow-nonfinite", "--no-filtered", "--no-verify"}
 
 
 def test_pyg_names_are_found_and_featureless_types_announced(tmp_path, caplog):
