@@ -9,7 +9,7 @@ import pytest
 
 from graphshard.sparse import CSRRows
 from graphshard import InputError
-from graphshard.datasets import Dataset, load_dataset, save_dataset
+from graphshard.datasets import Dataset, community_graph, load_dataset, save_dataset
 from tests.graphs import shared_dataset, small_hetero, small_homo
 
 
@@ -80,8 +80,27 @@ def test_missing_and_bad_files(tmp_path):
     with pytest.raises(InputError, match=r"dst.npy: position 1: node ID 7 out of range \[0, 3\)"):
         load_dataset(tmp_path)
     np.save(tmp_path / "dst.npy", np.array([{"x": 1}, {}], dtype=object), allow_pickle=True)
-    with pytest.raises(InputError, match="not a plain NumPy array"):
+    with pytest.raises(InputError, match="dst.npy: not a .npy file of a plain array"):
         load_dataset(tmp_path)
+
+
+@pytest.mark.parametrize("name, damage, message", [
+    ("label.npy", lambda f: f.write_bytes(b""), r"label.npy: not a .npy file of a plain array \(No data left"),
+    ("train_idx.npy", lambda f: f.write_bytes(f.read_bytes().replace(b"'shape': (", b"'shape': ((", 1)),
+     r"train_idx.npy: not a .npy file of a plain array"),
+    ("src.npy", lambda f: np.save(f, np.full((30, 2), 9, np.int8)), r"src.npy: node IDs must be a 1-D array, got shape \(30, 2\)"),
+    ("dst.npy", lambda f: np.save(f, np.int64(3)), r"dst.npy: node IDs must be a 1-D array, got shape \(\)"),
+    ("train_idx.npy", lambda f: np.save(f, np.array([], dtype="datetime64[s]")),
+     r"train_idx.npy: node indices must be integers, got datetime64"),
+    ("label.npy", lambda f: np.save(f, np.zeros((50, 2), np.int64)),
+     r"label.npy: labels must be one integer per node, shape \(50,\), got int64 \(50, 2\)"),
+])
+def test_damaged_arrays_are_named(tmp_path, name, damage, message):
+    """What the fuzzer of the dataset readers found: each damaged array is one error naming its file."""
+    save_dataset(community_graph(num_nodes=50, seed=1), tmp_path / "d")
+    damage(tmp_path / "d" / name)
+    with pytest.raises(InputError, match=message):
+        load_dataset(tmp_path / "d")
 
 
 UINT64_MAX = 2**64 - 1  # stored as uint64; a cast to int64 would show it as -1

@@ -20,6 +20,7 @@ import numpy as np
 from ..errors import InputError
 from ..format.inputs import require_dir
 from ..format.jsonfile import read_json_object
+from ..format.npyfile import read_npy
 from ..format.names import SUFFIX_ROOM, check_etype_names, check_path_name, inside
 from ..format.outputs import check_output_dir
 from ..format.staging import naming, staged_dir
@@ -43,10 +44,7 @@ class Dataset:
 def _load(path: Path) -> np.ndarray:
     if not path.is_file():
         raise InputError(f"{path}: dataset file is missing")
-    try:
-        return np.load(path, allow_pickle=False, mmap_mode="r")
-    except ValueError as exc:
-        raise InputError(f"{path}: not a plain NumPy array ({exc})") from None
+    return read_npy(path, mmap=True)  # damaged, empty, pickled or .npz files: an error naming the file
 
 
 def _features(d: Path, fmt: str, files: list[str], shape: list[int] | None) -> np.ndarray | CSRRows | None:
@@ -86,8 +84,10 @@ def _check_csr(d: Path, files: list[str], indptr: np.ndarray, indices: np.ndarra
 
 
 def _node_ids(path: Path, ids: np.ndarray, n: int, what: str) -> np.ndarray:
-    """``ids`` (read from ``path``) if they are integer node IDs in ``[0, n)``; else an :class:`InputError`
-    naming the file, the position and the value as stored (an unsigned 2**64 - 1 is not -1)."""
+    """``ids`` (read from ``path``) if they are a 1-D array of integer node IDs in ``[0, n)``; else an
+    :class:`InputError` naming the file, the position and the value as stored (an unsigned 2**64 - 1 is not -1)."""
+    if ids.ndim != 1:
+        raise InputError(f"{path}: {what}s must be a 1-D array, got shape {ids.shape}")
     if ids.size and not np.issubdtype(ids.dtype, np.integer):
         raise InputError(f"{path}: node IDs must be integers, got {ids.dtype}")
     if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= n):
@@ -96,13 +96,21 @@ def _node_ids(path: Path, ids: np.ndarray, n: int, what: str) -> np.ndarray:
     return ids
 
 
+def _labels(path: Path, n: int) -> np.ndarray:
+    """The labels in ``path``: one integer per node (``n``), or an :class:`InputError` naming the file."""
+    labels = np.asarray(_load(path))
+    if labels.shape != (n,) or not (np.issubdtype(labels.dtype, np.integer) or labels.size == 0):
+        raise InputError(f"{path}: labels must be one integer per node, shape ({n},), got {labels.dtype} {labels.shape}")
+    return labels
+
+
 def _split_masks(d: Path, prefix: str, n: int) -> dict[str, np.ndarray]:
     masks = {}
     for split in SPLITS:
         f = d / f"{prefix}{split}_idx.npy"
         if f.is_file():
             raw = np.asarray(_load(f))
-            if raw.size and not np.issubdtype(raw.dtype, np.integer):
+            if not np.issubdtype(raw.dtype, np.integer) and not (raw.size == 0 and raw.dtype == np.float64):
                 raise InputError(f"{f}: node indices must be integers, got {raw.dtype}")
             raw = raw.reshape(-1)
             bad = np.flatnonzero((raw < 0) | (raw >= n))  # on the values as given: 2**64 - 1 is not -1
@@ -149,7 +157,7 @@ def _load_homo(d: Path, meta: dict[str, Any]) -> Dataset:
     if x is not None:
         feats["feat"] = x
     if (d / "label.npy").is_file():
-        feats["label"] = np.asarray(_load(d / "label.npy"))
+        feats["label"] = _labels(d / "label.npy", n)
     feats.update(_split_masks(d, "", n))
     src, dst = (_node_ids(d / f, np.asarray(_load(d / f)), n, "node ID") for f in ("src.npy", "dst.npy"))
     g = Graph({DEFAULT_NTYPE: n}, {DEFAULT_ETYPE: (src, dst)}, {DEFAULT_NTYPE: feats} if feats else {})
@@ -182,7 +190,7 @@ def _load_hetero(d: Path, meta: dict[str, Any]) -> Dataset:
             feats["feat"] = x
         label_file = meta.get("label_files", {}).get(t)
         if label_file:
-            feats["label"] = np.asarray(_load(d / label_file))
+            feats["label"] = _labels(d / label_file, num_nodes[t])
         if t == target:
             feats.update(_split_masks(d, f"{t}_", num_nodes[t]))
         if feats:
