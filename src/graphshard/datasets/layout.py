@@ -47,16 +47,25 @@ def _load(path: Path) -> np.ndarray:
     return read_npy(path, mmap=True)  # damaged, empty, pickled or .npz files: an error naming the file
 
 
-def _features(d: Path, fmt: str, files: list[str], shape: list[int] | None) -> np.ndarray | CSRRows | None:
+def _features(d: Path, fmt: str, files: list[str], shape: list[int] | None, n: int) -> np.ndarray | CSRRows | None:
+    """The features of ``n`` nodes as ``meta.json`` describes them (``fmt``, ``files``, ``shape``)."""
     if fmt == "none":
         return None
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files) or len(files) != (3 if fmt == "csr" else 1):
+        raise InputError(f"{d}/meta.json: feat_files must list {'3 files' if fmt == 'csr' else 'one file'}, got {files!r}")
     if fmt == "dense":
-        return np.asarray(_load(d / files[0]))
+        x = np.asarray(_load(d / files[0]))
+        if x.ndim < 1 or x.shape[0] != n or not (np.issubdtype(x.dtype, np.number) or x.dtype == bool):
+            raise InputError(f"{d / files[0]}: features must be numbers with one row per node ({n}), got "
+                             f"{x.dtype} {x.shape}")
+        return x
     if fmt == "csr":
         indptr, indices, data = (np.asarray(_load(d / f)) for f in files)
         if not (isinstance(shape, list) and len(shape) == 2):
             raise InputError(f"{d}/meta.json: a CSR feature needs its shape [rows, columns], got {shape!r}")
         rows, cols = (check_count(v, f"{d}/meta.json: feature shape") for v in shape)
+        if rows != n:
+            raise InputError(f"{d}/meta.json: a CSR feature of {rows} rows for {n} nodes")
         _check_csr(d, files, indptr, indices, data, rows, cols)
         return CSRRows(indptr.astype(np.int64), indices.astype(np.int64), data, cols)  # kept sparse
     raise InputError(f"{d}/meta.json: unknown feature format {fmt!r} (expected dense, csr or none)")
@@ -153,13 +162,16 @@ def load_dataset(path: str | os.PathLike) -> Dataset:
 def _load_homo(d: Path, meta: dict[str, Any]) -> Dataset:
     n = check_count(meta["num_nodes"], f"{d}/meta.json: num_nodes")
     feats: dict[str, np.ndarray] = {}
-    x = _features(d, meta.get("feat_format", "none"), meta.get("feat_files", []), meta.get("feat_shape"))
+    x = _features(d, meta.get("feat_format", "none"), meta.get("feat_files", []), meta.get("feat_shape"), n)
     if x is not None:
         feats["feat"] = x
     if (d / "label.npy").is_file():
         feats["label"] = _labels(d / "label.npy", n)
     feats.update(_split_masks(d, "", n))
     src, dst = (_node_ids(d / f, np.asarray(_load(d / f)), n, "node ID") for f in ("src.npy", "dst.npy"))
+    if src.shape != dst.shape:
+        raise InputError(f"{d / 'src.npy'} holds {src.shape[0]} node IDs but {d / 'dst.npy'} holds {dst.shape[0]}: "
+                         "one per edge in each")
     g = Graph({DEFAULT_NTYPE: n}, {DEFAULT_ETYPE: (src, dst)}, {DEFAULT_NTYPE: feats} if feats else {})
     return Dataset(meta.get("name", d.name), g, meta.get("num_classes"))
 
@@ -185,7 +197,7 @@ def _load_hetero(d: Path, meta: dict[str, Any]) -> Dataset:
     for t in num_nodes:
         spec = meta.get("features", {}).get(t, {"format": "none"})
         feats = {}
-        x = _features(d, spec.get("format", "none"), spec.get("files", []), spec.get("shape"))
+        x = _features(d, spec.get("format", "none"), spec.get("files", []), spec.get("shape"), num_nodes[t])
         if x is not None:
             feats["feat"] = x
         label_file = meta.get("label_files", {}).get(t)
