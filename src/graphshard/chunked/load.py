@@ -22,7 +22,8 @@ def checked_offsets(spec: FileSpec, rows: list[int], declared_total: int, declar
     rows = [int(r) for r in rows]
     if declared_chunks is not None:
         if len(declared_chunks) != len(rows):
-            raise InputError(f"{spec.where}: metadata declares {len(declared_chunks)} chunks, {len(rows)} files given")
+            raise InputError(f"{spec.declared}: metadata declares {len(declared_chunks)} chunks, "
+                             f"{len(rows)} files given")
         for i, (got, want) in enumerate(zip(rows, declared_chunks)):
             if got != want:
                 raise InputError(explain_csv_rows(spec, i) or
@@ -30,7 +31,8 @@ def checked_offsets(spec: FileSpec, rows: list[int], declared_total: int, declar
     if sum(rows) != declared_total:
         held = ", ".join(f"{p.name}: {r}" for p, r in zip(spec.paths[:4], rows))
         raise InputError(explain_csv_rows(spec) or
-                         f"{spec.where}: chunks hold {sum(rows)} rows in all ({held}{', ...' if len(rows) > 4 else ''}), "
+                         f"{spec.declared}: chunks hold {sum(rows)} rows in all "
+                         f"({held}{', ...' if len(rows) > 4 else ''}), "
                          f"but the metadata declares {declared_total} {what}")
     offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(rows, out=offsets[1:])

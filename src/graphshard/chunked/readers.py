@@ -5,12 +5,15 @@ Every error names the file and, where it applies, the line and the value at faul
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import InputError
+from ..format.npyfile import read_npy
+from ..format.tensorfile import dtype_code
 from ..ids import beyond_int64
 from .spec import FileSpec
 
@@ -31,13 +34,13 @@ def read_edges(spec: FileSpec, i: int) -> tuple[np.ndarray, np.ndarray]:
         cols = _csv_int_columns(path, spec.delimiter, 2, spec.where)
     out = []
     for c, end in zip(cols, ("source", "destination")):
-        if c.size and not np.issubdtype(c.dtype, np.integer):
+        if c.size and c.dtype.kind not in "iu":  # not bool, nor timedelta64 (which NumPy counts as integers)
             raise InputError(f"{path}: edge IDs must be integers, got {c.dtype} ({spec.where})")
         big = beyond_int64(np.asarray(c))
         if big is not None:
             raise InputError(f"{path}, line {big + 1}: {end} ID {int(c[big])} does not fit a 64-bit signed integer "
                              f"({spec.where})")
-        out.append(np.asarray(c, dtype=np.int64))
+        out.append(np.asarray(c, dtype=np.int64) if c.size else np.zeros(0, np.int64))  # empty: of any dtype
     return out[0], out[1]
 
 
@@ -45,19 +48,31 @@ def read_data(spec: FileSpec, i: int) -> np.ndarray:
     """Rows of data chunk ``i`` (NumPy chunks are memory-mapped)."""
     path = spec.paths[i]
     if spec.format == "numpy":
-        return _npy(path)
+        return _numeric(_npy(path), path, spec)
     if spec.format == "parquet":
         cols = _parquet_columns(path, spec)
-        return cols[0] if len(cols) == 1 else np.stack(cols, axis=1)
+        for j, c in enumerate(cols):
+            _numeric(c, path, spec, f"column {j} ")
+        return _numeric(cols[0] if len(cols) == 1 else np.stack(cols, axis=1), path, spec)
     import pyarrow.csv as pacsv
 
     table = _read_csv(pacsv, path, spec.delimiter, spec.where, None)
     cols = [c.to_numpy() for c in table.columns]
     for j, c in enumerate(cols):
-        if not (np.issubdtype(c.dtype, np.number) or c.dtype == bool):
+        if c.dtype.kind not in "biuf":
             raise InputError(_csv_problem(path, spec.delimiter, spec.where, f"column {j} is not numeric",
                                           len(cols), integers=False))
-    return cols[0] if len(cols) == 1 else np.stack(cols, axis=1)
+    return _numeric(cols[0] if len(cols) == 1 else np.stack(cols, axis=1), path, spec)
+
+
+def _numeric(arr: np.ndarray, path: Path, spec: FileSpec, what: str = "") -> np.ndarray:
+    """``arr`` if it holds numbers graphshard can store (booleans, integers, floats of at most 64 bits; in
+    this machine's byte order), else :class:`InputError` naming the file."""
+    native = arr.dtype.newbyteorder("=") if arr.dtype.byteorder not in "=|" else arr.dtype
+    if arr.dtype.kind not in "biuf" or dtype_code(native) is None:
+        raise InputError(f"{path}: {what}values of type {arr.dtype} ({spec.where}); data chunks hold numbers: "
+                         "booleans, integers or floats of at most 64 bits")
+    return arr if native == arr.dtype else arr.astype(native)
 
 
 def read_data_like(spec: FileSpec, i: int, row_shape: tuple[int, ...]) -> np.ndarray:
@@ -73,7 +88,7 @@ def count_rows(spec: FileSpec, i: int) -> int:
     """Number of rows of chunk ``i`` without reading its values where the format allows."""
     path = spec.paths[i]
     if spec.format == "numpy":
-        return int(_npy(path).shape[0])
+        return int(_npy(path).shape[0])  # not 0-d: _npy refuses that
     if spec.format == "parquet":
         import pyarrow.parquet as pq
 
@@ -100,7 +115,7 @@ def explain_csv_rows(spec: FileSpec, first: int = 0) -> str | None:
     """Why the CSV chunks of ``spec`` hold other rows than declared, if a line of them is no data row:
     the message naming the file and the first such line (chunk ``first`` is looked at first); None when
     every line is a row (or the chunks are not CSV). Only for error paths: see :func:`first_bad_line`."""
-    if spec.format != "csv":
+    if spec.format != "csv" or not spec.paths:
         return None
     for i in [first, *(j for j in range(len(spec.paths)) if j != first)]:
         found = first_bad_line(spec.paths[i], spec.delimiter, _columns(spec), spec.kind == "edges")
@@ -110,10 +125,11 @@ def explain_csv_rows(spec: FileSpec, first: int = 0) -> str | None:
 
 
 def _npy(path: Path) -> np.ndarray:
-    try:
-        return np.load(path, mmap_mode="r", allow_pickle=False)
-    except ValueError as exc:
-        raise InputError(f"{path}: not a plain NumPy array ({exc})") from None
+    """The rows of a NumPy chunk, memory-mapped; never unpickled (see :func:`read_npy`)."""
+    arr = read_npy(path, InputError, mmap=True)
+    if arr.ndim == 0:
+        raise InputError(f"{path}: a single value (a 0-d array), not rows of a chunk")
+    return arr
 
 
 def _parquet_columns(path: Path, spec: FileSpec) -> list[np.ndarray]:
@@ -121,24 +137,55 @@ def _parquet_columns(path: Path, spec: FileSpec) -> list[np.ndarray]:
 
     try:
         table = pq.read_table(path)
+        cols = []
+        for j, c in enumerate(table.columns):
+            if c.null_count:  # a missing value: to_numpy() would make it NaN (or None)
+                row = int(np.argmax(c.is_null().to_numpy(zero_copy_only=False)))
+                raise InputError(f"{path}, line {row + 1}: column {j} holds no value (null) ({spec.where}); "
+                                 "chunks hold no missing values")
+            cols.append(c.to_numpy())
+    except InputError:
+        raise
     except Exception as exc:  # pyarrow raises several types for corrupt files
         raise InputError(f"{path}: cannot read Parquet ({exc}) ({spec.where})") from None
-    return [c.to_numpy() for c in table.columns]
+    return cols
 
 
 def _read_csv(pacsv, path: Path, delimiter: str, where: str, types):
     import pyarrow as pa
 
+    ncols, integers = len(types) if types else None, types is not None
+    lines, newlines, hexadecimal = _scan(path)
     try:
-        return pacsv.read_csv(
-            path,
+        table = pacsv.read_csv(
+            # pyarrow refuses a file of one line without its newline ("Empty CSV file or block")
+            io.BytesIO(path.read_bytes() + b"\n") if lines == 1 and not newlines else path,
             read_options=pacsv.ReadOptions(autogenerate_column_names=True, use_threads=True),
             parse_options=pacsv.ParseOptions(delimiter=delimiter, ignore_empty_lines=False),
-            convert_options=pacsv.ConvertOptions(column_types=types) if types else None,
+            # no field is a missing value: an empty field, NA or null is an error naming its line, not a NaN
+            convert_options=pacsv.ConvertOptions(column_types=types or None, null_values=[], strings_can_be_null=False,
+                                                 quoted_strings_can_be_null=False),
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise InputError(_csv_problem(path, delimiter, where, exc, len(types) if types else None,
-                                      integers=types is not None)) from None
+        raise InputError(_csv_problem(path, delimiter, where, exc, ncols, integers)) from None
+    if table.num_rows != lines or (integers and hexadecimal):
+        # pyarrow ends rows at a lone CR too, and reads 0xFF as 255 (0xFFFFFFFFFFFFFFFF as -1): a chunk holds
+        # one row per line, of decimal numbers
+        reason = "hexadecimal number" if table.num_rows == lines else f"{table.num_rows} rows in {lines} lines"
+        raise InputError(_csv_problem(path, delimiter, where, reason, ncols, integers))
+    return table
+
+
+def _scan(path: Path) -> tuple[int, int, bool]:
+    """The number of lines of a CSV chunk (a last line without its newline counts), of newlines, and whether
+    it holds an x (as hexadecimal numbers do): one pass at the speed of memchr."""
+    newlines, hexadecimal, last = 0, False, b"\n"
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(_BLOCK), b""):
+            newlines += block.count(b"\n")
+            hexadecimal = hexadecimal or b"x" in block or b"X" in block
+            last = block[-1:]
+    return newlines + (last != b"\n"), newlines, hexadecimal
 
 
 def _csv_int_columns(path: Path, delimiter: str, ncols: int, where: str) -> list[np.ndarray]:
@@ -169,6 +216,9 @@ _MAX_CHECKED = 10_000  # candidate lines parsed in Python at most, per file
 _WORDS = {"nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity", "true", "false"}  # values, not names
 _HEADER_FIELD = re.compile(r"""^["']?[A-Za-z_][A-Za-z0-9_.\-]*["']?$""")
 _INT64 = (-(1 << 63), (1 << 63) - 1)
+# the numbers pyarrow reads (decimal: pyarrow's 0x1F is refused, see _read_csv)
+_INT_TEXT = re.compile(r"-?[0-9]+")
+_FLOAT_TEXT = re.compile(r"[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?|[-+]?(nan|inf|infinity)", re.IGNORECASE)
 
 
 def _columns(spec: FileSpec) -> int | None:
@@ -200,6 +250,8 @@ def _line_message(path: Path, lineno: int, problem: str, where: str) -> str:
 
 def _line_problem(line: str, lineno: int, delimiter: str, ncols: int | None, integers: bool) -> str | None:
     """What is wrong with one line of a CSV chunk (None: it is a data row)."""
+    if lineno == 1:
+        line = line.removeprefix("\ufeff")  # pyarrow skips a byte order mark
     if not line.strip():
         return "blank line"
     fields = line.split(delimiter)
@@ -208,13 +260,12 @@ def _line_problem(line: str, lineno: int, delimiter: str, ncols: int | None, int
     if ncols is not None and len(fields) != ncols:
         return f"expected {ncols} columns, got {len(fields)}: {_shown(line)}"
     for j, value in enumerate(fields):
-        text = value.strip().strip("'\"")
-        try:
-            number = int(text) if integers else float(text)
-        except ValueError:
+        text = value[1:-1] if len(value) > 1 and value[0] == value[-1] == '"' else value  # pyarrow's quoting
+        if not (_INT_TEXT if integers else _FLOAT_TEXT).fullmatch(text):
             if not integers and text.lower() in ("true", "false"):
                 continue
             return f"{_shown(value)} is not {'an integer' if integers else 'a number'}"
+        number = int(text) if integers else 0
         if integers and not _INT64[0] <= number <= _INT64[1]:
             role = ("source ", "destination ")[j] if ncols == 2 else ""
             return f"{role}ID {text} does not fit a 64-bit signed integer"
@@ -231,10 +282,10 @@ def first_bad_line(path: Path, delimiter: str, ncols: int | None, integers: bool
     if len(delimiter.encode()) != 1:
         return None
     allowed = np.zeros(256, dtype=bool)
-    allowed[list(b"0123456789+-\r\n")] = True
+    allowed[list(b"0123456789-\r\n")] = True
     allowed[ord(delimiter)] = True
     if not integers:
-        allowed[list(b".eE")] = True
+        allowed[list(b"+.eE")] = True
     digit = np.zeros(256, dtype=bool)
     digit[list(b"0123456789")] = True
     delim, checked, lineno, expect = ord(delimiter), 0, 0, None if ncols is None else ncols - 1
@@ -262,6 +313,11 @@ def first_bad_line(path: Path, delimiter: str, ncols: int | None, integers: bool
                 expect = int(per_line[0])
             length = ends - starts
             blank = (length == 0) | ((length == 1) & (arr[np.minimum(starts, arr.size - 1)] == 13))
+            # an empty field: a delimiter at the start or end of a line, or beside another
+            delims_at = np.flatnonzero(arr == delim)
+            near = np.concatenate((arr[np.maximum(delims_at - 1, 0)], arr[np.minimum(delims_at + 1, arr.size - 1)]))
+            empty = np.tile(delims_at, 2)[(near == delim) | (near == 10) | (near == 13)
+                                          | np.concatenate((delims_at == 0, delims_at == arr.size - 1))]
             signs = np.flatnonzero((arr == 43) | (arr == 45))
             before = np.where(signs > 0, arr[np.maximum(signs - 1, 0)], 10)
             if not integers:  # an exponent's sign follows its e
@@ -276,7 +332,7 @@ def first_bad_line(path: Path, delimiter: str, ncols: int | None, integers: bool
                 long_run = np.concatenate(([-1], breaks))[runs > 19] + 1
             candidates = np.unique(np.concatenate((
                 [0] if lineno == 0 else [], line_of(np.flatnonzero(~allowed[arr])), np.flatnonzero(per_line != expect),
-                np.flatnonzero(blank), line_of(bad_sign), line_of(long_run)))).astype(np.int64)
+                np.flatnonzero(blank), line_of(bad_sign), line_of(long_run), line_of(empty)))).astype(np.int64)
             for i in candidates[: _MAX_CHECKED - checked]:
                 line = data[starts[i]:ends[i]].decode("utf-8", "replace").rstrip("\r")
                 problem = _line_problem(line, lineno + int(i) + 1, delimiter, ncols, integers)

@@ -38,6 +38,12 @@ class FileSpec:
     delimiter: str = " "
     where: str = ""
     kind: str = "data"  # "edges": two integer columns (source, destination); "data": numeric rows
+    metadata: Path | None = field(default=None, compare=False)  # the metadata file that lists the chunks
+
+    @property
+    def declared(self) -> str:
+        """``where`` naming the metadata file by its full path, for messages that name no chunk file."""
+        return f"{self.metadata.parent}{os.sep}{self.where}" if self.metadata is not None else self.where
 
     def to_json(self, root: Path) -> dict[str, Any]:
         fmt: dict[str, Any] = {"name": self.format}
@@ -203,7 +209,7 @@ class _Reader:
             chunks = self.raw[per_chunk]
             if not isinstance(chunks, list) or len(chunks) != len(types) or not all(isinstance(c, list) for c in chunks):
                 raise InputError(f"{self.path}: {per_chunk!r} must list, per type, the count of every chunk")
-            v = [sum(c) for c in chunks]
+            v = [sum(x for x in c if isinstance(x, int)) for c in chunks]  # every x is checked below
         else:
             raise InputError(f"{self.path}: missing key {per_type!r} (or {per_chunk!r})")
         flat = v + [x for c in (chunks or []) for x in c]
@@ -223,15 +229,26 @@ class _Reader:
         name = v["format"].get("name")
         if name not in FORMATS:
             raise InputError(f"{self.path}: {where}: unknown format name {name!r} (expected one of {list(FORMATS)})")
+        delimiter = v["format"].get("delimiter", " ")
+        if name == "csv" and not (isinstance(delimiter, str) and len(delimiter) == 1 and delimiter.isascii()
+                                  and not delimiter.isalnum() and delimiter not in '\r\n"+-.'):
+            raise InputError(f"{self.path}: {where}: format delimiter must be one character that separates numbers "
+                             f"(' ', ',', '\\t', ';', '|', ...), got {delimiter!r}")
         paths = []
         for i, p in enumerate(v["data"]):
             if not isinstance(p, str) or not p:
                 raise InputError(f"{self.path}: {where}: data[{i}] must be a file path (a string), got {p!r}")
             full = Path(p) if os.path.isabs(p) else self.path.parent / p
-            if not full.is_file():
+            try:
+                found = full.is_file()
+            except OSError as exc:  # a name too long for the file system, ...
+                raise InputError(f"{self.path}: {where}: chunk file {full} cannot be read "
+                                 f"({exc.strerror or exc})") from None
+            if not found:
                 raise InputError(f"{self.path}: {where}: chunk file {full} is missing")
             paths.append(full)
-        return FileSpec(name, tuple(paths), str(v["format"].get("delimiter", " ")), f"{self.path.name} {where}", kind)
+        return FileSpec(name, tuple(paths), delimiter if name == "csv" else " ", f"{self.path.name} {where}", kind,
+                        self.path)
 
     def data_specs(self, v: Any, section: str, type_name: str) -> dict[str, FileSpec]:
         if not isinstance(v, dict):
