@@ -78,7 +78,7 @@ def test_a_safetensors_file_of_something_else_is_not_a_checkpoint(tmp_path):
     with pytest.raises(FormatError, match=rf"^{path}: not a valid checkpoint file \(a safetensors file without"):
         load_checkpoint(tmp_path / "rank0", model, opt)
     other = torch.nn.Linear(5, 3)  # a checkpoint of another model
-    save_checkpoint(tmp_path / "rank0", 0, other, torch.optim.Adam(other.parameters()), [])
+    save_checkpoint(tmp_path / "rank0", 0, other, torch.optim.Adam(other.parameters()), [{"epoch": 0}])
     with pytest.raises(FormatError, match=rf"^{tmp_path / 'rank0'}: not a valid checkpoint of this model and optimiser "
                                          r"\(RuntimeError: Error\(s\) in loading state_dict"):
         load_checkpoint(tmp_path / "rank0", model, opt)

@@ -197,6 +197,8 @@ def _parse_header(path: Path) -> dict:
                 header = json.loads(f.read(n))
             except ValueError:
                 raise _Invalid("corrupt safetensors header (not JSON)") from None
+            except RecursionError:
+                raise _Invalid("corrupt safetensors header (JSON nested too deeply)") from None
         except _Invalid:
             for magic, what in _FOREIGN:  # only to explain a file that does not parse: a header may begin so
                 if head.startswith(magic):

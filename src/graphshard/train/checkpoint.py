@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -43,16 +45,63 @@ def run_identity(part_config: str, opts: Any, world_size: int) -> dict[str, Any]
 
 
 def read_state(directory: str | os.PathLike) -> dict[str, Any] | None:
-    """The JSON part of a checkpoint (epoch, identity, history), or None when there is none."""
+    """The JSON part of a checkpoint (epoch, identity, history), or None when there is none. Raises
+    :class:`FormatError` naming the file (and the key) when it is no checkpoint's: not JSON, an epoch that
+    is no non-negative integer, a history that is not records of numbers of increasing epochs up to it, no
+    optimiser settings."""
     path = Path(directory) / STATE
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
     try:
+        if not path.is_file():
+            raise ValueError("not a file")
         meta = json.loads(path.read_text())
-        int(meta["epoch"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except RecursionError:
+        raise FormatError(f"{path}: unreadable checkpoint (JSON nested too deeply)") from None
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise FormatError(f"{path}: unreadable checkpoint ({exc})") from None
+    problem = _state_problem(meta)
+    if problem:
+        raise FormatError(f"{path}: unreadable checkpoint ({problem})")
     return meta
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _state_problem(meta: Any) -> str | None:
+    """What makes a parsed ``checkpoint.json`` no checkpoint's (None: nothing)."""
+    if not isinstance(meta, dict):
+        return "not a JSON object"
+    epoch = meta.get("epoch")
+    if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 0:
+        return f"'epoch' must be the last finished epoch, an integer >= 0; got {_shown(epoch)}"
+    history = meta.get("history")
+    if not isinstance(history, list) or not history:
+        return f"'history' must list a record per finished epoch; got {_shown(history)}"
+    last = -1
+    for i, record in enumerate(history):
+        if not isinstance(record, dict) or not all(v is None or isinstance(v, (int, float)) for v in record.values()):
+            return f"'history'[{i}] must be a record of numbers; got {_shown(record)}"
+        at = record.get("epoch")
+        if not isinstance(at, int) or isinstance(at, bool) or not last < at <= epoch:
+            return (f"'history'[{i}]: 'epoch' must be an epoch after the record before it, up to the checkpoint's "
+                    f"epoch {epoch}; got {_shown(at)}")
+        last = at
+    opt = meta.get("optimizer")
+    if not isinstance(opt, dict) or not isinstance(opt.get("param_groups"), list) \
+            or not all(isinstance(g, dict) for g in opt["param_groups"]) or not isinstance(opt.get("scalars"), dict):
+        return f"'optimizer' must hold 'param_groups' (a list of objects) and 'scalars' (an object); got {_shown(opt)}"
+    for k, v in opt["scalars"].items():
+        if not (_number(v) or isinstance(v, bool) or v is None):
+            return f"'optimizer' 'scalars' {k!r} must be a number; got {_shown(v)}"
+    return None
 
 
 def check_identity(directory: str | os.PathLike, meta: dict[str, Any], identity: dict[str, Any]) -> None:
@@ -74,7 +123,7 @@ def rank_status(directory: str | os.PathLike, identity: dict[str, Any]) -> dict[
         meta = read_state(directory)
         if meta is not None:
             check_identity(directory, meta, identity)
-            check_tensor_file(Path(directory) / TENSORS, "checkpoint file")  # a truncated file fails before the run
+            _check_tensor_header(Path(directory) / TENSORS)  # a truncated file fails before the run
     except (InputError, FormatError) as exc:
         return {"epoch": -1, "error": str(exc), "kind": type(exc).__name__}
     return {"epoch": -1 if meta is None else int(meta["epoch"])}
@@ -146,16 +195,103 @@ def read_weights(directory: str | os.PathLike) -> tuple[int, dict[str, torch.Ten
     return int(meta["epoch"]), model, extra
 
 
-def _read_tensors(directory: Path) -> dict[str, torch.Tensor]:
-    """Every tensor of a checkpoint's safetensors file; :class:`FormatError` naming the file when it is
-    missing, truncated, not safetensors (a ``torch.save`` pickle is refused, never unpickled) or holds no
-    checkpoint."""
-    path = directory / TENSORS
-    tensors, _ = load_tensor_file(path, "checkpoint file")
-    if "rng/torch" not in tensors or not any(k.startswith("model/") for k in tensors):
+# the names of a checkpoint's tensors: the model's state (its keys may hold any module name), the optimiser's
+# state per parameter, the caller's extra tensors, the RNG state
+_NAME = re.compile(r"model/.+|opt/[0-9]+/\w+|extra/.+|rng/torch", re.ASCII | re.DOTALL)
+
+
+def _check_tensor_header(path: Path) -> None:
+    """:class:`FormatError` naming the file when it is missing, truncated, not safetensors (a ``torch.save``
+    pickle is refused, never unpickled) or holds no checkpoint (reads the header only)."""
+    header = check_tensor_file(path, "checkpoint file")
+    if "rng/torch" not in header or not any(k.startswith("model/") for k in header):
         raise FormatError(f"{path}: not a valid checkpoint file (a safetensors file without a checkpoint's "
                           "model/ and rng/torch tensors)")
+    other = [k for k in header if k != "__metadata__" and not _NAME.fullmatch(k)]
+    if other:
+        raise FormatError(f"{path}: not a valid checkpoint file (tensor {_shown(other[0])} is none of a checkpoint's "
+                          "model/, opt/, extra/ and rng/torch tensors)")
+
+
+def _read_tensors(directory: Path) -> dict[str, torch.Tensor]:
+    """Every tensor of a checkpoint's safetensors file, after :func:`_check_tensor_header`."""
+    path = directory / TENSORS
+    _check_tensor_header(path)
+    tensors, _ = load_tensor_file(path, "checkpoint file")
     return tensors
+
+
+def _model_unfit(tensors: dict[str, torch.Tensor], model: torch.nn.Module) -> str | None:
+    """A saved model tensor of another dtype than the model's (loading would cast it: int32 bytes read as
+    float32 values); None when there is none."""
+    own = model.state_dict()
+    for k, v in tensors.items():
+        if k.startswith("model/") and k[len("model/"):] in own and v.dtype != own[k[len("model/"):]].dtype:
+            return f"{k} is {v.dtype}, the model's {own[k[len('model/'):]].dtype}"
+    return None
+
+
+def _optimizer_unfit(tensors: dict[str, torch.Tensor], meta: dict[str, Any], optimizer: torch.optim.Optimizer
+                     ) -> str | None:
+    """Why the saved optimiser state and settings cannot be this optimiser's, where loading them would not
+    say so (it takes state of any shape, dtype or name, and settings of any name, which the first step would
+    trip over or ignore); None when they fit."""
+    saved_groups = meta["optimizer"]["param_groups"]
+    groups = optimizer.param_groups
+    ids = [i for s in saved_groups for i in (s.get("params") if isinstance(s.get("params"), list) else [None])]
+    if len(saved_groups) != len(groups) or any(
+            not isinstance(s.get("params"), list) or len(s["params"]) != len(g["params"])
+            for s, g in zip(saved_groups, groups)) \
+            or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids) or len(set(ids)) != len(ids):
+        return "'param_groups' do not list this optimiser's parameters"
+    for g in saved_groups:
+        unknown = sorted(set(g) - set(optimizer.defaults) - {"params"}, key=str)
+        if unknown:  # a misspelt setting: loading would keep it aside and take the default
+            return f"'param_groups' hold {_shown(unknown)}, no settings of this optimiser"
+    params = {i: p for s, g in zip(saved_groups, groups) for i, p in zip(s["params"], g["params"])}
+    names: dict[Any, set[str]] = {}
+    entries = [(k.split("/", 2), v) for k, v in tensors.items() if k.startswith("opt/")]
+    entries += [((("opt", *k.split("/", 1)) if "/" in k else ("opt", k, "")), v)
+                for k, v in meta["optimizer"]["scalars"].items()]
+    for parts, v in entries:
+        idx = int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
+        if idx not in params:
+            return f"optimiser state {'/'.join(parts)!r} is of no parameter of this model"
+        names.setdefault(idx, set()).add(parts[2])
+        if isinstance(v, torch.Tensor) and parts[2] != "step" and (v.shape, v.dtype) != (params[idx].shape,
+                                                                                           params[idx].dtype):
+            return (f"optimiser state {'/'.join(parts)!r} is {v.dtype}{list(v.shape)}, its parameter "
+                    f"{params[idx].dtype}{list(params[idx].shape)}")
+        if isinstance(v, torch.Tensor) and parts[2] == "step" and (v.dim() or not v.is_floating_point()):
+            return f"optimiser state {'/'.join(parts)!r} must be a floating-point number, is {v.dtype}{list(v.shape)}"
+    if len({frozenset(n) for n in names.values()}) > 1:
+        kinds = sorted({", ".join(sorted(n)) for n in names.values()})
+        return f"the parameters' optimiser states differ in kind ({'; '.join(kinds)})"
+    return None
+
+
+def _settings_problem(optimizer: torch.optim.Optimizer) -> str | None:
+    """A loaded optimiser setting of another type than the optimiser's default (a string as lr, a number as
+    betas, a missing eps): the first step would fail, far from the file."""
+    for g in optimizer.param_groups:
+        for k, default in optimizer.defaults.items():
+            if k not in g:
+                return f"'param_groups' lack {k!r}"
+            v = g[k]
+            if isinstance(default, bool):
+                ok = isinstance(v, bool)
+            elif _number(default):
+                ok = _number(v) and math.isfinite(v)
+            elif isinstance(default, (tuple, list)):
+                ok = isinstance(v, (tuple, list)) and len(v) == len(default) and all(
+                    _number(x) and math.isfinite(x) for x in v)
+            elif default is None:
+                ok = v is None or isinstance(v, bool)
+            else:
+                ok = True
+            if not ok:
+                return f"'param_groups' {k!r} is {_shown(v)}, not like the optimiser's {_shown(default)}"
+    return None
 
 
 def load_checkpoint(directory: str | os.PathLike, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
@@ -170,7 +306,13 @@ def load_checkpoint(directory: str | os.PathLike, model: torch.nn.Module, optimi
         check_identity(d, meta, identity)
     tensors = _read_tensors(d)
     try:
+        unfit = _model_unfit(tensors, model)
+        if unfit:
+            raise ValueError(unfit)
         model.load_state_dict({k[len("model/"):]: v for k, v in tensors.items() if k.startswith("model/")})
+        unfit = _optimizer_unfit(tensors, meta, optimizer)
+        if unfit:
+            raise ValueError(unfit)
         state: dict[int, dict[str, Any]] = {}
         for k, v in tensors.items():
             if k.startswith("opt/"):
@@ -180,6 +322,9 @@ def load_checkpoint(directory: str | os.PathLike, model: torch.nn.Module, optimi
             idx, name = k.split("/", 1)
             state.setdefault(int(idx), {})[name] = v
         optimizer.load_state_dict({"state": state, "param_groups": meta["optimizer"]["param_groups"]})
+        unfit = _settings_problem(optimizer)
+        if unfit:
+            raise ValueError(unfit)
         torch.set_rng_state(tensors["rng/torch"])
     except (RuntimeError, ValueError, KeyError, TypeError, AttributeError) as exc:  # another model's or tool's files
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
