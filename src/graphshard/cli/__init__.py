@@ -9,6 +9,7 @@ import os
 import sys
 
 from .. import __version__
+from ..distributed import interrupt
 from ..errors import GraphshardError
 from . import data, infer, launch, partition, pipeline, plot, train
 from .common import HelpFormatter, Parser
@@ -62,24 +63,51 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(argv: list[str] | None) -> int:
+    args: argparse.Namespace | int | None = None
+    with interrupt.handled(lambda: _interrupted_line(args), speak=_speaks) as stop:
+        try:
+            args = _parse(argv)
+            if isinstance(args, int):
+                return args
+            configure_logging(getattr(args, "verbose", False))
+            args.func(args)
+            sys.stdout.flush()
+        except BaseException as exc:
+            stopped = interrupt.signal_of(exc)  # SIGINT, SIGTERM: one line, 130 or 143
+            if stopped is not None:
+                code = stop.farewell(stopped)
+                if argv is None:  # this process is the command: it ends now (nothing half-stopped runs at exit)
+                    interrupt.exit_now(code)
+                return code
+            if isinstance(exc, BrokenPipeError) or not isinstance(exc, (GraphshardError, OSError, RuntimeError)):
+                raise
+            from ..distributed.liveness import write_error_file
+
+            print(f"graphshard: error: {exc}", file=sys.stderr)  # OSError names its path (permissions, ...)
+            write_error_file(str(exc))  # under torchrun: its summary names this, not "no error file"
+            return 2
+    return 0
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace | int:
+    """The command's arguments, or the exit code of a usage error (2) or of --help/--version (0)."""
     try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exc:  # usage errors (2) and --help/--version (0), as a return code
+        return build_parser().parse_args(argv)
+    except SystemExit as exc:
         sys.stdout.flush()
         return exc.code if isinstance(exc.code, int) else 2
-    configure_logging(getattr(args, "verbose", False))
-    try:
-        args.func(args)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise
-    except (GraphshardError, OSError, RuntimeError) as exc:  # OSError names its path (permissions, ...)
-        from ..distributed.liveness import write_error_file
 
-        print(f"graphshard: error: {exc}", file=sys.stderr)
-        write_error_file(str(exc))  # under torchrun: its summary names this, not "no error file"
-        return 2
-    return 0
+
+def _interrupted_line(args: argparse.Namespace | int | None) -> str:
+    """What an interrupted command says (its ``interrupted`` default: a function of the arguments)."""
+    describe = getattr(args, "interrupted", None)
+    return describe(args) if describe is not None else "interrupted"
+
+
+def _speaks() -> bool:
+    """Whether this process says how an interrupted command ended: one per terminal (under torchrun or
+    srun, each host's local rank 0)."""
+    return os.environ.get("LOCAL_RANK", os.environ.get("SLURM_LOCALID", "0")) == "0"
 
 
 __all__ = ["build_parser", "main"]

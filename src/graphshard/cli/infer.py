@@ -18,6 +18,11 @@ def run_embed(args: argparse.Namespace) -> None:
     print(f"wrote every node's output in {time.perf_counter() - start:.1f} s -> {args.out}")
 
 
+def interrupted_line(args: argparse.Namespace) -> str:
+    """What an interrupted ``embed`` says (its output is written whole at the end, or not at all)."""
+    return f"interrupted; run the same command again to write {args.out}"
+
+
 def register(sub: Any) -> None:
     p = command(sub, "embed", "write every node's output from a training checkpoint (layer-wise, exact)",
                 "Rebuild the model a 'graphshard train --checkpoint DIR' run trained (from the options the "
@@ -33,4 +38,4 @@ def register(sub: Any) -> None:
                    help="check the partition files each rank serves against the config's sha256 checksums first")
     out_flag(p, "output .npy file (homogeneous) or directory (heterogeneous)")
     cluster_flags(p, "start this many local ranks: the training run's rank count (omit under torchrun)")
-    p.set_defaults(func=run_embed)
+    p.set_defaults(func=run_embed, interrupted=interrupted_line)

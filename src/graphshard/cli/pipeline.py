@@ -42,6 +42,12 @@ def run_dispatch(args: argparse.Namespace) -> None:
         print(f"dispatched in {time.perf_counter() - start:.1f} s -> {path}")
 
 
+def dispatch_interrupted(args: argparse.Namespace) -> str:
+    """What an interrupted ``dispatch`` says: the config is written last, and finished partitions are kept."""
+    return ("interrupted before the partitions were published (no config was written); run the same command to "
+            "resume: the partitions already written are reused")
+
+
 def run_parmetis(args: argparse.Namespace) -> None:
     from ..pipeline.parmetis import export_parmetis, import_parmetis
 
@@ -121,7 +127,7 @@ def _dispatch(sub: Any) -> None:
                      "(default: the machine's); a run predicted to need more is refused after counting the edges, "
                      "before any data moves (see 'graphshard plan --assignment')")
     overwrite_flag(dsp)
-    dsp.set_defaults(func=run_dispatch)
+    dsp.set_defaults(func=run_dispatch, interrupted=dispatch_interrupted)
 
 
 def _parmetis(sub: Any) -> None:

@@ -139,6 +139,21 @@ def run_train(args: argparse.Namespace) -> None:
         print_metrics(m)
 
 
+def interrupted_line(args: argparse.Namespace) -> str:
+    """What an interrupted ``train`` says: the epoch the same command resumes after, or that nothing was kept."""
+    from ..train.checkpoint import read_state
+
+    opts, launch = options(args)
+    if not opts.checkpoint:
+        return ("interrupted; no checkpoint was kept (with --checkpoint DIR, running the same command again resumes "
+                "after the last finished epoch)")
+    rank = 0 if launch.num_procs else int(os.environ.get("RANK", "0"))  # the ranks commit each epoch together
+    state = read_state(Path(opts.checkpoint) / f"rank{rank}")
+    if state is None:
+        return f"interrupted before the first epoch was checkpointed in {opts.checkpoint}; nothing was kept"
+    return f"interrupted after epoch {state['epoch']}; run the same command to resume"
+
+
 def run_demo(args: argparse.Namespace) -> None:
     from ..datasets import community_graph
     from ..partition.api import partition_graph
@@ -178,7 +193,7 @@ def register(sub: Any) -> None:
     tr.add_argument("--print-config", action="store_true",
                     help="print the full configuration (defaults, --config, flags) as YAML and exit without training")
     option_flags(tr, [n for n, s in (specs(LaunchOptions) | specs(TrainOptions)).items() if s.cli])
-    tr.set_defaults(func=run_train)
+    tr.set_defaults(func=run_train, interrupted=interrupted_line)
 
     demo = command(sub, "demo", "the main job: generate, partition (METIS, 2 parts), train on 2 processes")
     demo.add_argument("--out", default="out/demo", help="output directory")

@@ -9,6 +9,7 @@ from typing import TypeVar
 import numpy as np
 
 from .context import PEER_FAILURE, DistContext, DistError
+from .interrupt import raise_if_pending
 
 T = TypeVar("T")
 
@@ -18,6 +19,7 @@ def guarded(ctx: DistContext, what: str, fn: Callable[[], T]) -> T:
     try:
         return fn()
     except RuntimeError as exc:
+        raise_if_pending()  # this rank was told to stop, so were its peers: that is why it failed
         deadline = time.monotonic() + 5.0
         peer = ctx.failed_peer()
         while peer is None and time.monotonic() < deadline:  # give a dying peer a moment to report

@@ -13,10 +13,13 @@ import datetime
 import logging
 import os
 import re
+import time
 import traceback
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
+from . import interrupt
 from .liveness import RECORDERS, Heartbeat, lost_after_default
 from .network import LOOPBACK, gloo_options, host_store, own_address
 
@@ -24,7 +27,9 @@ log = logging.getLogger(__name__)
 
 ERROR_KEY = "error/"
 PEER_FAILURE = "caused by a peer:"  # marks errors that only report another rank's failure
+STOPPED = "told to stop"  # marks a rank's report of its own interruption (SIGINT, SIGTERM): never a root cause
 LIVENESS_KEY = "liveness/"  # each rank's heartbeat address
+PROCESS_KEY = "process/"  # each rank's address and process ID (its peers on the same host watch it go quiet)
 # what gloo, TensorPipe and sockets say when the other end went away (the text names no rank)
 _TRANSPORT_LOSS = re.compile(r"Connection closed by peer|Connection reset|Broken pipe|pipe closed|\beof\b|"
                              r"Connection refused|ECONNRESET", re.I)
@@ -44,6 +49,7 @@ class DistContext:
     timeout: float
     address: str = LOOPBACK  # this host's address on the run's network
     heartbeat: Heartbeat | None = None
+    _unhook: list[Callable[[], None]] = field(default_factory=list)
 
     @classmethod
     def from_env(cls, timeout: float = 300.0, heartbeat_timeout: float | None = None) -> "DistContext":
@@ -74,16 +80,23 @@ class DistContext:
         store = dist.PrefixStore("graphshard/", store)
         if beat is not None:
             store.set(f"{LIVENESS_KEY}{rank}", beat.open())
+        store.set(f"{PROCESS_KEY}{rank}", f"{address} {os.getpid()}")
         # gloo listens on this host's address on the run's network (MASTER_ADDR on the host that holds it),
         # unless the user named an interface
         pg_options = None if os.environ.get("GLOO_SOCKET_IFNAME") else gloo_options(address)
         dist.init_process_group("gloo", store=dist.PrefixStore("pg/", store), rank=rank, world_size=world,
                                 timeout=delta, pg_options=pg_options)
         ctx = cls(rank, world, store, timeout, address)
-        if beat is not None:  # every rank published before joining the group, so these reads do not wait
+        # every rank published before joining the group, so these reads do not wait
+        processes = {r: store.get(f"{PROCESS_KEY}{r}").decode().split() for r in range(world) if r != rank}
+        if beat is not None:
             beat.start({r: store.get(f"{LIVENESS_KEY}{r}").decode() for r in range(world)})
             ctx.heartbeat = beat
             RECORDERS.append(ctx._record_lost)
+            ctx._unhook.append(interrupt.when_signalled(beat.announce_quiet))
+        # told to stop, a rank closes nothing before its peers are quiet (see .interrupt)
+        local = {r: int(pid) for r, (where, pid) in processes.items() if where == address}
+        ctx._unhook.append(interrupt.before_unwinding(lambda: ctx._await_quiet(set(processes), local)))
         log.info("rank %d of %d joined (%s:%d) from %s", rank, world, host, port, address)
         return ctx
 
@@ -94,26 +107,50 @@ class DistContext:
         import torch.distributed as dist
 
         cause = exc
-        if exc is not None and self.heartbeat is not None and _peer_trouble(exc):
-            line = self.heartbeat.await_finding(self.heartbeat.lost_after + 1.0)  # which peer, on which host
-            exc = DistError(line) if line is not None else exc
-        if exc is not cause:
-            self._record_lost(str(exc))  # marked as a peer's failure, for the launcher
+        stopped = interrupt.signal_of(exc) if exc is not None else None
+        if stopped is not None:  # told to stop: whatever failed meanwhile failed because the peers stop too
+            exc = exc if isinstance(exc, interrupt.Interrupted) else interrupt.Interrupted(stopped)
+            self._record(f"rank {self.rank}: {_stopped_text(stopped)}")
         elif exc is not None:
-            self.report_failure(exc)
+            if self.heartbeat is not None and _peer_trouble(exc):
+                line = self.heartbeat.await_finding(self.heartbeat.lost_after + 1.0)  # which peer, on which host
+                exc = DistError(line) if line is not None else exc
+            if exc is not cause:
+                self._record_lost(str(exc))  # marked as a peer's failure, for the launcher
+            else:
+                self.report_failure(exc)
+        for unhook in self._unhook:
+            unhook()
+        self._unhook = []
         if self.heartbeat is not None:  # after the report: a peer told of the failure finds it in the store
-            self.heartbeat.leave(None if exc is None else error_text(exc))
+            said = _stopped_text(stopped) if stopped is not None else error_text(exc) if exc is not None else None
+            self.heartbeat.leave(said)
             RECORDERS.remove(self._record_lost)
             self.heartbeat = None
         if dist.is_initialized():
             dist.destroy_process_group()
-        if exc is not cause:  # the heartbeat named the peer at fault: that is the error to show
+        if exc is not cause:  # the heartbeat named the peer at fault (or this rank was told to stop)
             raise exc from cause
+
+    def _await_quiet(self, peers: set[int], local: dict[int, int]) -> None:
+        """Wait (at most :data:`~.interrupt.QUIET_WAIT` s) until every peer is quiet: its heartbeat said so,
+        or, on this host (``local``: rank -> process ID), its standard error is silenced."""
+        beat = self.heartbeat
+
+        def quiet(r: int) -> bool:
+            heard = beat is not None and (beat.peers[r].quiet or beat.peers[r].gone)
+            return heard or (r in local and interrupt.is_quiet(local[r]))
+        deadline = time.monotonic() + interrupt.QUIET_WAIT
+        while not all(quiet(r) for r in peers) and time.monotonic() < deadline:
+            time.sleep(0.005)  # polling the peers' state, against a deadline
 
     def report_failure(self, exc: BaseException) -> None:
         """Record this rank's error where the other ranks will find it."""
+        self._record(error_text(exc))
+
+    def _record(self, text: str) -> None:
         try:
-            self.store.set(f"{ERROR_KEY}{self.rank}", error_text(exc))
+            self.store.set(f"{ERROR_KEY}{self.rank}", text)
         except Exception:  # the store may be gone already; the launcher still reports the exit code
             pass
 
@@ -134,6 +171,12 @@ class DistContext:
             except Exception:
                 return None
         return None
+
+
+def _stopped_text(signum: int) -> str:
+    import signal
+
+    return f"{STOPPED} ({signal.Signals(signum).name})"
 
 
 def error_text(exc: BaseException) -> str:

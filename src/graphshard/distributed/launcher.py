@@ -3,6 +3,8 @@
 The parent hosts the rendezvous store (bound to port 0, so the port is free by construction) and
 spawns the ranks. If a rank fails, the others are terminated and :class:`DistError` names the rank
 that caused it: one that recorded its own error, else one that exited without a word (killed).
+Interrupted (SIGINT, SIGTERM, Ctrl-C), the parent sends SIGTERM to every rank, kills those still there
+:data:`STOP_GRACE` seconds later, and raises the interruption (see :mod:`.interrupt`).
 """
 
 from __future__ import annotations
@@ -10,13 +12,17 @@ from __future__ import annotations
 import os
 import re
 import signal
+import time
 from collections.abc import Callable
 from multiprocessing.connection import wait
 from typing import Any
 
-from .context import ERROR_KEY, PEER_FAILURE, DistError
+from . import interrupt
+from .context import ERROR_KEY, PEER_FAILURE, STOPPED, DistError
 from .lifetime import UNGUARDED_EXIT, die_with_parent, refuse_spawn_reimport, unguarded_message
 from .network import host_store
+
+STOP_GRACE = 3.0  # seconds interrupted ranks have to end before they are killed
 
 
 def _entry(index: int, fn: Callable[..., Any], args: tuple, host: str, port: int, world: int, parent: int) -> None:
@@ -24,7 +30,14 @@ def _entry(index: int, fn: Callable[..., Any], args: tuple, host: str, port: int
     os.environ.update({"RANK": str(index), "WORLD_SIZE": str(world), "LOCAL_RANK": str(index),
                        "LOCAL_WORLD_SIZE": str(world),
                        "MASTER_ADDR": host, "MASTER_PORT": str(port), "GRAPHSHARD_STORE_HOSTED": "1"})
-    fn(*args)
+    with interrupt.handled(speak=False):  # the launcher says the line
+        try:
+            fn(*args)
+        except BaseException as exc:
+            stopped = interrupt.signal_of(exc)
+            if stopped is None:
+                raise
+            interrupt.exit_now(128 + stopped)  # unwound: end quietly (torch would count an interrupt a success)
 
 
 def launch(fn: Callable[..., Any], num_procs: int, args: tuple = (), host: str = "127.0.0.1",
@@ -38,34 +51,66 @@ def launch(fn: Callable[..., Any], num_procs: int, args: tuple = (), host: str =
     if num_procs < 1:
         raise DistError(f"num_procs must be >= 1, got {num_procs}")
     store = host_store(host, 0, num_procs, timeout)  # listens on ``host`` only (see .network)
-    procs = mp.start_processes(_entry, args=(fn, args, host, store.port, num_procs, os.getpid()), nprocs=num_procs,
-                               join=False, start_method="spawn")
+    procs = None
     try:
-        while True:
-            running = [p.sentinel for p in procs.processes if p.exitcode is None]
-            if running:
-                wait(running)  # until a rank ends
-            _stop_all_after_a_failure(procs.processes)  # before torch's join, which would wait 30 s on a stopped rank
-            if procs.join(timeout=0):
-                break
+        with interrupt.longer_grace(STOP_GRACE + 1.5):  # time to stop the ranks before this process ends
+            try:
+                with interrupt.starting_children():  # each rank acts on a signal once its handlers are in place
+                    procs = mp.start_processes(_entry, args=(fn, args, host, store.port, num_procs, os.getpid()),
+                                               nprocs=num_procs, join=False, start_method="spawn")
+                _supervise(procs)
+            except KeyboardInterrupt:  # Interrupted (SIGINT, SIGTERM) or Ctrl-C without graphshard's handlers
+                if procs is not None:
+                    _stop(procs.processes)
+                raise
     except (mp.ProcessRaisedException, mp.ProcessExitedException) as exc:
         raise DistError(_root_cause(dist.PrefixStore("graphshard/", store), procs.processes, exc)) from None
+
+
+def _supervise(procs: Any) -> None:
+    """Wait for every rank to end; after a failure, stop the others (torch's join raises it)."""
+    while True:
+        running = [p for p in procs.processes if p.exitcode is None]
+        ended = wait([p.sentinel for p in running]) if running else []  # until a rank ends
+        for p in running:
+            if p.sentinel in ended:
+                p.join(5)  # its sentinel closes just before it can be reaped: its exit code, not a guess
+        _stop_all_after_a_failure(procs.processes)  # before torch's join, which would wait 30 s on a stopped rank
+        if procs.join(timeout=0):
+            break
+
+
+def _stop(processes: list, grace: float = STOP_GRACE) -> None:
+    """SIGTERM to every rank still running; those not gone ``grace`` seconds later are killed. A rank still
+    starting (no handler yet: it has joined nothing and written nothing) is killed at once, rather than
+    waited for while it imports what it would stop at once."""
+    for p in processes:
+        if p.is_alive():
+            p.terminate()
+            if not interrupt.handles(p.pid):
+                p.kill()
+    _kill_after(processes, grace)
 
 
 def _stop_all_after_a_failure(processes: list, grace: float = 3.0) -> None:
     """Once a rank has failed, give the others ``grace`` seconds to finish reporting, then kill those still
     there (a stopped or hung rank ignores SIGTERM: torch's own clean-up would wait 30 s for it)."""
-    import time
+    if any(p.exitcode not in (None, 0) for p in processes):
+        _kill_after(processes, grace)
 
-    if not any(p.exitcode not in (None, 0) for p in processes):
-        return
+
+def _kill_after(processes: list, grace: float) -> None:
+    """Wait up to ``grace`` seconds for ``processes`` to end, then kill and reap those still there."""
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(p.is_alive() for p in processes):
-        time.sleep(0.05)  # polling exit codes against a deadline, not a fixed wait
+    while time.monotonic() < deadline:
+        running = [p.sentinel for p in processes if p.exitcode is None]
+        if not running:
+            break
+        wait(running, timeout=max(0.0, deadline - time.monotonic()))  # until one ends, or the deadline
     for p in processes:
         if p.is_alive():
             p.kill()
-            p.join(5)
+        p.join(5)
 
 
 def run_script(path: str, argv: list[str]) -> None:
@@ -89,7 +134,7 @@ def _root_cause(store: Any, processes: list, exc: Exception) -> str:
         key = f"{ERROR_KEY}{r}"
         if store.check([key]):
             reports[r] = store.get(key).decode(errors="replace")
-    own = [r for r, text in reports.items() if PEER_FAILURE not in text]
+    own = [r for r, text in reports.items() if PEER_FAILURE not in text and STOPPED not in text]
     if own:
         return f"rank {own[0]} failed: {reports[own[0]]}"
     for r, text in reports.items():  # only survivors spoke: name the peer they lost

@@ -40,7 +40,7 @@ INTERVAL_FRACTION = 12  # heartbeats per lost_after (twice a second at the defau
 LOST_EXIT = 1
 _HEADER = struct.Struct("!4sBxI8s")  # magic, kind, rank, the sender's nonce (published in the store)
 _MAGIC = b"GSHB"
-BEAT, DONE, FAILED = 1, 2, 3
+BEAT, DONE, FAILED, QUIET = 1, 2, 3, 4
 _MAX_TEXT = 900  # bytes of "doing" / error text carried (a datagram stays far below any MTU trouble)
 
 _DOING = ["starting"]
@@ -79,6 +79,7 @@ class Peer:
     last: float
     doing: str = "starting"
     gone: bool = False  # said it left (done or failed): never lost
+    quiet: bool = False  # said it was told to stop and silenced itself (see .interrupt)
     failed: str | None = None  # the line naming its failure, until this rank stops on its own or is stopped
     failed_at: float = 0.0
 
@@ -145,6 +146,13 @@ class Heartbeat:
             time.sleep(0.05)  # polling what the heartbeat thread found, against a deadline
         return None
 
+    def announce_quiet(self) -> None:
+        """Tell every peer this rank was told to stop and has silenced itself (see :mod:`.interrupt`): it may
+        close its connections to us without our transports logging it. Safe from any thread."""
+        if self._sock is not None:
+            for _ in range(3):  # datagrams may be dropped; three make a lost one unlikely on a LAN
+                self._send_all(QUIET, "")
+
     def host_of(self, rank: int) -> str:
         return self.address if rank == self.rank else self.peers[rank].address[0]
 
@@ -196,6 +204,8 @@ class Heartbeat:
                 peer.doing = text
             elif kind == DONE:
                 peer.gone = True
+            elif kind == QUIET:
+                peer.quiet = True
             elif kind == FAILED and not peer.gone:
                 peer.gone, peer.failed_at = True, peer.last
                 peer.failed = (f"rank {rank} on host {peer.address[0]} failed while {peer.doing}: {text}; noticed by "

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .context import PEER_FAILURE, DistContext, DistError
+from .interrupt import raise_if_pending
 from .network import interface_of, own_address
 
 _REGISTRY: dict[str, Any] = {}
@@ -205,6 +206,7 @@ def _result(group: RpcGroup, owner: str, fut: Any, what: str) -> Any:
     try:
         return fut.wait()
     except Exception as exc:  # remote exceptions, dead peers and timeouts all arrive here
+        raise_if_pending()  # this process was told to stop, so were its peers: that is why it failed
         me = group.names[group.rank]
         if not _raised_remotely(exc):  # the peer vanished or hung: it is at fault, say so for the launcher
             state = "did not answer" if "timeout" in str(exc).lower() else "is gone"

@@ -10,6 +10,7 @@ import itertools
 import logging
 import os
 import queue
+import signal
 import time
 import traceback
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from typing import Any
 
 from .batch import BatchMaker, BatchRequest, BatchSpec
 from .context import DistError
+from .interrupt import handled, is_quiet, starting_children, when_signalled
 from .lifetime import UNGUARDED_EXIT, die_with_parent, refuse_spawn_reimport, unguarded_message
 
 log = logging.getLogger(__name__)
@@ -77,6 +79,11 @@ def _build(s: WorkerSetup) -> tuple[Any, BatchMaker]:
 def worker_main(setup: WorkerSetup, requests: Any, results: Any) -> None:
     """Worker process: build, report ready, then turn requests into batches until told to stop."""
     die_with_parent()
+    with handled(speak=False, unwind=False):  # told to stop, a worker goes quiet: its rank ends it
+        _serve(setup, requests, results)
+
+
+def _serve(setup: WorkerSetup, requests: Any, results: Any) -> None:
     where = f"rank {setup.rank}, sampler worker {setup.index}"
     group = None
     try:
@@ -123,17 +130,32 @@ class WorkerPool:
         self.requests = [mp_ctx.Queue() for _ in range(num_workers)]
         self.results = mp_ctx.Queue()
         self.procs = []
-        for i in range(num_workers):
-            setup = WorkerSetup(str(part_config), rank, world_size, i, num_workers, host, port, key, rpc_host,
-                                timeout, spec, cache.share_memory_() if cache is not None else None)
-            p = mp_ctx.Process(target=worker_main, args=(setup, self.requests[i], self.results), daemon=True)
-            p.start()
-            self.procs.append(p)
+        with starting_children():  # a signal during a worker's start-up waits for its handlers
+            for i in range(num_workers):
+                setup = WorkerSetup(str(part_config), rank, world_size, i, num_workers, host, port, key, rpc_host,
+                                    timeout, spec, cache.share_memory_() if cache is not None else None)
+                p = mp_ctx.Process(target=worker_main, args=(setup, self.requests[i], self.results), daemon=True)
+                p.start()
+                self.procs.append(p)
         for _ in range(num_workers):
             kind, _, payload = self._receive("sampler workers to start")
             if kind == "error":
                 self.close(abort=True)
                 raise DistError(payload)
+        self._unhook = when_signalled(self._quiet_workers, first=True)
+
+    def _quiet_workers(self) -> None:
+        """This rank was told to stop: its workers go quiet (bounded) before it tells its peers it is, so no
+        worker's transport logs the connections that close next (see :mod:`.interrupt`)."""
+        procs = list(self.procs)
+        for p in procs:
+            try:
+                os.kill(p.pid, signal.SIGTERM)
+            except OSError:  # gone already
+                pass
+        deadline = time.monotonic() + 0.5
+        while not all(is_quiet(p.pid) for p in procs) and time.monotonic() < deadline:
+            time.sleep(0.005)  # polling the workers' standard error, against a deadline
 
     def _receive(self, what: str) -> tuple[str, int, Any]:
         deadline = time.monotonic() + self.timeout
@@ -180,6 +202,7 @@ class WorkerPool:
 
     def close(self, abort: bool = False) -> None:
         """Stop the workers: politely (they leave their RPC group together), or at once after a failure."""
+        getattr(self, "_unhook", lambda: None)()
         if abort:
             for p in self.procs:
                 p.kill()

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from ..distributed.graph import DistGraph
+from ..distributed.interrupt import atomic, deferred
 from ..distributed.loader import DistNeighborLoader
 from ..distributed.runtime import Session
 from ..distributed.split import node_split
@@ -148,10 +149,11 @@ def save_tables(s: Session, g: DistGraph, tables: dict[str, DistTensor], path: s
             np.save(tmp / f"{t}.npy" if hetero else tmp, out)
         if hetero:
             mark_output_dir(tmp, "embeddings", sorted(f"{t}.npy" for t in tables))
-        if hetero and target.is_dir():  # our earlier output: replace our files, keep any the user added
-            for f in sorted(tmp.iterdir(), key=lambda f: f.name == MARKER):  # the marker last
-                os.replace(f, target / f.name)
-            tmp.rmdir()
-        else:
-            os.replace(tmp, target)
+        with deferred(), atomic():  # an interrupt never leaves the files of two runs under one marker
+            if hetero and target.is_dir():  # our earlier output: replace our files, keep any the user added
+                for f in sorted(tmp.iterdir(), key=lambda f: f.name == MARKER):  # the marker last
+                    os.replace(f, target / f.name)
+                tmp.rmdir()
+            else:
+                os.replace(tmp, target)
     g.barrier()

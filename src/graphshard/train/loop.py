@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import shutil
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -20,13 +22,15 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
-from ..distributed.collectives import all_gather_bytes, all_reduce_sum
+from ..distributed.collectives import all_gather_bytes, all_reduce_sum, barrier
 from ..distributed.graph import DistGraph
+from ..distributed.interrupt import atomic, deferred
 from ..distributed.liveness import doing
 from ..distributed.runtime import Session
 from . import timing
 from .checks import check_loss
-from .checkpoint import check_agreement, load_checkpoint, rank_status, read_weights, run_identity, save_checkpoint
+from .checkpoint import (STATE, TENSORS, check_agreement, load_checkpoint, rank_status, read_weights, run_identity,
+                         save_checkpoint)
 from .inputs import ModelInputs
 from .options import TrainOptions
 from .report import epoch_line, write_json
@@ -40,6 +44,7 @@ notice = logging.getLogger("graphshard.notice")  # shown at the default log leve
 _SUMS = ("wall_s", "wait_s", "sample_s", "fetch_s", "compute_s", "comm_s", "loss", "fetch_bytes", "cache_hits", "cache_misses",
          "cache_bytes_saved")
 _COUNTS = ("fetch_bytes", "cache_hits", "cache_misses", "cache_bytes_saved")  # summed over ranks, not averaged
+STAGED = ".staged"  # a rank's checkpoint of an epoch not yet committed by every rank (see Trainer._checkpoint)
 
 
 def graph_name(part_config: str) -> str:
@@ -122,11 +127,36 @@ class Trainer:
             self.best = found
 
     def _keep_best(self, epoch: int) -> None:
+        """In memory; with checkpoints, ``best/`` is written with the epoch's own (see :meth:`_checkpoint`)."""
         model = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
         self.best = (epoch, model, {k: v.clone() for k, v in self.inputs.state().items()})
-        if self.opts.checkpoint:  # before the epoch's own checkpoint: a resume never finds best/ behind it
-            save_checkpoint(self._dir(best=True), epoch, self.model, self.optimizer, self.history, self.best[2],
-                            self.identity)
+
+    def _checkpoint(self, epoch: int) -> None:
+        """Write the checkpoint of ``epoch`` (after ``best/`` when it is the best so far: a resume never finds
+        best/ behind it) on every rank or on none: each rank writes its own into a staging directory, all
+        meet at a barrier, then each moves its files into place. A signal meanwhile is acted on once that is
+        done (or, when a peer stopped first, at the barrier, with nothing moved): a resume always finds one
+        epoch on every rank."""
+        staged: list[Path] = []
+        try:
+            with deferred():
+                if self.best is not None and self.best[0] == epoch:
+                    staged.append(self._stage(self._dir(best=True), epoch, self.best[2]))
+                staged.append(self._stage(self._dir(), epoch, self.inputs.state()))
+                barrier(self.s.ctx, f"checkpoint of epoch {epoch} staged")
+                with atomic():
+                    for stage in staged:
+                        for name in (TENSORS, STATE):  # the state last, as save_checkpoint writes them
+                            os.replace(stage / name, stage.parent / name)
+        finally:
+            for stage in staged:
+                shutil.rmtree(stage, ignore_errors=True)
+
+    def _stage(self, directory: str, epoch: int, extra: dict[str, torch.Tensor]) -> Path:
+        """This rank's checkpoint of ``epoch`` in ``directory``'s staging directory (returned)."""
+        stage = Path(directory) / STAGED
+        save_checkpoint(stage, epoch, self.model, self.optimizer, self.history, extra, self.identity)
+        return stage
 
     def restore_best(self) -> int | None:
         """Put back the best validation epoch's weights and embeddings (collective); returns that epoch
@@ -167,8 +197,7 @@ class Trainer:
                 if self.opts.checkpoint:
                     doing(f"writing the checkpoint of epoch {epoch}")
                     with timing.phase("checkpoint_s"):
-                        save_checkpoint(self._dir(), epoch, self.model, self.optimizer, self.history,
-                                        self.inputs.state(), self.identity)
+                        self._checkpoint(epoch)
                 if stop:
                     break
         return self.history
