@@ -276,13 +276,32 @@ def atomic() -> Iterator[None]:
         yield
 
 
+# The tracker removes the semaphores of a rank that had to be killed (frozen, hung) and warns about them as
+# "leaked" on its way out: noise after the one line that names the lost rank, so it is told not to.
+_TRACKER_QUIET = "ignore::UserWarning:multiprocessing.resource_tracker"
+
+
+def _start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker now (started later, it would unblock SIGINT and SIGTERM behind
+    our back), without its warning about the semaphores of killed ranks, which it cleans up anyway."""
+    from multiprocessing import resource_tracker
+
+    before = os.environ.get("PYTHONWARNINGS")
+    os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [before, _TRACKER_QUIET]))
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONWARNINGS", None)
+        else:
+            os.environ["PYTHONWARNINGS"] = before
+
+
 @contextmanager
 def starting_children(*signums: int) -> Iterator[None]:
     """Processes started in the block begin with ``signums`` (default: SIGINT and SIGTERM) blocked; a signal
     to this process meanwhile is acted on when the block ends (see :func:`deferred`)."""
-    from multiprocessing import resource_tracker
-
-    resource_tracker.ensure_running()  # started later, it would unblock SIGINT and SIGTERM behind our back
+    _start_resource_tracker()
     old = signal.pthread_sigmask(signal.SIG_BLOCK, signums or SIGNALS)
     try:
         with deferred():

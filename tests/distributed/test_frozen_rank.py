@@ -1,0 +1,80 @@
+"""A rank frozen (SIGSTOP) in the middle of ``graphshard train --num-procs 2`` on one machine is named — the
+right rank, what it was doing — within a few seconds of the heartbeat bound, not after twice ``--timeout``;
+the launcher ends with that one line and leaves no process behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from graphshard.cli import main
+from graphshard.datasets import community_graph, save_dataset
+
+HEARTBEAT = 3.0
+
+
+def _children(pid: int) -> list[int]:
+    """The launcher's rank processes, in the order they were started (rank 0 first)."""
+    kids = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        kids |= {int(c) for c in (task / "children").read_text().split()}
+    ranks = [c for c in kids if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+    return sorted(ranks, key=lambda c: int(Path(f"/proc/{c}/stat").read_text().rsplit(")", 1)[1].split()[19]))
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, deadline: float) -> None:
+    while not path.is_file():
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.1)  # polling for the run's first checkpoint, bounded by the deadline
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_a_frozen_rank_is_named_within_the_heartbeat_bound(tmp_path):
+    save_dataset(community_graph(num_nodes=3000, seed=3), tmp_path / "d")
+    assert main(["partition", "--dataset", str(tmp_path / "d"), "--num-parts", "2", "--out", str(tmp_path / "p")]) == 0
+    config = next((tmp_path / "p").glob("*.json"))
+    cmd = [sys.executable, "-m", "graphshard.cli", "train", "--part-config", str(config), "--num-procs", "2",
+           "--epochs", "1000", "--fanouts", "5,5", "--batch-size", "64", "--hidden", "16",
+           "--checkpoint", str(tmp_path / "ck"), "--heartbeat-timeout", str(HEARTBEAT), "--timeout", "120"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    ranks: list[int] = []
+    try:
+        _wait_for(tmp_path / "ck" / "rank1" / "checkpoint.json", proc, time.monotonic() + 180)
+        ranks = _children(proc.pid)
+        assert len(ranks) == 2, ranks
+        frozen = time.monotonic()
+        os.kill(ranks[1], signal.SIGSTOP)
+        proc.wait(timeout=60)
+        took = time.monotonic() - frozen
+        err = proc.stderr.read().decode()
+        left = [pid for pid in ranks if _running(pid)]  # before the clean-up below: the launcher's doing
+    finally:
+        for pid in ranks:  # a stopped process still dies of SIGKILL
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    assert proc.returncode not in (0, None)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert lines[-1].startswith("graphshard: error: lost rank 1 on host 127.0.0.1: no heartbeat for 3.0 s"), err
+    assert "process frozen" in lines[-1] and "noticed by rank 0" in lines[-1], err
+    assert len(lines) == 1 and "Traceback" not in err, err  # one line: no torch warnings, no traceback
+    assert took < HEARTBEAT + 8, f"named after {took:.1f} s"
+    assert not left, f"rank processes left behind: {left}"
