@@ -101,3 +101,46 @@ def test_damaged_link_split_is_named(tmp_path, case):
     with pytest.raises(FormatError) as exc:
         load_link_split(path)
     assert str(exc.value).startswith(f"{path}: not a valid link split file (") and words in str(exc.value)
+
+
+def test_a_flipped_data_byte_is_found_by_the_recorded_sha256(tmp_path):
+    """Damage no header check sees (a weight's bytes) is found: the state records the tensors' sha256."""
+    model, opt, path = _saved(tmp_path)
+    raw = bytearray(path.read_bytes())
+    raw[-5] ^= 0x40  # inside the last tensor's data
+    path.write_bytes(bytes(raw))
+    with pytest.raises(FormatError, match=rf"{path}: does not match the sha256 recorded in .*checkpoint.json"):
+        load_checkpoint(path.parent, model, opt)
+    with pytest.raises(FormatError, match="does not match the sha256"):
+        read_weights(path.parent)
+
+
+def test_a_save_cut_between_its_two_files_is_completed_on_resume(tmp_path):
+    """Epoch 1's tensors moved into place, its state still staged (a crash between the two moves): the next
+    read completes the save instead of pairing epoch 1's weights with epoch 0's record."""
+    from graphshard.train.checkpoint import STAGED
+
+    model, opt, path = _saved(tmp_path)
+    with torch.no_grad():
+        model.weight.add_(1.0)
+    want = model.weight.detach().clone()
+    save_checkpoint(path.parent / STAGED, 1, model, opt, [{"epoch": 0}, {"epoch": 1}], identity={"graph": "g"})
+    (path.parent / STAGED / path.name).replace(path)  # the first of the two moves only
+    fresh = torch.nn.Linear(4, 3)
+    nxt, history, _ = load_checkpoint(path.parent, fresh, torch.optim.Adam(fresh.parameters()))
+    assert nxt == 2 and [h["epoch"] for h in history] == [0, 1]
+    assert torch.equal(fresh.weight, want)
+    assert not (path.parent / STAGED / "checkpoint.json").exists()
+
+
+def test_best_weights_of_another_model_are_refused_when_read(tmp_path):
+    from graphshard.train.checkpoint import check_weights
+
+    model, _, path = _saved(tmp_path)
+    epoch, weights, _ = read_weights(path.parent)
+    check_weights(path.parent, weights, model)  # its own weights fit
+    weights["bia5"] = weights.pop("bias")
+    with pytest.raises(FormatError, match=rf"{path.parent}: not a valid checkpoint of this model \(tensor missing 'bias'\)"):
+        check_weights(path.parent, weights, model)
+    with pytest.raises(FormatError, match=r"'weight' is torch.float32 \(3, 4\), the model's torch.float32 \(2, 4\)"):
+        check_weights(path.parent, read_weights(path.parent)[1] | {}, torch.nn.Linear(4, 2))

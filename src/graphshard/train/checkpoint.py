@@ -15,10 +15,11 @@ import torch
 from safetensors.torch import save_file
 
 from ..errors import FormatError, InputError
-from ..format.tensorfile import check_tensor_file, load_tensor_file
+from ..format.tensorfile import check_tensor_file, load_tensor_file, sha256_file
 
 STATE = "checkpoint.json"
 TENSORS = "checkpoint.safetensors"
+STAGED = ".staged"  # a rank's checkpoint of an epoch not yet committed by every rank (see Trainer._checkpoint)
 # Options that change what the saved state means: resuming under other values would continue a
 # different run (other model shape, other optimiser, other batches). Others (epochs, evaluation
 # cadence, outputs, workers, timeouts) may change between a run and its resume.
@@ -48,7 +49,9 @@ def read_state(directory: str | os.PathLike) -> dict[str, Any] | None:
     """The JSON part of a checkpoint (epoch, identity, history), or None when there is none. Raises
     :class:`FormatError` naming the file (and the key) when it is no checkpoint's: not JSON, an epoch that
     is no non-negative integer, a history that is not records of numbers of increasing epochs up to it, no
-    optimiser settings."""
+    optimiser settings. A save cut off between its two files is completed first
+    (:func:`finish_interrupted_save`)."""
+    finish_interrupted_save(directory)
     path = Path(directory) / STATE
     if not os.path.lexists(path):
         return None
@@ -94,6 +97,9 @@ def _state_problem(meta: Any) -> str | None:
             return (f"'history'[{i}]: 'epoch' must be an epoch after the record before it, up to the checkpoint's "
                     f"epoch {epoch}; got {_shown(at)}")
         last = at
+    digest = meta.get("tensors_sha256")
+    if digest is not None and not (isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest)):
+        return f"'tensors_sha256' must be a sha256 in hex; got {_shown(digest)}"
     opt = meta.get("optimizer")
     if not isinstance(opt, dict) or not isinstance(opt.get("param_groups"), list) \
             or not all(isinstance(g, dict) for g in opt["param_groups"]) or not isinstance(opt.get("scalars"), dict):
@@ -176,8 +182,10 @@ def save_checkpoint(directory: str | os.PathLike, epoch: int, model: torch.nn.Mo
     tensors.update({f"extra/{k}": v.detach().clone().contiguous() for k, v in (extra or {}).items()})
     tmp = d / f".{TENSORS}.tmp"
     save_file(tensors, str(tmp))
+    digest = sha256_file(tmp)
     os.replace(tmp, d / TENSORS)
-    meta = {"epoch": epoch, "identity": identity, "optimizer": opt_meta, "history": history}
+    meta = {"epoch": epoch, "identity": identity, "optimizer": opt_meta, "history": history,
+            "tensors_sha256": digest}
     tmp = d / f".{STATE}.tmp"
     tmp.write_text(json.dumps(meta))
     os.replace(tmp, d / STATE)
@@ -189,7 +197,7 @@ def read_weights(directory: str | os.PathLike) -> tuple[int, dict[str, torch.Ten
     meta = read_state(d)
     if meta is None:
         return None
-    tensors = _read_tensors(d)
+    tensors = _read_tensors(d, meta)
     model = {k[len("model/"):]: v for k, v in tensors.items() if k.startswith("model/")}
     extra = {k[len("extra/"):]: v for k, v in tensors.items() if k.startswith("extra/")}
     return int(meta["epoch"]), model, extra
@@ -213,12 +221,35 @@ def _check_tensor_header(path: Path) -> None:
                           "model/, opt/, extra/ and rng/torch tensors)")
 
 
-def _read_tensors(directory: Path) -> dict[str, torch.Tensor]:
-    """Every tensor of a checkpoint's safetensors file, after :func:`_check_tensor_header`."""
+def _read_tensors(directory: Path, meta: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """Every tensor of a checkpoint's safetensors file, after :func:`_check_tensor_header` and, when the state
+    records it (checkpoints of graphshard 0.x before it do not), the file's sha256."""
     path = directory / TENSORS
     _check_tensor_header(path)
+    recorded = meta.get("tensors_sha256")
+    if recorded is not None and sha256_file(path) != recorded:
+        raise FormatError(f"{path}: does not match the sha256 recorded in {directory / STATE} (the file is "
+                          "corrupt or was modified, or the pair was not written by one save)")
     tensors, _ = load_tensor_file(path, "checkpoint file")
     return tensors
+
+
+def finish_interrupted_save(directory: str | os.PathLike, staged: str = STAGED) -> bool:
+    """Complete a save cut off between moving its two files out of the staging directory ``staged`` (the
+    tensors moved, the state not yet: see ``Trainer._checkpoint``): when the staged state records the sha256 of
+    the tensors now in place, move it into place too. Returns whether it did. Never touches anything else."""
+    d = Path(directory)
+    pending = d / staged / STATE
+    if not pending.is_file() or not (d / TENSORS).is_file():
+        return False
+    try:
+        recorded = json.loads(pending.read_text()).get("tensors_sha256")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return False
+    if not isinstance(recorded, str) or sha256_file(d / TENSORS) != recorded:
+        return False
+    os.replace(pending, d / STATE)
+    return True
 
 
 def _model_unfit(tensors: dict[str, torch.Tensor], model: torch.nn.Module) -> str | None:
@@ -229,6 +260,19 @@ def _model_unfit(tensors: dict[str, torch.Tensor], model: torch.nn.Module) -> st
         if k.startswith("model/") and k[len("model/"):] in own and v.dtype != own[k[len("model/"):]].dtype:
             return f"{k} is {v.dtype}, the model's {own[k[len('model/'):]].dtype}"
     return None
+
+
+def check_weights(directory: str | os.PathLike, weights: dict[str, torch.Tensor], model: torch.nn.Module) -> None:
+    """:class:`FormatError` naming ``directory`` unless ``weights`` (of :func:`read_weights`) are exactly the
+    model's tensors: the same names, shapes and dtypes (checked when a run resumes, not when it ends)."""
+    own = model.state_dict()
+    missing, extra = sorted(set(own) - set(weights)), sorted(set(weights) - set(own))
+    wrong = [k for k in own if k in weights and (weights[k].shape != own[k].shape or weights[k].dtype != own[k].dtype)]
+    if missing or extra or wrong:
+        what = (f"missing {_shown(missing[0])}" if missing else f"unexpected {_shown(extra[0])}" if extra else
+                f"{_shown(wrong[0])} is {weights[wrong[0]].dtype} {tuple(weights[wrong[0]].shape)}, the model's "
+                f"{own[wrong[0]].dtype} {tuple(own[wrong[0]].shape)}")
+        raise FormatError(f"{directory}: not a valid checkpoint of this model (tensor {what})")
 
 
 def _optimizer_unfit(tensors: dict[str, torch.Tensor], meta: dict[str, Any], optimizer: torch.optim.Optimizer
@@ -304,7 +348,7 @@ def load_checkpoint(directory: str | os.PathLike, model: torch.nn.Module, optimi
         return None
     if identity is not None:
         check_identity(d, meta, identity)
-    tensors = _read_tensors(d)
+    tensors = _read_tensors(d, meta)
     try:
         unfit = _model_unfit(tensors, model)
         if unfit:

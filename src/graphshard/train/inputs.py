@@ -15,7 +15,7 @@ from ..distributed.collectives import all_reduce_sum
 from ..distributed.embedding import DistEmbedding, SparseAdagrad
 from ..distributed.graph import DistGraph
 from ..distributed.tensor import local_shard
-from ..errors import InputError
+from ..errors import FormatError, InputError
 from ..models import MLP, GraphSAGE, HeteroSAGE
 from .options import MODELS, TrainOptions
 
@@ -86,6 +86,25 @@ class ModelInputs:
                 out[f"embed/{t}/rows"] = held.rows
                 out.update({f"embed/{t}/{k}": v for k, v in held.state.items()})
         return out
+
+    def check_state(self, tensors: dict[str, torch.Tensor], directory: str) -> None:
+        """:class:`FormatError` naming the checkpoint ``directory`` unless ``tensors`` hold this rank's rows of
+        every learnt embedding, in their shape and dtype (checked before :meth:`load_state` trusts them)."""
+        for t, emb in self.embeddings.items():
+            held = local_shard(emb.weight.name)
+            if held is None:
+                continue
+            rows = tensors.get(f"embed/{t}/rows")
+            if rows is None:
+                raise FormatError(f"{directory}: the checkpoint has no embedding rows of node type {t!r}")
+            if rows.shape != held.rows.shape or rows.dtype != held.rows.dtype:
+                raise FormatError(f"{directory}: the checkpoint's embedding rows of node type {t!r} are {rows.dtype} "
+                                  f"{tuple(rows.shape)}, this rank holds {held.rows.dtype} {tuple(held.rows.shape)}")
+            for k, v in tensors.items():
+                name = k.rsplit("/", 1)[1]
+                if k.startswith(f"embed/{t}/") and name in held.state and v.shape != held.state[name].shape:
+                    raise FormatError(f"{directory}: the checkpoint's {k} is {tuple(v.shape)}, this rank's "
+                                      f"{tuple(held.state[name].shape)}")
 
     def load_state(self, tensors: dict[str, torch.Tensor]) -> None:
         """Restore what :meth:`state` recorded (call on every rank, then barrier)."""

@@ -29,8 +29,8 @@ from ..distributed.liveness import doing
 from ..distributed.runtime import Session
 from . import timing
 from .checks import check_loss
-from .checkpoint import (STATE, TENSORS, check_agreement, load_checkpoint, rank_status, read_weights, run_identity,
-                         save_checkpoint)
+from .checkpoint import (STAGED, STATE, TENSORS, check_agreement, check_weights, load_checkpoint, rank_status,
+                         read_weights, run_identity, save_checkpoint)
 from .inputs import ModelInputs
 from .options import TrainOptions
 from .report import epoch_line, write_json
@@ -44,7 +44,6 @@ notice = logging.getLogger("graphshard.notice")  # shown at the default log leve
 _SUMS = ("wall_s", "wait_s", "sample_s", "fetch_s", "compute_s", "comm_s", "loss", "fetch_bytes", "cache_hits", "cache_misses",
          "cache_bytes_saved")
 _COUNTS = ("fetch_bytes", "cache_hits", "cache_misses", "cache_bytes_saved")  # summed over ranks, not averaged
-STAGED = ".staged"  # a rank's checkpoint of an epoch not yet committed by every rank (see Trainer._checkpoint)
 
 
 def graph_name(part_config: str) -> str:
@@ -102,6 +101,7 @@ class Trainer:
             resumed = load_checkpoint(self._dir(), model, self.optimizer, self.identity)
             if resumed:
                 self.start_epoch, self.history, extra = resumed
+                inputs.check_state(extra, self._dir())
                 inputs.load_state(extra)
                 notice.info("resuming after epoch %d from %s", self.start_epoch - 1, opts.checkpoint)
                 self._resume_best()
@@ -124,6 +124,8 @@ class Trainer:
         (a ``best/`` newer than the resumed epoch belongs to an epoch that is redone, and is replaced)."""
         found = read_weights(self._dir(best=True))
         if found is not None and found[0] == self.best_epoch:
+            check_weights(self._dir(best=True), found[1], self.model)  # now, not when training ends
+            self.inputs.check_state(found[2], self._dir(best=True))
             self.best = found
 
     def _keep_best(self, epoch: int) -> None:
