@@ -21,6 +21,7 @@ from ..distributed.runtime import Session
 from ..distributed.split import node_split
 from ..distributed.tensor import DistTensor
 from ..format.outputs import MARKER, check_output_dir, mark_output_dir
+from ..format.staging import naming
 from ..infer.layerwise import layerwise_inference
 from .inputs import ModelInputs, rows_of
 from .options import TrainOptions
@@ -146,7 +147,8 @@ def save_tables(s: Session, g: DistGraph, tables: dict[str, DistTensor], path: s
             ids = torch.arange(g.num_nodes(t))
             out = np.empty(table.shape, dtype=np.float32)
             out[book.to_original(t, ids).numpy()] = table[ids].numpy()
-            np.save(tmp / f"{t}.npy" if hetero else tmp, out)
+            with naming(target):  # a full disk is "No space left on device", naming the output
+                np.save(tmp / f"{t}.npy" if hetero else tmp, out)
         if hetero:
             mark_output_dir(tmp, "embeddings", sorted(f"{t}.npy" for t in tables))
         with deferred(), atomic():  # an interrupt never leaves the files of two runs under one marker
