@@ -66,6 +66,16 @@ def no_writes(root: str | os.PathLike) -> Iterator[None]:
     assert after == before, f"a reader wrote below {root}: {sorted(set(after.items()) ^ set(before.items()))[:5]}"
 
 
+class PickleTrap:
+    """Unpickling this creates the directory ``marker``: a reader that unpickles is caught in the act."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.mkdir, (str(self.marker),)
+
+
 # -- strategies --------------------------------------------------------------------------------------
 HUGE = st.sampled_from([2**63, -(2**63) - 1, 2**64, 10**30, -(10**30), 10**400])
 FLOATS = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([math.nan, math.inf, -math.inf, 1e308, -0.0])

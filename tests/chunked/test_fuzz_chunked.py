@@ -27,7 +27,8 @@ from graphshard.chunked import read_metadata
 from graphshard.chunked.load import load_chunked_graph
 from graphshard.chunked.writer import chunk_graph
 from graphshard.errors import InputError
-from tests.fuzz_helpers import FUZZ, assert_named_error, damaged, json_values, near_misses, nested, no_writes
+from tests.fuzz_helpers import (FUZZ, PickleTrap, assert_named_error, damaged, json_values, near_misses, nested,
+                                no_writes)
 
 AB, BA = ("a", "r", "b"), ("b", "s", "a")
 NUM = {"a": 4, "b": 3}
@@ -534,16 +535,6 @@ def test_damaged_npy_chunk(base, where, data):
         _check_binary(work, chunk, where, arr)
 
 
-class _Trap:
-    """Unpickling this creates a directory: a reader that unpickles is caught in the act."""
-
-    def __init__(self, marker: Path):
-        self.marker = marker
-
-    def __reduce__(self):
-        return os.mkdir, (str(self.marker),)
-
-
 @pytest.mark.parametrize("what", ["pickle_array", "pickle", "npz", "damaged_npz", "empty", "huge_shape",
                                   "overflow_shape", "unclosed_header", "zero_d", "directory"])
 @pytest.mark.parametrize("where", ["edges", "feature"])
@@ -556,11 +547,11 @@ def test_npy_chunk_that_is_no_array(base, what, where):
     marker = base / "unpickled"
     good = chunk.read_bytes()
     if what == "pickle_array":
-        chunk.write_bytes(_npy(np.array([_Trap(marker), 1], dtype=object)))
+        chunk.write_bytes(_npy(np.array([PickleTrap(marker), 1], dtype=object)))
     elif what == "pickle":
         import pickle
 
-        chunk.write_bytes(pickle.dumps(_Trap(marker)))
+        chunk.write_bytes(pickle.dumps(PickleTrap(marker)))
     elif what == "npz":
         np.savez(open(chunk, "wb"), a=np.zeros((2, 2), np.int64))
     elif what == "damaged_npz":

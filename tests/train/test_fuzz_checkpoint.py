@@ -17,7 +17,6 @@ import hashlib
 import io
 import json
 import math
-import os
 import pickle
 import shutil
 import struct
@@ -33,7 +32,8 @@ from graphshard.errors import FormatError, InputError
 from graphshard.models.sage import GraphSAGE
 from graphshard.train.checkpoint import (STATE, TENSORS, check_checkpoints, load_checkpoint, read_state,
                                          read_weights, run_identity)
-from tests.fuzz_helpers import FUZZ, HUGE, assert_named_error, damaged, json_values, near_misses, nested, no_writes
+from tests.fuzz_helpers import (FUZZ, HUGE, PickleTrap, assert_named_error, damaged, json_values, near_misses,
+                                nested, no_writes)
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -317,16 +317,6 @@ def test_tensor_header_that_is_no_object(saved, header):
         check_checkpoints(work, saved.identity, 1)
 
 
-class _Trap:
-    """Unpickling this creates a directory: a reader that unpickles is caught in the act."""
-
-    def __init__(self, marker: Path):
-        self.marker = marker
-
-    def __reduce__(self):
-        return os.mkdir, (str(self.marker),)
-
-
 @pytest.mark.parametrize("what", ["torch.save zip", "torch.save legacy", "pickle", "numpy", "directory", "symlink",
                                   "missing", "empty"])
 def test_not_a_tensor_file(saved, what):
@@ -336,11 +326,11 @@ def test_not_a_tensor_file(saved, what):
     path.unlink()
     if what.startswith("torch.save"):
         buf = io.BytesIO()
-        torch.save({"model/x": torch.ones(2), "trap": _Trap(marker)}, buf,
+        torch.save({"model/x": torch.ones(2), "trap": PickleTrap(marker)}, buf,
                    _use_new_zipfile_serialization=what.endswith("zip"))
         path.write_bytes(buf.getvalue())
     elif what == "pickle":
-        path.write_bytes(pickle.dumps(_Trap(marker), protocol=4))
+        path.write_bytes(pickle.dumps(PickleTrap(marker), protocol=4))
     elif what == "numpy":
         np.save(open(path, "wb"), np.zeros(3))
     elif what == "directory":
