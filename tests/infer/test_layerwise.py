@@ -10,7 +10,8 @@ import torch
 
 from graphshard import partition_graph
 from graphshard.distributed import launch
-from graphshard.models import GraphSAGE, HeteroSAGE
+from graphshard import Graph
+from graphshard.models import GAT, GCN, GIN, GraphSAGE, HeteroSAGE
 from tests.graphs import small_hetero, small_homo
 
 FEATURELESS_DIM = 3
@@ -22,20 +23,34 @@ def _featureless(t: str, ids: torch.Tensor) -> torch.Tensor:
     return torch.sin(ids.float()[:, None] * k + len(t))
 
 
-def _model(in_dims: dict[str, int] | int, etypes=None) -> torch.nn.Module:
+HOMOGENEOUS = {  # kind -> (model, whether it reads the edge feature "w")
+    "sage": (lambda d: GraphSAGE(d, 8, 5, num_layers=3), False),
+    "gcn": (lambda d: GCN(d, 8, 5, num_layers=3), False),
+    "gat": (lambda d: GAT(d, 8, 5, num_layers=3, heads=2), False),
+    "gat-edge": (lambda d: GAT(d, 8, 5, num_layers=2, heads=4, edge_dim=1), True),
+    "gin": (lambda d: GIN(d, 8, 5, num_layers=2), False),
+    "gine": (lambda d: GIN(d, 8, 5, num_layers=2, edge_dim=1), True),
+}
+
+
+def _model(in_dims: dict[str, int] | int, etypes=None, kind: str = "sage") -> torch.nn.Module:
     torch.manual_seed(7)
     if isinstance(in_dims, int):
-        return GraphSAGE(in_dims, 8, 5, num_layers=3)
+        return HOMOGENEOUS[kind][0](in_dims)
     return HeteroSAGE(in_dims, etypes, 8, 5, num_layers=2)
 
 
-def _rank(config: str, in_dims, out: str) -> None:
+def _edge_w(g, et, ids: torch.Tensor) -> torch.Tensor:
+    return g.edges[et].data["w"][ids].float().view(-1, 1)
+
+
+def _rank(config: str, in_dims, out: str, kind: str = "sage") -> None:
     from graphshard.distributed import DistGraph, session
     from graphshard.infer import layerwise_inference
 
     with session(timeout=120) as s:
         g = DistGraph("g", config)
-        model = _model(in_dims, g.canonical_etypes)
+        model = _model(in_dims, g.canonical_etypes, kind)
 
         def inputs(t: str, ids: torch.Tensor) -> torch.Tensor:
             data = g.nodes[t].data
@@ -43,7 +58,7 @@ def _rank(config: str, in_dims, out: str) -> None:
                 return data["feat"][ids].float()
             return _featureless(t, g.get_partition_book().to_original(t, ids))  # defined on original IDs
 
-        tables, plans = layerwise_inference(g, model, inputs, "test")
+        tables, plans = layerwise_inference(g, model, inputs, "test", edge_rows=lambda et, ids: _edge_w(g, et, ids))
         served, expected_remote = g.sampling_graph, 0
         for part, plan in zip(g.local_graphs, plans):  # one per stored partition this rank serves
             lo, hi = plan.dst_lo, plan.dst_hi
@@ -62,10 +77,11 @@ def _rank(config: str, in_dims, out: str) -> None:
         g.barrier()
 
 
-def _check(tmp_path, graph, expected: dict[str, torch.Tensor], in_dims, parts: int, ranks: int, layers: int):
+def _check(tmp_path, graph, expected: dict[str, torch.Tensor], in_dims, parts: int, ranks: int, layers: int,
+           kind: str = "sage"):
     partition_graph(graph, "g", parts, tmp_path / "p", part_method="random")
     out = str(tmp_path / "out")
-    launch(_rank, ranks, (str(tmp_path / "p" / "g.json"), in_dims, out), timeout=120)
+    launch(_rank, ranks, (str(tmp_path / "p" / "g.json"), in_dims, out, kind), timeout=120)
     for t, want in expected.items():
         got = np.load(f"{out}.{t}.npy")
         assert got.shape == tuple(want.shape), t
@@ -100,3 +116,25 @@ def test_heterogeneous_sage_equals_a_full_graph_forward(tmp_path, parts, ranks):
     with torch.no_grad():
         want = model(x, {et: torch.from_numpy(np.stack(g.edges[et])).long() for et in g.edges})
     _check(tmp_path, g, want, dims, parts, ranks, layers=2)
+
+
+def _with_loops_and_repeats(g: Graph) -> Graph:
+    """``g`` with self-loops on some nodes (two on one) and a repeated edge: what GCN's and GAT's own
+    self-loops must not count twice."""
+    src, dst = g.edges[("_N", "_E", "_N")]
+    loops = np.array([0, 5, 5, 17, 100])
+    src, dst = np.concatenate([src, loops, src[:1]]), np.concatenate([dst, loops, dst[:1]])
+    w = np.arange(src.shape[0], dtype=np.float32) / src.shape[0]
+    return Graph.from_arrays(src, dst, g.num_nodes["_N"], node_feats=dict(g.node_feats["_N"]), edge_feats={"w": w})
+
+
+@pytest.mark.parametrize("kind, parts", [("gcn", 4), ("gat", 2), ("gat-edge", 4), ("gin", 2), ("gine", 4)])
+def test_homogeneous_models_equal_a_full_graph_forward(tmp_path, kind, parts, ranks=2):
+    g = _with_loops_and_repeats(small_homo())
+    x = torch.from_numpy(g.node_feats["_N"]["feat"]).float()
+    src, dst = g.edges[("_N", "_E", "_N")]
+    model = _model(x.shape[1], kind=kind).eval()
+    extra = {"edge_attr": torch.from_numpy(g.edge_feats[("_N", "_E", "_N")]["w"]).view(-1, 1)} if HOMOGENEOUS[kind][1] else {}
+    with torch.no_grad():
+        want = model(x, torch.from_numpy(np.stack([src, dst])).long(), **extra)
+    _check(tmp_path, g, {"_N": want}, x.shape[1], parts, ranks, layers=model.num_layers, kind=kind)

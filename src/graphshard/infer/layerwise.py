@@ -12,7 +12,7 @@ exact: the same as the model's forward pass over the whole graph (in eval mode, 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,10 +25,12 @@ from ..distributed.tensor import DistTensor
 from ..format.load import PartitionGraph
 from ..graph import EType
 from ..ids import consecutive
+from ..models.layer_context import LayerContext
 
 log = logging.getLogger(__name__)
 
 Rows = Callable[[str, torch.Tensor], torch.Tensor]  # (node type, per-type IDs) -> input rows
+EdgeRows = Callable[[EType, torch.Tensor], torch.Tensor]  # (edge type, per-type edge IDs) -> feature rows
 EDGES_PER_CHUNK = 1 << 21  # edges of one layer computed at once (their temporaries: ~120 MB)
 
 
@@ -51,6 +53,8 @@ class Plan:
     remote: np.ndarray  # per ``need`` row: owned by another partition
     ntypes: list[str]
     etypes: list[EType]
+    edge_ids: np.ndarray | None = None  # homogeneous ID of every stored edge (to read edge features)
+    degree: dict[str, torch.Tensor] = field(default_factory=dict)  # per type: in-degree of each ``need`` row
     fetched: list[int] = field(default_factory=list)  # remote rows read per layer (inputs first)
 
     def of_type(self, t: int) -> np.ndarray:
@@ -82,7 +86,7 @@ def plan(g: DistGraph, part: PartitionGraph) -> Plan:
         pos[sel] = np.arange(int(sel.sum()))
     etype = part.edata["_TYPE"].numpy() if "_TYPE" in part.edata else np.zeros(indices.shape[0], np.int64)
     return Plan(indptr, indices, etype, lo, hi, need, slot, types, tids, pos, remote, list(book.ntypes),
-                list(book.canonical_etypes))
+                list(book.canonical_etypes), part.edata["_ID"].numpy())
 
 
 def _dst_rows(p: Plan, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
@@ -95,7 +99,7 @@ def _dst_rows(p: Plan, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
     return at, chunk_pos
 
 
-def _chunk(model: Any, i: int, p: Plan, x: dict[str, torch.Tensor], lo: int, hi: int
+def _chunk(model: Any, i: int, p: Plan, x: dict[str, torch.Tensor], lo: int, hi: int, edge_rows: EdgeRows | None
            ) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
     """Layer ``i`` for destinations ``[lo, hi)``: (their indices into ``need``, output rows per type)."""
     at, chunk_pos = _dst_rows(p, lo, hi)
@@ -103,15 +107,33 @@ def _chunk(model: Any, i: int, p: Plan, x: dict[str, torch.Tensor], lo: int, hi:
     e0, e1 = int(p.indptr[lo]), int(p.indptr[hi])
     src = p.pos_in_type[p.slot[p.indices[e0:e1]]]
     dst = np.repeat(chunk_pos, np.diff(p.indptr[lo: hi + 1]))  # edges are listed destination by destination
-    edges = {}
+    edges, picks = {}, {}
     if len(p.etypes) == 1:
-        edges[p.etypes[0]] = torch.from_numpy(np.stack([src, dst]))
+        edges[p.etypes[0]], picks[p.etypes[0]] = torch.from_numpy(np.stack([src, dst])), slice(e0, e1)
     else:
         etype = p.etype[e0:e1]
         for r, et in enumerate(p.etypes):
             sel = etype == r
-            edges[et] = torch.from_numpy(np.stack([src[sel], dst[sel]]))
-    return at, model.layer(i, x, x_dst, edges)
+            edges[et], picks[et] = torch.from_numpy(np.stack([src[sel], dst[sel]])), e0 + np.flatnonzero(sel)
+    if not getattr(model, "layer_context", False):
+        return at, model.layer(i, x, x_dst, edges)
+    return at, model.layer(i, x, x_dst, edges, _context(p, at, picks, edge_rows))
+
+
+def _context(p: Plan, at: np.ndarray, picks: dict[EType, Any], edge_rows: EdgeRows | None) -> LayerContext:
+    """What a model with ``layer_context`` learns of the chunk of destinations ``at`` (indices into ``need``)
+    whose edges of each type are the stored edges ``picks[et]``."""
+    ctx = LayerContext({})
+    for ti, t in enumerate(p.ntypes):
+        mine = at[p.need_type[at] == ti]
+        ctx.dst_in_src[t] = torch.from_numpy(p.pos_in_type[mine])
+        if t in p.degree:
+            ctx.src_degree[t] = p.degree[t]
+            ctx.dst_degree[t] = p.degree[t][ctx.dst_in_src[t]]
+    if edge_rows is not None and p.edge_ids is not None:
+        for et, pick in picks.items():
+            ctx.edge_attr[et] = edge_rows(et, torch.from_numpy(p.edge_ids[pick]))
+    return ctx
 
 
 def _rows(x: torch.Tensor, pos: np.ndarray) -> torch.Tensor:
@@ -120,25 +142,32 @@ def _rows(x: torch.Tensor, pos: np.ndarray) -> torch.Tensor:
     return x[run] if run is not None else x[torch.from_numpy(pos)]
 
 
-def _layer(model: Any, i: int, p: Plan, x: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def _layer(model: Any, i: int, p: Plan, x: dict[str, torch.Tensor], edge_rows: EdgeRows | None = None
+           ) -> dict[str, torch.Tensor]:
     """Layer ``i`` for all destinations of the plan, in chunks of about :data:`EDGES_PER_CHUNK` edges,
     written into one output tensor per type (no list of chunks to concatenate: half the peak)."""
     at = p.slot[p.dst_lo:p.dst_hi]
     count = {t: int((p.need_type[at] == ti).sum()) for ti, t in enumerate(p.ntypes)}
     out: dict[str, torch.Tensor] = {}
     filled = dict.fromkeys(p.ntypes, 0)
-    lo = p.dst_lo
-    while lo < p.dst_hi:
-        hi = int(np.searchsorted(p.indptr, p.indptr[lo] + EDGES_PER_CHUNK, side="right")) - 1
-        hi = min(max(hi, lo + 1), p.dst_hi)
-        _, rows = _chunk(model, i, p, x, lo, hi)
+    for lo, hi in _chunks(p, getattr(model, "layer_edges_per_chunk", None) or EDGES_PER_CHUNK):
+        _, rows = _chunk(model, i, p, x, lo, hi, edge_rows)
         for t, v in rows.items():
             if t not in out:
                 out[t] = torch.empty((count[t], *v.shape[1:]), dtype=v.dtype)
             out[t][filled[t]: filled[t] + v.shape[0]] = v
             filled[t] += v.shape[0]
-        lo = hi
     return out
+
+
+def _chunks(p: Plan, edges: int) -> Iterator[tuple[int, int]]:
+    """This rank's destinations ``[lo, hi)`` in runs of about ``edges`` in-edges (at least one node each)."""
+    lo = p.dst_lo
+    while lo < p.dst_hi:
+        hi = int(np.searchsorted(p.indptr, p.indptr[lo] + edges, side="right")) - 1
+        hi = min(max(hi, lo + 1), p.dst_hi)
+        yield lo, hi
+        lo = hi
 
 
 def _count_remote(p: Plan, types: Any) -> None:
@@ -153,16 +182,22 @@ def _fetch(p: Plan, read: Callable[[str, torch.Tensor], torch.Tensor], types: An
 
 
 def layerwise_inference(g: DistGraph, model: Any, inputs: Rows, name: str, types: list[str] | None = None,
-                        layers: int | None = None) -> tuple[dict[str, DistTensor], list[Plan]]:
-    """The output of ``model`` (a graphshard model with ``layer_inputs``/``layer``/``num_layers``) for
-    every node, as one :class:`DistTensor` per node type in ``types`` (all by default). ``inputs`` gives
-    the input rows of any nodes (features, or learnt embeddings); ``layers``: stop after that many layers
-    (e.g. ``num_layers - 1`` for the hidden representation the last layer reads). Also returns the plan
-    of each stored partition this rank serves. Collective over ``g``'s group."""
-    plans, book, was_training = [plan(g, part) for part in g.local_graphs], g.get_partition_book(), model.training
+                        layers: int | None = None, edge_rows: EdgeRows | None = None
+                        ) -> tuple[dict[str, DistTensor], list[Plan]]:
+    """The output of ``model`` (a graphshard model with ``layer_inputs``/``layer``/``num_layers``, see
+    :mod:`graphshard.models.layer_context` for what a ``layer_context`` model is given) for every node, as
+    one :class:`DistTensor` per node type in ``types`` (all by default). ``inputs`` gives the input rows of
+    any nodes (features, or learnt embeddings); ``edge_rows`` the feature rows of any edges (for models that
+    read edge features); ``layers``: stop after that many layers (e.g. ``num_layers - 1`` for the hidden
+    representation the last layer reads). Also returns the plan of each stored partition this rank serves.
+    Collective over ``g``'s group."""
+    plans, was_training = [plan(g, part) for part in g.local_graphs], model.training
     depth = model.num_layers if layers is None else layers
     model.eval()
     context = now_doing()
+    if getattr(model, "wants_degrees", False):
+        _count_degrees(g, plans, name)
+    edge_rows = edge_rows if getattr(model, "uses_edge_attr", False) else None
     with torch.no_grad():
         tables: dict[str, DistTensor] = {}
         rows: list[dict[str, torch.Tensor]] = []
@@ -171,17 +206,10 @@ def layerwise_inference(g: DistGraph, model: Any, inputs: Rows, name: str, types
             out = []
             for k, p in enumerate(plans):  # one stored partition after another: one's inputs in memory at a time
                 x = model.layer_inputs(_fetch(p, inputs, p.ntypes)) if i == 0 else _next_inputs(p, rows[k], tables)
-                out.append(_layer(model, i, p, x))
+                out.append(_layer(model, i, p, x, edge_rows))
                 x = None
             rows = out
-            width = _agreed_width(g, {t: v for r in rows for t, v in r.items()}, f"{name} layer {i}")
-            new = {t: DistTensor(g.group, book, (g.num_nodes(t), width[t]), torch.float32,
-                                 f"{name}/layer{i}/{t}#{g.key}", ntype=t) for t in plans[0].ntypes if t in width}
-            for p, r in zip(plans, rows):
-                for ti, t in enumerate(p.ntypes):
-                    if t in r and t in new:
-                        new[t][torch.from_numpy(p.need_tid[_dst_types(p, ti)])] = r[t]
-            g.barrier()
+            new = _publish(g, plans, rows, f"{name}/layer{i}")
             for t in tables.values():
                 t.free()
             tables = new
@@ -196,12 +224,53 @@ def layerwise_inference(g: DistGraph, model: Any, inputs: Rows, name: str, types
     return keep, plans
 
 
-def _next_inputs(p: Plan, rows: dict[str, torch.Tensor], tables: dict[str, DistTensor]) -> dict[str, torch.Tensor]:
+def _publish(g: DistGraph, plans: list[Plan], rows: list[dict[str, torch.Tensor]], name: str) -> dict[str, DistTensor]:
+    """New DistTensors (one per node type) holding every rank's destination ``rows`` (collective)."""
+    book = g.get_partition_book()
+    width = _agreed_width(g, {t: v for r in rows for t, v in r.items()}, name)
+    new = {t: DistTensor(g.group, book, (g.num_nodes(t), width[t]), torch.float32, f"{name}/{t}#{g.key}", ntype=t)
+           for t in plans[0].ntypes if t in width}
+    for p, r in zip(plans, rows):
+        for ti, t in enumerate(p.ntypes):
+            if t in r and t in new:
+                new[t][torch.from_numpy(p.need_tid[_dst_types(p, ti)])] = r[t].to(torch.float32)
+    g.barrier()
+    return new
+
+
+def _count_degrees(g: DistGraph, plans: list[Plan], name: str) -> None:
+    """Give every plan the in-degree (self-loops not counted, every edge type summed) of each row it reads:
+    each rank counts its destinations' stored in-edges and the others' are read back (collective)."""
+    rows = [_own_degrees(p) for p in plans]
+    tables = _publish(g, plans, rows, f"{name}/degrees")
+    for p, r in zip(plans, rows):
+        p.degree = {t: v[:, 0] for t, v in _next_inputs(p, r, tables, count=False).items()}
+    g.barrier()  # every rank has read its rows before they are freed
+    for t in tables.values():
+        t.free()
+
+
+def _own_degrees(p: Plan) -> dict[str, torch.Tensor]:
+    """In-degrees of this rank's destinations per type (a one-column table, in local order)."""
+    lo, hi = p.dst_lo, p.dst_hi
+    deg = np.diff(p.indptr[lo: hi + 1]).astype(np.int64)
+    for a, b in _chunks(p, EDGES_PER_CHUNK):  # minus each node's self-loops, a chunk of edges at a time
+        e0, e1 = int(p.indptr[a]), int(p.indptr[b])
+        dst = np.repeat(np.arange(a, b), np.diff(p.indptr[a: b + 1]))
+        deg -= np.bincount(dst[p.indices[e0:e1] == dst] - lo, minlength=hi - lo)
+    at = p.slot[lo:hi]
+    return {t: torch.from_numpy(deg[p.need_type[at] == ti].astype(np.float32)).view(-1, 1)
+            for ti, t in enumerate(p.ntypes)}
+
+
+def _next_inputs(p: Plan, rows: dict[str, torch.Tensor], tables: dict[str, DistTensor], count: bool = True
+                 ) -> dict[str, torch.Tensor]:
     """The next layer's input rows of every needed node, per type, in ``need`` order: this rank's own rows
     from ``rows`` as they are, the others read from ``tables`` in one bulk read per type."""
     own = np.zeros(p.need.shape[0], dtype=bool)
     own[p.slot[p.dst_lo:p.dst_hi]] = True
-    _count_remote(p, tables)
+    if count:
+        _count_remote(p, tables)
     x = {}
     for ti, t in enumerate(p.ntypes):
         if t not in tables:

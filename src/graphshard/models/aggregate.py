@@ -17,17 +17,22 @@ from torch_geometric.nn import SAGEConv
 
 def mean_matrix(edge_index: torch.Tensor, num_src: int, num_dst: int) -> torch.Tensor:
     """The ``num_dst × num_src`` CSR matrix whose row ``d`` averages the sources of the edges into ``d``."""
+    deg = torch.bincount(edge_index[1], minlength=num_dst)
+    return weighted_matrix(edge_index, (1.0 / deg.clamp(min=1).to(torch.float32))[edge_index[1]], num_src, num_dst)
+
+
+def weighted_matrix(edge_index: torch.Tensor, weight: torch.Tensor, num_src: int, num_dst: int) -> torch.Tensor:
+    """The ``num_dst × num_src`` CSR matrix with ``weight[e]`` at (destination, source) of every edge ``e``
+    (edges into one destination summed by the product)."""
     src, dst = edge_index[0], edge_index[1]
     if dst.numel() > 1 and bool((dst[1:] < dst[:-1]).any()):
         order = torch.argsort(dst, stable=True)
-        src, dst = src[order], dst[order]
-    deg = torch.bincount(dst, minlength=num_dst)
+        src, dst, weight = src[order], dst[order], weight[order]
     crow = torch.zeros(num_dst + 1, dtype=torch.int64)
-    torch.cumsum(deg, 0, out=crow[1:])
-    values = (1.0 / deg.clamp(min=1).to(torch.float32))[dst]
+    torch.cumsum(torch.bincount(dst, minlength=num_dst), 0, out=crow[1:])
     with warnings.catch_warnings():  # torch calls its CSR support "beta" once per process
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        return torch.sparse_csr_tensor(crow, src.to(torch.int64), values, (num_dst, num_src),
+        return torch.sparse_csr_tensor(crow, src.to(torch.int64), weight.to(torch.float32), (num_dst, num_src),
                                        check_invariants=False)
 
 
