@@ -1,4 +1,5 @@
-"""Distributed feature lookup on 2 ranks: every rank reads every row of every type; errors name the owner."""
+"""Distributed feature lookup on 2 ranks: every rank reads every row of every type; errors name the owner;
+writes stay in the writing rank's store object."""
 
 from __future__ import annotations
 
@@ -13,11 +14,8 @@ from tests.graphs import small_hetero, sparse_hetero
 
 def _pyg_checks(g, book, store) -> None:
     """The store on PyG's FeatureStore interface: global per-type IDs, every index form, whole-graph
-    sizes, KeyError for what is missing, read-only."""
+    sizes, KeyError for what is missing."""
     import torch
-    from torch_geometric.data import TensorAttr
-
-    from graphshard.distributed.store_base import ReadOnlyStoreError
     for t, feats in g.node_feats.items():
         n = g.num_nodes[t]
         for name, full in feats.items():
@@ -38,8 +36,31 @@ def _pyg_checks(g, book, store) -> None:
         with pytest.raises(KeyError):
             store.get_tensor(*bad, index=None)
         assert store.get_tensor_size(*bad) is None
-    with pytest.raises(ReadOnlyStoreError):
-        store.put_tensor(torch.zeros(2, 5), TensorAttr("paper", "x", torch.tensor([0, 1])))
+
+
+def _overlay_checks(g, book, store, rank: int) -> None:
+    """Writes are this rank's store object's: rank 0 puts a placeholder for 'venue' (every row of the graph)
+    and updates rows of 'paper'/'x' owned by rank 1; its reads see them, rank 1's reads of its own rows
+    and rank 0's requests for stored rows see the stored data."""
+    import torch
+    from torch_geometric.data import TensorAttr
+
+    n = g.num_nodes["paper"]
+    want = torch.from_numpy(g.node_feats["paper"]["feat"][book.to_original("paper", torch.arange(n)).numpy()])
+    theirs = book.partid2nids(1, "paper")[:3]
+    if rank == 0:
+        store.put_tensor(torch.arange(3.0)[:, None], "venue", "x", index=None)
+        store.update_tensor(torch.zeros(3, 5), TensorAttr("paper", "x", theirs))
+        want[theirs] = 0.0
+        assert ("venue", "x") in {(a.group_name, a.attr_name) for a in store.get_all_tensor_attrs()}
+        assert torch.equal(store.lookup("venue", "x", [2, 0]), torch.tensor([[2.0], [0.0]]))
+        assert not store.is_sparse("paper", "x") and store.row_nbytes("venue", "x") == 4
+    store.group.barrier("overlay written")
+    assert torch.equal(store["paper", "x", None], want)  # rank 0: its update; rank 1: the stored rows
+    got = store.lookup_many([("paper", "feat", theirs), ("paper", "y", theirs)])
+    assert torch.equal(got[0], want[theirs]) and got[1].shape == (3,)
+    assert (store.get_tensor_size("venue", "x") == (3, 1)) == (rank == 0)
+    store.group.barrier("overlay read")
 
 
 def _worker(config: str, check_error: bool, sparse: bool = False) -> None:
@@ -89,6 +110,7 @@ def _worker(config: str, check_error: bool, sparse: bool = False) -> None:
                 assert remote > 0 and sent < 0.4 * remote * 50 * 4, (remote, sent)
             else:
                 _pyg_checks(g, book, store)
+                _overlay_checks(g, book, store, ctx.rank)
         finally:
             shutdown_rpc(group)
     os.environ.pop("RANK", None)

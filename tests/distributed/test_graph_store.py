@@ -43,10 +43,14 @@ def test_pyg_graph_store_contract(tmp_path):
         with pytest.raises(KeyError):
             store["edge_type_2", "coo"]
     assert len(gs.get_all_edge_attrs()) == native + 2 and len(ref.get_all_edge_attrs()) == 2
-    # the partition's own edges are stored as CSC only: another layout is a KeyError, not a conversion
+    # the partition's own edges are held as CSC; COO is a view of them on request (not listed), CSR is not held
     assert all(a.layout == EdgeLayout.CSC and a.is_sorted for a in gs.get_all_edge_attrs()[:native])
-    with pytest.raises(KeyError, match=r"no 'coo' edge index of edge type \('paper', 'cites', 'paper'\).*\['csc'\]"):
-        gs[CITES, "coo"]
+    row, colptr = gs[CITES, "csc"]
+    assert torch.equal(gs[CITES, "coo"][0], row)
+    assert torch.equal(gs[CITES, "coo"][1], torch.repeat_interleave(torch.arange(len(colptr) - 1), colptr.diff()))
+    assert torch.equal(gs.edge_ids(CITES, "coo"), gs.edge_ids(CITES, "csc"))
+    with pytest.raises(KeyError, match=r"no 'csr' edge index of edge type \('paper', 'cites', 'paper'\).*\['csc'\]"):
+        gs[CITES, "csr"]
     with pytest.raises(KeyError, match="no edge type"):
         gs[("paper", "nope", "paper"), "csc"]
 

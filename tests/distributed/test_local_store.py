@@ -1,6 +1,6 @@
 """LocalFeatureStore through PyG's FeatureStore API: rows against the original graph's features, and PyG's
 own feature-store contract (test/data/test_feature_store.py of PyG) checked against PyG's reference
-``MyFeatureStore`` holding the same tensors."""
+``MyFeatureStore`` holding the same tensors; writes go to the store object's overlay, never to the files."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from torch_geometric.data import TensorAttr
 from torch_geometric.data.feature_store import AttrView
 from torch_geometric.testing import MyFeatureStore
 
-from graphshard import IDRangeError, load_partition, partition_graph
-from graphshard.distributed.local_store import LocalFeatureStore, ReadOnlyStoreError
+from graphshard import IDRangeError, InputError, load_partition, partition_graph
+from graphshard.distributed.local_store import LocalFeatureStore
 from graphshard.format.load import verify_checksums
 from tests.graphs import small_hetero, small_homo
 
@@ -141,26 +141,64 @@ def test_pyg_feature_store_contract(hetero):
         store.get_tensor_from_global_id("paper", "x", foreign)
 
 
-def test_writes_raise_one_error_and_change_nothing(hetero):
-    g, parts, fs, config = hetero
-    store = fs[0]
-    before = store["paper", "x", None].clone()
-    rows = torch.arange(before.shape[0])
-    attempts = [
-        lambda: store.put_tensor(torch.zeros_like(before), "paper", "x", index=rows),
-        lambda: store.put_tensor(torch.zeros(2, 5), "paper", "brand_new", index=None),
-        lambda: store.update_tensor(torch.zeros_like(before), "paper", "x", index=rows),
-        lambda: store.remove_tensor("paper", "x", index=None),
-        lambda: store.__setitem__(("paper", "x", rows), torch.zeros_like(before)),
-        lambda: store.__setitem__(("paper", "x"), torch.zeros_like(before)),  # not even fully specified
-        lambda: store.__delitem__(("paper", "x", rows)),
+def _file_states(config) -> dict:
+    """Bytes and modification time of every file of a partitioned graph."""
+    return {f: (f.read_bytes(), f.stat().st_mtime_ns) for f in sorted(config.parent.rglob("*")) if f.is_file()}
+
+
+def test_writes_go_to_an_overlay_of_this_object_never_to_the_files(hetero):
+    g, parts, _, config = hetero
+    files = _file_states(config)
+    store, other = LocalFeatureStore(parts[0], 0), LocalFeatureStore(parts[0], 0)  # two objects, one partition
+    book = parts[0].partition_book
+    stored = store["paper", "x", None].clone()
+    n, n_venue = stored.shape[0], book.partid2nids(0, "venue").numel()
+    # a placeholder for a featureless node type, a new attribute, rows updated, a tensor replaced, one removed
+    store.put_tensor(torch.ones(n_venue, 2), "venue", "x", index=None)
+    store["paper", "time", None] = torch.arange(n).flip(0)
+    rows = torch.tensor([4, 0])
+    store.update_tensor(torch.full((2, 5), 7.0), "paper", "x", index=rows)
+    store.put_tensor(np.zeros((store.counts["author"], 3)), "author", "emb", index=None)
+    assert store.remove_tensor(CITES, "weight", index=None) and not store.remove_tensor(CITES, "weight", index=None)
+    want = stored.clone()
+    want[rows] = 7.0
+    assert torch.equal(store["paper", "x", None], want) and torch.equal(store["paper", "feat", rows], want[rows])
+    assert torch.equal(store["paper", "x", 1:6], want[1:6]) and torch.equal(store["paper", "x", 4], want[4])
+    assert torch.equal(store["venue", "x", None], torch.ones(n_venue, 2)) and store["paper", "time", 0] == n - 1
+    assert store.get_tensor_size("paper", "time") == (n,) and store.get_tensor_size(CITES, "weight") is None
+    listed = {(a.group_name, a.attr_name) for a in store.get_all_tensor_attrs()}
+    assert listed == {("paper", "x"), ("paper", "y"), ("author", "emb"), ("venue", "x"), ("paper", "time")}
+    with pytest.raises(KeyError):
+        store[CITES, "weight", None]
+    # the stored rows are as read from the original graph, in this object's other reads and in another object
+    orig = torch.from_numpy(g.node_feats["paper"]["feat"][_orig_rows(store, book, "paper", torch.arange(n))])
+    assert torch.equal(store.stored_from_global_id("paper", "x", torch.arange(n) + store.id_offset("paper")), orig)
+    assert torch.equal(other["paper", "x", None], orig) and other.get_tensor_size("venue", "x") is None
+    assert other.get_tensor_size(CITES, "weight") is not None
+    assert _file_states(config) == files  # not a byte, not a modification time
+    verify_checksums(config)
+
+
+def test_writes_are_checked_naming_the_tensor(hetero):
+    _, parts, _, _ = hetero
+    store = LocalFeatureStore(parts[0], 0)
+    n = store.counts["paper"]
+    bad = [
+        (lambda: store.put_tensor(torch.zeros(n + 1, 5), "paper", "x", index=None), r"'paper'/'x'.*{} rows".format(n)),
+        (lambda: store.put_tensor(torch.zeros(2, 1), "venue", "x", index=torch.tensor([0, 0])), "more than once"),
+        (lambda: store.put_tensor(torch.zeros(1, 2), "paper", "new", index=torch.tensor([3])),
+         rf"'paper'/'new': a new tensor needs all {n} rows"),
+        (lambda: store.put_tensor(torch.zeros(1, 4), "paper", "x", index=torch.tensor([3])), r"row shape \(5,\)"),
+        (lambda: store.put_tensor(torch.zeros(1, 5, dtype=torch.float64), "paper", "x", index=[3]), "dtype"),
+        (lambda: store.put_tensor("text", "paper", "x", index=None), "expected a torch.Tensor"),
+        (lambda: store.put_tensor(torch.zeros(1, 5), "paper", "x", index=[n]), r"out of range \[0, {}\)".format(n)),
+        (lambda: store.put_tensor(torch.zeros(3), None, "x", index=None), "no group or edge type None"),
     ]
-    for attempt in attempts:
-        with pytest.raises(ReadOnlyStoreError, match="LocalFeatureStore is read-only"):
+    for attempt, match in bad:
+        with pytest.raises(InputError, match=match):
             attempt()
-    assert torch.equal(store["paper", "x", None], before)
-    assert ("paper", "brand_new") not in {(a.group_name, a.attr_name) for a in store.get_all_tensor_attrs()}
-    verify_checksums(config)  # the partition's files are untouched
+    assert {(a.group_name, a.attr_name) for a in store.get_all_tensor_attrs()} == {
+        ("paper", "x"), ("paper", "y"), ("author", "emb"), (CITES, "weight")}  # nothing was written
 
 
 def test_single_type_graph_uses_pyg_none_groups(homo):

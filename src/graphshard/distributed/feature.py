@@ -1,6 +1,7 @@
 """Distributed feature lookup: any process reads any rows; local rows are gathered in-process, remote rows
 come in one batched RPC per owning partition (for any number of features and types read together), all
-requests in flight at once, results in request order."""
+requests in flight at once, results in request order. Writes go to the store object's in-memory overlay:
+remote ranks are always served stored data (see :class:`DistFeatureStore`)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ import torch
 from torch_geometric.data.feature_store import TensorAttr
 
 from ..book import RangePartitionBook
+from ..errors import InputError
 from ..ids import as_id_array
 from ..sparse import CSRRows, densify, joined
 from .cache import FeatureCache
 from .local_store import LocalFeatureStore
 from .rpc import RpcGroup, by_owner, register, registered
-from .store_base import Group, ReadOnlyFeatureStore, Rows
+from .store_base import Group, Rows, StoredFeatureStore, as_rows
 from .wire import STORED, check_wire, pack, unpack
 
 _STORE = "feature-store"
@@ -32,18 +34,28 @@ def _serve_many(key: str, items: list[tuple[Any, str, torch.Tensor, bool]], wire
     """RPC handler: for each ``(group, name, ids, sparse)``, the rows (packed for the wire) or a CSR
     feature's non-zeros."""
     store = registered(f"{_STORE}/{key}")
-    return [store.nonzeros_from_global_id(g, n, ids) if sparse else pack(store.get_tensor_from_global_id(g, n, ids), wire)
+    return [store.nonzeros_from_global_id(g, n, ids) if sparse else pack(store.stored_from_global_id(g, n, ids), wire)
             for g, n, ids, sparse in items]
 
 
-class DistFeatureStore(ReadOnlyFeatureStore):
-    """Feature rows of the whole graph, served by the processes holding each partition; a read-only PyG
+class DistFeatureStore(StoredFeatureStore):
+    """Feature rows of the whole graph, served by the processes holding each partition; a PyG
     ``FeatureStore`` whose ``index`` is the global per-type ID (``None``/slices: every row of the graph).
 
     Node groups are node types; edge groups are canonical edge types (``None``/``(None, None)`` in a
     single-type graph, as in :class:`LocalFeatureStore`, whose names and rules it shares). Construction
     is collective over ``group``: no member sends a request before every member has registered its
     local store. ``key`` tells stores of different graphs in one process apart (the same on every member).
+
+    Writes go to this object's in-memory overlay (:class:`StoredFeatureStore`), in whole-graph rows: a put
+    of every row (``index=None``, one row per node or edge of the type in the whole graph) is held in this
+    process and every read through this object (``get_tensor``, :meth:`lookup`, :meth:`lookup_many`, hence
+    graphshard's loaders over it) serves all its rows locally, with no request; updated rows of a stored
+    tensor are served from the overlay, the others as stored. Other ranks never see this overlay: their
+    requests are answered from the stored data (their own reads see their own overlay only), and the
+    ``LocalFeatureStore`` given here is served as stored too, whatever its own overlay holds. So when
+    every rank needs, say, a placeholder ``x`` for a featureless type or a ``time`` attribute, every rank
+    puts it (each holding all rows); nothing is sent, and the partition files are never written.
     """
 
     def __init__(self, group: RpcGroup, local: LocalFeatureStore, book: RangePartitionBook, key: str = ""):
@@ -62,7 +74,7 @@ class DistFeatureStore(ReadOnlyFeatureStore):
 
     def row_nbytes(self, group: Any, name: str) -> int:
         """Bytes of one row of ``group``/``name``."""
-        dtype, shape = self.schema[self._key(TensorAttr(group, name))]
+        dtype, shape = self._spec(self._key(TensorAttr(group, name)))
         return int(np.prod(shape, dtype=np.int64)) * torch.empty((), dtype=dtype).element_size()
 
     def _owner_parts(self, group: Group, ids: np.ndarray) -> np.ndarray:
@@ -74,19 +86,23 @@ class DistFeatureStore(ReadOnlyFeatureStore):
         return self.get_tensor_size(group, name) is not None
 
     def _read(self, group: Group, name: str, rows: Rows) -> torch.Tensor:
-        if isinstance(rows, torch.Tensor):
-            return self.lookup(group, name, rows)
-        ids = torch.arange(self.counts[group])[rows]
-        return self.lookup(group, name, ids.view(-1))[0] if isinstance(rows, int) else self.lookup(group, name, ids)
+        """Stored rows, from their owners."""
+        ids = rows if isinstance(rows, torch.Tensor) else torch.arange(self.counts[group])[rows].view(-1)
+        got = self._lookup_stored([(group, name, ids)], STORED)[0]
+        return got[0] if isinstance(rows, int) else got
 
     def is_sparse(self, group: Any, name: str) -> bool:
-        """Whether node feature ``group``/``name`` is held as CSR (the same in every partition)."""
-        return self.local.is_sparse(*self._key(TensorAttr(group, name)))
+        """Whether node feature ``group``/``name`` is held as CSR (the same in every partition) and not
+        written in this object's overlay."""
+        key = self._key(TensorAttr(group, name))
+        return key not in self._written and self.local.stored_is_sparse(*key)
 
     def lookup_nonzeros(self, group: Any, name: str, ids: Any) -> CSRRows:
         """The rows of a CSR node feature for global per-type ``ids``, in the order asked, as CSR: only
         their non-zeros are read and sent (the remote-feature cache, which holds dense rows, is not used)."""
         group, name = self._key(TensorAttr(group, name))
+        if (group, name) in self._written:
+            raise InputError(f"{group!r}/{name!r} was written in this store's overlay: read its rows dense (lookup)")
         ids_np = as_id_array(ids, f"IDs of {group!r}")
         width = int(self.schema[(group, name)][1][0])
         parts = self._owner_parts(group, ids_np)
@@ -114,8 +130,22 @@ class DistFeatureStore(ReadOnlyFeatureStore):
     def lookup_many(self, asks: list[tuple[Any, str, Any]], wire: str = STORED) -> list[torch.Tensor]:
         """:meth:`lookup` of every ``(group, name, ids)`` of ``asks`` (any groups and names), with one
         request per owning partition for all of them together: a batch's features and labels of every
-        node type cost one round trip per owner."""
+        node type cost one round trip per owner. Tensors written in this object's overlay are read from it."""
         check_wire(wire)
+        keys = [self._key(TensorAttr(group, name)) for group, name, _ in asks]
+        stored = iter(self._lookup_stored([(*k, ids) for k, (_, _, ids) in zip(keys, asks) if k not in self._written],
+                                          wire))
+        return [self._lookup_written(k, ids) if k in self._written else next(stored)
+                for k, (_, _, ids) in zip(keys, asks)]
+
+    def _lookup_written(self, key: tuple[Group, str], ids: Any) -> torch.Tensor:
+        """Rows of global per-type ``ids`` of a tensor written in the overlay (stored rows it did not
+        replace come from their owners)."""
+        rows = torch.from_numpy(as_id_array(ids, f"IDs of {key[0]!r}"))
+        return self._read_key(key, as_rows(rows, self._count(key[0]), f"{key[0]!r}/{key[1]!r}"))
+
+    def _lookup_stored(self, asks: list[tuple[Any, str, Any]], wire: str) -> list[torch.Tensor]:
+        """:meth:`lookup_many` of stored tensors only."""
         plans = [self._plan(*ask) for ask in asks]
         sizes = [p.asked.shape[0] for p in plans]
         which = np.repeat(np.arange(len(plans)), sizes)  # flat position -> ask; positions are ask-major
@@ -148,7 +178,7 @@ class DistFeatureStore(ReadOnlyFeatureStore):
         ids_np = as_id_array(ids, f"IDs of {group!r}")
         parts = self._owner_parts(group, ids_np)
         self.stats["rows"] += int(ids_np.shape[0])
-        ask = _Ask(group, name, ids_np, parts, self.local.is_sparse(group, name))
+        ask = _Ask(group, name, ids_np, parts, self.local.stored_is_sparse(group, name))
         if self.cache is not None and not isinstance(group, tuple):
             hit_pos, hit_rows, todo = self.cache.split(group, name, ids_np, parts != self.part_id)
             ask.served = [(hit_pos, hit_rows)] if hit_pos.size else []
@@ -158,7 +188,7 @@ class DistFeatureStore(ReadOnlyFeatureStore):
     def _read_local(self, ask: "_Ask", sub: np.ndarray) -> Any:
         if ask.sparse:
             return self.local.nonzeros_from_global_id(ask.group, ask.name, ask.asked[sub])
-        return self.local.get_tensor_from_global_id(ask.group, ask.name, ask.asked[sub])
+        return self.local.stored_from_global_id(ask.group, ask.name, ask.asked[sub])
 
     def _assemble(self, ask: "_Ask", pieces: list[tuple[np.ndarray, Any]]) -> torch.Tensor:
         """The ask's rows in the order asked, from each owner's answer and the cache's hits."""

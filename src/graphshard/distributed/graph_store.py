@@ -3,7 +3,8 @@
 Node and edge numbering is :class:`~graphshard.distributed.local_store.LocalFeatureStore`'s: rows of
 the partition's own items, so every node PyG's loaders reach has feature rows, and every ``e_id`` they
 report addresses edge features (:meth:`LocalGraphStore.csc` & co. return each edge's feature row as
-PyG's ``perm``, which PyG's loaders turn into ``e_id``).
+PyG's ``perm``, which PyG's loaders turn into ``e_id``). Puts and removes of edge indices change the
+store object only (an in-memory overlay), never the partition's files.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 import torch
 from torch_geometric.data.graph_store import EdgeAttr, EdgeLayout, GraphStore
+from torch_geometric.utils.sparse import ptr2index
 
 from ..errors import InputError
 from ..format.load import Partition
@@ -30,6 +32,8 @@ class _Entry:
     is_sorted: bool
     size: tuple[int, int] | None
     edge_ids: torch.Tensor | None = None  # feature row of each edge, in this layout's order
+    stored: bool = False  # the partition's own CSC (the only entries with a COO view)
+    coo_col: torch.Tensor | None = None  # the stored CSC's destinations, one per edge: its COO view (on request)
 
 
 class LocalGraphStore(GraphStore):
@@ -37,9 +41,22 @@ class LocalGraphStore(GraphStore):
     partition stores them: CSC (``(row, colptr)``, sorted by destination, served from the
     memory-mapped arrays without conversion; zero-copy for one partition of a single-type graph),
     ``size`` = the partition's own (source, destination) node counts. A single-type graph's edge type is
-    ``None``, as PyG expects. Puts (any layout, e.g. PyG's ``csr(store=True)``) and removes change this
-    object only, never the partition's files; several layouts are kept per edge type; a layout or type
-    not stored raises ``KeyError``. ``is_sorted`` is the truth (checked on put)."""
+    ``None``, as PyG expects.
+
+    ``get_edge_index(edge_type, "coo")`` of an edge type whose stored CSC is held (and no COO was put)
+    returns its **COO view**, made on request and kept: ``(row, col)`` in the CSC's order (sorted by
+    destination), so edge ``i`` of the view is edge ``i`` of the CSC and ``edge_ids(edge_type, "coo")``
+    gives the same feature rows;
+    :meth:`get_all_edge_attrs` lists what is held, not this view. ``coo()`` returns the same arrays with
+    those rows as ``perm``. CSR is converted by PyG's ``csr()`` (with ``perm``).
+
+    Puts (any layout, e.g. PyG's ``csr(store=True)``) and removes are an in-memory overlay: they change this
+    object only, never the partition's files nor other processes' stores; removing a stored edge type's
+    CSC hides it (and its COO view) from this object. Several layouts are kept per edge type; a layout or
+    type not held raises ``KeyError``. Puts are checked (:class:`InputError` naming the edge type): two
+    1-D integer tensors, pointers that start at 0, never decrease and end at the edge count, and for an
+    edge type of the graph, node IDs and ``size`` within the partition's own node counts (every node of
+    a batch must have feature rows). ``is_sorted`` is the truth (checked on put)."""
 
     def __init__(self, part: Partition):
         super().__init__()
@@ -55,7 +72,7 @@ class LocalGraphStore(GraphStore):
         self._graph = g
         self._base = int(g.ndata["_ID"][0]) if g.num_nodes else 0  # homogeneous ID of local node 0
         self._entries: dict[tuple[Any, EdgeLayout], _Entry] = {
-            (et, EdgeLayout.CSC): _Entry(None, True, (self.ranges[et[0]].count, self.ranges[et[2]].count))
+            (et, EdgeLayout.CSC): _Entry(None, True, (self.ranges[et[0]].count, self.ranges[et[2]].count), stored=True)
             for et in self.types.etypes}
 
     # -- the partition's own edges -----------------------------------------------------------------
@@ -93,26 +110,71 @@ class LocalGraphStore(GraphStore):
             return edge_type
 
     def edge_ids(self, edge_type: Any, layout: str | EdgeLayout = "csc") -> torch.Tensor | None:
-        """The edge-feature row (``LocalFeatureStore`` edge index) of each edge of a stored layout, in
-        that layout's order; None for edges put by the user."""
+        """The edge-feature row (``LocalFeatureStore`` edge index) of each edge of a stored layout (or the
+        COO view), in that layout's order; None for edges put by the user."""
         key = (self._type_key(edge_type, True), EdgeLayout(layout))
         self._get_edge_index(EdgeAttr(edge_type, key[1]))
+        if key not in self._entries:  # the COO view: the CSC's edges, in its order
+            key = (key[0], EdgeLayout.CSC)
         return self._entries[key].edge_ids
+
+    def _has_view(self, et: Any) -> bool:
+        entry = self._entries.get((et, EdgeLayout.CSC))
+        return entry is not None and entry.stored
+
+    def _coo_view(self, et: Any) -> Pair:
+        """``(row, col)`` of ``et``'s CSC, one entry per edge in the CSC's order (made once, then kept)."""
+        entry = self._entries[(et, EdgeLayout.CSC)]
+        row, colptr = self._value((et, EdgeLayout.CSC))
+        if entry.coo_col is None:
+            entry.coo_col = ptr2index(colptr.to(torch.int64), row.numel()) if row.numel() else row.new_zeros(0)
+        return row, entry.coo_col
+
+    def _checked(self, edge_index: Any, edge_attr: EdgeAttr, et: Any) -> Pair:
+        """``edge_index`` as two 1-D int64 tensors, checked for ``edge_attr``'s layout (see the class doc)."""
+        what = f"edge index of {edge_attr.edge_type!r} ({edge_attr.layout.value})"
+        try:
+            row, col = (torch.as_tensor(t) for t in edge_index)
+        except (TypeError, ValueError, RuntimeError):
+            raise InputError(f"{what}: expected a pair of index tensors, got {type(edge_index).__name__}") from None
+        if row.dim() != 1 or col.dim() != 1:
+            raise InputError(f"{what} must be two 1-D tensors, got shapes {tuple(row.shape)} and {tuple(col.shape)}")
+        if (row.numel() and row.is_floating_point()) or (col.numel() and col.is_floating_point()):
+            raise InputError(f"{what} must hold integers, got {row.dtype} and {col.dtype}")
+        own = (self.ranges[et[0]].count, self.ranges[et[2]].count) if et in self.types.etypes else None
+        if own is not None and edge_attr.size is not None and tuple(edge_attr.size) != own:
+            raise InputError(f"{what}: size {tuple(edge_attr.size)} is not the partition's own node counts {own}")
+        layout = edge_attr.layout
+        ptr, ids = (row, col) if layout == EdgeLayout.CSR else (col, row) if layout == EdgeLayout.CSC else (None, None)
+        if ptr is not None:
+            _check_ptr(ptr, ids.numel(), what, None if own is None else own[layout == EdgeLayout.CSC])
+        if own is not None:
+            ends = [(row, own[0], "source")] if layout != EdgeLayout.CSR else []
+            ends += [(col, own[1], "destination")] if layout != EdgeLayout.CSC else []
+            for ids_, count, end in ends:
+                if ids_.numel() and (int(ids_.min()) < 0 or int(ids_.max()) >= count):
+                    raise InputError(f"{what}: {end} IDs must lie in [0, {count}) (the partition's own nodes of "
+                                     f"that type), got [{int(ids_.min())}, {int(ids_.max())}]")
+        return row.to(torch.int64), col.to(torch.int64)
 
     # -- PyG interface -------------------------------------------------------------------------------
     def _put_edge_index(self, edge_index: Any, edge_attr: EdgeAttr) -> bool:
-        row, col = (torch.as_tensor(t) for t in edge_index)
-        if row.dim() != 1 or col.dim() != 1:
-            raise InputError(f"edge index of {edge_attr.edge_type!r} must be two 1-D tensors")
+        et = self._type_key(edge_attr.edge_type, False)
+        row, col = self._checked(edge_index, edge_attr, et)
         layout = edge_attr.layout
+        if layout == EdgeLayout.COO and row.numel() != col.numel():
+            raise InputError(f"COO edge index of {edge_attr.edge_type!r}: row and col differ in length "
+                             f"({row.numel()} and {col.numel()})")
         is_sorted = layout == EdgeLayout.CSC or (layout == EdgeLayout.COO and bool((col[1:] >= col[:-1]).all()))
-        self._entries[(self._type_key(edge_attr.edge_type, False), layout)] = _Entry((row, col), is_sorted,
-                                                                                    edge_attr.size)
+        size = tuple(edge_attr.size) if edge_attr.size is not None else None
+        self._entries[(et, layout)] = _Entry((row, col), is_sorted, size)
         return True
 
     def _get_edge_index(self, edge_attr: EdgeAttr) -> Pair:
         et = self._type_key(edge_attr.edge_type, True)
         key = (et, edge_attr.layout)
+        if key not in self._entries and edge_attr.layout == EdgeLayout.COO and self._has_view(et):
+            return self._coo_view(et)
         if key not in self._entries:
             have = [k[1].value for k in self._entries if k[0] == et]
             raise KeyError(f"no {edge_attr.layout.value!r} edge index of edge type {edge_attr.edge_type!r} in this "
@@ -149,3 +211,13 @@ class LocalGraphStore(GraphStore):
         if list(rows) == [None]:  # a single-type graph: PyG's homogeneous form
             return rows[None], cols[None], perms[None]
         return rows, cols, perms
+
+
+def _check_ptr(ptr: torch.Tensor, num_edges: int, what: str, count: int | None) -> None:
+    """A CSR/CSC pointer: starts at 0, never decreases, ends at ``num_edges``; ``count + 1`` entries if given."""
+    if count is not None and ptr.numel() != count + 1:
+        raise InputError(f"{what}: the pointer needs {count + 1} entries (the partition's own nodes of that type "
+                         f"+ 1), got {ptr.numel()}")
+    if ptr.numel() == 0 or int(ptr[0]) != 0 or int(ptr[-1]) != num_edges or bool((ptr[1:] < ptr[:-1]).any()):
+        raise InputError(f"{what}: the pointer must start at 0, never decrease and end at the edge count "
+                         f"{num_edges}")

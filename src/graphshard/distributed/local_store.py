@@ -3,8 +3,9 @@
 Both stores address the partition's *own* items: node ``i`` of type ``t`` is the partition's ``i``-th
 node of that type (global per-type ID ``id_offset(t) + i``), edge ``j`` of an edge type its ``j``-th
 owned edge of that type. With a single partition these are the global per-type IDs. Features are
-memory-mapped from the partition's files and read-only (writes raise :class:`ReadOnlyStoreError`);
-the graph store is :class:`~graphshard.distributed.graph_store.LocalGraphStore`.
+memory-mapped from the partition's files, which are never written: puts, updates and removes go to the
+store object's in-memory overlay (:class:`~graphshard.distributed.store_base.StoredFeatureStore`); the
+graph store is :class:`~graphshard.distributed.graph_store.LocalGraphStore`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch_geometric.data.feature_store import TensorAttr
 
 from ..errors import IDRangeError
 from ..format.load import Partition
@@ -22,17 +24,23 @@ from ..ids import as_id_array
 from ..sparse import CSRRows
 from .graph_store import LocalGraphStore
 from .served import Served, Stacked, stacked_feats
-from .store_base import Group, ReadOnlyFeatureStore, ReadOnlyStoreError, Rows, TypeNames, own_ranges
+from .store_base import Group, ReadOnlyStoreError, Rows, StoredFeatureStore, TypeNames, own_ranges
 
 __all__ = ["LocalFeatureStore", "LocalGraphStore", "ReadOnlyStoreError"]
 
 
-class LocalFeatureStore(ReadOnlyFeatureStore):
+class LocalFeatureStore(StoredFeatureStore):
     """Node and edge features of partition ``part_id``'s own nodes and edges (memory-mapped, never copied
     whole). ``index`` is a row of the partition (see the module doc); :meth:`get_tensor_from_global_id`
     takes global per-type IDs. Groups: node types and canonical edge types, ``None``/``(None, None)``
     in a single-type graph. ``pyg_names`` renames node data for PyG (default ``feat``→``x``,
-    ``label``→``y``; both names read). A missing group or tensor raises ``KeyError``."""
+    ``label``→``y``; both names read). A missing group or tensor raises ``KeyError``.
+
+    Writes (PyG's ``put_tensor``/``update_tensor``/``remove_tensor``) change this object's in-memory
+    overlay only, never the partition's files (see :class:`StoredFeatureStore`): e.g.
+    ``fs.put_tensor(torch.zeros(n, 1), "venue", "x", index=None)`` gives a featureless node type the
+    placeholder PyG's heterogeneous loaders need. A :class:`~graphshard.distributed.feature.DistFeatureStore`
+    serving this partition to other ranks serves its stored data, never this overlay."""
 
     def __init__(self, part: Partition | Served, part_id: int, pyg_names: Mapping[str, str] | None = None):
         if isinstance(part, Served):  # several stored partitions served as one: rows read piece by piece
@@ -71,15 +79,35 @@ class LocalFeatureStore(ReadOnlyFeatureStore):
         """Rows of ``group``/``attr_name`` for global per-type ``ids`` this partition owns."""
         return self.get_tensor(group, attr_name, index=self.to_rows(group, ids))
 
+    def stored_from_global_id(self, group: Any, attr_name: str, ids: Any) -> torch.Tensor:
+        """Rows of the *stored* tensor ``group``/``attr_name`` for global per-type ``ids`` this partition owns,
+        whatever this object's overlay holds (what other ranks are served)."""
+        return self._read(*self._stored_key(group, attr_name), self.to_rows(group, ids))
+
+    def _stored_key(self, group: Any, name: str) -> tuple[Group, str]:
+        g = self.types.group(group)
+        key = (g, self._alias.get((g, name), name))
+        if key not in self._tensors:
+            raise KeyError(f"no stored tensor {name!r} in group {group!r} ({g!r}); it has "
+                           f"{sorted(n for t, n in self._tensors if t == g)}")
+        return key
+
     def is_sparse(self, group: Any, name: str) -> bool:
-        """Whether ``group``/``name`` is held as CSR (:mod:`graphshard.sparse`; rows are still read dense)."""
-        t = self._tensors[(self.types.group(group), name)]
+        """Whether ``group``/``name`` is read from a CSR tensor (:mod:`graphshard.sparse`; rows are still read
+        dense): False once the overlay holds writes to it."""
+        key = self._key(TensorAttr(group, name))
+        return key not in self._written and self.stored_is_sparse(group, name)
+
+    def stored_is_sparse(self, group: Any, name: str) -> bool:
+        """Whether the stored tensor ``group``/``name`` is held as CSR, whatever the overlay holds."""
+        t = self._tensors[self._stored_key(group, name)]
         return isinstance(t, CSRRows) or (isinstance(t, Stacked) and isinstance(t.pieces[0], CSRRows))
 
     def nonzeros_from_global_id(self, group: Any, name: str, ids: Any) -> tuple[torch.Tensor, ...]:
-        """The non-zeros of a CSR feature's rows for global per-type ``ids`` (see :meth:`CSRRows.nonzeros`)."""
+        """The non-zeros of a stored CSR feature's rows for global per-type ``ids`` (see
+        :meth:`CSRRows.nonzeros`; the overlay is not read)."""
         rows = self.to_rows(group, ids).numpy()
-        return self._tensors[(self.types.group(group), name)].nonzeros(rows)  # CSRRows or Stacked of them
+        return self._tensors[self._stored_key(group, name)].nonzeros(rows)  # CSRRows or Stacked of them
 
     def _read(self, group: Group, name: str, rows: Rows) -> torch.Tensor:
         tensor = self._tensors[(group, name)]

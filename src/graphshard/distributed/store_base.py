@@ -1,9 +1,10 @@
 """What graphshard's PyG stores share: group and edge-type names (PyG's ``None`` convention for
-single-type graphs), every index form PyG passes, and the read-only :class:`FeatureStore` base.
+single-type graphs), every index form PyG passes, and the :class:`FeatureStore` base with its overlay.
 
 A graph with one node type and at most one edge type is *single-type*: PyG sees it as homogeneous,
 so its node features are group ``None``, its edge features group ``(None, None)`` and its edges
-edge type ``None``; the type names (``"_N"``, ``("_N", "_E", "_N")``) are accepted too.
+edge type ``None``; the type names (``"_N"``, ``("_N", "_E", "_N")``) are accepted too. Writes go to an
+in-memory overlay of each store object and never to the stored data (see :class:`StoredFeatureStore`).
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from torch_geometric.data.feature_store import AttrView, FeatureStore, TensorAtt
 
 from ..errors import IDRangeError, InputError
 from ..graph import EType, parse_etype
+from .overlay import Rows, Written, as_written_tensor, full_or_rows, num_rows
 
 Group = Union[str, EType]
-Rows = Union[slice, int, torch.Tensor]
 PYG_NAMES: Mapping[str, str] = {"feat": "x", "label": "y"}  # graphshard's node data names → PyG's
 _EDGE_NONE = (None, None)
 
@@ -48,7 +49,8 @@ def own_ranges(book: Any, part_id: int) -> dict[Group, OwnRange]:
 
 
 class ReadOnlyStoreError(InputError):
-    """A write (put, update or remove) to a read-only feature store."""
+    """A write to a read-only feature store. graphshard's stores take writes in memory (see
+    :class:`StoredFeatureStore`) and no longer raise it; kept for code that catches it."""
 
 
 class TypeNames:
@@ -127,21 +129,31 @@ def _check(ids: np.ndarray, count: int, what: str) -> None:
                                f"({int(bad.sum())} such IDs)")
 
 
-def num_rows(rows: Rows, count: int) -> tuple[int, ...]:
-    """The leading shape ``rows`` selects out of ``count`` rows (``()`` for a single int row)."""
-    if isinstance(rows, slice):
-        return (len(range(*rows.indices(count))),)
-    return () if isinstance(rows, int) else (int(rows.numel()),)
+Key = tuple[Any, Any]  # (group, name): a stored tensor's, or one written in memory
 
 
-class ReadOnlyFeatureStore(FeatureStore):
-    """Base of graphshard's feature stores: PyG's read interface over tensors of a fixed schema.
+class StoredFeatureStore(FeatureStore):
+    """Base of graphshard's feature stores: PyG's ``FeatureStore`` over stored tensors of a fixed schema,
+    with an in-memory overlay that takes writes.
 
-    ``schema`` maps ``(node type or canonical edge type, name)`` to ``(dtype, row shape)``; ``counts``
-    gives each type's number of rows. Node data named in ``pyg_names`` is listed under PyG's name
-    (``feat`` → ``x``, ``label`` → ``y``) and readable under both. :meth:`get_all_tensor_attrs` lists
-    edge data only for multi-type graphs: PyG's homogeneous loaders gather every listed tensor by node
-    index. Writes raise :class:`ReadOnlyStoreError`. Subclasses implement :meth:`_read`.
+    ``schema`` maps ``(node type or canonical edge type, name)`` to ``(dtype, row shape)`` of the stored
+    tensors; ``counts`` gives each type's number of rows. Node data named in ``pyg_names`` is listed under
+    PyG's name (``feat`` → ``x``, ``label`` → ``y``) and readable under both. :meth:`get_all_tensor_attrs`
+    lists edge data only for multi-type graphs: PyG's homogeneous loaders gather every listed tensor by
+    node index. Subclasses implement :meth:`_read` (stored rows).
+
+    **Writes** (``put_tensor``, ``update_tensor``, ``remove_tensor``, ``store[...] = t``, ``del store[...]``)
+    go to an overlay held in this Python object only; the stored data and the partition's files are never
+    modified. Reads see the overlay first, then the stored data. A put of every row (index ``None``, a
+    full slice, or any index naming each row once) keeps the tensor whole (by reference, as PyG's own
+    stores do), with any dtype and row shape: a new tensor (e.g. a ``time`` attribute, or a placeholder
+    ``x`` for a node type without features), or one replacing a stored tensor. A put of some rows
+    updates those rows of an existing tensor (same row shape, a dtype that promotes to its dtype), without
+    copying the stored tensor. ``update_tensor`` is ``put_tensor``. ``remove_tensor`` removes the whole
+    tensor whatever the index (as PyG's reference store does): a stored tensor is hidden from this object
+    only. Puts into a group the graph does not have make a new group (multi-type graphs only), whose row
+    count is that of its first tensor. The overlay is per process and per object: other store objects,
+    other processes and other ranks never see it.
     """
 
     def __init__(self, types: TypeNames, schema: Mapping[tuple[Group, str], tuple[torch.dtype, tuple[int, ...]]],
@@ -157,43 +169,85 @@ class ReadOnlyFeatureStore(FeatureStore):
                 new = name
             self._listed[(group, name)] = new
             self._alias[(group, new)] = name
+        self._written: dict[Key, Written] = {}  # the overlay: tensors written in memory
+        self._hidden: set[Key] = set()  # stored tensors removed from this object
 
     # -- names ---------------------------------------------------------------------------------------
-    def _key(self, attr: TensorAttr) -> tuple[Group, str]:
-        group = self.types.group(attr.group_name)
+    def _group(self, name: Any, create: bool = False) -> Any:
+        """The group PyG's ``name`` means: a node or edge type of the graph, or a group made by a put
+        (``create``: a new one may be made). ``KeyError`` if none."""
+        try:
+            return self.types.group(name)
+        except KeyError:
+            key = _as_etype(name)
+            try:
+                known = any(g == key for g, _ in self._written)
+            except TypeError:  # not even comparable/hashable: no such group
+                known = False
+            if known or (create and not self.types.single and _hashable(key)):
+                return key
+            raise
+
+    def _key(self, attr: TensorAttr) -> Key:
+        """The ``(group, name)`` of a tensor this store can read (written, or stored and not removed)."""
+        group = self._group(attr.group_name)
         name = attr.attr_name
         key = (group, self._alias.get((group, name), name))
-        if key not in self.schema:
-            have = sorted(n for g, n in self._listed.items() if g[0] == group)
+        if key not in self._written and (key not in self.schema or key in self._hidden):
+            have = sorted(str(n) for g, n in self._names() if g == group)
             raise KeyError(f"no tensor {name!r} in group {attr.group_name!r} ({group!r}); it has {have}")
         return key
 
+    def _names(self) -> list[tuple[Key, Any]]:
+        """``((group, name), listed name)`` of every readable tensor: stored ones first, in schema order."""
+        out = [(k, self._listed[k]) for k in self.schema if k not in self._hidden]
+        return out + [(k, k[1]) for k in self._written if k not in self.schema]
+
+    def _count(self, group: Any) -> int:
+        if group in self.counts:
+            return self.counts[group]
+        return next(w.count for (g, _), w in self._written.items() if g == group)
+
+    def _spec(self, key: Key) -> tuple[torch.dtype, tuple[int, ...]]:
+        """``(dtype, row shape)`` of what reads of ``key`` return."""
+        written = self._written.get(key)
+        return written.spec(self.schema.get(key)) if written is not None else self.schema[key]
+
     def attr_names(self, group: Any) -> list[str]:
-        """The names data of ``group`` is stored under (graphshard's names, e.g. ``feat``)."""
-        g = self.types.group(group)
-        return [n for t, n in self.schema if t == g]
+        """The names data of ``group`` can be read under (graphshard's stored names, e.g. ``feat``, and
+        the names of tensors written to this object; not those removed)."""
+        g = self._group(group)
+        return [n for (t, n), _ in self._names() if t == g]
 
     def get_all_tensor_attrs(self) -> list[TensorAttr]:
-        return [TensorAttr(self.types.public(g), self._listed[(g, n)]) for g, n in self.schema
+        return [TensorAttr(self.types.public(g) if g in self.counts else g, listed) for (g, _), listed in self._names()
                 if isinstance(g, str) or not self.types.single]
 
     # -- reads ---------------------------------------------------------------------------------------
     def _read(self, group: Group, name: str, rows: Rows) -> torch.Tensor:
-        """Rows ``rows`` (already checked against ``counts[group]``) of tensor ``name`` of ``group``."""
+        """Rows ``rows`` (already checked against ``counts[group]``) of stored tensor ``name`` of ``group``."""
         raise NotImplementedError
 
+    def _read_key(self, key: Key, rows: Rows) -> torch.Tensor:
+        """Rows ``rows`` of readable tensor ``key``: the overlay's, else the stored ones."""
+        written = self._written.get(key)
+        if written is None:
+            return self._read(key[0], key[1], rows)
+        return written.read(rows, lambda r: self._read(key[0], key[1], r))
+
     def _get_tensor(self, attr: TensorAttr) -> torch.Tensor:
-        group, name = self._key(attr)
-        return self._read(group, name, as_rows(attr.index, self.counts[group], f"{group!r}/{name!r}"))
+        key = self._key(attr)
+        return self._read_key(key, as_rows(attr.index, self._count(key[0]), f"{key[0]!r}/{key[1]!r}"))
 
     def _get_tensor_size(self, attr: TensorAttr) -> tuple[int, ...] | None:
         """The shape :meth:`get_tensor` would return, or None when there is no such tensor (PyG's rule)."""
         try:
-            group, name = self._key(attr)
+            key = self._key(attr)
         except KeyError:
             return None
-        rows = as_rows(attr.index, self.counts[group], f"{group!r}/{name!r}")
-        return (*num_rows(rows, self.counts[group]), *self.schema[(group, name)][1])
+        count = self._count(key[0])
+        rows = as_rows(attr.index, count, f"{key[0]!r}/{key[1]!r}")
+        return (*num_rows(rows, count), *self._spec(key)[1])
 
     def view(self, *args: Any, **kwargs: Any) -> AttrView:
         if args == (None,) and not kwargs:  # PyG's cast reads a bare None as "no attribute": here, group None
@@ -203,34 +257,58 @@ class ReadOnlyFeatureStore(FeatureStore):
     def __getitem__(self, key: Any) -> Any:
         return self.view(None) if key is None else super().__getitem__(key)
 
-    # -- writes --------------------------------------------------------------------------------------
-    def _refuse(self, what: str, *args: Any, **kwargs: Any) -> bool:
+    # -- writes (the in-memory overlay) ----------------------------------------------------------------
+    def _put_tensor(self, tensor: Any, attr: TensorAttr) -> bool:
+        what = f"{attr.group_name!r}/{attr.attr_name!r}"
         try:
-            attr = self._tensor_attr_cls.cast(*args, **kwargs)
-            where = f" {attr.group_name!r}/{attr.attr_name!r}"
-        except Exception:  # the arguments do not even name a tensor: the refusal still stands
-            where = ""
-        raise ReadOnlyStoreError(
-            f"{type(self).__name__} is read-only: cannot {what}{where}. It serves a partition's files, "
-            "shared by every process that reads them; keep extra per-node data in a DistTensor instead")
-
-    def put_tensor(self, tensor: Any, *args: Any, **kwargs: Any) -> bool:
-        return self._refuse("put a tensor", *args, **kwargs)
+            group = self._group(attr.group_name, create=True)
+        except KeyError as err:
+            raise InputError(f"put {what}: {err.args[0]}") from None
+        key = (group, self._alias.get((group, attr.attr_name), attr.attr_name))
+        tensor = as_written_tensor(tensor, what)
+        if group in self.counts or any(g == group for g, _ in self._written):
+            count = self._count(group)
+        elif tensor.dim() == 0:
+            raise InputError(f"put {what}: a tensor of a new group needs a row dimension, got a scalar")
+        else:
+            count = tensor.shape[0]  # a new group: as many rows as its first tensor
+        whole, ids = full_or_rows(tensor, as_rows(attr.index, count, what), count, what)
+        if ids is None:
+            self._written[key] = Written(whole, count)
+            self._hidden.discard(key)
+            return True
+        if key not in self._written and (key not in self.schema or key in self._hidden):
+            raise InputError(f"put {what}: a new tensor needs all {count} rows of group {group!r}, the index "
+                             f"gives {ids.numel()}")
+        dtype, row_shape = self._spec(key)
+        if tuple(whole.shape[1:]) != row_shape or torch.promote_types(whole.dtype, dtype) != dtype:
+            raise InputError(f"put {what}: rows of shape {tuple(whole.shape[1:])} and dtype {whole.dtype} cannot "
+                             f"update a tensor of row shape {row_shape} and dtype {dtype}")
+        self._written.setdefault(key, Written(None, count)).patched(ids, whole.to(dtype))
+        return True
 
     def update_tensor(self, tensor: Any, *args: Any, **kwargs: Any) -> bool:
-        return self._refuse("update a tensor", *args, **kwargs)
-
-    def remove_tensor(self, *args: Any, **kwargs: Any) -> bool:
-        return self._refuse("remove a tensor", *args, **kwargs)
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self._refuse("put a tensor", key)
-
-    def __delitem__(self, key: Any) -> None:
-        self._refuse("remove a tensor", key)
-
-    def _put_tensor(self, tensor: Any, attr: TensorAttr) -> bool:
-        return self._refuse("put a tensor", attr)
+        """PyG's ``update_tensor``: the same as :meth:`put_tensor` (rows of an existing tensor are replaced,
+        a put of every row replaces it whole)."""
+        return self.put_tensor(tensor, *args, **kwargs)
 
     def _remove_tensor(self, attr: TensorAttr) -> bool:
-        return self._refuse("remove a tensor", attr)
+        try:
+            key = self._key(attr)
+        except KeyError:
+            return False
+        self._written.pop(key, None)
+        if key in self.schema:
+            self._hidden.add(key)
+        return True
+
+
+ReadOnlyFeatureStore = StoredFeatureStore  # its former name
+
+
+def _hashable(key: Any) -> bool:
+    try:
+        hash(key)
+    except TypeError:
+        return False
+    return key is not None
