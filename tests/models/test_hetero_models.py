@@ -244,3 +244,16 @@ def test_from_spec_and_sparse_inputs(cls):
 def test_hidden_must_split_into_heads(cls):
     with pytest.raises(ValueError, match="multiple of the 3 attention heads"):
         cls({"a": 3}, [("a", "r", "a")], 8, 2, heads=3)
+
+
+def test_a_layerwise_chunk_transforms_only_the_sources_it_reads():
+    from graphshard.models.rgcn import compact
+
+    x_src = {"a": torch.arange(10.0)[:, None], "b": torch.arange(4.0)[:, None], "c": torch.ones(3, 1)}
+    edges = {("a", "r", "b"): torch.tensor([[7, 2, 7], [0, 1, 2]]), ("a", "s", "a"): torch.tensor([[2, 9], [0, 0]]),
+             ("b", "t", "a"): torch.tensor([[1], [1]])}
+    rows, out = compact(x_src, edges)
+    assert rows["a"].flatten().tolist() == [2.0, 7.0, 9.0] and rows["b"].flatten().tolist() == [1.0]
+    assert rows["c"].shape == (0, 1)
+    assert out[("a", "r", "b")].tolist() == [[1, 0, 1], [0, 1, 2]] and out[("a", "s", "a")].tolist() == [[0, 2], [0, 0]]
+    assert out[("b", "t", "a")].tolist() == [[0], [1]]

@@ -28,7 +28,7 @@ from torch_geometric.utils import softmax
 from ..graph import EType
 from .aggregate import relu_dropout
 from .hetero import project
-from .rgcn import Hops, hop_rows, plan, usable_hops
+from .rgcn import Hops, compact, hop_rows, plan, usable_hops
 from .spec import ModelSpec
 
 _NO_EDGES = torch.zeros((2, 0), dtype=torch.long)
@@ -78,12 +78,20 @@ class HGT(nn.Module):
         self.head = nn.ModuleDict({t: nn.Linear(hidden, out_dim) for t in self.outputs if t in reached})
         self.dropout = dropout
 
+    def _conv(self, i: int) -> _HGTConv | None:
+        """Layer ``i``'s conv (None: no relation of the layer is needed)."""
+        return self.convs[str(i)] if str(i) in self.convs else None
+
+    def _rels(self, i: int) -> list[EType]:
+        conv = self._conv(i)
+        return conv.edge_types if conv is not None else []
+
     def step(self, i: int, x: dict[str, torch.Tensor], edges: dict[EType, torch.Tensor],
              rows: dict[str, int]) -> dict[str, torch.Tensor]:
         """Layer ``i`` before its activation for the first ``rows[t]`` rows of each ``x[t]`` (the destinations;
         ``x`` holds sources and destinations in one index space per type)."""
         out = {t: lin(x[t][:rows[t]]) for t, lin in self.keep[i].items() if t in x}
-        conv = self.convs[str(i)] if str(i) in self.convs else None
+        conv = self._conv(i)
         if conv is not None:
             h = conv({t: x[t] for t in conv.node_types}, {et: edges.get(et, _NO_EDGES) for et in conv.edge_types})
             last = i == len(self.keep) - 1
@@ -97,8 +105,7 @@ class HGT(nn.Module):
         depth = len(self.keep)
         hops = usable_hops(hops, depth)
         for i in range(depth):
-            conv = self.convs[str(i)] if str(i) in self.convs else None
-            rows, edges = hop_rows(hops, i, depth, x, edge_index_dict, conv.edge_types if conv is not None else [])
+            rows, edges = hop_rows(hops, i, depth, x, edge_index_dict, self._rels(i))
             x = self.step(i, x, edges, rows)
             if i < depth - 1:
                 x = {t: relu_dropout(v, self.dropout, self.training) for t, v in x.items()}
@@ -115,7 +122,8 @@ class HGT(nn.Module):
     def layer(self, i: int, x_src: dict[str, torch.Tensor], x_dst: dict[str, torch.Tensor],
               edges: dict[EType, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Layer ``i`` (activated but the last) for the rows of ``x_dst``: each type's destination rows go
-        before its source rows, and the source indices past them."""
+        before the source rows the edges read, and the source indices past them."""
+        x_src, edges = compact(x_src, {et: ei for et, ei in edges.items() if et in self._rels(i)})
         rows = {t: v.shape[0] for t, v in x_dst.items()}
         x = {t: torch.cat([v, x_src[t]]) if t in x_src else v for t, v in x_dst.items()}
         x.update({t: v for t, v in x_src.items() if t not in x})

@@ -64,6 +64,22 @@ def hop_rows(hops: Hops | None, i: int, depth: int, x: dict[str, torch.Tensor],
     return rows, {et: edge_index_dict[et][:, :kept[et]] for et in rels}
 
 
+def compact(x_src: dict[str, torch.Tensor], edges: dict[EType, torch.Tensor]
+            ) -> tuple[dict[str, torch.Tensor], dict[EType, torch.Tensor]]:
+    """The source rows ``edges`` read, each once, per type (none of the types they do not read), and the
+    edges renumbered to them: a layer-wise chunk then transforms its own sources only, not every row its
+    rank holds (GATConv and HGTConv transform all the source rows they are given)."""
+    rows = {t: v[:0] for t, v in x_src.items()}
+    out: dict[EType, torch.Tensor] = {}
+    for t in {et[0] for et in edges}:
+        ets = [et for et in edges if et[0] == t]
+        used, at = torch.unique(torch.cat([edges[et][0] for et in ets]), return_inverse=True)
+        rows[t] = x_src[t][used]
+        for et, src in zip(ets, at.split([edges[et].shape[1] for et in ets])):
+            out[et] = torch.stack([src, edges[et][1]])
+    return rows, out
+
+
 class Relational(nn.Module):
     """Input projection to ``hidden``, then ``num_layers`` layers each writing, for every type it writes,
     the sum of one conv per relation into the type plus a root ``Linear`` of the type's own row (node types
@@ -130,6 +146,7 @@ class Relational(nn.Module):
               edges: dict[EType, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Layer ``i`` (activated but the last) for the rows of ``x_dst``: sources ``x_src`` and destinations
         need not be aligned, as the relations are bipartite and the roots read ``x_dst``."""
+        x_src, edges = compact(x_src, {et: ei for et, ei in edges.items() if et in self.convs[i].convs})
         out = self.step(i, x_src, x_dst, edges)
         return {t: F.relu(v) for t, v in out.items()} if i < len(self.convs) - 1 else out
 
