@@ -13,7 +13,6 @@ from torch_geometric.loader import NeighborLoader
 from torch_geometric.sampler import NeighborSampler
 from torch_geometric.sampler import SamplerOutput as PygOutput
 from torch_geometric.testing import MyGraphStore
-from torch_geometric.utils import to_torch_csc_tensor, to_torch_csr_tensor
 
 from graphshard import Graph
 from graphshard.sampling import CSCGraph, sample_neighbors
