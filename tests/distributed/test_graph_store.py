@@ -14,7 +14,7 @@ from torch_geometric.sampler import NeighborSampler
 from torch_geometric.sampler import SamplerOutput as PygOutput
 from torch_geometric.testing import MyGraphStore
 
-from graphshard import Graph
+from graphshard import Graph, InputError
 from graphshard.sampling import CSCGraph, sample_neighbors
 from tests.distributed.pyg_expect import HOMO, check_edges, check_node_data, orig_edges, orig_nodes, own_edges, stores
 from tests.graphs import small_hetero, small_homo
@@ -177,3 +177,31 @@ def test_pyg_neighbor_loader_collates_our_stores_with_edge_features(tmp_path, nu
     e_orig = orig_edges(book, num_parts - 1, HOMO, data.e_id)
     assert np.array_equal(fs.get_tensor((None, None), "w", index=data.e_id).numpy(), w[e_orig])
     assert torch.equal(data.input_id, torch.arange(len(seeds)))
+
+
+def test_puts_are_checked_and_change_this_object_only(tmp_path):
+    g = small_hetero()
+    book, _, gs = stores(g, tmp_path, "h", 2, part_id=0, method="metis")
+    n_paper = book.partid2nids(0, "paper").numel()
+    bad = [
+        ((torch.zeros(2, 2), torch.zeros(2)), CITES, "coo", None, "must be two 1-D tensors"),
+        ((torch.tensor([0.5]), torch.tensor([1.0])), "x", "coo", None, "must hold integers"),
+        ((torch.tensor([0, 1]), torch.tensor([1])), "x", "coo", None, "differ in length"),
+        ((torch.tensor([0, 2, 1]), torch.tensor([0, 0])), "x", "csr", None, "never decrease"),
+        ((torch.tensor([0]), torch.tensor([n_paper])), CITES, "coo", None,
+         rf"destination IDs must lie in \[0, {n_paper}\)"),
+        ((torch.tensor([0]), torch.tensor([0, 1])), CITES, "csc", None, rf"needs {n_paper + 1} entries"),
+        ((torch.tensor([0]), torch.tensor([0])), CITES, "coo", (5, 5), "is not the partition's own node counts"),
+    ]
+    for pair, et, layout, size, match in bad:
+        with pytest.raises(InputError, match=match):
+            gs.put_edge_index(pair, et, layout, size=size)
+    assert len(gs.get_all_edge_attrs()) == len(g.edges)  # nothing was put
+    # a COO put over a stored type is served instead of the view; removing it brings the view back
+    mine = torch.tensor([1, 0]), torch.tensor([0, 1])
+    gs.put_edge_index(mine, CITES, "coo")
+    assert all(torch.equal(a, b) for a, b in zip(gs[CITES, "coo"], mine)) and gs.edge_ids(CITES, "coo") is None
+    del gs[CITES, "coo"]
+    row, colptr = gs[CITES, "csc"]
+    assert torch.equal(gs[CITES, "coo"][0], row) and len(gs[CITES, "coo"][1]) == len(row)
+    assert len(stores(g, tmp_path, "h", 2, part_id=0)[2].get_all_edge_attrs()) == len(g.edges)

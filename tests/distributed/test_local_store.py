@@ -12,7 +12,7 @@ from torch_geometric.data.feature_store import AttrView
 from torch_geometric.testing import MyFeatureStore
 
 from graphshard import IDRangeError, InputError, load_partition, partition_graph
-from graphshard.distributed.local_store import LocalFeatureStore
+from graphshard.distributed.local_store import LocalFeatureStore, LocalGraphStore
 from graphshard.format.load import verify_checksums
 from tests.graphs import small_hetero, small_homo
 
@@ -175,6 +175,9 @@ def test_writes_go_to_an_overlay_of_this_object_never_to_the_files(hetero):
     assert torch.equal(store.stored_from_global_id("paper", "x", torch.arange(n) + store.id_offset("paper")), orig)
     assert torch.equal(other["paper", "x", None], orig) and other.get_tensor_size("venue", "x") is None
     assert other.get_tensor_size(CITES, "weight") is not None
+    gs = LocalGraphStore(parts[0])  # the graph store's overlay: a put over a stored type, a stored CSC removed
+    gs.put_edge_index((torch.tensor([0]), torch.tensor([1])), CITES, "coo")
+    assert gs.remove_edge_index(("paper", "published_in", "venue"), "csc")
     assert _file_states(config) == files  # not a byte, not a modification time
     verify_checksums(config)
 

@@ -109,7 +109,8 @@ class DistFeatureStore(StoredFeatureStore):
         self.stats["rows"] += int(ids_np.shape[0])
         pieces = by_owner(self.group, parts, self.book.num_partitions(),
                           lambda pos: self.local.nonzeros_from_global_id(group, name, ids_np[pos]), _serve_nonzeros,
-                          lambda pos: (self.key, group, name, torch.from_numpy(ids_np[pos])), f"feature {group!r}/{name!r}")
+                          lambda pos: (self.key, group, name, torch.from_numpy(ids_np[pos])),
+                          f"feature {group!r}/{name!r}")
         for pos, got in pieces:
             self._count_received(pos, parts, got)
         return joined(pieces, ids_np.shape[0], width)

@@ -46,9 +46,8 @@ class LocalGraphStore(GraphStore):
     ``get_edge_index(edge_type, "coo")`` of an edge type whose stored CSC is held (and no COO was put)
     returns its **COO view**, made on request and kept: ``(row, col)`` in the CSC's order (sorted by
     destination), so edge ``i`` of the view is edge ``i`` of the CSC and ``edge_ids(edge_type, "coo")``
-    gives the same feature rows;
-    :meth:`get_all_edge_attrs` lists what is held, not this view. ``coo()`` returns the same arrays with
-    those rows as ``perm``. CSR is converted by PyG's ``csr()`` (with ``perm``).
+    gives the same feature rows; :meth:`get_all_edge_attrs` lists what is held, not this view. ``coo()``
+    returns the same arrays with those rows as ``perm``. CSR is converted by PyG's ``csr()`` (with ``perm``).
 
     Puts (any layout, e.g. PyG's ``csr(store=True)``) and removes are an in-memory overlay: they change this
     object only, never the partition's files nor other processes' stores; removing a stored edge type's
@@ -72,8 +71,8 @@ class LocalGraphStore(GraphStore):
         self._graph = g
         self._base = int(g.ndata["_ID"][0]) if g.num_nodes else 0  # homogeneous ID of local node 0
         self._entries: dict[tuple[Any, EdgeLayout], _Entry] = {
-            (et, EdgeLayout.CSC): _Entry(None, True, (self.ranges[et[0]].count, self.ranges[et[2]].count), stored=True)
-            for et in self.types.etypes}
+            (et, EdgeLayout.CSC): _Entry(None, True, (self.ranges[et[0]].count, self.ranges[et[2]].count),
+                                         stored=True) for et in self.types.etypes}
 
     # -- the partition's own edges -----------------------------------------------------------------
     def _native(self, et: EType) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -119,6 +118,7 @@ class LocalGraphStore(GraphStore):
         return self._entries[key].edge_ids
 
     def _has_view(self, et: Any) -> bool:
+        """Whether ``et`` has a COO view: its stored CSC is held (not removed, nor replaced by a put)."""
         entry = self._entries.get((et, EdgeLayout.CSC))
         return entry is not None and entry.stored
 
@@ -131,7 +131,7 @@ class LocalGraphStore(GraphStore):
         return row, entry.coo_col
 
     def _checked(self, edge_index: Any, edge_attr: EdgeAttr, et: Any) -> Pair:
-        """``edge_index`` as two 1-D int64 tensors, checked for ``edge_attr``'s layout (see the class doc)."""
+        """``edge_index`` as two 1-D integer tensors, checked for ``edge_attr``'s layout (see the class doc)."""
         what = f"edge index of {edge_attr.edge_type!r} ({edge_attr.layout.value})"
         try:
             row, col = (torch.as_tensor(t) for t in edge_index)
@@ -150,12 +150,8 @@ class LocalGraphStore(GraphStore):
             _check_ptr(ptr, ids.numel(), what, None if own is None else own[layout == EdgeLayout.CSC])
         if own is not None:
             ends = [(row, own[0], "source")] if layout != EdgeLayout.CSR else []
-            ends += [(col, own[1], "destination")] if layout != EdgeLayout.CSC else []
-            for ids_, count, end in ends:
-                if ids_.numel() and (int(ids_.min()) < 0 or int(ids_.max()) >= count):
-                    raise InputError(f"{what}: {end} IDs must lie in [0, {count}) (the partition's own nodes of "
-                                     f"that type), got [{int(ids_.min())}, {int(ids_.max())}]")
-        return row.to(torch.int64), col.to(torch.int64)
+            _check_ids(ends + ([(col, own[1], "destination")] if layout != EdgeLayout.CSC else []), what)
+        return row, col
 
     # -- PyG interface -------------------------------------------------------------------------------
     def _put_edge_index(self, edge_index: Any, edge_attr: EdgeAttr) -> bool:
@@ -221,3 +217,11 @@ def _check_ptr(ptr: torch.Tensor, num_edges: int, what: str, count: int | None) 
     if ptr.numel() == 0 or int(ptr[0]) != 0 or int(ptr[-1]) != num_edges or bool((ptr[1:] < ptr[:-1]).any()):
         raise InputError(f"{what}: the pointer must start at 0, never decrease and end at the edge count "
                          f"{num_edges}")
+
+
+def _check_ids(ends: list[tuple[torch.Tensor, int, str]], what: str) -> None:
+    """Each ``(node IDs, count, which end)`` lies in ``[0, count)``: the partition's own nodes of that type."""
+    for ids, count, end in ends:
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= count):
+            raise InputError(f"{what}: {end} IDs must lie in [0, {count}) (the partition's own nodes of that type), "
+                             f"got [{int(ids.min())}, {int(ids.max())}]")

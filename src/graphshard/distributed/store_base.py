@@ -266,26 +266,34 @@ class StoredFeatureStore(FeatureStore):
             raise InputError(f"put {what}: {err.args[0]}") from None
         key = (group, self._alias.get((group, attr.attr_name), attr.attr_name))
         tensor = as_written_tensor(tensor, what)
-        if group in self.counts or any(g == group for g, _ in self._written):
-            count = self._count(group)
-        elif tensor.dim() == 0:
-            raise InputError(f"put {what}: a tensor of a new group needs a row dimension, got a scalar")
-        else:
-            count = tensor.shape[0]  # a new group: as many rows as its first tensor
+        count = self._put_count(group, tensor, what)
         whole, ids = full_or_rows(tensor, as_rows(attr.index, count, what), count, what)
         if ids is None:
             self._written[key] = Written(whole, count)
             self._hidden.discard(key)
-            return True
+        else:
+            self._patch(key, whole, ids, what)
+        return True
+
+    def _put_count(self, group: Any, tensor: torch.Tensor, what: str) -> int:
+        """Rows of ``group``; for a group no tensor made yet, those of ``tensor``, its first."""
+        if group in self.counts or any(g == group for g, _ in self._written):
+            return self._count(group)
+        if tensor.dim() == 0:
+            raise InputError(f"put {what}: a tensor of a new group needs a row dimension, got a scalar")
+        return tensor.shape[0]
+
+    def _patch(self, key: Key, rows: torch.Tensor, ids: torch.Tensor, what: str) -> None:
+        """Replace rows ``ids`` of the existing tensor ``key`` by ``rows`` (same row shape, promotable dtype)."""
+        count = self._count(key[0])
         if key not in self._written and (key not in self.schema or key in self._hidden):
-            raise InputError(f"put {what}: a new tensor needs all {count} rows of group {group!r}, the index "
+            raise InputError(f"put {what}: a new tensor needs all {count} rows of group {key[0]!r}, the index "
                              f"gives {ids.numel()}")
         dtype, row_shape = self._spec(key)
-        if tuple(whole.shape[1:]) != row_shape or torch.promote_types(whole.dtype, dtype) != dtype:
-            raise InputError(f"put {what}: rows of shape {tuple(whole.shape[1:])} and dtype {whole.dtype} cannot "
+        if tuple(rows.shape[1:]) != row_shape or torch.promote_types(rows.dtype, dtype) != dtype:
+            raise InputError(f"put {what}: rows of shape {tuple(rows.shape[1:])} and dtype {rows.dtype} cannot "
                              f"update a tensor of row shape {row_shape} and dtype {dtype}")
-        self._written.setdefault(key, Written(None, count)).patched(ids, whole.to(dtype))
-        return True
+        self._written.setdefault(key, Written(None, count)).patched(ids, rows.to(dtype))
 
     def update_tensor(self, tensor: Any, *args: Any, **kwargs: Any) -> bool:
         """PyG's ``update_tensor``: the same as :meth:`put_tensor` (rows of an existing tensor are replaced,
