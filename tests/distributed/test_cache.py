@@ -41,7 +41,7 @@ def test_budget_by_ratio_or_megabytes():
 def _batches(dg, seeds, ntype, workers=0):
     from graphshard.distributed.loader import DistNeighborLoader
     with DistNeighborLoader(dg, [3, 2], seeds, batch_size=16, input_type=ntype, shuffle=True, seed=3,
-                            num_workers=workers, prefetch=0) as loader:
+                            num_workers=workers, prefetch=0, node_attrs=()) as loader:  # x and y only
         return list(loader)
 
 

@@ -22,6 +22,10 @@ def _check_node_batch(g, book, data, seeds):
     if seeds.numel():  # node batches carry labels; link batches (label_name=None) do not
         assert np.array_equal(data.y.numpy(), g.node_feats["_N"]["label"][orig])
     eo = book.to_original_eids("_N:_E:_N", data.e_id).numpy()
+    if seeds.numel():  # node batches carry the split masks, as PyG's loaders give them, and the edge feature
+        for mask in ("train_mask", "val_mask", "test_mask"):
+            assert np.array_equal(data[mask].numpy(), g.node_feats["_N"][mask][orig]), mask
+        assert np.array_equal(data.edge_attr.numpy(), g.edge_feats[("_N", "_E", "_N")]["w"][eo])
     assert np.array_equal(orig[data.edge_index[0].numpy()], src[eo])
     assert np.array_equal(orig[data.edge_index[1].numpy()], dst[eo])
     assert sum(data.num_sampled_nodes) == data.num_nodes and sum(data.num_sampled_edges) == data.e_id.numel()
@@ -33,7 +37,8 @@ def _homo_checks(g, dg, rank):
     mine = book.partid2nids(rank).numpy()[: 10 if rank == 0 else 25]  # unequal seed counts
     batches = {}
     for workers in (0, 1):
-        with DistNeighborLoader(dg, [3, 2], mine, batch_size=8, shuffle=True, num_workers=workers, seed=1) as loader:
+        with DistNeighborLoader(dg, [3, 2], mine, batch_size=8, shuffle=True, num_workers=workers, seed=1,
+                                edge_feat_name="w") as loader:
             assert len(loader) == 4  # ceil(25 / 8) on both ranks
             batches[workers] = list(loader)
     assert len(batches[0]) == len(batches[1]) == 4

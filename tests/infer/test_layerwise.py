@@ -11,7 +11,8 @@ import torch
 from graphshard import partition_graph
 from graphshard.distributed import launch
 from graphshard import Graph
-from graphshard.models import GAT, GCN, GIN, GraphSAGE, HeteroSAGE
+from graphshard.models import GAT, GCN, GIN, GraphSAGE, HeteroSAGE, ModelSpec
+from graphshard.models.custom import build_custom
 from tests.graphs import small_hetero, small_homo
 
 FEATURELESS_DIM = 3
@@ -30,7 +31,14 @@ HOMOGENEOUS = {  # kind -> (model, whether it reads the edge feature "w")
     "gat-edge": (lambda d: GAT(d, 8, 5, num_layers=2, heads=4, edge_dim=1), True),
     "gin": (lambda d: GIN(d, 8, 5, num_layers=2), False),
     "gine": (lambda d: GIN(d, 8, 5, num_layers=2, edge_dim=1), True),
+    "pyg-gcn": (lambda d: _users("pyg_gcn", d), False),  # PyG's own models, as the user's factory returns them
+    "pyg-gat": (lambda d: _users("pyg_gat", d), False),
 }
+
+
+def _users(factory: str, in_dim: int) -> torch.nn.Module:
+    spec = ModelSpec({"_N": in_dim}, 5, ["_N"], [("_N", "_E", "_N")], ["_N"], hidden=8, num_layers=3)
+    return build_custom(f"tests.train.custom_factories:{factory}", spec)
 
 
 def _model(in_dims: dict[str, int] | int, etypes=None, kind: str = "sage") -> torch.nn.Module:
@@ -128,7 +136,8 @@ def _with_loops_and_repeats(g: Graph) -> Graph:
     return Graph.from_arrays(src, dst, g.num_nodes["_N"], node_feats=dict(g.node_feats["_N"]), edge_feats={"w": w})
 
 
-@pytest.mark.parametrize("kind, parts", [("gcn", 4), ("gat", 2), ("gat-edge", 4), ("gin", 2), ("gine", 4)])
+@pytest.mark.parametrize("kind, parts", [("gcn", 4), ("gat", 2), ("gat-edge", 4), ("gin", 2), ("gine", 4),
+                                         ("pyg-gcn", 2), ("pyg-gat", 4)])
 def test_homogeneous_models_equal_a_full_graph_forward(tmp_path, kind, parts, ranks=2):
     g = _with_loops_and_repeats(small_homo())
     x = torch.from_numpy(g.node_feats["_N"]["feat"]).float()

@@ -33,7 +33,10 @@ class BatchSpec:
     model cannot read a training link off its own neighbourhood — held-out links are never there).
     ``sparse_x``: a node type whose ``feat_name`` is held as CSR gets ``x`` as a sparse COO tensor of its
     rows (only their non-zeros fetched and kept) instead of dense rows. ``wire_dtype``: how dense
-    feature rows travel from other processes (see :mod:`graphshard.distributed.wire`)."""
+    feature rows travel from other processes (see :mod:`graphshard.distributed.wire`). ``edge_feat_name``:
+    edges of a type that has this feature get its rows as ``edge_attr``; ``node_attrs``: further node data
+    attached under their own names where a type has them (e.g. the split masks, as PyG's loaders give them).
+    All rows of a batch come in one request per owning partition."""
 
     num_neighbors: Any
     replace: bool = False
@@ -48,6 +51,8 @@ class BatchSpec:
     exclude_seed_edges: bool = False
     sparse_x: bool = False
     wire_dtype: str = STORED
+    edge_feat_name: str | None = None
+    node_attrs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_wire(self.wire_dtype)
@@ -193,9 +198,10 @@ class BatchMaker:
         return data
 
     # -- collation --------------------------------------------------------------------------------
-    def _attach(self, nodes: list[tuple[Any, str, np.ndarray]]) -> None:
-        """Give each ``(store, node type, IDs)`` its ``n_id``, ``x`` and ``y``; the dense rows of them all
-        come in one request per owning partition."""
+    def _attach(self, nodes: list[tuple[Any, str, np.ndarray]], edges: list[tuple[Any, Any, np.ndarray]]) -> None:
+        """Give each ``(store, node type, IDs)`` its ``n_id``, ``x``, ``y`` and further node data, and each
+        ``(store, edge type, edge IDs)`` its ``edge_attr``; the dense rows of them all come in one request
+        per owning partition."""
         start = time.perf_counter()
         feat, label, has = self.spec.feat_name, self.spec.label_name, self.features.has
         asks, targets = [], []
@@ -206,9 +212,15 @@ class BatchMaker:
             elif has(ntype, feat):
                 asks.append((ntype, feat, ids))
                 targets.append((store, "x"))
-            if label and has(ntype, label):
-                asks.append((ntype, label, ids))
-                targets.append((store, "y"))
+            named = ([(label, "y")] if label else []) + [(n, n) for n in self.spec.node_attrs]
+            for name, attr in named:
+                if has(ntype, name):
+                    asks.append((ntype, name, ids))
+                    targets.append((store, attr))
+        for store, etype, ids in edges:
+            if self.spec.edge_feat_name and has(etype, self.spec.edge_feat_name):
+                asks.append((etype, self.spec.edge_feat_name, ids))
+                targets.append((store, "edge_attr"))
         for (store, attr), rows in zip(targets, self.features.lookup_many(asks, self.spec.wire_dtype)):
             store[attr] = rows
         self._fetch_time += time.perf_counter() - start
@@ -219,7 +231,8 @@ class BatchMaker:
             data = Data(edge_index=torch.from_numpy(np.stack([out.row, out.col])), e_id=torch.from_numpy(out.edge),
                         num_sampled_nodes=list(out.num_sampled_nodes), num_sampled_edges=list(out.num_sampled_edges))
             data.num_nodes = int(out.node.shape[0])
-            self._attach([(data, self.book.ntypes[0], out.node)])
+            self._attach([(data, self.book.ntypes[0], out.node)], [(data, self.book.canonical_etypes[0], out.edge)]
+                         if self.book.canonical_etypes else [])
             if out.batch is not None:
                 data.batch = torch.from_numpy(out.batch)
             return data, None
@@ -230,9 +243,10 @@ class BatchMaker:
             data[t].num_sampled_nodes = het.num_sampled_nodes[t]
             if het.batch is not None:
                 data[t].batch = torch.from_numpy(het.batch[t])
-        self._attach([(data[t], t, ids) for t, ids in het.node.items()])
         for et in het.edge:
             data[et].edge_index = torch.from_numpy(np.stack([het.row[et], het.col[et]]))
             data[et].e_id = torch.from_numpy(het.edge[et])
             data[et].num_sampled_edges = het.num_sampled_edges[et]
+        self._attach([(data[t], t, ids) for t, ids in het.node.items()],
+                     [(data[et], et, het.edge[et]) for et in het.edge])
         return data, het.position

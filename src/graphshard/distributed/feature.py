@@ -183,7 +183,8 @@ class DistFeatureStore(StoredFeatureStore):
         if self.cache is not None and not isinstance(group, tuple):
             hit_pos, hit_rows, todo = self.cache.split(group, name, ids_np, parts != self.part_id)
             ask.served = [(hit_pos, hit_rows)] if hit_pos.size else []
-            ask.todo, ask.asked, ask.parts = todo, ids_np[todo], parts[todo]
+            if todo is not None:  # None: the cache served none of them, every row is still to fetch
+                ask.todo, ask.asked, ask.parts = todo, ids_np[todo], parts[todo]
         return ask
 
     def _read_local(self, ask: "_Ask", sub: np.ndarray) -> Any:

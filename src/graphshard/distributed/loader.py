@@ -29,6 +29,8 @@ from .threads import prefetch_depth
 from .wire import STORED
 from .workers import WorkerPool
 
+SPLIT_MASKS = ("train_mask", "val_mask", "test_mask")  # node data PyG's loaders carry into batches by default
+
 
 class _DistLoader:
     def __init__(self, graph: DistGraph, spec: BatchSpec, seeds: np.ndarray, batch_size: int, shuffle: bool,
@@ -123,20 +125,24 @@ class DistNeighborLoader(_DistLoader):
     appears once, with the ``input_id`` of its first occurrence in the batch). ``time_attr`` +
     ``input_time``: temporal sampling (neighbours never newer than their seed; seeds are kept as given,
     one subtree each). ``sparse_x``: CSR features come as sparse COO ``x``; ``wire_dtype``: ``float16`` or
-    ``bfloat16`` sends other processes' dense feature rows at half the bytes, rounded (see :class:`BatchSpec`)."""
+    ``bfloat16`` sends other processes' dense feature rows at half the bytes, rounded (see :class:`BatchSpec`).
+    ``edge_feat_name``: edges get that feature as ``edge_attr``; ``node_attrs``: further node data by name
+    (default: the split masks ``train_mask``, ``val_mask``, ``test_mask`` where a type has them, as PyG's
+    loaders give them; ``()`` for none)."""
 
     def __init__(self, graph: DistGraph, num_neighbors: Any, input_nodes: Any, batch_size: int = 1024,
                  input_type: str | None = None, shuffle: bool = False, drop_last: bool = False,
                  replace: bool = False, disjoint: bool = False, time_attr: str | None = None,
                  input_time: Any = None, feat_name: str = "feat", label_name: str | None = "label",
                  num_workers: int = 0, prefetch: int | None = None, seed: int = 0, sparse_x: bool = False,
-                 wire_dtype: str = STORED):
+                 wire_dtype: str = STORED, edge_feat_name: str | None = None, node_attrs: Any = None):
         if input_type is None and len(graph.ntypes) > 1:
             raise InputError(f"input_type is needed for a graph with node types {graph.ntypes}")
         seeds = to_numpy(input_nodes).astype(np.int64).reshape(-1)
         check_range(seeds, graph.num_nodes(input_type), f"input node ID of type {input_type or graph.ntypes[0]!r}")
         spec = BatchSpec(num_neighbors, replace, disjoint, time_attr, feat_name, label_name, input_type=input_type,
-                         sparse_x=sparse_x, wire_dtype=wire_dtype)
+                         sparse_x=sparse_x, wire_dtype=wire_dtype, edge_feat_name=edge_feat_name,
+                         node_attrs=SPLIT_MASKS if node_attrs is None else tuple(node_attrs))
         super().__init__(graph, spec, seeds, batch_size, shuffle, drop_last, num_workers, prefetch, seed,
                          input_time, None)
 
@@ -149,7 +155,7 @@ class DistLinkNeighborLoader(_DistLoader):
     ``"triplet"`` adds ``src_index``/``dst_pos_index``/``dst_neg_index``. ``exclude_seed_edges``: the
     sampled neighbourhoods leave out the seed edges themselves (and their reverses). ``sparse_x``: CSR
     features come as sparse COO ``x``; ``wire_dtype``: how other processes' dense rows travel (see
-    :class:`BatchSpec`)."""
+    :class:`BatchSpec`); ``edge_feat_name``, ``node_attrs``: as for :class:`DistNeighborLoader`."""
 
     def __init__(self, graph: DistGraph, num_neighbors: Any, edge_label_index: Any, batch_size: int = 1024,
                  edge_type: Any = None, edge_label: Any = None, neg_sampling: str | None = None,
@@ -157,7 +163,8 @@ class DistLinkNeighborLoader(_DistLoader):
                  disjoint: bool = False, time_attr: str | None = None, edge_label_time: Any = None,
                  feat_name: str = "feat", label_name: str | None = None, num_workers: int = 0,
                  prefetch: int | None = None, seed: int = 0, exclude_seed_edges: bool = False,
-                 sparse_x: bool = False, wire_dtype: str = STORED):
+                 sparse_x: bool = False, wire_dtype: str = STORED, edge_feat_name: str | None = None,
+                 node_attrs: Any = None):
         et = graph._etype(edge_type) if edge_type is not None else graph._single("edge_type", graph.canonical_etypes)
         pairs = to_numpy(edge_label_index).astype(np.int64)
         if pairs.ndim != 2 or pairs.shape[0] != 2:
@@ -166,6 +173,7 @@ class DistLinkNeighborLoader(_DistLoader):
         check_range(pairs[1], graph.num_nodes(et[2]), f"destination node ID of {et}")
         spec = BatchSpec(num_neighbors, replace, disjoint, time_attr, feat_name, label_name, edge_type=et,
                          neg_mode=neg_sampling, neg_amount=neg_amount, exclude_seed_edges=exclude_seed_edges,
-                         sparse_x=sparse_x, wire_dtype=wire_dtype)
+                         sparse_x=sparse_x, wire_dtype=wire_dtype, edge_feat_name=edge_feat_name,
+                         node_attrs=SPLIT_MASKS if node_attrs is None else tuple(node_attrs))
         super().__init__(graph, spec, pairs, batch_size, shuffle, drop_last, num_workers, prefetch, seed,
                          edge_label_time, edge_label)

@@ -76,12 +76,11 @@ def _rank(opts: TrainOptions) -> None:
     from ..distributed.graph import DistGraph
     from ..distributed.liveness import doing
     from ..distributed.runtime import session
-    from ..train.embeddings import save_tables
+    from ..train.embeddings import every_output, save_tables
     from ..train.inputs import ModelInputs, build_model
     from ..train.link import link_model
     from ..train.loop import graph_name
     from ..train.node import node_task
-    from .layerwise import layerwise_inference
 
     with session(timeout=opts.timeout, heartbeat_timeout=opts.heartbeat_timeout) as s:
         g = DistGraph(graph_name(opts.part_config), opts.part_config, verify=opts.verify)
@@ -104,6 +103,6 @@ def _rank(opts: TrainOptions) -> None:
         inputs.load_state(resumed[2])
         g.barrier()  # every embedding shard is restored before anyone reads it
         doing("computing embeddings")
-        depth = encoder.num_layers - (opts.embedding_layer == "hidden")
-        tables, _ = layerwise_inference(g, encoder, inputs.rows, "embed", types, layers=depth)
+        hidden = getattr(encoder, "num_layers", opts.num_layers) - 1 if opts.embedding_layer == "hidden" else None
+        tables = every_output(s, g, encoder, inputs, opts, types, "embed", layers=hidden)
         save_tables(s, g, tables, opts.save_embeddings)

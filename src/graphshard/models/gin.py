@@ -11,12 +11,15 @@ from .stack import ConvStack, widths
 
 
 def _mlp(a: int, b: int) -> nn.Module:
-    return nn.Sequential(nn.Linear(a, b), nn.ReLU(), nn.Linear(b, b))
+    """The MLP of one layer. Its normalisation is per row (a sum over a node's neighbours grows with its
+    degree; without it, the sampled sums of the first steps kill the ReLUs of GINE), so a row's output
+    does not depend on the batch: layer-wise inference stays exact and a one-node batch trains."""
+    return nn.Sequential(nn.Linear(a, b), nn.LayerNorm(b), nn.ReLU(), nn.Linear(b, b))
 
 
 class GIN(ConvStack):
-    """``num_layers`` ``GINConv`` layers, each a two-layer MLP of ``(1 + eps) x_v + sum of the
-    neighbours' rows`` with a learnt ``eps``; with ``edge_dim``, ``GINEConv`` adds each edge's (projected)
+    """``num_layers`` ``GINConv`` layers, each a two-layer MLP (linear, layer norm, ReLU, linear) of
+    ``(1 + eps) x_v + sum of the neighbours' rows`` with a learnt ``eps``; with ``edge_dim``, ``GINEConv`` adds each edge's (projected)
     features to its source row before the sum."""
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, num_layers: int = 2, dropout: float = 0.5,

@@ -35,7 +35,7 @@ class LinkModel(nn.Module):
         self.encoder, self.decoder = encoder, decoder
         self.src_type, self.dst_type = src_type, dst_type
 
-    def forward(self, x, edge_index, hops, pairs: torch.Tensor) -> torch.Tensor:
-        h = self.encoder(x, edge_index, hops)
+    def forward(self, x, edge_index, hops, pairs: torch.Tensor, edge_attr=None) -> torch.Tensor:
+        h = self.encoder(x, edge_index, hops) if edge_attr is None else self.encoder(x, edge_index, hops, edge_attr)
         hs, hd = (h[self.src_type], h[self.dst_type]) if isinstance(h, dict) else (h, h)
         return self.decoder(hs[pairs[0]], hd[pairs[1]])

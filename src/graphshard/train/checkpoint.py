@@ -25,11 +25,14 @@ STAGED = ".staged"  # a rank's checkpoint of an epoch not yet committed by every
 # cadence, outputs, workers, timeouts) may change between a run and its resume.
 RESUME_OPTIONS = ("task", "model", "fanouts", "batch_size", "hidden", "num_layers", "dropout", "lr", "seed", "num_classes",
                   "target", "embed_dim", "sparse_lr", "decoder", "neg_ratio", "edge_type", "weight_decay",
-                  "lr_schedule", "lr_step", "lr_gamma", "feat", "label", "split_masks")
+                  "lr_schedule", "lr_step", "lr_gamma", "feat", "label", "split_masks", "heads", "attn_dropout",
+                  "edge_feat")
 # How the heterogeneous GraphSAGE combines relations; checkpoints of older graphshard (summed relations,
 # every relation built) record none and cannot be resumed by this model
 HETERO_RELATIONS = "averaged, only those the outputs read"
-LATER_OPTIONS = ("feat", "label", "split_masks")  # recorded since graphshard 0.1 named the data (default: resolved)
+# recorded since graphshard 0.1 named the data (default: resolved), and since it had attention models
+LATER_OPTIONS = ("feat", "label", "split_masks", "heads", "attn_dropout", "edge_feat")
+ADDED_DEFAULTS = {"heads": 4, "attn_dropout": 0.0, "edge_feat": None}  # what a checkpoint without them had
 
 
 def run_identity(part_config: str, opts: Any, world_size: int) -> dict[str, Any]:
@@ -40,7 +43,7 @@ def run_identity(part_config: str, opts: Any, world_size: int) -> dict[str, Any]
     cfg = read_config(part_config)
     files = hashlib.sha256(json.dumps(cfg.checksums, sort_keys=True).encode()).hexdigest()
     graph = f"{cfg.graph_name} ({(cfg.run_fingerprint or run_fingerprint(cfg))[:12]}, files {files[:12]})"
-    hetero_sage = opts.model == "sage" and (len(cfg.ntypes) > 1 or len(cfg.etypes) > 1)
+    hetero_sage = opts.model in ("sage", "rsage") and (len(cfg.ntypes) > 1 or len(cfg.etypes) > 1)
     return {"graph": graph, "world_size": world_size, **{k: getattr(opts, k) for k in RESUME_OPTIONS},
             "relations": HETERO_RELATIONS if hetero_sage else None}
 
@@ -116,7 +119,8 @@ def check_identity(directory: str | os.PathLike, meta: dict[str, Any], identity:
     if not isinstance(saved, dict):
         raise InputError(f"{directory}: checkpoint records no run identity (written by an older graphshard); it "
                          "cannot be shown to belong to this run: remove it or use another --checkpoint directory")
-    diff = [f"{k}: checkpoint {saved.get(k)!r}, this run {v!r}" for k, v in identity.items() if saved.get(k) != v]
+    diff = [f"{k}: checkpoint {saved.get(k, ADDED_DEFAULTS.get(k))!r}, this run {v!r}" for k, v in identity.items()
+            if saved.get(k, ADDED_DEFAULTS.get(k)) != v]
     if diff:
         raise InputError(f"{directory}: checkpoint belongs to another run and cannot be resumed ({'; '.join(diff)}); "
                          "use another --checkpoint directory, or rerun with the checkpoint's settings")

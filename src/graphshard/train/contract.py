@@ -12,6 +12,8 @@ from dataclasses import replace
 from ..errors import InputError
 from ..format.config import PartitionConfig, read_config
 from ..graph import etype_str
+from ..models.custom import load_factory
+from ..models.registry import BUILTIN, builtin_for, is_custom, reads_edge_features
 from .options import TrainOptions
 
 notice = logging.getLogger("graphshard.notice")  # shown at the default log level
@@ -84,7 +86,26 @@ def _check_link(opts: TrainOptions, cfg: PartitionConfig, held: Held) -> None:
         raise InputError(f"{opts.link_split}: held-out edges of type {etype_str(et)!r}, which {cfg.path} does not "
                          f"have (edge types: {sorted(cfg.etypes)})")
     if opts.model == "mlp" and len(cfg.ntypes) > 1 and et[0] != et[2]:
-        raise InputError(f"model 'mlp' maps one node type; edge type {etype_str(et)!r} joins two: use --model sage")
+        raise InputError(f"model 'mlp' maps one node type; edge type {etype_str(et)!r} joins two: use --model rsage")
+
+
+def check_model(opts: TrainOptions, cfg: PartitionConfig) -> None:
+    """The model fits the graph (homogeneous or heterogeneous), the user's factory imports, and the edge
+    feature, if given, is held by the partitions and read by the model."""
+    if is_custom(opts.model):
+        load_factory(opts.model)
+    else:
+        builtin_for(opts.model, len(cfg.ntypes) > 1 or len(cfg.etypes) > 1)
+    if opts.edge_feat is None:
+        return
+    held = {key.rsplit("/", 1)[-1] for key in cfg.feature_schema.get("edge_feats", {})}
+    if opts.edge_feat not in held:
+        raise InputError(f"{cfg.path}: no edge type has feature {opts.edge_feat!r} (edge features: "
+                         f"{', '.join(sorted(held)) or 'none'})")
+    if not reads_edge_features(opts.model):
+        readers = [n for n, b in BUILTIN.items() if b.edge_features]
+        raise InputError(f"--edge-feat: model {opts.model!r} reads no edge features ({', '.join(readers)} and your "
+                         "own model do)")
 
 
 def resolve_data(opts: TrainOptions, world_size: int, announce: bool = True) -> TrainOptions:
@@ -116,6 +137,7 @@ def resolve_data(opts: TrainOptions, world_size: int, announce: bool = True) -> 
         target = target if len(cfg.ntypes) > 1 else opts.target
     else:
         _check_link(opts, cfg, held)
+    check_model(opts, cfg)
     featureless = [t for t in held if feat not in held[t]]
     if featureless and announce:
         notice.info("node types without feature %r get learnt %d-d input embeddings (sparse Adagrad, lr %g): %s",

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import os
 import shutil
@@ -20,6 +21,7 @@ from ..distributed.loader import DistNeighborLoader
 from ..distributed.runtime import Session
 from ..distributed.split import node_split
 from ..distributed.tensor import DistTensor
+from ..errors import InputError
 from ..format.outputs import MARKER, check_output_dir, mark_output_dir
 from ..format.staging import naming
 from ..infer.layerwise import layerwise_inference
@@ -27,6 +29,7 @@ from .inputs import ModelInputs, rows_of
 from .options import TrainOptions
 
 Predict = Callable[[str, torch.Tensor], torch.Tensor]  # (node type, per-type IDs) -> one row per ID
+notice = logging.getLogger("graphshard.notice")  # shown at the default log level
 
 
 def predict(g: DistGraph, model: torch.nn.Module, inputs: ModelInputs, ntype: str, ids: torch.Tensor,
@@ -40,8 +43,7 @@ def predict(g: DistGraph, model: torch.nn.Module, inputs: ModelInputs, ntype: st
     model.eval()
     with torch.no_grad(), DistNeighborLoader(g, fanouts, ids, math.ceil(opts.eval_batch_size / g.group.world_size),
                                              input_type=ntype if inputs.hetero else None, label_name=None,
-                                             seed=opts.seed, feat_name=inputs.feat_name,
-                                             sparse_x=inputs.sparse_x) as loader:
+                                             seed=opts.seed, **inputs.loader_options()) as loader:
         for batch in loader:
             n = batch[ntype].batch_size if inputs.hetero else batch.batch_size
             rows = rows_of(model(*inputs(batch)), ntype)[:n]
@@ -74,12 +76,8 @@ class Outputs:
             for table in self.tables.values():
                 table.free()
             name = f"{self.name}{next(self.runs)}"
-            if self.opts.eval_fanouts is None:
-                self.tables = layerwise_inference(self.g, self.model, self.inputs.rows, name, self.types)[0]
-            else:
-                self.tables = {t: embed_all(self.s, self.g, lambda nt, ids: predict(self.g, self.model, self.inputs,
-                                                                                   nt, ids, self.opts), t, f"{name}/{t}")
-                               for t in self.types}
+            self.tables = every_output(self.s, self.g, self.model, self.inputs, self.opts, self.types, name,
+                                       sampled=self.opts.eval_fanouts is not None)
             self.computed = self.version
             self.seconds += time.perf_counter() - start
         return self.tables
@@ -91,8 +89,34 @@ def representations(g: DistGraph, model: torch.nn.Module, inputs: ModelInputs, o
     ``opts.embedding_layer == "hidden"`` the hidden layer the last layer reads (computed layer by layer)."""
     if opts.embedding_layer == "output":
         return outputs.get()
-    return layerwise_inference(g, model, inputs.rows, f"{outputs.name}-hidden", outputs.types,
-                               layers=opts.num_layers - 1)[0]
+    return every_output(outputs.s, g, model, inputs, opts, outputs.types, f"{outputs.name}-hidden",
+                        layers=getattr(model, "num_layers", opts.num_layers) - 1)
+
+
+def has_layerwise(model: torch.nn.Module) -> bool:
+    """Whether ``model`` offers layer-wise inference (every built-in model does; the user's may not)."""
+    return bool(getattr(model, "layerwise", hasattr(model, "layer")))
+
+
+def every_output(s: Session, g: DistGraph, model: torch.nn.Module, inputs: ModelInputs, opts: TrainOptions,
+                 types: list[str], name: str, layers: int | None = None, sampled: bool = False
+                 ) -> dict[str, DistTensor]:
+    """``model``'s output (or, with ``layers``, that layer's) for every node of ``types``: layer by layer
+    (exact), or by mini-batches over sampled neighbourhoods (``opts.eval_fanouts``; every in-edge by
+    default) when ``sampled`` or when the model offers no layer-wise inference (said once). Collective."""
+    if not sampled and has_layerwise(model):
+        edge_rows = inputs.edge_rows if inputs.edge_feat else None
+        return layerwise_inference(g, model, inputs.rows, name, types, layers=layers, edge_rows=edge_rows)[0]
+    if layers is not None:
+        raise InputError(f"model {opts.model!r} offers no layer-wise inference, so no hidden layer's output: "
+                         "use --embedding-layer output")
+    if not sampled and not getattr(model, "said_sampled", False):
+        model.said_sampled = True
+        if s.rank == 0:
+            notice.info("model %s offers no layer-wise inference: every node is computed from its sampled full "
+                        "neighbourhood instead", opts.model)
+    return {t: embed_all(s, g, lambda nt, ids: predict(g, model, inputs, nt, ids, opts), t, f"{name}/{t}")
+            for t in types}
 
 
 def my_share(s: Session, g: DistGraph, ntype: str) -> torch.Tensor:

@@ -16,8 +16,10 @@ from ..distributed.embedding import DistEmbedding, SparseAdagrad
 from ..distributed.graph import DistGraph
 from ..distributed.tensor import local_shard
 from ..errors import FormatError, InputError
-from ..models import MLP, GraphSAGE, HeteroSAGE
-from .options import MODELS, TrainOptions
+from ..models.custom import build_custom
+from ..models.registry import builtin_for, is_custom, projects_inputs, reads_edge_features
+from ..models.spec import ModelSpec
+from .options import TrainOptions
 
 
 class ModelInputs:
@@ -28,9 +30,12 @@ class ModelInputs:
         self.g, self.feat_name = g, opts.feat or "feat"
         feat_name = self.feat_name
         self.hetero = len(g.ntypes) > 1 or len(g.canonical_etypes) > 1
-        # the relational GraphSAGE projects its inputs first: CSR features reach it as sparse batches
-        self.sparse_x = self.hetero and opts.model == "sage"
+        # models that project their inputs first get CSR features as sparse batches
+        self.sparse_x = projects_inputs(opts.model, self.hetero)
         self.ntypes, self.etypes = g.ntypes, g.canonical_etypes
+        self.edge_feat = opts.edge_feat if opts.edge_feat and reads_edge_features(opts.model) else None
+        self.edge_dims = {et: _width(g.edges[et].data[self.edge_feat].shape) for et in self.etypes
+                          if self.edge_feat and self.edge_feat in g.edges[et].data.keys()}
         self.dims: dict[str, int] = {}
         self.embeddings: dict[str, DistEmbedding] = {}
         embed_dim = opts.embed_dim or opts.hidden
@@ -51,6 +56,16 @@ class ModelInputs:
         x = store.x.float()
         return x if x.dim() == 2 else x.view(-1, 1)
 
+    def loader_options(self) -> dict[str, Any]:
+        """What the run's loaders fetch for this model: its features (sparse where it takes them so), its
+        edge feature, no other node data."""
+        return {"feat_name": self.feat_name, "sparse_x": self.sparse_x, "edge_feat_name": self.edge_feat,
+                "node_attrs": ()}
+
+    def edge_rows(self, et: Any, ids: torch.Tensor) -> torch.Tensor:
+        """Edge feature rows of edges ``ids`` of ``et`` (for layer-wise inference)."""
+        return _as_rows(self.g.edges[et].data[self.edge_feat][ids].float())
+
     def rows(self, ntype: str, ids: torch.Tensor) -> torch.Tensor:
         """Input rows of any nodes of ``ntype`` (features, or learnt embedding rows), e.g. for layer-wise
         inference."""
@@ -59,18 +74,25 @@ class ModelInputs:
         x = self.g.nodes[ntype].data[self.feat_name][ids].float()
         return x if x.dim() == 2 else x.view(-1, 1)
 
-    def __call__(self, batch: Any) -> tuple[Any, Any, Any]:
-        """``(x, edge_index, hops)``: ``hops`` = nodes and edges sampled per hop, for trimming (per node and
-        edge type when heterogeneous, with every type present in ``x_dict`` and ``edge_index_dict``)."""
+    def __call__(self, batch: Any) -> tuple[Any, ...]:
+        """``(x, edge_index, hops)``, and ``edge_attr`` after them when the model reads edge features:
+        ``hops`` = nodes and edges sampled per hop, for trimming (per node and edge type when
+        heterogeneous, with every type present in ``x_dict`` and ``edge_index_dict``)."""
         if not self.hetero:
-            return self._x(batch, self.ntypes[0]), batch.edge_index, (batch.num_sampled_nodes, batch.num_sampled_edges)
+            out = (self._x(batch, self.ntypes[0]), batch.edge_index, (batch.num_sampled_nodes, batch.num_sampled_edges))
+            return out + (_as_rows(batch.edge_attr.float()),) if self.edge_dims and "edge_attr" in batch else out
         present_n, present_e = set(batch.node_types), set(batch.edge_types)
         x = {t: self._x(batch[t], t) if t in present_n else torch.zeros((0, self.dims[t])) for t in self.ntypes}
         edges = {et: batch[et].edge_index if et in present_e else torch.zeros((2, 0), dtype=torch.long)
                  for et in self.etypes}
         nodes = {t: list(batch[t].num_sampled_nodes) for t in present_n if "num_sampled_nodes" in batch[t]}
         hops = {et: list(batch[et].num_sampled_edges) for et in present_e if "num_sampled_edges" in batch[et]}
-        return x, edges, (nodes, hops) if nodes else None
+        out = (x, edges, (nodes, hops) if nodes else None)
+        if not self.edge_dims:
+            return out
+        attrs = {et: _as_rows(batch[et].edge_attr.float()) if et in present_e and "edge_attr" in batch[et]
+                 else torch.zeros((0, d)) for et, d in self.edge_dims.items()}
+        return out + (attrs,)
 
     def step(self) -> None:
         """Apply the embeddings' sparse updates (after ``backward``)."""
@@ -119,21 +141,23 @@ class ModelInputs:
                                if k.startswith(f"embed/{t}/") and not k.endswith("/rows")})
 
 
+def model_spec(opts: TrainOptions, inputs: ModelInputs, out_dim: int, targets: list[str]) -> ModelSpec:
+    """What the model of a run is built for (see :class:`~graphshard.models.spec.ModelSpec`)."""
+    return ModelSpec(dict(inputs.dims), out_dim, list(inputs.ntypes), list(inputs.etypes), list(dict.fromkeys(targets)),
+                     opts.hidden, opts.num_layers, opts.dropout, opts.heads, opts.attn_dropout, dict(inputs.edge_dims),
+                     opts)
+
+
 def build_model(opts: TrainOptions, inputs: ModelInputs, out_dim: int, targets: list[str]) -> nn.Module:
     """The ``opts.model`` network from ``inputs``' dimensions to ``out_dim`` outputs per node of the
-    ``targets`` node types (the types the loss reads)."""
-    target = targets[0]
-    if opts.model == "mlp":
-        if len(set(targets)) > 1:
-            raise InputError(f"model 'mlp' maps one node type, not {targets}")
-        return MLP(inputs.dims[target], opts.hidden, out_dim, opts.num_layers, opts.dropout,
-                   target if inputs.hetero else None)
-    if opts.model == "sage":
-        if inputs.hetero:
-            return HeteroSAGE(inputs.dims, inputs.etypes, opts.hidden, out_dim, opts.num_layers, opts.dropout,
-                              list(dict.fromkeys(targets)))
-        return GraphSAGE(inputs.dims[target], opts.hidden, out_dim, opts.num_layers, opts.dropout)
-    raise InputError(f"unknown model {opts.model!r} (available: {', '.join(MODELS)})")
+    ``targets`` node types (the types the loss reads): a built-in model, or the user's factory's."""
+    spec = model_spec(opts, inputs, out_dim, targets)
+    if is_custom(opts.model):
+        return build_custom(opts.model, spec)
+    try:
+        return builtin_for(opts.model, inputs.hetero)(spec)
+    except ValueError as exc:
+        raise InputError(f"model {opts.model!r}: {exc}") from None
 
 
 def rows_of(out: Any, target: str) -> torch.Tensor:
@@ -159,3 +183,12 @@ def cache_summary(s: Any, cache: FeatureCache | None) -> dict[str, Any]:
     rows, nbytes, seconds = all_reduce_sum(s.ctx, np.array([cache.num_rows, cache.nbytes, cache.build_s]),
                                            "cache summary")
     return {"cache_rows": int(rows), "cache_bytes": int(nbytes), "cache_build_s": float(seconds) / s.world_size}
+
+
+def _width(shape: Any) -> int:
+    return int(shape[1]) if len(shape) > 1 else 1
+
+
+def _as_rows(x: torch.Tensor) -> torch.Tensor:
+    """Feature rows as a 2-D tensor (one column for a scalar feature)."""
+    return x if x.dim() == 2 else x.view(-1, 1)

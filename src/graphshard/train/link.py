@@ -29,6 +29,7 @@ from . import timing
 from .checks import check_finite_features
 from .embeddings import Outputs, representations, save_tables
 from .inputs import ModelInputs, build_model, cache_summary, feature_cache
+from .model_check import check_custom_model
 from .link_metrics import FIGURES, figures, is_known, known_edges, rank_sums
 from .link_split import LinkSplit, load_link_split, require_link_split
 from .loop import Trainer, graph_name
@@ -104,20 +105,21 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     cache = feature_cache(g, opts, ends | ({et[2]: mine[1]} if et[0] != et[2] else {}))
     inputs = ModelInputs(g, opts)
     model = link_model(opts, inputs, et)
+    check_custom_model(g, opts, model.encoder, inputs, et[0], opts.hidden, torch.from_numpy(mine[0]))
     evaluate = LinkEvaluator(s, g, model, inputs, et, opts, held)
 
     def loss(ddp: torch.nn.Module, batch: Any) -> torch.Tensor:
         evaluate.outputs.changed()  # a training step follows: outputs computed before it are stale
         store = batch[et] if inputs.hetero else batch
-        scores = ddp(*inputs(batch), store.edge_label_index)
+        x, edge_index, hops, *edge_attr = inputs(batch)
+        scores = ddp(x, edge_index, hops, store.edge_label_index, *edge_attr)
         return F.binary_cross_entropy_with_logits(scores, store.edge_label.float())
 
     trainer = Trainer(s, g, opts, model, inputs, metric="val_mrr_filtered" if opts.filtered else "val_mrr")
     loader = DistLinkNeighborLoader(g, opts.fanouts, mine, math.ceil(opts.batch_size / s.world_size),
                                     edge_type=et, neg_sampling="binary", neg_amount=opts.neg_ratio, shuffle=True,
                                     num_workers=opts.num_workers, seed=opts.seed, exclude_seed_edges=True,
-                                    sparse_x=inputs.sparse_x, feat_name=opts.feat or "feat",
-                                    wire_dtype=opts.wire_dtype)
+                                    wire_dtype=opts.wire_dtype, **inputs.loader_options())
     history = trainer.fit(loader, loss, lambda: {f"val_{k}": v for k, v in evaluate(held.val, 1).items()})
     metrics = {"task": "link", "edge_type": list(et), "epochs": history, "world_size": s.world_size,
                "num_parts": g.served.stored_book.num_partitions(), "random_mrr": _random_mrr(opts.eval_negatives)}

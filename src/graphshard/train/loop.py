@@ -106,9 +106,11 @@ class Trainer:
                 notice.info("resuming after epoch %d from %s", self.start_epoch - 1, opts.checkpoint)
                 self._resume_best()
             g.barrier()  # every embedding shard is restored before anyone reads it
-        # every parameter takes part in every step (a heterogeneous model builds only what its outputs
-        # read), so DDP need not search the graph for unused ones
-        self.ddp = DistributedDataParallel(model)
+        # every parameter of a built-in model takes part in every step (a heterogeneous model builds only
+        # what its outputs read), so DDP need not search the graph for unused ones; the user's model may
+        # leave some unused (found on a trial batch, train.model_check)
+        unused = any(getattr(m, "find_unused", False) for m in model.modules())
+        self.ddp = DistributedDataParallel(model, find_unused_parameters=unused)
         self.comm = {"comm_s": 0.0}
         self.ddp.register_comm_hook(self.comm, _timed_allreduce)
 

@@ -23,6 +23,7 @@ from .checks import check_finite_features, num_classes_of
 from .embeddings import Outputs, predict, representations, save_tables
 from .inputs import ModelInputs, build_model, cache_summary, feature_cache, rows_of
 from .loop import Trainer, graph_name
+from .model_check import check_custom_model
 from .options import TrainOptions
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,7 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
     cache = feature_cache(g, opts, {target: split["train"].numpy()})
     inputs = ModelInputs(g, opts)
     model = build_model(opts, inputs, classes, [target])
+    check_custom_model(g, opts, model, inputs, target, classes, split["train"])
 
     outputs = Outputs(s, g, model, inputs, opts, [target], "node-outputs")
     y = torch.from_numpy(labels)  # every rank holds all labels: batches need not fetch them
@@ -106,8 +108,8 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
 
     trainer = Trainer(s, g, opts, model, inputs, metric="val_acc")
     loader = DistNeighborLoader(g, opts.fanouts, split["train"], math.ceil(opts.batch_size / world), input_type=ntype,
-                                shuffle=True, num_workers=opts.num_workers, seed=opts.seed, feat_name=opts.feat or "feat",
-                                label_name=None, sparse_x=inputs.sparse_x, wire_dtype=opts.wire_dtype)
+                                shuffle=True, num_workers=opts.num_workers, seed=opts.seed, label_name=None,
+                                wire_dtype=opts.wire_dtype, **inputs.loader_options())
     history = trainer.fit(loader, loss, lambda: {"val_acc": evaluate(split["val"])})
     metrics = {"task": "node", "epochs": history, "world_size": world, "num_parts": g.served.stored_book.num_partitions()}
     metrics |= trainer.final_test(lambda: {"acc": evaluate(split["test"])}, outputs.changed)

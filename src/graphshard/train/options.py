@@ -7,13 +7,13 @@ from dataclasses import dataclass
 
 from ..distributed.liveness import DEFAULT_LOST_AFTER
 from ..errors import InputError
+from ..models.registry import check_name, model_help
 from ..partition.methods import METHODS
 from ..distributed.wire import WIRE_DTYPES
 from .fields import check_fields, option
 from .schedule import SCHEDULES
 
 TASKS = ("node", "link")
-MODELS = ("sage", "mlp")
 DECODERS = ("dot", "mlp")
 EMBEDDING_LAYERS = ("output", "hidden")
 SPLITS = ("train", "val", "test")
@@ -32,8 +32,13 @@ class TrainOptions:
     part_config: str | None = option(None, "str", "partition config JSON (from 'partition' or 'dispatch')", optional=True)
     task: str = option("node", "str", "node classification, or link prediction (held-out edges ranked by "
                        "MRR/AUC)", choices=TASKS)
-    model: str = option("sage", "str", "sage: GraphSAGE (heterogeneous graphs: one SAGEConv per edge type, "
-                        "averaged into each node type); mlp: features-only baseline", choices=MODELS)
+    model: str = option("sage", "str", f"{model_help()}; or your own, package.module:factory (a function given the "
+                        "sizes and types, returning a torch.nn.Module: see the docs)", metavar="NAME")
+    heads: int = option(4, "int", "attention heads of gat, rgat and hgt (the hidden width must be a multiple)", low=1)
+    attn_dropout: float = option(0.0, "float", "dropout of the attention coefficients of gat and rgat", low=0,
+                                 high=1, open_high=True)
+    edge_feat: str | None = option(None, "str", "edge feature given to the models that read one (gat, gin, your "
+                                   "own) as edge_attr (default: none)", optional=True)
     fanouts: list[int] = option([10, 10], "ints", "neighbours sampled per layer, comma-separated (-1: all); one "
                                 "value per layer, so this also sets the number of layers", int_items=(1, -1))
     batch_size: int = option(1024, "int", "global mini-batch size, seed nodes or positive edges (split across "
@@ -125,6 +130,7 @@ class TrainOptions:
             check_fields(self)
         except ValueError as exc:
             raise InputError(f"option {exc}") from None
+        check_name(self.model)
         if len(self.split_masks) != 3:
             raise InputError(f"split_masks needs 3 names (train, validation, test), got {self.split_masks}")
         if self.eval_fanouts is not None and len(self.eval_fanouts) != self.num_layers:

@@ -1,0 +1,140 @@
+"""The user's own model: ``--model package.module:factory``.
+
+The factory is called with one :class:`~.spec.ModelSpec` (input and output widths, node and edge types,
+the run's options) and returns a ``torch.nn.Module`` that maps a loader batch to one output row per node
+of the batch, as PyG's models do (the loss reads the seeds' rows, the first ``batch_size``). It is called
+the way PyG's models are: ``module(x, edge_index)`` on a homogeneous graph (``edge_attr=`` too when its
+``forward`` takes it and the run has edge features), ``module(x_dict, edge_index_dict)`` on a
+heterogeneous one (returning a dictionary with the output types), or ``module(batch)`` when ``forward``
+takes one argument (a ``Data``/``HeteroData`` whose ``x`` holds the model's inputs).
+
+Layer-wise inference (exact, O(layers × edges)) runs for a module that offers the protocol of the
+built-in models: ``num_layers``, ``layer_inputs(x_dict)`` and ``layer(i, x_src, x_dst, edges[, context])``
+(see :mod:`graphshard.infer.layerwise`), and for PyG's own ``BasicGNN`` models (``torch_geometric.nn.GCN``,
+``GAT``, ``GraphSAGE``, ``GIN``, ...) without jumping knowledge or per-graph normalisation. Any other model
+is evaluated on every node's sampled full neighbourhood instead."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from typing import Any
+
+import torch
+from torch import nn
+from torch_geometric.data import Data, HeteroData
+from torch_geometric.nn.models.basic_gnn import BasicGNN
+
+from ..errors import InputError
+from .conv_rows import conv_rows, supports
+from .layer_context import LayerContext
+from .spec import ModelSpec
+
+ROW_NORMS = (nn.Identity, nn.BatchNorm1d)  # normalisations of each row on its own (in eval mode)
+
+
+def load_factory(name: str) -> Any:
+    """The callable ``package.module:factory`` names; :class:`InputError` naming it when it cannot be had."""
+    module_name, _, attr = name.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 - any failure of the user's import is reported, not raised
+        raise InputError(f"--model {name}: cannot import {module_name}: {type(exc).__name__}: {exc}") from None
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise InputError(f"--model {name}: {module_name} has no function {attr!r}")
+    return factory
+
+
+def build_custom(name: str, spec: ModelSpec) -> "CustomModel":
+    """The user's module from factory ``name``, wrapped for graphshard's training and inference."""
+    try:
+        module = load_factory(name)(spec)
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise InputError(f"--model {name}: the factory raised {type(exc).__name__}: {exc}") from None
+    if not isinstance(module, nn.Module):
+        raise InputError(f"--model {name}: the factory returned a {type(module).__name__}, not a torch.nn.Module")
+    if not any(p.requires_grad for p in module.parameters()):
+        raise InputError(f"--model {name}: the model has no trainable parameters")
+    return CustomModel(module, name, spec)
+
+
+def _parameters(module: nn.Module) -> list[str]:
+    return list(inspect.signature(module.forward).parameters)
+
+
+class CustomModel(nn.Module):
+    """Calls the user's ``module`` with graphshard's ``(x, edge_index, hops, edge_attr)`` the way it takes
+    its inputs (see the module docstring) and offers layer-wise inference where the module allows it."""
+
+    def __init__(self, module: nn.Module, name: str, spec: ModelSpec):
+        super().__init__()
+        self.module, self.name, self.hetero = module, name, spec.hetero
+        params = _parameters(module)
+        self.batch_form = len(params) == 1
+        self.takes_edge_attr = "edge_attr" in params
+        self.layer_context = isinstance(module, BasicGNN) or getattr(module, "layer_context", False)
+        self.wants_degrees = isinstance(module, BasicGNN) or getattr(module, "wants_degrees", False)  # GCN layers
+        self.uses_edge_attr = self.takes_edge_attr or getattr(module, "uses_edge_attr", False)
+        self.layerwise = _basic_gnn_fits(module) or all(hasattr(module, a) for a in ("num_layers", "layer"))
+
+    def forward(self, x: Any, edge_index: Any, hops: Any = None, edge_attr: Any = None) -> Any:
+        if self.batch_form:
+            return self.module(_batch(x, edge_index, edge_attr, self.hetero))
+        if self.takes_edge_attr and edge_attr is not None:
+            return self.module(x, edge_index, edge_attr=edge_attr)
+        return self.module(x, edge_index)
+
+    @property
+    def num_layers(self) -> int:
+        return int(self.module.num_layers)
+
+    def layer_inputs(self, x: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return self.module.layer_inputs(x) if hasattr(self.module, "layer_inputs") else x
+
+    def layer(self, i: int, x_src: dict, x_dst: dict, edges: dict, context: LayerContext | None = None) -> dict:
+        if not isinstance(self.module, BasicGNN):
+            if getattr(self.module, "layer_context", False):
+                return self.module.layer(i, x_src, x_dst, edges, context)
+            return self.module.layer(i, x_src, x_dst, edges)
+        (t,) = x_dst
+        et = next(iter(edges), None)
+        ei = edges[et] if et is not None else torch.zeros((2, 0), dtype=torch.long)
+        attr = context.edge_attr.get(et) if context is not None else None
+        conv = self.module.convs[i]
+        out = conv_rows(conv, t, x_src[t], x_dst[t], ei, context, attr if self.module.supports_edge_attr else None)
+        return {t: _between_layers(self.module, i, out)}
+
+
+def _basic_gnn_fits(module: nn.Module) -> bool:
+    """A PyG ``BasicGNN`` whose layers have exact layer-wise rules and nothing across rows between them."""
+    return (isinstance(module, BasicGNN) and module.jk_mode is None and not hasattr(module, "lin")
+            and all(supports(c) for c in module.convs) and all(isinstance(n, ROW_NORMS) for n in module.norms))
+
+
+def _between_layers(module: BasicGNN, i: int, x: torch.Tensor) -> torch.Tensor:
+    """What ``BasicGNN.forward`` applies after layer ``i`` in eval mode (activation and normalisation)."""
+    if i == module.num_layers - 1:
+        return x
+    if module.act is not None and module.act_first:
+        x = module.act(x)
+    x = module.norms[i](x)
+    if module.act is not None and not module.act_first:
+        x = module.act(x)
+    return x
+
+
+def _batch(x: Any, edge_index: Any, edge_attr: Any, hetero: bool) -> Data | HeteroData:
+    """A PyG batch of the model's inputs for a ``forward(batch)`` module."""
+    if not hetero:
+        return Data(x=x, edge_index=edge_index, edge_attr=edge_attr, num_nodes=x.shape[0])
+    data = HeteroData()
+    for t, v in x.items():
+        data[t].x = v
+    for et, ei in edge_index.items():
+        data[et].edge_index = ei
+        if isinstance(edge_attr, dict) and et in edge_attr:
+            data[et].edge_attr = edge_attr[et]
+    return data
