@@ -139,7 +139,8 @@ def test_trimmed_by_hop_gives_the_seeds_the_same_rows(cls):
 
 def test_rgcn_equals_pyg_rgcnconv_with_a_root_per_type():
     """One layer: PyG's RGCNConv (mean per relation, summed) over both types in one index space, two
-    relations between the same pair of types, plus the root of each node's own type."""
+    relations between the same pair of types, plus the root of each node's own type; the relations are
+    averaged (RGCNConv with each weight divided by the 3 relations into "b")."""
     ets = [("a", "r1", "b"), ("a", "r2", "b"), ("b", "r3", "b")]
     torch.manual_seed(0)
     model = RGCN({"a": 3, "b": 2}, ets, 6, 4, num_layers=1, outputs=["b"]).eval()
@@ -150,7 +151,7 @@ def test_rgcn_equals_pyg_rgcnconv_with_a_root_per_type():
     rgcn = RGCNConv(6, 4, num_relations=3, aggr="mean", root_weight=False, bias=False)
     with torch.no_grad():
         for r, et in enumerate(ets):
-            rgcn.weight[r] = model.convs[0].convs[et].lin_l.weight.t()
+            rgcn.weight[r] = model.convs[0].convs[et].lin_l.weight.t() / 3
         shift = {"a": 0, "b": 5}
         ei = torch.cat([edges[et] + torch.tensor([[shift[et[0]]], [shift[et[2]]]]) for et in ets], 1)
         kind = torch.cat([torch.full((edges[et].shape[1],), r) for r, et in enumerate(ets)])
@@ -159,15 +160,15 @@ def test_rgcn_equals_pyg_rgcnconv_with_a_root_per_type():
 
 
 @pytest.mark.filterwarnings("ignore:There exist node types:UserWarning")  # "a" only sends: as intended
-def test_rgat_sums_per_relation_gats_and_a_root():
-    """One layer equals PyG's HeteroConv(aggr="sum") of the model's GATConvs plus the root of the type."""
+def test_rgat_averages_per_relation_gats_and_adds_a_root():
+    """One layer equals PyG's HeteroConv(aggr="mean") of the model's GATConvs plus the root of the type."""
     ets = [("a", "r1", "b"), ("b", "r2", "b")]
     torch.manual_seed(0)
     model = RGAT({"a": 3, "b": 2}, ets, 8, 4, num_layers=1, heads=2, outputs=["b"]).eval()
     x = {"a": torch.randn(5, 3), "b": torch.randn(4, 2)}
     edges = {ets[0]: torch.tensor([[0, 1, 2], [0, 0, 1]]), ets[1]: torch.tensor([[1, 2, 3], [0, 0, 3]])}
     h = model.layer_inputs(x)
-    conv = HeteroConv({et: model.convs[0].convs[et] for et in ets}, aggr="sum")
+    conv = HeteroConv({et: model.convs[0].convs[et] for et in ets}, aggr="mean")
     with torch.no_grad():
         want = conv(h, edges)["b"] + model.roots[0]["b"](h["b"])
         assert torch.allclose(model(x, edges)["b"], want, atol=1e-6)

@@ -1,6 +1,7 @@
 """Relational graph attention, as GraphStorm's RGAT: one PyG ``GATConv`` per relation (``heads`` heads,
-attention dropout ``attn_dropout``), summed per destination type (``HeteroConv(aggr="sum")``), plus a root
-``Linear`` of each node's own row per node type (GraphStorm's self-loop weight; it carries the bias).
+attention dropout ``attn_dropout``), averaged per destination type (``HeteroConv(aggr="mean")``; see
+:mod:`.rgcn` for why not summed), plus a root ``Linear`` of each node's own row per node type (GraphStorm's
+self-loop weight; it carries the bias).
 
 Each relation's attention is a softmax over a node's in-edges of that relation only, so a layer over
 (sources, destinations, edges) that holds a destination's whole in-neighbourhood is exact. The GATs add no
