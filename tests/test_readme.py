@@ -24,7 +24,8 @@ def _blocks() -> list[tuple[str, str]]:
 
 def test_readme_python_blocks_run_as_written(tmp_path):
     blocks = _blocks()
-    says = {"quickstart.py": "are owned by partitions", "train_sage.py": "epoch 2: loss"}  # what each prints
+    says = {"quickstart.py": "are owned by partitions", "train_sage.py": "epoch 2: loss",  # what each prints
+            "my_models.py": "my_models:gat trained"}
     assert [name for name, _ in blocks] == list(says)
     for name, block in blocks:
         (tmp_path / name).write_text(block)
