@@ -55,19 +55,21 @@ class Builtin:
 
 
 BUILTIN: dict[str, Builtin] = {
-    "sage": Builtin(_sage, _rsage, "GraphSAGE, mean aggregation (heterogeneous graphs: rsage)", projects_inputs=True),
-    "gcn": Builtin(GCN.from_spec, None, "GCN, symmetric normalisation"),
-    "gat": Builtin(GAT.from_spec, None, "GAT, --heads attention heads, --attn-dropout; reads --edge-feat",
+    "sage": Builtin(_sage, _rsage, "GraphSAGE, mean aggregation (on a heterogeneous graph: rsage)",
+                    projects_inputs=True),
+    "gcn": Builtin(GCN.from_spec, None, "GCN (symmetric normalisation)"),
+    "gat": Builtin(GAT.from_spec, None, "GAT (--heads, --attn-dropout; reads --edge-feat)",
                    edge_features=True),
     "gin": Builtin(GIN.from_spec, None, "GIN (GINE with --edge-feat)", edge_features=True),
-    "mlp": Builtin(_mlp, _mlp, "features-only baseline, ignores the edges"),
-    "rsage": Builtin(None, _rsage, "relational GraphSAGE: one SAGEConv per edge type, averaged into each "
-                     "node type", projects_inputs=True),
-    "rgcn": Builtin(None, RGCN.from_spec, "relational GCN: a mean per edge type, summed, plus a root term",
+    "mlp": Builtin(_mlp, _mlp, "features-only baseline (ignores the edges)"),
+    "rsage": Builtin(None, _rsage, "relational GraphSAGE (one SAGEConv per edge type, averaged into "
+                     "each node type)", projects_inputs=True),
+    "rgcn": Builtin(None, RGCN.from_spec, "relational GCN (a mean per edge type, averaged over the types, plus "
+                    "a root term)",
                     projects_inputs=True),
-    "rgat": Builtin(None, RGAT.from_spec, "relational GAT: one GATConv per edge type, summed (--heads)",
+    "rgat": Builtin(None, RGAT.from_spec, "relational GAT (one GATConv per edge type, averaged; --heads)",
                     projects_inputs=True),
-    "hgt": Builtin(None, HGT.from_spec, "heterogeneous graph transformer, PyG's HGTConv (--heads)",
+    "hgt": Builtin(None, HGT.from_spec, "heterogeneous graph transformer (PyG's HGTConv; --heads)",
                    projects_inputs=True),
 }
 
