@@ -11,7 +11,7 @@ import sys
 import numpy as np
 
 from .errors import InputError
-from .format.names import SUFFIX_ROOM, check_etype_names, check_path_name
+from .names import SUFFIX_ROOM, check_etype_names, check_path_name
 from .sparse import CSRRows
 
 EType = tuple[str, str, str]

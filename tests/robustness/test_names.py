@@ -11,7 +11,7 @@ from graphshard import Graph, InputError
 from graphshard.chunked.spec import read_metadata
 from graphshard.chunked.writer import chunk_graph
 from graphshard.datasets import Dataset, save_dataset
-from graphshard.format.names import check_path_name, inside
+from graphshard.names import check_path_name, inside
 from graphshard.pipeline.assign import assign_chunked
 from graphshard.pipeline.assignment_files import write_assignment
 from graphshard.pipeline.parmetis import export_parmetis

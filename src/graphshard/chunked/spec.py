@@ -19,7 +19,7 @@ from ..errors import InputError
 from ..limits import check_count
 from ..format.inputs import require_dir
 from ..format.jsonfile import read_json_object
-from ..format.names import check_etype_names, check_path_name
+from ..names import check_etype_names, check_path_name
 from ..graph import EType, etype_str, parse_etype
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..sparse import CSRRows
 from ..errors import InputError
-from ..format.names import check_path_name, inside
+from ..names import check_path_name, inside
 from ..format.outputs import check_output_dir
 from ..format.staging import naming, staged_dir
 from ..graph import Graph

@@ -21,7 +21,7 @@ from ..errors import InputError
 from ..format.inputs import require_dir
 from ..format.jsonfile import read_json_object
 from ..format.npyfile import read_npy
-from ..format.names import SUFFIX_ROOM, check_etype_names, check_path_name, inside
+from ..names import SUFFIX_ROOM, check_etype_names, check_path_name, inside
 from ..format.outputs import check_output_dir
 from ..format.staging import naming, staged_dir
 from ..limits import check_count

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..format.inputs import require_dir
-from ..format.names import SUFFIX_ROOM, check_etype_names, check_path_name
+from ..names import SUFFIX_ROOM, check_etype_names, check_path_name
 from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph
 from ..limits import check_count
 from .layout import Dataset

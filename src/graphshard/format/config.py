@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import FormatError, InputError
-from .names import check_path_name
+from ..names import check_path_name
 from .tensorfile import dtype_code
 
 FORMAT_NAME = "graphshard"

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import GraphshardError, InputError
-from .names import check_path_name
+from ..names import check_path_name
 from .outputs import KINDS, MARKER, marker_entries, mark_output_dir, write_failure
 
 STAGING = ".graphshard-staging-"

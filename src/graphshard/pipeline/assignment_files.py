@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..format.jsonfile import read_json_object
-from ..format.names import check_path_name, inside
+from ..names import check_path_name, inside
 from ..format.npyfile import read_npy
 from ..format.outputs import prepare_output_dir
 from ..format.staging import atomic_file

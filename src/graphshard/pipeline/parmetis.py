@@ -20,7 +20,7 @@ import numpy as np
 from ..chunked.load import edge_offsets, read_checked_edges
 from ..chunked.spec import read_metadata
 from ..errors import InputError
-from ..format.names import check_path_name, inside
+from ..names import check_path_name, inside
 from ..format.outputs import check_output_dir, prepare_output_dir
 from ..format.staging import atomic_file
 from .assignment_files import write_assignment

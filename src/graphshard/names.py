@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import InputError
+from .errors import InputError
 
 # Longest file name component most file systems accept (ext4, xfs, btrfs, tmpfs: 255 bytes).
 NAME_MAX = 255
