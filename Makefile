@@ -1,13 +1,14 @@
 # Two entry points that work on a fresh machine with only Python:
 #   make demo   create .venv, install graphshard, run the main job on a built-in default
 #   make test   create/update .venv with the test extras, run the test suite
+#   make docs   install the docs extras into .venv, build the documentation site into site/ (warnings are errors)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 # The CPU build of torch is pinned so that nothing pulls a CUDA build with gigabytes of packages.
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: demo test venv clean
+.PHONY: demo test docs venv clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,5 +25,13 @@ demo: venv
 test: venv
 	$(PY) -m pytest -q
 
+# The site's API pages import graphshard, so the docs extras go into the same .venv.
+$(VENV)/.docs-installed: pyproject.toml $(VENV)/.installed
+	$(PY) -m pip install --quiet -e ".[docs]" "$(TORCH_PIN)"
+	touch $@
+
+docs: $(VENV)/.docs-installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
 clean:
-	rm -rf $(VENV) build src/*.egg-info
+	rm -rf $(VENV) build src/*.egg-info site

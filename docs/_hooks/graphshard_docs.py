@@ -1,0 +1,94 @@
+"""MkDocs hooks of graphshard's site (named in mkdocs.yml; this directory is left out of the site).
+
+- ``<!-- api: NAME NAME ... -->`` in a page becomes one mkdocstrings block per public object: a NAME that is
+  a package stands for every name in its ``__all__``; any other NAME is a dotted path to one object. Each
+  object is looked up by importing it and rendered from the module that defines it, so the reference follows
+  the code when a module moves or a package exports its names lazily (``graphshard``,
+  ``graphshard.distributed``).
+- ``<!-- module-map -->`` becomes a table of every module under ``src/graphshard`` with the first sentence
+  of its docstring, read with ``ast`` (nothing imported), so the map never misses a module.
+- ``design.md`` is written by the project's design page owner; until it exists a stand-in page keeps the
+  navigation and the links to it valid.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import re
+import warnings
+from pathlib import Path
+
+from mkdocs.structure.files import File
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "src" / "graphshard"
+API = re.compile(r"^<!-- api: (.+?) -->$", re.M)
+MODULE_MAP = "<!-- module-map -->"
+
+
+def _where(obj: object) -> str:
+    """The dotted path of the module that defines ``obj``, and its name there."""
+    module = inspect.getmodule(obj)
+    return f"{module.__name__}.{obj.__qualname__}" if module else ""
+
+
+def _objects(names: str) -> list[tuple[str, str]]:
+    """(public name, defining path) for every object the marker names."""
+    out = []
+    for name in names.split():
+        try:
+            with warnings.catch_warnings():  # importing PyG warns about TorchScript; that is not the site's
+                warnings.simplefilter("ignore")
+                package = importlib.import_module(name)
+        except ModuleNotFoundError:
+            package = None
+        if package is not None:
+            for member in getattr(package, "__all__"):
+                out.append((f"{name}.{member}", _where(getattr(package, member))))
+            continue
+        module, _, attr = name.rpartition(".")
+        out.append((name, _where(getattr(importlib.import_module(module), attr))))
+    return out
+
+
+def _api(match: re.Match) -> str:
+    blocks = []
+    for public, path in _objects(match.group(1)):
+        if not path:
+            raise ValueError(f"API marker: cannot find where {public} is defined")
+        blocks.append(f"::: {path}\n")
+    return "\n".join(blocks)
+
+
+def _first_sentence(path: Path) -> str:
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    text = " ".join(doc.split())
+    cut = re.search(r"(?<=[.:;])\s", text)
+    return (text[: cut.start()] if cut else text).rstrip(".:;") or "–"
+
+
+def _module_map() -> str:
+    rows = ["| module | what it holds (its docstring's first sentence) |", "|---|---|"]
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC.parent).with_suffix("")
+        parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+        text = _first_sentence(path).replace("|", "\\|")
+        rows.append(f"| `{'.'.join(parts)}` | {text} |")
+    return "\n".join(rows)
+
+
+def on_files(files, config):
+    if files.get_file_from_path("design.md") is None:
+        files.append(File.generated(config, "design.md", content=(
+            "# Design\n\nThe design page (the pipeline, the packages and what each owns) is being written; "
+            "until it lands, the [module map](modules.md) lists every module with what it holds.\n")))
+    return files
+
+
+def on_page_markdown(markdown, page, config, files):
+    markdown = API.sub(_api, markdown)
+    if MODULE_MAP in markdown:
+        markdown = markdown.replace(MODULE_MAP, _module_map())
+    return markdown
