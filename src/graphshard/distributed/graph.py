@@ -17,7 +17,7 @@ from ..format.config import read_config
 from ..format.load import PartitionGraph, original_ids, original_piece, original_source
 from ..graph import EType, parse_etype
 from ..ids import as_id_array
-from .degrees import DegreeTable, in_degree_table, source_counts
+from ..sampling.degrees import DegreeTable, in_degree_table, source_counts
 from .feature import DistFeatureStore
 from .local_store import LocalFeatureStore
 from .rpc import RpcGroup, by_owner, current_group, register, registered, rpc_call

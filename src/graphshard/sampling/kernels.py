@@ -10,6 +10,7 @@ import numba
 import numpy as np
 
 from ..jit import kernel
+from .degrees import in_degree_table, source_counts  # warmed up with the sampling kernels (DistGraph uses them)
 
 
 @kernel(inline="always")
@@ -166,8 +167,6 @@ def warm_up() -> None:
     sample_ranges(starts, ends, indices, fanouts, False, 1, np.zeros(2), np.zeros(2))  # temporal: float64 times
     typed_ranges(indptr, np.zeros(2, np.int64), nodes, np.zeros(2, np.int64))
     relabel_dense(indices, np.full(2, -1, np.int64), 0)
-    from ..distributed.degrees import in_degree_table, source_counts  # DistGraph's start-up kernels too
-
     etype = np.zeros(2, np.int64)
     in_degree_table(indptr, etype, 2, 2)
     source_counts(indptr, indices, etype, 2, 2, 1)
