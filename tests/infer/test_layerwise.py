@@ -143,7 +143,8 @@ def test_homogeneous_models_equal_a_full_graph_forward(tmp_path, kind, parts, ra
     x = torch.from_numpy(g.node_feats["_N"]["feat"]).float()
     src, dst = g.edges[("_N", "_E", "_N")]
     model = _model(x.shape[1], kind=kind).eval()
-    extra = {"edge_attr": torch.from_numpy(g.edge_feats[("_N", "_E", "_N")]["w"]).view(-1, 1)} if HOMOGENEOUS[kind][1] else {}
+    w = torch.from_numpy(g.edge_feats[("_N", "_E", "_N")]["w"]).view(-1, 1)
+    extra = {"edge_attr": w} if HOMOGENEOUS[kind][1] else {}
     with torch.no_grad():
         want = model(x, torch.from_numpy(np.stack([src, dst])).long(), **extra)
     _check(tmp_path, g, {"_N": want}, x.shape[1], parts, ranks, layers=model.num_layers, kind=kind)

@@ -11,7 +11,7 @@ import pytest
 from graphshard import partition_graph
 from graphshard.cli import main
 from graphshard.datasets import community_graph
-from graphshard.infer import embed
+from graphshard.train import embed
 from graphshard.train import TrainOptions, train
 
 FACTORIES = "tests.train.custom_factories"
@@ -28,7 +28,8 @@ def graph(tmp_path_factory):
 
 def test_users_pyg_model_trains_and_embed_rebuilds_it(graph, tmp_path):
     config, majority = graph
-    opts = TrainOptions(part_config=config, model=f"{FACTORIES}:pyg_sage", fanouts=[5, 5], batch_size=64, epochs=5, hidden=16,
+    opts = TrainOptions(part_config=config, model=f"{FACTORIES}:pyg_sage", fanouts=[5, 5], batch_size=64, epochs=5,
+                        hidden=16,
                         checkpoint=str(tmp_path / "ckpt"), save_embeddings=str(tmp_path / "train.npy"), progress=False)
     metrics = train(opts, num_procs=2)
     losses = [e["train_loss"] for e in metrics["epochs"]]

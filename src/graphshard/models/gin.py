@@ -19,8 +19,8 @@ def _mlp(a: int, b: int) -> nn.Module:
 
 class GIN(ConvStack):
     """``num_layers`` ``GINConv`` layers, each a two-layer MLP (linear, layer norm, ReLU, linear) of
-    ``(1 + eps) x_v + sum of the neighbours' rows`` with a learnt ``eps``; with ``edge_dim``, ``GINEConv`` adds each edge's (projected)
-    features to its source row before the sum."""
+    ``(1 + eps) x_v + sum of the neighbours' rows`` with a learnt ``eps``; with ``edge_dim``, ``GINEConv``
+    adds each edge's (projected) features to its source row before the sum."""
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, num_layers: int = 2, dropout: float = 0.5,
                  edge_dim: int | None = None):
