@@ -6,7 +6,8 @@
   the code when a module moves or a package exports its names lazily (``graphshard``,
   ``graphshard.distributed``).
 - ``<!-- module-map -->`` becomes a table of every module under ``src/graphshard`` with the first sentence
-  of its docstring, read with ``ast`` (nothing imported), so the map never misses a module.
+  of its docstring, read with ``ast`` (nothing imported), so the map never misses a module;
+  ``<!-- benchmark-map -->`` likewise lists the scripts in ``benchmarks/``.
 - ``design.md`` is written by the project's design page owner; until it exists a stand-in page keeps the
   navigation and the links to it valid.
 """
@@ -25,7 +26,8 @@ from mkdocs.structure.files import File
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "graphshard"
 API = re.compile(r"^<!-- api: (.+?) -->$", re.M)
-MODULE_MAP = "<!-- module-map -->"
+MODULE_MAP = re.compile(r"^<!-- module-map -->$", re.M)  # markers stand alone on their line
+BENCHMARK_MAP = re.compile(r"^<!-- benchmark-map -->$", re.M)
 
 
 def _where(obj: object) -> str:
@@ -62,20 +64,30 @@ def _api(match: re.Match) -> str:
     return "\n".join(blocks)
 
 
-def _first_sentence(path: Path) -> str:
+def _summary(path: Path) -> str:
+    """The first sentence of the module docstring's first paragraph, in Markdown."""
     doc = ast.get_docstring(ast.parse(path.read_text())) or ""
-    text = " ".join(doc.split())
-    cut = re.search(r"(?<=[.:;])\s", text)
-    return (text[: cut.start()] if cut else text).rstrip(".:;") or "–"
+    text = " ".join(doc.split("\n\n")[0].split())
+    cut = re.search(r"(?<=\.)\s(?=[A-Z`(])", text)
+    text = text[: cut.start()] if cut else text
+    text = re.sub(r":\w+:`~?([^`]+)`", r"`\1`", text).replace("``", "`")
+    return text.replace("|", "\\|") or "–"
 
 
 def _module_map() -> str:
-    rows = ["| module | what it holds (its docstring's first sentence) |", "|---|---|"]
+    rows = ["| module | what it holds (the first sentence of its docstring) |", "|---|---|"]
     for path in sorted(SRC.rglob("*.py")):
         rel = path.relative_to(SRC.parent).with_suffix("")
         parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
-        text = _first_sentence(path).replace("|", "\\|")
+        text = _summary(path)
         rows.append(f"| `{'.'.join(parts)}` | {text} |")
+    return "\n".join(rows)
+
+
+def _benchmark_map() -> str:
+    rows = ["| script | what it measures (the first sentence of its docstring) |", "|---|---|"]
+    for path in sorted((ROOT / "benchmarks").glob("*.py")):
+        rows.append(f"| `benchmarks/{path.name}` | {_summary(path)} |")
     return "\n".join(rows)
 
 
@@ -89,6 +101,5 @@ def on_files(files, config):
 
 def on_page_markdown(markdown, page, config, files):
     markdown = API.sub(_api, markdown)
-    if MODULE_MAP in markdown:
-        markdown = markdown.replace(MODULE_MAP, _module_map())
-    return markdown
+    markdown = MODULE_MAP.sub(lambda _: _module_map(), markdown)
+    return BENCHMARK_MAP.sub(lambda _: _benchmark_map(), markdown)
