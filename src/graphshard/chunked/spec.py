@@ -13,7 +13,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import InputError
 from ..limits import check_count
@@ -21,9 +21,7 @@ from ..format.inputs import require_dir
 from ..format.jsonfile import read_json_object
 from ..names import check_etype_names, check_path_name
 from ..graph import EType, etype_str, parse_etype
-
-if TYPE_CHECKING:
-    from ..ids import IDConverter
+from ..ids import IDConverter
 
 FORMATS = ("csv", "numpy", "parquet")
 
@@ -78,10 +76,8 @@ class ChunkedMeta:
     def root(self) -> Path:
         return self.path.parent
 
-    def id_converter(self) -> "IDConverter":
+    def id_converter(self) -> IDConverter:
         """Per-type ⇄ homogeneous ID conversion for this graph (types in metadata order)."""
-        from ..ids import IDConverter
-
         return IDConverter(self.num_nodes, {etype_str(e): n for e, n in self.num_edges.items()})
 
     def to_json(self) -> dict[str, Any]:

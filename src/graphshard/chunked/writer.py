@@ -13,7 +13,7 @@ from ..names import check_path_name, inside
 from ..format.outputs import check_output_dir
 from ..format.staging import naming, staged_dir
 from ..graph import Graph
-from .spec import FORMATS, ChunkedMeta, FileSpec, write_metadata
+from .spec import FORMATS, ChunkedMeta, FileSpec, read_metadata, write_metadata
 
 _EXT = {"csv": "csv", "numpy": "npy", "parquet": "parquet"}
 
@@ -34,8 +34,6 @@ def chunk_graph(g: Graph, out_dir: str | os.PathLike, num_chunks: int, fmt: str 
     final = check_output_dir(out_dir, "chunked", overwrite, graph=graph_name)
     with staged_dir(final, "chunked") as tmp:
         _write_graph(g, tmp, num_chunks, fmt, graph_name, feat_num_chunks or num_chunks)
-    from .spec import read_metadata
-
     return read_metadata(final)
 
 

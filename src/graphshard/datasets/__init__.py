@@ -1,7 +1,8 @@
 """Datasets: the ``../shared/data`` directory layout (read and write), OGB's raw layout (read) and
 synthetic generators."""
 
-from .layout import Dataset, load_dataset, save_dataset
+from .dataset import Dataset
+from .layout import load_dataset, save_dataset
 from .ogb import load_ogb
 from .synthetic import community_graph, hetero_graph, rmat_graph
 

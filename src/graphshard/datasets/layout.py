@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..chunked.load import load_chunked_graph
+from ..chunked.spec import read_metadata
 from ..errors import InputError
 from ..format.inputs import require_dir
 from ..format.jsonfile import read_json_object
@@ -27,18 +28,10 @@ from ..format.staging import naming, staged_dir
 from ..limits import check_count
 from ..sparse import CSRRows
 from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph, etype_str, parse_etype
+from .dataset import Dataset
+from .ogb import is_ogb_dir, load_ogb
 
 SPLITS = ("train", "val", "test")
-
-
-@dataclass
-class Dataset:
-    """A graph with its learning task: ``target_ntype`` carries ``label`` and the split masks."""
-
-    name: str
-    graph: Graph
-    num_classes: int | None
-    target_ntype: str = DEFAULT_NTYPE
 
 
 def _load(path: Path) -> np.ndarray:
@@ -138,14 +131,9 @@ def load_dataset(path: str | os.PathLike) -> Dataset:
     d = require_dir(path)  # a typo is "no such directory", not a missing meta.json
     meta_path = d / "meta.json"
     if not meta_path.is_file() and (d / "metadata.json").is_file():
-        from ..chunked.load import load_chunked_graph
-        from ..chunked.spec import read_metadata
-
         meta = read_metadata(d)
         return Dataset(meta.graph_name, load_chunked_graph(meta), None)
     if not meta_path.is_file():
-        from .ogb import is_ogb_dir, load_ogb
-
         if is_ogb_dir(d):
             return load_ogb(d)
         raise InputError(f"{meta_path}: missing (not a dataset directory: no meta.json, nor a chunked graph's "

@@ -40,7 +40,7 @@ from ..format.inputs import require_dir
 from ..names import SUFFIX_ROOM, check_etype_names, check_path_name
 from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph
 from ..limits import check_count
-from .layout import Dataset
+from .dataset import Dataset
 
 SPLIT_FILES = {"train": "train_mask", "valid": "val_mask", "test": "test_mask"}
 

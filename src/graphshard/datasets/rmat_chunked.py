@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..chunked.spec import ChunkedMeta, FileSpec, write_metadata
+from ..chunked.spec import ChunkedMeta, FileSpec, read_metadata, write_metadata
 from ..errors import InputError
 from ..format.outputs import check_output_dir
 from ..format.staging import naming, staged_dir
@@ -49,8 +49,6 @@ def write_rmat_chunked(out_dir: str | os.PathLike, scale: int, edge_factor: int 
         meta = ChunkedMeta(tmp / "metadata.json", name, {DEFAULT_NTYPE: n}, {et: int(sum(counts))}, {et: edges},
                            {DEFAULT_NTYPE: node_data} if node_data else {}, edge_chunk_counts={et: counts})
         write_metadata(meta)
-    from ..chunked.spec import read_metadata
-
     return read_metadata(final)
 
 

@@ -12,7 +12,7 @@ from ..jit import kernel
 from ..errors import InputError
 from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph
 from ..partition.assign.adjacency import undirected_csr
-from .layout import Dataset
+from .dataset import Dataset
 
 GRAPH500 = (0.57, 0.19, 0.19)  # a, b, c (d = 1 - a - b - c)
 
