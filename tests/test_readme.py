@@ -1,6 +1,7 @@
 """Every Python block of the README runs as written, in order, in one directory (the quick start makes the
 partitions the runtime example trains on). Each block starts with ``# NAME.py``; a block whose first lines
-say ``run with  graphshard launch --num-procs N NAME.py`` is run that way."""
+say ``run with  graphshard launch --num-procs N NAME.py`` is run that way. The command-line block runs too
+(its R-MAT path smaller). tests/test_docs.py checks that every other block says why it is not run."""
 
 from __future__ import annotations
 
@@ -22,6 +23,11 @@ def _blocks() -> list[tuple[str, str]]:
     return named
 
 
+def _command_line_block() -> str:
+    """The README's command-line block: the one that generates an R-MAT graph."""
+    return next(b for b in re.findall(r"```bash\n(.*?)```", README.read_text(), re.S) if "generate rmat" in b)
+
+
 def test_readme_python_blocks_run_as_written(tmp_path):
     blocks = _blocks()
     says = {"quickstart.py": "are owned by partitions", "train_sage.py": "epoch 2: loss",  # what each prints
@@ -40,14 +46,21 @@ def test_readme_python_blocks_run_as_written(tmp_path):
 
 def test_readme_command_line_path_trains(tmp_path):
     """The command-line block's R-MAT path runs as written (flags in [brackets] are optional and left out),
-    only smaller: generate a graph, partition it, and train on it (a graph without labels cannot be trained)."""
-    block = next(b for b in re.findall(r"```bash\n(.*?)```", README.read_text(), re.S) if "generate rmat" in b)
-    commands = [re.sub(r"\[[^\]]*\]", "", re.sub(r"\s+#.*", "", line)).split()
-                for line in block.replace("\\\n", " ").splitlines() if "rmat20" in line]
+    only smaller: generate a graph, partition it, plan, inspect and train on it (a graph without labels cannot be
+    trained); its other generators run as written."""
+    lines = [re.sub(r"\[[^\]]*\]", "", re.sub(r"\s+#.*", "", line)).split()
+             for line in _command_line_block().replace("\\\n", " ").splitlines()]
+    others = [argv for argv in lines if argv and "rmat20" not in " ".join(argv)]
+    assert [argv[:3] for argv in others] == [["graphshard", "generate", "hetero"], ["graphshard", "generate", "community"]]
+    for argv in others:
+        done = subprocess.run([sys.executable, "-m", "graphshard.cli", *argv[1:]], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, f"{' '.join(argv)}:\n{done.stderr[-3000:]}"
+    commands = [argv for argv in lines if "rmat20" in " ".join(argv)]
     steps = {argv[1]: argv[2:] for argv in commands}
     assert list(steps) == ["generate", "partition", "plan", "inspect", "train"], steps
     smaller = {"--scale": "9", "--num-parts": "2", "--num-procs": "2"}  # 512 nodes, 2 partitions and ranks
-    for name in ("generate", "partition", "train"):
+    for name in steps:
         argv = [smaller.get(steps[name][i - 1], a) if i else a for i, a in enumerate(steps[name])]
         argv = [a.replace("rmat20.json", "rmat9.json") for a in argv]  # the graph is named by its scale
         extra = ["--timeout", "240"] if name == "train" else []
