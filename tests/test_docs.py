@@ -25,12 +25,7 @@ DOCS = ROOT / "docs"
 RUN_PAGES = ("dataset.md", "models.md")  # pages whose Python and shell blocks _run_page runs, all of them
 LANGUAGES = {"python", "bash", "yaml", "text"}
 NOT_RUN = re.compile(r"# not run(?: as written)?: \S.{9,}")  # the marker, with a reason of some words
-# Blocks of pages whose owners keep their text (this file may only point at them): the reason each is not run.
-WAIVED = {
-    ("pyg-stores.md", 'fs[None, "time", None] = node_time'): "a fragment: fs and node_time come from the page's text",
-    ("pyg-stores.md", "import torch"): "needs DBLP partitioned and pyg-lib, which graphshard does not install; "
-                                       "tests/distributed/test_pyg_contract.py runs the same loader",
-}
+WAIVED: dict[tuple[str, str], str] = {}  # (page, a line of the block) -> why it is neither run nor marked
 
 
 def _fenced(text: str) -> list[tuple[str, str, int]]:
