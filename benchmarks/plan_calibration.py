@@ -22,10 +22,10 @@ from partition import machine  # noqa: E402  (shared helpers of the benchmarks)
 from graphshard.datasets.rmat_chunked import write_rmat_chunked  # noqa: E402
 from graphshard.format.config import read_config  # noqa: E402
 from graphshard.pipeline.assign import assign_chunked  # noqa: E402
-from graphshard.plan.dispatch import counted_estimates  # noqa: E402
+from graphshard.pipeline.dispatch.cost import counted_estimates  # noqa: E402
 from graphshard.plan.measure import peak_private  # noqa: E402
-from graphshard.plan.report import feature_width  # noqa: E402
-from graphshard.plan.train import train_estimates  # noqa: E402
+from graphshard.train.cost import feature_width  # noqa: E402
+from graphshard.train.cost import train_estimates  # noqa: E402
 
 GS = [sys.executable, "-m", "graphshard.cli"]
 MiB = 2**20

@@ -164,9 +164,9 @@ def predictions(w: Path, data: Path, scale: int) -> dict:
     from graphshard.chunked.spec import read_metadata
     from graphshard.format.config import read_config
     from graphshard.plan import GraphCounts, estimates
-    from graphshard.plan.dispatch import counted_estimates
-    from graphshard.plan.report import feature_width
-    from graphshard.plan.train import train_estimates
+    from graphshard.pipeline.dispatch.cost import counted_estimates
+    from graphshard.train.cost import feature_width
+    from graphshard.train.cost import train_estimates
 
     out = {"assign": {e.method: e.peak_bytes for e in estimates(GraphCounts.of(read_metadata(data)), 4)}}
     if (w / "stream" / "partition_meta.json").is_file():

@@ -21,3 +21,7 @@ class FormatError(GraphshardError, ValueError):
 
 class WriteError(GraphshardError, OSError):
     """An output could not be written (no space left on the device, no permission, ...); names the path."""
+
+
+class DistError(RuntimeError):
+    """A distributed step failed; the message names the rank at fault where it is known."""

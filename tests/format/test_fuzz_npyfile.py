@@ -145,7 +145,7 @@ def chunked(tmp_path_factory):
 @FUZZ
 @given(st.data())
 def test_planner_edge_counts(chunked, data):
-    from graphshard.plan.counts import _chunk_edges
+    from graphshard.chunked.counts import _chunk_edges
 
     et = chunked.etypes[0]
     paths = chunked.edges[et].paths

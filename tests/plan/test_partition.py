@@ -12,7 +12,7 @@ from graphshard.cli import main
 from graphshard.datasets import save_dataset
 from graphshard.datasets import rmat_graph
 from graphshard.plan.measure import peak_private
-from graphshard.plan.partition import partition_estimates
+from graphshard.partition.cost import partition_estimates
 
 GS = [sys.executable, "-m", "graphshard.cli"]
 

@@ -16,10 +16,10 @@ from graphshard.cli import main
 from graphshard.datasets.rmat_chunked import write_rmat_chunked
 from graphshard.format.config import read_config
 from graphshard.pipeline.assign import assign_chunked
-from graphshard.plan.dispatch import counted_estimates
+from graphshard.pipeline.dispatch.cost import counted_estimates
 from graphshard.plan.measure import peak_private
-from graphshard.plan.report import check_train_fits, feature_width
-from graphshard.plan.train import train_estimates
+from graphshard.train.cost import check_train_fits, feature_width
+from graphshard.train.cost import train_estimates
 
 GS = [sys.executable, "-m", "graphshard.cli"]
 

@@ -11,8 +11,7 @@ import pytest
 from graphshard import partition_graph
 from graphshard.cli import main
 from graphshard.datasets import community_graph
-from graphshard.train import embed
-from graphshard.train import TrainOptions, train
+from graphshard.train import TrainOptions, embed, train
 
 FACTORIES = "tests.train.custom_factories"
 

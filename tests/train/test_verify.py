@@ -12,8 +12,7 @@ from graphshard.cli import main
 from graphshard.datasets import community_graph, save_dataset
 from graphshard.distributed.context import DistError
 from graphshard.format.config import read_config
-from graphshard.infer import embed
-from graphshard.train import TrainOptions, train
+from graphshard.train import TrainOptions, embed, train
 
 KW = dict(epochs=1, fanouts=[3, 3], batch_size=64, hidden=16, progress=False, timeout=60)
 

@@ -10,7 +10,7 @@ from .common import cluster_flags, command, out_flag
 
 
 def run_embed(args: argparse.Namespace) -> None:
-    from ..infer import embed
+    from ..train import embed
 
     start = time.perf_counter()
     embed(args.part_config, args.checkpoint, args.out, args.num_procs, args.host, args.timeout, args.embedding_layer,

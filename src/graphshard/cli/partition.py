@@ -25,13 +25,13 @@ def dataset_balance(ds: Any, spec: str | None) -> np.ndarray | None:
 
 def run_partition(args: argparse.Namespace) -> None:
     from ..datasets import load_dataset
+    from ..memory import allowed
     from ..partition.api import partition_graph
+    from ..partition.cost import check_partition_fits
     from ..stats import format_stats, partitioning_stats
 
-    from ..plan import allowed
-    from ..plan.report import check_partition_fits
-
-    check_partition_fits(args.dataset, args.method, args.num_parts, allowed(args.memory))
+    budget = allowed(args.memory)
+    check_partition_fits(args.dataset, args.method, args.num_parts, budget)  # from the counts, before reading
     ds = load_dataset(args.dataset)
     name = args.graph_name or "".join(c if c.isalnum() else "_" for c in ds.name)
     start = time.perf_counter()
@@ -39,7 +39,7 @@ def run_partition(args: argparse.Namespace) -> None:
                     balance_ntypes=dataset_balance(ds, args.balance_ntypes), balance_edges=args.balance_edges,
                     num_trainers_per_machine=args.trainers_per_machine, objtype=args.objtype, seed=args.seed,
                     save_orig_ids=args.save_orig_ids, overwrite=args.overwrite,
-                    num_classes=_declared_classes(ds.num_classes, args.dataset))
+                    num_classes=_declared_classes(ds.num_classes, args.dataset), memory=budget)
     print(f"partitioned in {time.perf_counter() - start:.1f} s -> {Path(args.out) / (name + '.json')}")
     print(format_stats(partitioning_stats(Path(args.out) / f"{name}.json")))
 

@@ -16,21 +16,16 @@ CHUNKED_HELP = "input graph: a chunked graph directory (metadata.json; write one
 
 def run_assign(args: argparse.Namespace) -> None:
     from ..pipeline.assign import assign_chunked
-    from ..plan import allowed, check_fits
-
-    budget = allowed(args.memory)
-    if budget:  # refuse a method predicted not to fit, before any work
-        check_fits(args.dataset, args.method, args.num_parts, budget, args.memory_mb)
 
     path = assign_chunked(args.dataset, args.out, args.num_parts, args.method, args.format, args.seed,
                           args.balance_ntypes, args.balance_edges, args.objtype, overwrite=args.overwrite,
-                          memory_mb=args.memory_mb, passes=args.passes)
+                          memory_mb=args.memory_mb, passes=args.passes, memory=args.memory)
     print(f"wrote {args.method} assignment into {args.num_parts} parts -> {path.parent}")
 
 
 def run_dispatch(args: argparse.Namespace) -> None:
+    from ..memory import parse_size
     from ..pipeline.dispatch import DispatchOptions, run_dispatch as dispatch
-    from ..plan import parse_size
 
     nids = args.save_orig_ids or args.save_orig_nids
     eids = args.save_orig_ids or args.save_orig_eids
@@ -61,7 +56,7 @@ def run_parmetis(args: argparse.Namespace) -> None:
 
 
 def run_plan(args: argparse.Namespace) -> None:
-    from ..plan import allowed
+    from ..memory import allowed
     from ..plan.report import plan_report
 
     budget = allowed(args.memory)

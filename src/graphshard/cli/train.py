@@ -131,7 +131,7 @@ def run_train(args: argparse.Namespace) -> None:
         return
     if bool(opts.part_config) == bool(launch.dataset):
         raise InputError("give exactly one of --part-config or --dataset (on the command line or in --config)")
-    from ..plan import parse_size
+    from ..memory import parse_size
 
     m = train(opts, launch.num_procs, launch.dataset, launch.work_dir, launch.method, launch.host,
               memory=parse_size(launch.memory) if launch.memory else 0)

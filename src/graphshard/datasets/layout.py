@@ -22,12 +22,12 @@ from ..errors import InputError
 from ..format.inputs import require_dir
 from ..format.jsonfile import read_json_object
 from ..format.npyfile import read_npy
-from ..names import SUFFIX_ROOM, check_etype_names, check_path_name, inside
 from ..format.outputs import check_output_dir
 from ..format.staging import naming, staged_dir
-from ..limits import check_count
-from ..sparse import CSRRows
 from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph, etype_str, parse_etype
+from ..limits import check_count
+from ..names import SUFFIX_ROOM, check_etype_names, check_path_name, inside
+from ..sparse import CSRRows
 from .dataset import Dataset
 from .ogb import is_ogb_dir, load_ogb
 

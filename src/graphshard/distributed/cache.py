@@ -19,6 +19,7 @@ import torch
 
 from ..errors import InputError
 from .access import expected_reads
+from .sampler import fanout_table
 
 log = logging.getLogger(__name__)
 
@@ -106,8 +107,6 @@ def build_cache(g, seeds: dict[str, np.ndarray], fanouts, names: list[str], rati
     (per-type IDs) with ``fanouts``: the rows of feature ``names`` of the remote nodes with the most
     expected reads, as many as the budget allows (see :func:`cache_budget`). Collective over ``g``'s
     group (every member calls it, with its own seeds); None when the budget is zero."""
-    from .sampler import fanout_table
-
     start, book = time.perf_counter(), g.get_partition_book()
     # CSR features are fetched as their non-zeros, far smaller than the dense rows a cache would hold
     present = {t: [n for n in names if g.features.has(t, n) and not g.features.is_sparse(t, n)] for t in g.ntypes}

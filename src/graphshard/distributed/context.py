@@ -19,7 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import DistError
 from . import interrupt
+from .environment import adopt_launcher_env
 from .liveness import RECORDERS, Heartbeat, lost_after_default
 from .network import LOOPBACK, gloo_options, host_store, own_address
 
@@ -33,10 +35,6 @@ PROCESS_KEY = "process/"  # each rank's address and process ID (its peers on the
 # what gloo, TensorPipe and sockets say when the other end went away (the text names no rank)
 _TRANSPORT_LOSS = re.compile(r"Connection closed by peer|Connection reset|Broken pipe|pipe closed|\beof\b|"
                              r"Connection refused|ECONNRESET", re.I)
-
-
-class DistError(RuntimeError):
-    """A distributed step failed; the message names the rank at fault where it is known."""
 
 
 @dataclass
@@ -57,8 +55,6 @@ class DistContext:
         ``srun``: see :mod:`.environment`). ``heartbeat_timeout``: seconds of silence after which a peer is
         lost (see :mod:`.liveness`; None: ``GRAPHSHARD_HEARTBEAT_TIMEOUT`` or the default; 0: off)."""
         import torch.distributed as dist
-
-        from .environment import adopt_launcher_env
 
         adopt_launcher_env()
         try:

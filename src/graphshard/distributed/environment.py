@@ -15,7 +15,7 @@ import os
 import re
 from collections.abc import MutableMapping
 
-from .context import DistError
+from ..errors import DistError
 
 # ports derived from a Slurm job ID fall in [BASE, BASE + SPAN): above the usual services, below the
 # ephemeral range Linux hands out by default (32768 and up)

@@ -13,13 +13,14 @@ import numpy as np
 import torch
 
 from ..errors import InputError
-from ..format.config import read_config
+from ..format.config import PartitionConfig, as_config
 from ..format.load import PartitionGraph, original_ids, original_piece, original_source
 from ..graph import EType, parse_etype
 from ..ids import as_id_array
 from ..sampling.degrees import DegreeTable, in_degree_table, source_counts
 from .feature import DistFeatureStore
 from .local_store import LocalFeatureStore
+from .network import own_address
 from .rpc import RpcGroup, by_owner, current_group, register, registered, rpc_call
 from .sampler import serve_sampling
 from .sampling_graph import feature_times, served_sampling_graph
@@ -86,8 +87,6 @@ def _check_partition_files(cfg: Any, group: RpcGroup, verify: bool) -> None:
     they match the config's checksums, and every member learns the result (collective): a missing or corrupt
     partition file stops the run on every host before its data is trusted, with one line naming the host,
     the partition and the file."""
-    from .network import own_address
-
     lost = missing_files(cfg, group.world_size, group.lanes, group.rank)
     corrupt = None if lost or not verify else verify_served(cfg, group.world_size, group.lanes, group.rank)
     mine = json.dumps({"host": own_address(os.environ.get("MASTER_ADDR", "127.0.0.1")), "missing": lost[:1],
@@ -118,16 +117,17 @@ class DistGraph:
     served against the config's sha256 checksums (a run stops, naming the host and file, before corrupt data is
     used; the hashing reads each file once: about 0.6 s per GB from the page cache, 2 s from disk here)."""
 
-    def __init__(self, graph_name: str, part_config: str | os.PathLike, group: RpcGroup | None = None,
-                 verify: bool = True):
+    def __init__(self, graph_name: str, part_config: str | os.PathLike | PartitionConfig,
+                 group: RpcGroup | None = None, verify: bool = True):
         self.group = group if group is not None else current_group()
-        cfg = read_config(part_config)
+        cfg = as_config(part_config)  # a path is read here, once; a loaded config is used as it is
+        part_config = cfg.path if isinstance(part_config, PartitionConfig) else part_config
         if cfg.graph_name != graph_name:
             raise InputError(f"{part_config}: holds graph {cfg.graph_name!r}, not {graph_name!r}")
         self.graph_name, self.part_config, self.config = graph_name, str(part_config), cfg
         self.key = f"{graph_name}#{next(_INSTANCES)}"  # same on every member: construction is collective
         _check_partition_files(cfg, self.group, verify)
-        self.served = load_served(part_config, self.group.world_size, self.group.lanes, self.group.rank)
+        self.served = load_served(cfg, self.group.world_size, self.group.lanes, self.group.rank)
         self.part_id, self.book = self.served.part_id, self.served.book
         register(f"{_ORIGINALS}/{self.key}", cfg)
         for book in {id(b): b for b in (self.book, self.served.stored_book, *(p.partition_book for p in self.served.parts))}.values():

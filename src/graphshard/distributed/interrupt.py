@@ -36,6 +36,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .liveness import write_error_file
+
 log = logging.getLogger(__name__)
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -88,8 +90,6 @@ class Stop:
 
     def farewell(self, signum: int) -> int:
         """Say the line once (and write it to torchrun's error file); returns the exit code."""
-        from .liveness import write_error_file
-
         with self.say_lock:
             if not self.said:
                 self.said = True

@@ -34,6 +34,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from ..errors import InputError
 
 DEFAULT_LOST_AFTER = 6.0  # seconds of silence after which a peer is lost
 INTERVAL_FRACTION = 12  # heartbeats per lost_after (twice a second at the default)
@@ -65,8 +66,6 @@ def lost_after_default() -> float:
     except ValueError:
         value = -1.0
     if not value >= 0:
-        from ..errors import InputError
-
         raise InputError(f"GRAPHSHARD_HEARTBEAT_TIMEOUT={text!r}: expected seconds (a number >= 0; 0: off)")
     return value
 

@@ -23,7 +23,7 @@ import torch
 
 from ..book import RangePartitionBook
 from ..errors import FormatError, InputError
-from ..format.config import PartitionConfig, read_config
+from ..format.config import PartitionConfig, as_config
 from ..format.load import Partition, book_from_config, load_partition, verify_partition
 from ..sparse import CSRRows, joined
 from .store_base import Rows
@@ -91,13 +91,13 @@ def verify_served(cfg: PartitionConfig, world_size: int, lanes: int, rank: int) 
     return None
 
 
-def load_served(part_config: str | os.PathLike, world_size: int, lanes: int, rank: int) -> Served:
+def load_served(part_config: str | os.PathLike | PartitionConfig, world_size: int, lanes: int, rank: int) -> Served:
     """Load what member ``rank`` of a group of ``world_size`` members (``lanes`` per server process)
-    serves of the partitioned graph at ``part_config``."""
-    cfg = read_config(part_config)
+    serves of the partitioned graph at ``part_config`` (its path, or the config already loaded)."""
+    cfg = as_config(part_config)
     part_id, stored = served_range(cfg.num_parts, world_size, lanes, rank)
     group, first = len(stored), stored.start
-    parts = [load_partition(part_config, p) for p in stored]
+    parts = [load_partition(cfg, p) for p in stored]
     stored = parts[0].partition_book if group == 1 else book_from_config(cfg)
     book = stored if group == 1 else stored.grouped(group, part_id)
     return Served(parts, book, stored, part_id, first)

@@ -19,8 +19,14 @@ from typing import Any
 
 from .batch import BatchMaker, BatchRequest, BatchSpec
 from .context import DistError
+from .feature import DistFeatureStore
 from .interrupt import handled, is_quiet, starting_children, when_signalled
 from .lifetime import UNGUARDED_EXIT, die_with_parent, refuse_spawn_reimport, unguarded_message
+from .local_store import LocalFeatureStore
+from .rpc import join_group, shutdown_rpc
+from .sampler import serve_sampling
+from .sampling_graph import feature_times, served_sampling_graph
+from .served import load_served
 
 log = logging.getLogger(__name__)
 _POOLS = itertools.count()
@@ -55,13 +61,6 @@ def _connect_store(s: WorkerSetup) -> Any:
 
 
 def _build(s: WorkerSetup) -> tuple[Any, BatchMaker]:
-    from .feature import DistFeatureStore
-    from .local_store import LocalFeatureStore
-    from .rpc import join_group
-    from .sampler import serve_sampling
-    from .sampling_graph import feature_times, served_sampling_graph
-    from .served import load_served
-
     names = [f"rank{r}-sampler{i}" for r in range(s.world_size) for i in range(s.num_workers)]
     me = s.rank * s.num_workers + s.index
     store = _connect_store(s)
@@ -102,8 +101,6 @@ def _serve(setup: WorkerSetup, requests: Any, results: Any) -> None:
         results.put(("error", -1, f"{where}: {type(exc).__name__}: {exc}"))
     finally:
         if group is not None:
-            from .rpc import shutdown_rpc
-
             try:
                 shutdown_rpc(group)
             except Exception:  # peers gone: nothing left to serve

@@ -168,6 +168,12 @@ _KNOWN = {"format", "format_version", "graph_name", "part_method", "num_parts", 
           "num_classes"}
 
 
+def as_config(config: str | os.PathLike | PartitionConfig) -> PartitionConfig:
+    """``config`` itself when already loaded, else :func:`read_config` of the path: a run reads its config once
+    and passes the object down."""
+    return config if isinstance(config, PartitionConfig) else read_config(config)
+
+
 def read_config(path: str | os.PathLike) -> PartitionConfig:
     """Read and validate ``<graph_name>.json``; raises :class:`FormatError` naming the file and key at fault."""
     path = Path(path).resolve()

@@ -14,7 +14,7 @@ import torch
 from ..book import RangePartitionBook
 from ..errors import FormatError
 from ..graph import EType, parse_etype
-from .config import PartitionConfig, read_config
+from .config import PartitionConfig, as_config
 from .sparse import assemble, logical_schema, sparse_widths
 from .tensorfile import header_schema, read_header, read_tensors, sha256_file
 from .validate import check_structure
@@ -67,13 +67,14 @@ class Partition(NamedTuple):
     etypes: list[EType]
 
 
-def load_partition(part_config: str | os.PathLike, part_id: int, load_feats: bool = True, verify: bool = False) -> Partition:
+def load_partition(part_config: str | os.PathLike | PartitionConfig, part_id: int, load_feats: bool = True, verify: bool = False) -> Partition:
     """Load partition ``part_id`` described by ``part_config`` (the ``<graph_name>.json``).
 
     Tensors are memory-mapped, not copied. ``verify=True`` checks the sha256 of every file read.
-    Raises :class:`FormatError` naming the file and what is wrong.
+    Raises :class:`FormatError` naming the file and what is wrong. ``part_config``: the path, or the config
+    already loaded.
     """
-    cfg = read_config(part_config)
+    cfg = as_config(part_config)
     book = book_from_config(cfg, part_id)
     graph = _read_graph(cfg, part_id, verify)
     node_feats, edge_feats = load_partition_feats(cfg, part_id, verify) if load_feats else ({}, {})
@@ -83,7 +84,7 @@ def load_partition(part_config: str | os.PathLike, part_id: int, load_feats: boo
 def load_partition_feats(part_config: str | os.PathLike | PartitionConfig, part_id: int, verify: bool = False
                          ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """Node and edge features of partition ``part_id``'s inner items, keyed ``"<type>/<name>"``."""
-    cfg = part_config if isinstance(part_config, PartitionConfig) else read_config(part_config)
+    cfg = as_config(part_config)
     _check_part(cfg, part_id)
     node = assemble(_read(cfg, part_id, "node_feats", verify), sparse_widths(cfg, "node_feats"),
                     cfg.part_path(part_id, "node_feats"))
@@ -95,9 +96,10 @@ def load_partition_feats(part_config: str | os.PathLike | PartitionConfig, part_
     return node, edge
 
 
-def load_partition_book(part_config: str | os.PathLike, part_id: int | None = None) -> RangePartitionBook:
+def load_partition_book(part_config: str | os.PathLike | PartitionConfig, part_id: int | None = None
+                        ) -> RangePartitionBook:
     """The partition book of a partitioned graph (reads only the JSON until original IDs are asked for)."""
-    return book_from_config(read_config(part_config), part_id)
+    return book_from_config(as_config(part_config), part_id)
 
 
 def book_from_config(cfg: PartitionConfig, part_id: int | None = None) -> RangePartitionBook:
@@ -107,9 +109,9 @@ def book_from_config(cfg: PartitionConfig, part_id: int | None = None) -> RangeP
                               part_id, lambda kind, name: original_ids(cfg, kind, name))
 
 
-def verify_checksums(part_config: str | os.PathLike) -> None:
+def verify_checksums(part_config: str | os.PathLike | PartitionConfig) -> None:
     """Check every file listed in the config against its recorded sha256; raises :class:`FormatError`."""
-    cfg = read_config(part_config)
+    cfg = as_config(part_config)
     for rel in cfg.checksums:
         _verify_file(cfg, rel)
 

@@ -17,8 +17,10 @@ from ..format.config import PartitionConfig, check_graph_name, feature_schema
 from ..format.outputs import check_output_dir, claim_for_graph
 from ..format.write import PartitionWriter
 from ..graph import Graph, etype_str, to_numpy
+from ..memory import allowed
 from ..progress import PhaseTimer
 from .assign import assign
+from .cost import graph_estimates, refuse_unfit
 from .build import feature_arrays, inner_orig_ids, structure_arrays
 from .halo import HaloInEdges, InEdges, check_hops, expand_dsts, local_structure, own_in_edges
 from .homogenize import HomoView, homogenize
@@ -43,6 +45,7 @@ def partition_graph(
     save_orig_ids: bool = False,
     overwrite: bool = False,
     num_classes: int | None = None,
+    memory: int | str | None = None,
 ) -> tuple[Any, Any] | None:
     """Partition ``g`` into ``num_parts`` parts and write partition format v1 to ``out_path``.
 
@@ -67,12 +70,17 @@ def partition_graph(
             graph's partitions (whose config is then removed). Without it such directories are refused.
         num_classes: the dataset's number of label classes, recorded in the config: training checks every
             split node's label against it.
+        memory: what this step may use (bytes, or a size such as ``"16G"``; default: the machine's memory):
+            a method predicted to need more is refused before any work (see :mod:`.cost`).
 
     Raises:
         InputError: invalid graph, name, counts or options.
     """
     g = g if isinstance(g, Graph) else Graph.from_pyg(g)
     _check_args(g, graph_name, num_parts, num_hops, num_trainers_per_machine, seed)
+    if isinstance(part_method, str):  # predicted not to fit: refused before any work
+        refuse_unfit({e.method: e for e in graph_estimates(g.total_nodes, g.total_edges)}, part_method,
+                     allowed(memory))
     if num_classes is not None and (isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1):
         raise InputError(f"num_classes must be a positive integer, got {num_classes!r}")
     out_dir = check_output_dir(out_path, "partitions", overwrite)  # refuse before any work is done

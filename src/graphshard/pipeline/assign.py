@@ -14,13 +14,15 @@ import numpy as np
 from ..chunked.load import load_chunked_graph, read_feature
 from ..chunked.spec import ChunkedMeta, read_metadata
 from ..errors import InputError
+from ..format.outputs import check_output_dir
+from ..memory import allowed
 from ..partition.assign import METHODS, assign, balance_classes
 from ..partition.assign.kaminpar import kaminpar_from_file, write_parhip_blocks
-from ..partition.assign.stream import DEFAULT_PASSES, stream_partition
 from ..partition.assign.random import random_assignment
+from ..partition.assign.stream import DEFAULT_PASSES, stream_partition
 from ..partition.balance import option_classes
 from ..partition.homogenize import homogenize
-from ..format.outputs import check_output_dir
+from .assign_cost import PREFERENCE, check_fits, surely_fits
 from .assignment_files import write_assignment
 from .disk_csr import DiskCSR, build_disk_csr
 
@@ -30,7 +32,7 @@ log = logging.getLogger(__name__)
 def assign_chunked(in_dir: str | os.PathLike, out_dir: str | os.PathLike, num_parts: int, method: str = "metis",
                    fmt: str = "txt", seed: int = 0, balance_ntypes: np.ndarray | str | None = None,
                    balance_edges: bool = False, objtype: str = "cut", overwrite: bool = False,
-                   memory_mb: int = 1024, passes: int = DEFAULT_PASSES) -> Path:
+                   memory_mb: int = 1024, passes: int = DEFAULT_PASSES, memory: int | str | None = None) -> Path:
     """Write one assignment file per node type and ``partition_meta.json`` for the chunked graph in ``in_dir``.
 
     ``random`` never reads the structure (only counts from the metadata) and is exactly balanced per node
@@ -42,7 +44,8 @@ def assign_chunked(in_dir: str | os.PathLike, out_dir: str | os.PathLike, num_pa
     loaded compressed.
     ``balance_ntypes``: one class per node in homogeneous order, ``"train"`` (every node type and its
     ``train_mask`` nodes balanced apart), or a ``.npy`` path. ``out_dir`` must be new, empty or an earlier
-    assignment output unless ``overwrite``.
+    assignment output unless ``overwrite``. ``memory``: what this step may use (bytes or a size such as
+    ``16G``; default: the machine's memory): a method predicted to need more is refused before any work.
     """
     meta = read_metadata(in_dir)
     check_output_dir(out_dir, "assignment", overwrite, graph=meta.graph_name)  # refuse before any work
@@ -51,6 +54,9 @@ def assign_chunked(in_dir: str | os.PathLike, out_dir: str | os.PathLike, num_pa
         raise InputError(f"num_parts must be between 1 and the number of nodes ({total}), got {num_parts}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError(f"seed must be a non-negative integer, got {seed!r}")
+    budget = allowed(memory)
+    if budget and method in PREFERENCE and not surely_fits(meta, method, num_parts, budget, memory_mb):
+        check_fits(in_dir, method, num_parts, budget, memory_mb, meta)  # refused before any work if it cannot fit
     if isinstance(balance_ntypes, (str, os.PathLike)):
         balance_ntypes = option_classes(str(balance_ntypes), meta.ntypes, meta.num_nodes, lambda t: _train_mask(meta, t))
     if method == "random":

@@ -1,21 +1,17 @@
-"""The planner's answers as text (``graphshard plan``) and the check ``train`` runs before starting its
-processes."""
+"""The planner's answers as text (``graphshard plan``), from the cost model each step owns."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
+from ..chunked.counts import GraphCounts
 from ..chunked.spec import read_metadata
-from ..errors import InputError
-from ..format.config import PartitionConfig, read_config
-from .assign import choose, estimates
-from .budget import gib, table
-from .counts import GraphCounts
-from .dispatch import counted_estimates
-from .estimate import Estimate
-from .partition import dataset_counts, partition_estimates
-from .train import train_estimates
+from ..format.config import read_config
+from ..memory import Estimate, gib
+from ..partition.cost import dataset_counts, partition_estimates
+from ..pipeline.assign_cost import choose, estimates
+from ..pipeline.dispatch.cost import counted_estimates
+from ..train.cost import feature_width, train_estimates
 
 
 def process_table(title: str, per_process: list[Estimate], budget: int) -> str:
@@ -27,13 +23,6 @@ def process_table(title: str, per_process: list[Estimate], budget: int) -> str:
     verdict = "fits" if not budget or total <= budget else "does NOT fit"
     lines.append(f"together {gib(total)} on one machine: {verdict} the budget of {gib(budget)}")
     return "\n".join(lines)
-
-
-def feature_width(cfg: PartitionConfig, names: tuple[str, ...] = ("feat", "x")) -> int:
-    """Input columns of the widest node type's features (0 when no type has any)."""
-    widths = [math.prod(shape) for key, (_, shape) in cfg.feature_schema.get("node_feats", {}).items()
-              if key.rsplit("/", 1)[1] in names]
-    return max(widths, default=0)
 
 
 def plan_report(dataset: str | None, part_config: str | None, assignment: str | None, num_parts: int, procs: int,
@@ -55,20 +44,6 @@ def plan_report(dataset: str | None, part_config: str | None, assignment: str | 
                          f"{hidden}, {'sampled' if sampled_eval else 'layer-wise'} evaluation):", per, budget)
 
 
-def check_train_fits(cfg: PartitionConfig, world: int, local: int, hidden: int, layerwise: bool, budget: int) -> None:
-    """Raise :class:`InputError` when the ``local`` processes started on this machine (of ``world``) are
-    predicted to need more than ``budget`` bytes together."""
-    per = train_estimates(cfg, world, feature_width(cfg) or hidden, hidden, layerwise)[:local]
-    need = sum(e.peak_bytes for e in per)
-    if budget and need > budget:
-        worst = max(per, key=lambda e: e.peak_bytes)
-        hint = " or --eval-fanouts (sampled evaluation)" if layerwise else ""
-        raise InputError(f"training is predicted to need {gib(need)} on this machine ({local} processes; "
-                         f"{worst.method} {gib(worst.peak_bytes)} at its {worst.phase}), more than the "
-                         f"{gib(budget)} allowed (--memory); start fewer processes{hint}, or spread them over "
-                         f"machines (graphshard plan --part-config {cfg.path} for the table)")
-
-
 def method_table(dataset: str, options: list[Estimate], budget: int) -> str:
     """``graphshard partition`` (in memory) per method: predicted peak, fit, recommendation."""
     nodes, edges, data = dataset_counts(dataset)
@@ -82,16 +57,14 @@ def method_table(dataset: str, options: list[Estimate], budget: int) -> str:
     return "\n".join(lines)
 
 
-def check_partition_fits(dataset: str, method: str, num_parts: int, budget: int) -> None:
-    """Raise :class:`InputError` when ``graphshard partition --method`` is predicted to need more than ``budget``."""
-    try:
-        options = {e.method: e for e in partition_estimates(dataset, num_parts)}
-    except InputError:
-        return  # no counts to plan with: reading the dataset reports what is wrong with it
-    mine = options.get(method)
-    if mine is None or not budget or mine.peak_bytes <= budget:
-        return
-    fits = [f"{m} ({gib(e.peak_bytes)})" for m, e in options.items() if e.peak_bytes <= budget]
-    raise InputError(f"partition --method {method} is predicted to need {gib(mine.peak_bytes)}, more than the "
-                     f"{gib(budget)} allowed (--memory); methods that fit: {', '.join(fits) or 'none'}; graphs that "
-                     "do not fit in memory take the chunked pipeline (graphshard chunk, assign, dispatch)")
+def table(c: GraphCounts, options: list[Estimate], memory_bytes: int) -> str:
+    """The planner's answer as text."""
+    lines = [f"graph: {c.nodes:,} nodes, {c.edges:,} edges (largest chunk {c.max_chunk_edges:,}), "
+             f"{c.disk_bytes / 2**30:.2f} GiB on disk; budget {gib(memory_bytes)}",
+             f"{'method':<10} {'peak memory':>12} {'extra disk':>11}  {'fits':<5} peak phase"]
+    for e in options:
+        lines.append(f"{e.method:<10} {gib(e.peak_bytes):>12} {e.disk_bytes / 2**30:>7.2f} GiB  "
+                     f"{'yes' if e.peak_bytes <= memory_bytes else 'no':<5} {e.phase}")
+    best = choose(options, memory_bytes)
+    lines.append(f"recommended: {best.method}" if best else "recommended: none fits; raise --memory")
+    return "\n".join(lines)

@@ -1,6 +1,8 @@
-"""Distributed training: options, the per-rank loop, checkpoints, and the entry point."""
+"""Distributed training: options, the per-rank loop, checkpoints, the entry point, and every node's output
+from a checkpoint (``graphshard embed``)."""
 
+from .embed import embed
 from .options import TrainOptions
 from .run import train
 
-__all__ = ["TrainOptions", "train"]
+__all__ = ["TrainOptions", "embed", "train"]

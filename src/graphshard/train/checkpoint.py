@@ -15,6 +15,7 @@ import torch
 from safetensors.torch import save_file
 
 from ..errors import FormatError, InputError
+from ..format.config import PartitionConfig, as_config, run_fingerprint
 from ..format.tensorfile import check_tensor_file, load_tensor_file, sha256_file
 
 STATE = "checkpoint.json"
@@ -35,12 +36,11 @@ LATER_OPTIONS = ("feat", "label", "split_masks", "heads", "attn_dropout", "edge_
 ADDED_DEFAULTS = {"heads": 4, "attn_dropout": 0.0, "edge_feat": None}  # what a checkpoint without them had
 
 
-def run_identity(part_config: str, opts: Any, world_size: int) -> dict[str, Any]:
+def run_identity(part_config: str | os.PathLike | PartitionConfig, opts: Any, world_size: int) -> dict[str, Any]:
     """What a checkpoint must match to be resumed: the partitioned graph (its ID space and the checksums
-    of its files), the number of ranks and the options in :data:`RESUME_OPTIONS`."""
-    from ..format.config import read_config, run_fingerprint
-
-    cfg = read_config(part_config)
+    of its files; ``part_config``: its path, or the config already loaded), the number of ranks and the options
+    in :data:`RESUME_OPTIONS`."""
+    cfg = as_config(part_config)
     files = hashlib.sha256(json.dumps(cfg.checksums, sort_keys=True).encode()).hexdigest()
     graph = f"{cfg.graph_name} ({(cfg.run_fingerprint or run_fingerprint(cfg))[:12]}, files {files[:12]})"
     hetero_sage = opts.model in ("sage", "rsage") and (len(cfg.ntypes) > 1 or len(cfg.etypes) > 1)

@@ -9,11 +9,13 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
+from ..distributed.served import stored_per_process
 from ..errors import InputError
 from ..format.config import PartitionConfig, read_config
 from ..graph import etype_str
 from ..models.custom import load_factory
 from ..models.registry import BUILTIN, builtin_for, is_custom, reads_edge_features
+from .link_split import load_link_split, require_link_split
 from .options import TrainOptions
 
 notice = logging.getLogger("graphshard.notice")  # shown at the default log level
@@ -78,8 +80,6 @@ def _check_node_data(opts: TrainOptions, cfg: PartitionConfig, held: Held, targe
 
 
 def _check_link(opts: TrainOptions, cfg: PartitionConfig, held: Held) -> None:
-    from .link_split import load_link_split, require_link_split
-
     require_link_split(opts)
     et = load_link_split(opts.link_split).etype
     if etype_str(et) not in cfg.etypes:
@@ -111,8 +111,6 @@ def check_model(opts: TrainOptions, cfg: PartitionConfig) -> None:
 def resolve_data(opts: TrainOptions, world_size: int, announce: bool = True) -> TrainOptions:
     """``opts`` with the data names resolved and checked against its partitions (see the module docstring);
     raises :class:`InputError` naming the file and what it holds. ``announce``: log featureless types."""
-    from ..distributed.served import stored_per_process
-
     cfg = read_config(opts.part_config)
     try:
         stored_per_process(cfg.num_parts, world_size)

@@ -32,7 +32,7 @@ from .inputs import ModelInputs, build_model, cache_summary, feature_cache
 from .model_check import check_custom_model
 from .link_metrics import FIGURES, figures, is_known, known_edges, rank_sums
 from .link_split import LinkSplit, load_link_split, require_link_split
-from .loop import Trainer, graph_name
+from .loop import Trainer, open_graph
 from .options import TrainOptions
 
 log = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     require_link_split(opts)
     held: LinkSplit = load_link_split(opts.link_split)
     torch.manual_seed(opts.seed)
-    g = DistGraph(graph_name(opts.part_config), opts.part_config, verify=opts.verify)
+    g = open_graph(opts)
     et = g._etype(held.etype)
     if not opts.allow_nonfinite:
         check_finite_features(g, opts.feat or "feat")

@@ -27,10 +27,11 @@ from ..distributed.graph import DistGraph
 from ..distributed.interrupt import atomic, deferred
 from ..distributed.liveness import doing
 from ..distributed.runtime import Session
+from ..format.config import read_config
 from . import timing
-from .checks import check_loss
 from .checkpoint import (STAGED, STATE, TENSORS, check_agreement, check_weights, load_checkpoint, rank_status,
                          read_weights, run_identity, save_checkpoint)
+from .checks import check_loss
 from .inputs import ModelInputs
 from .options import TrainOptions
 from .report import epoch_line, write_json
@@ -46,10 +47,11 @@ _SUMS = ("wall_s", "wait_s", "sample_s", "fetch_s", "compute_s", "comm_s", "loss
 _COUNTS = ("fetch_bytes", "cache_hits", "cache_misses", "cache_bytes_saved")  # summed over ranks, not averaged
 
 
-def graph_name(part_config: str) -> str:
-    from ..format.config import read_config
-
-    return read_config(part_config).graph_name
+def open_graph(opts: TrainOptions) -> DistGraph:
+    """The partitioned graph of ``opts.part_config`` (collective): its config is read once, here, and the
+    loaded object is what the graph, its partitions and the checkpoints' identity use."""
+    cfg = read_config(opts.part_config)
+    return DistGraph(cfg.graph_name, cfg, verify=opts.verify)
 
 
 def _timed_allreduce(state, bucket):  # no annotations: DDP checks them against its own types
@@ -95,7 +97,7 @@ class Trainer:
         self.start_epoch, self.history, self.metric = 0, [], metric
         self.best: tuple[int, dict, dict] | None = None  # (epoch, model state, embedding state)
         self.runlog: RunLog | None = None
-        self.identity = run_identity(opts.part_config, opts, s.world_size) if opts.checkpoint else None
+        self.identity = run_identity(g.config, opts, s.world_size) if opts.checkpoint else None
         if opts.checkpoint:
             _agree_on_resume(s, self._dir(), self.identity)
             resumed = load_checkpoint(self._dir(), model, self.optimizer, self.identity)

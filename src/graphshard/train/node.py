@@ -22,7 +22,7 @@ from . import timing
 from .checks import check_finite_features, num_classes_of
 from .embeddings import Outputs, predict, representations, save_tables
 from .inputs import ModelInputs, build_model, cache_summary, feature_cache, rows_of
-from .loop import Trainer, graph_name
+from .loop import Trainer, open_graph
 from .model_check import check_custom_model
 from .options import TrainOptions
 
@@ -73,7 +73,7 @@ def node_task(g: DistGraph, opts: TrainOptions) -> tuple[str, np.ndarray, dict[s
 def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
     """Train and evaluate; returns the metrics (the same on every rank)."""
     torch.manual_seed(opts.seed)
-    g = DistGraph(graph_name(opts.part_config), opts.part_config, verify=opts.verify)
+    g = open_graph(opts)
     target, labels, masks, classes = node_task(g, opts)
     book, world = g.get_partition_book(), s.world_size
     ntype = target if len(g.ntypes) > 1 else None

@@ -12,12 +12,30 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..datasets import load_dataset
+from ..distributed.environment import adopt_launcher_env
+from ..distributed.launcher import launch
+from ..distributed.lifetime import refuse_spawn_reimport
+from ..distributed.runtime import session
 from ..fingerprint import tree_fingerprint
+from ..format.config import read_config
 from ..format.outputs import prepare_output_dir
+from ..graph import parse_etype, with_reverse_edges
+from ..memory import allowed
+from ..partition.api import partition_graph
+from ..partition.cost import check_partition_fits
+from ..sampling.kernels import warm_up
 from . import timing
+from .checkpoint import check_checkpoints, run_identity
 from .contract import resolve_data
+from .cost import check_train_fits
+from .embeddings import check_embeddings_target
+from .link import train_link
+from .link_split import save_link_split, split_edges
+from .node import train_node
 from .options import TrainOptions
 from .report import write_json
+from .runlog import KIND, check_log_dir
 
 log = logging.getLogger(__name__)
 notice = logging.getLogger("graphshard.notice")  # shown at the default log level
@@ -31,10 +49,6 @@ def _rank_main(opts: TrainOptions, result_path: str | None, dataset: tuple | Non
     ``time.time()`` when it began preparing the processes (for the time account)."""
     timing.reset()
     spawn_s = time.time() - launched_at if launched_at is not None else None
-    from ..distributed.runtime import session
-    from .link import train_link
-    from .node import train_node
-
     rank = os.environ.get("RANK", "0")
     level = logging.getLogger().getEffectiveLevel() if log_level is None else log_level
     logging.basicConfig(level=level, format=_rank_format(rank), force=True)
@@ -78,8 +92,6 @@ class _NoticeFormatter(logging.Formatter):
 def rank_log(s: Any, directory: str) -> None:
     """Every rank also logs at INFO level (each epoch's full record, phases, notices) to
     ``directory/rank<r>.log``, appended with a line marking the run's start; the terminal keeps its level."""
-    from .runlog import KIND
-
     if s.rank == 0:
         prepare_output_dir(directory, KIND)  # before any rank adds its file to it
     s.group.barrier("run log directory ready")
@@ -114,11 +126,12 @@ def _with_partitions(opts: TrainOptions, job: tuple) -> TrainOptions:
     return replace(opts, part_config=str(config), link_split=split or opts.link_split)
 
 
-def _partition_announced(job: tuple, announce: bool = True) -> str:
+def _partition_announced(job: tuple, announce: bool = True, memory: int | str | None = None) -> str:
     """:func:`partition_dataset` of ``job`` (its arguments); ``announce``: say in a notice where the partitions
-    are (what ``graphshard embed --part-config`` needs), made now or reused. Returns the partition config."""
+    are (what ``graphshard embed --part-config`` needs), made now or reused; ``memory``: what partitioning may
+    use (default: the machine's memory). Returns the partition config."""
     made = not _paths(*job)[1].is_file()
-    config, _ = partition_dataset(*job)
+    config, _ = partition_dataset(*job, memory=memory)
     if announce:
         notice.info("partitions of %s: %s (%s; give it as --part-config to embed, or to train without "
                     "partitioning again)", job[0], config, "made now" if made else "made by an earlier run, reused")
@@ -126,18 +139,14 @@ def _partition_announced(job: tuple, announce: bool = True) -> str:
 
 
 def partition_dataset(dataset: str, out_dir: str, num_parts: int, method: str = "metis", seed: int = 0,
-                      link: bool = False, edge_type: str | None = None) -> tuple[str, str | None]:
+                      link: bool = False, edge_type: str | None = None, memory: int | str | None = None
+                      ) -> tuple[str, str | None]:
     """Partition a dataset directory (shared-data layout) unless ``out_dir`` holds it already; returns the
     partition config and, with ``link``, the held-out edges file. Heterogeneous graphs get reverse edge
     types (see :func:`graphshard.graph.with_reverse_edges`) so messages flow both ways; with ``link`` the
     validation/test edges (of ``edge_type``, ``"src:rel:dst"``; needed when there are several) leave the
-    graph before it is partitioned."""
-    from ..datasets import load_dataset
-    from ..format.outputs import prepare_output_dir
-    from ..graph import parse_etype, with_reverse_edges
-    from ..partition.api import partition_graph
-    from .link_split import save_link_split, split_edges
-
+    graph before it is partitioned. ``memory``: what partitioning may use (see
+    :func:`~graphshard.partition.api.partition_graph`)."""
     out, config, split_file = _paths(dataset, out_dir, num_parts, method, seed, link, edge_type)
     if not config.is_file():
         ds = load_dataset(dataset)
@@ -149,7 +158,7 @@ def partition_dataset(dataset: str, out_dir: str, num_parts: int, method: str = 
         if not g.is_homogeneous:
             g = with_reverse_edges(g)
         partition_graph(g, config.stem, num_parts, out, part_method=method, seed=seed,
-                        num_classes=None if link else _declared_classes(dataset))
+                        num_classes=None if link else _declared_classes(dataset), memory=memory)
     return str(config), split_file
 
 
@@ -170,9 +179,6 @@ def train(opts: TrainOptions, num_procs: int | None = None, dataset: str | None 
     ``work_dir`` first (into ``num_procs`` parts, or ``WORLD_SIZE`` under torchrun). ``memory``: bytes the
     local processes may use together (0: the machine's memory); a run predicted to need more is refused
     before any process starts."""
-    from ..distributed.environment import adopt_launcher_env
-    from ..distributed.lifetime import refuse_spawn_reimport
-
     refuse_spawn_reimport()
     if not num_procs:  # one rank of a job: torchrun's variables, or Slurm's under srun
         adopt_launcher_env()
@@ -196,12 +202,8 @@ def _train(opts: TrainOptions, num_procs: int | None, dataset: str | None, work_
     began = time.time()  # ranks count "starting processes" from here, less partitioning and compiling
     opts.check()
     if opts.save_embeddings:  # never replace a user's directory: refuse before any work
-        from .embeddings import check_embeddings_target
-
         check_embeddings_target(opts.save_embeddings)
     if opts.log_dir and (num_procs or os.environ.get("RANK", "0") == "0"):
-        from .runlog import check_log_dir
-
         check_log_dir(opts.log_dir)
     if dataset:
         parts = num_procs or int(os.environ.get("WORLD_SIZE", "1"))
@@ -211,33 +213,22 @@ def _train(opts: TrainOptions, num_procs: int | None, dataset: str | None, work_
         job = (dataset, out, parts, part_method, opts.seed, opts.task == "link", opts.edge_type)
         if not num_procs:
             return _rank_main(opts, None, job), launcher
-        from ..plan import allowed
-        from ..plan.report import check_partition_fits
-
         if not _paths(*job)[1].is_file():  # to be partitioned here: refused first if it cannot fit
             check_partition_fits(dataset, part_method, parts, allowed(memory))
         with timing.phase("partition_s", launcher):
-            _partition_announced(job)
+            _partition_announced(job, memory=allowed(memory))
         opts = _with_partitions(opts, job)
     # the data's names, the partition count and the held-out edges: checked before starting any process
     opts = resolve_data(opts, num_procs or int(os.environ.get("WORLD_SIZE", "1")),
                         announce=bool(num_procs) or os.environ.get("RANK", "0") == "0")
-    if num_procs:  # predicted not to fit this machine: refused now, with the numbers
-        from ..format.config import read_config
-        from ..plan import allowed
-        from ..plan.report import check_train_fits
-
-        check_train_fits(read_config(opts.part_config), num_procs, num_procs, opts.hidden, opts.eval_fanouts is None,
-                         allowed(memory))
-    if opts.checkpoint and num_procs:  # a checkpoint of another run, or ranks at different epochs: say so now
-        from .checkpoint import check_checkpoints, run_identity
-
-        check_checkpoints(opts.checkpoint, run_identity(opts.part_config, opts, num_procs), num_procs)
+    if num_procs:
+        cfg = read_config(opts.part_config)  # read once for both checks
+        # predicted not to fit this machine: refused now, with the numbers
+        check_train_fits(cfg, num_procs, num_procs, opts.hidden, opts.eval_fanouts is None, allowed(memory))
+        if opts.checkpoint:  # a checkpoint of another run, or ranks at different epochs: say so now
+            check_checkpoints(opts.checkpoint, run_identity(cfg, opts, num_procs), num_procs)
     if not num_procs:
         return _rank_main(opts, None), launcher
-    from ..distributed.launcher import launch
-    from ..sampling.kernels import warm_up
-
     with timing.phase("compile_s", launcher):
         warm_up()  # compiled once here (first run only), loaded from the cache by every rank
     with tempfile.TemporaryDirectory() as tmp:

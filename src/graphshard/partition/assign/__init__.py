@@ -31,6 +31,8 @@ from .random import random_assignment
 from .stream import in_memory_blocks, stream_partition
 
 from ..methods import METHODS
+from ...graph import to_numpy
+
 log = logging.getLogger(__name__)
 
 
@@ -125,8 +127,6 @@ def metis_weights(classes: np.ndarray | None, in_degree: np.ndarray | None) -> n
 
 
 def _explicit(view: HomoView, parts: Any, num_parts: int, trainers: int, classes: Any, balance_edges: bool) -> np.ndarray:
-    from ...graph import to_numpy
-
     if trainers > 1 or classes is not None or balance_edges:
         raise InputError("an explicit assignment cannot be combined with num_trainers_per_machine > 1, "
                          "balance_ntypes or balance_edges")

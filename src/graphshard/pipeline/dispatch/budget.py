@@ -8,14 +8,14 @@ import os
 import numpy as np
 
 from ...errors import InputError
-from ...plan.dispatch import dispatch_estimates
-from ...plan.budget import allowed, gib
+from ...memory import Estimate, allowed, gib
+from .cost import dispatch_estimates
 from .plan import EdgePlan, row_bytes
 from .state import DispatchState
 
 
-def predicted_peaks(state: DispatchState, plan: EdgePlan) -> list:
-    """Each rank's :class:`~graphshard.plan.Estimate` from the counted edges and the assignment's nodes."""
+def predicted_peaks(state: DispatchState, plan: EdgePlan) -> list[Estimate]:
+    """Each rank's :class:`~graphshard.memory.Estimate` from the counted edges and the assignment's nodes."""
     meta = state.meta
     node_row = np.array([sum(row_bytes(s) for s in meta.node_data.get(t, {}).values()) for t in meta.ntypes],
                         dtype=np.int64)

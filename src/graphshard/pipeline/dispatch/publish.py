@@ -16,6 +16,7 @@ from ...chunked.readers import read_data
 from ...chunked.spec import ChunkedMeta, FileSpec
 from ...distributed.collectives import all_gather_bytes, barrier
 from ...format.config import PartitionConfig, Schema, feature_schema, write_config
+from ...format.load import load_partition
 from ...format.write import FILE_NAMES, part_entry, replace_dir
 from ...graph import etype_str
 from ...partition.relabel import Relabelling
@@ -89,8 +90,6 @@ def publish(state: DispatchState, resume: ResumeArea, template: PartitionConfig)
 def check_loads(cfg: PartitionConfig, owned: list[int], rank: int) -> None:
     """Load (with the default validation) every partition this rank wrote, through a private copy of the
     config: a run reports success only for output that loads, and never publishes a config that does not."""
-    from ...format.load import load_partition
-
     for stale in cfg.path.parent.glob(f".{cfg.path.name}.check-{rank}-*"):  # left by a run killed while checking
         stale.unlink(missing_ok=True)
     probe = replace(cfg, path=cfg.path.with_name(f".{cfg.path.name}.check-{rank}-{os.getpid()}"))

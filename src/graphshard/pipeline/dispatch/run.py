@@ -13,15 +13,16 @@ import numpy as np
 from ...chunked.spec import read_metadata
 from ...distributed.collectives import barrier
 from ...distributed.context import DistContext
+from ...distributed.launcher import launch
 from ...distributed.liveness import doing
 from ...format.outputs import check_output_dir, claim_for_graph, prepare_output_dir
 from ...partition.homogenize import HomoView
 from ...partition.relabel import Relabelling, edge_bounds_from_counts
 from ...progress import PhaseTimer, peak_rss_bytes
+from .budget import check_memory
 from .edge_exchange import PartEdges, gather_edges
 from .halo import halo_edges, own_structure
 from .node_exchange import gather_node_feats
-from .budget import check_memory
 from .plan import NodeDataPlans, plan_edges
 from .publish import config_template, publish
 from .read import EdgeReader
@@ -123,7 +124,5 @@ def run_dispatch(opts: DispatchOptions, num_procs: int | None = None, timeout: f
     if num_procs is None:
         _worker(opts, timeout, level, heartbeat_timeout)
     else:
-        from ...distributed.launcher import launch
-
         launch(_worker, num_procs, (opts, timeout, level, heartbeat_timeout), host=host, timeout=timeout)
     return Path(opts.out_dir).resolve() / f"{read_metadata(opts.in_dir).graph_name}.json"

@@ -1,4 +1,4 @@
-"""Training: each process's predicted peak of private memory, from the partition config (node counts,
+"""The cost model of training: each process's predicted peak of private memory, from the partition config (node counts,
 the partitions each process serves, their local node counts read from the file headers) and the model's
 widths, plus the partition files it memory-maps (counted apart: page cache the kernel can drop).
 
@@ -14,9 +14,13 @@ bound: with sampled evaluation every run within +0-10 %. Parts that stop growing
 
 from __future__ import annotations
 
+import math
+
+from ..distributed.served import stored_per_process
+from ..errors import InputError
 from ..format.config import PartitionConfig
 from ..format.tensorfile import read_header
-from .estimate import Estimate
+from ..memory import Estimate, gib
 
 TRAIN_BASE = 275 << 20  # a training process: torch, PyG, RPC agent, model (measured 273 MiB on a tiny graph)
 BATCHES = 600  # per node of the graph, up to BATCHES_CAP: mini-batches in flight (they stop growing with the graph)
@@ -35,8 +39,6 @@ def train_estimates(cfg: PartitionConfig, world: int, feat_width: int, hidden: i
     """One estimate per process (``method`` = ``"rank r"``) of training on ``cfg``'s partitions with
     ``world`` processes; ``feat_width``: input columns; ``layerwise``: evaluation by layer-wise inference
     (the default) rather than sampled batches."""
-    from ..distributed.served import stored_per_process
-
     group = stored_per_process(cfg.num_parts, world)
     sharing = max(1, world // cfg.num_parts)
     inner = [sum(int(r[p, 1] - r[p, 0]) for r in cfg.node_map.values()) for p in range(cfg.num_parts)]
@@ -65,3 +67,24 @@ def _local_nodes(cfg: PartitionConfig, part: int) -> int:
     """Inner and HALO nodes of a stored partition, from its file header (no data read)."""
     spec = read_header(cfg.part_path(part, "part_graph")).get("node/_ID", {})
     return int(spec.get("shape", [0])[0])
+
+
+def feature_width(cfg: PartitionConfig, names: tuple[str, ...] = ("feat", "x")) -> int:
+    """Input columns of the widest node type's features (0 when no type has any)."""
+    widths = [math.prod(shape) for key, (_, shape) in cfg.feature_schema.get("node_feats", {}).items()
+              if key.rsplit("/", 1)[1] in names]
+    return max(widths, default=0)
+
+
+def check_train_fits(cfg: PartitionConfig, world: int, local: int, hidden: int, layerwise: bool, budget: int) -> None:
+    """Raise :class:`InputError` when the ``local`` processes started on this machine (of ``world``) are
+    predicted to need more than ``budget`` bytes together."""
+    per = train_estimates(cfg, world, feature_width(cfg) or hidden, hidden, layerwise)[:local]
+    need = sum(e.peak_bytes for e in per)
+    if budget and need > budget:
+        worst = max(per, key=lambda e: e.peak_bytes)
+        hint = " or --eval-fanouts (sampled evaluation)" if layerwise else ""
+        raise InputError(f"training is predicted to need {gib(need)} on this machine ({local} processes; "
+                         f"{worst.method} {gib(worst.peak_bytes)} at its {worst.phase}), more than the "
+                         f"{gib(budget)} allowed (--memory); start fewer processes{hint}, or spread them over "
+                         f"machines (graphshard plan --part-config {cfg.path} for the table)")

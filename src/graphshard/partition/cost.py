@@ -1,4 +1,4 @@
-"""In-memory partitioning (``graphshard partition``): the predicted peak of private memory for each method,
+"""The cost model of in-memory partitioning (``graphshard partition``): the predicted peak of private memory for each method,
 from the dataset's node and edge counts and its size on disk.
 
 ``partition_graph`` holds the graph's structure (the dataset's arrays are memory-mapped; features stay
@@ -14,8 +14,11 @@ import json
 import os
 from pathlib import Path
 
+from ..chunked.counts import GraphCounts
+from ..chunked.spec import read_metadata
 from ..errors import InputError
-from .estimate import Estimate
+from ..format.inputs import require_dir
+from ..memory import Estimate, gib
 
 PARTITION_BASE = 190 << 20  # interpreter, NumPy, numba, the partitioners' libraries (measured 186 MiB)
 PER_EDGE = 17  # homogeneous form, relabelling and the partition being built, per stored edge
@@ -28,13 +31,8 @@ METIS = (16, 125)  # METIS: per node, per stored edge (its CSR, graph copies and
 
 def dataset_counts(path: str | os.PathLike) -> tuple[int, int, int]:
     """``(nodes, edges, bytes on disk)`` of a dataset directory (``meta.json``) or chunked graph."""
-    from ..format.inputs import require_dir
-
     d = require_dir(path)
     if (d / "metadata.json").is_file():
-        from ..chunked.spec import read_metadata
-        from .counts import GraphCounts
-
         c = GraphCounts.of(read_metadata(d))
         return c.nodes, c.edges, c.disk_bytes
     try:
@@ -49,8 +47,35 @@ def dataset_counts(path: str | os.PathLike) -> tuple[int, int, int]:
 def partition_estimates(path: str | os.PathLike, num_parts: int) -> list[Estimate]:
     """Predicted peaks of ``graphshard partition`` with ``random``, ``stream``, ``kaminpar`` and ``metis``."""
     nodes, edges, _ = dataset_counts(path)
+    return graph_estimates(nodes, edges)
+
+
+def graph_estimates(nodes: int, edges: int) -> list[Estimate]:
+    """Predicted peaks of :func:`~graphshard.partition.api.partition_graph` per method, for a graph of ``nodes``
+    nodes and ``edges`` stored edges."""
     common = PARTITION_BASE + min(SMALL_CAP, SMALL * edges) + PER_EDGE * edges
     method = {"random": 8 * nodes, "stream": STREAM[0] * nodes + STREAM[1] * edges,
               "kaminpar": KAMINPAR[0] + KAMINPAR[1] * nodes + KAMINPAR[2] * edges,
               "metis": METIS[0] * nodes + METIS[1] * edges}
     return [Estimate(m, common + extra, 0, "partition") for m, extra in method.items()]
+
+
+def check_partition_fits(dataset: str, method: str, num_parts: int, budget: int) -> None:
+    """Raise :class:`InputError` when ``graphshard partition --method`` is predicted to need more than ``budget``
+    (checked from the dataset's counts, before it is read)."""
+    try:
+        options = {e.method: e for e in partition_estimates(dataset, num_parts)}
+    except InputError:
+        return  # no counts to plan with: reading the dataset reports what is wrong with it
+    refuse_unfit(options, method, budget)
+
+
+def refuse_unfit(options: dict[str, Estimate], method: str, budget: int) -> None:
+    """Raise :class:`InputError` when ``method``'s estimate among ``options`` exceeds ``budget`` (0: no limit)."""
+    mine = options.get(method)
+    if mine is None or not budget or mine.peak_bytes <= budget:
+        return
+    fits = [f"{m} ({gib(e.peak_bytes)})" for m, e in options.items() if e.peak_bytes <= budget]
+    raise InputError(f"partition --method {method} is predicted to need {gib(mine.peak_bytes)}, more than the "
+                     f"{gib(budget)} allowed (--memory); methods that fit: {', '.join(fits) or 'none'}; graphs that "
+                     "do not fit in memory take the chunked pipeline (graphshard chunk, assign, dispatch)")

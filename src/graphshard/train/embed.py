@@ -10,10 +10,20 @@ from pathlib import Path
 
 import torch
 
-from ..distributed.liveness import DEFAULT_LOST_AFTER
+from ..distributed.environment import adopt_launcher_env
+from ..distributed.launcher import launch
+from ..distributed.lifetime import refuse_spawn_reimport
+from ..distributed.liveness import DEFAULT_LOST_AFTER, doing
+from ..distributed.runtime import session
 from ..errors import InputError
-from ..train.checkpoint import LATER_OPTIONS, RESUME_OPTIONS, load_checkpoint, read_state, run_identity
-from ..train.options import TrainOptions
+from ..sampling.kernels import warm_up
+from .checkpoint import LATER_OPTIONS, RESUME_OPTIONS, load_checkpoint, read_state, run_identity
+from .embeddings import check_embeddings_target, every_output, save_tables
+from .inputs import ModelInputs, build_model
+from .link import link_model
+from .loop import open_graph
+from .node import node_task
+from .options import TrainOptions
 
 
 def checkpoint_options(part_config: str, checkpoint: str, out: str, timeout: float = 300.0,
@@ -46,10 +56,6 @@ def embed(part_config: str | os.PathLike, checkpoint: str | os.PathLike, out: st
     of a torchrun job of that size. ``layer``: ``output``, or ``hidden`` (the layer the last one reads).
     ``heartbeat_timeout``: see :mod:`graphshard.distributed.liveness`. ``verify``: check the partition files
     against their checksums first (see :class:`~graphshard.distributed.graph.DistGraph`)."""
-    from ..distributed.environment import adopt_launcher_env
-    from ..distributed.lifetime import refuse_spawn_reimport
-    from ..train.embeddings import check_embeddings_target
-
     refuse_spawn_reimport()
     if num_procs is None:
         adopt_launcher_env()
@@ -65,25 +71,13 @@ def embed(part_config: str | os.PathLike, checkpoint: str | os.PathLike, out: st
     if num_procs is None:
         _rank(opts)
         return
-    from ..distributed.launcher import launch
-    from ..sampling.kernels import warm_up
-
     warm_up()
     launch(_rank, num_procs, (opts,), host, timeout)
 
 
 def _rank(opts: TrainOptions) -> None:
-    from ..distributed.graph import DistGraph
-    from ..distributed.liveness import doing
-    from ..distributed.runtime import session
-    from ..train.embeddings import every_output, save_tables
-    from ..train.inputs import ModelInputs, build_model
-    from ..train.link import link_model
-    from ..train.loop import graph_name
-    from ..train.node import node_task
-
     with session(timeout=opts.timeout, heartbeat_timeout=opts.heartbeat_timeout) as s:
-        g = DistGraph(graph_name(opts.part_config), opts.part_config, verify=opts.verify)
+        g = open_graph(opts)
         inputs = ModelInputs(g, opts)
         if opts.task == "node":
             target, _, _, classes = node_task(g, opts)
@@ -97,7 +91,7 @@ def _rank(opts: TrainOptions) -> None:
             encoder, types = model.encoder, [et[0], et[2]]
         directory = f"{opts.checkpoint}/rank{s.rank}"
         resumed = load_checkpoint(directory, model, torch.optim.Adam(model.parameters(), lr=opts.lr),
-                                  run_identity(opts.part_config, opts, s.world_size))
+                                  run_identity(g.config, opts, s.world_size))
         if resumed is None:
             raise InputError(f"{directory}: no checkpoint of rank {s.rank}")
         inputs.load_state(resumed[2])

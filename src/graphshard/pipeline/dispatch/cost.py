@@ -1,4 +1,4 @@
-"""Dispatch: each rank's predicted peak of private memory, from the edges and nodes of the partitions it
+"""The cost model of dispatch (step 2): each rank's predicted peak of private memory, from the edges and nodes of the partitions it
 builds in each phase (as counted by dispatch's first pass, or assumed even without an assignment).
 
 A rank holds the node assignment and the relabelling of every node (``parts``, ``new2old``, ``old2new``
@@ -15,7 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .estimate import Estimate
+from ...chunked.readers import read_edges
+from ...chunked.spec import read_metadata
+from ...memory import Estimate
+from ..assignment_files import read_assignment
+from .plan import row_bytes
+from .state import phase_groups
 
 DISPATCH_BASE = 205 << 20  # a dispatch rank: interpreter, torch.distributed, NumPy (measured 192 MiB)
 IN_FLIGHT = 24  # per edge of the phase, up to IN_FLIGHT_CAP: pieces being read, routed and exchanged
@@ -29,8 +34,6 @@ def dispatch_estimates(num_nodes: int, part_edges: np.ndarray, part_feature_byte
                        num_hops: int = 1) -> list[Estimate]:
     """One estimate per rank (``method`` = ``"rank r"``) of dispatching partitions with ``part_edges``
     edges and ``part_feature_bytes`` bytes of node and edge data each, on ``world`` ranks."""
-    from ..pipeline.dispatch.state import phase_groups
-
     out = []
     for r in range(world):
         phases = [[p for p in group if p % world == r] for group in phase_groups(len(part_edges), world, num_hops)]
@@ -53,11 +56,6 @@ def counted_estimates(in_dir: str, assignment: str | None, num_parts: int, world
     """Per-rank estimates for dispatching the chunked graph at ``in_dir``: with an ``assignment`` directory,
     every partition's edges are counted (one pass over the edges, as dispatch's own first pass); without
     one, nodes and edges are assumed evenly shared. Returns the estimates and whether they were counted."""
-    from ..chunked.readers import read_edges
-    from ..chunked.spec import read_metadata
-    from ..pipeline.assignment_files import read_assignment
-    from ..pipeline.dispatch.plan import row_bytes
-
     meta = read_metadata(in_dir)
     node_row = {t: sum(row_bytes(s) for s in meta.node_data.get(t, {}).values()) for t in meta.ntypes}
     edge_row = {et: sum(row_bytes(s) for s in meta.edge_data.get(et, {}).values()) for et in meta.etypes}

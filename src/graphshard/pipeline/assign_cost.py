@@ -1,4 +1,4 @@
-"""Assignment: the peak resident memory and disk use each assignment method needs for a chunked graph,
+"""The cost model of assignment (step 1): the peak resident memory and disk use each assignment method needs for a chunked graph,
 which methods fit a memory budget, and which to use (``graphshard plan``; ``assign --memory`` refuses a
 method that cannot fit before it starts).
 
@@ -12,10 +12,15 @@ is meant as an upper bound within 25 % of the measured growth.
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
+
+from ..chunked.counts import GraphCounts
+from ..chunked.spec import ChunkedMeta, read_metadata
+from ..errors import InputError
+from ..memory import Estimate, gib
 from ..partition.assign.coarse import SLICE
-from ..pipeline.disk_csr import BLOCK_NODES, BYTES_PER_KEY, bucket_keys, dedup_chunks
-from .counts import GraphCounts
-from .estimate import Estimate
+from .disk_csr import BLOCK_NODES, BYTES_PER_KEY, bucket_keys, dedup_chunks
 
 BASE = 100 << 20  # a graphshard process before it reads the graph (measured: 98 MB)
 COMPILED = 50 << 20  # more once numba's kernels (LLVM, threads) or METIS/KaMinPar are loaded (measured 49-57)
@@ -83,3 +88,27 @@ def choose(options: list[Estimate], memory_bytes: int) -> Estimate | None:
     """The preferred method (see :data:`PREFERENCE`) whose predicted peak fits ``memory_bytes``."""
     fitting = {e.method: e for e in options if e.peak_bytes <= memory_bytes}
     return next((fitting[m] for m in PREFERENCE if m in fitting), None)
+
+
+def surely_fits(meta: ChunkedMeta, method: str, num_parts: int, memory_bytes: int, memory_mb: int) -> bool:
+    """Whether ``method`` fits ``memory_bytes`` even at its largest prediction for any first-chunk shape (every
+    edge without its reverse, node order with or without locality): decided from counts alone, without the
+    sample of the first chunk that :func:`check_fits` reads (its memory would add to the step's peak)."""
+    rough = GraphCounts.of(meta, shape=False)
+    bound = max(e.peak_bytes for ordered in (False, True)
+                for e in estimates(replace(rough, ordered=ordered), num_parts, memory_mb) if e.method == method)
+    return bound <= memory_bytes
+
+
+def check_fits(in_dir: str | os.PathLike, method: str, num_parts: int, memory_bytes: int, memory_mb: int,
+               meta: ChunkedMeta | None = None) -> Estimate:
+    """Refuse (:class:`InputError`, with the numbers and the methods that fit) an assignment whose predicted
+    peak exceeds ``memory_bytes``; returns the estimate. ``meta``: the graph's metadata, when already read."""
+    options = estimates(GraphCounts.of(meta or read_metadata(in_dir)), num_parts, memory_mb)
+    mine = next(e for e in options if e.method == method)
+    if mine.peak_bytes > memory_bytes:
+        fits = [f"{e.method} ({gib(e.peak_bytes)})" for e in options if e.peak_bytes <= memory_bytes]
+        raise InputError(f"assign --method {method} is predicted to need {gib(mine.peak_bytes)} at its peak "
+                         f"({mine.phase}), more than the {gib(memory_bytes)} allowed; methods that fit: "
+                         f"{', '.join(fits) or 'none'} (graphshard plan --dataset {in_dir} for the table)")
+    return mine

@@ -9,8 +9,7 @@ import pytest
 from graphshard import InputError, partition_graph
 from graphshard.cli import main
 from graphshard.datasets import hetero_graph, save_dataset
-from graphshard.infer import embed
-from graphshard.train import TrainOptions, train
+from graphshard.train import TrainOptions, embed, train
 from tests.graphs import small_homo
 
 

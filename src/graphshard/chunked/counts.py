@@ -1,4 +1,4 @@
-"""What the planner reads of a chunked graph: node and edge counts, the largest chunk, the size on disk, and
+"""What the cost models read of a chunked graph: node and edge counts, the largest chunk, the size on disk, and
 the adjacency entries expected (estimated from the first chunk)."""
 
 from __future__ import annotations
@@ -8,14 +8,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..chunked.spec import ChunkedMeta
 from ..errors import InputError
 from ..format.npyfile import read_npy
+from .readers import read_edges
+from .spec import ChunkedMeta
 
 
 @dataclass(frozen=True)
 class GraphCounts:
-    """What the planner needs of a chunked graph."""
+    """What the cost models need of a chunked graph."""
 
     nodes: int
     edges: int
@@ -25,12 +26,14 @@ class GraphCounts:
     ordered: bool = False  # the node order carries locality (stream then coarsens), judged on the first chunk
 
     @classmethod
-    def of(cls, meta: ChunkedMeta) -> "GraphCounts":
+    def of(cls, meta: ChunkedMeta, shape: bool = True) -> "GraphCounts":
+        """The counts of ``meta``'s graph; ``shape=False`` skips reading the first chunk's rows (reverse pairs
+        and node order then count as absent: upper bounds), which only the structure-reading methods need."""
         counts = [c for et in meta.etypes for c in _chunk_edges(meta, et)]
         files = [p for s in meta.edges.values() for p in s.paths]
         files += [p for d in meta.node_data.values() for s in d.values() for p in s.paths]
         edges = sum(meta.num_edges.values())
-        paired, ordered = _sample_shape(meta)
+        paired, ordered = _sample_shape(meta) if shape else (0.0, False)
         return cls(sum(meta.num_nodes.values()), edges, max(counts, default=0),
                    sum(os.path.getsize(p) for p in files if os.path.exists(p)), int(2 * edges * (1 - paired / 2)),
                    ordered)
@@ -48,8 +51,6 @@ def _sample_shape(meta: ChunkedMeta) -> tuple[float, bool]:
     et = next((e for e in meta.etypes if e[0] == e[2] and meta.edges[e].paths), None)
     if et is None or meta.edges[et].format != "numpy":
         return 0.0, False
-    from ..chunked.readers import read_edges
-
     try:
         src, dst = read_edges(meta.edges[et], 0)
     except (OSError, ValueError):
