@@ -167,7 +167,7 @@ def _torch_x(x: Any, sparse: bool) -> torch.Tensor | None:
     indptr, indices, data, cols = x
     rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
     coo = torch.sparse_coo_tensor(torch.from_numpy(np.stack([rows, indices])), torch.from_numpy(data),
-                                  (len(indptr) - 1, cols)).coalesce()
+                                  (len(indptr) - 1, cols), check_invariants=False).coalesce()
     return coo if sparse else coo.to_dense()
 
 
@@ -459,6 +459,13 @@ def print_table(result: dict[str, Any]) -> None:
     print(f"notes: {result['notes']}")
 
 
+def _merged(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``old`` rows with those of the same model and dataset in ``new`` put in their place (others appended)."""
+    fresh = {(r["model"], r["dataset"]): r for r in new}
+    kept = [fresh.pop((r["model"], r["dataset"]), r) for r in old]
+    return kept + list(fresh.values())
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     d = Settings()
@@ -475,6 +482,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--quick", action="store_true", help="Cora only, 30 epochs, one seed")
     p.add_argument("--work", type=Path, default=ROOT / "bench-out" / "models", help="graphshard's partitions")
     p.add_argument("--out", type=Path, default=ROOT / "bench-out" / "models.json")
+    p.add_argument("--update", action="store_true", help="keep the rows of an existing --out that this run does "
+                   "not measure (e.g. to redo a few cells)")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     s = Settings(hidden=args.hidden, heads=args.heads, epochs=args.epochs, seeds=args.seeds,
@@ -499,9 +508,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for model in DATASETS[name]:
             if wanted is None or model in wanted:
                 rows.append(run_cell(model, name, data, data_dir, args.work, s, available))
-                write_result(args.out, result)  # after every cell: an interrupted run keeps what it measured
+                if not args.update:  # after every cell: an interrupted run keeps what it measured
+                    write_result(args.out, result)
                 print(f"  {model} on {name}: ours {_acc(rows[-1]['ours'], s.seeds)}, "
                       f"reference {_acc(rows[-1]['reference'], s.seeds)}", flush=True)
+    if args.update and args.out.is_file():
+        result["rows"] = _merged(json.loads(args.out.read_text())["rows"], rows)
     write_result(args.out, result)
     print_table(result)
     print(f"wrote {args.out}")
