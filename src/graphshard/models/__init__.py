@@ -1,16 +1,19 @@
-"""GNN models for training on sampled mini-batches, and link-prediction decoders."""
+"""GNN models for training on sampled mini-batches, and link-prediction decoders. Names are imported on
+first use: the ``--model`` names (:mod:`.registry`) are read by every command line, the models themselves
+(PyG's layers) only by training and inference."""
 
-from .hetero import HeteroSAGE
-from .hgt import HGT
-from .link import DotDecoder, LinkModel, MLPDecoder
-from .mlp import MLP
-from .gat import GAT
-from .gcn import GCN
-from .gin import GIN
-from .rgat import RGAT
-from .rgcn import RGCN
-from .sage import GraphSAGE
-from .spec import ModelSpec
+from importlib import import_module
+from typing import Any
 
-__all__ = ["DotDecoder", "GAT", "GCN", "GIN", "GraphSAGE", "HGT", "HeteroSAGE", "LinkModel", "MLP", "MLPDecoder",
-           "ModelSpec", "RGAT", "RGCN"]
+_EXPORTS = {
+    "DotDecoder": "link", "LinkModel": "link", "MLPDecoder": "link", "GAT": "gat", "GCN": "gcn", "GIN": "gin",
+    "GraphSAGE": "sage", "HGT": "hgt", "HeteroSAGE": "hetero", "MLP": "mlp", "ModelSpec": "spec", "RGAT": "rgat",
+    "RGCN": "rgcn",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'graphshard.models' has no attribute {name!r}")
+    return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)

@@ -16,7 +16,6 @@ is evaluated on every node's sampled full neighbourhood instead."""
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from typing import Any
 
@@ -28,22 +27,10 @@ from torch_geometric.nn.models.basic_gnn import BasicGNN
 from ..errors import InputError
 from .conv_rows import conv_rows, supports
 from .layer_context import LayerContext
+from .registry import load_factory
 from .spec import ModelSpec
 
 ROW_NORMS = (nn.Identity, nn.BatchNorm1d)  # normalisations of each row on its own (in eval mode)
-
-
-def load_factory(name: str) -> Any:
-    """The callable ``package.module:factory`` names; :class:`InputError` naming it when it cannot be had."""
-    module_name, _, attr = name.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # noqa: BLE001 - any failure of the user's import is reported, not raised
-        raise InputError(f"--model {name}: cannot import {module_name}: {type(exc).__name__}: {exc}") from None
-    factory = getattr(module, attr, None)
-    if not callable(factory):
-        raise InputError(f"--model {name}: {module_name} has no function {attr!r}")
-    return factory
 
 
 def build_custom(name: str, spec: ModelSpec) -> "CustomModel":

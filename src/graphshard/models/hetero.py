@@ -21,6 +21,7 @@ from torch_geometric.nn import HeteroConv, SAGEConv
 
 from ..graph import EType
 from .aggregate import relu_dropout, sage_rows
+from .spec import ModelSpec
 
 
 def project(lin: nn.Linear, x: torch.Tensor) -> torch.Tensor:
@@ -66,6 +67,10 @@ class HeteroSAGE(nn.Module):
         self.keep = nn.ModuleList(nn.ModuleDict({t: nn.Linear(a, b) for t in kept})
                                   for (_, kept), a, b in zip(layers, dims[:-1], dims[1:]))
         self.dropout = dropout
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec) -> "HeteroSAGE":
+        return cls(spec.in_dims, spec.etypes, spec.hidden, spec.out_dim, spec.num_layers, spec.dropout, spec.outputs)
 
     def forward(self, x_dict: dict[str, torch.Tensor], edge_index_dict: dict[EType, torch.Tensor], hops=None
                 ) -> dict[str, torch.Tensor]:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import nn
 
+from ..errors import InputError
 from .aggregate import relu_dropout
+from .spec import ModelSpec
 
 
 class MLP(nn.Module):
@@ -18,6 +20,13 @@ class MLP(nn.Module):
         dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
         self.lins = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
         self.dropout, self.target = dropout, target
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec) -> "MLP":
+        if len(set(spec.outputs)) > 1:
+            raise InputError(f"model 'mlp' maps one node type, not {spec.outputs}")
+        return cls(spec.in_dim, spec.hidden, spec.out_dim, spec.num_layers, spec.dropout,
+                   spec.target if spec.hetero else None)
 
     def forward(self, x, edge_index=None, hops=None):
         if isinstance(x, dict):

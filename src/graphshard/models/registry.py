@@ -3,75 +3,64 @@ user's own, named ``package.module:factory`` (see :mod:`.custom`)."""
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from torch import nn
 
 from ..errors import InputError
-from .gat import GAT
-from .gcn import GCN
-from .gin import GIN
-from .hetero import HeteroSAGE
-from .hgt import HGT
-from .mlp import MLP
-from .rgat import RGAT
-from .rgcn import RGCN
-from .sage import GraphSAGE
 from .spec import ModelSpec
 
 Factory = Callable[[ModelSpec], nn.Module]
 FACTORY_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 
 
-def _sage(spec: ModelSpec) -> nn.Module:
-    return GraphSAGE(spec.in_dim, spec.hidden, spec.out_dim, spec.num_layers, spec.dropout)
-
-
-def _rsage(spec: ModelSpec) -> nn.Module:
-    return HeteroSAGE(spec.in_dims, spec.etypes, spec.hidden, spec.out_dim, spec.num_layers, spec.dropout,
-                      spec.outputs)
-
-
-def _mlp(spec: ModelSpec) -> nn.Module:
-    if len(set(spec.outputs)) > 1:
-        raise InputError(f"model 'mlp' maps one node type, not {spec.outputs}")
-    return MLP(spec.in_dim, spec.hidden, spec.out_dim, spec.num_layers, spec.dropout,
-               spec.target if spec.hetero else None)
-
-
 @dataclass(frozen=True)
 class Builtin:
-    """A built-in model: how it is built on a homogeneous and on a heterogeneous graph (None: it is not
-    made for that kind), whether it reads edge features, and whether its first step is a projection of
-    every node type's input (so CSR features can reach it as sparse batches)."""
+    """A built-in model: the class (``module:Class`` in :mod:`graphshard.models`, built by its ``from_spec``)
+    on a homogeneous and on a heterogeneous graph (None: it is not made for that kind), whether it reads
+    edge features, and whether its first step is a projection of every node type's input (so CSR features
+    can reach it as sparse batches). Classes are named, not imported: every command line reads these names,
+    only training imports PyG's layers."""
 
-    homogeneous: Factory | None
-    heterogeneous: Factory | None
+    homogeneous: str | None
+    heterogeneous: str | None
     help: str
     edge_features: bool = False
     projects_inputs: bool = False
 
 
 BUILTIN: dict[str, Builtin] = {
-    "sage": Builtin(_sage, _rsage, "GraphSAGE, mean aggregation (on a heterogeneous graph: rsage)",
-                    projects_inputs=True),
-    "gcn": Builtin(GCN.from_spec, None, "GCN (symmetric normalisation)"),
-    "gat": Builtin(GAT.from_spec, None, "GAT (--heads, --attn-dropout; reads --edge-feat)",
-                   edge_features=True),
-    "gin": Builtin(GIN.from_spec, None, "GIN (GINE with --edge-feat)", edge_features=True),
-    "mlp": Builtin(_mlp, _mlp, "features-only baseline (ignores the edges)"),
-    "rsage": Builtin(None, _rsage, "relational GraphSAGE (one SAGEConv per edge type, averaged into "
+    "sage": Builtin("sage:GraphSAGE", "hetero:HeteroSAGE", "GraphSAGE, mean aggregation (on a heterogeneous graph: "
+                    "rsage)", projects_inputs=True),
+    "gcn": Builtin("gcn:GCN", None, "GCN (symmetric normalisation)"),
+    "gat": Builtin("gat:GAT", None, "GAT (--heads, --attn-dropout; reads --edge-feat)", edge_features=True),
+    "gin": Builtin("gin:GIN", None, "GIN (GINE with --edge-feat)", edge_features=True),
+    "mlp": Builtin("mlp:MLP", "mlp:MLP", "features-only baseline (ignores the edges)"),
+    "rsage": Builtin(None, "hetero:HeteroSAGE", "relational GraphSAGE (one SAGEConv per edge type, averaged into "
                      "each node type)", projects_inputs=True),
-    "rgcn": Builtin(None, RGCN.from_spec, "relational GCN (a mean per edge type, averaged over the types, plus "
-                    "a root term)",
+    "rgcn": Builtin(None, "rgcn:RGCN", "relational GCN (a mean per edge type, averaged over the types, plus a root "
+                    "term)", projects_inputs=True),
+    "rgat": Builtin(None, "rgat:RGAT", "relational GAT (one GATConv per edge type, averaged; --heads)",
                     projects_inputs=True),
-    "rgat": Builtin(None, RGAT.from_spec, "relational GAT (one GATConv per edge type, averaged; --heads)",
-                    projects_inputs=True),
-    "hgt": Builtin(None, HGT.from_spec, "heterogeneous graph transformer (PyG's HGTConv; --heads)",
-                   projects_inputs=True),
+    "hgt": Builtin(None, "hgt:HGT", "heterogeneous graph transformer (PyG's HGTConv; --heads)", projects_inputs=True),
 }
+
+
+def load_factory(name: str) -> Any:
+    """The callable ``package.module:factory`` names; :class:`InputError` naming it when it cannot be had."""
+    module_name, _, attr = name.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 - any failure of the user's import is reported, not raised
+        raise InputError(f"--model {name}: cannot import {module_name}: {type(exc).__name__}: {exc}") from None
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise InputError(f"--model {name}: {module_name} has no function {attr!r}")
+    return factory
 
 
 def is_custom(name: str) -> bool:
@@ -87,17 +76,24 @@ def check_name(name: str) -> None:
                      "package.module:function")
 
 
-def builtin_for(name: str, hetero: bool) -> Factory:
-    """The factory of built-in ``name`` for a homogeneous or heterogeneous graph; :class:`InputError`
-    naming the models that fit when this one does not."""
+def check_kind(name: str, hetero: bool) -> None:
+    """:class:`InputError` naming the models that fit unless built-in ``name`` is made for a homogeneous
+    (``hetero`` False) or heterogeneous graph."""
     entry = BUILTIN[name]
-    factory = entry.heterogeneous if hetero else entry.homogeneous
-    if factory is None:
+    if (entry.heterogeneous if hetero else entry.homogeneous) is None:
         kind = "heterogeneous" if hetero else "homogeneous"
         fits = [n for n, b in BUILTIN.items() if (b.heterogeneous if hetero else b.homogeneous) is not None]
         raise InputError(f"model {name!r} is not made for a {kind} graph (this graph is; models for it: "
                          f"{', '.join(fits)})")
-    return factory
+
+
+def builtin_for(name: str, hetero: bool) -> Factory:
+    """The factory (the class's ``from_spec``) of built-in ``name`` for a homogeneous or heterogeneous graph
+    (see :func:`check_kind`)."""
+    check_kind(name, hetero)
+    entry = BUILTIN[name]
+    module, _, cls = (entry.heterogeneous if hetero else entry.homogeneous or "").partition(":")
+    return getattr(importlib.import_module(f"graphshard.models.{module}"), cls).from_spec
 
 
 def projects_inputs(name: str, hetero: bool) -> bool:

@@ -8,6 +8,7 @@ from torch import nn
 from torch_geometric.nn import SAGEConv
 
 from .aggregate import relu_dropout, sage_forward, sage_rows
+from .spec import ModelSpec
 
 
 class GraphSAGE(nn.Module):
@@ -25,6 +26,10 @@ class GraphSAGE(nn.Module):
         dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
         self.convs = nn.ModuleList(SAGEConv(a, b) for a, b in zip(dims[:-1], dims[1:]))
         self.dropout = dropout
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec) -> "GraphSAGE":
+        return cls(spec.in_dim, spec.hidden, spec.out_dim, spec.num_layers, spec.dropout)
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor, hops: tuple[list[int], list[int]] | None = None
                 ) -> torch.Tensor:

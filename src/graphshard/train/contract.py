@@ -13,8 +13,7 @@ from ..distributed.served import stored_per_process
 from ..errors import InputError
 from ..format.config import PartitionConfig, read_config
 from ..graph import etype_str
-from ..models.custom import load_factory
-from ..models.registry import BUILTIN, builtin_for, is_custom, reads_edge_features
+from ..models.registry import BUILTIN, check_kind, is_custom, load_factory, reads_edge_features
 from .link_split import load_link_split, require_link_split
 from .options import TrainOptions
 
@@ -95,7 +94,7 @@ def check_model(opts: TrainOptions, cfg: PartitionConfig) -> None:
     if is_custom(opts.model):
         load_factory(opts.model)
     else:
-        builtin_for(opts.model, len(cfg.ntypes) > 1 or len(cfg.etypes) > 1)
+        check_kind(opts.model, len(cfg.ntypes) > 1 or len(cfg.etypes) > 1)
     if opts.edge_feat is None:
         return
     held = {key.rsplit("/", 1)[-1] for key in cfg.feature_schema.get("edge_feats", {})}
