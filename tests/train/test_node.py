@@ -97,7 +97,8 @@ def test_training_prints_no_warnings(tmp_path):
     """A normal run shows the user no library warnings (torch's RPC start-up used to print two); the first
     run says once that kernels are being compiled (the launcher compiles them, so no rank compiles again) and
     where it put the partitions; a later run finds the kernels in the cache and does not say so; ``-v``
-    reaches the ranks."""
+    reaches the ranks; with output to pipes (a log file, torchrun's, a container's) there are no progress bars,
+    one line per epoch."""
     import os
     import subprocess
     import sys
@@ -111,9 +112,12 @@ def test_training_prints_no_warnings(tmp_path):
         done = subprocess.run([sys.executable, "-m", "graphshard.cli", "train", "--dataset", str(tmp_path / "data"),
                                "--work-dir", str(tmp_path / "w"), "--num-procs", "2", "--epochs", "1",
                                "--fanouts", "3,3", "--batch-size", "128", *extra],
-                              capture_output=True, text=True, timeout=300, env=env)
+                              capture_output=True, timeout=300, env=env)
+        assert b"\r" not in done.stdout + done.stderr  # output to pipes: no progress bar redraws
+        done = subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
         assert done.returncode == 0, done.stderr[-2000:]
         assert "test accuracy" in done.stdout
+        assert done.stdout.count("\nepoch ") + done.stdout.startswith("epoch ") == 1  # one line per epoch
         assert "Warning" not in done.stderr, done.stderr
         return done
 
