@@ -51,20 +51,28 @@ def _rank(config: str, fanouts: list[int], batch: int, out: str) -> None:
             cache = build_cache(g, {t: seeds}, fanouts, ["feat"], ratio=ratio) if ratio else None
             g.features.attach_cache(cache)
             before, start = g.features.stats["bytes_received"], time.perf_counter()
-            with DistNeighborLoader(g, fanouts, seeds, batch, shuffle=True, label_name=None, prefetch=0,
-                                    seed=0) as loader:
+            with DistNeighborLoader(
+                g, fanouts, seeds, batch, shuffle=True, label_name=None, prefetch=0, seed=0
+            ) as loader:
                 for b in loader:
                     if ratio == 0.0:
                         counts[b.n_id.numpy()] += 1
-            rows.append({"ratio": ratio, "bytes": g.features.stats["bytes_received"] - before,
-                         "epoch_s": time.perf_counter() - start,
-                         "hits": cache.stats["hits"] if cache else 0, "lookups": cache.stats["lookups"] if cache else 0,
-                         "build_s": cache.build_s if cache else 0.0, "cache_rows": cache.num_rows if cache else 0})
+            rows.append(
+                {
+                    "ratio": ratio,
+                    "bytes": g.features.stats["bytes_received"] - before,
+                    "epoch_s": time.perf_counter() - start,
+                    "hits": cache.stats["hits"] if cache else 0,
+                    "lookups": cache.stats["lookups"] if cache else 0,
+                    "build_s": cache.build_s if cache else 0.0,
+                    "cache_rows": cache.num_rows if cache else 0,
+                }
+            )
             g.features.attach_cache(None)
         remote = counts * (book.nid2partid(np.arange(g.num_nodes())).numpy() != g.part_id)
         ranked = np.sort(remote)[::-1]
         for r in rows:
-            r["hindsight_share"] = float(ranked[:r["cache_rows"]].sum() / max(1, remote.sum()))
+            r["hindsight_share"] = float(ranked[: r["cache_rows"]].sum() / max(1, remote.sum()))
         Path(out, f"rank{s.rank}.json").write_text(json.dumps(rows))
 
 
@@ -85,22 +93,40 @@ def main() -> None:
     rows = []
     for i, ratio in enumerate(RATIOS):
         per = [r[i] for r in ranks]
-        rows.append({"ratio": ratio, "bytes": sum(x["bytes"] for x in per),
-                     "hit_share": sum(x["hits"] for x in per) / max(1, sum(x["lookups"] for x in per)),
-                     "hindsight_share": float(np.mean([x["hindsight_share"] for x in per])),
-                     "build_s": max(x["build_s"] for x in per), "epoch_s": max(x["epoch_s"] for x in per)})
-    result = {"machine": machine(), "part_config": args.part_config, "num_procs": args.num_procs,
-              "fanouts": fanouts, "batch": args.batch, "rows": rows}
+        rows.append(
+            {
+                "ratio": ratio,
+                "bytes": sum(x["bytes"] for x in per),
+                "hit_share": sum(x["hits"] for x in per) / max(1, sum(x["lookups"] for x in per)),
+                "hindsight_share": float(np.mean([x["hindsight_share"] for x in per])),
+                "build_s": max(x["build_s"] for x in per),
+                "epoch_s": max(x["epoch_s"] for x in per),
+            }
+        )
+    result = {
+        "machine": machine(),
+        "part_config": args.part_config,
+        "num_procs": args.num_procs,
+        "fanouts": fanouts,
+        "batch": args.batch,
+        "rows": rows,
+    }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=1))
     base = rows[0]["bytes"]
-    print(f"machine: {result['machine']['cpu']}, {result['machine']['cores']} cores; {args.part_config}, "
-          f"{args.num_procs} ranks, fanouts {fanouts}, {args.batch} seeds per rank per batch")
-    print(f"{'cache ratio':>11}{'remote MB':>11}{'x no cache':>11}{'hits':>7}{'hindsight':>10}{'build s':>9}"
-          f"{'epoch s':>9}")
+    print(
+        f"machine: {result['machine']['cpu']}, {result['machine']['cores']} cores; {args.part_config}, "
+        f"{args.num_procs} ranks, fanouts {fanouts}, {args.batch} seeds per rank per batch"
+    )
+    print(
+        f"{'cache ratio':>11}{'remote MB':>11}{'x no cache':>11}{'hits':>7}{'hindsight':>10}{'build s':>9}"
+        f"{'epoch s':>9}"
+    )
     for r in rows:
-        print(f"{r['ratio']:>11}{r['bytes'] / 1e6:>11.1f}{r['bytes'] / max(1, base):>11.2f}{r['hit_share']:>7.0%}"
-              f"{r['hindsight_share']:>10.0%}{r['build_s']:>9.2f}{r['epoch_s']:>9.1f}")
+        print(
+            f"{r['ratio']:>11}{r['bytes'] / 1e6:>11.1f}{r['bytes'] / max(1, base):>11.2f}{r['hit_share']:>7.0%}"
+            f"{r['hindsight_share']:>10.0%}{r['build_s']:>9.2f}{r['epoch_s']:>9.1f}"
+        )
     print(f"wrote {args.json}")
 
 

@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from partition import machine, write_result  # noqa: E402
+
 from tests.cluster.harness import Cluster, unavailable  # noqa: E402
 from tests.cluster.jobs import faulted, finish, spread, start  # noqa: E402
 
@@ -33,8 +34,23 @@ FAULTS = ("cut", "stop", "kill")
 
 
 def _train_args(args: argparse.Namespace, config: str) -> list[str]:
-    return ["train", "--part-config", config, "--fanouts", args.fanouts, "--batch-size", str(args.batch),
-            "--epochs", str(args.epochs), "--eval-every", "0", "--timeout", "600", "--metrics-out", "m.json"]
+    return [
+        "train",
+        "--part-config",
+        config,
+        "--fanouts",
+        args.fanouts,
+        "--batch-size",
+        str(args.batch),
+        "--epochs",
+        str(args.epochs),
+        "--eval-every",
+        "0",
+        "--timeout",
+        "600",
+        "--metrics-out",
+        "m.json",
+    ]
 
 
 def _layout(args, configs: dict[int, Path], hosts: int, per_host: int, cores: int) -> dict:
@@ -46,9 +62,17 @@ def _layout(args, configs: dict[int, Path], hosts: int, per_host: int, cores: in
         finish(start(c, _train_args(args, mine), per_host=per_host, name="train"), timeout=3600)
         m = json.loads((c.hosts[0].workdir / "m.json").read_text())
         walls = [e["wall_s"] for e in m["epochs"]]
-        return {"hosts": hosts, "ranks_per_host": per_host, "cores_per_host": cores, "partitions": parts,
-                "run_s": time.perf_counter() - start_s, "epoch_s": statistics.median(walls[1:] or walls),
-                "epochs_s": walls, "test_acc": m["test_acc"], "last_epoch": m["epochs"][-1]}
+        return {
+            "hosts": hosts,
+            "ranks_per_host": per_host,
+            "cores_per_host": cores,
+            "partitions": parts,
+            "run_s": time.perf_counter() - start_s,
+            "epoch_s": statistics.median(walls[1:] or walls),
+            "epochs_s": walls,
+            "test_acc": m["test_acc"],
+            "last_epoch": m["epochs"][-1],
+        }
     finally:
         c.down()
 
@@ -95,19 +119,31 @@ def main() -> None:
         runs.append(_layout(args, configs, hosts, per_host, cores))
         print(f"  {hosts} host(s) x {per_host} rank(s): epoch {runs[-1]['epoch_s']:.2f} s", flush=True)
     faults = [] if args.skip_faults else [_fault(args, configs, kind) for kind in FAULTS]
-    result = {"machine": machine(), "nodes": ds.graph.total_nodes, "edges": ds.graph.total_edges,
-              "fanouts": args.fanouts, "batch": args.batch, "epochs": args.epochs, "rate": args.rate,
-              "runs": runs, "faults": faults}
+    result = {
+        "machine": machine(),
+        "nodes": ds.graph.total_nodes,
+        "edges": ds.graph.total_edges,
+        "fanouts": args.fanouts,
+        "batch": args.batch,
+        "epochs": args.epochs,
+        "rate": args.rate,
+        "runs": runs,
+        "faults": faults,
+    }
     write_result(args.json, result)
     mc = result["machine"]
-    print(f"machine: {mc['cpu']}, {mc['cores']} cores; community graph {result['nodes']:,} nodes, "
-          f"{result['edges']:,} edges; fanouts {args.fanouts}, global batch {args.batch}; links "
-          f"{args.rate or 'unshaped'}")
+    print(
+        f"machine: {mc['cpu']}, {mc['cores']} cores; community graph {result['nodes']:,} nodes, "
+        f"{result['edges']:,} edges; fanouts {args.fanouts}, global batch {args.batch}; links "
+        f"{args.rate or 'unshaped'}"
+    )
     print(f"{'hosts x ranks':>14}{'cores/host':>11}{'epoch s':>9}{'epochs s':>22}{'run s':>7}{'test acc':>9}")
     for r in runs:
         walls = " ".join(f"{w:.2f}" for w in r["epochs_s"])
-        print(f"{r['hosts']:>8} x {r['ranks_per_host']:<3}{r['cores_per_host']:>11}{r['epoch_s']:>9.2f}{walls:>22}"
-              f"{r['run_s']:>7.1f}{r['test_acc']:>9.4f}")
+        print(
+            f"{r['hosts']:>8} x {r['ranks_per_host']:<3}{r['cores_per_host']:>11}{r['epoch_s']:>9.2f}{walls:>22}"
+            f"{r['run_s']:>7.1f}{r['test_acc']:>9.4f}"
+        )
     for f in faults:
         print(f"  {f['fault']:>5}: named after {f['detected_s']:.1f} s: {f['line']}")
     print(f"wrote {args.json}")

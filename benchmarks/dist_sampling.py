@@ -56,9 +56,17 @@ def _rank(config: str, fanouts: list[int], batch: int, batches: int, out: str) -
                 t_feat += time.perf_counter() - t
                 edges += o.edge.shape[0]
                 nodes += o.node.shape[0]
-            res = {"rank": ctx.rank, "batches": batches, "sample_seconds": t_sample, "feature_seconds": t_feat,
-                   "sampled_edges_per_s": edges / t_sample, "nodes_per_batch": nodes / batches,
-                   "edges_per_batch": edges / batches, "sampler": dict(sampler.stats), "features": dict(feats.stats)}
+            res = {
+                "rank": ctx.rank,
+                "batches": batches,
+                "sample_seconds": t_sample,
+                "feature_seconds": t_feat,
+                "sampled_edges_per_s": edges / t_sample,
+                "nodes_per_batch": nodes / batches,
+                "edges_per_batch": edges / batches,
+                "sampler": dict(sampler.stats),
+                "features": dict(feats.stats),
+            }
             Path(out).with_name(f"{Path(out).stem}.rank{ctx.rank}.json").write_text(json.dumps(res))
         finally:
             shutdown_rpc(group)
@@ -91,19 +99,31 @@ def main() -> None:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     launch(_rank, args.ranks, (str(config), fanouts, args.batch, args.batches, str(args.json)), timeout=600)
     ranks = [json.loads(args.json.with_name(f"{args.json.stem}.rank{r}.json").read_text()) for r in range(args.ranks)]
-    result = {"machine": machine(), "scale": args.scale, "method": args.method, "fanouts": fanouts,
-              "batch": args.batch, "ranks": ranks}
+    result = {
+        "machine": machine(),
+        "scale": args.scale,
+        "method": args.method,
+        "fanouts": fanouts,
+        "batch": args.batch,
+        "ranks": ranks,
+    }
     args.json.write_text(json.dumps(result, indent=1))
-    print(f"machine: {result['machine']['cpu']}, {result['machine']['cores']} cores; R-MAT scale {args.scale}, "
-          f"{args.method} partitions, {args.ranks} ranks; fanouts {fanouts}, batch {args.batch}")
-    print(f"{'rank':>4}{'sampled edges/s':>17}{'remote seeds':>14}{'KB sent/batch':>15}{'MB recv/batch':>15}"
-          f"{'feat GB/s':>11}{'remote rows':>13}")
+    print(
+        f"machine: {result['machine']['cpu']}, {result['machine']['cores']} cores; R-MAT scale {args.scale}, "
+        f"{args.method} partitions, {args.ranks} ranks; fanouts {fanouts}, batch {args.batch}"
+    )
+    print(
+        f"{'rank':>4}{'sampled edges/s':>17}{'remote seeds':>14}{'KB sent/batch':>15}{'MB recv/batch':>15}"
+        f"{'feat GB/s':>11}{'remote rows':>13}"
+    )
     for r in ranks:
         s, f, b = r["sampler"], r["features"], r["batches"]
         feat_bytes = r["nodes_per_batch"] * b * 64 * 4
-        print(f"{r['rank']:>4}{r['sampled_edges_per_s']:>17,.0f}{s['remote_seeds'] / max(1, s['seeds']):>14.1%}"
-              f"{s['bytes_sent'] / b / 1e3:>15.1f}{(s['bytes_received'] + f['bytes_received']) / b / 1e6:>15.2f}"
-              f"{feat_bytes / r['feature_seconds'] / 1e9:>11.2f}{f['remote_rows'] / max(1, f['rows']):>13.1%}")
+        print(
+            f"{r['rank']:>4}{r['sampled_edges_per_s']:>17,.0f}{s['remote_seeds'] / max(1, s['seeds']):>14.1%}"
+            f"{s['bytes_sent'] / b / 1e3:>15.1f}{(s['bytes_received'] + f['bytes_received']) / b / 1e6:>15.2f}"
+            f"{feat_bytes / r['feature_seconds'] / 1e9:>11.2f}{f['remote_rows'] / max(1, f['rows']):>13.1%}"
+        )
     print(f"wrote {args.json}")
 
 

@@ -34,17 +34,31 @@ def main() -> None:
     for path, fanouts in (("layer-wise", None), ("sampled, fanout -1", [-1, -1])):
         emb = Path(f"bench-out/inference-{'sampled' if fanouts else 'layerwise'}.npy")
         start = time.perf_counter()
-        m = train(TrainOptions(epochs=1, eval_every=0, eval_fanouts=fanouts, save_embeddings=str(emb), progress=False),
-                  num_procs=args.procs, dataset=str(data), work_dir="bench-out/inference-work")
-        rows.append({"path": path, "inference_s": m["inference_s"], "epoch_s": m["epochs"][0]["wall_s"],
-                     "end_to_end_s": time.perf_counter() - start, "test_acc": m["test_acc"]})
+        m = train(
+            TrainOptions(epochs=1, eval_every=0, eval_fanouts=fanouts, save_embeddings=str(emb), progress=False),
+            num_procs=args.procs,
+            dataset=str(data),
+            work_dir="bench-out/inference-work",
+        )
+        rows.append(
+            {
+                "path": path,
+                "inference_s": m["inference_s"],
+                "epoch_s": m["epochs"][0]["wall_s"],
+                "end_to_end_s": time.perf_counter() - start,
+                "test_acc": m["test_acc"],
+            }
+        )
     print(f"{'outputs':<20} {'all-node outputs s':>18} {'x epoch':>8} {'end to end s':>12} {'test acc':>8}")
     for r in rows:
-        print(f"{r['path']:<20} {r['inference_s']:>18.2f} {r['inference_s'] / r['epoch_s']:>8.2f} "
-              f"{r['end_to_end_s']:>12.1f} {r['test_acc']:>8.4f}")
+        print(
+            f"{r['path']:<20} {r['inference_s']:>18.2f} {r['inference_s'] / r['epoch_s']:>8.2f} "
+            f"{r['end_to_end_s']:>12.1f} {r['test_acc']:>8.4f}"
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"machine": machine(), "args": {**vars(args), "out": str(args.out)}, "rows": rows},
-                                   indent=1))
+    args.out.write_text(
+        json.dumps({"machine": machine(), "args": {**vars(args), "out": str(args.out)}, "rows": rows}, indent=1)
+    )
     print(f"wrote {args.out}")
 
 

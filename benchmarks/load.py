@@ -69,12 +69,21 @@ def measure(config: Path, p: int, repeats: int) -> dict:
     finally:
         load.check_structure = checks
     part = load_partition(config, p, load_feats=False)
-    tensors = {f"node/{k}": v for k, v in part.graph.ndata.items()} | {f"edge/{k}": v for k, v in part.graph.edata.items()}
+    tensors = {f"node/{k}": v for k, v in part.graph.ndata.items()} | {
+        f"edge/{k}": v for k, v in part.graph.edata.items()
+    }
     tensors |= {"indptr": part.graph.indptr, "indices": part.graph.indices}
     alone = best_of(lambda: checks(cfg, p, tensors, cfg.part_path(p, "part_graph")), repeats)
     verify = best_of(lambda: load_partition(config, p, verify=True), 1)
-    return {"part": p, "bytes": sum(f.stat().st_size for f in files), "edges": part.graph.num_edges,
-            "plain_s": plain, "default_s": default, "check_s": alone, "verify_s": verify}
+    return {
+        "part": p,
+        "bytes": sum(f.stat().st_size for f in files),
+        "edges": part.graph.num_edges,
+        "plain_s": plain,
+        "default_s": default,
+        "check_s": alone,
+        "verify_s": verify,
+    }
 
 
 def main() -> None:
@@ -92,20 +101,35 @@ def main() -> None:
 
     config = args.part_config or build(args)
     rows = [measure(config, p, args.repeats) for p in range(read_config(config).num_parts)]
-    print(f"{'part':>4} {'MB':>8} {'edges':>11} {'plain s':>8} {'default s':>9} {'checks s':>8} {'verify s':>8} "
-          f"{'checks/verify':>13}")
+    print(
+        f"{'part':>4} {'MB':>8} {'edges':>11} {'plain s':>8} {'default s':>9} {'checks s':>8} {'verify s':>8} "
+        f"{'checks/verify':>13}"
+    )
     for r in rows:
-        print(f"{r['part']:>4} {r['bytes'] / 1e6:>8.1f} {r['edges']:>11,} {r['plain_s']:>8.3f} {r['default_s']:>9.3f} "
-              f"{r['check_s']:>8.3f} {r['verify_s']:>8.3f} {r['check_s'] / r['verify_s']:>13.3f}")
+        print(
+            f"{r['part']:>4} {r['bytes'] / 1e6:>8.1f} {r['edges']:>11,} {r['plain_s']:>8.3f} {r['default_s']:>9.3f} "
+            f"{r['check_s']:>8.3f} {r['verify_s']:>8.3f} {r['check_s'] / r['verify_s']:>13.3f}"
+        )
     total = {k: sum(r[k] for r in rows) for k in ("plain_s", "default_s", "check_s", "verify_s")}
     total["edges"] = sum(r["edges"] for r in rows)
-    print(f"all ({total['edges']:,} stored edges): plain {total['plain_s']:.3f} s, default {total['default_s']:.3f} s, "
-          f"structural checks {total['check_s']:.3f} s = {total['check_s'] / total['verify_s']:.2f} x one checksum "
-          "read of the files")
+    print(
+        f"all ({total['edges']:,} stored edges): plain {total['plain_s']:.3f} s, default {total['default_s']:.3f} s, "
+        f"structural checks {total['check_s']:.3f} s = {total['check_s'] / total['verify_s']:.2f} x one checksum "
+        "read of the files"
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"machine": machine(), "config": str(config),
-                                    "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-                                    "rows": rows, "total": total}, indent=1))
+    args.out.write_text(
+        json.dumps(
+            {
+                "machine": machine(),
+                "config": str(config),
+                "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                "rows": rows,
+                "total": total,
+            },
+            indent=1,
+        )
+    )
     print(f"wrote {args.out}")
 
 

@@ -66,10 +66,12 @@ HETERO_MODELS = ("rsage", "rgcn", "rgat", "hgt", "mlp")
 DATASETS = {"cora": HOMO_MODELS, "citeseer": HOMO_MODELS, "pubmed": HOMO_MODELS, "dblp_hetero": HETERO_MODELS}
 FALLBACK = {"rsage": "sage"}  # graphshard's sage on a heterogeneous graph is the relational GraphSAGE
 ETYPE = tuple[str, str, str]
-NOTES = ("Accuracy: test accuracy at the best validation epoch, mean over the seeds. Epoch times are noisy: other "
-         "processes share the machine's cores. graphshard: 2 processes x 2 METIS partitions, mini-batches, median "
-         "training-epoch wall time per rank; reference: one process on --threads torch threads, full batch, plain "
-         "PyG, median time of one training step.")
+NOTES = (
+    "Accuracy: test accuracy at the best validation epoch, mean over the seeds. Epoch times are noisy: other "
+    "processes share the machine's cores. graphshard: 2 processes x 2 METIS partitions, mini-batches, median "
+    "training-epoch wall time per rank; reference: one process on --threads torch threads, full batch, plain "
+    "PyG, median time of one training step."
+)
 
 
 @dataclass(frozen=True)
@@ -137,8 +139,16 @@ def read_data(d: Path) -> Data:
     x = _features(d, meta.get("feat_format", "none"), meta.get("feat_files", []), meta.get("feat_shape"))
     edges = np.stack([_npy(d / "src.npy"), _npy(d / "dst.npy")]).astype(np.int64)
     y = _npy(d / "label.npy").astype(np.int64)
-    return Data(meta.get("name", d.name), {"_N": n}, {"_N": x}, {("_N", "_E", "_N"): edges}, y, _splits(d, ""),
-                "_N", int(meta["num_classes"]))
+    return Data(
+        meta.get("name", d.name),
+        {"_N": n},
+        {"_N": x},
+        {("_N", "_E", "_N"): edges},
+        y,
+        _splits(d, ""),
+        "_N",
+        int(meta["num_classes"]),
+    )
 
 
 def _read_hetero(d: Path, meta: dict[str, Any]) -> Data:
@@ -151,12 +161,24 @@ def _read_hetero(d: Path, meta: dict[str, Any]) -> Data:
         if s != t:
             edges[(t, f"rev_{r}", s)] = e[::-1].copy()
     feats = meta.get("features", {})
-    x = {t: _features(d, feats.get(t, {}).get("format", "none"), feats.get(t, {}).get("files", []),
-                      feats.get(t, {}).get("shape")) for t in meta["node_types"]}
+    x = {
+        t: _features(
+            d, feats.get(t, {}).get("format", "none"), feats.get(t, {}).get("files", []), feats.get(t, {}).get("shape")
+        )
+        for t in meta["node_types"]
+    }
     target = meta["target_node_type"]
     y = _npy(d / meta["label_files"][target]).astype(np.int64)
-    return Data(meta.get("name", d.name), {t: int(n) for t, n in meta["num_nodes"].items()}, x, edges, y,
-                _splits(d, f"{target}_"), target, int(meta["num_classes"]))
+    return Data(
+        meta.get("name", d.name),
+        {t: int(n) for t, n in meta["num_nodes"].items()},
+        x,
+        edges,
+        y,
+        _splits(d, f"{target}_"),
+        target,
+        int(meta["num_classes"]),
+    )
 
 
 # -- reference models (plain PyG layers, full batch) ----------------------------------------------------------
@@ -166,8 +188,12 @@ def _torch_x(x: Any, sparse: bool) -> torch.Tensor | None:
         return None if x is None else torch.from_numpy(x)
     indptr, indices, data, cols = x
     rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
-    coo = torch.sparse_coo_tensor(torch.from_numpy(np.stack([rows, indices])), torch.from_numpy(data),
-                                  (len(indptr) - 1, cols), check_invariants=False).coalesce()
+    coo = torch.sparse_coo_tensor(
+        torch.from_numpy(np.stack([rows, indices])),
+        torch.from_numpy(data),
+        (len(indptr) - 1, cols),
+        check_invariants=False,
+    ).coalesce()
     return coo if sparse else coo.to_dense()
 
 
@@ -178,9 +204,14 @@ class Inputs(nn.Module):
     def __init__(self, data: Data, hidden: int):
         super().__init__()
         self.fixed = {t: _torch_x(v, data.hetero) for t, v in data.x.items() if v is not None}
-        bound = 1.0 / hidden ** 0.5
-        self.embeddings = nn.ParameterDict({t: nn.Parameter(torch.empty(n, hidden).uniform_(-bound, bound))
-                                            for t, n in data.num_nodes.items() if data.x[t] is None})
+        bound = 1.0 / hidden**0.5
+        self.embeddings = nn.ParameterDict(
+            {
+                t: nn.Parameter(torch.empty(n, hidden).uniform_(-bound, bound))
+                for t, n in data.num_nodes.items()
+                if data.x[t] is None
+            }
+        )
 
     def forward(self) -> dict[str, torch.Tensor]:
         return {**self.fixed, **dict(self.embeddings.items())}
@@ -274,8 +305,10 @@ def _hetero_layer(model: str, data: Data, a: int, b: int, last: bool, s: Setting
         return HeteroConv({et: SAGEConv((a, a), b) for et in etypes}, aggr="mean")
     if model == "rgat":
         width = b if last else b // s.heads
-        convs = {et: GATConv((a, a), width, heads=s.heads, concat=not last, add_self_loops=False, bias=False)
-                 for et in etypes}
+        convs = {
+            et: GATConv((a, a), width, heads=s.heads, concat=not last, add_self_loops=False, bias=False)
+            for et in etypes
+        }
         return Rooted(HeteroConv(convs, aggr="sum"), list(data.num_nodes), a, b)
     if model == "rgcn":
         return Homogenised(RGCNConv(a, b, len(etypes), aggr="mean"))
@@ -300,8 +333,11 @@ class Reference(nn.Module):
         self.head = nn.Linear(s.hidden, data.num_classes) if model == "hgt" else None
         out = s.hidden if self.head is not None else data.num_classes
         a = s.hidden if self.relational else dims[data.target]
-        make = (lambda *w: _hetero_layer(model, data, *w, s)) if self.relational else (
-            lambda *w: _homo_layer(model, *w, s))
+        make = (
+            (lambda *w: _hetero_layer(model, data, *w, s))
+            if self.relational
+            else (lambda *w: _homo_layer(model, *w, s))
+        )
         self.body = Stack([make(i, o, last) for i, o, last in _widths(s, a, out)], s.dropout)
 
     def forward(self) -> torch.Tensor:
@@ -377,17 +413,43 @@ def offered() -> tuple[set[str], set[str]]:
     return set(re.findall(r"(?:^|; )(\w+): ", " ".join(block.group(1).split()))) if block else set(), flags
 
 
-def train_graphshard(model: str, data_dir: Path, work: Path, s: Settings, seed: int, flags: set[str]
-                     ) -> dict[str, Any]:
+def train_graphshard(model: str, data_dir: Path, work: Path, s: Settings, seed: int, flags: set[str]) -> dict[str, Any]:
     """One ``graphshard train`` run on 2 processes: test accuracy at the best validation epoch (from the
     metrics file), the median epoch time, or the error it ended with."""
     with tempfile.TemporaryDirectory() as tmp:
         metrics = Path(tmp) / "metrics.json"
-        cmd = [*graphshard_cli(), "train", "--dataset", str(data_dir), "--work-dir", str(work), "--num-procs", "2",
-               "--model", model, "--epochs", str(s.epochs), "--hidden", str(s.hidden), "--dropout", str(s.dropout),
-               "--lr", str(s.lr), "--weight-decay", str(s.weight_decay), "--sparse-lr", str(s.sparse_lr),
-               "--fanouts", ",".join(map(str, s.fanouts)), "--batch-size", str(s.batch_size), "--seed", str(seed),
-               "--metrics-out", str(metrics)]
+        cmd = [
+            *graphshard_cli(),
+            "train",
+            "--dataset",
+            str(data_dir),
+            "--work-dir",
+            str(work),
+            "--num-procs",
+            "2",
+            "--model",
+            model,
+            "--epochs",
+            str(s.epochs),
+            "--hidden",
+            str(s.hidden),
+            "--dropout",
+            str(s.dropout),
+            "--lr",
+            str(s.lr),
+            "--weight-decay",
+            str(s.weight_decay),
+            "--sparse-lr",
+            str(s.sparse_lr),
+            "--fanouts",
+            ",".join(map(str, s.fanouts)),
+            "--batch-size",
+            str(s.batch_size),
+            "--seed",
+            str(seed),
+            "--metrics-out",
+            str(metrics),
+        ]
         if "--heads" in flags:
             cmd += ["--heads", str(s.heads)]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -396,8 +458,13 @@ def train_graphshard(model: str, data_dir: Path, work: Path, s: Settings, seed: 
             return {"error": f"exit {done.returncode}: " + " | ".join(tail)}
         m = json.loads(metrics.read_text())
     times = [e["wall_s"] for e in m["epochs"]]
-    return {"test_acc": m["test_acc"], "val_acc": m["val_acc"], "best_epoch": m["best_epoch"],
-            "epoch_s": _median_after_first(times), "command": " ".join(cmd[1:-2])}
+    return {
+        "test_acc": m["test_acc"],
+        "val_acc": m["val_acc"],
+        "best_epoch": m["best_epoch"],
+        "epoch_s": _median_after_first(times),
+        "command": " ".join(cmd[1:-2]),
+    }
 
 
 # -- the table -----------------------------------------------------------------------------------------------
@@ -407,12 +474,17 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     if not ok:
         return {"test_acc": None, "error": runs[0]["error"] if runs else "not run"}
     acc = [r["test_acc"] for r in ok]
-    return {"test_acc": statistics.mean(acc), "test_acc_std": statistics.pstdev(acc),
-            "epoch_s": statistics.median(r["epoch_s"] for r in ok), "failed_seeds": len(runs) - len(ok)}
+    return {
+        "test_acc": statistics.mean(acc),
+        "test_acc_std": statistics.pstdev(acc),
+        "epoch_s": statistics.median(r["epoch_s"] for r in ok),
+        "failed_seeds": len(runs) - len(ok),
+    }
 
 
-def run_cell(model: str, name: str, data: Data, data_dir: Path, work: Path, s: Settings,
-             available: tuple[set[str], set[str]]) -> dict[str, Any]:
+def run_cell(
+    model: str, name: str, data: Data, data_dir: Path, work: Path, s: Settings, available: tuple[set[str], set[str]]
+) -> dict[str, Any]:
     """Both sides of one model x dataset, over the seeds."""
     models, flags = available
     ours_name = model if model in models else FALLBACK.get(model) if data.hetero else None
@@ -442,20 +514,26 @@ def _ms(side: dict[str, Any]) -> str:
 
 def print_table(result: dict[str, Any]) -> None:
     s, mc = result["settings"], result["machine"]
-    print(f"machine: {mc['cpu']}, {mc['cores']} cores; hidden {s['hidden']}, {s['layers']} layers, dropout "
-          f"{s['dropout']}, heads {s['heads']}, lr {s['lr']}, weight decay {s['weight_decay']}, {s['epochs']} epochs, "
-          f"{s['seeds']} seed(s); graphshard: 2 procs x 2 parts, batch {s['batch_size']}, fanouts "
-          f"{','.join(map(str, s['fanouts']))}")
-    print(f"{'model':<7}{'dataset':<13}{'ours %':>15}{'reference %':>15}{'diff pts':>10}{'ours ms/ep':>12}"
-          f"{'ref ms/ep':>11}  note")
+    print(
+        f"machine: {mc['cpu']}, {mc['cores']} cores; hidden {s['hidden']}, {s['layers']} layers, dropout "
+        f"{s['dropout']}, heads {s['heads']}, lr {s['lr']}, weight decay {s['weight_decay']}, {s['epochs']} epochs, "
+        f"{s['seeds']} seed(s); graphshard: 2 procs x 2 parts, batch {s['batch_size']}, fanouts "
+        f"{','.join(map(str, s['fanouts']))}"
+    )
+    print(
+        f"{'model':<7}{'dataset':<13}{'ours %':>15}{'reference %':>15}{'diff pts':>10}{'ours ms/ep':>12}"
+        f"{'ref ms/ep':>11}  note"
+    )
     for r in result["rows"]:
         ours, ref, diff = r["ours"], r["reference"], r["difference_points"]
         note = "" if r["graphshard_model"] in (None, r["model"]) else f"graphshard --model {r['graphshard_model']}"
         if ours.get("error") not in (None, "not available"):
             note = ours["error"][:100]
         miss = "  <- misses 2 pts" if diff is not None and diff < -2 else ""
-        print(f"{r['model']:<7}{r['dataset']:<13}{_acc(ours, s['seeds']):>15}{_acc(ref, s['seeds']):>15}"
-              f"{'-' if diff is None else f'{diff:+.1f}':>10}{_ms(ours):>12}{_ms(ref):>11}  {note}{miss}")
+        print(
+            f"{r['model']:<7}{r['dataset']:<13}{_acc(ours, s['seeds']):>15}{_acc(ref, s['seeds']):>15}"
+            f"{'-' if diff is None else f'{diff:+.1f}':>10}{_ms(ours):>12}{_ms(ref):>11}  {note}{miss}"
+        )
     print(f"notes: {result['notes']}")
 
 
@@ -482,12 +560,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--quick", action="store_true", help="Cora only, 30 epochs, one seed")
     p.add_argument("--work", type=Path, default=ROOT / "bench-out" / "models", help="graphshard's partitions")
     p.add_argument("--out", type=Path, default=ROOT / "bench-out" / "models.json")
-    p.add_argument("--update", action="store_true", help="keep the rows of an existing --out that this run does "
-                   "not measure (e.g. to redo a few cells)")
+    p.add_argument(
+        "--update",
+        action="store_true",
+        help="keep the rows of an existing --out that this run does not measure (e.g. to redo a few cells)",
+    )
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
-    s = Settings(hidden=args.hidden, heads=args.heads, epochs=args.epochs, seeds=args.seeds,
-                 batch_size=args.batch_size, fanouts=tuple(int(f) for f in args.fanouts.split(",")))
+    s = Settings(
+        hidden=args.hidden,
+        heads=args.heads,
+        epochs=args.epochs,
+        seeds=args.seeds,
+        batch_size=args.batch_size,
+        fanouts=tuple(int(f) for f in args.fanouts.split(",")),
+    )
     s = replace(s, layers=len(s.fanouts))
     names = args.datasets.split(",")
     if args.quick:
@@ -495,8 +582,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     wanted = set(args.models.split(",")) if args.models else None
     available = offered()
     rows: list[dict[str, Any]] = []
-    result = {"machine": machine(), "settings": asdict(s), "graphshard_models": sorted(available[0]),
-              "notes": NOTES, "rows": rows}
+    result = {
+        "machine": machine(),
+        "settings": asdict(s),
+        "graphshard_models": sorted(available[0]),
+        "notes": NOTES,
+        "rows": rows,
+    }
     for name in names:
         if name not in DATASETS:
             p.error(f"unknown dataset {name!r} (known: {', '.join(DATASETS)})")
@@ -510,8 +602,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 rows.append(run_cell(model, name, data, data_dir, args.work, s, available))
                 if not args.update:  # after every cell: an interrupted run keeps what it measured
                     write_result(args.out, result)
-                print(f"  {model} on {name}: ours {_acc(rows[-1]['ours'], s.seeds)}, "
-                      f"reference {_acc(rows[-1]['reference'], s.seeds)}", flush=True)
+                print(
+                    f"  {model} on {name}: ours {_acc(rows[-1]['ours'], s.seeds)}, "
+                    f"reference {_acc(rows[-1]['reference'], s.seeds)}",
+                    flush=True,
+                )
     if args.update and args.out.is_file():
         result["rows"] = _merged(json.loads(args.out.read_text())["rows"], rows)
     write_result(args.out, result)

@@ -66,18 +66,32 @@ def main() -> None:
         write_dataset(data, args.nodes, args.feat_dim, args.edges)
     fixed, _ = peak("import graphshard.cli, graphshard.datasets.ogb, graphshard.chunked.writer, pyarrow.csv")
     out = args.work / "chunked"
-    code = (f"from graphshard.cli import main; main(['chunk', '--dataset', {str(data)!r}, '--out', {str(out)!r}, "
-            "'--num-chunks', '4', '--overwrite'])")
+    code = (
+        f"from graphshard.cli import main; main(['chunk', '--dataset', {str(data)!r}, '--out', {str(out)!r}, "
+        "'--num-chunks', '4', '--overwrite'])"
+    )
     whole, seconds = peak(code)
     feat = args.nodes * args.feat_dim * 4
     edges = args.edges * 16
-    row = {"nodes": args.nodes, "feat_dim": args.feat_dim, "edges": args.edges, "feature_bytes": feat,
-           "edge_bytes": edges, "fixed_peak": fixed, "chunk_peak": whole, "seconds": seconds,
-           "growth_over_features": (whole - fixed) / feat}
-    print("| nodes | features | edges | feature MiB | edge MiB | chunk s | peak MiB | fixed MiB | (peak − fixed) / features |")
+    row = {
+        "nodes": args.nodes,
+        "feat_dim": args.feat_dim,
+        "edges": args.edges,
+        "feature_bytes": feat,
+        "edge_bytes": edges,
+        "fixed_peak": fixed,
+        "chunk_peak": whole,
+        "seconds": seconds,
+        "growth_over_features": (whole - fixed) / feat,
+    }
+    print(
+        "| nodes | features | edges | feature MiB | edge MiB | chunk s | peak MiB | fixed MiB | (peak − fixed) / features |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
-    print(f"| {args.nodes:,} | {args.feat_dim} | {args.edges:,} | {feat / 2**20:.0f} | {edges / 2**20:.0f} | "
-          f"{seconds:.1f} | {whole / 2**20:.0f} | {fixed / 2**20:.0f} | {row['growth_over_features']:.2f} |")
+    print(
+        f"| {args.nodes:,} | {args.feat_dim} | {args.edges:,} | {feat / 2**20:.0f} | {edges / 2**20:.0f} | "
+        f"{seconds:.1f} | {whole / 2**20:.0f} | {fixed / 2**20:.0f} | {row['growth_over_features']:.2f} |"
+    )
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"machine": machine(), "rows": [row]}, indent=1))
     print(f"wrote {args.json}")

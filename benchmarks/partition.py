@@ -74,10 +74,18 @@ def child_end_to_end(args) -> dict:
     phases = {m.group(1): float(m.group(2)) for m in (re.match(r"(\S+): ([\d.]+) s", r) for r in records) if m}
     inside = [float(m.group(1)) for m in (re.search(r"partitioner call: ([\d.]+) s", r) for r in records) if m]
     st = partitioning_stats(out / "bench.json")
-    return {"seconds": seconds, "peak_rss": rss, "input_bytes": input_bytes(g), "phases": phases,
-            "partitioner_seconds": inside[0] if inside else 0.0, "edge_cut": st.edge_cut,
-            "edge_cut_fraction": st.edge_cut_fraction, "node_balance": st.node_balance,
-            "edge_balance": st.edge_balance, "output_bytes": st.total_file_bytes}
+    return {
+        "seconds": seconds,
+        "peak_rss": rss,
+        "input_bytes": input_bytes(g),
+        "phases": phases,
+        "partitioner_seconds": inside[0] if inside else 0.0,
+        "edge_cut": st.edge_cut,
+        "edge_cut_fraction": st.edge_cut_fraction,
+        "node_balance": st.node_balance,
+        "edge_balance": st.edge_balance,
+        "output_bytes": st.total_file_bytes,
+    }
 
 
 def child_bare(args) -> dict:
@@ -94,23 +102,43 @@ def child_bare(args) -> dict:
     start = time.perf_counter()
     if args.method == "pymetis":
         import pymetis
+
         opts = pymetis.Options(seed=0)  # the seed partition_graph passes, so both calls do the same work
-        _, parts = pymetis.part_graph(args.parts, pymetis.CSRAdjacency(csr.xadj, csr.adjncy), recursive=False,
-                                      options=opts)
+        _, parts = pymetis.part_graph(
+            args.parts, pymetis.CSRAdjacency(csr.xadj, csr.adjncy), recursive=False, options=opts
+        )
     else:
         from graphshard.partition.assign.kaminpar import kaminpar_partition
+
         parts = kaminpar_partition(lambda: csr, args.parts)
     seconds = time.perf_counter() - start
     parts = np.asarray(parts)
     rows = np.repeat(np.arange(csr.num_nodes), np.diff(csr.xadj))
     cut = int((parts[rows] != parts[csr.adjncy]).sum()) // 2
-    return {"seconds": seconds, "peak_rss": peak_rss(), "rss_before_call": before, "undirected_cut": cut,
-            "csr_bytes": csr.xadj.nbytes + csr.adjncy.nbytes}
+    return {
+        "seconds": seconds,
+        "peak_rss": peak_rss(),
+        "rss_before_call": before,
+        "undirected_cut": cut,
+        "csr_bytes": csr.xadj.nbytes + csr.adjncy.nbytes,
+    }
 
 
 def run_child(kind: str, method: str, args) -> dict:
-    cmd = [sys.executable, __file__, "--child", kind, "--method", method, "--data", str(args.data),
-           "--parts", str(args.parts), "--work", str(args.work)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        kind,
+        "--method",
+        method,
+        "--data",
+        str(args.data),
+        "--parts",
+        str(args.parts),
+        "--work",
+        str(args.work),
+    ]
     res = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if res.returncode != 0:
         raise RuntimeError(f"{kind} {method} failed:\n{res.stderr[-3000:]}")
@@ -151,12 +179,18 @@ def main() -> None:
     args.data = args.data or Path(f"bench-out/rmat{args.scale}")
     if not (args.data / "meta.json").is_file():
         from graphshard.datasets import rmat_graph, save_dataset
+
         t = time.perf_counter()
         save_dataset(rmat_graph(args.scale, args.edge_factor, args.feat_dim, seed=0), args.data)
         print(f"generated {args.data} in {time.perf_counter() - t:.1f} s")
     warm_up()
-    results = {"machine": machine(), "graph": {"scale": args.scale, "edge_factor": args.edge_factor,
-               "feat_dim": args.feat_dim}, "parts": args.parts, "end_to_end": {}, "bare": {}}
+    results = {
+        "machine": machine(),
+        "graph": {"scale": args.scale, "edge_factor": args.edge_factor, "feat_dim": args.feat_dim},
+        "parts": args.parts,
+        "end_to_end": {},
+        "bare": {},
+    }
     for m in args.methods.split(","):
         results["end_to_end"][m] = run_child("e2e", m, args)
         print(f"{m}: {results['end_to_end'][m]['seconds']:.1f} s", flush=True)
@@ -192,13 +226,17 @@ def targets(r: dict) -> dict:
 
 def print_table(r: dict) -> None:
     gb = 2**30
-    print(f"\nmachine: {r['machine']['cpu']}, {r['machine']['cores']} cores, {r['machine']['memory_bytes'] / gb:.0f} GiB")
+    print(
+        f"\nmachine: {r['machine']['cpu']}, {r['machine']['cores']} cores, {r['machine']['memory_bytes'] / gb:.0f} GiB"
+    )
     head = f"{'run':<18}{'time s':>9}{'partitioner s':>15}{'peak RSS GiB':>14}{'edge cut %':>12}{'node bal':>10}{'edge bal':>10}{'output GB':>11}"
     print(head)
     for m, x in r["end_to_end"].items():
-        print(f"{'e2e ' + m:<18}{x['seconds']:>9.2f}{x['partitioner_seconds']:>15.2f}{x['peak_rss'] / gb:>14.2f}"
-              f"{100 * x['edge_cut_fraction']:>12.2f}{x['node_balance']:>10.3f}{x['edge_balance']:>10.3f}"
-              f"{x['output_bytes'] / 1e9:>11.2f}")
+        print(
+            f"{'e2e ' + m:<18}{x['seconds']:>9.2f}{x['partitioner_seconds']:>15.2f}{x['peak_rss'] / gb:>14.2f}"
+            f"{100 * x['edge_cut_fraction']:>12.2f}{x['node_balance']:>10.3f}{x['edge_balance']:>10.3f}"
+            f"{x['output_bytes'] / 1e9:>11.2f}"
+        )
     for m, x in r["bare"].items():
         cut = 100 * x["undirected_cut"] * 2 / max(1, x["csr_bytes"] // 8)
         print(f"{'bare ' + m:<18}{x['seconds']:>9.2f}{x['seconds']:>15.2f}{x['peak_rss'] / gb:>14.2f}{cut:>12.2f}")

@@ -24,8 +24,10 @@ from graphshard.format.config import read_config  # noqa: E402
 from graphshard.pipeline.assign import assign_chunked  # noqa: E402
 from graphshard.pipeline.dispatch.cost import counted_estimates  # noqa: E402
 from graphshard.plan.measure import peak_private  # noqa: E402
-from graphshard.train.cost import feature_width  # noqa: E402
-from graphshard.train.cost import train_estimates  # noqa: E402
+from graphshard.train.cost import (
+    feature_width,  # noqa: E402
+    train_estimates,  # noqa: E402
+)
 
 GS = [sys.executable, "-m", "graphshard.cli"]
 MiB = 2**20
@@ -37,20 +39,59 @@ def one(work: Path, scale: int, parts: int, procs: int) -> list[dict]:
         write_rmat_chunked(data, scale, feat_dim=64, num_classes=4, num_chunks=8)
     assign_chunked(data, assignment, parts, "stream", balance_edges=True, overwrite=True)
     rows = []
-    measured = peak_private([*GS, "dispatch", "--dataset", str(data), "--assignment", str(assignment), "--out",
-                             str(out), "--num-procs", str(procs), "--overwrite"])
+    measured = peak_private(
+        [
+            *GS,
+            "dispatch",
+            "--dataset",
+            str(data),
+            "--assignment",
+            str(assignment),
+            "--out",
+            str(out),
+            "--num-procs",
+            str(procs),
+            "--overwrite",
+        ]
+    )
     predicted = counted_estimates(str(data), str(assignment), parts, procs)[0]
-    rows.append({"step": "dispatch", "scale": scale, "parts": parts, "measured_mib": max(measured.values()) / MiB,
-                 "predicted_mib": max(e.peak_bytes for e in predicted) / MiB})
+    rows.append(
+        {
+            "step": "dispatch",
+            "scale": scale,
+            "parts": parts,
+            "measured_mib": max(measured.values()) / MiB,
+            "predicted_mib": max(e.peak_bytes for e in predicted) / MiB,
+        }
+    )
     cfg = read_config(out / f"rmat{scale}.json")
     for sampled in (False, True):
-        cmd = [*GS, "train", "--part-config", str(cfg.path), "--num-procs", str(procs), "--epochs", "1",
-               "--fanouts", "5,5", "--batch-size", "1024", *(["--eval-fanouts", "5,5"] if sampled else [])]
+        cmd = [
+            *GS,
+            "train",
+            "--part-config",
+            str(cfg.path),
+            "--num-procs",
+            str(procs),
+            "--epochs",
+            "1",
+            "--fanouts",
+            "5,5",
+            "--batch-size",
+            "1024",
+            *(["--eval-fanouts", "5,5"] if sampled else []),
+        ]
         measured = peak_private(cmd)
         predicted = train_estimates(cfg, procs, feature_width(cfg), 64, not sampled)
-        rows.append({"step": "train" + (" (sampled eval)" if sampled else ""), "scale": scale, "parts": parts,
-                     "measured_mib": max(measured.values()) / MiB,
-                     "predicted_mib": max(e.peak_bytes for e in predicted) / MiB})
+        rows.append(
+            {
+                "step": "train" + (" (sampled eval)" if sampled else ""),
+                "scale": scale,
+                "parts": parts,
+                "measured_mib": max(measured.values()) / MiB,
+                "predicted_mib": max(e.peak_bytes for e in predicted) / MiB,
+            }
+        )
     return rows
 
 
@@ -68,8 +109,11 @@ def main() -> None:
         for parts in args.parts:
             for r in one(args.work, scale, parts, args.procs):
                 rows.append(r)
-                print(f"{r['step']:<22} {scale:>5} {parts:>5} {r['measured_mib']:>13.0f} {r['predicted_mib']:>14.0f} "
-                      f"{r['predicted_mib'] / r['measured_mib']:>6.2f}", flush=True)
+                print(
+                    f"{r['step']:<22} {scale:>5} {parts:>5} {r['measured_mib']:>13.0f} {r['predicted_mib']:>14.0f} "
+                    f"{r['predicted_mib'] / r['measured_mib']:>6.2f}",
+                    flush=True,
+                )
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"machine": machine(), "procs": args.procs, "rows": rows}, indent=1))
 

@@ -59,17 +59,31 @@ def main() -> None:
         edges += out.edge.shape[0]
         nodes += out.node.shape[0]
     sec = time.perf_counter() - start
-    res = {"machine": machine(), "scale": args.scale, "edges": int(src.shape[0]), "fanouts": fanouts,
-           "batch": args.batch, "batches": args.batches, "threads": args.threads, "seconds": sec,
-           "seeds_per_s": args.batch * args.batches / sec, "sampled_edges_per_s": edges / sec,
-           "sampled_nodes_per_batch": nodes / args.batches, "sampled_edges_per_batch": edges / args.batches}
+    res = {
+        "machine": machine(),
+        "scale": args.scale,
+        "edges": int(src.shape[0]),
+        "fanouts": fanouts,
+        "batch": args.batch,
+        "batches": args.batches,
+        "threads": args.threads,
+        "seconds": sec,
+        "seeds_per_s": args.batch * args.batches / sec,
+        "sampled_edges_per_s": edges / sec,
+        "sampled_nodes_per_batch": nodes / args.batches,
+        "sampled_edges_per_batch": edges / args.batches,
+    }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(res, indent=1))
-    print(f"machine: {res['machine']['cpu']}, {res['machine']['cores']} cores; R-MAT scale {args.scale}: "
-          f"{res['edges']:,} edges; fanouts {fanouts}, batch {args.batch}, {args.threads} thread(s)")
+    print(
+        f"machine: {res['machine']['cpu']}, {res['machine']['cores']} cores; R-MAT scale {args.scale}: "
+        f"{res['edges']:,} edges; fanouts {fanouts}, batch {args.batch}, {args.threads} thread(s)"
+    )
     print(f"{'seeds/s':>12}{'sampled edges/s':>18}{'edges/batch':>14}{'nodes/batch':>14}")
-    print(f"{res['seeds_per_s']:>12,.0f}{res['sampled_edges_per_s']:>18,.0f}{res['sampled_edges_per_batch']:>14,.0f}"
-          f"{res['sampled_nodes_per_batch']:>14,.0f}")
+    print(
+        f"{res['seeds_per_s']:>12,.0f}{res['sampled_edges_per_s']:>18,.0f}{res['sampled_edges_per_batch']:>14,.0f}"
+        f"{res['sampled_nodes_per_batch']:>14,.0f}"
+    )
     print(f"wrote {args.json}")
 
 

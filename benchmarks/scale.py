@@ -90,14 +90,30 @@ def quality(chunked: Path, assignment: Path, k: int) -> dict:
             edges += int(keep.sum())
             in_edges += np.bincount(pd, minlength=k)
     sizes = np.bincount(p, minlength=k)
-    return {"edge_cut": cut / max(1, edges), "node_balance": float(sizes.max() / sizes.mean()),
-            "edge_balance": float(in_edges.max() / in_edges.mean()), "edges": edges, "nodes": int(p.shape[0])}
+    return {
+        "edge_cut": cut / max(1, edges),
+        "node_balance": float(sizes.max() / sizes.mean()),
+        "edge_balance": float(in_edges.max() / in_edges.mean()),
+        "edges": edges,
+        "nodes": int(p.shape[0]),
+    }
 
 
 def run(args, name: str, chunked: Path, method: str, k: int) -> dict:
     out = args.work / f"{name}-{method}-{k}"
-    cmd = [sys.executable, __file__, "--child", "--chunked", str(chunked), "--out", str(out), "--k", str(k),
-           "--method", method]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        "--chunked",
+        str(chunked),
+        "--out",
+        str(out),
+        "--k",
+        str(k),
+        "--method",
+        method,
+    ]
     res = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if res.returncode != 0:
         return {"graph": name, "method": method, "k": k, "error": res.stderr.strip().splitlines()[-1][-300:]}
@@ -123,9 +139,11 @@ def table(rows: list[dict]) -> str:
         if "error" in r:
             lines.append(f"| {r['graph']} | {r['k']} | {r['method']} | failed: {r['error']} |")
             continue
-        lines.append(f"| {r['graph']} | {r['k']} | {r['method']} | {100 * r['edge_cut']:.2f} % | "
-                     f"{r['node_balance']:.3f} | {r['edge_balance']:.2f} | {r['seconds']:.1f} | "
-                     f"{r['edges_per_s'] / 1e6:.1f} | {r['peak_rss'] / 2**20:,.0f} |")
+        lines.append(
+            f"| {r['graph']} | {r['k']} | {r['method']} | {100 * r['edge_cut']:.2f} % | "
+            f"{r['node_balance']:.3f} | {r['edge_balance']:.2f} | {r['seconds']:.1f} | "
+            f"{r['edges_per_s'] / 1e6:.1f} | {r['peak_rss'] / 2**20:,.0f} |"
+        )
     return "\n".join(lines)
 
 
@@ -143,15 +161,24 @@ def watched(cmd: list[str], log: Path) -> dict:
                     name = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:80]
                 except OSError:
                     continue
-                field = {l.split(":")[0]: int(l.split()[1]) * 1024 for l in status.splitlines()
-                         if l.startswith(("VmHWM", "RssAnon"))}
+                field = {
+                    l.split(":")[0]: int(l.split()[1]) * 1024
+                    for l in status.splitlines()
+                    if l.startswith(("VmHWM", "RssAnon"))
+                }
                 old = peaks.get(pid, [name, 0, 0])
                 peaks[pid] = [name, max(old[1], field.get("VmHWM", 0)), max(old[2], field.get("RssAnon", 0))]
             time.sleep(0.1)
     seconds = time.perf_counter() - start
     top = sorted((p for p in peaks.values() if p[1] > 50 << 20), key=lambda p: -p[1])
-    return {"cmd": " ".join(cmd), "seconds": seconds, "returncode": proc.returncode,
-            "peak_rss": [p[1] for p in top], "peak_private": [p[2] for p in top], "processes": [p[0] for p in top]}
+    return {
+        "cmd": " ".join(cmd),
+        "seconds": seconds,
+        "returncode": proc.returncode,
+        "peak_rss": [p[1] for p in top],
+        "peak_private": [p[2] for p in top],
+        "processes": [p[0] for p in top],
+    }
 
 
 def du(path: Path) -> int:
@@ -163,10 +190,9 @@ def predictions(w: Path, data: Path, scale: int) -> dict:
     rank (partitions counted from the stream assignment), train per process (with its mapped files)."""
     from graphshard.chunked.spec import read_metadata
     from graphshard.format.config import read_config
-    from graphshard.plan import GraphCounts, estimates
     from graphshard.pipeline.dispatch.cost import counted_estimates
-    from graphshard.train.cost import feature_width
-    from graphshard.train.cost import train_estimates
+    from graphshard.plan import GraphCounts, estimates
+    from graphshard.train.cost import feature_width, train_estimates
 
     out = {"assign": {e.method: e.peak_bytes for e in estimates(GraphCounts.of(read_metadata(data)), 4)}}
     if (w / "stream" / "partition_meta.json").is_file():
@@ -186,34 +212,112 @@ def big(args) -> None:
     w.mkdir(parents=True, exist_ok=True)
     data, steps = w / "data", {}
     commands = {
-        "generate": [*gs, "generate", "rmat", "--scale", str(args.scale), "--feat-dim", "64", "--num-classes", "8",
-                     "--chunked", "--num-chunks", "32", "--out", str(data), "--overwrite"],
-        "assign stream": [*gs, "-v", "assign", "--dataset", str(data), "--out", str(w / "stream"), "--num-parts", "4",
-                          "--method", "stream", "--overwrite"],
-        "assign kaminpar": [*gs, "-v", "assign", "--dataset", str(data), "--out", str(w / "kaminpar"), "--num-parts",
-                            "4", "--method", "kaminpar", "--overwrite"],
-        "dispatch": [*gs, "-v", "dispatch", "--dataset", str(data), "--assignment", str(w / "stream"), "--out",
-                     str(w / "parts"), "--num-procs", "2", "--timeout", "7200", "--overwrite"],
+        "generate": [
+            *gs,
+            "generate",
+            "rmat",
+            "--scale",
+            str(args.scale),
+            "--feat-dim",
+            "64",
+            "--num-classes",
+            "8",
+            "--chunked",
+            "--num-chunks",
+            "32",
+            "--out",
+            str(data),
+            "--overwrite",
+        ],
+        "assign stream": [
+            *gs,
+            "-v",
+            "assign",
+            "--dataset",
+            str(data),
+            "--out",
+            str(w / "stream"),
+            "--num-parts",
+            "4",
+            "--method",
+            "stream",
+            "--overwrite",
+        ],
+        "assign kaminpar": [
+            *gs,
+            "-v",
+            "assign",
+            "--dataset",
+            str(data),
+            "--out",
+            str(w / "kaminpar"),
+            "--num-parts",
+            "4",
+            "--method",
+            "kaminpar",
+            "--overwrite",
+        ],
+        "dispatch": [
+            *gs,
+            "-v",
+            "dispatch",
+            "--dataset",
+            str(data),
+            "--assignment",
+            str(w / "stream"),
+            "--out",
+            str(w / "parts"),
+            "--num-procs",
+            "2",
+            "--timeout",
+            "7200",
+            "--overwrite",
+        ],
         # 4 partitions on 2 processes, each serving two; evaluation by sampled batches of the evaluated nodes
-        "train": [*gs, "train", "--part-config", str(w / "parts" / f"rmat{args.scale}.json"), "--num-procs", "2",
-                  "--epochs", "1", "--fanouts", "10,10", "--batch-size", "1024", "--eval-fanouts", "10,10",
-                  "--timeout", "7200", "--metrics-out", str(w / "train.json")],
+        "train": [
+            *gs,
+            "train",
+            "--part-config",
+            str(w / "parts" / f"rmat{args.scale}.json"),
+            "--num-procs",
+            "2",
+            "--epochs",
+            "1",
+            "--fanouts",
+            "10,10",
+            "--batch-size",
+            "1024",
+            "--eval-fanouts",
+            "10,10",
+            "--timeout",
+            "7200",
+            "--metrics-out",
+            str(w / "train.json"),
+        ],
     }
     for name, cmd in commands.items():
         if name in args.skip:
             continue
         steps[name] = watched(cmd, w / f"{name.replace(' ', '-')}.log")
-        print(f"{name}: {steps[name]['seconds']:.0f} s, peak RSS {[round(b / 2**30, 2) for b in steps[name]['peak_rss']]}"
-              f" GiB, private {[round(b / 2**30, 2) for b in steps[name]['peak_private']]} GiB, "
-              f"exit {steps[name]['returncode']}", flush=True)
+        print(
+            f"{name}: {steps[name]['seconds']:.0f} s, peak RSS {[round(b / 2**30, 2) for b in steps[name]['peak_rss']]}"
+            f" GiB, private {[round(b / 2**30, 2) for b in steps[name]['peak_private']]} GiB, "
+            f"exit {steps[name]['returncode']}",
+            flush=True,
+        )
         if steps[name]["returncode"] != 0:
             break
     for method in ("stream", "kaminpar"):
         if (w / method / "partition_meta.json").is_file() and f"assign {method}" in steps:
             steps[f"assign {method}"] |= quality(data, w / method, 4)
     sizes = {d: du(w / d) for d in ("data", "parts") if (w / d).is_dir()}
-    result = {"machine": machine(), "scale": args.scale, "steps": steps, "disk_bytes": sizes,
-              "predicted": predictions(w, data, args.scale)}
+    result = {
+        "machine": machine(),
+        "scale": args.scale,
+        "steps": steps,
+        "disk_bytes": sizes,
+        "predicted": predictions(w, data, args.scale),
+    }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     (args.json.parent / f"scale-big-{args.scale}.json").write_text(json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))

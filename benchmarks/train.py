@@ -50,26 +50,55 @@ def main() -> None:
         start = time.perf_counter()
         ds = community_graph(num_nodes=args.nodes, avg_degree=args.degree, noise=8.0, seed=0)
         save_dataset(ds, data)
-        print(f"generated {ds.graph.total_nodes:,} nodes, {ds.graph.total_edges:,} edges "
-              f"in {time.perf_counter() - start:.1f} s -> {data}")
+        print(
+            f"generated {ds.graph.total_nodes:,} nodes, {ds.graph.total_edges:,} edges "
+            f"in {time.perf_counter() - start:.1f} s -> {data}"
+        )
     fanouts = [int(f) for f in args.fanouts.split(",")]
     rows = []
     for procs, method, ratio in CONFIGS:
         start = time.perf_counter()
         partition_dataset(str(data), str(args.work / f"{procs}parts-{method}"), procs, method)
         part_s = time.perf_counter() - start
-        opts = TrainOptions(fanouts=fanouts, num_layers=len(fanouts), batch_size=args.batch, epochs=args.epochs,
-                            eval_every=0, progress=False, timeout=1800, cache_ratio=ratio)
+        opts = TrainOptions(
+            fanouts=fanouts,
+            num_layers=len(fanouts),
+            batch_size=args.batch,
+            epochs=args.epochs,
+            eval_every=0,
+            progress=False,
+            timeout=1800,
+            cache_ratio=ratio,
+        )
         start = time.perf_counter()
         m = train(opts, num_procs=procs, dataset=str(data), work_dir=str(args.work), part_method=method)
-        rows.append({"processes": procs, "partitions": m["num_parts"], "method": method, "cache_ratio": ratio,
-                     "partition_s": part_s, "run_s": time.perf_counter() - start, "last_epoch": m["epochs"][-1],
-                     "epochs": m["epochs"], "test_acc": m["test_acc"], "inference_s": m["inference_s"],
-                     "time": m["time"], "cache_build_s": m.get("cache_build_s", 0.0),
-                     "cache_rows": m.get("cache_rows", 0)})
+        rows.append(
+            {
+                "processes": procs,
+                "partitions": m["num_parts"],
+                "method": method,
+                "cache_ratio": ratio,
+                "partition_s": part_s,
+                "run_s": time.perf_counter() - start,
+                "last_epoch": m["epochs"][-1],
+                "epochs": m["epochs"],
+                "test_acc": m["test_acc"],
+                "inference_s": m["inference_s"],
+                "time": m["time"],
+                "cache_build_s": m.get("cache_build_s", 0.0),
+                "cache_rows": m.get("cache_rows", 0),
+            }
+        )
         print(f"  {procs} x {method}, cache {ratio}: done in {rows[-1]['run_s']:.0f} s", flush=True)
-    result = {"machine": machine(), "nodes": args.nodes, "degree": args.degree, "fanouts": fanouts,
-              "batch": args.batch, "epochs": args.epochs, "runs": rows}
+    result = {
+        "machine": machine(),
+        "nodes": args.nodes,
+        "degree": args.degree,
+        "fanouts": fanouts,
+        "batch": args.batch,
+        "epochs": args.epochs,
+        "runs": rows,
+    }
     write_result(args.json, result)
     _print(result)
     print(f"wrote {args.json}")
@@ -77,28 +106,36 @@ def main() -> None:
 
 def _print(result: dict) -> None:
     mc = result["machine"]
-    print(f"machine: {mc['cpu']}, {mc['cores']} cores; community graph {result['nodes']:,} nodes, degree "
-          f"{result['degree']}; fanouts {result['fanouts']}, global batch {result['batch']}; last of "
-          f"{result['epochs']} epochs")
-    print(f"{'procs x parts':>13}{'method':>8}{'cache':>6}{'epoch s':>8}{'wait':>5}{'sample':>7}{'fetch':>6}{'compute':>8}"
-          f"{'sync':>5}{'other':>6}{'remote MB':>10}{'hits':>6}{'build s':>8}{'infer s':>8}{'x epoch':>8}"
-          f"{'eval s':>7}{'x epoch':>8}{'test acc':>9}")
+    print(
+        f"machine: {mc['cpu']}, {mc['cores']} cores; community graph {result['nodes']:,} nodes, degree "
+        f"{result['degree']}; fanouts {result['fanouts']}, global batch {result['batch']}; last of "
+        f"{result['epochs']} epochs"
+    )
+    print(
+        f"{'procs x parts':>13}{'method':>8}{'cache':>6}{'epoch s':>8}{'wait':>5}{'sample':>7}{'fetch':>6}{'compute':>8}"
+        f"{'sync':>5}{'other':>6}{'remote MB':>10}{'hits':>6}{'build s':>8}{'infer s':>8}{'x epoch':>8}"
+        f"{'eval s':>7}{'x epoch':>8}{'test acc':>9}"
+    )
     for r in result["runs"]:
         e = r["last_epoch"]
         other = e["wall_s"] - e["wait_s"] - e["compute_s"] - e["comm_s"]
         asked = e.get("cache_hits", 0) + e.get("cache_misses", 0)
         hits = f"{e['cache_hits'] / asked:.0%}" if asked else "-"
         ev = r["time"].get("evaluation_s", 0.0)
-        print(f"{r['processes']:>6} x {r['partitions']:<5}{r['method']:>8}{r['cache_ratio']:>6}{e['wall_s']:>8.1f}"
-              f"{e['wait_s']:>5.1f}"
-              f"{e['sample_s']:>7.1f}{e['fetch_s']:>6.1f}{e['compute_s']:>8.1f}{e['comm_s']:>5.1f}{other:>6.1f}"
-              f"{e['fetch_bytes'] / 1e6:>10.1f}{hits:>6}{r['cache_build_s']:>8.2f}{r['inference_s']:>8.1f}"
-              f"{r['inference_s'] / e['wall_s']:>8.2f}{ev:>7.1f}{ev / e['wall_s']:>8.2f}{r['test_acc']:>9.4f}")
+        print(
+            f"{r['processes']:>6} x {r['partitions']:<5}{r['method']:>8}{r['cache_ratio']:>6}{e['wall_s']:>8.1f}"
+            f"{e['wait_s']:>5.1f}"
+            f"{e['sample_s']:>7.1f}{e['fetch_s']:>6.1f}{e['compute_s']:>8.1f}{e['comm_s']:>5.1f}{other:>6.1f}"
+            f"{e['fetch_bytes'] / 1e6:>10.1f}{hits:>6}{r['cache_build_s']:>8.2f}{r['inference_s']:>8.1f}"
+            f"{r['inference_s'] / e['wall_s']:>8.2f}{ev:>7.1f}{ev / e['wall_s']:>8.2f}{r['test_acc']:>9.4f}"
+        )
     print("end to end (s):")
     for r in result["runs"]:
         t = r["time"]
-        print(f"  {r['processes']} x {r['method']}, cache {r['cache_ratio']}: " + ", ".join(
-            f"{k[:-2]} {v:.1f}" for k, v in t.items() if k.endswith("_s")))
+        print(
+            f"  {r['processes']} x {r['method']}, cache {r['cache_ratio']}: "
+            + ", ".join(f"{k[:-2]} {v:.1f}" for k, v in t.items() if k.endswith("_s"))
+        )
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from partition import machine, write_result  # noqa: E402
+
 from tests.cluster.harness import Cluster, unavailable  # noqa: E402
 from tests.cluster.jobs import finish, spread, start  # noqa: E402
 
@@ -56,7 +57,7 @@ class Cell:
     bf16: bool = False
 
     @classmethod
-    def parse(cls, text: str) -> "Cell":
+    def parse(cls, text: str) -> Cell:
         bf16 = text.endswith("+bf16")
         core = text.removesuffix("+bf16")
         if core in ("one", "busy"):
@@ -78,34 +79,89 @@ def _epoch(record: dict, keys: dict[str, str]) -> dict:
 def _ours(args, configs: dict[int, Path], cell: Cell, wire: str) -> dict:
     metrics = args.work / "ours.json"
     metrics.unlink(missing_ok=True)
-    common = ["--epochs", "2", "--eval-every", "0", "--fanouts", "10,10", "--batch-size", "1024", "--hidden", "64",
-              "--wire-dtype", wire, "--timeout", "900"]
+    common = [
+        "--epochs",
+        "2",
+        "--eval-every",
+        "0",
+        "--fanouts",
+        "10,10",
+        "--batch-size",
+        "1024",
+        "--hidden",
+        "64",
+        "--wire-dtype",
+        wire,
+        "--timeout",
+        "900",
+    ]
     if cell.hosts == 0:
-        cmd = [sys.executable, "-m", "graphshard.cli", "train", "--part-config", str(configs[2]), "--num-procs", "2",
-               *common, "--metrics-out", str(metrics)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "graphshard.cli",
+            "train",
+            "--part-config",
+            str(configs[2]),
+            "--num-procs",
+            "2",
+            *common,
+            "--metrics-out",
+            str(metrics),
+        ]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=3600)
         m = json.loads(metrics.read_text())
     else:
         parts = cell.hosts * cell.ranks
         c = Cluster(args.work / "cluster", cell.hosts, cell.rate, 1).up()
         try:
-            mine = spread(configs[parts], c, [list(range(h * cell.ranks, (h + 1) * cell.ranks))
-                                              for h in range(cell.hosts)])
-            finish(start(c, ["train", "--part-config", mine, *common, "--metrics-out", "m.json"], per_host=cell.ranks,
-                         name="ours"), timeout=3600)
+            mine = spread(
+                configs[parts], c, [list(range(h * cell.ranks, (h + 1) * cell.ranks)) for h in range(cell.hosts)]
+            )
+            finish(
+                start(
+                    c,
+                    ["train", "--part-config", mine, *common, "--metrics-out", "m.json"],
+                    per_host=cell.ranks,
+                    name="ours",
+                ),
+                timeout=3600,
+            )
             m = json.loads((c.hosts[0].workdir / "m.json").read_text())
         finally:
             c.down()
     last = m["epochs"][-1]
-    return {"epoch_s": last["wall_s"], **_epoch(last, {k: k for k in SPLIT}), "test_acc": m["test_acc"],
-            "fetch_mb": last["fetch_bytes"] / 1e6}
+    return {
+        "epoch_s": last["wall_s"],
+        **_epoch(last, {k: k for k in SPLIT}),
+        "test_acc": m["test_acc"],
+        "fetch_mb": last["fetch_bytes"] / 1e6,
+    }
 
 
 def _dgl(args, dgl_config: Path, cell: Cell, tag: str) -> dict:
-    env = {**os.environ, "DGLBACKEND": "pytorch", "ANCHOR_RESULTS": str(args.work / "dgl-results"),
-           "ANCHOR_LOGS": str(args.work / "dgl-logs")}
-    cmd = [args.dgl, str(ANCHOR), "launch", str(dgl_config), tag, "--graph-shm", "--epochs", "2", "--fanouts", "10,10",
-           "--batch", "1024", "--hidden", "64"]
+    env = {
+        **os.environ,
+        "DGLBACKEND": "pytorch",
+        "ANCHOR_RESULTS": str(args.work / "dgl-results"),
+        "ANCHOR_LOGS": str(args.work / "dgl-logs"),
+    }
+    cmd = [
+        args.dgl,
+        str(ANCHOR),
+        "launch",
+        str(dgl_config),
+        tag,
+        "--graph-shm",
+        "--epochs",
+        "2",
+        "--fanouts",
+        "10,10",
+        "--batch",
+        "1024",
+        "--hidden",
+        "64",
+    ]
     c = None
     if cell.hosts:
         c = Cluster(args.work / "cluster", cell.hosts, cell.rate, 1).up()
@@ -117,8 +173,12 @@ def _dgl(args, dgl_config: Path, cell: Cell, tag: str) -> dict:
             c.down()
     agg = json.loads((args.work / "dgl-results" / f"dist_train_{tag}.json").read_text())
     last = agg["epochs"][-1]
-    return {"epoch_s": last["wall_s_mean"], **_epoch(last, {k: f"{k}_mean" for k in SPLIT}),
-            "test_acc": agg["test_acc"], "fetch_mb": last["fetch_bytes_remote_total"] / 1e6}
+    return {
+        "epoch_s": last["wall_s_mean"],
+        **_epoch(last, {k: f"{k}_mean" for k in SPLIT}),
+        "test_acc": agg["test_acc"],
+        "fetch_mb": last["fetch_bytes_remote_total"] / 1e6,
+    }
 
 
 class _Busy:
@@ -127,10 +187,12 @@ class _Busy:
     def __init__(self, on: bool):
         self.on, self.procs = on, []
 
-    def __enter__(self) -> "_Busy":
+    def __enter__(self) -> _Busy:
         if self.on:
-            self.procs = [subprocess.Popen(["taskset", "-c", str(i), sys.executable, "-c", "while True: pass"])
-                          for i in range(os.cpu_count() or 1)]
+            self.procs = [
+                subprocess.Popen(["taskset", "-c", str(i), sys.executable, "-c", "while True: pass"])
+                for i in range(os.cpu_count() or 1)
+            ]
         return self
 
     def __exit__(self, *exc) -> None:
@@ -145,16 +207,21 @@ def _prepare(args, dim: int) -> tuple[dict[int, Path], Path | None]:
 
     data = args.work / f"community{args.nodes}-d{args.degree}-f{dim}"
     if not (data / "meta.json").is_file():
-        save_dataset(community_graph(num_nodes=args.nodes, avg_degree=args.degree, feat_dim=dim, noise=8.0, seed=0),
-                     data)
+        save_dataset(
+            community_graph(num_nodes=args.nodes, avg_degree=args.degree, feat_dim=dim, noise=8.0, seed=0), data
+        )
     parts = {2} | {c.hosts * c.ranks for c in args.cells if c.hosts}
     configs = {p: Path(partition_dataset(str(data), str(args.work / f"ours-f{dim}-{p}"), p, "metis")[0]) for p in parts}
     dgl_config = None
     if args.dgl:
         dgl_config = args.work / f"dgl-f{dim}" / "community.json"
         if not dgl_config.is_file():
-            subprocess.run([args.dgl, str(ANCHOR), "partition", str(data), str(dgl_config.parent), "community"],
-                           check=True, env={**os.environ, "DGLBACKEND": "pytorch"}, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [args.dgl, str(ANCHOR), "partition", str(data), str(dgl_config.parent), "community"],
+                check=True,
+                env={**os.environ, "DGLBACKEND": "pytorch"},
+                stdout=subprocess.DEVNULL,
+            )
     return configs, dgl_config
 
 
@@ -164,8 +231,11 @@ def main() -> None:
     p.add_argument("--nodes", type=int, default=1_000_000)
     p.add_argument("--degree", type=int, default=20)
     p.add_argument("--dims", default="32,128", help="feature widths, comma-separated")
-    p.add_argument("--cells", default="one,2x1,2x1@10gbit,2x1@1gbit,busy",
-                   help="comma-separated: one, busy, HOSTSxRANKS[@RATE], each optionally +bf16")
+    p.add_argument(
+        "--cells",
+        default="one,2x1,2x1@10gbit,2x1@1gbit,busy",
+        help="comma-separated: one, busy, HOSTSxRANKS[@RATE], each optionally +bf16",
+    )
     p.add_argument("--repeats", type=int, default=1, help="A B rounds per cell")
     p.add_argument("--work", type=Path, default=Path("bench-out/versus-dgl"))
     p.add_argument("--json", type=Path, default=Path("bench-out/versus-dgl.json"))
@@ -197,17 +267,23 @@ def main() -> None:
 
 def _print(result: dict) -> None:
     mc = result["machine"]
-    print(f"machine: {mc['cpu']}, {mc['cores']} cores; community graph {result['nodes']:,} nodes, degree "
-          f"{result['degree']}; METIS 2 parts; fanouts 10,10, global batch 1024, hidden 64; 2nd epoch")
-    print(f"{'feat':>5} {'cell':<14} {'system':<16}{'epoch s':>8}  {'sample/fetch/compute/sync s':<28}"
-          f"{'remote MB':>10}{'test acc':>9}{'ratio':>7}")
+    print(
+        f"machine: {mc['cpu']}, {mc['cores']} cores; community graph {result['nodes']:,} nodes, degree "
+        f"{result['degree']}; METIS 2 parts; fanouts 10,10, global batch 1024, hidden 64; 2nd epoch"
+    )
+    print(
+        f"{'feat':>5} {'cell':<14} {'system':<16}{'epoch s':>8}  {'sample/fetch/compute/sync s':<28}"
+        f"{'remote MB':>10}{'test acc':>9}{'ratio':>7}"
+    )
     dgl = {(r["dim"], r["cell"], r["repeat"]): r["epoch_s"] for r in result["rows"] if r["system"] == "DGL 2.1"}
     for r in result["rows"]:
         split = "/".join(f"{r[k]:.1f}" for k in SPLIT)
         other = dgl.get((r["dim"], r["cell"], r["repeat"]))
         ratio = f"{r['epoch_s'] / other:.2f}" if other and r["system"] != "DGL 2.1" else ""
-        print(f"{r['dim']:>5} {r['cell']:<14} {r['system']:<16}{r['epoch_s']:>8.2f}  {split:<28}{r['fetch_mb']:>10.0f}"
-              f"{r['test_acc']:>9.4f}{ratio:>7}")
+        print(
+            f"{r['dim']:>5} {r['cell']:<14} {r['system']:<16}{r['epoch_s']:>8.2f}  {split:<28}{r['fetch_mb']:>10.0f}"
+            f"{r['test_acc']:>9.4f}{ratio:>7}"
+        )
 
 
 if __name__ == "__main__":

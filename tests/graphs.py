@@ -25,9 +25,11 @@ def small_hetero(seed: int = 0) -> Graph:
     """A heterogeneous graph with features on some types, an empty node type and an empty edge type."""
     rng = np.random.default_rng(seed)
     n = {"paper": 60, "author": 25, "venue": 3, "ghost": 0}
+
     def rel(s, d, m):
         pairs = np.unique(rng.integers(0, n[s], m) * n[d] + rng.integers(0, n[d], m))
         return pairs // n[d], pairs % n[d]
+
     edges = {
         ("author", "writes", "paper"): rel("author", "paper", 90),
         ("paper", "cites", "paper"): rel("paper", "paper", 150),
@@ -36,9 +38,12 @@ def small_hetero(seed: int = 0) -> Graph:
     }
     cites = len(edges[("paper", "cites", "paper")][0])
     return Graph(
-        n, edges,
-        node_feats={"paper": {"feat": rng.standard_normal((60, 5)).astype(np.float32), "label": rng.integers(0, 4, 60)},
-                    "author": {"emb": rng.standard_normal((25, 3))}},
+        n,
+        edges,
+        node_feats={
+            "paper": {"feat": rng.standard_normal((60, 5)).astype(np.float32), "label": rng.integers(0, 4, 60)},
+            "author": {"emb": rng.standard_normal((25, 3))},
+        },
         edge_feats={("paper", "cites", "paper"): {"weight": rng.random(cites).astype(np.float32)}},
     )
 
@@ -62,7 +67,6 @@ def small_homo(seed: int = 0) -> Graph:
     keep = np.random.default_rng(seed).random(len(src)) < 0.7  # make it directed: in- and out-edges differ
     g = ds.graph
     feats = dict(g.node_feats["_N"])
-    return Graph.from_arrays(src[keep], dst[keep], 240, node_feats=feats,
-                             edge_feats={"w": np.arange(int(keep.sum()), dtype=np.float32)})
-
-
+    return Graph.from_arrays(
+        src[keep], dst[keep], 240, node_feats=feats, edge_feats={"w": np.arange(int(keep.sum()), dtype=np.float32)}
+    )

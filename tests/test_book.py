@@ -32,8 +32,10 @@ def test_book_agrees_with_partitions(graph, tmp_path):
             assert torch.equal(book.from_original(tname, orig[sel]), per[sel])
             assert torch.equal(book.nid2partid(per[sel], tname), part.graph.ndata["part_id"][sel])
         eid, etype, eorig = part.graph.edata["_ID"], part.graph.edata["_TYPE"], part.graph.edata["orig_id"]
-        assert torch.equal(book.eid2partid(eid[part.graph.edata["inner_edge"]]),
-                           torch.full((int(part.graph.edata["inner_edge"].sum()),), p))
+        assert torch.equal(
+            book.eid2partid(eid[part.graph.edata["inner_edge"]]),
+            torch.full((int(part.graph.edata["inner_edge"].sum()),), p),
+        )
         et, eper = book.map_to_per_etype(eid)
         assert torch.equal(et, etype)
         for ri, ename in enumerate(graph.canonical_etypes):
@@ -46,6 +48,7 @@ def test_book_agrees_with_partitions(graph, tmp_path):
 
 def test_out_of_range_raises(tmp_path):
     from tests.graphs import small_homo
+
     partition_graph(small_homo(), "g", 2, tmp_path, part_method="random")
     book = load_partition_book(tmp_path / "g.json")
     with pytest.raises(IDRangeError, match="ID 240"):

@@ -32,7 +32,7 @@ def _fenced(text: str) -> list[tuple[str, str, int]]:
     """Every fenced block of a Markdown text: (language, dedented body, line of the opening fence)."""
     blocks = []
     for m in re.finditer(r"^( *)```(\w*)\n(.*?)^\1```[ \t]*$", text, re.S | re.M):
-        body = "".join(line[len(m.group(1)):] for line in m.group(3).splitlines(keepends=True))
+        body = "".join(line[len(m.group(1)) :] for line in m.group(3).splitlines(keepends=True))
         blocks.append((m.group(2), body, text.count("\n", 0, m.start()) + 1))
     return blocks
 
@@ -43,8 +43,11 @@ def _pages() -> list[Path]:
 
 def _config_block() -> str:
     """The config file of the training guide (a YAML block starting with ``# run.yaml``)."""
-    return next(body for lang, body, _ in _fenced((DOCS / "guide" / "training.md").read_text())
-                if lang == "yaml" and body.startswith("# run.yaml"))
+    return next(
+        body
+        for lang, body, _ in _fenced((DOCS / "guide" / "training.md").read_text())
+        if lang == "yaml" and body.startswith("# run.yaml")
+    )
 
 
 def _run_blocks() -> set[str]:
@@ -69,8 +72,12 @@ def _run_page(page: str, tmp_path: Path) -> tuple[list[list[str]], list[str]]:
         name = re.match(r"# (\w+\.py)", block)
         assert name, f"docs/{page} Python block without a '# NAME.py' first line:\n{block[:200]}"
         (tmp_path / name.group(1)).write_text(block)
-    commands = [line.split() for block in re.findall(r"```bash\n(.*?)```", text, re.S) for line in block.splitlines()
-                if line.strip()]
+    commands = [
+        line.split()
+        for block in re.findall(r"```bash\n(.*?)```", text, re.S)
+        for line in block.splitlines()
+        if line.strip()
+    ]
     errors = []
     for argv in commands:
         args = [a for arg in argv[1:] for a in (sorted(glob.glob(arg, root_dir=tmp_path)) or [arg])]
@@ -91,8 +98,12 @@ def test_dataset_page_example_runs_as_written(tmp_path):
 
 def test_models_page_example_runs_as_written(tmp_path):
     commands, errors = _run_page("models.md", tmp_path)
-    assert [c[:2] for c in commands] == [["graphshard", "generate"], ["graphshard", "train"], ["graphshard", "embed"],
-                                         ["graphshard", "train"]]
+    assert [c[:2] for c in commands] == [
+        ["graphshard", "generate"],
+        ["graphshard", "train"],
+        ["graphshard", "embed"],
+        ["graphshard", "train"],
+    ]
     sage, skip = (json.loads((tmp_path / f"{m}.json").read_text()) for m in ("sage", "skip"))
     assert sage["test_acc"] > 0.5 and skip["test_acc"] > 0.5, (sage["test_acc"], skip["test_acc"])  # 4 classes
     assert np.load(tmp_path / "emb.npy").shape == (2000, 4)
@@ -103,14 +114,22 @@ def test_config_file_example_is_read_as_written(tmp_path):
     """The training guide's run.yaml is a valid config: --print-config echoes its values (nothing trains)."""
     block = _config_block()
     (tmp_path / "run.yaml").write_text(block)
-    done = subprocess.run([sys.executable, "-m", "graphshard.cli", "train", "--config", "run.yaml", "--print-config"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "graphshard.cli", "train", "--config", "run.yaml", "--print-config"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     for line in block.splitlines()[1:]:
         key, value = (part.strip() for part in line.split(":", 1))
         printed = re.search(rf"^{key}: (.*)$", done.stdout, re.M)
         assert printed, f"{key} missing from --print-config:\n{done.stdout}"
-        assert printed.group(1).strip('"') in (value, str(float(value)) if "e-" in value else value), (key, printed.group(1))
+        assert printed.group(1).strip('"') in (value, str(float(value)) if "e-" in value else value), (
+            key,
+            printed.group(1),
+        )
 
 
 def test_every_code_block_is_run_or_marked():

@@ -29,8 +29,12 @@ def test_node_round_trip_matches_table(cnts, data):
 
 
 def test_from_metadata_both_count_styles_and_tensors():
-    meta = {"node_type": ["a", "b"], "num_nodes_per_type": [3, 4],
-            "edge_type": ["a:r:b"], "num_edges_per_chunk": [[2, 3]]}
+    meta = {
+        "node_type": ["a", "b"],
+        "num_nodes_per_type": [3, 4],
+        "edge_type": ["a:r:b"],
+        "num_edges_per_chunk": [[2, 3]],
+    }
     conv = IDConverter.from_metadata(meta)
     out = conv.node_to_homo("b", torch.tensor([0, 3]))
     assert isinstance(out, torch.Tensor) and out.tolist() == [3, 6]
@@ -47,6 +51,7 @@ def test_from_metadata_both_count_styles_and_tensors():
 
 def test_consecutive_finds_exact_runs_only():
     from graphshard.ids import consecutive
+
     assert consecutive(np.arange(5, 9)) == slice(5, 9)
     assert consecutive(np.array([7])) == slice(7, 8)
     for not_a_run in ([], [5, 7, 6], [5, 5, 7], [3, 5]):

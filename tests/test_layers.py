@@ -65,8 +65,9 @@ def all_modules() -> dict[str, Path]:
 def imports_of(name: str, path: Path, modules: dict[str, Path]) -> list[Import]:
     """Every import of a graphshard module in ``path``, at any depth; ``from pkg import sub`` names ``pkg.sub``."""
     tree = ast.parse(path.read_text(), str(path))
-    in_function = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-                   for n in ast.walk(f)}
+    in_function = {
+        id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(f)
+    }
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = []
     for node in ast.walk(tree):
@@ -105,8 +106,12 @@ def level(name: str) -> int:
 
 def every_import() -> list[Import]:
     modules = all_modules()
-    return [i for name, path in modules.items() for i in imports_of(name, path, modules)
-            if (i.importer, i.imported) not in ALLOWED]
+    return [
+        i
+        for name, path in modules.items()
+        for i in imports_of(name, path, modules)
+        if (i.importer, i.imported) not in ALLOWED
+    ]
 
 
 def test_every_module_has_a_layer() -> None:
@@ -117,11 +122,16 @@ def test_every_module_has_a_layer() -> None:
 
 
 def test_no_import_runs_upwards() -> None:
-    wrong = [f"{i} (layer {unit(i.imported)!r} lies above {unit(i.importer)!r})" for i in every_import()
-             if level(i.imported) > level(i.importer)]
-    siblings = [f"{i} (siblings {unit(i.importer)!r} and {unit(i.imported)!r} may not import each other)"
-                for i in every_import() if level(i.imported) == level(i.importer)
-                and unit(i.imported) != unit(i.importer)]
+    wrong = [
+        f"{i} (layer {unit(i.imported)!r} lies above {unit(i.importer)!r})"
+        for i in every_import()
+        if level(i.imported) > level(i.importer)
+    ]
+    siblings = [
+        f"{i} (siblings {unit(i.importer)!r} and {unit(i.imported)!r} may not import each other)"
+        for i in every_import()
+        if level(i.imported) == level(i.importer) and unit(i.imported) != unit(i.importer)
+    ]
     assert not wrong + siblings, "imports against the layer order:\n" + "\n".join(wrong + siblings)
 
 
@@ -138,7 +148,8 @@ def test_no_circle() -> None:
                 edges.setdefault(i.importer, {}).setdefault(t, i)
     circles = _circles(edges)
     assert not circles, "modules that import each other in a circle:\n" + "\n\n".join(
-        "\n".join(f"  {edges[a][b]}" for a, b in zip(c, c[1:] + c[:1])) for c in circles)
+        "\n".join(f"  {edges[a][b]}" for a, b in zip(c, c[1:] + c[:1])) for c in circles
+    )
 
 
 def _circles(edges: dict[str, dict[str, Import]]) -> list[list[str]]:

@@ -30,14 +30,20 @@ def _command_line_block() -> str:
 
 def test_readme_python_blocks_run_as_written(tmp_path):
     blocks = _blocks()
-    says = {"quickstart.py": "are owned by partitions", "train_sage.py": "epoch 2: loss",  # what each prints
-            "my_models.py": "my_models:gat trained"}
+    says = {
+        "quickstart.py": "are owned by partitions",
+        "train_sage.py": "epoch 2: loss",  # what each prints
+        "my_models.py": "my_models:gat trained",
+    }
     assert [name for name, _ in blocks] == list(says)
     for name, block in blocks:
         (tmp_path / name).write_text(block)
         launch = re.search(r"graphshard launch --num-procs (\d+) " + re.escape(name), block.split("\n\n")[0])
-        argv = [sys.executable, "-m", "graphshard.cli", "launch", "--num-procs", launch.group(1), "--timeout", "240",
-                name] if launch else [sys.executable, name]
+        argv = (
+            [sys.executable, "-m", "graphshard.cli", "launch", "--num-procs", launch.group(1), "--timeout", "240", name]
+            if launch
+            else [sys.executable, name]
+        )
         done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=480)
         assert done.returncode == 0, f"{name}:\n{done.stderr[-3000:]}"
         assert "Warning" not in done.stderr, done.stderr
@@ -48,13 +54,23 @@ def test_readme_command_line_path_trains(tmp_path):
     """The command-line block's R-MAT path runs as written (flags in [brackets] are optional and left out),
     only smaller: generate a graph, partition it, plan, inspect and train on it (a graph without labels cannot be
     trained); its other generators run as written."""
-    lines = [re.sub(r"\[[^\]]*\]", "", re.sub(r"\s+#.*", "", line)).split()
-             for line in _command_line_block().replace("\\\n", " ").splitlines()]
+    lines = [
+        re.sub(r"\[[^\]]*\]", "", re.sub(r"\s+#.*", "", line)).split()
+        for line in _command_line_block().replace("\\\n", " ").splitlines()
+    ]
     others = [argv for argv in lines if argv and "rmat20" not in " ".join(argv)]
-    assert [argv[:3] for argv in others] == [["graphshard", "generate", "hetero"], ["graphshard", "generate", "community"]]
+    assert [argv[:3] for argv in others] == [
+        ["graphshard", "generate", "hetero"],
+        ["graphshard", "generate", "community"],
+    ]
     for argv in others:
-        done = subprocess.run([sys.executable, "-m", "graphshard.cli", *argv[1:]], cwd=tmp_path, capture_output=True,
-                              text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-m", "graphshard.cli", *argv[1:]],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, f"{' '.join(argv)}:\n{done.stderr[-3000:]}"
     commands = [argv for argv in lines if "rmat20" in " ".join(argv)]
     steps = {argv[1]: argv[2:] for argv in commands}
@@ -64,7 +80,12 @@ def test_readme_command_line_path_trains(tmp_path):
         argv = [smaller.get(steps[name][i - 1], a) if i else a for i, a in enumerate(steps[name])]
         argv = [a.replace("rmat20.json", "rmat9.json") for a in argv]  # the graph is named by its scale
         extra = ["--timeout", "240"] if name == "train" else []
-        done = subprocess.run([sys.executable, "-m", "graphshard.cli", name, *argv, *extra], cwd=tmp_path,
-                              capture_output=True, text=True, timeout=480)
+        done = subprocess.run(
+            [sys.executable, "-m", "graphshard.cli", name, *argv, *extra],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=480,
+        )
         assert done.returncode == 0, f"graphshard {name} {' '.join(argv)}:\n{done.stderr[-3000:]}"
     assert "test accuracy" in done.stdout, done.stdout

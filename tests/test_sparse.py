@@ -22,15 +22,21 @@ def test_rows_match_the_dense_matrix():
     assert dense.shape == (60, 50) and np.count_nonzero(dense) == x.indices.shape[0]
     ids = np.array([59, 0, 7, 7, 31])
     assert np.array_equal(x.take(ids).dense(), dense[ids])
-    assert np.array_equal(x[ids], dense[ids]) and np.array_equal(x[3:40:5], dense[3:40:5]) and np.array_equal(x[8], dense[8])
+    assert (
+        np.array_equal(x[ids], dense[ids])
+        and np.array_equal(x[3:40:5], dense[3:40:5])
+        and np.array_equal(x[8], dense[8])
+    )
     assert np.array_equal(x.read(torch.from_numpy(ids)).numpy(), dense[ids])
     counts, cols, vals = x.nonzeros(ids)
     assert counts.sum() == cols.shape[0] < ids.shape[0] * 50
     assert np.array_equal(densify(counts, cols, vals, 50).numpy(), dense[ids])
 
 
-@pytest.mark.parametrize("damage, what", [("indices", "column beyond the width"), ("indptr", "decreasing indptr"),
-                                          ("data", "a value missing")])
+@pytest.mark.parametrize(
+    "damage, what",
+    [("indices", "column beyond the width"), ("indptr", "decreasing indptr"), ("data", "a value missing")],
+)
 def test_damaged_tensors_are_refused_naming_the_file(damage, what):
     x = _csr()
     tensors = {k: v.copy() for k, v in x.tensors("paper/bow").items()}

@@ -47,7 +47,7 @@ def _objects(names: str) -> list[tuple[str, str]]:
         except ModuleNotFoundError:
             package = None
         if package is not None:
-            for member in getattr(package, "__all__"):
+            for member in package.__all__:
                 out.append((f"{name}.{member}", _where(getattr(package, member))))
             continue
         module, _, attr = name.rpartition(".")
@@ -93,9 +93,16 @@ def _benchmark_map() -> str:
 
 def on_files(files, config):
     if files.get_file_from_path("design.md") is None:
-        files.append(File.generated(config, "design.md", content=(
-            "# Design\n\nThe design page (the pipeline, the packages and what each owns) is being written; "
-            "until it lands, the [module map](modules.md) lists every module with what it holds.\n")))
+        files.append(
+            File.generated(
+                config,
+                "design.md",
+                content=(
+                    "# Design\n\nThe design page (the pipeline, the packages and what each owns) is being written; "
+                    "until it lands, the [module map](modules.md) lists every module with what it holds.\n"
+                ),
+            )
+        )
     return files
 
 

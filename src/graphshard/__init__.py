@@ -12,15 +12,37 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "FormatError": "errors", "GraphshardError": "errors", "IDRangeError": "errors", "InputError": "errors", "WriteError": "errors",
-    "Graph": "graph", "IDConverter": "ids", "RangePartitionBook": "book",
-    "Partition": "format.load", "PartitionGraph": "format.load", "load_partition": "format.load",
-    "load_partition_book": "format.load", "load_partition_feats": "format.load",
+    "FormatError": "errors",
+    "GraphshardError": "errors",
+    "IDRangeError": "errors",
+    "InputError": "errors",
+    "WriteError": "errors",
+    "Graph": "graph",
+    "IDConverter": "ids",
+    "RangePartitionBook": "book",
+    "Partition": "format.load",
+    "PartitionGraph": "format.load",
+    "load_partition": "format.load",
+    "load_partition_book": "format.load",
+    "load_partition_feats": "format.load",
     "partition_graph": "partition.api",
 }
 # Subpackages reachable as attributes (``gs.distributed.DistGraph``) without importing them by name.
-_SUBMODULES = {"book", "chunked", "datasets", "distributed", "format", "graph", "ids", "models", "partition",
-               "pipeline", "sampling", "stats", "train"}
+_SUBMODULES = {
+    "book",
+    "chunked",
+    "datasets",
+    "distributed",
+    "format",
+    "graph",
+    "ids",
+    "models",
+    "partition",
+    "pipeline",
+    "sampling",
+    "stats",
+    "train",
+}
 __all__ = sorted(_EXPORTS)
 
 

@@ -93,7 +93,9 @@ class _Space:
         owner = self.part_of(ids, type_name)
         if (owner != p).any():
             bad = int(ids[np.argmax(owner != p)])
-            raise IDRangeError(f"{self.kind} ID {bad} belongs to partition {int(owner[np.argmax(owner != p)])}, not {p}")
+            raise IDRangeError(
+                f"{self.kind} ID {bad} belongs to partition {int(owner[np.argmax(owner != p)])}, not {p}"
+            )
         lo = p * self.factor
         base = self.part_bounds[lo] if type_name is None else self.typed[self.tid(type_name), lo]
         return ids - base
@@ -135,7 +137,7 @@ class RangePartitionBook:
         """Where original ID tables come from from now on (e.g. over RPC for partitions on other hosts)."""
         self._loader = loader
 
-    def grouped(self, group: int, part_id: int | None = None) -> "RangePartitionBook":
+    def grouped(self, group: int, part_id: int | None = None) -> RangePartitionBook:
         """This book with every ``group`` consecutive stored partitions seen as one partition (what one
         process serves when it serves several): partition ``q`` is stored partitions
         ``q*group ... q*group+group-1``. IDs and types are unchanged."""
@@ -254,7 +256,9 @@ class RangePartitionBook:
         key = (kind, type_name)
         if key not in self._orig_cache:
             if self._loader is None:
-                raise InputError("this partition book has no access to original IDs (build it with load_partition_book)")
+                raise InputError(
+                    "this partition book has no access to original IDs (build it with load_partition_book)"
+                )
             self._orig_cache[key] = self._loader(kind, type_name)
         return self._orig_cache[key]
 

@@ -21,7 +21,7 @@ BLOCK_BYTES = 4 << 10
 BLOCKS = 16
 
 
-def file_fingerprint(path: Path, digest: "hashlib._Hash") -> None:
+def file_fingerprint(path: Path, digest: hashlib._Hash) -> None:
     """Feed ``path``'s name, size, mtime and sampled content into ``digest``."""
     st = os.stat(path)
     digest.update(f"{path.name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
@@ -48,8 +48,11 @@ def files_fingerprint(paths: Iterable[Path], extra: str = "") -> str:
 
 def tree_fingerprint(root: Path, extra: str = "") -> str:
     """Fingerprint of every regular file below ``root`` (sorted by relative path; hidden entries skipped)."""
-    files = sorted(p for p in root.rglob("*") if p.is_file()
-                   and not any(part.startswith(".") for part in p.relative_to(root).parts))
+    files = sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    )
     digest = hashlib.sha256(extra.encode())
     for p in files:
         digest.update(str(p.relative_to(root)).encode() + b"\0")

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-import sys
 
 import numpy as np
 
@@ -72,7 +71,9 @@ class Graph:
         self.edges = {_etype(k): self._check_edges(_etype(k), v) for k, v in self.edges.items()}
         self.node_feats = {t: self._check_feats(t, f, self.num_nodes, "node") for t, f in self.node_feats.items()}
         counts = {k: len(v[0]) for k, v in self.edges.items()}
-        self.edge_feats = {_etype(k): self._check_feats(_etype(k), f, counts, "edge") for k, f in self.edge_feats.items()}
+        self.edge_feats = {
+            _etype(k): self._check_feats(_etype(k), f, counts, "edge") for k, f in self.edge_feats.items()
+        }
 
     # -- properties --------------------------------------------------------------------------
     @property
@@ -107,7 +108,7 @@ class Graph:
         num_nodes: int | None = None,
         node_feats: Mapping[str, Any] | None = None,
         edge_feats: Mapping[str, Any] | None = None,
-    ) -> "Graph":
+    ) -> Graph:
         """A homogeneous graph from edge endpoint arrays; ``num_nodes`` defaults to ``max ID + 1``."""
         src_a, dst_a = _ids(src, "src", DEFAULT_ETYPE), _ids(dst, "dst", DEFAULT_ETYPE)
         if num_nodes is None:
@@ -122,7 +123,7 @@ class Graph:
         )
 
     @classmethod
-    def from_pyg(cls, data: Any) -> "Graph":
+    def from_pyg(cls, data: Any) -> Graph:
         """From ``torch_geometric.data.Data`` or ``HeteroData``.
 
         Every node-level tensor attribute (``x``, ``y``, masks, ...) becomes a node feature under its
@@ -241,8 +242,9 @@ def _from_hetero_data(data: Any) -> Graph:
         ei = store.edge_index
         edges[et] = (ei[0], ei[1])
         e = ei.shape[1]
-        feats = {k: v for k, v in store.items()
-                 if k != "edge_index" and is_tensor(v) and v.dim() > 0 and v.shape[0] == e}
+        feats = {
+            k: v for k, v in store.items() if k != "edge_index" and is_tensor(v) and v.dim() > 0 and v.shape[0] == e
+        }
         if feats:
             edge_feats[et] = feats
     return Graph(num_nodes, edges, node_feats, edge_feats)

@@ -104,7 +104,7 @@ class IDConverter:
         self.edge_offsets = type_offsets([int((num_edges_per_type or {})[t]) for t in self.etypes])
 
     @classmethod
-    def from_metadata(cls, meta: Mapping[str, Any]) -> "IDConverter":
+    def from_metadata(cls, meta: Mapping[str, Any]) -> IDConverter:
         """Build from chunked-format metadata (``node_type``, ``num_nodes_per_type``, ``edge_type``, ...)."""
         try:
             nodes = _per_type_counts(meta, "node_type", "num_nodes_per_type", "num_nodes_per_chunk")

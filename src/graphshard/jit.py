@@ -52,7 +52,6 @@ def kernel(**options: Any) -> Callable[[Callable], Any]:
     return numba.njit(cache=True, **{"nogil": True, **options})
 
 
-
 def compiled(fn: Any) -> dict[str, int]:
     """Cache statistics of a kernel in this process: signatures loaded from the cache and compiled."""
     stats = fn.stats

@@ -26,6 +26,8 @@ def check_count(value: Any, where: str, error: type[Exception] = InputError) -> 
         raise error(f"{where}: must be a non-negative integer, got {value!r}")
     limit = physical_memory_bytes() // BYTES_PER_NODE
     if value > limit:
-        raise error(f"{where}: {value} nodes would need {(value * BYTES_PER_NODE + 2**29) // 2**30} GiB for per-node "
-                    f"arrays alone, more than this machine has ({limit} nodes at most); is the count right?")
+        raise error(
+            f"{where}: {value} nodes would need {(value * BYTES_PER_NODE + 2**29) // 2**30} GiB for per-node "
+            f"arrays alone, more than this machine has ({limit} nodes at most); is the count right?"
+        )
     return value

@@ -28,11 +28,15 @@ def check_path_name(name: object, where: str, error: type[Exception] = InputErro
         raise error(f"{where}: name {name!r} cannot be used as a file or directory name")
     bad = [c for c in _FORBIDDEN if c in name]
     if bad:
-        raise error(f"{where}: name {name!r} contains {bad[0]!r}; names become file names and may not hold "
-                    "path separators or NUL")
+        raise error(
+            f"{where}: name {name!r} contains {bad[0]!r}; names become file names and may not hold "
+            "path separators or NUL"
+        )
     if len(name.encode("utf-8", "surrogatepass")) + extra > NAME_MAX:
-        raise error(f"{where}: name {name[:40]!r}... is {len(name.encode('utf-8', 'surrogatepass'))} bytes long; "
-                    f"file names are limited to {NAME_MAX - extra} bytes here")
+        raise error(
+            f"{where}: name {name[:40]!r}... is {len(name.encode('utf-8', 'surrogatepass'))} bytes long; "
+            f"file names are limited to {NAME_MAX - extra} bytes here"
+        )
     return name
 
 

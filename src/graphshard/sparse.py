@@ -62,7 +62,7 @@ class CSRRows:
         part = self.take(rows)
         return torch.from_numpy(np.diff(part.indptr)), torch.from_numpy(part.indices), torch.from_numpy(part.data)
 
-    def take(self, ids: np.ndarray) -> "CSRRows":
+    def take(self, ids: np.ndarray) -> CSRRows:
         """The rows ``ids`` (in that order) as a new CSRRows."""
         ids = np.asarray(ids, dtype=np.int64).reshape(-1)
         starts, counts = self.indptr[ids], self.indptr[ids + 1] - self.indptr[ids]
@@ -104,9 +104,17 @@ def from_tensors(tensors: dict, key: str, width: int, path) -> CSRRows:
     except KeyError as exc:
         raise FormatError(f"{path}: sparse feature {key!r} lacks tensor {exc.args[0]!r}") from None
     indptr, indices, data = (p.numpy() if hasattr(p, "numpy") else np.asarray(p) for p in parts)
-    ok = indptr.ndim == 1 and indptr.shape[0] >= 1 and indices.ndim == 1 and data.ndim == 1 \
-        and indices.shape == data.shape and int(indptr[0]) == 0 and int(indptr[-1]) == indices.shape[0] \
-        and not (np.diff(indptr) < 0).any() and np.issubdtype(indices.dtype, np.integer)
+    ok = (
+        indptr.ndim == 1
+        and indptr.shape[0] >= 1
+        and indices.ndim == 1
+        and data.ndim == 1
+        and indices.shape == data.shape
+        and int(indptr[0]) == 0
+        and int(indptr[-1]) == indices.shape[0]
+        and not (np.diff(indptr) < 0).any()
+        and np.issubdtype(indices.dtype, np.integer)
+    )
     if ok and indices.size:
         ok = 0 <= int(indices.min()) and int(indices.max()) < width
     if not ok:

@@ -63,17 +63,28 @@ def partitioning_stats(part_config: str | os.PathLike, verify: bool = False) -> 
         inner_edge = g.edata["inner_edge"].numpy()
         cut = int((g.indices.numpy()[inner_edge] >= n_inner).sum())
         files = sum((cfg.root / rel).stat().st_size for rel in cfg.parts[p].values())
-        parts.append(PartStats(
-            part_id=p, inner_nodes=n_inner, halo_nodes=g.num_nodes - n_inner,
-            inner_edges=int(inner_edge.sum()), local_edges=g.num_edges, cut_edges=cut,
-            node_feat_bytes=sum(t.nbytes for t in part.node_feats.values()),
-            edge_feat_bytes=sum(t.nbytes for t in part.edge_feats.values()),
-            file_bytes=files,
-        ))
+        parts.append(
+            PartStats(
+                part_id=p,
+                inner_nodes=n_inner,
+                halo_nodes=g.num_nodes - n_inner,
+                inner_edges=int(inner_edge.sum()),
+                local_edges=g.num_edges,
+                cut_edges=cut,
+                node_feat_bytes=sum(t.nbytes for t in part.node_feats.values()),
+                edge_feat_bytes=sum(t.nbytes for t in part.edge_feats.values()),
+                file_bytes=files,
+            )
+        )
     cut = sum(s.cut_edges for s in parts)
     return PartitioningStats(
-        graph_name=cfg.graph_name, part_method=cfg.part_method, num_parts=cfg.num_parts, halo_hops=cfg.halo_hops,
-        num_nodes=cfg.num_nodes, num_edges=cfg.num_edges, edge_cut=cut,
+        graph_name=cfg.graph_name,
+        part_method=cfg.part_method,
+        num_parts=cfg.num_parts,
+        halo_hops=cfg.halo_hops,
+        num_nodes=cfg.num_nodes,
+        num_edges=cfg.num_edges,
+        edge_cut=cut,
         edge_cut_fraction=cut / cfg.num_edges if cfg.num_edges else 0.0,
         node_balance=_balance([s.inner_nodes for s in parts]),
         edge_balance=_balance([s.inner_edges for s in parts]),
@@ -85,17 +96,41 @@ def partitioning_stats(part_config: str | os.PathLike, verify: bool = False) -> 
 
 def format_stats(st: PartitioningStats) -> str:
     """A human-readable table of :func:`partitioning_stats`."""
-    head = ["part", "inner nodes", "HALO nodes", "inner edges", "local edges", "cut edges", "node feat MB",
-            "edge feat MB", "files MB"]
-    rows = [[str(s.part_id), f"{s.inner_nodes:,}", f"{s.halo_nodes:,}", f"{s.inner_edges:,}", f"{s.local_edges:,}",
-             f"{s.cut_edges:,}", f"{s.node_feat_bytes / 1e6:.2f}", f"{s.edge_feat_bytes / 1e6:.2f}",
-             f"{s.file_bytes / 1e6:.2f}"] for s in st.parts]
+    head = [
+        "part",
+        "inner nodes",
+        "HALO nodes",
+        "inner edges",
+        "local edges",
+        "cut edges",
+        "node feat MB",
+        "edge feat MB",
+        "files MB",
+    ]
+    rows = [
+        [
+            str(s.part_id),
+            f"{s.inner_nodes:,}",
+            f"{s.halo_nodes:,}",
+            f"{s.inner_edges:,}",
+            f"{s.local_edges:,}",
+            f"{s.cut_edges:,}",
+            f"{s.node_feat_bytes / 1e6:.2f}",
+            f"{s.edge_feat_bytes / 1e6:.2f}",
+            f"{s.file_bytes / 1e6:.2f}",
+        ]
+        for s in st.parts
+    ]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-    lines = [f"graph {st.graph_name!r}: {st.num_nodes:,} nodes, {st.num_edges:,} edges, {st.num_parts} parts "
-             f"({st.part_method}, {st.halo_hops}-hop HALO)",
-             "  ".join(h.rjust(w) for h, w in zip(head, widths))]
+    lines = [
+        f"graph {st.graph_name!r}: {st.num_nodes:,} nodes, {st.num_edges:,} edges, {st.num_parts} parts "
+        f"({st.part_method}, {st.halo_hops}-hop HALO)",
+        "  ".join(h.rjust(w) for h, w in zip(head, widths)),
+    ]
     lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
-    lines.append(f"edge cut {st.edge_cut:,} ({100 * st.edge_cut_fraction:.2f}% of edges); node balance "
-                 f"{st.node_balance:.3f}; edge balance {st.edge_balance:.3f}; replication factor "
-                 f"{st.replication_factor:.3f}; {st.total_file_bytes / 1e6:.1f} MB on disk")
+    lines.append(
+        f"edge cut {st.edge_cut:,} ({100 * st.edge_cut_fraction:.2f}% of edges); node balance "
+        f"{st.node_balance:.3f}; edge balance {st.edge_balance:.3f}; replication factor "
+        f"{st.replication_factor:.3f}; {st.total_file_bytes / 1e6:.1f} MB on disk"
+    )
     return "\n".join(lines)

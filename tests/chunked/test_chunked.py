@@ -64,15 +64,21 @@ def _meta(tmp_path, edit):
     return tmp_path / "c"
 
 
-@pytest.mark.parametrize("edit,match", [
-    (lambda m: m.pop("node_type"), "missing key 'node_type'"),
-    (lambda m: m["node_type"].append("paper"), "duplicate type names \\['paper'\\]"),
-    (lambda m: m["edge_type"].__setitem__(0, "author:writes"), "malformed canonical edge type 'author:writes'"),
-    (lambda m: m["edge_type"].__setitem__(0, "alien:writes:paper"), "unknown node type 'alien'"),
-    (lambda m: m["edges"]["author:writes:paper"]["format"].__setitem__("name", "xlsx"), "unknown format name 'xlsx'"),
-    (lambda m: m["edges"]["author:writes:paper"]["data"].append("nope.csv"), "chunk file .*nope.csv is missing"),
-    (lambda m: m["num_nodes_per_type"].pop(), "one count per type"),
-])
+@pytest.mark.parametrize(
+    "edit,match",
+    [
+        (lambda m: m.pop("node_type"), "missing key 'node_type'"),
+        (lambda m: m["node_type"].append("paper"), "duplicate type names \\['paper'\\]"),
+        (lambda m: m["edge_type"].__setitem__(0, "author:writes"), "malformed canonical edge type 'author:writes'"),
+        (lambda m: m["edge_type"].__setitem__(0, "alien:writes:paper"), "unknown node type 'alien'"),
+        (
+            lambda m: m["edges"]["author:writes:paper"]["format"].__setitem__("name", "xlsx"),
+            "unknown format name 'xlsx'",
+        ),
+        (lambda m: m["edges"]["author:writes:paper"]["data"].append("nope.csv"), "chunk file .*nope.csv is missing"),
+        (lambda m: m["num_nodes_per_type"].pop(), "one count per type"),
+    ],
+)
 def test_metadata_errors(tmp_path, edit, match):
     with pytest.raises(InputError, match=match):
         read_metadata(_meta(tmp_path, edit))
@@ -89,12 +95,18 @@ def test_content_errors_name_file_line_value(tmp_path):
     with pytest.raises(InputError, match=r"chunk-1.csv, line 5: expected 2 columns, got 3"):
         load_chunked_graph(read_metadata(d))
     chunk.write_text("\n".join(lines[:1] + ["24 60"] + lines[2:]) + "\n")
-    with pytest.raises(InputError, match=r"chunk-1.csv, line 2: destination ID 60 is out of range \[0, 60\) "
-                                         r"for node type 'paper'"):
+    with pytest.raises(
+        InputError,
+        match=r"chunk-1.csv, line 2: destination ID 60 is out of range \[0, 60\) "
+        r"for node type 'paper'",
+    ):
         load_chunked_graph(read_metadata(d))
     chunk.write_text("\n".join(lines[:-1]) + "\n")  # a row missing: no line is wrong, the counts say which files
-    with pytest.raises(InputError, match=r"hold 87 rows in all \(chunk-0.csv: 44, chunk-1.csv: 43\), but the "
-                                         "metadata declares 88"):
+    with pytest.raises(
+        InputError,
+        match=r"hold 87 rows in all \(chunk-0.csv: 44, chunk-1.csv: 43\), but the "
+        "metadata declares 88",
+    ):
         load_chunked_graph(read_metadata(d))
 
 
@@ -141,22 +153,26 @@ def test_header_line_is_named_as_such(tmp_path, newline):
     chunk.write_bytes(newline.join(["src dst", *lines]).encode() + newline.encode())  # one row more than declared
     with pytest.raises(InputError) as exc:
         _load(d)
-    assert str(exc.value).startswith(f"{chunk}, line 1 looks like a header ('src dst'): a CSV chunk holds data rows "
-                                     "only")
+    assert str(exc.value).startswith(
+        f"{chunk}, line 1 looks like a header ('src dst'): a CSV chunk holds data rows only"
+    )
     chunk.write_text("\n".join(["src dst", *lines[1:]]) + "\n")  # the header in place of a row: counts agree
     with pytest.raises(InputError, match=rf"^{chunk}, line 1 looks like a header \('src dst'\)"):
         _load(d)
 
 
-@pytest.mark.parametrize("garbage,problem", [
-    ("garbage", "expected 2 columns, got 1: 'garbage'"),
-    ("12 x", "'x' is not an integer"),
-    ("1 2 3", "expected 2 columns, got 3: '1 2 3'"),
-    ("7", "expected 2 columns, got 1: '7'"),
-    ("1.5 2", "'1.5' is not an integer"),
-    ("1-2 3", "'1-2' is not an integer"),
-    ("18446744073709551615 0", "source ID 18446744073709551615 does not fit a 64-bit signed integer"),
-])
+@pytest.mark.parametrize(
+    "garbage,problem",
+    [
+        ("garbage", "expected 2 columns, got 1: 'garbage'"),
+        ("12 x", "'x' is not an integer"),
+        ("1 2 3", "expected 2 columns, got 3: '1 2 3'"),
+        ("7", "expected 2 columns, got 1: '7'"),
+        ("1.5 2", "'1.5' is not an integer"),
+        ("1-2 3", "'1-2' is not an integer"),
+        ("18446744073709551615 0", "source ID 18446744073709551615 does not fit a 64-bit signed integer"),
+    ],
+)
 def test_trailing_garbage_line_is_named(tmp_path, garbage, problem):
     d, chunk, lines = _edge_chunk(tmp_path)
     chunk.write_text("\n".join([*lines, garbage]) + "\n")  # one row more than the metadata declares
@@ -178,6 +194,7 @@ def test_unrelated_file_named_as_a_chunk(tmp_path):
     def point_at_passwd(m):
         m["edges"]["author:writes:paper"]["data"][1] = str(passwd)
         m["node_data"]["paper"]["feat"]["format"] = {"name": "csv", "delimiter": " "}
+
     d = _meta(tmp_path, point_at_passwd)
     with pytest.raises(InputError) as exc:
         _load(d)
@@ -201,8 +218,10 @@ def test_feature_csv_header_and_cli(tmp_path, capsys):
     (d / "metadata.json").write_text(json.dumps(raw))
     assert main(["partition", "--dataset", str(d), "--num-parts", "2", "--out", str(tmp_path / "p")]) == 2
     err = capsys.readouterr().err
-    assert err == (f"graphshard: error: {feat}, line 1 looks like a header ('f0 f1'): a CSV chunk holds data rows "
-                   "only, no header line; remove it (metadata.json node_data['paper']['feat'])\n")
+    assert err == (
+        f"graphshard: error: {feat}, line 1 looks like a header ('f0 f1'): a CSV chunk holds data rows "
+        "only, no header line; remove it (metadata.json node_data['paper']['feat'])\n"
+    )
 
 
 def test_bad_line_found_across_blocks(tmp_path, monkeypatch):
@@ -238,6 +257,9 @@ def test_uint64_ids_in_binary_chunks_are_reported_as_stored(tmp_path, fmt):
         np.save(path, rows)
     else:
         pq.write_table(pa.table({"c0": rows[:, 0], "c1": rows[:, 1]}), path)
-    with pytest.raises(InputError, match=rf"^{path}, line 5: destination ID 18446744073709551615 does not fit a "
-                                         r"64-bit signed integer \(metadata.json edges\['_N:_E:_N'\]\)$"):
+    with pytest.raises(
+        InputError,
+        match=rf"^{path}, line 5: destination ID 18446744073709551615 does not fit a "
+        r"64-bit signed integer \(metadata.json edges\['_N:_E:_N'\]\)$",
+    ):
         load_chunked_graph(read_metadata(tmp_path / "c"))

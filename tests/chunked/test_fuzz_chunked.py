@@ -27,8 +27,16 @@ from graphshard.chunked import read_metadata
 from graphshard.chunked.load import load_chunked_graph
 from graphshard.chunked.writer import chunk_graph
 from graphshard.errors import InputError
-from tests.fuzz_helpers import (FUZZ, PickleTrap, assert_named_error, damaged, json_values, near_misses, nested,
-                                no_writes)
+from tests.fuzz_helpers import (
+    FUZZ,
+    PickleTrap,
+    assert_named_error,
+    damaged,
+    json_values,
+    near_misses,
+    nested,
+    no_writes,
+)
 
 AB, BA = ("a", "r", "b"), ("b", "s", "a")
 NUM = {"a": 4, "b": 3}
@@ -36,10 +44,12 @@ NUM = {"a": 4, "b": 3}
 
 def _graph() -> Graph:
     """Two node types, two edge types (two chunks each), a node and an edge feature."""
-    return Graph(dict(NUM), {AB: (np.array([0, 1, 2, 3]), np.array([0, 1, 2, 0])),
-                             BA: (np.array([0, 2]), np.array([1, 3]))},
-                 node_feats={"a": {"x": np.arange(8, dtype=np.float32).reshape(4, 2)}},
-                 edge_feats={AB: {"w": np.arange(4.0)}})
+    return Graph(
+        dict(NUM),
+        {AB: (np.array([0, 1, 2, 3]), np.array([0, 1, 2, 0])), BA: (np.array([0, 2]), np.array([1, 3]))},
+        node_feats={"a": {"x": np.arange(8, dtype=np.float32).reshape(4, 2)}},
+        edge_feats={AB: {"w": np.arange(4.0)}},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +90,7 @@ def _load(work: Path, mentions: tuple[str, ...] = ()) -> Graph | None:
 
 # -- an independent reading of the files -----------------------------------------------------------------------
 _INT_FIELD = re.compile(r'-?[0-9]+|"-?[0-9]+"')
-_FLOAT_FIELD = re.compile(r'-?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?|nan|NaN|inf|-inf')
+_FLOAT_FIELD = re.compile(r"-?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?|nan|NaN|inf|-inf")
 
 
 def _csv_lines(data: bytes) -> list[str]:
@@ -149,10 +159,17 @@ def _expected(work: Path) -> Graph:
         edges[et] = (both[:, 0].astype(np.int64), both[:, 1].astype(np.int64))
 
     def feats(section: dict) -> dict:
-        return {k: np.concatenate([_read_chunk(p, fmt, False) for p, fmt in _files(work, spec)])
-                for k, spec in section.items()}
-    return Graph(dict(zip(ntypes, counts)), edges, {t: feats(d) for t, d in raw.get("node_data", {}).items()},
-                 {tuple(e.split(":")): feats(d) for e, d in raw.get("edge_data", {}).items()})
+        return {
+            k: np.concatenate([_read_chunk(p, fmt, False) for p, fmt in _files(work, spec)])
+            for k, spec in section.items()
+        }
+
+    return Graph(
+        dict(zip(ntypes, counts)),
+        edges,
+        {t: feats(d) for t, d in raw.get("node_data", {}).items()},
+        {tuple(e.split(":")): feats(d) for e, d in raw.get("edge_data", {}).items()},
+    )
 
 
 def _same(got: Graph, want: Graph) -> None:
@@ -173,8 +190,10 @@ def _per_chunk_counts(work: Path) -> None:
     """Rewrite the metadata with the older per-chunk counts (num_nodes_per_chunk, num_edges_per_chunk)."""
     raw = _meta(work)
     raw["num_nodes_per_chunk"] = [[n - n // 2, n // 2] for n in raw.pop("num_nodes_per_type")]
-    raw["num_edges_per_chunk"] = [[len(_read_chunk(p, fmt, True)) for p, fmt in _files(work, raw["edges"][e])]
-                                  for e, _ in zip(raw["edge_type"], raw.pop("num_edges_per_type"))]
+    raw["num_edges_per_chunk"] = [
+        [len(_read_chunk(p, fmt, True)) for p, fmt in _files(work, raw["edges"][e])]
+        for e, _ in zip(raw["edge_type"], raw.pop("num_edges_per_type"))
+    ]
     _set_meta(work, raw)
 
 
@@ -226,10 +245,26 @@ def edited_metadata(draw, raw: dict):
             new = draw(near_misses(at[-1]) | st.text(max_size=6))
             _edit(doc, at, lambda c, k: c.__setitem__(new, c.pop(k)))
         elif kind == "path":
-            target = draw(st.sampled_from(["nope.csv", "", ".", "..", "metadata.json", "../unrelated.txt", "/",
-                                           "edges/a__r__b/chunk-1.csv", "edges/b__s__a/chunk-0.npy",
-                                           "node_data/a/x/chunk-0.npy", "edge_data/a__r__b/w/chunk-1.parquet",
-                                           "edges/a__r__b/chunk-0.parquet", "node_data/a/x", "a\0b"]))
+            target = draw(
+                st.sampled_from(
+                    [
+                        "nope.csv",
+                        "",
+                        ".",
+                        "..",
+                        "metadata.json",
+                        "../unrelated.txt",
+                        "/",
+                        "edges/a__r__b/chunk-1.csv",
+                        "edges/b__s__a/chunk-0.npy",
+                        "node_data/a/x/chunk-0.npy",
+                        "edge_data/a__r__b/w/chunk-1.parquet",
+                        "edges/a__r__b/chunk-0.parquet",
+                        "node_data/a/x",
+                        "a\0b",
+                    ]
+                )
+            )
             _edit(doc, at, lambda c, k: c.__setitem__(k, target))
         elif kind == "add" and isinstance(_value(doc, at), (list, dict)):
             item = draw(json_values(4))
@@ -261,13 +296,24 @@ def test_edited_metadata(base, fmt, per_chunk, data):
         _same(g, _expected(work))
 
 
-@pytest.mark.parametrize("doc", [nested(100_000).encode(), nested(100_000, '{"a":', "}").encode(), b"\xff\xfe{}",
-                                 b"", b"[]", b"null", b'"metadata"', '{"node_type": ["ä"]}'.encode("latin-1"),
-                                 b'{"node_type": NaN}', b'{"graph_name": "x", "node_type": ["a"], "edge_type": [],'
-                                 b'"num_nodes_per_type": [1e400], "num_edges_per_type": [], "edges": {}}',
-                                 b'{"graph_name": "x", "node_type": ["a"], "edge_type": [],'
-                                 b'"num_nodes_per_type": [' + nested(100_000).encode()
-                                 + b'], "num_edges_per_type": [], "edges": {}}'])
+@pytest.mark.parametrize(
+    "doc",
+    [
+        nested(100_000).encode(),
+        nested(100_000, '{"a":', "}").encode(),
+        b"\xff\xfe{}",
+        b"",
+        b"[]",
+        b"null",
+        b'"metadata"',
+        '{"node_type": ["ä"]}'.encode("latin-1"),
+        b'{"node_type": NaN}',
+        b'{"graph_name": "x", "node_type": ["a"], "edge_type": [],'
+        b'"num_nodes_per_type": [1e400], "num_edges_per_type": [], "edges": {}}',
+        b'{"graph_name": "x", "node_type": ["a"], "edge_type": [],'
+        b'"num_nodes_per_type": [' + nested(100_000).encode() + b'], "num_edges_per_type": [], "edges": {}}',
+    ],
+)
 def test_metadata_that_is_no_json_object(base, doc):
     work = _work(base, "numpy")
     (work / "metadata.json").write_bytes(doc)
@@ -289,21 +335,26 @@ def _cr_only(raw):
     raw["edges"]["a:r:b"]["data"] = ["cr.csv", "edges/a__r__b/chunk-1.csv"]
 
 
-@pytest.mark.parametrize("edit, mentions", [
-    # raw ValueError (only single character unicode strings can be converted to Py_UCS4); 5 taken as "5"
-    (lambda m: m["edges"]["a:r:b"]["format"].__setitem__("delimiter", ", "), ("edges['a:r:b']", "delimiter")),
-    (lambda m: m["edges"]["a:r:b"]["format"].__setitem__("delimiter", 5), ("edges['a:r:b']", "delimiter")),
-    (lambda m: m["edges"]["a:r:b"]["format"].__setitem__("delimiter", "\n"), ("edges['a:r:b']", "delimiter")),
-    # raw TypeError (int + NoneType)
-    (lambda m: m.__setitem__("num_nodes_per_chunk", [[2, None], [3]]) or m.pop("num_nodes_per_type"),
-     ("num_nodes_per_chunk",)),
-    # raw OverflowError (integer division result too large for a float)
-    (lambda m: m["num_nodes_per_type"].__setitem__(0, 10**400), ("num_nodes_per_type",)),
-    # raw IndexError (a type whose edges have no chunks, and rows declared)
-    (lambda m: m["edges"]["a:r:b"].__setitem__("data", []), ("edges['a:r:b']", "declares 4")),
-    # raw OSError (File name too long) from is_file()
-    (lambda m: m["edges"]["a:r:b"]["data"].__setitem__(0, "x" * 300), ("edges['a:r:b']", "x" * 300)),
-])
+@pytest.mark.parametrize(
+    "edit, mentions",
+    [
+        # raw ValueError (only single character unicode strings can be converted to Py_UCS4); 5 taken as "5"
+        (lambda m: m["edges"]["a:r:b"]["format"].__setitem__("delimiter", ", "), ("edges['a:r:b']", "delimiter")),
+        (lambda m: m["edges"]["a:r:b"]["format"].__setitem__("delimiter", 5), ("edges['a:r:b']", "delimiter")),
+        (lambda m: m["edges"]["a:r:b"]["format"].__setitem__("delimiter", "\n"), ("edges['a:r:b']", "delimiter")),
+        # raw TypeError (int + NoneType)
+        (
+            lambda m: m.__setitem__("num_nodes_per_chunk", [[2, None], [3]]) or m.pop("num_nodes_per_type"),
+            ("num_nodes_per_chunk",),
+        ),
+        # raw OverflowError (integer division result too large for a float)
+        (lambda m: m["num_nodes_per_type"].__setitem__(0, 10**400), ("num_nodes_per_type",)),
+        # raw IndexError (a type whose edges have no chunks, and rows declared)
+        (lambda m: m["edges"]["a:r:b"].__setitem__("data", []), ("edges['a:r:b']", "declares 4")),
+        # raw OSError (File name too long) from is_file()
+        (lambda m: m["edges"]["a:r:b"]["data"].__setitem__(0, "x" * 300), ("edges['a:r:b']", "x" * 300)),
+    ],
+)
 def test_metadata_mistakes_are_named(base, edit, mentions):
     work = _work(base, "csv")
     raw = _meta(work)
@@ -316,20 +367,54 @@ def test_metadata_paths_outside_and_absolute(base):
     """Chunk paths may be absolute or lead out of the directory (they are read, never written)."""
     work = _work(base, "numpy")
     raw = _meta(work)
-    raw["edges"]["a:r:b"]["data"] = [str(base / "numpy" / "edges" / "a__r__b" / "chunk-0.npy"),
-                                     "../numpy/edges/a__r__b/chunk-1.npy"]
+    raw["edges"]["a:r:b"]["data"] = [
+        str(base / "numpy" / "edges" / "a__r__b" / "chunk-0.npy"),
+        "../numpy/edges/a__r__b/chunk-1.npy",
+    ]
     _set_meta(work, raw)
     _same(_load(work), _graph())
 
 
 # -- CSV chunks ------------------------------------------------------------------------------------------------
 ID = (st.integers(-1, 4) | st.sampled_from([2**63 - 1, 2**63, 2**64, 10**20, -(2**63), -(2**63) - 1])).map(str)
-FIELD = (ID | ID.map(lambda s: f'"{s}"') | ID.map(lambda s: "+" + s) | ID.map(lambda s: "0" + s)
-         | st.sampled_from(["", "1.0", "1e3", "nan", "NaN", "inf", "null", "NA", "0x1", "1_0", "١", "-", "+", "--1",
-                            "src", "dst", "#", "\t1", "\x00", "é"]))
+FIELD = (
+    ID
+    | ID.map(lambda s: f'"{s}"')
+    | ID.map(lambda s: "+" + s)
+    | ID.map(lambda s: "0" + s)
+    | st.sampled_from(
+        [
+            "",
+            "1.0",
+            "1e3",
+            "nan",
+            "NaN",
+            "inf",
+            "null",
+            "NA",
+            "0x1",
+            "1_0",
+            "١",
+            "-",
+            "+",
+            "--1",
+            "src",
+            "dst",
+            "#",
+            "\t1",
+            "\x00",
+            "é",
+        ]
+    )
+)
 ROW = st.lists(FIELD, min_size=1, max_size=3).map(" ".join)
-LINE = (ROW | ROW | st.just("") | st.sampled_from(["src dst", "source destination", "# comment", "1 2 3", " "])
-        | st.text(st.sampled_from("0123456789 -+.,\t\"'eE#x\r"), max_size=8))
+LINE = (
+    ROW
+    | ROW
+    | st.just("")
+    | st.sampled_from(["src dst", "source destination", "# comment", "1 2 3", " "])
+    | st.text(st.sampled_from("0123456789 -+.,\t\"'eE#x\r"), max_size=8)
+)
 VALID_LINE = st.tuples(st.integers(0, 3), st.integers(0, 2)).map(lambda p: f"{p[0]} {p[1]}")
 
 
@@ -395,10 +480,21 @@ def test_csv_edge_chunk_of_valid_lines(base, data, adjust):
     _check_csv_edges(work, chunk, data)
 
 
-@pytest.mark.parametrize("data, line", [(b"0 0\n1 \n", 2), (b"0 0\n 1\n", 2), (b"0 0\nnan 1\n", 2),
-                                        (b"0 0\n+1 1\n", 2), (b"0 0\n1_0 1\n", 2), (b"0 0\n0x1 1\n", 2),
-                                        (b"0 0\n0xFFFFFFFFFFFFFFFF 1\n", 2), (b"0 0\nNA 1\n", 2),
-                                        (b"0 0\n\xd9\xa3 1\n", 2), (b"0 0\r1 1\n", 1)])
+@pytest.mark.parametrize(
+    "data, line",
+    [
+        (b"0 0\n1 \n", 2),
+        (b"0 0\n 1\n", 2),
+        (b"0 0\nnan 1\n", 2),
+        (b"0 0\n+1 1\n", 2),
+        (b"0 0\n1_0 1\n", 2),
+        (b"0 0\n0x1 1\n", 2),
+        (b"0 0\n0xFFFFFFFFFFFFFFFF 1\n", 2),
+        (b"0 0\nNA 1\n", 2),
+        (b"0 0\n\xd9\xa3 1\n", 2),
+        (b"0 0\r1 1\n", 1),
+    ],
+)
 def test_csv_edge_lines_that_are_no_rows(base, data, line):
     """An empty field or NA was read as null and reported as "edge IDs must be integers, got float64" (no
     line); +1 and 1_0 as "cannot parse CSV" (no line); 0x1 read as 1 and 0xFFFFFFFFFFFFFFFF as -1; a lone
@@ -415,14 +511,39 @@ def test_csv_edge_chunk_of_one_line(base, data):
     assert g is not None and g.edges[AB][0].tolist() == [3, 2, 3] and g.edges[AB][1].tolist() == [2, 2, 0]
 
 
-FLOAT = (st.floats(allow_nan=True, allow_infinity=True, width=32).map(repr)
-         | st.sampled_from(["", "1", "-2", "1e3", "1.", ".5", "nan", "NaN", "NA", "null", "true", "x", "1,5", "0x1",
-                            "1_0", "+1", "٣", "inf", "-inf", "Infinity", '"1"']))
+FLOAT = st.floats(allow_nan=True, allow_infinity=True, width=32).map(repr) | st.sampled_from(
+    [
+        "",
+        "1",
+        "-2",
+        "1e3",
+        "1.",
+        ".5",
+        "nan",
+        "NaN",
+        "NA",
+        "null",
+        "true",
+        "x",
+        "1,5",
+        "0x1",
+        "1_0",
+        "+1",
+        "٣",
+        "inf",
+        "-inf",
+        "Infinity",
+        '"1"',
+    ]
+)
 
 
 @FUZZ
-@given(st.lists(st.lists(FLOAT, min_size=1, max_size=3).map(" ".join), min_size=0, max_size=6), st.booleans(),
-       st.sampled_from(["\n", "\r\n"]))
+@given(
+    st.lists(st.lists(FLOAT, min_size=1, max_size=3).map(" ".join), min_size=0, max_size=6),
+    st.booleans(),
+    st.sampled_from(["\n", "\r\n"]),
+)
 def test_csv_node_feature(base, lines, final_newline, newline):
     work = _work(base, "csv")
     feat = work / "node_data" / "a" / "x" / "feat.csv"
@@ -440,8 +561,9 @@ def test_csv_node_feature(base, lines, final_newline, newline):
     _same(g, _expected(work))
 
 
-@pytest.mark.parametrize("text, line", [(b"1 2\n3 \n5 6\n7 8\n", 2), (b"1 2\n3 NA\n5 6\n7 8\n", 2),
-                                        (b"1 2\n3 null\n5 6\n7 8\n", 2)])
+@pytest.mark.parametrize(
+    "text, line", [(b"1 2\n3 \n5 6\n7 8\n", 2), (b"1 2\n3 NA\n5 6\n7 8\n", 2), (b"1 2\n3 null\n5 6\n7 8\n", 2)]
+)
 def test_csv_feature_missing_values_are_named(base, text, line):
     """An empty field, NA or null was read as NaN, silently."""
     work = _work(base, "csv")
@@ -460,15 +582,25 @@ def _npy(arr: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-DTYPES = st.one_of(hnp.integer_dtypes(), hnp.unsigned_integer_dtypes(), hnp.floating_dtypes(), hnp.boolean_dtypes(),
-                   hnp.complex_number_dtypes(), hnp.unicode_string_dtypes(max_len=3), hnp.byte_string_dtypes(max_len=3),
-                   hnp.datetime64_dtypes(), hnp.timedelta64_dtypes(), st.just(np.dtype([("a", "<i8"), ("b", "<i8")])),
-                   st.just(np.dtype(np.longdouble)))
+DTYPES = st.one_of(
+    hnp.integer_dtypes(),
+    hnp.unsigned_integer_dtypes(),
+    hnp.floating_dtypes(),
+    hnp.boolean_dtypes(),
+    hnp.complex_number_dtypes(),
+    hnp.unicode_string_dtypes(max_len=3),
+    hnp.byte_string_dtypes(max_len=3),
+    hnp.datetime64_dtypes(),
+    hnp.timedelta64_dtypes(),
+    st.just(np.dtype([("a", "<i8"), ("b", "<i8")])),
+    st.just(np.dtype(np.longdouble)),
+)
 SHAPES = st.sampled_from([(2, 2), (3, 2), (0, 2), (2,), (2, 3), (2, 1), (), (2, 2, 1), (1, 2), (0,)])
 ARRAYS = hnp.arrays(DTYPES, SHAPES) | hnp.arrays(np.int64, SHAPES).map(lambda a: a.view("V8"))
-EDGE_ARRAYS = st.tuples(hnp.arrays(np.int64, st.sampled_from([(2, 2), (3, 2), (0, 2)]), elements=st.integers(-1, 4)),
-                        st.sampled_from([np.int64, np.int32, np.uint8, np.uint64, np.int8, np.dtype(">i8")])
-                        ).map(lambda a: a[0].astype(a[1]))  # -1 as uint64: 2**64 - 1
+EDGE_ARRAYS = st.tuples(
+    hnp.arrays(np.int64, st.sampled_from([(2, 2), (3, 2), (0, 2)]), elements=st.integers(-1, 4)),
+    st.sampled_from([np.int64, np.int32, np.uint8, np.uint64, np.int8, np.dtype(">i8")]),
+).map(lambda a: a[0].astype(a[1]))  # -1 as uint64: 2**64 - 1
 
 
 def _declare_rows(work: Path, where: str, rows: int | None) -> None:
@@ -535,8 +667,21 @@ def test_damaged_npy_chunk(base, where, data):
         _check_binary(work, chunk, where, arr)
 
 
-@pytest.mark.parametrize("what", ["pickle_array", "pickle", "npz", "damaged_npz", "empty", "huge_shape",
-                                  "overflow_shape", "unclosed_header", "zero_d", "directory"])
+@pytest.mark.parametrize(
+    "what",
+    [
+        "pickle_array",
+        "pickle",
+        "npz",
+        "damaged_npz",
+        "empty",
+        "huge_shape",
+        "overflow_shape",
+        "unclosed_header",
+        "zero_d",
+        "directory",
+    ],
+)
 @pytest.mark.parametrize("where", ["edges", "feature"])
 def test_npy_chunk_that_is_no_array(base, what, where):
     """Pickles are never loaded; an empty file was a raw EOFError, a header with an unclosed bracket a
@@ -559,8 +704,11 @@ def test_npy_chunk_that_is_no_array(base, what, where):
     elif what == "empty":
         chunk.write_bytes(b"")
     elif what in ("huge_shape", "overflow_shape", "unclosed_header"):
-        shape = {"huge_shape": b"(10000000000, 2)", "overflow_shape": b"(99999999999999999999999, 2)",
-                 "unclosed_header": b"(2, 2 "}[what]
+        shape = {
+            "huge_shape": b"(10000000000, 2)",
+            "overflow_shape": b"(99999999999999999999999, 2)",
+            "unclosed_header": b"(2, 2 ",
+        }[what]
         chunk.write_bytes(good.replace(b"(2, 2)", shape))
     elif what == "zero_d":
         chunk.write_bytes(_npy(np.array(1, dtype=np.int64)))
@@ -577,17 +725,24 @@ def parquet_tables(draw):
     import pyarrow as pa
 
     rows = draw(st.sampled_from([0, 2, 3]))
-    types = {"int64": (pa.int64(), st.integers(-1, 4)), "int8": (pa.int8(), st.integers(-1, 4)),
-             "uint64": (pa.uint64(), st.sampled_from([0, 1, 2**63, 2**64 - 1])),
-             "float": (pa.float64(), st.floats(allow_nan=True)), "float32": (pa.float32(), st.floats(width=32)),
-             "bool": (pa.bool_(), st.booleans()), "str": (pa.string(), st.text(max_size=3)),
-             "bin": (pa.binary(), st.binary(max_size=3)),
-             "list": (pa.list_(pa.int64()), st.lists(st.integers(0, 3), max_size=2)),
-             "ts": (pa.timestamp("s"), st.integers(0, 10)), "dur": (pa.duration("s"), st.integers(0, 10)),
-             "date": (pa.date32(), st.integers(0, 10)), "null": (pa.null(), st.none()),
-             "dict": (pa.dictionary(pa.int32(), pa.int64()), st.integers(0, 3)),
-             "struct": (pa.struct([("x", pa.int64())]), st.fixed_dictionaries({"x": st.integers(0, 3)})),
-             "decimal": (pa.decimal128(5, 1), st.decimals(-9, 9, places=1))}
+    types = {
+        "int64": (pa.int64(), st.integers(-1, 4)),
+        "int8": (pa.int8(), st.integers(-1, 4)),
+        "uint64": (pa.uint64(), st.sampled_from([0, 1, 2**63, 2**64 - 1])),
+        "float": (pa.float64(), st.floats(allow_nan=True)),
+        "float32": (pa.float32(), st.floats(width=32)),
+        "bool": (pa.bool_(), st.booleans()),
+        "str": (pa.string(), st.text(max_size=3)),
+        "bin": (pa.binary(), st.binary(max_size=3)),
+        "list": (pa.list_(pa.int64()), st.lists(st.integers(0, 3), max_size=2)),
+        "ts": (pa.timestamp("s"), st.integers(0, 10)),
+        "dur": (pa.duration("s"), st.integers(0, 10)),
+        "date": (pa.date32(), st.integers(0, 10)),
+        "null": (pa.null(), st.none()),
+        "dict": (pa.dictionary(pa.int32(), pa.int64()), st.integers(0, 3)),
+        "struct": (pa.struct([("x", pa.int64())]), st.fixed_dictionaries({"x": st.integers(0, 3)})),
+        "decimal": (pa.decimal128(5, 1), st.decimals(-9, 9, places=1)),
+    }
     cols = {}
     for j in range(draw(st.integers(0, 3))):
         name = draw(st.sampled_from(sorted(types)))

@@ -8,8 +8,10 @@ import sys
 
 
 def test_the_command_line_and_the_options_import_no_pyg():
-    code = ("import sys, graphshard.cli, graphshard.train.options, graphshard.models.registry\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch_geometric'))")
+    code = (
+        "import sys, graphshard.cli, graphshard.train.options, graphshard.models.registry\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch_geometric'))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", done.stdout[:500]

@@ -27,6 +27,7 @@ def cluster(tmp_path):
         c = Cluster(tmp_path / f"cluster{len(made)}", n, rate, cores_per_host)
         made.append(c)
         return c.up()
+
     try:
         yield make
     finally:

@@ -112,7 +112,7 @@ class Cluster:
     def switch(self) -> str:
         return f"{self.prefix}sw"
 
-    def up(self) -> "Cluster":
+    def up(self) -> Cluster:
         sweep_stale()
         cores = os.cpu_count() or 1
         self.root.mkdir(parents=True, exist_ok=True)
@@ -123,8 +123,9 @@ class Cluster:
             self._in(self.switch, "ip", "link", "set", "br0", "up")
             for i in range(self.n):
                 self.hosts.append(self._add_host(i, cores))
-            (self.root / "hosts").write_text("127.0.0.1 localhost\n" +
-                                             "".join(f"{h.address} {h.name}\n" for h in self.hosts))
+            (self.root / "hosts").write_text(
+                "127.0.0.1 localhost\n" + "".join(f"{h.address} {h.name}\n" for h in self.hosts)
+            )
             if self.rate:
                 self.shape(self.rate)
         except BaseException:
@@ -134,8 +135,14 @@ class Cluster:
 
     def _add_host(self, i: int, cores: int) -> Host:
         ns, port = f"{self.prefix}h{i}", f"{self.prefix}v{i}"
-        host = Host(i, f"node{i}", f"{SUBNET}.{i + 1}", ns, self.root / f"node{i}",
-                    ",".join(str((i * self.cores_per_host + c) % cores) for c in range(self.cores_per_host)))
+        host = Host(
+            i,
+            f"node{i}",
+            f"{SUBNET}.{i + 1}",
+            ns,
+            self.root / f"node{i}",
+            ",".join(str((i * self.cores_per_host + c) % cores) for c in range(self.cores_per_host)),
+        )
         _sh("ip", "netns", "add", ns)
         _sh("ip", "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns)
         _sh("ip", "link", "set", port, "netns", self.switch)
@@ -155,14 +162,35 @@ class Cluster:
         """Start ``argv`` on host ``i`` in its working directory (see the module), output to a log file."""
         host = self.hosts[i]
         hide = "".join(f"mount -t tmpfs -o ro,size=4k gs-hidden {h.workdir} && " for h in self.hosts if h is not host)
-        setup = (f"hostname {host.name} && mount --bind {self.root / 'hosts'} /etc/hosts && {hide}"
-                 f'cd {host.workdir} && exec taskset -c {host.cores} "$@"')
+        setup = (
+            f"hostname {host.name} && mount --bind {self.root / 'hosts'} /etc/hosts && {hide}"
+            f'cd {host.workdir} && exec taskset -c {host.cores} "$@"'
+        )
         log = self.root / f"{host.name}-{name}-{len(self.procs)}.log"
         with open(log, "wb") as out:
-            popen = subprocess.Popen(["ip", "netns", "exec", host.netns, "unshare", "--mount", "--uts",
-                                      "--propagation", "private", "sh", "-c", setup, "sh", *argv],
-                                     stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     env={**os.environ, **(env or {})}, start_new_session=True)
+            popen = subprocess.Popen(
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    host.netns,
+                    "unshare",
+                    "--mount",
+                    "--uts",
+                    "--propagation",
+                    "private",
+                    "sh",
+                    "-c",
+                    setup,
+                    "sh",
+                    *argv,
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, **(env or {})},
+                start_new_session=True,
+            )
         proc = Proc(host, popen, log)
         self.procs.append(proc)
         return proc
@@ -209,8 +237,22 @@ class Cluster:
             for ns, dev in ((h.netns, "eth0"), (self.switch, port)):
                 _sh("ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", dev, "root", check=False)
                 if rate:
-                    self._in(ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst",
-                             str(_burst(rate)), "latency", "100ms")
+                    self._in(
+                        ns,
+                        "tc",
+                        "qdisc",
+                        "add",
+                        "dev",
+                        dev,
+                        "root",
+                        "tbf",
+                        "rate",
+                        rate,
+                        "burst",
+                        str(_burst(rate)),
+                        "latency",
+                        "100ms",
+                    )
         self.rate = rate
 
     # -- teardown --------------------------------------------------------------------------------

@@ -20,8 +20,19 @@ LAUNCHERS = ("torchrun", "env", "slurm")
 VICTIM = str(Path(__file__).with_name("victim.py"))
 LOST_LINE = re.compile(r"graphshard: error: (lost rank 1 on host \S+: .*)")
 # variables of an outer launcher that must not leak into the emulated hosts' ranks
-_OUTER = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT",
-          "TORCHELASTIC_RUN_ID", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "GRAPHSHARD_STORE_HOSTED")
+_OUTER = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TORCHELASTIC_RUN_ID",
+    "GLOO_SOCKET_IFNAME",
+    "TP_SOCKET_IFNAME",
+    "GRAPHSHARD_STORE_HOSTED",
+)
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -29,8 +40,7 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env | {"PYTHONUNBUFFERED": "1"} | extra
 
 
-def spread(config: Path, c: Cluster, parts_of: list[list[int]], sub: str = "parts",
-           also: tuple[Path, ...] = ()) -> str:
+def spread(config: Path, c: Cluster, parts_of: list[list[int]], sub: str = "parts", also: tuple[Path, ...] = ()) -> str:
     """Copy the partition config (and the files ``also``) to every host and each host's partitions
     (``parts_of[i]`` for host ``i``) beside it, in ``<workdir>/<sub>``; returns the config's path relative
     to each workdir."""
@@ -47,8 +57,16 @@ def spread(config: Path, c: Cluster, parts_of: list[list[int]], sub: str = "part
     return f"{sub}/{config.name}"
 
 
-def start(c: Cluster, args: list[str], per_host: int = 1, how: str = "torchrun", hosts: int | None = None,
-          name: str = "job", env: dict[str, str] | None = None, entry: list[str] | None = None) -> list[Proc]:
+def start(
+    c: Cluster,
+    args: list[str],
+    per_host: int = 1,
+    how: str = "torchrun",
+    hosts: int | None = None,
+    name: str = "job",
+    env: dict[str, str] | None = None,
+    entry: list[str] | None = None,
+) -> list[Proc]:
     """Start ``graphshard ARGS`` on the first ``hosts`` hosts (all by default), ``per_host`` ranks each,
     as launcher ``how`` starts them; host 0 is the master. ``entry``: what torchrun runs instead of
     ``-m graphshard.cli`` (e.g. :mod:`tests.cluster.victim`)."""
@@ -57,24 +75,52 @@ def start(c: Cluster, args: list[str], per_host: int = 1, how: str = "torchrun",
     procs = []
     for i in range(n):
         if how == "torchrun":
-            argv = [PY, "-m", "torch.distributed.run", "--nnodes", str(n), "--nproc-per-node", str(per_host),
-                    "--node-rank", str(i), "--master-addr", master.address, "--master-port", PORT,
-                    *(entry or ["-m", "graphshard.cli"]), *args]
+            argv = [
+                PY,
+                "-m",
+                "torch.distributed.run",
+                "--nnodes",
+                str(n),
+                "--nproc-per-node",
+                str(per_host),
+                "--node-rank",
+                str(i),
+                "--master-addr",
+                master.address,
+                "--master-port",
+                PORT,
+                *(entry or ["-m", "graphshard.cli"]),
+                *args,
+            ]
             procs.append(c.run(i, argv, clean_env(**(env or {})), name=f"{name}-torchrun"))
             continue
         for local in range(per_host):
             rank = i * per_host + local
             if how == "env":  # what a PyTorchJob's operator sets on every pod
-                ranks = {"MASTER_ADDR": master.name, "MASTER_PORT": PORT, "RANK": str(rank), "WORLD_SIZE": str(world),
-                         "LOCAL_RANK": str(local)}
+                ranks = {
+                    "MASTER_ADDR": master.name,
+                    "MASTER_PORT": PORT,
+                    "RANK": str(rank),
+                    "WORLD_SIZE": str(world),
+                    "LOCAL_RANK": str(local),
+                }
             elif how == "slurm":  # what srun sets on every task of `srun --nodes N --ntasks-per-node T`
-                ranks = {"SLURM_PROCID": str(rank), "SLURM_NTASKS": str(world), "SLURM_LOCALID": str(local),
-                         "SLURM_NODEID": str(i), "SLURM_JOB_NODELIST": f"node[0-{n - 1}]",
-                         "SLURM_TASKS_PER_NODE": f"{per_host}(x{n})", "SLURM_JOB_ID": "4242"}
+                ranks = {
+                    "SLURM_PROCID": str(rank),
+                    "SLURM_NTASKS": str(world),
+                    "SLURM_LOCALID": str(local),
+                    "SLURM_NODEID": str(i),
+                    "SLURM_JOB_NODELIST": f"node[0-{n - 1}]",
+                    "SLURM_TASKS_PER_NODE": f"{per_host}(x{n})",
+                    "SLURM_JOB_ID": "4242",
+                }
             else:
                 raise ValueError(f"launcher {how!r}: one of {LAUNCHERS}")
-            procs.append(c.run(i, [PY, "-m", "graphshard.cli", *args], clean_env(**ranks, **(env or {})),
-                               name=f"{name}-rank{rank}"))
+            procs.append(
+                c.run(
+                    i, [PY, "-m", "graphshard.cli", *args], clean_env(**ranks, **(env or {})), name=f"{name}-rank{rank}"
+                )
+            )
     return procs
 
 
@@ -82,8 +128,9 @@ def finish(procs: list[Proc], timeout: float = 240) -> None:
     """Wait for every process; fail with every host's output tail if one failed."""
     codes = [p.wait(timeout) for p in procs]
     if any(codes):
-        raise AssertionError("\n\n".join(f"--- {p.host.name} (exit {code}):\n{p.tail(40)}"
-                                         for p, code in zip(procs, codes)))
+        raise AssertionError(
+            "\n\n".join(f"--- {p.host.name} (exit {code}):\n{p.tail(40)}" for p, code in zip(procs, codes))
+        )
 
 
 def faulted(c: Cluster, args: list[str], kind: str, at: str, timeout: float = 180) -> tuple[float, str, str]:
@@ -92,8 +139,13 @@ def faulted(c: Cluster, args: list[str], kind: str, at: str, timeout: float = 18
     Returns the seconds from the fault to host 0's line naming the lost rank, that line, and host 0's output."""
     mark = c.root / "fault.mark"
     mark.unlink(missing_ok=True)
-    procs = start(c, args, entry=[VICTIM], name=f"fault-{kind}",
-                  env={"GS_FAULT": kind, "GS_FAULT_AT": at, "GS_FAULT_RANK": "1", "GS_FAULT_MARK": str(mark)})
+    procs = start(
+        c,
+        args,
+        entry=[VICTIM],
+        name=f"fault-{kind}",
+        env={"GS_FAULT": kind, "GS_FAULT_AT": at, "GS_FAULT_RANK": "1", "GS_FAULT_MARK": str(mark)},
+    )
     survivor, deadline, found = procs[0], time.monotonic() + timeout, None
     while found is None:  # polling the survivor's output for its line, against a deadline
         assert time.monotonic() < deadline, f"no fault or no line:\n{survivor.tail()}"

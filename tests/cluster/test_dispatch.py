@@ -23,13 +23,19 @@ def test_dispatch_writes_each_hosts_partitions_locally(cluster, tmp_path):
     for h in c.hosts:  # every host gets the (small) input; nothing is shared
         shutil.copytree(tmp_path / "chunks", h.workdir / "chunks")
         shutil.copytree(tmp_path / "assign", h.workdir / "assign")
-    finish(start(c, ["dispatch", "--dataset", "chunks", "--assignment", "assign", "--out", "out", "--timeout", "60"],
-                 name="dispatch"))
+    finish(
+        start(
+            c,
+            ["dispatch", "--dataset", "chunks", "--assignment", "assign", "--out", "out", "--timeout", "60"],
+            name="dispatch",
+        )
+    )
     for h in c.hosts:
         out = h.workdir / "out"
         assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["comm.json", f"part{h.index}"]
         assert filecmp.cmp(out / "comm.json", tmp_path / "ref" / "comm.json", shallow=False)
         same = filecmp.dircmp(out / f"part{h.index}", tmp_path / "ref" / f"part{h.index}")
         assert same.left_list == same.right_list and not same.diff_files and not same.funny_files
-        assert filecmp.cmpfiles(out / f"part{h.index}", tmp_path / "ref" / f"part{h.index}", same.common_files,
-                                shallow=False)[0] == sorted(same.common_files)
+        assert filecmp.cmpfiles(
+            out / f"part{h.index}", tmp_path / "ref" / f"part{h.index}", same.common_files, shallow=False
+        )[0] == sorted(same.common_files)

@@ -30,8 +30,20 @@ def _check_reported(line: str, output: str, doing: str, seconds: float) -> None:
 def test_a_cut_link_while_training_is_found_and_the_rerun_resumes(cluster, tmp_path):
     c = cluster(2)
     mine = spread(_partitions(tmp_path), c, [[0], [1]])
-    args = ["train", "--part-config", mine, *FAST, "--batch-size", "64", "--epochs", "5", "--checkpoint", "ckpt",
-            "--metrics-out", "metrics.json"]
+    args = [
+        "train",
+        "--part-config",
+        mine,
+        *FAST,
+        "--batch-size",
+        "64",
+        "--epochs",
+        "5",
+        "--checkpoint",
+        "ckpt",
+        "--metrics-out",
+        "metrics.json",
+    ]
     seconds, line, output = faulted(c, args, "cut", "training epoch 2")
     _check_reported(line, output, "training epoch 2", seconds)
     assert json.loads((c.hosts[0].workdir / "metrics.json").read_text())["complete"] is False
@@ -47,8 +59,9 @@ def test_a_cut_link_while_training_is_found_and_the_rerun_resumes(cluster, tmp_p
 def test_a_frozen_process_while_validating_is_found(cluster, tmp_path):
     c = cluster(2)
     mine = spread(_partitions(tmp_path), c, [[0], [1]])
-    seconds, line, output = faulted(c, ["train", "--part-config", mine, *FAST, "--epochs", "3"], "stop",
-                                     "validating after epoch 0")
+    seconds, line, output = faulted(
+        c, ["train", "--part-config", mine, *FAST, "--epochs", "3"], "stop", "validating after epoch 0"
+    )
     _check_reported(line, output, "validating after epoch 0", seconds)
     assert "process frozen" in line
 
@@ -57,8 +70,12 @@ def test_a_killed_process_while_embedding_is_found_and_nothing_is_written(cluste
     c = cluster(2)
     mine = spread(_partitions(tmp_path), c, [[0], [1]])
     finish(start(c, ["train", "--part-config", mine, *FAST, "--epochs", "1", "--checkpoint", "ckpt"], name="train"))
-    seconds, line, output = faulted(c, ["embed", "--part-config", mine, "--checkpoint", "ckpt", "--out", "emb.npy",
-                                         "--timeout", "60"], "kill", "computing embeddings")
+    seconds, line, output = faulted(
+        c,
+        ["embed", "--part-config", mine, "--checkpoint", "ckpt", "--out", "emb.npy", "--timeout", "60"],
+        "kill",
+        "computing embeddings",
+    )
     _check_reported(line, output, "computing embeddings", seconds)
     assert not (c.hosts[0].workdir / "emb.npy").exists()
 
@@ -71,8 +88,12 @@ def test_a_cut_link_while_dispatching_is_found_and_nothing_is_published(cluster,
     for h in c.hosts:
         shutil.copytree(tmp_path / "chunks", h.workdir / "chunks")
         shutil.copytree(tmp_path / "assign", h.workdir / "assign")
-    seconds, line, output = faulted(c, ["dispatch", "--dataset", "chunks", "--assignment", "assign", "--out", "out",
-                                         "--timeout", "60"], "cut", "dispatch: exchanging")
+    seconds, line, output = faulted(
+        c,
+        ["dispatch", "--dataset", "chunks", "--assignment", "assign", "--out", "out", "--timeout", "60"],
+        "cut",
+        "dispatch: exchanging",
+    )
     _check_reported(line, output, "dispatch: exchanging edges and features (phase 1 of 1)", seconds)
     assert not (c.hosts[0].workdir / "out" / "comm.json").exists()
 
@@ -82,6 +103,10 @@ def test_a_killed_process_while_training_is_found(cluster, tmp_path):
     the rank, its host and what it was doing."""
     c = cluster(2)
     mine = spread(_partitions(tmp_path), c, [[0], [1]])
-    seconds, line, output = faulted(c, ["train", "--part-config", mine, *FAST, "--batch-size", "64", "--epochs", "5"],
-                                    "kill", "training epoch 1, batch 3")
+    seconds, line, output = faulted(
+        c,
+        ["train", "--part-config", mine, *FAST, "--batch-size", "64", "--epochs", "5"],
+        "kill",
+        "training epoch 1, batch 3",
+    )
     _check_reported(line, output, "training epoch 1, batch 3", seconds)

@@ -12,10 +12,11 @@ import pytest
 from .harness import SUBNET, Cluster
 
 PY = sys.executable
-_ECHO = ("import socket,sys; s=socket.create_server((sys.argv[1], 7000)); c,_=s.accept(); "
-         "c.sendall(open('mine.txt','rb').read()); c.close()")
-_ASK = ("import socket,sys; s=socket.create_connection((sys.argv[1], 7000), timeout=5); "
-        "print(s.recv(100).decode())")
+_ECHO = (
+    "import socket,sys; s=socket.create_server((sys.argv[1], 7000)); c,_=s.accept(); "
+    "c.sendall(open('mine.txt','rb').read()); c.close()"
+)
+_ASK = "import socket,sys; s=socket.create_connection((sys.argv[1], 7000), timeout=5); print(s.recv(100).decode())"
 
 
 def _connect(c: Cluster, server: int, client: int, timeout: float = 20) -> str:
@@ -37,16 +38,18 @@ def test_hosts_talk_by_name_and_see_only_their_own_files(cluster):
         (h.workdir / "mine.txt").write_text(f"files of {h.name}")
     assert [h.address for h in c.hosts] == [f"{SUBNET}.1", f"{SUBNET}.2"]
     assert _connect(c, 1, 0) == "files of node1"
-    peek = c.run(0, [PY, "-c", f"import os; print(os.listdir({str(c.hosts[1].workdir)!r}), os.uname().nodename)"],
-                 name="peek")
+    peek = c.run(
+        0, [PY, "-c", f"import os; print(os.listdir({str(c.hosts[1].workdir)!r}), os.uname().nodename)"], name="peek"
+    )
     assert peek.wait(20) == 0
     assert peek.output().split() == ["[]", "node0"], peek.output()  # node1's directory is hidden from node0
 
 
 def test_cut_heal_shape_and_teardown(cluster):
     c = cluster(2, rate="100mbit")
-    shown = subprocess.run(["ip", "netns", "exec", c.hosts[0].netns, "tc", "qdisc", "show", "dev", "eth0"],
-                           capture_output=True, text=True).stdout
+    shown = subprocess.run(
+        ["ip", "netns", "exec", c.hosts[0].netns, "tc", "qdisc", "show", "dev", "eth0"], capture_output=True, text=True
+    ).stdout
     assert "tbf" in shown and "100Mbit" in shown, shown
     (c.hosts[1].workdir / "mine.txt").write_text("up")
     c.cut(1)
@@ -77,6 +80,7 @@ def test_frozen_and_killed_processes(cluster):
 
     def stopped() -> bool:  # a short-lived helper of the host's start-up (mount) may already be a zombie
         return all(state(pid) in ("T", "Z", "gone") for pid in frozen)
+
     deadline = time.monotonic() + 10
     while not stopped():  # the signal is delivered asynchronously
         assert time.monotonic() < deadline, "not stopped"
@@ -90,6 +94,7 @@ def test_frozen_and_killed_processes(cluster):
 def test_a_failed_build_and_a_dead_test_leave_no_namespace(tmp_path):
     from .conftest import _why_not
     from .harness import sweep_stale
+
     if _why_not():
         pytest.skip(_why_not())
     c = Cluster(tmp_path / "c", 2, rate="fast")  # not a rate: up() fails after making the hosts

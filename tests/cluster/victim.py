@@ -38,6 +38,7 @@ def _arm() -> None:
             subprocess.run(["ip", "link", "set", "eth0", "down"], check=True)
         else:
             os.kill(os.getpid(), signal.SIGSTOP if kind == "stop" else signal.SIGKILL)
+
     liveness.doing = doing  # before graphshard's modules import it
 
 

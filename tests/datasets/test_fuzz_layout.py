@@ -18,8 +18,14 @@ from graphshard.datasets import community_graph, load_dataset, save_dataset
 from tests.fuzz_helpers import FUZZ, assert_named_error, damaged, json_values, no_writes
 
 FILES = ["src.npy", "dst.npy", "feat.npy", "label.npy", "train_idx.npy", "val_idx.npy", "test_idx.npy"]
-DTYPES = st.one_of(hnp.integer_dtypes(), hnp.unsigned_integer_dtypes(), hnp.floating_dtypes(), hnp.boolean_dtypes(),
-                   hnp.unicode_string_dtypes(max_len=2), hnp.datetime64_dtypes())
+DTYPES = st.one_of(
+    hnp.integer_dtypes(),
+    hnp.unsigned_integer_dtypes(),
+    hnp.floating_dtypes(),
+    hnp.boolean_dtypes(),
+    hnp.unicode_string_dtypes(max_len=2),
+    hnp.datetime64_dtypes(),
+)
 ARRAYS = hnp.arrays(DTYPES, hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=40))
 
 
@@ -72,8 +78,22 @@ def test_damaged_bytes(saved, name, data):
 
 
 @FUZZ
-@given(key=st.sampled_from(["num_nodes", "feat_format", "feat_files", "feat_shape", "num_classes", "kind", "name",
-                            "node_types", "edge_types"]), value=json_values())
+@given(
+    key=st.sampled_from(
+        [
+            "num_nodes",
+            "feat_format",
+            "feat_files",
+            "feat_shape",
+            "num_classes",
+            "kind",
+            "name",
+            "node_types",
+            "edge_types",
+        ]
+    ),
+    value=json_values(),
+)
 def test_any_meta_value(saved, key, value):
     root, _ = saved
     d, path = _fresh(root, "meta.json")

@@ -49,8 +49,10 @@ def _homo(d: Path) -> None:
 def _hetero(d: Path) -> None:
     n = {"author": 6, "paper": 4}
     _gz(d / "raw" / "num-node-dict.csv.gz", "author,paper\n6,4\n")
-    _gz(d / "raw" / "relations" / "author___writes___paper" / "edge.csv.gz",
-        _rows(np.stack([RNG.integers(0, 6, 9), RNG.integers(0, 4, 9)], 1)))
+    _gz(
+        d / "raw" / "relations" / "author___writes___paper" / "edge.csv.gz",
+        _rows(np.stack([RNG.integers(0, 6, 9), RNG.integers(0, 4, 9)], 1)),
+    )
     _gz(d / "raw" / "relations" / "paper___cites___paper" / "edge.csv.gz", _rows(RNG.integers(0, 4, (5, 2))))
     _gz(d / "raw" / "node-feat" / "paper" / "node-feat.csv.gz", _rows(RNG.standard_normal((4, 2)).round(3)))
     _gz(d / "raw" / "node-label" / "paper" / "node-label.csv.gz", _rows(RNG.integers(0, 2, 4)))
@@ -122,9 +124,30 @@ def test_pristine_directories_load(pristine):
 
 
 # -- junk rows ----------------------------------------------------------------------------------------------------
-FIELD = st.one_of(st.integers(-3, 15).map(str), st.sampled_from(["", "NaN", "nan", "inf", "-inf", "1e300", "1.5", "2.0",
-                                                                 "x", '"3"', " 4", "99999999999999999999", "-1",
-                                                                 "18446744073709551615", "null", "NA", "0x1"]))
+FIELD = st.one_of(
+    st.integers(-3, 15).map(str),
+    st.sampled_from(
+        [
+            "",
+            "NaN",
+            "nan",
+            "inf",
+            "-inf",
+            "1e300",
+            "1.5",
+            "2.0",
+            "x",
+            '"3"',
+            " 4",
+            "99999999999999999999",
+            "-1",
+            "18446744073709551615",
+            "null",
+            "NA",
+            "0x1",
+        ]
+    ),
+)
 ROW = st.lists(FIELD, min_size=0, max_size=4).map(",".join)
 CSV = st.lists(ROW, min_size=0, max_size=14).map(lambda rows: "\n".join(rows) + "\n")
 
@@ -154,7 +177,7 @@ def _agrees(ds, d: Path, rel: str, text: str) -> None:
     """A junk file that loaded was read as written: edges and split indices are its integers."""
     g, parts = ds.graph, Path(rel).parts
     if parts[-1] == "edge.csv.gz":
-        et = (tuple(parts[-2].split("___")) if parts[-2] != "raw" else next(iter(g.edges)))
+        et = tuple(parts[-2].split("___")) if parts[-2] != "raw" else next(iter(g.edges))
         rows = _ints(text)
         assert rows is not None and all(len(r) == 2 for r in rows), f"{rel} loaded from {text!r}"
         src, dst = g.edges[et]
@@ -188,22 +211,37 @@ def test_damaged_gzip(pristine, data):
 
 @pytest.mark.parametrize("what", ["file", "dir"])
 def test_missing_files_and_directories(pristine, what):
-    entries = _files(pristine) if what == "file" else sorted(
-        str(p.relative_to(pristine)) for p in pristine.rglob("*") if p.is_dir())
+    entries = (
+        _files(pristine)
+        if what == "file"
+        else sorted(str(p.relative_to(pristine)) for p in pristine.rglob("*") if p.is_dir())
+    )
     for rel in entries:
         with _edited(pristine, rel) as d:
             (d / rel).unlink() if what == "file" else shutil.rmtree(d / rel)
             _load(d)
 
 
-HEADERS = st.lists(st.sampled_from(["author", "paper", "x", "", "a b", "a/b", "..", "author", '"paper"', "é"]),
-                   min_size=0, max_size=3)
+HEADERS = st.lists(
+    st.sampled_from(["author", "paper", "x", "", "a b", "a/b", "..", "author", '"paper"', "é"]), min_size=0, max_size=3
+)
 
 
 @FUZZ
-@given(HEADERS, st.lists(FIELD, max_size=3), st.sampled_from(["a___r___b", "author___writes", "author___w___ghost",
-                                                               "a___b___c___d", "..___r___paper",
-                                                               "author___w r___paper"]))
+@given(
+    HEADERS,
+    st.lists(FIELD, max_size=3),
+    st.sampled_from(
+        [
+            "a___r___b",
+            "author___writes",
+            "author___w___ghost",
+            "a___b___c___d",
+            "..___r___paper",
+            "author___w r___paper",
+        ]
+    ),
+)
 def test_hetero_headers_and_relation_names(hetero, header, counts, relation):
     with _edited(hetero, "raw/num-node-dict.csv.gz", "raw/relations") as d:
         _gz(d / "raw" / "num-node-dict.csv.gz", ",".join(header) + "\n" + ",".join(counts) + "\n")
@@ -213,12 +251,15 @@ def test_hetero_headers_and_relation_names(hetero, header, counts, relation):
             assert len(header) == len(set(header)), f"node types {header} read as {ds.graph.num_nodes}"
 
 
-@pytest.mark.parametrize("rel, text, line", [
-    ("raw/node-label.csv.gz", "0\n1\ninf\n" + "0\n" * 9, 3),
-    ("raw/node-label.csv.gz", "0\n1\n1e300\n" + "0\n" * 9, 3),
-    ("raw/edge.csv.gz", "0,1\n3,\n", 2),
-    ("split/random/train.csv.gz", "0,1\n2,3\n", 1),
-])
+@pytest.mark.parametrize(
+    "rel, text, line",
+    [
+        ("raw/node-label.csv.gz", "0\n1\ninf\n" + "0\n" * 9, 3),
+        ("raw/node-label.csv.gz", "0\n1\n1e300\n" + "0\n" * 9, 3),
+        ("raw/edge.csv.gz", "0,1\n3,\n", 2),
+        ("split/random/train.csv.gz", "0,1\n2,3\n", 1),
+    ],
+)
 def test_bad_rows_are_named(tmp_path, rel, text, line):
     """inf or 1e300 labels were stored as -9223372036854775808; an empty edge field read as node -1; a split
     file of two columns read as twice as many indices."""

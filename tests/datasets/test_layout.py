@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from graphshard.sparse import CSRRows
 from graphshard import InputError
 from graphshard.datasets import Dataset, community_graph, load_dataset, save_dataset
+from graphshard.sparse import CSRRows
 from tests.graphs import shared_dataset, small_hetero, small_homo
 
 
@@ -34,8 +34,13 @@ def test_round_trip_homogeneous(tmp_path):
 def test_round_trip_heterogeneous(tmp_path):
     g = small_hetero()
     g.edge_feats = {}
-    g.node_feats = {"paper": {"feat": g.node_feats["paper"]["feat"], "label": g.node_feats["paper"]["label"],
-                              "train_mask": np.arange(60) < 20}}
+    g.node_feats = {
+        "paper": {
+            "feat": g.node_feats["paper"]["feat"],
+            "label": g.node_feats["paper"]["label"],
+            "train_mask": np.arange(60) < 20,
+        }
+    }
     save_dataset(Dataset("x", g, 4, "paper"), tmp_path / "d")
     back = load_dataset(tmp_path / "d")
     _same_graph(g, back.graph)
@@ -84,17 +89,33 @@ def test_missing_and_bad_files(tmp_path):
         load_dataset(tmp_path)
 
 
-@pytest.mark.parametrize("name, damage, message", [
-    ("label.npy", lambda f: f.write_bytes(b""), r"label.npy: not a .npy file of a plain array \(No data left"),
-    ("train_idx.npy", lambda f: f.write_bytes(f.read_bytes().replace(b"'shape': (", b"'shape': ((", 1)),
-     r"train_idx.npy: not a .npy file of a plain array"),
-    ("src.npy", lambda f: np.save(f, np.full((30, 2), 9, np.int8)), r"src.npy: node IDs must be a 1-D array, got shape \(30, 2\)"),
-    ("dst.npy", lambda f: np.save(f, np.int64(3)), r"dst.npy: node IDs must be a 1-D array, got shape \(\)"),
-    ("train_idx.npy", lambda f: np.save(f, np.array([], dtype="datetime64[s]")),
-     r"train_idx.npy: node indices must be integers, got datetime64"),
-    ("label.npy", lambda f: np.save(f, np.zeros((50, 2), np.int64)),
-     r"label.npy: labels must be one integer per node, shape \(50,\), got int64 \(50, 2\)"),
-])
+@pytest.mark.parametrize(
+    "name, damage, message",
+    [
+        ("label.npy", lambda f: f.write_bytes(b""), r"label.npy: not a .npy file of a plain array \(No data left"),
+        (
+            "train_idx.npy",
+            lambda f: f.write_bytes(f.read_bytes().replace(b"'shape': (", b"'shape': ((", 1)),
+            r"train_idx.npy: not a .npy file of a plain array",
+        ),
+        (
+            "src.npy",
+            lambda f: np.save(f, np.full((30, 2), 9, np.int8)),
+            r"src.npy: node IDs must be a 1-D array, got shape \(30, 2\)",
+        ),
+        ("dst.npy", lambda f: np.save(f, np.int64(3)), r"dst.npy: node IDs must be a 1-D array, got shape \(\)"),
+        (
+            "train_idx.npy",
+            lambda f: np.save(f, np.array([], dtype="datetime64[s]")),
+            r"train_idx.npy: node indices must be integers, got datetime64",
+        ),
+        (
+            "label.npy",
+            lambda f: np.save(f, np.zeros((50, 2), np.int64)),
+            r"label.npy: labels must be one integer per node, shape \(50,\), got int64 \(50, 2\)",
+        ),
+    ],
+)
 def test_damaged_arrays_are_named(tmp_path, name, damage, message):
     """What the fuzzer of the dataset readers found: each damaged array is one error naming its file."""
     save_dataset(community_graph(num_nodes=50, seed=1), tmp_path / "d")
@@ -115,8 +136,9 @@ def test_uint64_ids_are_reported_as_stored(tmp_path, capsys):
     src[5] = UINT64_MAX
     np.save(d / "src.npy", src)
     assert main(["partition", "--dataset", str(d), "--num-parts", "2", "--out", str(tmp_path / "p")]) == 2
-    assert capsys.readouterr().err == (f"graphshard: error: {d / 'src.npy'}: position 5: node ID 18446744073709551615 "
-                                       "out of range [0, 240)\n")
+    assert capsys.readouterr().err == (
+        f"graphshard: error: {d / 'src.npy'}: position 5: node ID 18446744073709551615 out of range [0, 240)\n"
+    )
     np.save(d / "src.npy", src.astype(np.int64) % 240)
     train = np.load(d / "train_idx.npy").astype(np.uint64)
     train[3] = UINT64_MAX
@@ -131,6 +153,9 @@ def test_uint64_ids_in_heterogeneous_edge_files(tmp_path):
     arr = np.load(path).astype(np.uint64)
     arr[1, 7] = UINT64_MAX
     np.save(path, arr)
-    with pytest.raises(InputError, match=rf"^{path}: position 7: row 1: 'paper' node ID {UINT64_MAX} out of range "
-                                         r"\[0, 60\)$"):
+    with pytest.raises(
+        InputError,
+        match=rf"^{path}: position 7: row 1: 'paper' node ID {UINT64_MAX} out of range "
+        r"\[0, 60\)$",
+    ):
         load_dataset(tmp_path)

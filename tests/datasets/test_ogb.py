@@ -45,8 +45,14 @@ def _ogb_hetero(ds, out: Path, skip_feat: tuple[str, ...] = ()) -> Path:
     g, raw = ds.graph, out / "raw"
     types = list(g.num_nodes)
     (raw / "num-node-dict.csv.gz").parent.mkdir(parents=True, exist_ok=True)
-    np.savetxt(raw / "num-node-dict.csv.gz", np.array([[g.num_nodes[t] for t in types]]), fmt="%d", delimiter=",",
-               header=",".join(types), comments="")
+    np.savetxt(
+        raw / "num-node-dict.csv.gz",
+        np.array([[g.num_nodes[t] for t in types]]),
+        fmt="%d",
+        delimiter=",",
+        header=",".join(types),
+        comments="",
+    )
     for (s, r, d), (src, dst) in g.edges.items():
         _write(raw / "relations" / f"{s}___{r}___{d}" / "edge.csv.gz", np.stack([src, dst], axis=1))
     for t, feats in g.node_feats.items():

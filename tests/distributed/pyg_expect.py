@@ -43,8 +43,11 @@ def own_edges(g, book, p: int, et: tuple) -> tuple[np.ndarray, np.ndarray, np.nd
     s_new, d_new = book.from_original(et[0], src), book.from_original(et[2], dst)
     e_new = book.from_original_eids(et, np.arange(len(src)))
     own = ((book.nid2partid(s_new, et[0]) == p) & (book.nid2partid(d_new, et[2]) == p)).numpy()
-    return ((s_new.numpy() - offset(book, p, et[0]))[own], (d_new.numpy() - offset(book, p, et[2]))[own],
-            (e_new.numpy() - offset(book, p, et))[own])
+    return (
+        (s_new.numpy() - offset(book, p, et[0]))[own],
+        (d_new.numpy() - offset(book, p, et[2]))[own],
+        (e_new.numpy() - offset(book, p, et))[own],
+    )
 
 
 def check_edges(g, book, p: int, et: tuple, src_rows, dst_rows, edge_rows) -> None:

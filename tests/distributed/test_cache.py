@@ -40,8 +40,19 @@ def test_budget_by_ratio_or_megabytes():
 
 def _batches(dg, seeds, ntype, workers=0):
     from graphshard.distributed.loader import DistNeighborLoader
-    with DistNeighborLoader(dg, [3, 2], seeds, batch_size=16, input_type=ntype, shuffle=True, seed=3,
-                            num_workers=workers, prefetch=0, node_attrs=()) as loader:  # x and y only
+
+    with DistNeighborLoader(
+        dg,
+        [3, 2],
+        seeds,
+        batch_size=16,
+        input_type=ntype,
+        shuffle=True,
+        seed=3,
+        num_workers=workers,
+        prefetch=0,
+        node_attrs=(),
+    ) as loader:  # x and y only
         return list(loader)
 
 
@@ -61,7 +72,7 @@ def _same(a, b):
 def _remote_rows(dg, batch):
     """Rows of other partitions a batch asks for, over its feature names (an independent count)."""
     book, hetero, total = dg.get_partition_book(), len(dg.ntypes) > 1, 0
-    for t in (batch.node_types if hetero else dg.ntypes):
+    for t in batch.node_types if hetero else dg.ntypes:
         store = batch[t] if hetero else batch
         names = [n for n in ("feat", "label") if dg.features.has(t, n)]
         owner = book.nid2partid(store.n_id.numpy(), t).numpy()
@@ -73,6 +84,7 @@ def _cache_worker(homo_config, hetero_config):
     from graphshard.distributed.cache import build_cache
     from graphshard.distributed.graph import DistGraph
     from graphshard.distributed.runtime import session
+
     with session(timeout=90) as s:
         for name, config, ntype in (("s", homo_config, None), ("h", hetero_config, "paper")):
             dg = DistGraph(name, config)
@@ -125,6 +137,7 @@ def _reads_worker(config, out):
     from graphshard.distributed.access import expected_reads
     from graphshard.distributed.graph import DistGraph
     from graphshard.distributed.runtime import session
+
     with session(timeout=60) as s:
         dg = DistGraph("s", config)
         book = dg.get_partition_book()
@@ -149,8 +162,12 @@ def test_access_estimate_equals_the_dense_definition(tmp_path):
 def test_training_with_a_cache_gives_the_same_result(tmp_path):
     save_dataset(community_graph(num_nodes=3000, noise=8.0, seed=4), tmp_path / "data")
     kw = dict(fanouts=[5, 5], batch_size=256, epochs=2, progress=False)
-    runs = [train(TrainOptions(cache_ratio=ratio, **kw), num_procs=2, dataset=str(tmp_path / "data"),
-                  work_dir=str(tmp_path)) for ratio in (0.0, 0.5)]
+    runs = [
+        train(
+            TrainOptions(cache_ratio=ratio, **kw), num_procs=2, dataset=str(tmp_path / "data"), work_dir=str(tmp_path)
+        )
+        for ratio in (0.0, 0.5)
+    ]
     assert runs[0]["test_acc"] == runs[1]["test_acc"]
     assert [e["train_loss"] for e in runs[0]["epochs"]] == [e["train_loss"] for e in runs[1]["epochs"]]
     plain, cached = runs[0]["epochs"][-1], runs[1]["epochs"][-1]

@@ -16,6 +16,7 @@ def _pyg_checks(g, book, store) -> None:
     """The store on PyG's FeatureStore interface: global per-type IDs, every index form, whole-graph
     sizes, KeyError for what is missing."""
     import torch
+
     for t, feats in g.node_feats.items():
         n = g.num_nodes[t]
         for name, full in feats.items():
@@ -28,10 +29,16 @@ def _pyg_checks(g, book, store) -> None:
             assert np.array_equal(store[t, name, [n - 1, 0]].numpy(), want[[n - 1, 0]])
             assert np.array_equal(store[t][pyg][5].numpy(), want[5])
     cites = ("paper", "cites", "paper")
-    assert np.array_equal(store[cites, "weight", :].numpy(),
-                          g.edge_feats[cites]["weight"][book.to_original_eids(cites, torch.arange(g.num_edges(cites))).numpy()])
+    assert np.array_equal(
+        store[cites, "weight", :].numpy(),
+        g.edge_feats[cites]["weight"][book.to_original_eids(cites, torch.arange(g.num_edges(cites))).numpy()],
+    )
     assert {(a.group_name, a.attr_name) for a in store.get_all_tensor_attrs()} == {
-        ("paper", "x"), ("paper", "y"), ("author", "emb"), (cites, "weight")}
+        ("paper", "x"),
+        ("paper", "y"),
+        ("author", "emb"),
+        (cites, "weight"),
+    }
     for bad in (("nope", "x"), ("paper", "nope"), (None, "x")):
         with pytest.raises(KeyError):
             store.get_tensor(*bad, index=None)
@@ -85,9 +92,16 @@ def _worker(config: str, check_error: bool, sparse: bool = False) -> None:
             if check_error and ctx.rank == 0:  # the owner (rank 1) raises; rank 0 must report it, naming rank 1
                 from graphshard.distributed.feature import _serve_many
                 from graphshard.distributed.rpc import by_owner
-                by_owner(group, np.array([1]), 2, None, _serve_many,
-                         lambda pos: ("", [("paper", "no_such_feature", book.partid2nids(1, "paper")[:1], False)]),
-                         "feature")
+
+                by_owner(
+                    group,
+                    np.array([1]),
+                    2,
+                    None,
+                    _serve_many,
+                    lambda pos: ("", [("paper", "no_such_feature", book.partid2nids(1, "paper")[:1], False)]),
+                    "feature",
+                )
             for t, feats in g.node_feats.items():
                 ids = torch.from_numpy(rng.permutation(g.num_nodes[t]))
                 for name, full in feats.items():

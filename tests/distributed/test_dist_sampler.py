@@ -18,6 +18,7 @@ def _graph():
 
 def _reference(g, seeds_orig, fanouts, seed_time=None):
     from graphshard.sampling import CSCGraph, sample_neighbors
+
     src, dst = g.edges[("_N", "_E", "_N")]
     order = np.argsort(dst, kind="stable")
     indptr = np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=g.num_nodes["_N"]))])

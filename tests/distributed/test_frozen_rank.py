@@ -49,9 +49,30 @@ def test_a_frozen_rank_is_named_within_the_heartbeat_bound(tmp_path):
     save_dataset(community_graph(num_nodes=3000, seed=3), tmp_path / "d")
     assert main(["partition", "--dataset", str(tmp_path / "d"), "--num-parts", "2", "--out", str(tmp_path / "p")]) == 0
     config = next((tmp_path / "p").glob("*.json"))
-    cmd = [sys.executable, "-m", "graphshard.cli", "train", "--part-config", str(config), "--num-procs", "2",
-           "--epochs", "1000", "--fanouts", "5,5", "--batch-size", "64", "--hidden", "16",
-           "--checkpoint", str(tmp_path / "ck"), "--heartbeat-timeout", str(HEARTBEAT), "--timeout", "120"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "graphshard.cli",
+        "train",
+        "--part-config",
+        str(config),
+        "--num-procs",
+        "2",
+        "--epochs",
+        "1000",
+        "--fanouts",
+        "5,5",
+        "--batch-size",
+        "64",
+        "--hidden",
+        "16",
+        "--checkpoint",
+        str(tmp_path / "ck"),
+        "--heartbeat-timeout",
+        str(HEARTBEAT),
+        "--timeout",
+        "120",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     ranks: list[int] = []
     try:

@@ -13,6 +13,7 @@ from tests.graphs import small_hetero, small_homo
 
 def _check_graph(g, dg, rank):
     import torch
+
     book = dg.get_partition_book()
     assert dg.ntypes == list(g.num_nodes) and set(dg.canonical_etypes) == set(g.edges)
     for t, n in g.num_nodes.items():
@@ -38,6 +39,7 @@ def _check_tensors(dg, rank):
 
     from graphshard.distributed.embedding import DistEmbedding, SparseAdagrad
     from graphshard.distributed.tensor import DistTensor
+
     book = dg.get_partition_book()
     t = DistTensor(dg.group, book, (60, 2), torch.float32, "scores", ntype="paper")
     mine = np.arange(rank, 60, 2)
@@ -67,6 +69,7 @@ def _check_tensors(dg, rank):
 
 def _check_hetero_sampling(g, dg, rank):
     from graphshard.distributed.sampler import DistNeighborSampler
+
     book = dg.get_partition_book()
     seeds_orig = np.array([3, 10, 41]) + rank
     seeds = book.map_to_homo_nid(book.from_original("paper", seeds_orig), "paper").numpy()
@@ -91,7 +94,9 @@ def _check_hetero_sampling(g, dg, rank):
         eo = book.to_original_eids(et, ids).numpy()
         assert np.array_equal(book.to_original(et[0], out.node[et[0]][out.row[et]]).numpy(), src[eo])
         assert np.array_equal(book.to_original(et[2], out.node[et[2]][out.col[et]]).numpy(), dst[eo])
-    typed = DistNeighborSampler(dg.group, dg.sampling_graph, book, {"paper:cites:paper": [2, 2], "author:writes:paper": [1, 0]})
+    typed = DistNeighborSampler(
+        dg.group, dg.sampling_graph, book, {"paper:cites:paper": [2, 2], "author:writes:paper": [1, 0]}
+    )
     out = typed.to_hetero(typed.sample(seeds, seed=5))
     assert out.edge[("paper", "published_in", "venue")].size == 0
     assert sum(out.num_sampled_edges[("author", "writes", "paper")][2:]) == 0  # fanout 0 in hop 2
@@ -105,6 +110,7 @@ def _check_hetero_sampling(g, dg, rank):
 def _hetero_worker(config):
     from graphshard.distributed.graph import DistGraph
     from graphshard.distributed.runtime import session
+
     g = small_hetero()
     with session(timeout=30) as ctx:
         group = ctx.group
@@ -127,6 +133,7 @@ def _shared_worker(config):
     from graphshard.distributed.graph import DistGraph
     from graphshard.distributed.runtime import session
     from graphshard.distributed.tensor import DistTensor
+
     g = small_homo()
     src, dst = g.edges[("_N", "_E", "_N")]
     with session(timeout=30) as ctx:
@@ -140,7 +147,9 @@ def _shared_worker(config):
         t[np.arange(ctx.rank, 240, 2)] = torch.tensor(1.0 + ctx.rank)
         dg.barrier()
         assert np.array_equal(t[ids].numpy(), 1.0 + ids % 2)
-        assert np.array_equal(dg.ndata["feat"][ids].numpy(), g.node_feats["_N"]["feat"][dg.book.to_original("_N", ids).numpy()])
+        assert np.array_equal(
+            dg.ndata["feat"][ids].numpy(), g.node_feats["_N"]["feat"][dg.book.to_original("_N", ids).numpy()]
+        )
 
 
 def test_two_trainers_share_one_partition(tmp_path):

@@ -153,8 +153,16 @@ def _pyg_output(gs, seeds, fanouts, seed):
     row, colptr, _ = gs.csc()
     out = sample_neighbors(CSCGraph(colptr.numpy(), row.numpy()), seeds, fanouts, seed=seed)
     t = lambda a: torch.from_numpy(np.asarray(a))  # noqa: E731
-    return PygOutput(t(out.node), t(out.row), t(out.col), t(out.edge), None, list(out.num_sampled_nodes),
-                     list(out.num_sampled_edges), metadata=(torch.arange(len(seeds)), None))
+    return PygOutput(
+        t(out.node),
+        t(out.row),
+        t(out.col),
+        t(out.edge),
+        None,
+        list(out.num_sampled_nodes),
+        list(out.num_sampled_edges),
+        metadata=(torch.arange(len(seeds)), None),
+    )
 
 
 @pytest.mark.filterwarnings("ignore:Using 'NeighborSampler' without a 'pyg-lib'")
@@ -188,8 +196,13 @@ def test_puts_are_checked_and_change_this_object_only(tmp_path):
         ((torch.tensor([0.5]), torch.tensor([1.0])), "x", "coo", None, "must hold integers"),
         ((torch.tensor([0, 1]), torch.tensor([1])), "x", "coo", None, "differ in length"),
         ((torch.tensor([0, 2, 1]), torch.tensor([0, 0])), "x", "csr", None, "never decrease"),
-        ((torch.tensor([0]), torch.tensor([n_paper])), CITES, "coo", None,
-         rf"destination IDs must lie in \[0, {n_paper}\)"),
+        (
+            (torch.tensor([0]), torch.tensor([n_paper])),
+            CITES,
+            "coo",
+            None,
+            rf"destination IDs must lie in \[0, {n_paper}\)",
+        ),
         ((torch.tensor([0]), torch.tensor([0, 1])), CITES, "csc", None, rf"needs {n_paper + 1} entries"),
         ((torch.tensor([0]), torch.tensor([0])), CITES, "coo", (5, 5), "is not the partition's own node counts"),
     ]

@@ -91,8 +91,11 @@ def _interrupt(cmd: list[str], cwd: Path, ready: Callable[[int], bool], how: str
         else:
             os.kill(proc.pid, signum)
         code = proc.wait(BOUND + 30)
-        _wait(lambda: not any(_alive(p) for p in members | _run_processes(proc.pid)), BOUND + 30,
-              "every process of the run to end")
+        _wait(
+            lambda: not any(_alive(p) for p in members | _run_processes(proc.pid)),
+            BOUND + 30,
+            "every process of the run to end",
+        )
         seconds = time.monotonic() - start
     finally:
         if proc.poll() is None or _run_processes(proc.pid):
@@ -107,8 +110,9 @@ def _interrupt(cmd: list[str], cwd: Path, ready: Callable[[int], bool], how: str
 def _assert_stopped(ended: Ended, signum: int, line: str | re.Pattern, allowed: tuple[str, ...] = ()) -> None:
     """Within the bound, with 128 + signum, ``line`` as the only line on standard error (but ``allowed``)."""
     said = [ln for ln in ended.lines() if not any(a in ln for a in allowed)]
-    assert len(said) == 1 and (re.fullmatch(line, said[0]) if isinstance(line, re.Pattern) else said[0] == line), \
+    assert len(said) == 1 and (re.fullmatch(line, said[0]) if isinstance(line, re.Pattern) else said[0] == line), (
         ended.stderr[-3000:]
+    )
     assert not FOREIGN.search(ended.stderr), ended.stderr[-3000:]
     assert ended.code == 128 + signum, (ended.code, ended.stderr[-3000:])
     assert ended.seconds < BOUND, f"stopped after {ended.seconds:.1f} s"
@@ -124,9 +128,11 @@ def _epoch(ckpt: Path, rank: int) -> int | None:
 
 def _checkpointed(ckpt: Path, epoch: int) -> Callable[[int], bool]:
     """Whether both ranks' checkpoints stand at ``epoch`` or later."""
+
     def ready(_: int) -> bool:
         epochs = [_epoch(ckpt, r) for r in range(2)]
         return all(e is not None and e >= epoch for e in epochs)
+
     return ready
 
 
@@ -183,9 +189,28 @@ class Training:
 
 
 def _train_cmd() -> list[str]:
-    return [*CLI, "train", "--part-config", "parts/g.json", "--num-procs", "2", "--epochs", "1000", "--fanouts", "4,4",
-            "--batch-size", "512", "--checkpoint", "ck", "--metrics-out", "m.json", "--save-embeddings", "emb.npy",
-            "--timeout", "60"]
+    return [
+        *CLI,
+        "train",
+        "--part-config",
+        "parts/g.json",
+        "--num-procs",
+        "2",
+        "--epochs",
+        "1000",
+        "--fanouts",
+        "4,4",
+        "--batch-size",
+        "512",
+        "--checkpoint",
+        "ck",
+        "--metrics-out",
+        "m.json",
+        "--save-embeddings",
+        "emb.npy",
+        "--timeout",
+        "60",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -249,21 +274,34 @@ def test_train_sigterm_leaves_one_checkpoint_on_every_rank_and_nothing_complete(
 
 def _ranks_spawned(leader: int) -> bool:
     """Whether the launcher has spawned its two ranks (they may still be importing: signals blocked)."""
+
     def spawned(pid: int) -> bool:
         try:
             return "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()
         except OSError:
             return False
+
     return sum(spawned(p) for p in _run_processes(leader)) >= 2
 
 
 def test_train_ctrl_c_while_the_ranks_start(training, tmp_path):
     """Ranks still importing have no handler yet: the launcher kills them at once (they joined nothing)."""
-    cmd = [*CLI, "train", "--part-config", str(training.root / "parts" / "g.json"), "--num-procs", "2",
-           "--checkpoint", "ck", "--timeout", "60"]
+    cmd = [
+        *CLI,
+        "train",
+        "--part-config",
+        str(training.root / "parts" / "g.json"),
+        "--num-procs",
+        "2",
+        "--checkpoint",
+        "ck",
+        "--timeout",
+        "60",
+    ]
     ended = _interrupt(cmd, tmp_path, _ranks_spawned, "group", signal.SIGINT)
-    _assert_stopped(ended, signal.SIGINT, "graphshard: interrupted before the first epoch was checkpointed in ck; "
-                                          "nothing was kept")
+    _assert_stopped(
+        ended, signal.SIGINT, "graphshard: interrupted before the first epoch was checkpointed in ck; nothing was kept"
+    )
 
 
 def test_the_train_line_without_a_checkpoint_or_before_the_first_one(tmp_path):
@@ -272,11 +310,16 @@ def test_the_train_line_without_a_checkpoint_or_before_the_first_one(tmp_path):
     def line(*extra: str) -> str:
         args = build_parser().parse_args(["train", "--part-config", "p.json", "--num-procs", "2", *extra])
         return args.interrupted(args)
-    assert line() == ("interrupted; no checkpoint was kept (with --checkpoint DIR, running the same command again "
-                      "resumes after the last finished epoch)")
+
+    assert line() == (
+        "interrupted; no checkpoint was kept (with --checkpoint DIR, running the same command again "
+        "resumes after the last finished epoch)"
+    )
     ckpt = tmp_path / "ck"
-    assert line("--checkpoint", str(ckpt)) == f"interrupted before the first epoch was checkpointed in {ckpt}; " \
-                                              "nothing was kept"
+    assert (
+        line("--checkpoint", str(ckpt)) == f"interrupted before the first epoch was checkpointed in {ckpt}; "
+        "nothing was kept"
+    )
 
 
 # ----------------------------------------------------------------------------------------------- dispatch
@@ -294,15 +337,34 @@ def chunked(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.mark.parametrize("how,signum", [("leader", signal.SIGINT), ("group", signal.SIGINT),
-                                        ("leader", signal.SIGTERM)])
+@pytest.mark.parametrize(
+    "how,signum", [("leader", signal.SIGINT), ("group", signal.SIGINT), ("leader", signal.SIGTERM)]
+)
 def test_dispatch(chunked, how, signum):
     out = chunked / f"out-{how}-{signum}"
-    cmd = [*CLI, "dispatch", "--dataset", "c", "--assignment", "a", "--out", out.name, "--num-procs", "2",
-           "--num-hops", "2", "--timeout", "60"]
+    cmd = [
+        *CLI,
+        "dispatch",
+        "--dataset",
+        "c",
+        "--assignment",
+        "a",
+        "--out",
+        out.name,
+        "--num-procs",
+        "2",
+        "--num-hops",
+        "2",
+        "--timeout",
+        "60",
+    ]
     ended = _interrupt(cmd, chunked, lambda _: (out / ".dispatch-g").is_dir(), how, signum)  # the ranks' own
-    _assert_stopped(ended, signum, "graphshard: interrupted before the partitions were published (no config was "
-                    "written); run the same command to resume: the partitions already written are reused")
+    _assert_stopped(
+        ended,
+        signum,
+        "graphshard: interrupted before the partitions were published (no config was "
+        "written); run the same command to resume: the partitions already written are reused",
+    )
     assert not (out / "g.json").exists()
 
 
@@ -312,6 +374,7 @@ def test_dispatch(chunked, how, signum):
 def _mapped(directory: Path) -> Callable[[int], bool]:
     """Whether two processes of the run have memory-mapped files of ``directory`` (ranks loading their
     partitions)."""
+
     def ready(leader: int) -> bool:
         found = 0
         for pid in _run_processes(leader):
@@ -320,15 +383,27 @@ def _mapped(directory: Path) -> Callable[[int], bool]:
             except OSError:
                 continue
         return found >= 2
+
     return ready
 
 
-@pytest.mark.parametrize("how,signum", [("leader", signal.SIGINT), ("group", signal.SIGINT),
-                                        ("group", signal.SIGTERM)])
+@pytest.mark.parametrize("how,signum", [("leader", signal.SIGINT), ("group", signal.SIGINT), ("group", signal.SIGTERM)])
 def test_embed(training, how, signum):
     out = training.root / f"emb-{how}-{signum}.npy"
-    cmd = [*CLI, "embed", "--part-config", "parts/g.json", "--checkpoint", "ck", "--out", out.name,
-           "--num-procs", "2", "--timeout", "60"]
+    cmd = [
+        *CLI,
+        "embed",
+        "--part-config",
+        "parts/g.json",
+        "--checkpoint",
+        "ck",
+        "--out",
+        out.name,
+        "--num-procs",
+        "2",
+        "--timeout",
+        "60",
+    ]
     ended = _interrupt(cmd, training.root, _mapped(training.root / "parts"), how, signum)
     _assert_stopped(ended, signum, f"graphshard: interrupted; run the same command again to write {out.name}")
     assert not out.exists()
@@ -344,15 +419,39 @@ def test_torchrun_agent_sigint(training, tmp_path):
     import shutil
 
     shutil.copytree(training.root / "parts", tmp_path / "parts")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
-           "--rdzv-endpoint", "127.0.0.1:0", "-m", "graphshard.cli", "train", "--part-config", "parts/g.json",
-           "--epochs", "1000", "--fanouts", "4,4", "--batch-size", "512", "--checkpoint", "ck", "--timeout", "60"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        "2",
+        "--rdzv-backend",
+        "c10d",
+        "--rdzv-endpoint",
+        "127.0.0.1:0",
+        "-m",
+        "graphshard.cli",
+        "train",
+        "--part-config",
+        "parts/g.json",
+        "--epochs",
+        "1000",
+        "--fanouts",
+        "4,4",
+        "--batch-size",
+        "512",
+        "--checkpoint",
+        "ck",
+        "--timeout",
+        "60",
+    ]
     ended = _interrupt(cmd, tmp_path, _checkpointed(tmp_path / "ck", 1), "leader", signal.SIGINT)
     epochs = {_epoch(tmp_path / "ck", r) for r in range(2)}
     assert len(epochs) == 1, epochs
     ours = [ln for ln in ended.lines() if ln.startswith("graphshard:")]
-    assert ours == [f"graphshard: interrupted after epoch {epochs.pop()}; run the same command to resume"], \
+    assert ours == [f"graphshard: interrupted after epoch {epochs.pop()}; run the same command to resume"], (
         ended.stderr[-3000:]
+    )
     assert not re.search(r"tensorpipe|gloo|\[rank\d+\]", ended.stderr, re.I), ended.stderr[-3000:]
     frames = re.findall(r'^\s*File "([^"]+)"', ended.stderr, re.M)
     assert not [f for f in frames if "graphshard" in f], ended.stderr[-3000:]  # torchrun's own traceback only

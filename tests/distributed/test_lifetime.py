@@ -21,8 +21,9 @@ def _run(argv: list[str], cwd) -> tuple[subprocess.CompletedProcess, float]:
 
 def test_launch_at_a_scripts_top_level_fails_at_once(tmp_path):
     script = tmp_path / "job.py"
-    script.write_text("import graphshard as gs\n\ndef work():\n    print('ran')\n\n"
-                      "gs.distributed.launch(work, 2, timeout=120)\n")
+    script.write_text(
+        "import graphshard as gs\n\ndef work():\n    print('ran')\n\ngs.distributed.launch(work, 2, timeout=120)\n"
+    )
     done, seconds = _run([sys.executable, str(script)], tmp_path)
     assert done.returncode != 0
     assert GUARD in done.stderr and "rank" in done.stderr and str(script) in done.stderr, done.stderr[-2000:]
@@ -42,9 +43,12 @@ def test_sampler_workers_of_an_unguarded_launch_script_fail_at_once(tmp_path):
         "    seeds = node_split(torch.ones(g.num_nodes(), dtype=torch.bool), g.get_partition_book(),\n"
         "                       rank=s.rank, world_size=s.world_size)\n"
         "    with DistNeighborLoader(g, [2], seeds, batch_size=8, num_workers=1) as loader:\n"
-        "        next(iter(loader))\n")
-    done, seconds = _run([sys.executable, "-m", "graphshard.cli", "launch", "--num-procs", "2", "--timeout", "120",
-                          str(script)], tmp_path)
+        "        next(iter(loader))\n"
+    )
+    done, seconds = _run(
+        [sys.executable, "-m", "graphshard.cli", "launch", "--num-procs", "2", "--timeout", "120", str(script)],
+        tmp_path,
+    )
     assert done.returncode == 2
     assert "sampler worker 0" in done.stderr and GUARD in done.stderr, done.stderr[-2000:]
     assert seconds < 90
@@ -52,8 +56,10 @@ def test_sampler_workers_of_an_unguarded_launch_script_fail_at_once(tmp_path):
 
 def test_the_guard_fixes_it(tmp_path):
     script = tmp_path / "job.py"
-    script.write_text("import graphshard as gs\n\ndef work():\n    print('ran')\n\n"
-                      f"{GUARD}\n    gs.distributed.launch(work, 2, timeout=120)\n")
+    script.write_text(
+        "import graphshard as gs\n\ndef work():\n    print('ran')\n\n"
+        f"{GUARD}\n    gs.distributed.launch(work, 2, timeout=120)\n"
+    )
     done, _ = _run([sys.executable, str(script)], tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.count("ran") == 2

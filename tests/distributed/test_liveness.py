@@ -27,6 +27,7 @@ class Pair:
         def report(line: str) -> None:
             self.lines.append((time.monotonic(), line))
             self.got.set()
+
         self.a = Heartbeat(0, 2, "127.0.0.1", lost_after, on_lost=report)
         self.b = Heartbeat(1, 2, "127.0.0.1", lost_after, on_lost=lambda line: None)
         published = {0: self.a.open(), 1: self.b.open()}
@@ -103,6 +104,7 @@ def test_a_rank_held_up_itself_does_not_blame_its_peers():
                 held.set()
                 time.sleep(3.0)
             real()
+
         p.a._read = stall
         time.sleep(4.0)  # past the stall (a wait that must pass)
         assert p.lines == []

@@ -17,7 +17,7 @@ from tests.graphs import small_hetero, small_homo
 def _check_node_batch(g, book, data, seeds):
     src, dst = g.edges[("_N", "_E", "_N")]
     orig = book.to_original("_N", data.n_id).numpy()
-    assert orig[:len(seeds)].tolist() == book.to_original("_N", seeds).tolist()
+    assert orig[: len(seeds)].tolist() == book.to_original("_N", seeds).tolist()
     assert np.array_equal(data.x.numpy(), g.node_feats["_N"]["feat"][orig])
     if seeds.numel():  # node batches carry labels; link batches (label_name=None) do not
         assert np.array_equal(data.y.numpy(), g.node_feats["_N"]["label"][orig])
@@ -33,21 +33,25 @@ def _check_node_batch(g, book, data, seeds):
 
 def _homo_checks(g, dg, rank):
     from graphshard.distributed.loader import DistLinkNeighborLoader, DistNeighborLoader
+
     book = dg.get_partition_book()
     mine = book.partid2nids(rank).numpy()[: 10 if rank == 0 else 25]  # unequal seed counts
     batches = {}
     for workers in (0, 1):
-        with DistNeighborLoader(dg, [3, 2], mine, batch_size=8, shuffle=True, num_workers=workers, seed=1,
-                                edge_feat_name="w") as loader:
+        with DistNeighborLoader(
+            dg, [3, 2], mine, batch_size=8, shuffle=True, num_workers=workers, seed=1, edge_feat_name="w"
+        ) as loader:
             assert len(loader) == 4  # ceil(25 / 8) on both ranks
             batches[workers] = list(loader)
     assert len(batches[0]) == len(batches[1]) == 4
     seen = []
     for a, b in zip(batches[0], batches[1]):
-        assert np.array_equal(a.n_id.numpy(), b.n_id.numpy()) and np.array_equal(a.edge_index.numpy(), b.edge_index.numpy())
-        _check_node_batch(g, book, a, a.n_id[:a.batch_size])
-        assert np.array_equal(mine[a.input_id.numpy()], a.n_id[:a.batch_size].numpy())  # PyG's input_id
-        seen += a.n_id[:a.batch_size].tolist()
+        assert np.array_equal(a.n_id.numpy(), b.n_id.numpy()) and np.array_equal(
+            a.edge_index.numpy(), b.edge_index.numpy()
+        )
+        _check_node_batch(g, book, a, a.n_id[: a.batch_size])
+        assert np.array_equal(mine[a.input_id.numpy()], a.n_id[: a.batch_size].numpy())  # PyG's input_id
+        seen += a.n_id[: a.batch_size].tolist()
     assert set(seen) == set(mine.tolist())  # every seed served (rank 0 tops up with repeats)
 
     src, dst = g.edges[("_N", "_E", "_N")]
@@ -59,7 +63,7 @@ def _homo_checks(g, dg, rank):
         for data in loader:
             orig = book.to_original("_N", data.n_id).numpy()
             n = data.input_id.numel()
-            want_s, want_d = src[pick[at:at + n]], dst[pick[at:at + n]]
+            want_s, want_d = src[pick[at : at + n]], dst[pick[at : at + n]]
             assert np.array_equal(data.input_id.numpy(), np.arange(at, at + n))  # positions in edge_label_index
             at += n
             if mode == "binary":
@@ -78,10 +82,17 @@ def _hetero_checks(g, dg, rank):
     from torch_geometric.data import HeteroData
 
     from graphshard.distributed.loader import DistNeighborLoader
+
     book = dg.get_partition_book()
     seeds = book.partid2nids(rank, "paper").numpy()[:12]
-    loader = DistNeighborLoader(dg, {"paper:cites:paper": [3, 3], "author:writes:paper": [2, 2]}, seeds,
-                                batch_size=5, input_type="paper", num_workers=1)
+    loader = DistNeighborLoader(
+        dg,
+        {"paper:cites:paper": [3, 3], "author:writes:paper": [2, 2]},
+        seeds,
+        batch_size=5,
+        input_type="paper",
+        num_workers=1,
+    )
     with loader:
         for data in loader:
             assert isinstance(data, HeteroData) and data["paper"].batch_size <= 5
@@ -99,6 +110,7 @@ def _hetero_checks(g, dg, rank):
 def _worker(homo_config, hetero_config):
     from graphshard.distributed.graph import DistGraph
     from graphshard.distributed.runtime import session
+
     with session(timeout=60) as s:
         _homo_checks(small_homo(), DistGraph("s", homo_config), s.rank)
         _hetero_checks(small_hetero(), DistGraph("h", hetero_config), s.rank)
@@ -116,12 +128,20 @@ def _failing_worker(config, scenario):
     from graphshard.distributed.graph import DistGraph
     from graphshard.distributed.loader import DistNeighborLoader
     from graphshard.distributed.runtime import session
+
     with session(timeout=20) as s:
         dg = DistGraph("s", config)
         seeds = dg.get_partition_book().partid2nids(s.rank).numpy()
         if scenario == "sampler-error":
-            loader = DistNeighborLoader(dg, [2, 2], seeds, batch_size=16, num_workers=1, time_attr="no_such_time",
-                                        input_time=np.zeros(len(seeds)))
+            loader = DistNeighborLoader(
+                dg,
+                [2, 2],
+                seeds,
+                batch_size=16,
+                num_workers=1,
+                time_attr="no_such_time",
+                input_time=np.zeros(len(seeds)),
+            )
         else:
             loader = DistNeighborLoader(dg, [5, 5], seeds, batch_size=4, num_workers=1)
         with loader:
@@ -132,7 +152,9 @@ def _failing_worker(config, scenario):
 
 def test_sampler_error_reaches_the_training_loop(tmp_path):
     partition_graph(small_homo(), "s", 2, tmp_path, part_method="random")
-    with pytest.raises(DistError, match=r"rank \d failed: .*rank \d, sampler worker 0: .*no node type has the time attribute"):
+    with pytest.raises(
+        DistError, match=r"rank \d failed: .*rank \d, sampler worker 0: .*no node type has the time attribute"
+    ):
         launch(_failing_worker, 2, (str(tmp_path / "s.json"), "sampler-error"), timeout=120)
 
 
@@ -163,5 +185,7 @@ def test_drop_pair_edges_removes_seed_links_both_ways_and_recounts_hops():
     assert len(expected) < len(before)  # the sample does contain such edges
     assert list(zip(kept.node[kept.row].tolist(), kept.node[kept.col].tolist(), kept.edge.tolist())) == expected
     hop = np.repeat(np.arange(len(out.num_sampled_edges)), out.num_sampled_edges)
-    assert kept.num_sampled_edges == [sum(1 for h, e in zip(hop, before) if h == k and (e[0], e[1]) not in banned)
-                                      for k in range(len(out.num_sampled_edges))]
+    assert kept.num_sampled_edges == [
+        sum(1 for h, e in zip(hop, before) if h == k and (e[0], e[1]) not in banned)
+        for k in range(len(out.num_sampled_edges))
+    ]

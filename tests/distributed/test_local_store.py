@@ -99,7 +99,10 @@ def test_pyg_feature_store_contract(hetero):
         (store["paper"].x[:], ref["paper"].x[:]),
         (store.view().paper.x[:], ref.view().paper.x[:]),
         (store[CITES, "weight", index], ref[CITES, "weight", index]),
-        (store["author", "emb", torch.zeros(0, dtype=torch.long)], ref["author", "emb", torch.zeros(0, dtype=torch.long)]),
+        (
+            store["author", "emb", torch.zeros(0, dtype=torch.long)],
+            ref["author", "emb", torch.zeros(0, dtype=torch.long)],
+        ),
     ]:
         assert torch.equal(got, want)
     # the index forms PyG accepts beyond the reference's: lists, slices, ints, masks (PyG's TensorAttr
@@ -187,21 +190,27 @@ def test_writes_are_checked_naming_the_tensor(hetero):
     store = LocalFeatureStore(parts[0], 0)
     n = store.counts["paper"]
     bad = [
-        (lambda: store.put_tensor(torch.zeros(n + 1, 5), "paper", "x", index=None), r"'paper'/'x'.*{} rows".format(n)),
+        (lambda: store.put_tensor(torch.zeros(n + 1, 5), "paper", "x", index=None), rf"'paper'/'x'.*{n} rows"),
         (lambda: store.put_tensor(torch.zeros(2, 1), "venue", "x", index=torch.tensor([0, 0])), "more than once"),
-        (lambda: store.put_tensor(torch.zeros(1, 2), "paper", "new", index=torch.tensor([3])),
-         rf"'paper'/'new': a new tensor needs all {n} rows"),
+        (
+            lambda: store.put_tensor(torch.zeros(1, 2), "paper", "new", index=torch.tensor([3])),
+            rf"'paper'/'new': a new tensor needs all {n} rows",
+        ),
         (lambda: store.put_tensor(torch.zeros(1, 4), "paper", "x", index=torch.tensor([3])), r"row shape \(5,\)"),
         (lambda: store.put_tensor(torch.zeros(1, 5, dtype=torch.float64), "paper", "x", index=[3]), "dtype"),
         (lambda: store.put_tensor("text", "paper", "x", index=None), "expected a torch.Tensor"),
-        (lambda: store.put_tensor(torch.zeros(1, 5), "paper", "x", index=[n]), r"out of range \[0, {}\)".format(n)),
+        (lambda: store.put_tensor(torch.zeros(1, 5), "paper", "x", index=[n]), rf"out of range \[0, {n}\)"),
         (lambda: store.put_tensor(torch.zeros(3), None, "x", index=None), "no group or edge type None"),
     ]
     for attempt, match in bad:
         with pytest.raises(InputError, match=match):
             attempt()
     assert {(a.group_name, a.attr_name) for a in store.get_all_tensor_attrs()} == {
-        ("paper", "x"), ("paper", "y"), ("author", "emb"), (CITES, "weight")}  # nothing was written
+        ("paper", "x"),
+        ("paper", "y"),
+        ("author", "emb"),
+        (CITES, "weight"),
+    }  # nothing was written
 
 
 def test_single_type_graph_uses_pyg_none_groups(homo):
@@ -210,11 +219,21 @@ def test_single_type_graph_uses_pyg_none_groups(homo):
     x, w = g.node_feats["_N"]["feat"], g.edge_feats[("_N", "_E", "_N")]["w"]
     # node data under group None (and its type name); edge data under (None, None) (and its edge type)
     assert {(a.group_name, a.attr_name) for a in store.get_all_tensor_attrs()} == {
-        (None, "x"), (None, "y"), (None, "train_mask"), (None, "val_mask"), (None, "test_mask")}
+        (None, "x"),
+        (None, "y"),
+        (None, "train_mask"),
+        (None, "val_mask"),
+        (None, "test_mask"),
+    }
     rows = torch.tensor([5, 1, 7])
     want = x[book.to_original("_N", rows).numpy()]
-    for got in (store[None, "x", rows], store[None]["x"][rows], store.view(None).feat[rows], store["_N", "feat", rows],
-                store.get_tensor(None, "x", index=rows.tolist())):
+    for got in (
+        store[None, "x", rows],
+        store[None]["x"][rows],
+        store.view(None).feat[rows],
+        store["_N", "feat", rows],
+        store.get_tensor(None, "x", index=rows.tolist()),
+    ):
         assert np.array_equal(got.numpy(), want)
     erows = torch.tensor([0, 9, 3])
     want_w = w[book.to_original_eids("_N:_E:_N", erows).numpy()]

@@ -8,8 +8,9 @@ run on a graph with a featureless node type (small_hetero always, DBLP when the 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -59,6 +60,7 @@ class Checks:
             except error:
                 return True
             return False
+
         self(label, check)
 
 
@@ -92,8 +94,10 @@ def feature_contract(store, group: str, attr_name: str, n: int) -> Checks:
     c("TensorAttr.update", lambda: TensorAttr(group).update(attr) == attr)
     c("put returns True", lambda: store.put_tensor(tensor, attr) is True)
     c("get after put", lambda: _equal(store.get_tensor(attr), tensor))
-    c("get rows [0, 2]", lambda: _equal(store.get_tensor(group, attr_name, index=torch.tensor([0, 2])),
-                                        tensor[torch.tensor([0, 2])]))
+    c(
+        "get rows [0, 2]",
+        lambda: _equal(store.get_tensor(group, attr_name, index=torch.tensor([0, 2])), tensor[torch.tensor([0, 2])]),
+    )
     c("update returns True", lambda: store.update_tensor(tensor + 1, attr) is True)
     c("get after update", lambda: _equal(store.get_tensor(attr), tensor + 1))
     c("remove", lambda: store.remove_tensor(attr))
@@ -103,8 +107,13 @@ def feature_contract(store, group: str, attr_name: str, n: int) -> Checks:
     view["index"] = index
     c("view != other object", lambda: view != "not a 'AttrView' object")
     c("view == AttrView", lambda: view == AttrView(store, TensorAttr(group, attr_name, index)))
-    c("str(view)", lambda: str(view) == f"AttrView(store={type(store).__name__}(), attr=TensorAttr(group_name="
-                                        f"{group!r}, attr_name={attr_name!r}, index={index!r}))")
+    c(
+        "str(view)",
+        lambda: (
+            str(view) == f"AttrView(store={type(store).__name__}(), attr=TensorAttr(group_name="
+            f"{group!r}, attr_name={attr_name!r}, index={index!r}))"
+        ),
+    )
     c("setitem", lambda: store.__setitem__((group, attr_name, index), tensor))
     c("store[g, a, index]", lambda: _equal(store[group, attr_name, index], tensor))
     c("store[g, a, None]", lambda: _equal(store[group, attr_name, None], tensor))
@@ -112,11 +121,16 @@ def feature_contract(store, group: str, attr_name: str, n: int) -> Checks:
     c("store[g][a][:]", lambda: _equal(store[group][attr_name][:], tensor))
     c("store[g].a[:]", lambda: _equal(getattr(store[group], attr_name)[:], tensor))
     c("store.view().g.a[:]", lambda: _equal(getattr(getattr(store.view(), group), attr_name)[:], tensor))
-    c.raises("view with every field set: AttributeError", AttributeError,
-             lambda: getattr(getattr(store.view(group_name=group, index=None), attr_name), group))
+    c.raises(
+        "view with every field set: AttributeError",
+        AttributeError,
+        lambda: getattr(getattr(store.view(group_name=group, index=None), attr_name), group),
+    )
     c("store[g] is a view", lambda: store[group] == store.view(TensorAttr(group_name=group)))
-    c("store[g].a is a view", lambda: getattr(store[group], attr_name) == store.view(
-        TensorAttr(group_name=group, attr_name=attr_name)))
+    c(
+        "store[g].a is a view",
+        lambda: getattr(store[group], attr_name) == store.view(TensorAttr(group_name=group, attr_name=attr_name)),
+    )
     c("setitem with attr_name None", lambda: store.__setitem__((group, None, None), tensor))
     c("isinstance AttrView", lambda: isinstance(store[group], AttrView))
     c("store[g]() reads attr_name None", lambda: _equal(store[group](), tensor))
@@ -127,15 +141,20 @@ def feature_contract(store, group: str, attr_name: str, n: int) -> Checks:
     return c
 
 
-@pytest.mark.parametrize("group,attr_name", [("A", "feat"), ("venue", "x"), ("paper", "x")],
-                         ids=["new-group", "featureless-type", "stored-tensor"])
+@pytest.mark.parametrize(
+    "group,attr_name",
+    [("A", "feat"), ("venue", "x"), ("paper", "x")],
+    ids=["new-group", "featureless-type", "stored-tensor"],
+)
 def test_feature_store_contract(hetero_part, group, attr_name):
     """A group the graph lacks (PyG's own case), a node type without features, and a stored tensor
     replaced in memory: every behaviour of PyG's reference, none of them touching the files."""
     g, part = hetero_part
     n = g.num_nodes.get(group, 3)
-    ours, ref = feature_contract(LocalFeatureStore(part, 0), group, attr_name, n), \
-        feature_contract(MyFeatureStore(), group, attr_name, n)
+    ours, ref = (
+        feature_contract(LocalFeatureStore(part, 0), group, attr_name, n),
+        feature_contract(MyFeatureStore(), group, attr_name, n),
+    )
     assert not ref.failed and len(ref.passed) == 28
     assert set(ours.failed) == DIFFERENCES["feature"], ours.failed
     # the stored tensors of another store object of the same partition are as in the original graph
@@ -235,21 +254,31 @@ def conversion_contract(store) -> Checks:
 
     def mine(out: tuple) -> list[tuple]:  # the put types' (row, col, perm), as PyG's dicts hold them
         return [(out[0][et], out[1][et], out[2][et]) for et in put]
+
     srt = lambda t: t.sort()[0]  # noqa: E731
     for layout in ("coo", "csr", "csc"):
         out = getattr(store, layout)()
-        c(f"{layout}(): one entry per edge type", lambda: len(out[0]) == len(out[1]) == len(out[2]) ==
-          len({a.edge_type for a in store.get_all_edge_attrs()}))
+        c(
+            f"{layout}(): one entry per edge type",
+            lambda: len(out[0]) == len(out[1]) == len(out[2]) == len({a.edge_type for a in store.get_all_edge_attrs()}),
+        )
         for et, (row, col, perm) in zip(put, mine(out)):
             if layout == "coo":
-                c(f"coo() {et}", lambda: _equal(srt(row), srt(coo[0])) and _equal(srt(col), srt(coo[1]))
-                  and perm is None)
+                c(
+                    f"coo() {et}",
+                    lambda: _equal(srt(row), srt(coo[0])) and _equal(srt(col), srt(coo[1])) and perm is None,
+                )
             elif layout == "csr":
                 c(f"csr() {et}", lambda: _equal(row, csr[0]) and _equal(srt(col), srt(csr[1])))
             else:
                 c(f"csc() {et}", lambda: _equal(srt(row), srt(csc[0])) and _equal(col, csc[1]))
-    c("coo(edge_types)", lambda: _equal(list(store.coo([put[0]])[0].values())[0], coo[0])
-      and _equal(list(store.coo([put[0]])[1].values())[0], coo[1]))
+    c(
+        "coo(edge_types)",
+        lambda: (
+            _equal(list(store.coo([put[0]])[0].values())[0], coo[0])
+            and _equal(list(store.coo([put[0]])[1].values())[0], coo[1])
+        ),
+    )
     key = EdgeAttr(edge_type=put[0], layout=EdgeLayout.CSR, is_sorted=False, size=(100, 100))
     c.raises("csr not stored yet: KeyError", KeyError, lambda: store[key])
     c("csr(store=True)", lambda: _equal(list(store.csr([put[0]], store=True)[0].values())[0], csr[0]))
@@ -316,7 +345,7 @@ class _OneHopSampler(NeighborSampler):
             for end in (et[0], et[2]):
                 if end not in self.node_types:
                     raise KeyError(end)
-        (t, seeds), = seed.items()
+        ((t, seeds),) = seed.items()
         fanout = self.fanout
         node, row, col, edge = {nt: torch.zeros(0, dtype=torch.long) for nt in self.node_types}, {}, {}, {}
         node[t] = seeds
@@ -327,8 +356,16 @@ class _OneHopSampler(NeighborSampler):
             pos, owner = _draw(self.colptr_dict[rel], seeds, fanout)
             node[et[0]], row[et] = torch.unique(self.row_dict[rel][pos], return_inverse=True)
             col[et], edge[et] = owner, pos  # CSC positions: PyG's loader maps them to e_id through perm
-        return HeteroSamplerOutput(node, row, col, edge, None, {k: [len(v)] for k, v in node.items()},
-                                   {k: [len(v)] for k, v in row.items()}, metadata=(torch.arange(len(seeds)), None))
+        return HeteroSamplerOutput(
+            node,
+            row,
+            col,
+            edge,
+            None,
+            {k: [len(v)] for k, v in node.items()},
+            {k: [len(v)] for k, v in row.items()},
+            metadata=(torch.arange(len(seeds)), None),
+        )
 
 
 def _draw(colptr: torch.Tensor, seeds: torch.Tensor, fanout: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -347,8 +384,13 @@ def _hetero_loader(fs, gs, seed_type: str, seeds: torch.Tensor, fanout: int, bat
         warnings.simplefilter("ignore")
         sampler = _OneHopSampler((fs, gs), [fanout])
     sampler.fanout = fanout
-    return NeighborLoader((fs, gs), num_neighbors=[fanout], input_nodes=(seed_type, seeds), batch_size=batch_size,
-                          neighbor_sampler=sampler)
+    return NeighborLoader(
+        (fs, gs),
+        num_neighbors=[fanout],
+        input_nodes=(seed_type, seeds),
+        batch_size=batch_size,
+        neighbor_sampler=sampler,
+    )
 
 
 def _check_batch(g, book, data: HeteroData, et: tuple, placeholder: str, values: torch.Tensor) -> int:

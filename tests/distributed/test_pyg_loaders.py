@@ -19,8 +19,10 @@ from tests.distributed.pyg_expect import HOMO, check_edges, check_node_data, ori
 from tests.graphs import shared_dataset, small_hetero, small_homo
 
 pytestmark = [
-    pytest.mark.skipif(not (pyg_typing.WITH_PYG_LIB or pyg_typing.WITH_TORCH_SPARSE),
-                       reason="PyG's neighbour samplers need pyg-lib or torch-sparse (not graphshard dependencies)"),
+    pytest.mark.skipif(
+        not (pyg_typing.WITH_PYG_LIB or pyg_typing.WITH_TORCH_SPARSE),
+        reason="PyG's neighbour samplers need pyg-lib or torch-sparse (not graphshard dependencies)",
+    ),
     pytest.mark.filterwarnings("ignore:Using 'NeighborSampler' without a 'pyg-lib'"),
 ]
 CITES = ("paper", "cites", "paper")
@@ -60,7 +62,7 @@ def test_neighbor_loader_homogeneous(tmp_path, num_parts):
     seen, edges = [], 0
     for data in loader:
         _check_homo_batch(g, book, p, fs, data, n)
-        assert torch.equal(seeds[data.input_id], data.n_id[:data.batch_size])  # PyG's input_id: index into input_nodes
+        assert torch.equal(seeds[data.input_id], data.n_id[: data.batch_size])  # PyG's input_id: index into input_nodes
         seen += data.input_id.tolist()
         edges += data.e_id.numel()
     assert sorted(seen) == list(range(len(seeds))) and edges > len(seeds)
@@ -73,8 +75,9 @@ def test_link_neighbor_loader_homogeneous(tmp_path, neg):
     n = book.partid2nids(1).numel()
     s, d, _ = own_edges(g, book, 1, HOMO)
     pairs = torch.from_numpy(np.stack([s, d]))
-    loader = LinkNeighborLoader((fs, gs), num_neighbors=[3, 2], edge_label_index=(None, pairs), batch_size=32,
-                                neg_sampling=neg)
+    loader = LinkNeighborLoader(
+        (fs, gs), num_neighbors=[3, 2], edge_label_index=(None, pairs), batch_size=32, neg_sampling=neg
+    )
     seen = []
     for data in loader:
         _check_homo_batch(g, book, 1, fs, data, n)
@@ -96,7 +99,7 @@ def test_neighbor_loader_heterogeneous(tmp_path, num_parts):
     cites = 0
     for data in loader:
         paper = data["paper"]
-        assert isinstance(data, HeteroData) and torch.equal(seeds[paper.input_id], paper.n_id[:paper.batch_size])
+        assert isinstance(data, HeteroData) and torch.equal(seeds[paper.input_id], paper.n_id[: paper.batch_size])
         for t in data.node_types:
             check_node_data(g, book, p, t, data[t], data[t].n_id)
         for et in data.edge_types:
@@ -114,8 +117,9 @@ def test_link_neighbor_loader_heterogeneous(tmp_path):
     book, fs, gs = stores(g, tmp_path, "h", 1)
     s, d, _ = own_edges(g, book, 0, CITES)
     pairs = torch.from_numpy(np.stack([s, d]))
-    loader = LinkNeighborLoader((fs, gs), num_neighbors=[2, 2], edge_label_index=(CITES, pairs), batch_size=16,
-                                neg_sampling="binary")
+    loader = LinkNeighborLoader(
+        (fs, gs), num_neighbors=[2, 2], edge_label_index=(CITES, pairs), batch_size=16, neg_sampling="binary"
+    )
     for data in loader:
         k = data[CITES].input_id.numel()
         assert torch.equal(data["paper"].n_id[data[CITES].edge_label_index[:, :k]], pairs[:, data[CITES].input_id])
@@ -129,11 +133,18 @@ def test_cora_single_partition(tmp_path):
     ds = load_dataset(shared_dataset("cora"))
     g = ds.graph
     src, dst = g.edges[HOMO]
-    g = Graph.from_arrays(src, dst, g.num_nodes["_N"], node_feats=g.node_feats["_N"],
-                          edge_feats={"w": np.random.default_rng(0).random(len(src)).astype(np.float32)})
+    g = Graph.from_arrays(
+        src,
+        dst,
+        g.num_nodes["_N"],
+        node_feats=g.node_feats["_N"],
+        edge_feats={"w": np.random.default_rng(0).random(len(src)).astype(np.float32)},
+    )
     book, fs, gs = stores(g, tmp_path, "cora", 1)
     train = torch.from_numpy(np.flatnonzero(g.node_feats["_N"]["train_mask"]))
-    loader = NeighborLoader((fs, gs), num_neighbors=[10, 10], input_nodes=book.from_original("_N", train), batch_size=35)
+    loader = NeighborLoader(
+        (fs, gs), num_neighbors=[10, 10], input_nodes=book.from_original("_N", train), batch_size=35
+    )
     for data in loader:
         _check_homo_batch(g, book, 0, fs, data, g.num_nodes["_N"])
         assert data.x.shape[1] == 1433 and data.y.numpy().dtype == g.node_feats["_N"]["label"].dtype

@@ -37,7 +37,7 @@ def test_split_properties(sizes, trainers, data):
             for r, piece in enumerate(pieces):  # local-first: as many local nodes as the quota allows
                 local = np.flatnonzero(mask & (owner == r // trainers))
                 t = r % trainers
-                share = len(local[len(local) * t // trainers: len(local) * (t + 1) // trainers])
+                share = len(local[len(local) * t // trainers : len(local) * (t + 1) // trainers])
                 assert int((owner[piece] == r // trainers).sum()) >= min(quota[r], share)
         else:
             for r, piece in enumerate(pieces):

@@ -15,8 +15,16 @@ from graphshard.errors import InputError
 from graphshard.graph import Graph
 
 
-@pytest.mark.parametrize("values, sent", [([-128, 0, 127], torch.int8), ([-5, 300], torch.int16),
-                                          ([0, 2**31 - 1], torch.int32), ([0, 2**40], torch.int64), ([], torch.int64)])
+@pytest.mark.parametrize(
+    "values, sent",
+    [
+        ([-128, 0, 127], torch.int8),
+        ([-5, 300], torch.int16),
+        ([0, 2**31 - 1], torch.int32),
+        ([0, 2**40], torch.int64),
+        ([], torch.int64),
+    ],
+)
 def test_integers_travel_in_the_narrowest_type_that_holds_them(values, sent):
     rows = torch.tensor(values, dtype=torch.int64)
     assert pack(rows, "stored") is rows
@@ -25,8 +33,10 @@ def test_integers_travel_in_the_narrowest_type_that_holds_them(values, sent):
     assert torch.equal(unpack(packed, torch.int64), rows) and unpack(packed, torch.int64).dtype == torch.int64
 
 
-@pytest.mark.parametrize("wire, sent, tol", [("stored", torch.float32, 0.0), ("float16", torch.float16, 2**-11),
-                                             ("bfloat16", torch.bfloat16, 2**-8)])
+@pytest.mark.parametrize(
+    "wire, sent, tol",
+    [("stored", torch.float32, 0.0), ("float16", torch.float16, 2**-11), ("bfloat16", torch.bfloat16, 2**-8)],
+)
 def test_floats_travel_as_asked(wire, sent, tol):
     rows = torch.randn(50, 7, generator=torch.Generator().manual_seed(0))
     packed = pack(rows, wire)
@@ -49,8 +59,11 @@ def _graph() -> Graph:
     rng = np.random.default_rng(0)
     n = 400
     src, dst = rng.integers(0, n, 3000), rng.integers(0, n, 3000)
-    feats = {"feat": rng.standard_normal((n, 16)).astype(np.float32), "label": rng.integers(0, 5, n),
-             "big": rng.integers(-2**40, 2**40, n)}
+    feats = {
+        "feat": rng.standard_normal((n, 16)).astype(np.float32),
+        "label": rng.integers(0, 5, n),
+        "big": rng.integers(-(2**40), 2**40, n),
+    }
     return Graph({"_N": n}, {("_N", "_E", "_N"): (src, dst)}, {"_N": feats})
 
 
@@ -66,14 +79,18 @@ def _worker(config: str) -> None:
         orig = book.to_original("_N", ids).numpy()
         remote = int((book.nid2partid(ids) != dg.part_id).sum())
         assert remote > 0
-        for name, wire, row_bytes, tol in (("feat", "stored", 64, 0), ("feat", "float16", 32, 2**-11),
-                                           ("feat", "bfloat16", 32, 2**-8), ("label", "float16", 1, 0),
-                                           ("big", "stored", 8, 0)):
+        for name, wire, row_bytes, tol in (
+            ("feat", "stored", 64, 0),
+            ("feat", "float16", 32, 2**-11),
+            ("feat", "bfloat16", 32, 2**-8),
+            ("label", "float16", 1, 0),
+            ("big", "stored", 8, 0),
+        ):
             before = store.stats["bytes_received"]
             got = store.lookup(None, name, ids, wire)
             want = torch.from_numpy(g.node_feats["_N"][name][orig])
             assert got.dtype == want.dtype
-            assert (torch.allclose(got, want, rtol=tol, atol=0) if tol else torch.equal(got, want)), (name, wire)
+            assert torch.allclose(got, want, rtol=tol, atol=0) if tol else torch.equal(got, want), (name, wire)
             assert store.stats["bytes_received"] - before == remote * row_bytes, (name, wire)
 
 

@@ -14,9 +14,10 @@ def rewrite(path: Path, change: Callable[[dict[str, np.ndarray]], None], config:
 
     With ``config``, the file's checksum there is updated too (an internally inconsistent file that a
     checksum pass would accept)."""
-    from graphshard.format.tensorfile import sha256_file
     from safetensors import safe_open
     from safetensors.numpy import load_file, save_file
+
+    from graphshard.format.tensorfile import sha256_file
 
     with safe_open(str(path), framework="np") as f:
         meta = f.metadata()
@@ -29,9 +30,18 @@ def rewrite(path: Path, change: Callable[[dict[str, np.ndarray]], None], config:
         config.write_text(json.dumps(raw))
 
 
-
-FINGERPRINT_FIELDS = ("graph_name", "num_parts", "halo_hops", "num_nodes", "num_edges", "ntypes", "etypes",
-                      "node_map", "edge_map", "feature_schema")
+FINGERPRINT_FIELDS = (
+    "graph_name",
+    "num_parts",
+    "halo_hops",
+    "num_nodes",
+    "num_edges",
+    "ntypes",
+    "etypes",
+    "node_map",
+    "edge_map",
+    "feature_schema",
+)
 
 
 def restamp(config: Path) -> None:

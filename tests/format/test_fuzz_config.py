@@ -58,11 +58,17 @@ def original(request, tmp_path_factory):
 def _same(a, b) -> bool:
     def same_dict(x, y):
         return x.keys() == y.keys() and all(torch.equal(x[k], y[k]) for k in x)
+
     ga, gb = a.graph, b.graph
-    return (torch.equal(ga.indptr, gb.indptr) and torch.equal(ga.indices, gb.indices) and same_dict(ga.ndata, gb.ndata)
-            and same_dict(ga.edata, gb.edata) and same_dict(a.node_feats, b.node_feats)
-            and same_dict(a.edge_feats, b.edge_feats)
-            and (a.graph_name, a.ntypes, a.etypes) == (b.graph_name, b.ntypes, b.etypes))
+    return (
+        torch.equal(ga.indptr, gb.indptr)
+        and torch.equal(ga.indices, gb.indices)
+        and same_dict(ga.ndata, gb.ndata)
+        and same_dict(ga.edata, gb.edata)
+        and same_dict(a.node_feats, b.node_feats)
+        and same_dict(a.edge_feats, b.edge_feats)
+        and (a.graph_name, a.ntypes, a.etypes) == (b.graph_name, b.ntypes, b.etypes)
+    )
 
 
 def _check(original: Original, config: Path, verify: bool = False) -> None:
@@ -83,17 +89,31 @@ def _check(original: Original, config: Path, verify: bool = False) -> None:
 
 # -- mutations of the JSON tree -------------------------------------------------------------------------------
 NUMBER_EDITS = ["+1", "-1", "*2", "neg", "zero", "float", "str", "list", "bool", "huge", "nan"]
-EDIT = st.one_of(st.just(("delete", None)), json_values(8).map(lambda v: ("set", v)),
-                 st.sampled_from(NUMBER_EDITS).map(lambda o: ("number", o)),
-                 st.text(max_size=6).map(lambda k: ("rename", k)),
-                 HUGE.map(lambda v: ("set", v)))
+EDIT = st.one_of(
+    st.just(("delete", None)),
+    json_values(8).map(lambda v: ("set", v)),
+    st.sampled_from(NUMBER_EDITS).map(lambda o: ("number", o)),
+    st.text(max_size=6).map(lambda k: ("rename", k)),
+    HUGE.map(lambda v: ("set", v)),
+)
 
 
 def _edit_number(v, how):
     if not isinstance(v, (int, float)) or isinstance(v, bool):
         return [v] if how == "list" else str(v) if how == "str" else None
-    return {"+1": v + 1, "-1": v - 1, "*2": v * 2, "neg": -v, "zero": 0, "float": float(v), "str": str(v),
-            "list": [v], "bool": bool(v), "huge": v + 2**64, "nan": float("nan")}[how]
+    return {
+        "+1": v + 1,
+        "-1": v - 1,
+        "*2": v * 2,
+        "neg": -v,
+        "zero": 0,
+        "float": float(v),
+        "str": str(v),
+        "list": [v],
+        "bool": bool(v),
+        "huge": v + 2**64,
+        "nan": float("nan"),
+    }[how]
 
 
 def _mutate(raw, path, edit):
@@ -170,8 +190,20 @@ def test_damaged_bytes(original, data):
     _check(original, config)
 
 
-@pytest.mark.parametrize("body", [nested(100_000), nested(100_000, '{"a": ', "}"), "[" * 10, '"\\ud800"', "\xff\xfe",
-                                  '{"format_version": 1' + "0" * 5000 + "}", "NaN", "", " " * 100])
+@pytest.mark.parametrize(
+    "body",
+    [
+        nested(100_000),
+        nested(100_000, '{"a": ', "}"),
+        "[" * 10,
+        '"\\ud800"',
+        "\xff\xfe",
+        '{"format_version": 1' + "0" * 5000 + "}",
+        "NaN",
+        "",
+        " " * 100,
+    ],
+)
 def test_malformed_documents(original, body):
     config = original.root / "bad.json"
     config.write_bytes(body.encode("utf-8", "surrogatepass"))
@@ -193,6 +225,7 @@ def _restamp(root: Path, raw) -> None:
         return
     raw["run_fingerprint"] = hashlib.sha256(canonical.encode()).hexdigest()
     from graphshard.format.tensorfile import sha256_file
+
     for f in sorted(root.glob("part*/*.safetensors")):
         retag(f, run_fingerprint=raw["run_fingerprint"])
         if isinstance(raw.get("checksums"), dict):

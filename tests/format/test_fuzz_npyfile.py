@@ -32,9 +32,16 @@ def _npy(arr: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-DTYPES = st.one_of(hnp.integer_dtypes(), hnp.unsigned_integer_dtypes(), hnp.floating_dtypes(), hnp.boolean_dtypes(),
-                   hnp.complex_number_dtypes(), hnp.unicode_string_dtypes(max_len=3), hnp.datetime64_dtypes(),
-                   st.just(np.dtype([("a", "<i8"), ("b", "<f4")])))
+DTYPES = st.one_of(
+    hnp.integer_dtypes(),
+    hnp.unsigned_integer_dtypes(),
+    hnp.floating_dtypes(),
+    hnp.boolean_dtypes(),
+    hnp.complex_number_dtypes(),
+    hnp.unicode_string_dtypes(max_len=3),
+    hnp.datetime64_dtypes(),
+    st.just(np.dtype([("a", "<i8"), ("b", "<f4")])),
+)
 ARRAYS = hnp.arrays(DTYPES, hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=8))
 VALID = hnp.arrays(st.sampled_from([np.int8, np.int64, np.uint32, np.uint64, bool]), 7)
 
@@ -42,12 +49,17 @@ VALID = hnp.arrays(st.sampled_from([np.int8, np.int64, np.uint32, np.uint64, boo
 def _header_damage(data: bytes) -> st.SearchStrategy[bytes]:
     """``data`` with its header text edited: a bracket, quote, comma or digit deleted, doubled or replaced."""
     end = data.index(b"\n") + 1
+
     def edit(args):
         i, how, c = args
         i = 10 + i % (end - 10)
-        return data[:i] + (b"" if how == 0 else data[i:i + 1] * 2 if how == 1 else c) + data[i + 1:]
-    return st.tuples(st.integers(0, 200), st.integers(0, 2), st.sampled_from([b"(", b")", b"{", b"'", b",", b"9" * 20,
-                                                                              b"-", b" ", b"\\", b"\x00"])).map(edit)
+        return data[:i] + (b"" if how == 0 else data[i : i + 1] * 2 if how == 1 else c) + data[i + 1 :]
+
+    return st.tuples(
+        st.integers(0, 200),
+        st.integers(0, 2),
+        st.sampled_from([b"(", b")", b"{", b"'", b",", b"9" * 20, b"-", b" ", b"\\", b"\x00"]),
+    ).map(edit)
 
 
 def _read(where, data: bytes):
@@ -73,8 +85,21 @@ def test_damaged_files(where, data):
         assert isinstance(got, np.ndarray) and got.dtype != object
 
 
-@pytest.mark.parametrize("what", ["objects", "object_field", "npz", "empty", "magic_only", "huge_shape", "unclosed",
-                                  "pickle", "directory", "missing"])
+@pytest.mark.parametrize(
+    "what",
+    [
+        "objects",
+        "object_field",
+        "npz",
+        "empty",
+        "magic_only",
+        "huge_shape",
+        "unclosed",
+        "pickle",
+        "directory",
+        "missing",
+    ],
+)
 def test_what_is_not_an_array(where, what):
     """Each was a raw exception of np.load: EOFError (empty), tokenize.TokenError (an unclosed bracket in the
     header), MemoryError (a header declaring 10**10 items), or no array at all (a .npz archive)."""

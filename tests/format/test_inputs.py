@@ -36,20 +36,28 @@ def test_typo_in_dataset_is_no_such_directory(shared, capsys, command):
     argv = [a.replace("OUT", str(shared / "out")) for a in COMMANDS[command]]
     capsys.readouterr()
     assert main(argv + ["--dataset", "../shared/data/coar"]) == 2
-    assert capsys.readouterr().err == ("graphshard: error: ../shared/data/coar: no such directory (did you mean "
-                                       "../shared/data/cora or ../shared/data/coauthor?)\n")
+    assert capsys.readouterr().err == (
+        "graphshard: error: ../shared/data/coar: no such directory (did you mean "
+        "../shared/data/cora or ../shared/data/coauthor?)\n"
+    )
     assert not (shared / "out").exists()
 
 
 def test_missing_parent_and_no_close_name(shared):
     for read in (load_dataset, read_metadata, load_ogb):
-        with pytest.raises(InputError, match=r"^\.\./shared/dta/cora: no such directory \(\.\./shared/dta does not "
-                                             r"exist either; did you mean \.\./shared/data\?\)$"):
+        with pytest.raises(
+            InputError,
+            match=r"^\.\./shared/dta/cora: no such directory \(\.\./shared/dta does not "
+            r"exist either; did you mean \.\./shared/data\?\)$",
+        ):
             read("../shared/dta/cora")
         with pytest.raises(InputError, match=r"^\.\./shared/data/zzz: no such directory$"):
             read("../shared/data/zzz")
-    with pytest.raises(InputError, match=r"^\.\./shared/data/cora2: no such directory \(did you mean "
-                                         r"\.\./shared/data/cora\?\)$"):
+    with pytest.raises(
+        InputError,
+        match=r"^\.\./shared/data/cora2: no such directory \(did you mean "
+        r"\.\./shared/data/cora\?\)$",
+    ):
         read_metadata("../shared/data/cora2/metadata.json")  # a metadata file named in a missing directory
 
 

@@ -39,17 +39,25 @@ def _edit_json(path, fn):
     path.write_text(json.dumps(meta))
 
 
-@pytest.mark.parametrize("edit,match", [
-    (lambda m: m.pop("node_map"), "missing key 'node_map'"),
-    (lambda m: m["node_map"]["paper"].__setitem__(1, [x + 1 for x in m["node_map"]["paper"][1]]),
-     r"node_map\['paper'\]\[1\] starts at \d+, expected"),
-    (lambda m: m["node_map"]["paper"][1].__setitem__(0, 999), r"node_map\['paper'\] must hold 2 \[start, end\] pairs"),
-    (lambda m: m.__setitem__("num_nodes", 5), "covers 88 IDs but the graph has 5"),
-    (lambda m: m["edge_map"].pop("paper:cites:paper"), "one entry per type"),
-    (lambda m: m.pop("part-1"), "missing key 'part-1'"),
-    (lambda m: m.__setitem__("format_version", 2), "unsupported format"),
-    (lambda m: m.__setitem__("num_parts", "2"), "'num_parts' must be an integer"),
-])
+@pytest.mark.parametrize(
+    "edit,match",
+    [
+        (lambda m: m.pop("node_map"), "missing key 'node_map'"),
+        (
+            lambda m: m["node_map"]["paper"].__setitem__(1, [x + 1 for x in m["node_map"]["paper"][1]]),
+            r"node_map\['paper'\]\[1\] starts at \d+, expected",
+        ),
+        (
+            lambda m: m["node_map"]["paper"][1].__setitem__(0, 999),
+            r"node_map\['paper'\] must hold 2 \[start, end\] pairs",
+        ),
+        (lambda m: m.__setitem__("num_nodes", 5), "covers 88 IDs but the graph has 5"),
+        (lambda m: m["edge_map"].pop("paper:cites:paper"), "one entry per type"),
+        (lambda m: m.pop("part-1"), "missing key 'part-1'"),
+        (lambda m: m.__setitem__("format_version", 2), "unsupported format"),
+        (lambda m: m.__setitem__("num_parts", "2"), "'num_parts' must be an integer"),
+    ],
+)
 def test_bad_json_raises_format_error(written, edit, match):
     _edit_json(written / "h.json", edit)
     with pytest.raises(FormatError, match=match):
@@ -86,6 +94,7 @@ def test_missing_file_and_tensor(written):
     with pytest.raises(FormatError, match=r"part0/edge_feats.safetensors: file is missing"):
         load_partition(written / "h.json", 0)
     from tests.format.tamper import rewrite
+
     rewrite(written / "part1" / "graph.safetensors", lambda t: t.pop("node/orig_id"))
     with pytest.raises(FormatError, match=r"part1/graph.safetensors: missing tensor 'node/orig_id'"):
         load_partition(written / "h.json", 1)
@@ -93,6 +102,7 @@ def test_missing_file_and_tensor(written):
 
 def test_wrong_feature_rows(written):
     from tests.format.tamper import rewrite
+
     rewrite(written / "part0" / "node_feats.safetensors", lambda t: t.update({"paper/feat": t["paper/feat"][:-1]}))
     with pytest.raises(FormatError, match=r"feature 'paper/feat' has \d+ rows, expected"):
         load_partition(written / "h.json", 0)
@@ -106,9 +116,15 @@ def test_bad_partition_id(written):
 def test_writer_output_readable_by_safetensors_library(tmp_path):
     """Our streaming writer produces files the reference library reads back exactly."""
     from safetensors.numpy import load_file
+
     from graphshard.format.tensorfile import sha256_file, write_tensors
-    arrays = {"b": np.array([True, False]), "a": np.arange(5, dtype=np.int64), "f": np.ones((2, 3), np.float16),
-              "e": np.zeros((0, 4), np.float32)}
+
+    arrays = {
+        "b": np.array([True, False]),
+        "a": np.arange(5, dtype=np.int64),
+        "f": np.ones((2, 3), np.float16),
+        "e": np.zeros((0, 4), np.float32),
+    }
     digest = write_tensors(tmp_path / "x.safetensors", arrays)
     assert digest == sha256_file(tmp_path / "x.safetensors")
     back = load_file(tmp_path / "x.safetensors")
@@ -120,7 +136,9 @@ def test_writer_output_readable_by_safetensors_library(tmp_path):
 def test_no_pickle_loading_anywhere():
     """Data files are never unpickled: no torch.load / pickle / allow_pickle=True in the package."""
     import pathlib
+
     import graphshard
+
     root = pathlib.Path(graphshard.__file__).parent
     for path in root.rglob("*.py"):
         text = path.read_text()

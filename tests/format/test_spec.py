@@ -16,8 +16,11 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "format.md"
 
 def _table(section: str) -> list[list[str]]:
     text = DOC.read_text().split(f"## {section}", 1)[1].split("\n## ", 1)[0]
-    rows = [[c.strip().strip("`") for c in line.strip("|").split("|")] for line in text.splitlines()
-            if line.startswith("|") and not set(line) <= set("|- ")]
+    rows = [
+        [c.strip().strip("`") for c in line.strip("|").split("|")]
+        for line in text.splitlines()
+        if line.startswith("|") and not set(line) <= set("|- ")
+    ]
     return rows[1:]
 
 
@@ -31,8 +34,16 @@ def test_graph_tensors_match_doc(tmp_path):
 
 
 def test_json_keys_match_doc(tmp_path):
-    partition_graph(sparse_hetero(), "s", 2, tmp_path, part_method="random", num_trainers_per_machine=2,
-                    save_orig_ids=True, num_classes=3)  # with a CSR feature: every documented key is written
+    partition_graph(
+        sparse_hetero(),
+        "s",
+        2,
+        tmp_path,
+        part_method="random",
+        num_trainers_per_machine=2,
+        save_orig_ids=True,
+        num_classes=3,
+    )  # with a CSR feature: every documented key is written
     meta = json.loads((tmp_path / "s.json").read_text())
     documented = {row[0] for row in _table("`<graph_name>.json`")}
     actual = {re.sub(r"^part-\d+$", "part-<i>", k) for k in meta}
@@ -48,10 +59,21 @@ def test_file_identity_matches_doc(tmp_path):
     import hashlib
 
     from graphshard.format.tensorfile import read_header
+
     partition_graph(small_hetero(), "s", 2, tmp_path, part_method="random", save_orig_ids=True)
     meta = json.loads((tmp_path / "s.json").read_text())
-    fields = ("graph_name", "num_parts", "halo_hops", "num_nodes", "num_edges", "ntypes", "etypes", "node_map",
-              "edge_map", "feature_schema")
+    fields = (
+        "graph_name",
+        "num_parts",
+        "halo_hops",
+        "num_nodes",
+        "num_edges",
+        "ntypes",
+        "etypes",
+        "node_map",
+        "edge_map",
+        "feature_schema",
+    )
     canonical = json.dumps({k: meta[k] for k in fields}, sort_keys=True, separators=(",", ":"))
     assert meta["run_fingerprint"] == hashlib.sha256(canonical.encode()).hexdigest()
     documented = {row[0] for row in _table("File identity")}
@@ -59,8 +81,12 @@ def test_file_identity_matches_doc(tmp_path):
         for kind, rel in meta[f"part-{p}"].items():
             header = read_header(tmp_path / rel)
             assert set(header["__metadata__"]) == documented
-            assert header["__metadata__"] == {"graph_name": "s", "part_id": str(p), "kind": kind,
-                                              "run_fingerprint": meta["run_fingerprint"]}
+            assert header["__metadata__"] == {
+                "graph_name": "s",
+                "part_id": str(p),
+                "kind": kind,
+                "run_fingerprint": meta["run_fingerprint"],
+            }
             if kind in meta["feature_schema"]:
                 declared = {k: (v["dtype"], v["shape"]) for k, v in meta["feature_schema"][kind].items()}
                 stored = {k: (v["dtype"], v["shape"][1:]) for k, v in header.items() if k != "__metadata__"}

@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from graphshard import partition_graph
+from graphshard import Graph, partition_graph
 from graphshard.distributed import launch
-from graphshard import Graph
 from graphshard.models import GAT, GCN, GIN, GraphSAGE, HeteroSAGE, ModelSpec
 from graphshard.models.custom import build_custom
 from tests.graphs import small_hetero, small_homo
@@ -76,7 +75,7 @@ def _infer(s, g, model: torch.nn.Module, out: str) -> None:
     served, expected_remote = g.sampling_graph, 0
     for part, plan in zip(g.local_graphs, plans):  # one per stored partition this rank serves
         lo, hi = plan.dst_lo, plan.dst_hi
-        sources = part.ndata["_ID"].numpy()[np.unique(part.indices.numpy()[part.indptr[lo]: part.indptr[hi]])]
+        sources = part.ndata["_ID"].numpy()[np.unique(part.indices.numpy()[part.indptr[lo] : part.indptr[hi]])]
         # distinct in-neighbours served by other processes
         expected_remote += int(((sources < served.start) | (sources >= served.start + served.count)).sum())
     fetched = [sum(f) for f in zip(*(p.fetched for p in plans))]
@@ -98,8 +97,15 @@ def _check(tmp_path, graph, expected: dict[str, torch.Tensor], in_dims, parts: i
     _check_all(tmp_path, graph, {"sage": expected}, in_dims, parts, ranks, {"sage": layers})
 
 
-def _check_all(tmp_path, graph, expected: dict[str, dict[str, torch.Tensor]], in_dims, parts: int, ranks: int,
-               layers: dict[str, int]) -> None:
+def _check_all(
+    tmp_path,
+    graph,
+    expected: dict[str, dict[str, torch.Tensor]],
+    in_dims,
+    parts: int,
+    ranks: int,
+    layers: dict[str, int],
+) -> None:
     """Every model kind's layer-wise outputs (computed in one launch) against ``expected[kind]``."""
     partition_graph(graph, "g", parts, tmp_path / "p", part_method="random")
     out = str(tmp_path / "out")
@@ -136,8 +142,12 @@ def test_homogeneous_graphsage_equals_a_full_graph_forward(tmp_path, parts, rank
 @pytest.mark.parametrize("parts, ranks", [(2, 2), (1, 2), (4, 2)])
 def test_heterogeneous_sage_equals_a_full_graph_forward(tmp_path, parts, ranks):
     g = small_hetero()
-    x = {t: torch.from_numpy(g.node_feats[t]["feat"]).float() if "feat" in g.node_feats.get(t, {})
-         else _featureless(t, torch.arange(g.num_nodes[t])) for t in g.ntypes}
+    x = {
+        t: torch.from_numpy(g.node_feats[t]["feat"]).float()
+        if "feat" in g.node_feats.get(t, {})
+        else _featureless(t, torch.arange(g.num_nodes[t]))
+        for t in g.ntypes
+    }
     dims = {t: int(v.shape[1]) for t, v in x.items()}
     model = _model(dims, list(g.edges)).eval()
     with torch.no_grad():

@@ -50,7 +50,7 @@ def _rank(config: str, in_dims: dict[str, int], out: str) -> None:
             served, expected_remote = g.sampling_graph, 0
             for part, plan in zip(g.local_graphs, plans):
                 lo, hi = plan.dst_lo, plan.dst_hi
-                src = part.ndata["_ID"].numpy()[np.unique(part.indices.numpy()[part.indptr[lo]: part.indptr[hi]])]
+                src = part.ndata["_ID"].numpy()[np.unique(part.indices.numpy()[part.indptr[lo] : part.indptr[hi]])]
                 expected_remote += int(((src < served.start) | (src >= served.start + served.count)).sum())
             fetched = [sum(f) for f in zip(*(p.fetched for p in plans))]
             np.save(f"{out}.{name}.fetched{s.rank}.npy", np.array(fetched + [expected_remote]))
@@ -65,8 +65,12 @@ def _rank(config: str, in_dims: dict[str, int], out: str) -> None:
 
 def _inputs() -> tuple[dict[str, torch.Tensor], dict]:
     g = small_hetero()
-    x = {t: torch.from_numpy(g.node_feats[t]["feat"]).float() if "feat" in g.node_feats.get(t, {})
-         else _featureless(t, torch.arange(g.num_nodes[t])) for t in g.ntypes}
+    x = {
+        t: torch.from_numpy(g.node_feats[t]["feat"]).float()
+        if "feat" in g.node_feats.get(t, {})
+        else _featureless(t, torch.arange(g.num_nodes[t]))
+        for t in g.ntypes
+    }
     return x, {et: torch.from_numpy(np.stack(g.edges[et])).long() for et in g.edges}
 
 

@@ -90,8 +90,10 @@ def _layerwise(model, x, edges, chunks: int = 3, seed: int = 0):
             sel = {et: ei[:, pos[et[2]][ei[1]] >= 0] for et, ei in edges.items()}
             chunk_edges = {et: torch.stack([at[et[0]][e[0]], pos[et[2]][e[1]]]) for et, e in sel.items()}
             parts.append((dst, model.layer(i, x_src, {t: h[t][d] for t, d in dst.items()}, chunk_edges)))
-        h = {t: torch.cat([r[t] for _, r in parts])[torch.argsort(torch.cat([d[t] for d, _ in parts]))]
-             for t in parts[0][1]}
+        h = {
+            t: torch.cat([r[t] for _, r in parts])[torch.argsort(torch.cat([d[t] for d, _ in parts]))]
+            for t in parts[0][1]
+        }
     return h
 
 
@@ -123,8 +125,15 @@ def test_trimmed_by_hop_gives_the_seeds_the_same_rows(cls):
     graph = CSCGraph(np.searchsorted(dst, np.arange(n + 1)), rng.integers(0, n, 3000))
     etypes = [(types[s], f"r{s}{d}", types[d]) for s in range(3) for d in range(3)]
     out = sample_neighbors(graph, np.flatnonzero(ntype != 2)[:6], [4, 3], seed=2)
-    het = to_hetero(out, types, ntype[out.node], node_id[out.node], etypes,
-                    3 * ntype[out.node[out.row]] + ntype[out.node[out.col]], out.edge)
+    het = to_hetero(
+        out,
+        types,
+        ntype[out.node],
+        node_id[out.node],
+        etypes,
+        3 * ntype[out.node[out.row]] + ntype[out.node[out.col]],
+        out.edge,
+    )
     x = {t: torch.randn(het.node[t].shape[0], 4) for t in types}
     edges = {et: torch.from_numpy(np.stack([het.row[et], het.col[et]])) for et in etypes}
     torch.manual_seed(0)
@@ -145,8 +154,11 @@ def test_rgcn_equals_pyg_rgcnconv_with_a_root_per_type():
     torch.manual_seed(0)
     model = RGCN({"a": 3, "b": 2}, ets, 6, 4, num_layers=1, outputs=["b"]).eval()
     x = {"a": torch.randn(5, 3), "b": torch.randn(4, 2)}
-    edges = {ets[0]: torch.tensor([[0, 1, 2], [0, 0, 1]]), ets[1]: torch.tensor([[4], [0]]),
-             ets[2]: torch.tensor([[1, 2, 3], [0, 0, 3]])}
+    edges = {
+        ets[0]: torch.tensor([[0, 1, 2], [0, 0, 1]]),
+        ets[1]: torch.tensor([[4], [0]]),
+        ets[2]: torch.tensor([[1, 2, 3], [0, 0, 3]]),
+    }
     h = model.layer_inputs(x)
     rgcn = RGCNConv(6, 4, num_relations=3, aggr="mean", root_weight=False, bias=False)
     with torch.no_grad():
@@ -251,8 +263,11 @@ def test_a_layerwise_chunk_transforms_only_the_sources_it_reads():
     from graphshard.models.rgcn import compact
 
     x_src = {"a": torch.arange(10.0)[:, None], "b": torch.arange(4.0)[:, None], "c": torch.ones(3, 1)}
-    edges = {("a", "r", "b"): torch.tensor([[7, 2, 7], [0, 1, 2]]), ("a", "s", "a"): torch.tensor([[2, 9], [0, 0]]),
-             ("b", "t", "a"): torch.tensor([[1], [1]])}
+    edges = {
+        ("a", "r", "b"): torch.tensor([[7, 2, 7], [0, 1, 2]]),
+        ("a", "s", "a"): torch.tensor([[2, 9], [0, 0]]),
+        ("b", "t", "a"): torch.tensor([[1], [1]]),
+    }
     rows, out = compact(x_src, edges)
     assert rows["a"].flatten().tolist() == [2.0, 7.0, 9.0] and rows["b"].flatten().tolist() == [1.0]
     assert rows["c"].shape == (0, 1)

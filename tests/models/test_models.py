@@ -51,6 +51,7 @@ def test_decoders_score_pairs():
     assert DotDecoder()(src, dst).tolist() == [11.0, 6.0]
     mlp = MLPDecoder(2, 4)
     assert mlp(src, dst).shape == (2,)
+
     class Rows(torch.nn.Module):  # an encoder whose representations are its inputs
         def forward(self, x, edge_index, hops):
             return x
@@ -118,8 +119,9 @@ def test_hetero_sage_trimmed_by_hop_gives_the_seeds_the_same_rows():
     etypes = [(types[s], f"r{s}{d}", types[d]) for s in range(3) for d in range(3)]
     out = sample_neighbors(graph, np.flatnonzero(ntype != 2)[:6], [4, 3], seed=2)
     sampled_src, sampled_dst = out.node[out.row], out.node[out.col]
-    het = to_hetero(out, types, ntype[out.node], node_id[out.node], etypes,
-                    3 * ntype[sampled_src] + ntype[sampled_dst], out.edge)
+    het = to_hetero(
+        out, types, ntype[out.node], node_id[out.node], etypes, 3 * ntype[sampled_src] + ntype[sampled_dst], out.edge
+    )
     x = {t: torch.randn(het.node[t].shape[0], 4) for t in types}
     edges = {et: torch.from_numpy(np.stack([het.row[et], het.col[et]])) for et in etypes}
     torch.manual_seed(0)

@@ -44,8 +44,9 @@ def expected_halo_edges(g: Graph, inner: set[tuple[str, int]], hops: int) -> set
     return edges
 
 
-def check_partitioning(g: Graph, config: Path, hops: int, num_parts: int, trainers: int = 1,
-                       assignment: np.ndarray | None = None) -> dict:
+def check_partitioning(
+    g: Graph, config: Path, hops: int, num_parts: int, trainers: int = 1, assignment: np.ndarray | None = None
+) -> dict:
     """Assert every DESIGN.md §3 rule; returns per-partition inner node sets for further checks."""
     meta = json.loads(Path(config).read_text())
     root = Path(config).parent
@@ -82,9 +83,9 @@ def check_partitioning(g: Graph, config: Path, hops: int, num_parts: int, traine
         # inner new-ID order is (type, original ID); per-type ranges match the node map
         for ti, tname in enumerate(ntypes):
             a, b = meta["node_map"][tname][p]
-            assert (ptype[a - start:b - start] == ti).all()
-            assert np.all(np.diff(orig[a - start:b - start]) > 0)
-            seen_nodes[tname][orig[a - start:b - start]] += 1
+            assert (ptype[a - start : b - start] == ti).all()
+            assert np.all(np.diff(orig[a - start : b - start]) > 0)
+            seen_nodes[tname][orig[a - start : b - start]] += 1
         for i in range(len(nid)):
             owner[int(nid[i])] = (ntypes[ptype[i]], int(orig[i]))
         assert (part[:n_inner] == p).all() and not (part[n_inner:] == p).any()
@@ -161,7 +162,7 @@ def check_features(g: Graph, meta: dict, root: Path, num_parts: int, ntypes: lis
         start = meta["node_map"][ntypes[0]][p][0]
         for tname in ntypes:
             a, b = meta["node_map"][tname][p]
-            rows = t["node/orig_id"][a - start:b - start]
+            rows = t["node/orig_id"][a - start : b - start]
             for fname, full in g.node_feats.get(tname, {}).items():
                 out = rebuilt.setdefault(f"{tname}/{fname}", np.full_like(full, -7))
                 out[rows] = nf[f"{tname}/{fname}"]

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from graphshard.partition.assign.adjacency import undirected_csr
 
 edges = st.integers(1, 40).flatmap(
-    lambda n: st.tuples(st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=120)))
+    lambda n: st.tuples(st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=120))
+)
 
 
 @settings(max_examples=80, deadline=None)
@@ -26,5 +27,5 @@ def test_matches_set_reference(case):
             expected[v].add(u)
     assert csr.xadj.dtype == np.int64 and csr.adjncy.dtype == np.int64
     for v in range(n):
-        row = csr.adjncy[csr.xadj[v]:csr.xadj[v + 1]].tolist()
+        row = csr.adjncy[csr.xadj[v] : csr.xadj[v + 1]].tolist()
         assert row == sorted(expected[v])

@@ -30,6 +30,7 @@ def test_random_is_exactly_balanced_per_class(n, parts, num_classes, seed):
 def test_random_is_not_correlated_with_generator_ids(tmp_path):
     """R-MAT scrambles IDs with its own stream: random assignment must still balance edges."""
     from graphshard.datasets import rmat_graph
+
     g = rmat_graph(12, 8, seed=0).graph
     src, dst = g.edges[("_N", "_E", "_N")]
     a = random_assignment(g.num_nodes["_N"], 4, 0)
@@ -68,11 +69,12 @@ def test_parhip_file_read_by_kaminpar(tmp_path):
     assert g.n() == 5 and g.m() == len(csr.adjncy) and g.is_node_weighted()
     assert [g.node_weight(v) for v in range(5)] == [1, 2, 3, 4, 5]
     for v in range(5):
-        assert sorted(u for u, _ in g.neighbors(v)) == csr.adjncy[csr.xadj[v]:csr.xadj[v + 1]].tolist()
+        assert sorted(u for u, _ in g.neighbors(v)) == csr.adjncy[csr.xadj[v] : csr.xadj[v + 1]].tolist()
 
 
 def test_kaminpar_partition_valid_and_seeded():
     from graphshard.datasets import community_graph
+
     g = community_graph(num_nodes=3000, num_classes=4, seed=1).graph
     src, dst = g.edges[("_N", "_E", "_N")]
     a = kaminpar_partition(lambda: undirected_csr(src, dst, 3000), 4, seed=3, num_threads=1)

@@ -28,8 +28,14 @@ def test_contracted_graph_counts_the_edges_between_clusters(monkeypatch):
     monkeypatch.setattr(coarse, "SLICE", 97)  # many slices per block
     csr = _graph()
     cid = np.random.default_rng(1).integers(0, 40, 300).astype(np.int32)
-    halves = lambda: iter([(0, csr.xadj[:151], csr.adjncy[: csr.xadj[150]]),  # noqa: E731  two blocks
-                           (150, csr.xadj[150:] - csr.xadj[150], csr.adjncy[csr.xadj[150]:])])
+    halves = (
+        lambda: iter(
+            [
+                (0, csr.xadj[:151], csr.adjncy[: csr.xadj[150]]),  # noqa: E731  two blocks
+                (150, csr.xadj[150:] - csr.xadj[150], csr.adjncy[csr.xadj[150] :]),
+            ]
+        )
+    )
     xadj, adj, w = coarse.contract(halves, cid, 40, max_entries=10**6)
     src = np.repeat(np.arange(300), np.diff(csr.xadj))
     want = Counter((int(cid[u]), int(cid[v])) for u, v in zip(src, csr.adjncy) if cid[u] != cid[v])
@@ -40,7 +46,7 @@ def test_contracted_graph_counts_the_edges_between_clusters(monkeypatch):
 
 def _reference(xadj, adj, w, sizes, k, cap, n, passes):
     parts, load = [-1] * len(sizes), [0] * k
-    alpha_g = math.sqrt(k) * (sum(w) / 2) / n ** 1.5 * 1.5
+    alpha_g = math.sqrt(k) * (sum(w) / 2) / n**1.5 * 1.5
     order = sorted(range(len(sizes)), key=lambda c: -sizes[c])
     for _ in range(passes):
         for v in order:
@@ -66,8 +72,9 @@ def test_weighted_placement_is_fennel_over_clusters_largest_first():
     for k, passes in ((2, 1), (4, 3)):
         cap = math.ceil(1.03 * sizes.sum() / k)
         got = coarse.coarse_parts(csr.xadj, csr.adjncy, w, sizes, k, cap, int(sizes.sum()), passes)
-        want = _reference(csr.xadj.tolist(), csr.adjncy.tolist(), w.tolist(), sizes.tolist(), k, cap,
-                          int(sizes.sum()), passes)
+        want = _reference(
+            csr.xadj.tolist(), csr.adjncy.tolist(), w.tolist(), sizes.tolist(), k, cap, int(sizes.sum()), passes
+        )
         assert got.tolist() == want
         assert np.bincount(got, weights=sizes, minlength=k).max() <= cap
 

@@ -28,7 +28,7 @@ def test_range_in_edges_reference():
     perm = np.concatenate([mine, np.setdiff1d(np.arange(m), mine)])
     indptr, eids, new_src = range_in_edges(perm, src, dst, old2new, 10, 30, 0, len(mine))
     for v in range(20):
-        got = eids[indptr[v]:indptr[v + 1]]
+        got = eids[indptr[v] : indptr[v + 1]]
         want = [j for j in range(len(mine)) if old2new[dst[perm[j]]] == 10 + v]
         assert got.tolist() == want
     assert np.array_equal(new_src, old2new[src[perm[eids]]])

@@ -69,10 +69,29 @@ def test_runs_unchanged_under_torchrun(tmp_path):
     chunk_graph(g, tmp_path / "c", 3, "numpy", graph_name="g")
     assign_chunked(tmp_path / "c", tmp_path / "a", 3, "random")
     run_dispatch(DispatchOptions(tmp_path / "c", tmp_path / "a", tmp_path / "local", 2), num_procs=2, timeout=60)
-    res = subprocess.run([str(torchrun), "--standalone", "--nproc-per-node", "2", str(graphshard), "dispatch",
-                          "--in-dir", str(tmp_path / "c"), "--partitions-dir", str(tmp_path / "a"),
-                          "--out-dir", str(tmp_path / "tr"), "--num-hops", "2", "--timeout", "60"],
-                         capture_output=True, text=True, timeout=180)
+    res = subprocess.run(
+        [
+            str(torchrun),
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            str(graphshard),
+            "dispatch",
+            "--in-dir",
+            str(tmp_path / "c"),
+            "--partitions-dir",
+            str(tmp_path / "a"),
+            "--out-dir",
+            str(tmp_path / "tr"),
+            "--num-hops",
+            "2",
+            "--timeout",
+            "60",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     _compare(tmp_path / "local", tmp_path / "tr", "g")
     shutil.rmtree(tmp_path / "tr")

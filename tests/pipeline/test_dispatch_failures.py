@@ -39,6 +39,7 @@ def _faulty(opts, mode, rank_to_fail, part_to_fail):
         if mode == "die" and rank == rank_to_fail:
             os._exit(3)
         return original(self, p, *args)
+
     PartWriter.write_structure = write
     with DistContext.from_env(timeout=20) as ctx:
         dispatch(opts, ctx)
@@ -53,18 +54,30 @@ def test_failing_rank_is_named_and_rerun_resumes(prepared, tmp_path):
     resume = out / ".dispatch-g"
     done = sorted(p.name for p in resume.glob("part*.done.json"))
     assert "part3.done.json" not in done and done, done
-    kept = {p: (resume / f"part{p}" / "graph.safetensors").stat().st_ino for p in (0, 1, 2)
-            if (resume / f"part{p}.done.json").exists()}
+    kept = {
+        p: (resume / f"part{p}" / "graph.safetensors").stat().st_ino
+        for p in (0, 1, 2)
+        if (resume / f"part{p}.done.json").exists()
+    }
     run_dispatch(opts, num_procs=2, timeout=30)
     for p, inode in kept.items():  # finished partitions were reused, not rebuilt
         assert (out / f"part{p}" / "graph.safetensors").stat().st_ino == inode
     per_type, _ = read_assignment(tmp_path / "a", g.num_nodes)
-    partition_graph(g, "g", 4, tmp_path / "ref", num_hops=2, save_orig_ids=True,
-                    part_method=np.concatenate([per_type[t] for t in g.ntypes]))
+    partition_graph(
+        g,
+        "g",
+        4,
+        tmp_path / "ref",
+        num_hops=2,
+        save_orig_ids=True,
+        part_method=np.concatenate([per_type[t] for t in g.ntypes]),
+    )
     for f in (tmp_path / "ref").rglob("*.safetensors"):
         assert f.read_bytes() == (out / f.relative_to(tmp_path / "ref")).read_bytes()
-    assert json.loads((out / "g.json").read_text())["checksums"] == \
-        json.loads((tmp_path / "ref" / "g.json").read_text())["checksums"]
+    assert (
+        json.loads((out / "g.json").read_text())["checksums"]
+        == json.loads((tmp_path / "ref" / "g.json").read_text())["checksums"]
+    )
     assert not resume.exists()
 
 

@@ -109,8 +109,16 @@ def test_damaged_text(where, data):
     _read(where)
 
 
-@pytest.mark.parametrize("text, line", [(b"0\n1\nNA\n0\n0\n", 3), (b"0\n\n1\n0\n0\n", 2), (b"0\n1\n\xff\n0\n0\n", 3),
-                                        (b"0\n1\n2\n3\n99999999999999999999\n", 5), (b"0\n1\nnull\n0\n0\n", 3)])
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        (b"0\n1\nNA\n0\n0\n", 3),
+        (b"0\n\n1\n0\n0\n", 2),
+        (b"0\n1\n\xff\n0\n0\n", 3),
+        (b"0\n1\n2\n3\n99999999999999999999\n", 5),
+        (b"0\n1\nnull\n0\n0\n", 3),
+    ],
+)
 def test_bad_lines_are_named(where, text, line):
     """A blank line or NA was a null read as -9223372036854775808 ("partition -9223372036854775808 is
     outside"), a byte that is not UTF-8 a raw UnicodeDecodeError."""
@@ -130,10 +138,19 @@ def test_one_line_without_newline(where):
 
 
 ARRAYS = hnp.arrays(
-    st.one_of(hnp.integer_dtypes(), hnp.unsigned_integer_dtypes(), hnp.floating_dtypes(), hnp.boolean_dtypes(),
-              hnp.complex_number_dtypes(), hnp.unicode_string_dtypes(max_len=3), hnp.byte_string_dtypes(max_len=3),
-              st.just(np.dtype([("a", "<i8")])), st.just(np.dtype("datetime64[s]"))),
-    st.sampled_from([(N,), (N - 1,), (N + 1,), (), (N, 1), (1, N), (0,)]))
+    st.one_of(
+        hnp.integer_dtypes(),
+        hnp.unsigned_integer_dtypes(),
+        hnp.floating_dtypes(),
+        hnp.boolean_dtypes(),
+        hnp.complex_number_dtypes(),
+        hnp.unicode_string_dtypes(max_len=3),
+        hnp.byte_string_dtypes(max_len=3),
+        st.just(np.dtype([("a", "<i8")])),
+        st.just(np.dtype("datetime64[s]")),
+    ),
+    st.sampled_from([(N,), (N - 1,), (N + 1,), (), (N, 1), (1, N), (0,)]),
+)
 
 
 @FUZZ
@@ -179,8 +196,10 @@ def test_npy_that_is_not_an_array(where, what):
 
 
 @settings(FUZZ, max_examples=100)
-@given(json_values() | st.dictionaries(st.sampled_from(["num_parts", "method", "version", "format"]), json_values()),
-       st.booleans())
+@given(
+    json_values() | st.dictionaries(st.sampled_from(["num_parts", "method", "version", "format"]), json_values()),
+    st.booleans(),
+)
 def test_random_partition_meta(where, meta, as_bytes):
     doc = json.dumps(meta).encode()
     _put(where, "paper.txt", b"0\n1\n0\n1\n0\n", doc)
@@ -189,8 +208,18 @@ def test_random_partition_meta(where, meta, as_bytes):
         assert isinstance(meta, dict) and got[1] == meta["num_parts"]
 
 
-@pytest.mark.parametrize("doc", [nested(100_000).encode(), nested(100_000, '{"a":', "}").encode(), b"\xff", b"",
-                                 b'{"num_parts": 1e400}', b'{"num_parts": NaN}', b'{"num_parts": 2, "method": 1}'])
+@pytest.mark.parametrize(
+    "doc",
+    [
+        nested(100_000).encode(),
+        nested(100_000, '{"a":', "}").encode(),
+        b"\xff",
+        b"",
+        b'{"num_parts": 1e400}',
+        b'{"num_parts": NaN}',
+        b'{"num_parts": 2, "method": 1}',
+    ],
+)
 def test_bad_partition_meta(where, doc):
     _put(where, "paper.txt", b"0\n1\n0\n1\n0\n", doc)
     assert _read(where, mentions=(META_NAME,)) is None

@@ -40,16 +40,21 @@ def _pairs(meta):
 def test_disk_adjacency_is_the_symmetric_deduplicated_graph(tmp_path, memory, ascending):
     chunk_graph(small_hetero(), tmp_path / "c", 3, "numpy")
     meta = read_metadata(tmp_path / "c")
-    csr = build_disk_csr(meta, tmp_path / "adj", memory_bytes=memory, in_degree=True,  # 64 bytes: many buckets
-                         ascending=ascending)
+    csr = build_disk_csr(
+        meta,
+        tmp_path / "adj",
+        memory_bytes=memory,
+        in_degree=True,  # 64 bytes: many buckets
+        ascending=ascending,
+    )
     want, n = _pairs(meta)
     xadj = csr.xadj()
     adj = np.fromfile(csr.adjncy_path, dtype=csr.id_dtype)
     assert csr.num_nodes == n and xadj[-1] == csr.num_entries == len(want) == adj.shape[0]
-    got = {(u, int(v)) for u in range(n) for v in adj[xadj[u]:xadj[u + 1]]}
+    got = {(u, int(v)) for u in range(n) for v in adj[xadj[u] : xadj[u + 1]]}
     assert got == want
     for u in range(n):  # rows ascending when asked, distinct in any case
-        row = adj[xadj[u]:xadj[u + 1]]
+        row = adj[xadj[u] : xadj[u + 1]]
         assert (np.diff(row) > 0).all() if ascending else len(set(row.tolist())) == row.shape[0]
     blocks = list(csr.blocks(max_entries=50))
     assert np.concatenate([b[2] for b in blocks]).tolist() == adj.tolist() and len(blocks) > 3
@@ -65,14 +70,14 @@ def _fennel_reference(xadj, adj, k, passes, imbalance=0.03):
     """Restreamed Fennel, written out plainly from its definition."""
     n = len(xadj) - 1
     parts, sizes = [-1] * n, [0] * k
-    alpha = math.sqrt(k) * (len(adj) / 2) / n ** GAMMA
+    alpha = math.sqrt(k) * (len(adj) / 2) / n**GAMMA
     cap = math.ceil((1 + imbalance) * n / k)
     for _ in range(passes):
         for v in range(n):
             if parts[v] >= 0:
                 sizes[parts[v]] -= 1
             near = [0] * k
-            for u in adj[xadj[v]:xadj[v + 1]]:
+            for u in adj[xadj[v] : xadj[v + 1]]:
                 if parts[u] >= 0:
                     near[parts[u]] += 1
             open_parts = [i for i in range(k) if sizes[i] < cap]
@@ -89,8 +94,9 @@ def test_stream_partition_is_fennel_restreamed():
     src, dst = g.edges[("_N", "_E", "_N")]
     csr = undirected_csr(src, dst, 240)
     for k, passes in ((3, 1), (4, 3)):
-        got = stream_partition(in_memory_blocks(csr.xadj, csr.adjncy), 240, len(csr.adjncy), k, passes=passes,
-                               seeding="none")
+        got = stream_partition(
+            in_memory_blocks(csr.xadj, csr.adjncy), 240, len(csr.adjncy), k, passes=passes, seeding="none"
+        )
         want = _fennel_reference(csr.xadj.tolist(), csr.adjncy.tolist(), k, passes)
         assert got.tolist() == want.tolist()
 
@@ -177,8 +183,9 @@ def test_out_of_core_assignments_dispatch_into_valid_partitions(tmp_path, method
     assert not list(tmp_path.glob(".a.adjacency-*"))  # the work directory is gone
     for t, a in per_type.items():
         assert ((a >= 0) & (a < 3)).all()
-    config = run_dispatch(DispatchOptions(tmp_path / "c", tmp_path / "a", tmp_path / "p", 1, True, True), num_procs=2,
-                          timeout=120)
+    config = run_dispatch(
+        DispatchOptions(tmp_path / "c", tmp_path / "a", tmp_path / "p", 1, True, True), num_procs=2, timeout=120
+    )
     # every node where the assignment put it, and every format rule, checked against the original graph
     check_partitioning(g, config, 1, 3, assignment=np.concatenate([per_type[t] for t in g.ntypes]))
 

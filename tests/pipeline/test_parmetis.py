@@ -20,7 +20,7 @@ def test_export_layout(tmp_path):
     assert n.shape == (g.total_nodes, 1 + 4 + 1)
     offsets = np.cumsum([0] + [g.num_nodes[t] for t in g.ntypes])
     for ti, t in enumerate(g.ntypes):
-        block = n[offsets[ti]:offsets[ti + 1]]
+        block = n[offsets[ti] : offsets[ti + 1]]
         assert (block[:, 0] == ti).all() and (block[:, 1 + ti] == 1).all() and block[:, 1:5].sum() == len(block)
         assert block[:, -1].tolist() == list(range(g.num_nodes[t]))
     e = np.loadtxt(edges, dtype=np.int64, ndmin=2)
@@ -28,7 +28,7 @@ def test_export_layout(tmp_path):
     row = 0
     for r, et in enumerate(g.canonical_etypes):
         s, d = g.edges[et]
-        block = e[row:row + len(s)]
+        block = e[row : row + len(s)]
         assert (block[:, 3] == r).all() and block[:, 2].tolist() == list(range(len(s)))
         assert np.array_equal(block[:, 0], s + offsets[g.ntypes.index(et[0])])
         assert np.array_equal(block[:, 1], d + offsets[g.ntypes.index(et[2])])
@@ -41,8 +41,9 @@ def _synthesise(tmp_path, g, assignment, ranks=3):
     offsets = np.cumsum([0] + [g.num_nodes[t] for t in g.ntypes])
     ntype = np.searchsorted(offsets, np.arange(g.total_nodes), side="right") - 1
     weights = np.eye(len(g.ntypes), dtype=np.int64)[ntype]
-    rows = np.column_stack([np.arange(g.total_nodes), ntype, weights, np.arange(g.total_nodes) - offsets[ntype],
-                            assignment])
+    rows = np.column_stack(
+        [np.arange(g.total_nodes), ntype, weights, np.arange(g.total_nodes) - offsets[ntype], assignment]
+    )
     rows = rows[np.random.default_rng(0).permutation(len(rows))]
     out = tmp_path / "pmout"
     out.mkdir()

@@ -43,8 +43,12 @@ def _measure(graph, out, method: str, memory_mb: int) -> int:
     """Peak RSS of a fresh process running the assignment (the second of two runs: the first may compile
     kernels in a fresh install)."""
     for attempt in ("first", "second"):
-        run = subprocess.run([sys.executable, "-c", MEASURE, str(graph), str(out / attempt), method, str(memory_mb)],
-                             capture_output=True, text=True, check=True)
+        run = subprocess.run(
+            [sys.executable, "-c", MEASURE, str(graph), str(out / attempt), method, str(memory_mb)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
@@ -59,6 +63,7 @@ def test_predictions_bound_what_the_graph_adds_within_25_percent(graph, tiny, tm
 
     def predicted(g):
         return next(e for e in estimates(GraphCounts.of(read_metadata(g)), 4, memory_mb) if e.method == method)
+
     grows = predicted(graph).peak_bytes - predicted(tiny).peak_bytes
     slack = 4 << 20  # page granularity and allocator noise between runs
     assert measured - slack <= grows <= 1.25 * measured + 2 * slack, (method, measured / 2**20, grows / 2**20)
@@ -68,13 +73,32 @@ def test_a_plan_that_cannot_fit_is_refused_before_it_starts(graph, tmp_path, cap
     counts = GraphCounts.of(read_metadata(graph))
     options = {e.method: e for e in estimates(counts, 4)}
     tight = options["random"].peak_bytes + 1
-    with pytest.raises(InputError, match=r"assign --method metis is predicted to need .* GiB at its peak \(METIS\), "
-                                         r"more than the .* GiB allowed; methods that fit: random"):
+    with pytest.raises(
+        InputError,
+        match=r"assign --method metis is predicted to need .* GiB at its peak \(METIS\), "
+        r"more than the .* GiB allowed; methods that fit: random",
+    ):
         check_fits(graph, "metis", 4, tight, 1024)
     assert choose(list(options.values()), tight).method == "random"
     assert choose(list(options.values()), 1 << 40).method == "kaminpar"
-    assert main(["assign", "--dataset", str(graph), "--out", str(tmp_path / "a"), "--num-parts", "4",
-                 "--method", "metis", "--memory", "200M"]) == 2
+    assert (
+        main(
+            [
+                "assign",
+                "--dataset",
+                str(graph),
+                "--out",
+                str(tmp_path / "a"),
+                "--num-parts",
+                "4",
+                "--method",
+                "metis",
+                "--memory",
+                "200M",
+            ]
+        )
+        == 2
+    )
     assert "methods that fit" in capsys.readouterr().err and not (tmp_path / "a").exists()
     assert main(["plan", "--dataset", str(graph), "--memory", "64G"]) == 0
     out = capsys.readouterr().out

@@ -9,10 +9,9 @@ import sys
 import pytest
 
 from graphshard.cli import main
-from graphshard.datasets import save_dataset
-from graphshard.datasets import rmat_graph
-from graphshard.plan.measure import peak_private
+from graphshard.datasets import rmat_graph, save_dataset
 from graphshard.partition.cost import partition_estimates
+from graphshard.plan.measure import peak_private
 
 GS = [sys.executable, "-m", "graphshard.cli"]
 
@@ -30,8 +29,21 @@ def test_partition_prediction_bounds_what_the_graph_adds(datasets, method):
     measured, predicted = {}, {}
     for scale in (10, 17):
         d = datasets / f"d{scale}"
-        peaks = peak_private([*GS, "partition", "--dataset", str(d), "--num-parts", "4", "--method", method,
-                              "--out", str(datasets / f"p{scale}-{method}"), "--overwrite"])
+        peaks = peak_private(
+            [
+                *GS,
+                "partition",
+                "--dataset",
+                str(d),
+                "--num-parts",
+                "4",
+                "--method",
+                method,
+                "--out",
+                str(datasets / f"p{scale}-{method}"),
+                "--overwrite",
+            ]
+        )
         measured[scale] = max(peaks.values())
         predicted[scale] = next(e.peak_bytes for e in partition_estimates(d, 4) if e.method == method)
     grows, got = predicted[17] - predicted[10], measured[17] - measured[10]
@@ -41,8 +53,24 @@ def test_partition_prediction_bounds_what_the_graph_adds(datasets, method):
 
 def test_partition_predicted_not_to_fit_is_refused(datasets, capsys):
     out = datasets / "refused"
-    assert main(["partition", "--dataset", str(datasets / "d17"), "--num-parts", "4", "--method", "metis",
-                 "--out", str(out), "--memory", "200M"]) == 2
+    assert (
+        main(
+            [
+                "partition",
+                "--dataset",
+                str(datasets / "d17"),
+                "--num-parts",
+                "4",
+                "--method",
+                "metis",
+                "--out",
+                str(out),
+                "--memory",
+                "200M",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "partition --method metis is predicted to need" in err and "methods that fit" in err
     assert not out.exists()

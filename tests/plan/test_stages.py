@@ -18,8 +18,7 @@ from graphshard.format.config import read_config
 from graphshard.pipeline.assign import assign_chunked
 from graphshard.pipeline.dispatch.cost import counted_estimates
 from graphshard.plan.measure import peak_private
-from graphshard.train.cost import check_train_fits, feature_width
-from graphshard.train.cost import train_estimates
+from graphshard.train.cost import check_train_fits, feature_width, train_estimates
 
 GS = [sys.executable, "-m", "graphshard.cli"]
 
@@ -43,14 +42,40 @@ def graphs(tmp_path_factory):
 
 
 def _dispatch(data: Path, assignment: Path, out: Path) -> int:
-    return _peak_private([*GS, "dispatch", "--dataset", str(data), "--assignment", str(assignment), "--out", str(out),
-                          "--num-procs", "2"])
+    return _peak_private(
+        [
+            *GS,
+            "dispatch",
+            "--dataset",
+            str(data),
+            "--assignment",
+            str(assignment),
+            "--out",
+            str(out),
+            "--num-procs",
+            "2",
+        ]
+    )
 
 
 def _train(config: Path, sampled: bool) -> int:
-    return _peak_private([*GS, "train", "--part-config", str(config), "--num-procs", "2", "--epochs", "1",
-                          "--fanouts", "5,5", "--batch-size", "1024",
-                          *(["--eval-fanouts", "5,5"] if sampled else [])])
+    return _peak_private(
+        [
+            *GS,
+            "train",
+            "--part-config",
+            str(config),
+            "--num-procs",
+            "2",
+            "--epochs",
+            "1",
+            "--fanouts",
+            "5,5",
+            "--batch-size",
+            "1024",
+            *(["--eval-fanouts", "5,5"] if sampled else []),
+        ]
+    )
 
 
 def _within(measured: int, grows: int) -> None:
@@ -78,14 +103,33 @@ def test_runs_predicted_not_to_fit_are_refused_before_they_start(graphs, capsys)
     paths, root = graphs
     data, assignment = paths[18]
     out = root / "refused"
-    assert main(["dispatch", "--dataset", str(data), "--assignment", str(assignment), "--out", str(out),
-                 "--num-procs", "2", "--memory", "300M"]) == 2
+    assert (
+        main(
+            [
+                "dispatch",
+                "--dataset",
+                str(data),
+                "--assignment",
+                str(assignment),
+                "--out",
+                str(out),
+                "--num-procs",
+                "2",
+                "--memory",
+                "300M",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "dispatch is predicted to need" in err and "more than the 0.29 GiB allowed (--memory)" in err
     assert not out.exists()  # refused after counting, before the output was touched
     cfg = read_config(root / "p18" / "rmat18.json")
-    with pytest.raises(InputError, match=r"training is predicted to need .* GiB on this machine \(2 processes; "
-                                         r"rank \d .* at its layer-wise evaluation\), more than the 0.50 GiB"):
+    with pytest.raises(
+        InputError,
+        match=r"training is predicted to need .* GiB on this machine \(2 processes; "
+        r"rank \d .* at its layer-wise evaluation\), more than the 0.50 GiB",
+    ):
         check_train_fits(cfg, 2, 2, 64, True, 512 << 20)
     assert main(["train", "--part-config", str(cfg.path), "--num-procs", "2", "--memory", "512M"]) == 2
     assert "start fewer processes or --eval-fanouts" in capsys.readouterr().err

@@ -20,13 +20,28 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def node_metrics(epochs: int = 5) -> dict:
     records = []
     for i in range(epochs):
-        rec = {"epoch": i, "wall_s": 2.0, "sample_s": 0.4, "fetch_s": 0.3, "compute_s": 0.8, "comm_s": 0.1,
-               "train_loss": 1.5 / (i + 1), "fetch_bytes": 1000, "batches": 4}
+        rec = {
+            "epoch": i,
+            "wall_s": 2.0,
+            "sample_s": 0.4,
+            "fetch_s": 0.3,
+            "compute_s": 0.8,
+            "comm_s": 0.1,
+            "train_loss": 1.5 / (i + 1),
+            "fetch_bytes": 1000,
+            "batches": 4,
+        }
         if i % 2 or i == epochs - 1:
             rec["val_acc"] = 0.5 + 0.05 * i
         records.append(rec)
-    return {"task": "node", "epochs": records, "test_acc": 0.7, "val_acc": records[-1]["val_acc"],
-            "world_size": 2, "num_parts": 2}
+    return {
+        "task": "node",
+        "epochs": records,
+        "test_acc": 0.7,
+        "val_acc": records[-1]["val_acc"],
+        "world_size": 2,
+        "num_parts": 2,
+    }
 
 
 def link_metrics() -> dict:
@@ -83,14 +98,17 @@ def test_missing_key_names_file_and_key(tmp_path):
     assert not (tmp_path / "x.png").exists()
 
 
-@pytest.mark.parametrize("change,message", [
-    (lambda m: m.pop("epochs"), "key 'epochs' must be a list"),
-    (lambda m: m.update(epochs=[]), "key 'epochs' is empty"),
-    (lambda m: m["epochs"].__setitem__(0, 3), r"epochs\[0\] must be an object"),
-    (lambda m: m["epochs"][1].update(train_loss="low"), r"epochs\[1\]\['train_loss'\] must be a number"),
-    (lambda m: m["epochs"][1].update(val_acc=True), r"epochs\[1\]\['val_acc'\] must be a number"),
-    (lambda m: m["epochs"][0].update(wall_s=-1.0), r"epochs\[0\]\['wall_s'\] must be a finite number >= 0"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda m: m.pop("epochs"), "key 'epochs' must be a list"),
+        (lambda m: m.update(epochs=[]), "key 'epochs' is empty"),
+        (lambda m: m["epochs"].__setitem__(0, 3), r"epochs\[0\] must be an object"),
+        (lambda m: m["epochs"][1].update(train_loss="low"), r"epochs\[1\]\['train_loss'\] must be a number"),
+        (lambda m: m["epochs"][1].update(val_acc=True), r"epochs\[1\]\['val_acc'\] must be a number"),
+        (lambda m: m["epochs"][0].update(wall_s=-1.0), r"epochs\[0\]\['wall_s'\] must be a finite number >= 0"),
+    ],
+)
 def test_bad_metrics_dict(tmp_path, change, message):
     m = node_metrics()
     change(m)

@@ -41,7 +41,7 @@ class Case:
 
 def _owners_from_assignment(g: Graph, assignment: np.ndarray) -> dict[str, np.ndarray]:
     bounds = np.cumsum([0] + [g.num_nodes[t] for t in g.ntypes])
-    return {t: assignment[bounds[i]:bounds[i + 1]] for i, t in enumerate(g.ntypes)}
+    return {t: assignment[bounds[i] : bounds[i + 1]] for i, t in enumerate(g.ntypes)}
 
 
 def _owners_from_mapping(g: Graph, nids, config: Path) -> dict[str, np.ndarray]:
@@ -81,7 +81,9 @@ def _edge_view(c: Case):
         indeg[d] += np.bincount(dst, minlength=g.num_nodes[d])
     cols = [[], [], [], [], []]
     for (s, _, d), (src, dst) in g.edges.items():
-        for col, values in zip(cols, (c.owner[s][src], c.owner[d][dst], indeg[d][dst], src + offset[s], dst + offset[d])):
+        for col, values in zip(
+            cols, (c.owner[s][src], c.owner[d][dst], indeg[d][dst], src + offset[s], dst + offset[d])
+        ):
             col.append(values)
     return tuple(np.concatenate(col).astype(np.int64) for col in cols)
 
@@ -109,7 +111,11 @@ def test_inner_counts_match_book_and_assignment(case):
     np.testing.assert_array_equal(s.inner_edges, [book.partid2eids(i).numel() for i in range(p)])
     np.testing.assert_array_equal(s.inner_edges, np.bincount(dst_owner, minlength=p))
     assert (s.num_nodes, s.num_edges, s.num_parts, s.halo_hops) == (
-        case.graph.total_nodes, case.graph.total_edges, p, case.hops)
+        case.graph.total_nodes,
+        case.graph.total_edges,
+        p,
+        case.hops,
+    )
 
 
 def test_halo_counts(case):

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from graphshard import InputError, partition_graph
@@ -15,10 +13,10 @@ from graphshard.chunked.spec import read_metadata
 from graphshard.chunked.writer import chunk_graph
 from graphshard.cli import main
 from graphshard.datasets import Dataset, community_graph, load_dataset, save_dataset
+from graphshard.distributed.context import DistError
 from graphshard.pipeline.assign import assign_chunked
 from graphshard.pipeline.assignment_files import read_assignment
 from graphshard.pipeline.dispatch import DispatchOptions, run_dispatch
-from graphshard.distributed.context import DistError
 from tests.graphs import small_hetero, small_homo
 
 
@@ -46,8 +44,9 @@ def test_meta_json_that_is_not_json(dataset, capsys):
     (dataset / "meta.json").write_text("{not json")
     with pytest.raises(InputError, match=r"d/meta.json: not valid JSON"):
         load_dataset(dataset)
-    assert "meta.json: not valid JSON" in _cli_error(["partition", "--dataset", str(dataset), "--num-parts", "2",
-                                                      "--out", str(dataset.parent / "p")], capsys)
+    assert "meta.json: not valid JSON" in _cli_error(
+        ["partition", "--dataset", str(dataset), "--num-parts", "2", "--out", str(dataset.parent / "p")], capsys
+    )
 
 
 @pytest.mark.parametrize("count", ["abc", 1.5, -3, 10**15])
@@ -76,8 +75,12 @@ def _csr_dataset(tmp_path):
     indices = np.nonzero(dense)[1].astype(np.int64)
     for name, arr in (("feat_indptr.npy", indptr), ("feat_indices.npy", indices), ("feat_data.npy", dense[dense != 0])):
         np.save(d / name, arr)
-    _meta(d, lambda raw: raw.update(feat_format="csr", feat_files=["feat_indptr.npy", "feat_indices.npy",
-                                                                      "feat_data.npy"], feat_shape=[n, dim]))
+    _meta(
+        d,
+        lambda raw: raw.update(
+            feat_format="csr", feat_files=["feat_indptr.npy", "feat_indices.npy", "feat_data.npy"], feat_shape=[n, dim]
+        ),
+    )
     return d, dense
 
 
@@ -85,8 +88,10 @@ def test_csr_features_load_and_bad_ones_are_named(tmp_path):
     d, dense = _csr_dataset(tmp_path)
     np.testing.assert_array_equal(load_dataset(d).graph.node_feats["_N"]["feat"], dense)
     indices = np.load(d / "feat_indices.npy")
-    for value, message in ((-1, r"feat_indices.npy: position 4: column -1 outside \[0, 7\)"),
-                           (7, r"feat_indices.npy: position 4: column 7 outside \[0, 7\)")):
+    for value, message in (
+        (-1, r"feat_indices.npy: position 4: column -1 outside \[0, 7\)"),
+        (7, r"feat_indices.npy: position 4: column 7 outside \[0, 7\)"),
+    ):
         bad = indices.copy()
         bad[4] = value
         np.save(d / "feat_indices.npy", bad)
@@ -106,8 +111,10 @@ def test_negative_seed_is_refused(dataset, tmp_path, capsys):
     chunk_graph(small_homo(), tmp_path / "c", 2)
     with pytest.raises(InputError, match="seed must be a non-negative integer, got -2"):
         assign_chunked(tmp_path / "c", tmp_path / "a", 2, seed=-2)
-    for argv in (["partition", "--dataset", str(dataset), "--num-parts", "2", "--out", str(tmp_path / "q")],
-                 ["generate", "community", "--out", str(tmp_path / "g")]):
+    for argv in (
+        ["partition", "--dataset", str(dataset), "--num-parts", "2", "--out", str(tmp_path / "q")],
+        ["generate", "community", "--out", str(tmp_path / "g")],
+    ):
         assert main(argv + ["--seed", "-1"]) == 2
         assert "argument --seed: expected a non-negative integer, got -1" in capsys.readouterr().err
 
@@ -132,12 +139,15 @@ def _csv_chunked(tmp_path):
     return tmp_path / "c" / "edges" / "paper__cites__paper" / "chunk-0.csv"
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda lines: ["src dst\n"] + lines[1:], r"chunk-0.csv, line 1 looks like a header \('src dst'\)"),
-    (lambda lines: lines[:2] + ["3 4 junk\n"] + lines[3:], r"chunk-0.csv, line 3: expected 2 columns, got 3"),
-    (lambda lines: lines[:2] + ["\n"] + lines[3:], r"chunk-0.csv, line 3: blank line"),
-    (lambda lines: lines + ["\n"], r"chunk-0.csv, line \d+: blank line"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda lines: ["src dst\n"] + lines[1:], r"chunk-0.csv, line 1 looks like a header \('src dst'\)"),
+        (lambda lines: lines[:2] + ["3 4 junk\n"] + lines[3:], r"chunk-0.csv, line 3: expected 2 columns, got 3"),
+        (lambda lines: lines[:2] + ["\n"] + lines[3:], r"chunk-0.csv, line 3: blank line"),
+        (lambda lines: lines + ["\n"], r"chunk-0.csv, line \d+: blank line"),
+    ],
+)
 def test_csv_chunk_problems_name_file_and_line(tmp_path, edit, message):
     chunk = _csv_chunked(tmp_path)
     chunk.write_text("".join(edit(chunk.read_text().splitlines(keepends=True))))
@@ -183,8 +193,14 @@ def test_parquet_chunk_that_is_not_parquet(tmp_path):
         load_chunked_graph(read_metadata(tmp_path / "c"))
 
 
-@pytest.mark.parametrize("text, message", [("{oops", "not valid JSON"), ('{"method": "random"}', "missing key 'num_parts'"),
-                                           ('{"num_parts": "two"}', "key 'num_parts' must be an integer")])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("{oops", "not valid JSON"),
+        ('{"method": "random"}', "missing key 'num_parts'"),
+        ('{"num_parts": "two"}', "key 'num_parts' must be an integer"),
+    ],
+)
 def test_partition_meta_problems(tmp_path, text, message):
     chunk_graph(small_homo(), tmp_path / "c", 2)
     assign_chunked(tmp_path / "c", tmp_path / "a", 2)
@@ -198,5 +214,7 @@ def test_huge_declared_chunked_count_is_refused_up_front(tmp_path):
     raw = json.loads(meta.path.read_text())
     raw["num_nodes_per_type"] = [10**12]
     meta.path.write_text(json.dumps(raw))
-    with pytest.raises(InputError, match=r"metadata.json: 'num_nodes_per_type' \(in all\): 1000000000000 nodes would need"):
+    with pytest.raises(
+        InputError, match=r"metadata.json: 'num_nodes_per_type' \(in all\): 1000000000000 nodes would need"
+    ):
         read_metadata(meta.path)

@@ -38,9 +38,24 @@ def test_killing_the_dispatch_launcher_stops_every_rank(tmp_path):
     g = community_graph(num_nodes=30000, avg_degree=30, seed=1).graph  # big enough to still be running
     chunk_graph(g, tmp_path / "c", 4, "numpy", graph_name="g")
     assign_chunked(tmp_path / "c", tmp_path / "a", 4, "random")
-    cmd = [sys.executable, "-m", "graphshard.cli", "dispatch", "--in-dir", str(tmp_path / "c"), "--partitions-dir",
-           str(tmp_path / "a"), "--out-dir", str(tmp_path / "out"), "--num-procs", "2", "--num-hops", "2",
-           "--timeout", "600"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "graphshard.cli",
+        "dispatch",
+        "--in-dir",
+        str(tmp_path / "c"),
+        "--partitions-dir",
+        str(tmp_path / "a"),
+        "--out-dir",
+        str(tmp_path / "out"),
+        "--num-procs",
+        "2",
+        "--num-hops",
+        "2",
+        "--timeout",
+        "600",
+    ]
     launcher = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ranks: set[int] = set()
     try:
@@ -48,6 +63,7 @@ def test_killing_the_dispatch_launcher_stops_every_rank(tmp_path):
         def two_ranks():
             kids = {p for p in descendants(launcher.pid) if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text()}
             return kids if len(kids) >= 2 else None
+
         ranks = _wait(two_ranks, 120, "the two ranks to start")
         launcher.send_signal(signal.SIGKILL)
         launcher.wait(10)
@@ -70,6 +86,7 @@ def _rank_losing_its_worker(config: str) -> None:
     from graphshard.distributed.graph import DistGraph
     from graphshard.distributed.loader import DistNeighborLoader
     from graphshard.distributed.runtime import session
+
     with session(timeout=30) as s:
         dg = DistGraph("s", config)
         seeds = dg.get_partition_book().partid2nids(s.rank).numpy()
@@ -82,18 +99,21 @@ def _rank_losing_its_worker(config: str) -> None:
 
 
 def test_a_killed_sampler_worker_is_named_with_its_rank(tmp_path):
+    import pytest
+
     from graphshard import partition_graph
     from graphshard.distributed.context import DistError
     from graphshard.distributed.launcher import launch
     from tests.graphs import small_homo
-    import pytest
+
     partition_graph(small_homo(), "s", 2, tmp_path, part_method="random")
     start = time.monotonic()
     with pytest.raises(DistError) as exc:
         launch(_rank_losing_its_worker, 2, (str(tmp_path / "s.json"),), timeout=60)
     # the culprit comes first, whichever process noticed: rank 1 itself, or rank 0 losing rank 1's worker
-    assert re.match(r"(sampler worker 0 of rank 1 died|rank 1 failed: .*sampler worker 0 exited)", str(exc.value)), \
-        str(exc.value)
+    assert re.match(r"(sampler worker 0 of rank 1 died|rank 1 failed: .*sampler worker 0 exited)", str(exc.value)), str(
+        exc.value
+    )
     assert time.monotonic() - start < 60
 
 
@@ -104,6 +124,7 @@ def _dispatch_on_a_full_disk(opts) -> None:
     import graphshard.pipeline.dispatch as dispatch_module
     import graphshard.pipeline.dispatch.write as write_module
     from graphshard.distributed.context import DistContext
+
     real, calls = write_module.write_tensors, []
 
     def full(path, *args):
@@ -111,6 +132,7 @@ def _dispatch_on_a_full_disk(opts) -> None:
         if len(calls) == 2 and int(os.environ["RANK"]) == 1:
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(path, *args)
+
     write_module.write_tensors = full
     with DistContext.from_env(timeout=30) as ctx:
         dispatch_module.dispatch(opts, ctx)
@@ -123,11 +145,15 @@ def test_full_disk_during_dispatch_names_the_file_and_leaves_no_staging(tmp_path
     from graphshard.distributed.launcher import launch
     from graphshard.pipeline.dispatch import DispatchOptions
     from tests.graphs import small_hetero
+
     chunk_graph(small_hetero(), tmp_path / "c", 2, "numpy", graph_name="g")
     assign_chunked(tmp_path / "c", tmp_path / "a", 4, "random")
     opts = DispatchOptions(tmp_path / "c", tmp_path / "a", tmp_path / "out", 1)
-    with pytest.raises(DistError, match=r"rank 1 failed: .*WriteError: .*part\d\.tmp-\d+/\w+\.safetensors: "
-                                        r"No space left on device while writing"):
+    with pytest.raises(
+        DistError,
+        match=r"rank 1 failed: .*WriteError: .*part\d\.tmp-\d+/\w+\.safetensors: "
+        r"No space left on device while writing",
+    ):
         launch(_dispatch_on_a_full_disk, 2, (opts,), timeout=30)
     assert not (tmp_path / "out" / "g.json").exists()
     assert not list((tmp_path / "out").rglob("*.tmp-*")), "a staging directory was left behind"

@@ -45,7 +45,7 @@ def _shift_first_item(ranges):
     types = list(ranges)
     last = [t for t in types if ranges[t][0][1] > ranges[t][0][0]][-1]
     ranges[last][0][1] -= 1
-    for t in types[types.index(last) + 1:]:
+    for t in types[types.index(last) + 1 :]:
         ranges[t][0] = [x - 1 for x in ranges[t][0]]
     ranges[types[0]][1][0] -= 1
 
@@ -54,14 +54,19 @@ def _shift_first_item(ranges):
 def test_feature_files_swapped_between_partitions(parts):
     _swap(parts / "part0" / "node_feats.safetensors", parts / "part1" / "node_feats.safetensors", parts / "h.json")
     verify_checksums(parts / "h.json")  # the checksum pass alone accepts the swap
-    with pytest.raises(FormatError, match=r"part0/node_feats.safetensors: this file belongs to another partition .*"
-                                          r"part_id='1'.*expects part_id='0'"):
+    with pytest.raises(
+        FormatError,
+        match=r"part0/node_feats.safetensors: this file belongs to another partition .*"
+        r"part_id='1'.*expects part_id='0'",
+    ):
         load_partition(parts / "h.json", 0, verify=True)
 
 
 def test_file_of_another_kind_is_refused(parts):
     shutil.copy(parts / "part1" / "node_feats.safetensors", parts / "part1" / "edge_feats.safetensors")
-    with pytest.raises(FormatError, match=r"part1/edge_feats.safetensors: .*kind='node_feats'.*expects kind='edge_feats'"):
+    with pytest.raises(
+        FormatError, match=r"part1/edge_feats.safetensors: .*kind='node_feats'.*expects kind='edge_feats'"
+    ):
         load_partition(parts / "h.json", 1)
 
 
@@ -69,15 +74,20 @@ def test_file_from_another_graph_is_refused(parts, tmp_path):
     partition_graph(small_hetero(seed=1), "h", 3, tmp_path / "other", part_method="random")
     other = json.loads((tmp_path / "other" / "h.json").read_text())["run_fingerprint"]
     shutil.copy(tmp_path / "other" / "part2" / "graph.safetensors", parts / "part2" / "graph.safetensors")
-    with pytest.raises(FormatError, match=rf"part2/graph.safetensors: this file belongs to another .*"
-                                          rf"run_fingerprint='{other}'.*the config expects run_fingerprint="):
+    with pytest.raises(
+        FormatError,
+        match=rf"part2/graph.safetensors: this file belongs to another .*"
+        rf"run_fingerprint='{other}'.*the config expects run_fingerprint=",
+    ):
         load_partition(parts / "h.json", 2, load_feats=False)
 
 
 def test_file_of_another_graph_name_is_refused(parts, tmp_path):
     partition_graph(small_hetero(), "other", 3, tmp_path / "o", part_method="random", num_hops=1)
     shutil.copy(tmp_path / "o" / "part0" / "edge_feats.safetensors", parts / "part0" / "edge_feats.safetensors")
-    with pytest.raises(FormatError, match=r"part0/edge_feats.safetensors: .*graph_name='other'.*expects graph_name='h'"):
+    with pytest.raises(
+        FormatError, match=r"part0/edge_feats.safetensors: .*graph_name='other'.*expects graph_name='h'"
+    ):
         load_partition(parts / "h.json", 0)
 
 
@@ -87,14 +97,19 @@ def test_same_id_space_other_features_is_another_run(parts, tmp_path):
     g.node_feats["paper"]["feat"] = g.node_feats["paper"]["feat"].astype(np.float64)
     partition_graph(g, "h", 3, tmp_path / "f64", part_method="random", num_hops=1)
     for p in range(3):  # every partition replaced: consistent among themselves, rows right, run wrong
-        shutil.copy(tmp_path / "f64" / f"part{p}" / "node_feats.safetensors", parts / f"part{p}" / "node_feats.safetensors")
-    with pytest.raises(FormatError, match=r"part1/node_feats.safetensors: this file belongs to another .*run_fingerprint"):
+        shutil.copy(
+            tmp_path / "f64" / f"part{p}" / "node_feats.safetensors", parts / f"part{p}" / "node_feats.safetensors"
+        )
+    with pytest.raises(
+        FormatError, match=r"part1/node_feats.safetensors: this file belongs to another .*run_fingerprint"
+    ):
         load_partition(parts / "h.json", 1)
 
 
 def test_files_without_identity_need_repartitioning(parts):
     path = parts / "part0" / "graph.safetensors"
     from safetensors.numpy import load_file, save_file
+
     save_file(load_file(path), path)  # as written before files recorded their run
     with pytest.raises(FormatError, match=r"part0/graph.safetensors: records no identity .*re-partition"):
         load_partition(parts / "h.json", 0)
@@ -105,6 +120,7 @@ def test_files_without_identity_need_repartitioning(parts):
 
 def test_identity_metadata_is_deterministic(tmp_path):
     from graphshard.format.tensorfile import write_tensors
+
     arrays = {"x": np.arange(4, dtype=np.int64)}
     a = write_tensors(tmp_path / "a", arrays, {"part_id": "0", "graph_name": "g", "kind": "node_feats"})
     b = write_tensors(tmp_path / "b", arrays, {"kind": "node_feats", "graph_name": "g", "part_id": "0"})
@@ -130,15 +146,21 @@ def test_node_map_retiled_consistently_but_wrongly(parts):
 def test_edge_map_retiled_consistently_but_wrongly(parts):
     _json(parts / "h.json", lambda raw: _shift_first_item(raw["edge_map"]))
     restamp(parts / "h.json")
-    with pytest.raises(FormatError, match=r"part0/graph.safetensors: holds \d+ in-edges of inner nodes, but the "
-                                          r"config's edge_map gives this partition \d+ edges"):
+    with pytest.raises(
+        FormatError,
+        match=r"part0/graph.safetensors: holds \d+ in-edges of inner nodes, but the "
+        r"config's edge_map gives this partition \d+ edges",
+    ):
         load_partition(parts / "h.json", 0)
 
 
-@pytest.mark.parametrize("written, claimed, message", [
-    (2, 1, r"stores in-edges of a HALO node more than halo_hops - 1 = 0 hops .* halo_hops = 1; node/_ID"),
-    (3, 2, r"stores in-edges of a HALO node more than halo_hops - 1 = 1 hops .* halo_hops = 2; node/_ID"),
-])
+@pytest.mark.parametrize(
+    "written, claimed, message",
+    [
+        (2, 1, r"stores in-edges of a HALO node more than halo_hops - 1 = 0 hops .* halo_hops = 1; node/_ID"),
+        (3, 2, r"stores in-edges of a HALO node more than halo_hops - 1 = 1 hops .* halo_hops = 2; node/_ID"),
+    ],
+)
 def test_halo_hops_not_matching_the_files(tmp_path, written, claimed, message):
     partition_graph(small_homo(), "g", 2, tmp_path, part_method="random", num_hops=written)
     load_partition(tmp_path / "g.json", 0)
@@ -162,34 +184,69 @@ def test_halo_node_beyond_the_hops_is_refused(tmp_path):
         at = int(np.searchsorted(t["node/_ID"][lo:], extra)) + lo  # HALO nodes stay in increasing ID order
         t["indices"][t["indices"] >= at] += 1
         t["indptr"] = np.insert(t["indptr"], at, t["indptr"][at])
-        for key, value in (("node/_ID", extra), ("node/inner_node", False), ("node/orig_id", 0), ("node/part_id", 1),
-                           ("node/_TYPE", 0)):
+        for key, value in (
+            ("node/_ID", extra),
+            ("node/inner_node", False),
+            ("node/orig_id", 0),
+            ("node/part_id", 1),
+            ("node/_TYPE", 0),
+        ):
             t[key] = np.insert(t[key], at, np.array(value, dtype=t[key].dtype))
+
     rewrite(tmp_path / "part0" / "graph.safetensors", add_node, config=tmp_path / "g.json")
-    with pytest.raises(FormatError, match=rf"part0/graph.safetensors: HALO node is not within halo_hops = 1 hops .*"
-                                          rf"node/_ID: first at position \d+ \(value {extra}\)"):
+    with pytest.raises(
+        FormatError,
+        match=rf"part0/graph.safetensors: HALO node is not within halo_hops = 1 hops .*"
+        rf"node/_ID: first at position \d+ \(value {extra}\)",
+    ):
         load_partition(tmp_path / "g.json", 0, verify=True)
 
 
 # -- files whose contents are inconsistent (checksums updated to match) -------------------------
-@pytest.mark.parametrize("tensor, change, message", [
-    ("indices", lambda a: a.__setitem__(0, a.shape[0] * 10),
-     r"'indices' holds a local node ID outside \[0, \d+\): first at position 0 \(value \d+\)"),
-    ("indices", lambda a: a.__setitem__(3, -1), r"'indices' holds a local node ID outside .*position 3 \(value -1\)"),
-    ("indptr", lambda a: a.__setitem__(1, a[2] + 1), "'indptr' decreases: first at position 1"),
-    ("node/_ID", lambda a: a.__setitem__(-1, 10**12), r"node/_ID outside \[0, 88\): first at position \d+ "
-                                                      r"\(value 1000000000000\)"),
-    ("node/part_id", lambda a: a.__setitem__(-1, (a[-1] + 1) % 3), "node/part_id differs from the owner"),
-    ("node/_TYPE", lambda a: a.__setitem__(0, (a[0] + 1) % 4), "node/_TYPE differs"),
-    ("node/_ID", lambda a: a.__setitem__(-1, a[-2]), r"HALO node/_ID not in increasing order \(or repeated\): local "
-                                                    r"position \d+ holds (\d+) after \1"),
-    ("node/inner_node", lambda a: a.__setitem__(-1, True), "inner nodes must be the local prefix"),
-    ("edge/inner_edge", lambda a: a.__setitem__(0, False), "edge/inner_edge is false for an in-edge of an inner node"),
-    ("edge/_ID", lambda a: a.__setitem__(0, 10**9), r"inner edge/_ID outside this partition's range"),
-    ("edge/_ID", lambda a: a.__setitem__(0, a[1]), r"inner edge/_ID \d+ is missing \(another ID of this partition's "
-                                                   r"range \[\d+, \d+\) repeats\)"),
-    ("edge/_TYPE", lambda a: a.__setitem__(0, (a[0] + 1) % 4), "edge/_TYPE differs"),
-])
+@pytest.mark.parametrize(
+    "tensor, change, message",
+    [
+        (
+            "indices",
+            lambda a: a.__setitem__(0, a.shape[0] * 10),
+            r"'indices' holds a local node ID outside \[0, \d+\): first at position 0 \(value \d+\)",
+        ),
+        (
+            "indices",
+            lambda a: a.__setitem__(3, -1),
+            r"'indices' holds a local node ID outside .*position 3 \(value -1\)",
+        ),
+        ("indptr", lambda a: a.__setitem__(1, a[2] + 1), "'indptr' decreases: first at position 1"),
+        (
+            "node/_ID",
+            lambda a: a.__setitem__(-1, 10**12),
+            r"node/_ID outside \[0, 88\): first at position \d+ "
+            r"\(value 1000000000000\)",
+        ),
+        ("node/part_id", lambda a: a.__setitem__(-1, (a[-1] + 1) % 3), "node/part_id differs from the owner"),
+        ("node/_TYPE", lambda a: a.__setitem__(0, (a[0] + 1) % 4), "node/_TYPE differs"),
+        (
+            "node/_ID",
+            lambda a: a.__setitem__(-1, a[-2]),
+            r"HALO node/_ID not in increasing order \(or repeated\): local "
+            r"position \d+ holds (\d+) after \1",
+        ),
+        ("node/inner_node", lambda a: a.__setitem__(-1, True), "inner nodes must be the local prefix"),
+        (
+            "edge/inner_edge",
+            lambda a: a.__setitem__(0, False),
+            "edge/inner_edge is false for an in-edge of an inner node",
+        ),
+        ("edge/_ID", lambda a: a.__setitem__(0, 10**9), r"inner edge/_ID outside this partition's range"),
+        (
+            "edge/_ID",
+            lambda a: a.__setitem__(0, a[1]),
+            r"inner edge/_ID \d+ is missing \(another ID of this partition's "
+            r"range \[\d+, \d+\) repeats\)",
+        ),
+        ("edge/_TYPE", lambda a: a.__setitem__(0, (a[0] + 1) % 4), "edge/_TYPE differs"),
+    ],
+)
 def test_inconsistent_file_with_updated_checksum(parts, tensor, change, message):
     path = parts / "part1" / "graph.safetensors"
     rewrite(path, lambda t: change(t[tensor]), config=parts / "h.json")
@@ -208,48 +265,74 @@ def test_corrupt_header_entry_is_a_format_error(parts):
     path = parts / "part2" / "node_feats.safetensors"
     data = path.read_bytes()
     n = int.from_bytes(data[:8], "little")
-    header = json.loads(data[8:8 + n])
+    header = json.loads(data[8 : 8 + n])
     header["paper/feat"]["shape"] = "many"
     text = json.dumps(header, separators=(",", ":")).encode().ljust(n)
-    path.write_bytes(data[:8] + text + data[8 + n:])
-    with pytest.raises(FormatError, match=r"part2/node_feats.safetensors: corrupt safetensors header \(entry 'paper/feat'"):
+    path.write_bytes(data[:8] + text + data[8 + n :])
+    with pytest.raises(
+        FormatError, match=r"part2/node_feats.safetensors: corrupt safetensors header \(entry 'paper/feat'"
+    ):
         load_partition(parts / "h.json", 0)  # read while comparing partition 0's features with the others'
 
 
 # -- features: same schema in every partition ----------------------------------------------------
 def test_feature_dtype_differs_between_partitions(parts):
-    rewrite(parts / "part2" / "node_feats.safetensors",
-            lambda t: t.update({"paper/feat": t["paper/feat"].astype(np.float64)}))
-    with pytest.raises(FormatError, match=r"part0/node_feats.safetensors and .*part2/node_feats.safetensors disagree "
-                                          r"on feature 'paper/feat' \(F32 rows of shape \(5,\) here, F64 rows"):
+    rewrite(
+        parts / "part2" / "node_feats.safetensors",
+        lambda t: t.update({"paper/feat": t["paper/feat"].astype(np.float64)}),
+    )
+    with pytest.raises(
+        FormatError,
+        match=r"part0/node_feats.safetensors and .*part2/node_feats.safetensors disagree "
+        r"on feature 'paper/feat' \(F32 rows of shape \(5,\) here, F64 rows",
+    ):
         load_partition(parts / "h.json", 0)
-    with pytest.raises(FormatError, match=r"part2/node_feats.safetensors and .*h.json disagree on feature 'paper/feat' "
-                                          r"\(F64 rows of shape \(5,\) here, F32 rows of shape \(5,\) in its config"):
+    with pytest.raises(
+        FormatError,
+        match=r"part2/node_feats.safetensors and .*h.json disagree on feature 'paper/feat' "
+        r"\(F64 rows of shape \(5,\) here, F32 rows of shape \(5,\) in its config",
+    ):
         load_partition(parts / "h.json", 2)
 
 
 def test_feature_missing_or_reshaped_in_one_partition(parts):
     rewrite(parts / "part1" / "edge_feats.safetensors", lambda t: t.pop("paper:cites:paper/weight"))
-    with pytest.raises(FormatError, match=r"part0/edge_feats.safetensors and .*part1/edge_feats.safetensors disagree on "
-                                          r"feature 'paper:cites:paper/weight' \(F32 rows of shape \(\) here, absent"):
+    with pytest.raises(
+        FormatError,
+        match=r"part0/edge_feats.safetensors and .*part1/edge_feats.safetensors disagree on "
+        r"feature 'paper:cites:paper/weight' \(F32 rows of shape \(\) here, absent",
+    ):
         load_partition(parts / "h.json", 0)
-    rewrite(parts / "part2" / "node_feats.safetensors",
-            lambda t: t.update({"paper/feat": t["paper/feat"].reshape(-1, 5, 1)}))
-    with pytest.raises(FormatError, match=r"part2/node_feats.safetensors and .*h.json disagree on feature 'paper/feat'"):
+    rewrite(
+        parts / "part2" / "node_feats.safetensors",
+        lambda t: t.update({"paper/feat": t["paper/feat"].reshape(-1, 5, 1)}),
+    )
+    with pytest.raises(
+        FormatError, match=r"part2/node_feats.safetensors and .*h.json disagree on feature 'paper/feat'"
+    ):
         load_partition(parts / "h.json", 2)
 
 
 # -- the JSON's numbers --------------------------------------------------------------------------
-@pytest.mark.parametrize("change, message", [
-    (lambda raw: raw["node_map"]["paper"][0].__setitem__(1, 2**70),
-     r"h.json: node_map\['paper'\] must be a list of \[start, end\] pairs of 64-bit"),
-    (lambda raw: raw["edge_map"]["paper:cites:paper"][2].__setitem__(0, -2**70),
-     r"h.json: edge_map\['paper:cites:paper'\] must be a list of \[start, end\] pairs of 64-bit"),
-    (lambda raw: raw.__setitem__("num_nodes", 2**70), "h.json: key 'num_nodes' must be an integer >= 0"),
-    (lambda raw: raw.__setitem__("num_edges", -1), "h.json: key 'num_edges' must be an integer >= 0"),
-    (lambda raw: raw["feature_schema"]["node_feats"]["paper/feat"].__setitem__("shape", [-5]),
-     r"h.json: feature_schema\['node_feats'\]\['paper/feat'\] must be"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            lambda raw: raw["node_map"]["paper"][0].__setitem__(1, 2**70),
+            r"h.json: node_map\['paper'\] must be a list of \[start, end\] pairs of 64-bit",
+        ),
+        (
+            lambda raw: raw["edge_map"]["paper:cites:paper"][2].__setitem__(0, -(2**70)),
+            r"h.json: edge_map\['paper:cites:paper'\] must be a list of \[start, end\] pairs of 64-bit",
+        ),
+        (lambda raw: raw.__setitem__("num_nodes", 2**70), "h.json: key 'num_nodes' must be an integer >= 0"),
+        (lambda raw: raw.__setitem__("num_edges", -1), "h.json: key 'num_edges' must be an integer >= 0"),
+        (
+            lambda raw: raw["feature_schema"]["node_feats"]["paper/feat"].__setitem__("shape", [-5]),
+            r"h.json: feature_schema\['node_feats'\]\['paper/feat'\] must be",
+        ),
+    ],
+)
 def test_json_numbers_out_of_range(parts, change, message):
     _json(parts / "h.json", change)
     with pytest.raises(FormatError, match=message):
@@ -258,8 +341,12 @@ def test_json_numbers_out_of_range(parts, change, message):
 
 def test_cli_reports_a_corrupt_partition_in_one_line(parts):
     _swap(parts / "part0" / "graph.safetensors", parts / "part1" / "graph.safetensors", parts / "h.json")
-    run = subprocess.run([sys.executable, "-m", "graphshard.cli", "inspect", str(parts / "h.json"), "--verify"],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "graphshard.cli", "inspect", str(parts / "h.json"), "--verify"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode != 0
     assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr
     assert "part0/graph.safetensors: this file belongs to another partition" in run.stderr
@@ -295,10 +382,12 @@ def test_sampler_refuses_out_of_bounds_source_ids(bad):
 def test_sampler_refuses_bad_indptr_and_seeds():
     with pytest.raises(InputError, match="indptr decreases at node 1"):
         from graphshard.sampling.neighbor import CSCGraph
+
         CSCGraph(np.array([0, 3, 2, 4], dtype=np.int64), np.array([0, 1, 2, 0], dtype=np.int64))
     with pytest.raises(InputError, match=r"indptr must start at 0 and end at len\(indices\) = 4"):
         CSCGraph(np.array([0, 1, 2, 5], dtype=np.int64), np.array([0, 1, 2, 0], dtype=np.int64))
     from graphshard.sampling.neighbor import sample_neighbors
+
     g = CSCGraph(np.array([0, 1, 2, 3], dtype=np.int64), np.array([1, 2, 0], dtype=np.int64))
     for seed in (-1, 3):
         with pytest.raises(InputError, match=r"seed IDs must lie in \[0, 3\)"):
@@ -307,8 +396,10 @@ def test_sampler_refuses_bad_indptr_and_seeds():
 
 def test_distributed_stores_refuse_bad_structure(parts):
     import torch
+
     from graphshard.distributed.local_store import LocalGraphStore
     from graphshard.distributed.sampling_graph import LocalSamplingGraph
+
     part = load_partition(parts / "h.json", 0, load_feats=False)
     bad = part.graph.indices.clone()
     bad[0] = -5
@@ -327,17 +418,26 @@ def test_distributed_stores_refuse_bad_structure(parts):
 # -- original IDs (read when the partition book is asked for them) --------------------------------
 def test_original_ids_must_be_a_permutation(tmp_path):
     from graphshard.format.load import load_partition_book
+
     partition_graph(small_hetero(), "h", 2, tmp_path / "a", part_method="random", save_orig_ids=True)
     partition_graph(small_hetero(), "h", 2, tmp_path / "b", part_method="random")
     rewrite(tmp_path / "a" / "part1" / "orig_nids.safetensors", lambda t: t["paper"].__setitem__(0, t["paper"][1]))
-    with pytest.raises(FormatError, match=r"a/h.json: the original node IDs of type 'paper' .* not a permutation: "
-                                          r"original ID \d+ is missing"):
+    with pytest.raises(
+        FormatError,
+        match=r"a/h.json: the original node IDs of type 'paper' .* not a permutation: "
+        r"original ID \d+ is missing",
+    ):
         load_partition_book(tmp_path / "a" / "h.json").from_original("paper", [0])
     rewrite(tmp_path / "a" / "part0" / "orig_nids.safetensors", lambda t: t.update({"author": t["author"][:-1]}))
-    with pytest.raises(FormatError, match=r"part0/orig_nids.safetensors: tensor 'author' must hold the \d+ original IDs"):
+    with pytest.raises(
+        FormatError, match=r"part0/orig_nids.safetensors: tensor 'author' must hold the \d+ original IDs"
+    ):
         load_partition_book(tmp_path / "a" / "h.json").to_original("author", [0])
     rewrite(tmp_path / "b" / "part0" / "graph.safetensors", lambda t: t["node/orig_id"].__setitem__(0, -7))
     load_partition(tmp_path / "b" / "h.json", 0)  # orig_id is not used by the structure
-    with pytest.raises(FormatError, match=r"b/h.json: the original node IDs of type 'paper' .* per-type new ID 0 has "
-                                          r"original ID -7, outside \[0, 60\)"):
+    with pytest.raises(
+        FormatError,
+        match=r"b/h.json: the original node IDs of type 'paper' .* per-type new ID 0 has "
+        r"original ID -7, outside \[0, 60\)",
+    ):
         load_partition_book(tmp_path / "b" / "h.json").to_original("paper", [3])

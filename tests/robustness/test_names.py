@@ -53,15 +53,24 @@ def _chunked(tmp_path):
     return meta.path, json.loads(meta.path.read_text())
 
 
-@pytest.mark.parametrize("field, value, culprit", [
-    ("node_type", ["/../../x"], "node_type[0]"),
-    ("graph_name", "../x", "graph_name"),
-    ("node_data", {"_N": {"..": None}}, "node_data['_N'] feature"),
-])
+@pytest.mark.parametrize(
+    "field, value, culprit",
+    [
+        ("node_type", ["/../../x"], "node_type[0]"),
+        ("graph_name", "../x", "graph_name"),
+        ("node_data", {"_N": {"..": None}}, "node_data['_N'] feature"),
+    ],
+)
 def test_chunked_metadata_names_are_refused(tmp_path, field, value, culprit):
     path, raw = _chunked(tmp_path)
     if field == "node_type":
-        raw["edge_type"], raw["edges"], raw["num_edges_per_type"], raw["node_data"], raw["edge_data"] = [], {}, [], {}, {}
+        raw["edge_type"], raw["edges"], raw["num_edges_per_type"], raw["node_data"], raw["edge_data"] = (
+            [],
+            {},
+            [],
+            {},
+            {},
+        )
     if field == "node_data":
         value = {"_N": {"..": raw["node_data"]["_N"]["feat"]}}
     raw[field] = value
@@ -102,7 +111,10 @@ def test_parmetis_and_assign_refuse_graph_name_from_metadata(tmp_path):
     raw["graph_name"] = "../x"
     path.write_text(json.dumps(raw))
     around = snapshot(tmp_path)
-    for call in (lambda: export_parmetis(path.parent, tmp_path / "pm"), lambda: assign_chunked(path.parent, tmp_path / "a", 2)):
+    for call in (
+        lambda: export_parmetis(path.parent, tmp_path / "pm"),
+        lambda: assign_chunked(path.parent, tmp_path / "a", 2),
+    ):
         with pytest.raises(InputError, match="graph_name: name '../x'"):
             call()
     assert snapshot(tmp_path) == around and not (tmp_path.parent / "x_nodes.txt").exists()
@@ -121,6 +133,7 @@ def test_too_long_type_name_is_an_input_error_not_oserror(tmp_path):
 def test_dataset_layout_refuses_escaping_type_names_before_reading(tmp_path):
     from graphshard.datasets import load_dataset
     from tests.graphs import small_hetero
+
     save_dataset(Dataset("h", small_hetero(), 4, "paper"), tmp_path / "d")
     outside = tmp_path / "x_feat.npy"
     np.save(outside, np.zeros((3, 2)))  # what '../x' would read
@@ -141,6 +154,7 @@ def test_inside_refuses_a_symlink_leading_out(tmp_path):
 def test_chunk_writer_guard_holds_for_a_graph_that_skipped_validation(tmp_path):
     """The last guard: even names that never went through the validator cannot leave the output."""
     from dataclasses import fields
+
     g = small_homo()
     bad = object.__new__(Graph)
     for f in fields(Graph):
@@ -155,18 +169,23 @@ def test_chunk_writer_guard_holds_for_a_graph_that_skipped_validation(tmp_path):
 def _partitioned(tmp_path):
     from graphshard import partition_graph
     from tests.graphs import small_hetero
+
     partition_graph(small_hetero(), "g", 2, tmp_path / "p", part_method="random")
     path = tmp_path / "p" / "g.json"
     return path, json.loads(path.read_text())
 
 
-@pytest.mark.parametrize("key, old, new, culprit", [
-    ("ntypes", "paper", "../x", r"ntypes: name '../x' contains '/'"),
-    ("etypes", "author:writes:paper", "author:..:paper", r"etypes \('author:..:paper'\): name '..'"),
-])
+@pytest.mark.parametrize(
+    "key, old, new, culprit",
+    [
+        ("ntypes", "paper", "../x", r"ntypes: name '../x' contains '/'"),
+        ("etypes", "author:writes:paper", "author:..:paper", r"etypes \('author:..:paper'\): name '..'"),
+    ],
+)
 def test_partition_config_refuses_type_names_that_are_not_file_names(tmp_path, key, old, new, culprit):
     from graphshard import load_partition
     from graphshard.errors import FormatError
+
     path, raw = _partitioned(tmp_path)
     raw[key][new] = raw[key].pop(old)
     path.write_text(json.dumps(raw))
@@ -177,6 +196,7 @@ def test_partition_config_refuses_type_names_that_are_not_file_names(tmp_path, k
 def test_partition_config_refuses_an_escaping_graph_name(tmp_path):
     from graphshard import load_partition
     from graphshard.errors import FormatError
+
     path, raw = _partitioned(tmp_path)
     raw["graph_name"] = "../../x"
     path.write_text(json.dumps(raw))
@@ -186,6 +206,7 @@ def test_partition_config_refuses_an_escaping_graph_name(tmp_path):
 
 def test_too_long_graph_and_type_names_never_reach_the_file_system(tmp_path):
     from graphshard import partition_graph
+
     around = snapshot(tmp_path)
     with pytest.raises(InputError, match="graph name: name 'aaaa.*file names are limited"):
         partition_graph(small_homo(), "a" * 240, 2, tmp_path / "p", part_method="random")
@@ -204,6 +225,7 @@ def test_too_long_graph_and_type_names_never_reach_the_file_system(tmp_path):
 def test_dataset_layout_refuses_too_long_type_names_before_reading(tmp_path):
     from graphshard.datasets import load_dataset
     from tests.graphs import small_hetero
+
     save_dataset(Dataset("h", small_hetero(), 4, "paper"), tmp_path / "d")
     raw = json.loads((tmp_path / "d" / "meta.json").read_text())
     raw["node_types"][0] = "p" * 250
@@ -214,6 +236,7 @@ def test_dataset_layout_refuses_too_long_type_names_before_reading(tmp_path):
 
 def _cli_error(argv, capsys) -> str:
     from graphshard.cli import main
+
     capsys.readouterr()
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -223,14 +246,23 @@ def _cli_error(argv, capsys) -> str:
 
 def test_cli_assign_refuses_escaping_node_type(tmp_path, capsys):
     path, raw = _chunked(tmp_path / "in")
-    raw.update(node_type=["/../../x"], num_nodes_per_type=[240], edge_type=[], edges={}, num_edges_per_type=[],
-               node_data={}, edge_data={})
+    raw.update(
+        node_type=["/../../x"],
+        num_nodes_per_type=[240],
+        edge_type=[],
+        edges={},
+        num_edges_per_type=[],
+        node_data={},
+        edge_data={},
+    )
     path.write_text(json.dumps(raw))
     out = tmp_path / "work" / "assign"
     around = snapshot(tmp_path)
     err = _cli_error(["assign", "--in-dir", str(path.parent), "--out-dir", str(out), "--num-parts", "2"], capsys)
     assert f"{path}: node_type[0]: name '/../../x'" in err
-    assert snapshot(tmp_path) == around and not (tmp_path.parent / "x.txt").exists() and not list(tmp_path.rglob("x.txt"))
+    assert (
+        snapshot(tmp_path) == around and not (tmp_path.parent / "x.txt").exists() and not list(tmp_path.rglob("x.txt"))
+    )
 
 
 def test_cli_parmetis_export_refuses_escaping_graph_name(tmp_path, capsys):
@@ -238,7 +270,9 @@ def test_cli_parmetis_export_refuses_escaping_graph_name(tmp_path, capsys):
     raw["graph_name"] = "../x"
     path.write_text(json.dumps(raw))
     around = snapshot(tmp_path)
-    err = _cli_error(["parmetis", "export", "--in-dir", str(path.parent), "--out-dir", str(tmp_path / "w" / "pm")], capsys)
+    err = _cli_error(
+        ["parmetis", "export", "--in-dir", str(path.parent), "--out-dir", str(tmp_path / "w" / "pm")], capsys
+    )
     assert f"{path}: graph_name: name '../x'" in err
     assert snapshot(tmp_path) == around and not list(tmp_path.parent.glob("x_*.txt"))
 
@@ -246,7 +280,19 @@ def test_cli_parmetis_export_refuses_escaping_graph_name(tmp_path, capsys):
 def test_cli_chunk_refuses_escaping_graph_name(tmp_path, capsys):
     save_dataset(Dataset("d", small_homo(), 2), tmp_path / "d")
     around = snapshot(tmp_path)
-    err = _cli_error(["chunk", "--dataset", str(tmp_path / "d"), "--out", str(tmp_path / "w" / "c"), "--num-chunks", "2",
-                      "--graph-name", "../x"], capsys)
+    err = _cli_error(
+        [
+            "chunk",
+            "--dataset",
+            str(tmp_path / "d"),
+            "--out",
+            str(tmp_path / "w" / "c"),
+            "--num-chunks",
+            "2",
+            "--graph-name",
+            "../x",
+        ],
+        capsys,
+    )
     assert "graph_name: name '../x'" in err
     assert snapshot(tmp_path) == around

@@ -39,7 +39,7 @@ def _address(hexaddr: str, family: int) -> str:
     raw = bytes.fromhex(hexaddr)
     if family == socket.AF_INET:
         return socket.inet_ntop(family, raw[::-1])
-    return socket.inet_ntop(family, b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
+    return socket.inet_ntop(family, b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4)))
 
 
 def listening(pids: set[int]) -> list[tuple[int, str, int]]:
@@ -47,8 +47,12 @@ def listening(pids: set[int]) -> list[tuple[int, str, int]]:
     heartbeats), owned by ``pids`` (from /proc/net/{tcp,udp}{,6})."""
     inodes = _socket_inodes(pids)
     found = []
-    for name, family, state in (("tcp", socket.AF_INET, "0A"), ("tcp6", socket.AF_INET6, "0A"),  # 0A: LISTEN
-                                ("udp", socket.AF_INET, "07"), ("udp6", socket.AF_INET6, "07")):  # 07: unconnected
+    for name, family, state in (
+        ("tcp", socket.AF_INET, "0A"),
+        ("tcp6", socket.AF_INET6, "0A"),  # 0A: LISTEN
+        ("udp", socket.AF_INET, "07"),
+        ("udp6", socket.AF_INET6, "07"),
+    ):  # 07: unconnected
         for line in Path(f"/proc/net/{name}").read_text().splitlines()[1:]:
             fields = line.split()
             if fields[3] == state and fields[9] in inodes:
@@ -79,6 +83,7 @@ def _rank(config: str, up, done) -> None:
     from graphshard.distributed.graph import DistGraph
     from graphshard.distributed.loader import DistNeighborLoader
     from graphshard.distributed.runtime import session
+
     with session(timeout=60) as s:
         dg = DistGraph("s", config)
         seeds = dg.get_partition_book().partid2nids(s.rank).numpy()
@@ -105,6 +110,7 @@ def test_a_distributed_job_listens_on_loopback_only(tmp_path, host):
         if up.wait(120):
             seen.extend(listening({os.getpid()} | descendants(os.getpid())))
         done.set()
+
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     launch(_rank, 2, (str(tmp_path / "p" / "s.json"), up, done), host=host, timeout=60)

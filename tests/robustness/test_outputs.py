@@ -33,7 +33,9 @@ def _writers(tmp_path):
     chunked = tmp_path / "src-chunked"
     chunk_graph(small_homo(), chunked, 2, "numpy", graph_name="src")
     return {
-        "partition_graph": lambda out, ow: partition_graph(small_homo(), "g", 2, out, part_method="random", overwrite=ow),
+        "partition_graph": lambda out, ow: partition_graph(
+            small_homo(), "g", 2, out, part_method="random", overwrite=ow
+        ),
         "chunk_graph": lambda out, ow: chunk_graph(small_homo(), out, 2, "numpy", overwrite=ow),
         "save_dataset": lambda out, ow: save_dataset(Dataset("d", small_homo(), 2), out, overwrite=ow),
         "assign_chunked": lambda out, ow: assign_chunked(chunked, out, 2, overwrite=ow),
@@ -152,14 +154,42 @@ def test_killed_run_leaves_a_directory_the_next_run_takes_back(tmp_path):
 CLI_CASES = {
     "generate": lambda t, out: ["generate", "community", "--nodes", "300", "--out", out],
     "chunk": lambda t, out: ["chunk", "--dataset", str(t / "d"), "--out", out, "--num-chunks", "2"],
-    "partition": lambda t, out: ["partition", "--dataset", str(t / "d"), "--num-parts", "2", "--out", out,
-                                 "--method", "random"],
+    "partition": lambda t, out: [
+        "partition",
+        "--dataset",
+        str(t / "d"),
+        "--num-parts",
+        "2",
+        "--out",
+        out,
+        "--method",
+        "random",
+    ],
     "assign": lambda t, out: ["assign", "--in-dir", str(t / "c"), "--out-dir", out, "--num-parts", "2"],
     "parmetis export": lambda t, out: ["parmetis", "export", "--in-dir", str(t / "c"), "--out-dir", out],
-    "parmetis import": lambda t, out: ["parmetis", "import", "--in-dir", str(t / "c"), "--parmetis-dir", str(t / "pm"),
-                                       "--out-dir", out],
-    "dispatch": lambda t, out: ["dispatch", "--in-dir", str(t / "c"), "--partitions-dir", str(t / "a"),
-                                "--out-dir", out, "--num-procs", "2", "--timeout", "60"],
+    "parmetis import": lambda t, out: [
+        "parmetis",
+        "import",
+        "--in-dir",
+        str(t / "c"),
+        "--parmetis-dir",
+        str(t / "pm"),
+        "--out-dir",
+        out,
+    ],
+    "dispatch": lambda t, out: [
+        "dispatch",
+        "--in-dir",
+        str(t / "c"),
+        "--partitions-dir",
+        str(t / "a"),
+        "--out-dir",
+        out,
+        "--num-procs",
+        "2",
+        "--timeout",
+        "60",
+    ],
 }
 
 
@@ -197,12 +227,16 @@ def test_two_graphs_never_share_a_partition_directory(tmp_path):
     first, second = small_homo(0), community_graph(num_nodes=200, seed=4).graph
     nids, _ = partition_graph(first, "first", 2, tmp_path / "p", part_method="random", return_mapping=True)
     before = snapshot(tmp_path)
-    with pytest.raises(InputError, match=f"{tmp_path / 'p'}: already holds the partitions of another graph "
-                                         r"\(first.json\)"):
+    with pytest.raises(
+        InputError,
+        match=f"{tmp_path / 'p'}: already holds the partitions of another graph "
+        r"\(first.json\)",
+    ):
         partition_graph(second, "second", 2, tmp_path / "p", part_method="random")
     assert snapshot(tmp_path) == before
-    feats = np.concatenate([load_partition(tmp_path / "p" / "first.json", p).node_feats["_N/feat"].numpy()
-                            for p in range(2)])
+    feats = np.concatenate(
+        [load_partition(tmp_path / "p" / "first.json", p).node_feats["_N/feat"].numpy() for p in range(2)]
+    )
     np.testing.assert_array_equal(feats, first.node_feats["_N"]["feat"][nids.numpy()])  # first's own rows
     partition_graph(second, "second", 2, tmp_path / "p", part_method="random", overwrite=True)
     assert not (tmp_path / "p" / "first.json").exists()  # stale: its files were replaced
@@ -211,12 +245,44 @@ def test_two_graphs_never_share_a_partition_directory(tmp_path):
 
 def test_two_graphs_cli_and_dispatch_name_the_other_config(cli_inputs, capsys):
     out = cli_inputs / "p"
-    assert main(["partition", "--dataset", str(cli_inputs / "d"), "--num-parts", "2", "--out", str(out),
-                 "--graph-name", "first", "--method", "random"]) == 0
+    assert (
+        main(
+            [
+                "partition",
+                "--dataset",
+                str(cli_inputs / "d"),
+                "--num-parts",
+                "2",
+                "--out",
+                str(out),
+                "--graph-name",
+                "first",
+                "--method",
+                "random",
+            ]
+        )
+        == 0
+    )
     before = snapshot(out)
     capsys.readouterr()
-    assert main(["partition", "--dataset", str(cli_inputs / "d"), "--num-parts", "2", "--out", str(out),
-                 "--graph-name", "second", "--method", "random"]) == 2
+    assert (
+        main(
+            [
+                "partition",
+                "--dataset",
+                str(cli_inputs / "d"),
+                "--num-parts",
+                "2",
+                "--out",
+                str(out),
+                "--graph-name",
+                "second",
+                "--method",
+                "random",
+            ]
+        )
+        == 2
+    )
     assert "first.json" in capsys.readouterr().err
     with pytest.raises(InputError, match=r"another graph \(first.json\)"):  # chunked graph 'g' into first's directory
         run_dispatch(DispatchOptions(cli_inputs / "c", cli_inputs / "a", out, 1), num_procs=2, timeout=30)
@@ -235,12 +301,14 @@ def _enospc_after(monkeypatch, module, name, calls_before_failure, with_filename
                 raise OSError(errno.ENOSPC, "No space left on device", str(path))
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(path, *args, **kwargs)
+
     monkeypatch.setattr(module, name, flaky)
 
 
 @pytest.mark.parametrize("with_filename", [True, False])
 def test_full_disk_during_partition_keeps_previous_output(tmp_path, monkeypatch, with_filename):
     import graphshard.format.write as write
+
     out = tmp_path / "deep" / "p"
     partition_graph(small_homo(), "g", 2, out, part_method="random")
     before = snapshot(tmp_path)
@@ -253,6 +321,7 @@ def test_full_disk_during_partition_keeps_previous_output(tmp_path, monkeypatch,
 
 def test_full_disk_in_a_new_partition_directory_leaves_nothing(tmp_path, monkeypatch):
     import graphshard.format.write as write
+
     _enospc_after(monkeypatch, write, "write_tensors", 1, with_filename=False)
     with pytest.raises(WriteError, match="No space left on device"):
         partition_graph(small_homo(), "g", 2, tmp_path / "p", part_method="random")
@@ -278,6 +347,7 @@ def test_full_disk_during_chunk_or_generate(tmp_path, monkeypatch, writer, with_
 
 def test_full_disk_during_assign_names_the_file_and_leaves_no_temporary(tmp_path, monkeypatch):
     import graphshard.pipeline.assignment_files as files
+
     first, second = chunk_graph(small_hetero(), tmp_path / "c", 2).ntypes[:2]
     _enospc_after(monkeypatch, files, "_write_parts", 1, with_filename=False)
     with pytest.raises(WriteError, match=rf"{tmp_path / 'a' / second}.txt: No space left on device"):
@@ -288,6 +358,7 @@ def test_full_disk_during_assign_names_the_file_and_leaves_no_temporary(tmp_path
 @pytest.mark.parametrize("command", ["generate", "chunk", "partition"])
 def test_cli_full_disk_is_one_line(cli_inputs, monkeypatch, capsys, command):
     import graphshard.format.write as write
+
     if command == "partition":
         _enospc_after(monkeypatch, write, "write_tensors", 0, with_filename=False)
     else:
@@ -303,11 +374,14 @@ def test_cli_full_disk_is_one_line(cli_inputs, monkeypatch, capsys, command):
 
 def test_train_refuses_to_replace_a_user_directory_with_embeddings(tmp_path, user_dir):
     from graphshard.train import TrainOptions, train
+
     partition_graph(small_homo(), "g", 1, tmp_path / "p", part_method="random")
     before = snapshot(tmp_path)
     with pytest.raises(InputError, match=f"{user_dir}: refusing to write embeddings output"):
-        train(TrainOptions(part_config=str(tmp_path / "p" / "g.json"), epochs=1, save_embeddings=str(user_dir)),
-              num_procs=1)
+        train(
+            TrainOptions(part_config=str(tmp_path / "p" / "g.json"), epochs=1, save_embeddings=str(user_dir)),
+            num_procs=1,
+        )
     assert snapshot(tmp_path) == before
 
 
@@ -321,6 +395,7 @@ def _numpy_short_write(monkeypatch):
     def save(path, arr, allow_pickle=False):
         with open("/dev/full", "wb", buffering=0) as f:
             np.zeros(1 << 16, np.int64).tofile(f)  # more than stdio buffers: the write itself fails
+
     with pytest.raises(OSError, match=r"^65536 requested and 0 written$") as exc:
         save(None, None)  # what the real NumPy says: the case this test stands for
     assert exc.value.errno is None and exc.value.filename is None
@@ -339,8 +414,10 @@ def test_numpy_short_write_on_a_full_disk_says_so(cli_inputs, monkeypatch, capsy
     assert main(CLI_CASES[command](cli_inputs, str(out))) == 2
     err = capsys.readouterr().err
     first = "edges/_N___E___N/chunk-0.npy" if command == "chunk" else "src.npy"
-    assert err == f"graphshard: error: {out}/{first}: No space left on device while writing {out}; nothing was " \
-                  "published there\n"
+    assert (
+        err == f"graphshard: error: {out}/{first}: No space left on device while writing {out}; nothing was "
+        "published there\n"
+    )
     assert snapshot(cli_inputs) == before
     monkeypatch.setattr(staging, "free_bytes", lambda path: 10 << 30)  # room left: a quota, not a full disk
     assert main(CLI_CASES[command](cli_inputs, str(out))) == 2
@@ -353,12 +430,15 @@ def test_pyarrow_full_disk_says_so(tmp_path, monkeypatch):
 
     def full(table, where, **kwargs):  # pyarrow's words for ENOSPC, as it raises them
         raise OSError(errno.ENOSPC, "Error writing bytes to file. Detail: [errno 28] No space left on device")
+
     monkeypatch.setattr(pq, "write_table", full)
     out = tmp_path / "out"
     with pytest.raises(WriteError) as exc:
         chunk_graph(small_homo(), out, 2, "parquet")
-    assert str(exc.value) == (f"{out}/edges/_N___E___N/chunk-0.parquet: No space left on device while writing {out}; "
-                              "nothing was published there")
+    assert str(exc.value) == (
+        f"{out}/edges/_N___E___N/chunk-0.parquet: No space left on device while writing {out}; "
+        "nothing was published there"
+    )
     assert not out.exists()
 
 
@@ -367,8 +447,13 @@ def tiny_tmpfs(tmp_path):
     """A 1 MiB tmpfs (needs root and mount rights; skipped elsewhere)."""
     where = tmp_path / "tiny"
     where.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)],
-                                           capture_output=True).returncode != 0:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)], capture_output=True
+        ).returncode
+        != 0
+    ):
         pytest.skip("cannot mount a tmpfs here")
     try:
         yield where
@@ -382,43 +467,86 @@ def test_chunk_into_a_really_full_tmpfs(cli_inputs, tiny_tmpfs, capsys, fmt):
     save_dataset(big, cli_inputs / "big")
     out = tiny_tmpfs / "c"
     capsys.readouterr()
-    assert main(["chunk", "--dataset", str(cli_inputs / "big"), "--out", str(out), "--num-chunks", "2",
-                 "--format", fmt]) == 2
+    assert (
+        main(["chunk", "--dataset", str(cli_inputs / "big"), "--out", str(out), "--num-chunks", "2", "--format", fmt])
+        == 2
+    )
     err = capsys.readouterr().err
-    assert re.fullmatch(rf"graphshard: error: {out}/[\w/]+/chunk-\d\.(npy|csv|parquet): No space left on device "
-                        rf"while writing {out}; nothing was published there\n", err), err
+    assert re.fullmatch(
+        rf"graphshard: error: {out}/[\w/]+/chunk-\d\.(npy|csv|parquet): No space left on device "
+        rf"while writing {out}; nothing was published there\n",
+        err,
+    ), err
     assert list(tiny_tmpfs.iterdir()) == []  # nothing left behind
 
 
 # -- one rule for every writer: a directory holds one graph's output; another graph needs --overwrite ----------
 def _rule(out, what, held, graph, replaced="it"):
     """The message of the one rule (format/outputs.check_same_graph), as partition has always worded it."""
-    return (f"{out}: already holds the {what} of another graph ({held}); writing {graph!r} here would replace "
-            f"{replaced}. Use another directory, or pass --overwrite to replace {'it' if replaced == 'it' else 'them'}")
+    return (
+        f"{out}: already holds the {what} of another graph ({held}); writing {graph!r} here would replace "
+        f"{replaced}. Use another directory, or pass --overwrite to replace {'it' if replaced == 'it' else 'them'}"
+    )
 
 
 SECOND_GRAPH = {  # command -> (first writes graph A into OUT, second writes graph B there, what the rule says)
-    "generate": (["generate", "rmat", "--scale", "7", "--out", "OUT"],
-                 ["generate", "community", "--nodes", "300", "--out", "OUT"],
-                 lambda out: _rule(out, "dataset", "'rmat7', says meta.json", "community")),
-    "generate --chunked": (["generate", "rmat", "--scale", "7", "--chunked", "--out", "OUT"],
-                           ["generate", "rmat", "--scale", "8", "--chunked", "--out", "OUT"],
-                           lambda out: _rule(out, "chunks", "'rmat7', says metadata.json", "rmat8")),
-    "chunk": (["chunk", "--dataset", "IN/d", "--out", "OUT", "--num-chunks", "2", "--graph-name", "first"],
-              ["chunk", "--dataset", "IN/d", "--out", "OUT", "--num-chunks", "2", "--graph-name", "second"],
-              lambda out: _rule(out, "chunks", "'first', says metadata.json", "second")),
-    "assign": (["assign", "--dataset", "IN/c", "--out", "OUT", "--num-parts", "2"],
-               ["assign", "--dataset", "IN/c2", "--out", "OUT", "--num-parts", "2"],
-               lambda out: _rule(out, "partition assignment", "'g', says partition_meta.json", "g2")),
-    "parmetis import": (["assign", "--dataset", "IN/c2", "--out", "OUT", "--num-parts", "2"],
-                        ["parmetis", "import", "--dataset", "IN/c", "--parmetis-dir", "IN/pm", "--out", "OUT"],
-                        lambda out: _rule(out, "partition assignment", "'g2', says partition_meta.json", "g")),
-    "partition": (["partition", "--dataset", "IN/d", "--num-parts", "2", "--out", "OUT", "--graph-name", "first",
-                   "--method", "random"],
-                  ["partition", "--dataset", "IN/d", "--num-parts", "2", "--out", "OUT", "--graph-name", "second",
-                   "--method", "random"],
-                  lambda out: _rule(out, "partitions", "first.json", "second", "the files first.json describes")
-                  + " (the other config is removed)"),
+    "generate": (
+        ["generate", "rmat", "--scale", "7", "--out", "OUT"],
+        ["generate", "community", "--nodes", "300", "--out", "OUT"],
+        lambda out: _rule(out, "dataset", "'rmat7', says meta.json", "community"),
+    ),
+    "generate --chunked": (
+        ["generate", "rmat", "--scale", "7", "--chunked", "--out", "OUT"],
+        ["generate", "rmat", "--scale", "8", "--chunked", "--out", "OUT"],
+        lambda out: _rule(out, "chunks", "'rmat7', says metadata.json", "rmat8"),
+    ),
+    "chunk": (
+        ["chunk", "--dataset", "IN/d", "--out", "OUT", "--num-chunks", "2", "--graph-name", "first"],
+        ["chunk", "--dataset", "IN/d", "--out", "OUT", "--num-chunks", "2", "--graph-name", "second"],
+        lambda out: _rule(out, "chunks", "'first', says metadata.json", "second"),
+    ),
+    "assign": (
+        ["assign", "--dataset", "IN/c", "--out", "OUT", "--num-parts", "2"],
+        ["assign", "--dataset", "IN/c2", "--out", "OUT", "--num-parts", "2"],
+        lambda out: _rule(out, "partition assignment", "'g', says partition_meta.json", "g2"),
+    ),
+    "parmetis import": (
+        ["assign", "--dataset", "IN/c2", "--out", "OUT", "--num-parts", "2"],
+        ["parmetis", "import", "--dataset", "IN/c", "--parmetis-dir", "IN/pm", "--out", "OUT"],
+        lambda out: _rule(out, "partition assignment", "'g2', says partition_meta.json", "g"),
+    ),
+    "partition": (
+        [
+            "partition",
+            "--dataset",
+            "IN/d",
+            "--num-parts",
+            "2",
+            "--out",
+            "OUT",
+            "--graph-name",
+            "first",
+            "--method",
+            "random",
+        ],
+        [
+            "partition",
+            "--dataset",
+            "IN/d",
+            "--num-parts",
+            "2",
+            "--out",
+            "OUT",
+            "--graph-name",
+            "second",
+            "--method",
+            "random",
+        ],
+        lambda out: (
+            _rule(out, "partitions", "first.json", "second", "the files first.json describes")
+            + " (the other config is removed)"
+        ),
+    ),
 }
 
 
@@ -443,8 +571,11 @@ def test_every_writer_refuses_another_graphs_output(cli_inputs, capsys, command)
 
 def test_generate_checks_the_name_its_generator_gives(tmp_path):
     """``generate`` refuses before generating, by the name the generator is about to give its graph."""
-    for argv, name in ((["rmat", "--scale", "6"], "rmat6"), (["community", "--nodes", "100"], "community"),
-                       (["hetero", "--papers", "50", "--authors", "20"], "hetero")):
+    for argv, name in (
+        (["rmat", "--scale", "6"], "rmat6"),
+        (["community", "--nodes", "100"], "community"),
+        (["hetero", "--papers", "50", "--authors", "20"], "hetero"),
+    ):
         assert main(["generate", *argv, "--out", str(tmp_path / name)]) == 0
         assert load_dataset(tmp_path / name).name == name
 

@@ -68,7 +68,7 @@ def test_dispatch_resume_notices_changed_chunk_content(tmp_path):
     opts = DispatchOptions(tmp_path / "c", tmp_path / "a", tmp_path / "out", 2, True, True)
     with pytest.raises(DistError, match="rank 1 failed"):
         launch(_faulty, 2, (opts, "raise", 1, 3), timeout=30)  # interrupted: some partitions finished
-    done = {int(p.name[4:-len(".done.json")]) for p in (tmp_path / "out" / ".dispatch-g").glob("part*.done.json")}
+    done = {int(p.name[4 : -len(".done.json")]) for p in (tmp_path / "out" / ".dispatch-g").glob("part*.done.json")}
     # change one edge chunk's content, keeping its size and mtime: redirect the source of an edge whose
     # destination lies in a finished partition (one that a resume without the chunks' content would reuse)
     chunk = tmp_path / "c" / "edges" / "paper__cites__paper" / "chunk-0.npy"
@@ -86,10 +86,18 @@ def test_dispatch_resume_notices_changed_chunk_content(tmp_path):
     # the reference: the changed graph partitioned in memory with the same assignment
     from graphshard.chunked.load import load_chunked_graph
     from graphshard.chunked.spec import read_metadata
+
     changed = load_chunked_graph(read_metadata(tmp_path / "c"))
     per_type, _ = read_assignment(tmp_path / "a", changed.num_nodes)
-    partition_graph(changed, "g", 4, tmp_path / "ref", num_hops=2, save_orig_ids=True,
-                    part_method=np.concatenate([per_type[t] for t in changed.ntypes]))
+    partition_graph(
+        changed,
+        "g",
+        4,
+        tmp_path / "ref",
+        num_hops=2,
+        save_orig_ids=True,
+        part_method=np.concatenate([per_type[t] for t in changed.ntypes]),
+    )
     for f in (tmp_path / "ref").rglob("*.safetensors"):
         assert f.read_bytes() == (tmp_path / "out" / f.relative_to(tmp_path / "ref")).read_bytes(), f
 
@@ -108,8 +116,24 @@ def test_dispatch_refuses_csv_chunk_with_blank_line_and_publishes_nothing(tmp_pa
     assert not (tmp_path / "out" / "g.json").exists()
     # the command line: one clean line naming the file and line, and still no config
     capsys.readouterr()
-    assert main(["dispatch", "--in-dir", str(tmp_path / "c"), "--partitions-dir", str(tmp_path / "a"),
-                 "--out-dir", str(tmp_path / "out"), "--num-procs", "2", "--timeout", "60"]) == 2
+    assert (
+        main(
+            [
+                "dispatch",
+                "--in-dir",
+                str(tmp_path / "c"),
+                "--partitions-dir",
+                str(tmp_path / "a"),
+                "--out-dir",
+                str(tmp_path / "out"),
+                "--num-procs",
+                "2",
+                "--timeout",
+                "60",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith("graphshard: error:") and "Traceback" not in err and err.count("\n") == 1, err
     assert "chunk-0.csv, line 4: blank line" in err
@@ -121,6 +145,7 @@ def _corrupting_dispatch(opts):
     import graphshard.pipeline.dispatch as dispatch_module
     import graphshard.pipeline.dispatch.write as write_module
     from graphshard.distributed.context import DistContext
+
     real = write_module.structure_arrays
 
     def corrupt(*args, **kwargs):
@@ -130,6 +155,7 @@ def _corrupting_dispatch(opts):
         part_id[-1] = (part_id[-1] + 1) % 2
         arrays["node/part_id"] = part_id
         return arrays
+
     write_module.structure_arrays = corrupt
     with DistContext.from_env(timeout=30) as ctx:
         dispatch_module.dispatch(opts, ctx)
@@ -152,14 +178,23 @@ def trained(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ckpt")
     save_dataset(community_graph(num_nodes=600, seed=3), tmp / "data")
     config, _ = partition_dataset(str(tmp / "data"), str(tmp / "work"), 2, "random")
-    opts = TrainOptions(part_config=config, epochs=1, fanouts=[3, 3], batch_size=128, hidden=16, progress=False,
-                        checkpoint=str(tmp / "ckpt"), timeout=60)
+    opts = TrainOptions(
+        part_config=config,
+        epochs=1,
+        fanouts=[3, 3],
+        batch_size=128,
+        hidden=16,
+        progress=False,
+        checkpoint=str(tmp / "ckpt"),
+        timeout=60,
+    )
     train(opts, num_procs=2)
     return tmp, opts
 
 
 def test_checkpoint_of_other_options_is_refused_before_spawning(trained, capsys):
     from dataclasses import replace
+
     tmp, opts = trained
     with pytest.raises(InputError, match=r"hidden: checkpoint 16, this run 32.*lr: checkpoint 0.01, this run 0.02"):
         train(replace(opts, hidden=32, lr=0.02, epochs=2), num_procs=2)
@@ -169,8 +204,24 @@ def test_checkpoint_of_other_options_is_refused_before_spawning(trained, capsys)
         train(replace(opts, epochs=2), num_procs=1)
     before = sorted(p.name for p in (tmp / "ckpt").rglob("*"))
     capsys.readouterr()
-    assert main(["train", "--part-config", opts.part_config, "--num-procs", "2", "--checkpoint", opts.checkpoint,
-                 "--hidden", "32", "--epochs", "2"]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "--part-config",
+                opts.part_config,
+                "--num-procs",
+                "2",
+                "--checkpoint",
+                opts.checkpoint,
+                "--hidden",
+                "32",
+                "--epochs",
+                "2",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith("graphshard: error:") and "Traceback" not in err and err.count("\n") == 1, err
     assert "hidden: checkpoint 16, this run 32" in err
@@ -179,6 +230,7 @@ def test_checkpoint_of_other_options_is_refused_before_spawning(trained, capsys)
 
 def test_checkpoint_of_another_graph_is_refused(trained):
     from dataclasses import replace
+
     tmp, opts = trained
     save_dataset(community_graph(num_nodes=650, seed=4), tmp / "other")
     config, _ = partition_dataset(str(tmp / "other"), str(tmp / "work"), 2, "random")
@@ -189,6 +241,7 @@ def test_checkpoint_of_another_graph_is_refused(trained):
 def test_ranks_at_different_epochs_fail_at_once(trained):
     import shutil
     from dataclasses import replace
+
     tmp, opts = trained
     ckpt = tmp / "ckpt-mixed"
     shutil.copytree(tmp / "ckpt", ckpt)
@@ -209,6 +262,7 @@ def _agree(ckpt, identity):
 
     from graphshard.distributed.context import DistContext
     from graphshard.train.loop import _agree_on_resume
+
     with DistContext.from_env(timeout=30) as ctx:
         _agree_on_resume(SimpleNamespace(ctx=ctx), f"{ckpt}/rank{ctx.rank}", identity)
 
@@ -227,6 +281,7 @@ def test_ranks_check_each_other_before_loading(trained):
 
     from graphshard.train.checkpoint import run_identity
     from graphshard.train.contract import resolve_data
+
     tmp, opts = trained
     identity = run_identity(opts.part_config, resolve_data(opts, 2), 2)  # as train() records it
     ckpt = tmp / "ckpt-rank"
@@ -238,5 +293,7 @@ def test_ranks_check_each_other_before_loading(trained):
         launch(_agree, 2, (str(ckpt), identity), timeout=30)
     assert "InputError" in str(err.value) and time.monotonic() - start < 20
     _edit_state(ckpt / "rank1" / "checkpoint.json", lambda m: (m.update(epoch=0), m["identity"].update(hidden=64)))
-    with pytest.raises(DistError, match=r"rank1: checkpoint belongs to another run.*hidden: checkpoint 64, this run 16"):
+    with pytest.raises(
+        DistError, match=r"rank1: checkpoint belongs to another run.*hidden: checkpoint 64, this run 16"
+    ):
         launch(_agree, 2, (str(ckpt), identity), timeout=30)

@@ -44,9 +44,12 @@ def test_label_outside_declared_classes(data, tmp_path):
     np.save(data / "label.npy", label)
     assert json.loads((data / "meta.json").read_text())["num_classes"] == 8
     # the partition config records the dataset's 8 classes; the error names the node and the file of its label
-    with pytest.raises(DistError, match=rf"'_N' node {train_idx[5]} \(original ID, label read from \S+/part0/"
-                                        r"node_feats.safetensors\) of a train/val/test split has label 8, outside "
-                                        r"the 8 classes declared by the partition config \S+\.json"):
+    with pytest.raises(
+        DistError,
+        match=rf"'_N' node {train_idx[5]} \(original ID, label read from \S+/part0/"
+        r"node_feats.safetensors\) of a train/val/test split has label 8, outside "
+        r"the 8 classes declared by the partition config \S+\.json",
+    ):
         train(TrainOptions(**KW), num_procs=1, dataset=str(data), work_dir=str(tmp_path / "w"))
 
 

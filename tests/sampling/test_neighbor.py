@@ -36,7 +36,7 @@ def test_layer_counts_and_ranges(fanout, replace):
         assert np.array_equal(counts, np.minimum(deg, fanout))
     at = 0
     for s, allowed in zip(seeds, _ranges(g, seeds)):
-        picked = pos[at:at + counts[s]].tolist()
+        picked = pos[at : at + counts[s]].tolist()
         at += counts[s]
         assert set(picked) <= allowed
         if not replace:
@@ -71,7 +71,7 @@ def test_temporal_never_newer_than_seed():
         owner = np.repeat(seeds, counts)
         assert (g.node_time[g.indices[pos]] <= st[owner]).all()
         if fanout < 0:
-            expected = sum(int((g.node_time[g.indices[g.indptr[s]:g.indptr[s + 1]]] <= st[s]).sum()) for s in seeds)
+            expected = sum(int((g.node_time[g.indices[g.indptr[s] : g.indptr[s + 1]]] <= st[s]).sum()) for s in seeds)
             assert counts.sum() == expected
 
 
@@ -118,6 +118,7 @@ def test_fanout_bound_and_disjoint_subtrees():
 
 def test_sampler_object_reuses_workspace_consistently():
     from graphshard.sampling import NeighborSampler
+
     g, src, dst = _graph(4)
     sampler = NeighborSampler(g, [3, 2])
     for b in range(5):

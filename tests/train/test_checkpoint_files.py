@@ -11,8 +11,7 @@ import pytest
 import torch
 
 from graphshard.errors import FormatError
-from graphshard.train.checkpoint import (check_checkpoints, load_checkpoint, read_weights, rank_status,
-                                         save_checkpoint)
+from graphshard.train.checkpoint import check_checkpoints, load_checkpoint, rank_status, read_weights, save_checkpoint
 from graphshard.train.link_split import LinkSplit, load_link_split, save_link_split
 
 
@@ -41,12 +40,16 @@ class _Bomb:
 
 # how each damaged file must be described: (damage, words the message must hold)
 CASES = {
-    "truncated to half": (lambda p: p.write_bytes(p.read_bytes()[: p.stat().st_size // 2]),
-                          "truncated or padded: header describes"),
+    "truncated to half": (
+        lambda p: p.write_bytes(p.read_bytes()[: p.stat().st_size // 2]),
+        "truncated or padded: header describes",
+    ),
     "torch.save zip": (lambda p: _torch_save(p, True), "a zip archive, as torch.save writes, not a safetensors file"),
     "torch.save legacy pickle": (lambda p: _torch_save(p, False), "a Python pickle (protocol 2)"),
-    "a pickle that must not run": (lambda p: p.write_bytes(pickle.dumps(_Bomb(), protocol=4)),
-                                   "a Python pickle (protocol 4)"),
+    "a pickle that must not run": (
+        lambda p: p.write_bytes(pickle.dumps(_Bomb(), protocol=4)),
+        "a Python pickle (protocol 4)",
+    ),
     "empty": (lambda p: p.write_bytes(b""), "truncated (no safetensors header)"),
     "removed": (lambda p: p.unlink(), "no such file"),
 }
@@ -58,9 +61,11 @@ def test_damaged_checkpoint_is_named_on_every_read(tmp_path, case):
     damage, words = CASES[case]
     damage(path)
     expected = f"{path}: not a valid checkpoint file ("
-    for read in (lambda: load_checkpoint(tmp_path / "rank0", model, opt),
-                 lambda: load_checkpoint(tmp_path / "rank0", model, opt, {"graph": "g"}),
-                 lambda: read_weights(tmp_path / "rank0")):
+    for read in (
+        lambda: load_checkpoint(tmp_path / "rank0", model, opt),
+        lambda: load_checkpoint(tmp_path / "rank0", model, opt, {"graph": "g"}),
+        lambda: read_weights(tmp_path / "rank0"),
+    ):
         with pytest.raises(FormatError) as exc:
             read()
         assert str(exc.value).startswith(expected) and words in str(exc.value)
@@ -79,8 +84,11 @@ def test_a_safetensors_file_of_something_else_is_not_a_checkpoint(tmp_path):
         load_checkpoint(tmp_path / "rank0", model, opt)
     other = torch.nn.Linear(5, 3)  # a checkpoint of another model
     save_checkpoint(tmp_path / "rank0", 0, other, torch.optim.Adam(other.parameters()), [{"epoch": 0}])
-    with pytest.raises(FormatError, match=rf"^{tmp_path / 'rank0'}: not a valid checkpoint of this model and optimiser "
-                                         r"\(RuntimeError: Error\(s\) in loading state_dict"):
+    with pytest.raises(
+        FormatError,
+        match=rf"^{tmp_path / 'rank0'}: not a valid checkpoint of this model and optimiser "
+        r"\(RuntimeError: Error\(s\) in loading state_dict",
+    ):
         load_checkpoint(tmp_path / "rank0", model, opt)
 
 
@@ -140,7 +148,9 @@ def test_best_weights_of_another_model_are_refused_when_read(tmp_path):
     epoch, weights, _ = read_weights(path.parent)
     check_weights(path.parent, weights, model)  # its own weights fit
     weights["bia5"] = weights.pop("bias")
-    with pytest.raises(FormatError, match=rf"{path.parent}: not a valid checkpoint of this model \(tensor missing 'bias'\)"):
+    with pytest.raises(
+        FormatError, match=rf"{path.parent}: not a valid checkpoint of this model \(tensor missing 'bias'\)"
+    ):
         check_weights(path.parent, weights, model)
     with pytest.raises(FormatError, match=r"'weight' is torch.float32 \(3, 4\), the model's torch.float32 \(2, 4\)"):
         check_weights(path.parent, read_weights(path.parent)[1] | {}, torch.nn.Linear(4, 2))

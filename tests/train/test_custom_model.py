@@ -27,9 +27,17 @@ def graph(tmp_path_factory):
 
 def test_users_pyg_model_trains_and_embed_rebuilds_it(graph, tmp_path):
     config, majority = graph
-    opts = TrainOptions(part_config=config, model=f"{FACTORIES}:pyg_sage", fanouts=[5, 5], batch_size=64, epochs=5,
-                        hidden=16,
-                        checkpoint=str(tmp_path / "ckpt"), save_embeddings=str(tmp_path / "train.npy"), progress=False)
+    opts = TrainOptions(
+        part_config=config,
+        model=f"{FACTORIES}:pyg_sage",
+        fanouts=[5, 5],
+        batch_size=64,
+        epochs=5,
+        hidden=16,
+        checkpoint=str(tmp_path / "ckpt"),
+        save_embeddings=str(tmp_path / "train.npy"),
+        progress=False,
+    )
     metrics = train(opts, num_procs=2)
     losses = [e["train_loss"] for e in metrics["epochs"]]
     assert losses[-1] < losses[0] and metrics["test_acc"] > majority + 0.15, (losses, metrics["test_acc"])
@@ -41,8 +49,25 @@ def test_users_pyg_model_trains_and_embed_rebuilds_it(graph, tmp_path):
 
 def test_a_model_without_layerwise_inference_is_evaluated_on_sampled_neighbourhoods(graph, tmp_path, capfd):
     config, majority = graph
-    argv = ["train", "--part-config", config, "--num-procs", "2", "--model", f"{FACTORIES}:on_batch", "--fanouts",
-            "5,5", "--batch-size", "64", "--epochs", "4", "--hidden", "16", "--metrics-out", str(tmp_path / "m.json")]
+    argv = [
+        "train",
+        "--part-config",
+        config,
+        "--num-procs",
+        "2",
+        "--model",
+        f"{FACTORIES}:on_batch",
+        "--fanouts",
+        "5,5",
+        "--batch-size",
+        "64",
+        "--epochs",
+        "4",
+        "--hidden",
+        "16",
+        "--metrics-out",
+        str(tmp_path / "m.json"),
+    ]
     assert main(argv) == 0
     err = capfd.readouterr().err
     assert err.count("offers no layer-wise inference") == 1, err
@@ -52,12 +77,15 @@ def test_a_model_without_layerwise_inference_is_evaluated_on_sampled_neighbourho
     assert metrics["test_acc"] > majority + 0.15, metrics["test_acc"]  # it trains although a parameter is unused
 
 
-@pytest.mark.parametrize("factory, message", [
-    ("no_such_factory", "has no function 'no_such_factory'"),
-    ("not_a_module", "returned a str, not a torch.nn.Module"),
-    ("wrong_width", "expected (") ,
-    ("constant", "does not depend on the batch"),
-])
+@pytest.mark.parametrize(
+    "factory, message",
+    [
+        ("no_such_factory", "has no function 'no_such_factory'"),
+        ("not_a_module", "returned a str, not a torch.nn.Module"),
+        ("wrong_width", "expected ("),
+        ("constant", "does not depend on the batch"),
+    ],
+)
 def test_a_factory_that_cannot_train_is_one_line_naming_it(graph, capfd, factory, message):
     config, _ = graph
     capfd.readouterr()

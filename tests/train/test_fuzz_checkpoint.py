@@ -30,10 +30,26 @@ from hypothesis import strategies as st
 
 from graphshard.errors import FormatError, InputError
 from graphshard.models.sage import GraphSAGE
-from graphshard.train.checkpoint import (STATE, TENSORS, check_checkpoints, load_checkpoint, read_state,
-                                         read_weights, run_identity)
-from tests.fuzz_helpers import (FUZZ, HUGE, PickleTrap, assert_named_error, damaged, json_values, near_misses,
-                                nested, no_writes)
+from graphshard.train.checkpoint import (
+    STATE,
+    TENSORS,
+    check_checkpoints,
+    load_checkpoint,
+    read_state,
+    read_weights,
+    run_identity,
+)
+from tests.fuzz_helpers import (
+    FUZZ,
+    HUGE,
+    PickleTrap,
+    assert_named_error,
+    damaged,
+    json_values,
+    near_misses,
+    nested,
+    no_writes,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -63,7 +79,7 @@ class Saved:
         with safe_open(str(self.rank / TENSORS), framework="pt") as f:  # an independent reading
             self.tensors = {k: f.get_tensor(k) for k in f.keys()}
         (self.header_len,) = struct.unpack("<Q", self.tensor_bytes[:8])
-        self.header = json.loads(self.tensor_bytes[8:8 + self.header_len])
+        self.header = json.loads(self.tensor_bytes[8 : 8 + self.header_len])
         w0, w1 = self.tensors["model/convs.0.lin_l.weight"], self.tensors["model/convs.1.lin_l.weight"]
         self.dims = (w0.shape[1], w0.shape[0], w1.shape[0])  # in, hidden, out
 
@@ -103,7 +119,7 @@ def _header_bytes(header: dict) -> bytes:
 def _with_header(saved: Saved, header: dict | bytes) -> bytes:
     """The tensor file with another header (its length field made to fit) before the same data."""
     text = header if isinstance(header, bytes) else _header_bytes(header)
-    return struct.pack("<Q", len(text)) + text + saved.tensor_bytes[8 + saved.header_len:]
+    return struct.pack("<Q", len(text)) + text + saved.tensor_bytes[8 + saved.header_len :]
 
 
 def _reads(saved: Saved, work: Path) -> None:
@@ -144,8 +160,9 @@ def _reads(saved: Saved, work: Path) -> None:
         assert epoch == json.loads((work / "best" / "rank0" / STATE).read_text())["epoch"]
         with safe_open(str(work / "best" / "rank0" / TENSORS), framework="pt") as f:
             written = {k: f.get_tensor(k) for k in f.keys()}
-        assert {k: v.shape for k, v in tensors.items()} == {k[len("model/"):]: v.shape for k, v in written.items()
-                                                            if k.startswith("model/")}
+        assert {k: v.shape for k, v in tensors.items()} == {
+            k[len("model/") :]: v.shape for k, v in written.items() if k.startswith("model/")
+        }
 
 
 def _check_error(err: BaseException | None) -> None:
@@ -189,8 +206,9 @@ def _check_param_groups(groups: list[dict], opt: torch.optim.Optimizer) -> None:
             elif isinstance(v, (int, float)):
                 assert isinstance(got, (int, float)) and not isinstance(got, bool) and math.isfinite(got), (k, got)
             elif isinstance(v, (tuple, list)):
-                assert len(got) == len(v) and all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                                                  and math.isfinite(x) for x in got), (k, got)
+                assert len(got) == len(v) and all(
+                    isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in got
+                ), (k, got)
             else:
                 assert got is None or isinstance(got, bool), (k, got)
 
@@ -212,7 +230,8 @@ def _header_flips(saved: Saved) -> st.SearchStrategy[bytes]:
 
     def flip(args: tuple[int, int]) -> bytes:
         i, b = args
-        return data[:i] + bytes([b]) + data[i + 1:]
+        return data[:i] + bytes([b]) + data[i + 1 :]
+
     printable = st.sampled_from(list(b'0123456789"{}[],:. _FUIBOLmodelptrngsha/xz\x00\xff'))
     return st.tuples(st.integers(0, end - 1), printable | st.integers(0, 255)).map(flip)
 
@@ -222,9 +241,10 @@ def _damaged_tensors(saved: Saved) -> st.SearchStrategy[bytes]:
     n = len(data)
     truncated = st.integers(0, n - 1).map(lambda k: data[:k])
     padded = st.binary(min_size=1, max_size=16).map(lambda b: data + b)
-    cut = st.tuples(st.integers(0, n - 1), st.integers(1, 64)).map(lambda a: data[:a[0]] + data[a[0] + a[1]:])
+    cut = st.tuples(st.integers(0, n - 1), st.integers(1, 64)).map(lambda a: data[: a[0]] + data[a[0] + a[1] :])
     inserted = st.tuples(st.integers(0, n), st.binary(min_size=1, max_size=8)).map(
-        lambda a: data[:a[0]] + a[1] + data[a[0]:])
+        lambda a: data[: a[0]] + a[1] + data[a[0] :]
+    )
     return truncated | padded | cut | inserted | st.binary(max_size=64) | _header_flips(saved)
 
 
@@ -247,8 +267,9 @@ def edited_headers(draw, header: dict) -> dict:
         if not names:
             break
         name = draw(st.sampled_from(names))
-        kind = draw(st.sampled_from(["drop", "rename", "swap", "dtype", "shape", "offsets", "junk", "junk_field",
-                                     "metadata"]))
+        kind = draw(
+            st.sampled_from(["drop", "rename", "swap", "dtype", "shape", "offsets", "junk", "junk_field", "metadata"])
+        )
         entry = doc[name]
         if kind == "drop":
             del doc[name]
@@ -278,9 +299,15 @@ def _swaps_alike(header: dict, edited: dict) -> bool:
     header, edited = ({k: v for k, v in h.items() if k != "__metadata__"} for h in (header, edited))
     if set(header) != set(edited) or header == edited:
         return False
-    return all(header[k] == edited[k] or (isinstance(edited[k], dict) and isinstance(header[k], dict)
-                                          and (edited[k].get("dtype"), edited[k].get("shape"))
-                                          == (header[k]["dtype"], header[k]["shape"])) for k in header)
+    return all(
+        header[k] == edited[k]
+        or (
+            isinstance(edited[k], dict)
+            and isinstance(header[k], dict)
+            and (edited[k].get("dtype"), edited[k].get("shape")) == (header[k]["dtype"], header[k]["shape"])
+        )
+        for k in header
+    )
 
 
 @settings(FUZZ, max_examples=120)
@@ -306,9 +333,19 @@ def test_dtype_of_the_same_size(saved, data):
     _reads(saved, _work(saved, tensors=_with_header(saved, header)))
 
 
-@pytest.mark.parametrize("header", [nested(100_000).encode(), nested(100_000, '{"a":', "}").encode(),
-                                    b"\xff\xfe", b"[]", b"null", b"{}", b'{"x": 1e400}',
-                                    b'{"rng/torch": {"dtype": "U8", "shape": [NaN], "data_offsets": [0, 1]}}'])
+@pytest.mark.parametrize(
+    "header",
+    [
+        nested(100_000).encode(),
+        nested(100_000, '{"a":', "}").encode(),
+        b"\xff\xfe",
+        b"[]",
+        b"null",
+        b"{}",
+        b'{"x": 1e400}',
+        b'{"rng/torch": {"dtype": "U8", "shape": [NaN], "data_offsets": [0, 1]}}',
+    ],
+)
 def test_tensor_header_that_is_no_object(saved, header):
     """A header nested 100 000 deep was a raw RecursionError."""
     work = _work(saved, tensors=_with_header(saved, header))
@@ -317,8 +354,9 @@ def test_tensor_header_that_is_no_object(saved, header):
         check_checkpoints(work, saved.identity, 1)
 
 
-@pytest.mark.parametrize("what", ["torch.save zip", "torch.save legacy", "pickle", "numpy", "directory", "symlink",
-                                  "missing", "empty"])
+@pytest.mark.parametrize(
+    "what", ["torch.save zip", "torch.save legacy", "pickle", "numpy", "directory", "symlink", "missing", "empty"]
+)
 def test_not_a_tensor_file(saved, what):
     marker = saved.rank.parent.parent / "unpickled"
     work = _work(saved)
@@ -326,8 +364,11 @@ def test_not_a_tensor_file(saved, what):
     path.unlink()
     if what.startswith("torch.save"):
         buf = io.BytesIO()
-        torch.save({"model/x": torch.ones(2), "trap": PickleTrap(marker)}, buf,
-                   _use_new_zipfile_serialization=what.endswith("zip"))
+        torch.save(
+            {"model/x": torch.ones(2), "trap": PickleTrap(marker)},
+            buf,
+            _use_new_zipfile_serialization=what.endswith("zip"),
+        )
         path.write_bytes(buf.getvalue())
     elif what == "pickle":
         path.write_bytes(pickle.dumps(PickleTrap(marker), protocol=4))
@@ -378,8 +419,11 @@ def edited_states(draw, meta: dict) -> dict:
         elif kind == "rename" and isinstance(key, str):
             container[draw(near_misses(key))] = container.pop(key)
         elif kind == "number":
-            container[key] = draw(st.integers(-3, 3) | HUGE | st.sampled_from(
-                [0.5, 1.0, -0.0, math.nan, math.inf, True, False, "0", "1", None, 10**30]))
+            container[key] = draw(
+                st.integers(-3, 3)
+                | HUGE
+                | st.sampled_from([0.5, 1.0, -0.0, math.nan, math.inf, True, False, "0", "1", None, 10**30])
+            )
         elif kind == "add" and isinstance(container[key], list):
             container[key].append(draw(json_values(4)))
         else:
@@ -400,11 +444,26 @@ def test_damaged_state_bytes(saved, data):
     _reads(saved, _work(saved, state=data.draw(damaged(saved.state_bytes))))
 
 
-@pytest.mark.parametrize("doc", [nested(100_000).encode(), nested(100_000, '{"a":', "}").encode(),
-                                 b'{"epoch": ' + nested(100_000).encode() + b"}", b"\xff\xfe", b"", b"[]",
-                                 b'{"epoch": Infinity}', b'{"epoch": -Infinity}', b'{"epoch": NaN}',
-                                 b'{"epoch": 1e400}', b'{"epoch": 1.5}', b'{"epoch": true}', b'{"epoch": "0"}',
-                                 b'{"epoch": -1}', b'{"epoch": 1' + b"0" * 5000 + b"}"])
+@pytest.mark.parametrize(
+    "doc",
+    [
+        nested(100_000).encode(),
+        nested(100_000, '{"a":', "}").encode(),
+        b'{"epoch": ' + nested(100_000).encode() + b"}",
+        b"\xff\xfe",
+        b"",
+        b"[]",
+        b'{"epoch": Infinity}',
+        b'{"epoch": -Infinity}',
+        b'{"epoch": NaN}',
+        b'{"epoch": 1e400}',
+        b'{"epoch": 1.5}',
+        b'{"epoch": true}',
+        b'{"epoch": "0"}',
+        b'{"epoch": -1}',
+        b'{"epoch": 1' + b"0" * 5000 + b"}",
+    ],
+)
 def test_state_that_is_no_checkpoint(saved, doc):
     """A document nested 100 000 deep was a raw RecursionError, an epoch of Infinity an OverflowError; an
     epoch of 1.5 or true read as epoch 1, of "0" as 0, of -1 as no checkpoint at all."""
@@ -420,18 +479,21 @@ def _edit(saved: Saved, how) -> bytes:
     return json.dumps(doc).encode()
 
 
-@pytest.mark.parametrize("how, words", [
-    (lambda d: d.pop("history"), "'history'"),  # was a raw KeyError when resumed
-    (lambda d: d.__setitem__("history", 5), "'history'"),  # a raw TypeError
-    (lambda d: d.__setitem__("history", "abc"), "'history'"),  # read as three records 'a', 'b', 'c'
-    (lambda d: d.__setitem__("history", [5]), "'history'"),  # read, and failed in the loop (best_epoch)
-    (lambda d: d["history"][0].__setitem__("val_acc", "high"), "'history'"),
-    (lambda d: d["history"][0].__setitem__("epoch", 3), "'history'"),  # after the checkpoint's epoch
-    (lambda d: d["optimizer"]["param_groups"][0].__setitem__("lr", "x"), "'lr'"),  # failed in the first step
-    (lambda d: d["optimizer"]["param_groups"][0].__setitem__("betas", 5), "'betas'"),
-    (lambda d: d["optimizer"]["param_groups"][0].pop("eps"), "'eps'"),
-    (lambda d: d["optimizer"].__setitem__("scalars", {"0/step": "abc"}), "'0/step'"),
-])
+@pytest.mark.parametrize(
+    "how, words",
+    [
+        (lambda d: d.pop("history"), "'history'"),  # was a raw KeyError when resumed
+        (lambda d: d.__setitem__("history", 5), "'history'"),  # a raw TypeError
+        (lambda d: d.__setitem__("history", "abc"), "'history'"),  # read as three records 'a', 'b', 'c'
+        (lambda d: d.__setitem__("history", [5]), "'history'"),  # read, and failed in the loop (best_epoch)
+        (lambda d: d["history"][0].__setitem__("val_acc", "high"), "'history'"),
+        (lambda d: d["history"][0].__setitem__("epoch", 3), "'history'"),  # after the checkpoint's epoch
+        (lambda d: d["optimizer"]["param_groups"][0].__setitem__("lr", "x"), "'lr'"),  # failed in the first step
+        (lambda d: d["optimizer"]["param_groups"][0].__setitem__("betas", 5), "'betas'"),
+        (lambda d: d["optimizer"]["param_groups"][0].pop("eps"), "'eps'"),
+        (lambda d: d["optimizer"].__setitem__("scalars", {"0/step": "abc"}), "'0/step'"),
+    ],
+)
 def test_state_mistakes_are_named(saved, how, words):
     work = _work(saved, state=_edit(saved, how))
     model, opt = saved.model()
@@ -441,14 +503,19 @@ def test_state_mistakes_are_named(saved, how, words):
     _reads(saved, work)
 
 
-@pytest.mark.parametrize("name, how", [
-    ("exp_avg of another shape", lambda t: t.__setitem__("opt/0/exp_avg", torch.zeros(3))),
-    ("exp_avg of another dtype", lambda t: t.__setitem__("opt/0/exp_avg", t["opt/0/exp_avg"].to(torch.float64))),
-    ("state of no parameter", lambda t: t.__setitem__("opt/9/exp_avg", torch.zeros(3))),
-    ("state misnamed", lambda t: t.__setitem__("opt/0/exp_avf", t.pop("opt/0/exp_avg"))),
-    ("weights as integers", lambda t: t.__setitem__("model/convs.0.lin_l.bias",
-                                                   t["model/convs.0.lin_l.bias"].view(torch.int32))),
-])
+@pytest.mark.parametrize(
+    "name, how",
+    [
+        ("exp_avg of another shape", lambda t: t.__setitem__("opt/0/exp_avg", torch.zeros(3))),
+        ("exp_avg of another dtype", lambda t: t.__setitem__("opt/0/exp_avg", t["opt/0/exp_avg"].to(torch.float64))),
+        ("state of no parameter", lambda t: t.__setitem__("opt/9/exp_avg", torch.zeros(3))),
+        ("state misnamed", lambda t: t.__setitem__("opt/0/exp_avf", t.pop("opt/0/exp_avg"))),
+        (
+            "weights as integers",
+            lambda t: t.__setitem__("model/convs.0.lin_l.bias", t["model/convs.0.lin_l.bias"].view(torch.int32)),
+        ),
+    ],
+)
 def test_tensors_that_do_not_fit_the_optimiser(saved, name, how):
     """Optimiser state of another shape, dtype or name, or of a parameter the model lacks, was loaded, and
     failed (or broadcast) in the first step; int32 weights were cast to float32 silently."""

@@ -64,24 +64,34 @@ def _valid(spec: Spec) -> st.SearchStrategy:
         hi = 2**63 - 1 if spec.high is None or math.isinf(spec.high) else int(spec.high) - spec.open_high
         base = st.integers(lo, hi)
     elif spec.kind == "float":
-        base = st.floats(spec.low, None if spec.high is None or math.isinf(spec.high) else spec.high,
-                         exclude_min=spec.open_low and spec.low is not None,
-                         exclude_max=spec.open_high and spec.high is not None and not math.isinf(spec.high),
-                         allow_nan=False, allow_infinity=spec.high is None)
+        base = st.floats(
+            spec.low,
+            None if spec.high is None or math.isinf(spec.high) else spec.high,
+            exclude_min=spec.open_low and spec.low is not None,
+            exclude_max=spec.open_high and spec.high is not None and not math.isinf(spec.high),
+            allow_nan=False,
+            allow_infinity=spec.high is None,
+        )
     elif spec.kind == "bool":
         base = st.booleans()
     elif spec.kind == "str":
         base = st.text(st.characters(codec="utf-8"), min_size=1, max_size=20)
     elif spec.kind == "ints":
-        base = st.lists(st.integers(spec.int_items[0], 2**40) | st.just(spec.int_items[1]) if spec.int_items
-                        else st.integers(-(2**40), 2**40), min_size=1, max_size=4)
+        base = st.lists(
+            st.integers(spec.int_items[0], 2**40) | st.just(spec.int_items[1])
+            if spec.int_items
+            else st.integers(-(2**40), 2**40),
+            min_size=1,
+            max_size=4,
+        )
     else:
         base = st.lists(st.text(st.characters(codec="utf-8"), min_size=1, max_size=8), min_size=1, max_size=4)
     return base | st.none() if spec.optional else base
 
 
 VALID = st.lists(st.sampled_from(KEYS), max_size=8, unique=True).flatmap(
-    lambda names: st.fixed_dictionaries({n: _valid(SPECS[n]) for n in names}))
+    lambda names: st.fixed_dictionaries({n: _valid(SPECS[n]) for n in names})
+)
 
 
 @FUZZ
@@ -92,8 +102,13 @@ def test_valid_files_read_back_exactly(where, values, suffix, dashes):
 
 
 # -- junk -------------------------------------------------------------------------------------------------------
-KEY = (st.sampled_from(KEYS) | st.sampled_from(KEYS).flatmap(near_misses) | st.text(max_size=10) | st.integers()
-       | st.none())
+KEY = (
+    st.sampled_from(KEYS)
+    | st.sampled_from(KEYS).flatmap(near_misses)
+    | st.text(max_size=10)
+    | st.integers()
+    | st.none()
+)
 
 
 @FUZZ
@@ -109,38 +124,94 @@ def test_random_documents(where, doc, suffix):
 @FUZZ
 @given(st.sampled_from(KEYS).flatmap(near_misses), st.sampled_from(SUFFIXES))
 def test_misspelt_keys_are_named(where, key, suffix):
-    got = _read(where, suffix, _dump({key: 1}, suffix),
-                mentions=() if key.replace("-", "_") in SPECS else ("unknown key", repr(key)))
+    got = _read(
+        where,
+        suffix,
+        _dump({key: 1}, suffix),
+        mentions=() if key.replace("-", "_") in SPECS else ("unknown key", repr(key)),
+    )
     assert got is None or key.replace("-", "_") in SPECS
 
 
-SCALAR_TEXT = (st.sampled_from(["!!int ", "!!float ", "!!bool ", "!!timestamp ", "!!binary ", "!!null ", "!!str ",
-                                "!!set ", "!!omap ", "!!python/object:os.system ", "&a ", "*a ", "<<: ", "? ", "- ",
-                                ""])
-               .flatmap(lambda tag: st.text(st.sampled_from("0123456789-_:.+eExXoObB ,[]{}'\"#&*!|>%@`tTzZaf\t\\"),
-                                            max_size=14).map(lambda s: tag + s)))
-DATES = st.sampled_from(["2001-13-45", "2001-02-30", "2001-01-01 25:00:00", "2001-01-01t1:61:1", "9999-99-99",
-                         "2001-01-01 1:1:1 +99:99", "0000-00-00", "1:60:60", "!!int 0x", "!!float .", "!!int _",
-                         "!!int 0o9", "!!bool maybe", "!!timestamp soon", "!!int " + "9" * 5000, "9" * 5000])
+SCALAR_TEXT = st.sampled_from(
+    [
+        "!!int ",
+        "!!float ",
+        "!!bool ",
+        "!!timestamp ",
+        "!!binary ",
+        "!!null ",
+        "!!str ",
+        "!!set ",
+        "!!omap ",
+        "!!python/object:os.system ",
+        "&a ",
+        "*a ",
+        "<<: ",
+        "? ",
+        "- ",
+        "",
+    ]
+).flatmap(
+    lambda tag: st.text(st.sampled_from("0123456789-_:.+eExXoObB ,[]{}'\"#&*!|>%@`tTzZaf\t\\"), max_size=14).map(
+        lambda s: tag + s
+    )
+)
+DATES = st.sampled_from(
+    [
+        "2001-13-45",
+        "2001-02-30",
+        "2001-01-01 25:00:00",
+        "2001-01-01t1:61:1",
+        "9999-99-99",
+        "2001-01-01 1:1:1 +99:99",
+        "0000-00-00",
+        "1:60:60",
+        "!!int 0x",
+        "!!float .",
+        "!!int _",
+        "!!int 0o9",
+        "!!bool maybe",
+        "!!timestamp soon",
+        "!!int " + "9" * 5000,
+        "9" * 5000,
+    ]
+)
 
 
 @FUZZ
-@given(st.lists(st.tuples(st.sampled_from(KEYS) | KEY.map(str), SCALAR_TEXT | DATES), min_size=1, max_size=4),
-       st.sampled_from([".yaml", ".yml"]))
+@given(
+    st.lists(st.tuples(st.sampled_from(KEYS) | KEY.map(str), SCALAR_TEXT | DATES), min_size=1, max_size=4),
+    st.sampled_from([".yaml", ".yml"]),
+)
 def test_yaml_scalars_and_tags(where, lines, suffix):
     text = "".join(f"{k}: {v}\n" for k, v in lines)
     _read(where, suffix, text.encode())
 
 
-@pytest.mark.parametrize("text", ["epochs: 2001-13-45\n", "seed: !!int 0x\n", "lr: !!float abc\n", "lr: !!bool maybe\n",
-                                  "seed: !!timestamp soon\n", "seed: !!int ''\n", "seed: 9" + "9" * 5000 + "\n"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "epochs: 2001-13-45\n",
+        "seed: !!int 0x\n",
+        "lr: !!float abc\n",
+        "lr: !!bool maybe\n",
+        "seed: !!timestamp soon\n",
+        "seed: !!int ''\n",
+        "seed: 9" + "9" * 5000 + "\n",
+    ],
+)
 def test_yaml_values_pyyaml_cannot_construct_name_the_line(where, text):
     _read(where, ".yaml", b"epochs: 3\n" + text.encode(), mentions=("line 2",))
 
 
 @FUZZ
-@given(st.sampled_from(KEYS), st.one_of(HUGE, st.sampled_from([math.nan, math.inf, -math.inf])),
-       st.sampled_from(SUFFIXES), st.booleans())
+@given(
+    st.sampled_from(KEYS),
+    st.one_of(HUGE, st.sampled_from([math.nan, math.inf, -math.inf])),
+    st.sampled_from(SUFFIXES),
+    st.booleans(),
+)
 def test_huge_numbers_and_nan(where, key, number, suffix, in_list):
     value = [number] if in_list else number
     got = _read(where, suffix, _dump({key: value}, suffix))
@@ -149,8 +220,12 @@ def test_huge_numbers_and_nan(where, key, number, suffix, in_list):
 
 
 @FUZZ
-@given(st.sampled_from(SUFFIXES), st.integers(1, 9), st.integers(1, 9),
-       st.sampled_from(["fanouts", "split_masks", "epochs"]))
+@given(
+    st.sampled_from(SUFFIXES),
+    st.integers(1, 9),
+    st.integers(1, 9),
+    st.sampled_from(["fanouts", "split_masks", "epochs"]),
+)
 def test_aliases_expanding_exponentially_are_refused_quickly(where, suffix, width, depth, key):
     """The "billion laughs": a few lines of anchors and aliases make a list of width ** depth items. The error
     message shows a bounded part of it (the deadline catches a reader that prints it all)."""

@@ -67,8 +67,12 @@ def test_partitions_for_link_prediction_lack_the_held_out_edges(tmp_path):
 
 
 def test_cora_link_prediction_beats_random_scores(tmp_path):
-    m = train(TrainOptions(task="link", fanouts=[10, 10], batch_size=512, epochs=3, lr=0.005, progress=False),
-              num_procs=2, dataset=str(shared_dataset("cora")), work_dir=str(tmp_path))
+    m = train(
+        TrainOptions(task="link", fanouts=[10, 10], batch_size=512, epochs=3, lr=0.005, progress=False),
+        num_procs=2,
+        dataset=str(shared_dataset("cora")),
+        work_dir=str(tmp_path),
+    )
     # random scores: MRR = H(101)/101 ~ 0.05 against 100 negatives, AUC = 0.5 (measured ~0.35 and ~0.88)
     assert m["test_mrr"] > 4 * m["random_mrr"], m
     assert m["test_auc"] > 0.8, m
@@ -77,9 +81,20 @@ def test_cora_link_prediction_beats_random_scores(tmp_path):
 
 def test_mlp_decoder_on_the_generated_graph(tmp_path):
     save_dataset(community_graph(num_nodes=2000, noise=4.0, seed=6), tmp_path / "data")
-    m = train(TrainOptions(task="link", decoder="mlp", fanouts=[5, 5], batch_size=256, epochs=2, progress=False,
-                           save_embeddings=str(tmp_path / "emb.npy")), num_procs=1, dataset=str(tmp_path / "data"),
-              work_dir=str(tmp_path))
+    m = train(
+        TrainOptions(
+            task="link",
+            decoder="mlp",
+            fanouts=[5, 5],
+            batch_size=256,
+            epochs=2,
+            progress=False,
+            save_embeddings=str(tmp_path / "emb.npy"),
+        ),
+        num_procs=1,
+        dataset=str(tmp_path / "data"),
+        work_dir=str(tmp_path),
+    )
     assert m["test_auc"] > 0.75 and m["test_mrr"] > 3 * m["random_mrr"], m
     assert np.load(tmp_path / "emb.npy", allow_pickle=False).shape == (2000, 64)
 
@@ -87,9 +102,26 @@ def test_mlp_decoder_on_the_generated_graph(tmp_path):
 def test_link_training_from_a_dataset_under_torchrun(tmp_path):
     """Under torchrun, --dataset is partitioned inside the job (once per host) and held out as usual."""
     save_dataset(community_graph(num_nodes=1500, seed=7), tmp_path / "data")
-    m = torchrun_train(["--dataset", str(tmp_path / "data"), "--work-dir", str(tmp_path / "work"), "--task", "link",
-                        "--epochs", "1", "--fanouts", "3,3", "--batch-size", "256"], tmp_path / "m.json")
+    m = torchrun_train(
+        [
+            "--dataset",
+            str(tmp_path / "data"),
+            "--work-dir",
+            str(tmp_path / "work"),
+            "--task",
+            "link",
+            "--epochs",
+            "1",
+            "--fanouts",
+            "3,3",
+            "--batch-size",
+            "256",
+        ],
+        tmp_path / "m.json",
+    )
     assert (m["world_size"], m["num_parts"]) == (2, 2) and 0.5 < m["test_auc"] <= 1.0
     host = tmp_path / "work" / "2parts-metis" / "host0"
-    assert [p.relative_to(host).parts[1:] for p in host.glob("*/link/link_split.safetensors")] == [("link", "link_split.safetensors")]
+    assert [p.relative_to(host).parts[1:] for p in host.glob("*/link/link_split.safetensors")] == [
+        ("link", "link_split.safetensors")
+    ]
     assert Path(m["part_config"]).parent == next(host.resolve().glob("*/link"))  # where it partitioned, for embed

@@ -29,8 +29,12 @@ def test_rank_figures_match_their_definitions():
     negs = rng.integers(0, 5, (40, 12)).astype(np.float32)
     keep = rng.random((40, 12)) < 0.7
     for mask in (None, keep):
-        got = figures(rank_sums(torch.from_numpy(pos), torch.from_numpy(negs), 3,
-                                None if mask is None else torch.from_numpy(mask)), 3)
+        got = figures(
+            rank_sums(
+                torch.from_numpy(pos), torch.from_numpy(negs), 3, None if mask is None else torch.from_numpy(mask)
+            ),
+            3,
+        )
         want = _reference(pos, negs, np.ones_like(keep) if mask is None else keep, 3)
         assert got.keys() == want.keys() and all(abs(got[k] - want[k]) < 1e-6 for k in got), (got, want)
 
@@ -44,9 +48,21 @@ def test_is_known_finds_exactly_the_known_pairs():
 
 def test_filtered_figures_are_never_below_raw(tmp_path):
     save_dataset(community_graph(num_nodes=600, seed=9), tmp_path / "data")
-    m = train(TrainOptions(task="link", fanouts=[4, 4], batch_size=256, epochs=1, filtered=True, hits_k=5,
-                           eval_negatives=300, progress=False), num_procs=2, dataset=str(tmp_path / "data"),
-              work_dir=str(tmp_path))
+    m = train(
+        TrainOptions(
+            task="link",
+            fanouts=[4, 4],
+            batch_size=256,
+            epochs=1,
+            filtered=True,
+            hits_k=5,
+            eval_negatives=300,
+            progress=False,
+        ),
+        num_procs=2,
+        dataset=str(tmp_path / "data"),
+        work_dir=str(tmp_path),
+    )
     # 300 candidates among 600 nodes: many are the source's own neighbours, which filtering takes away
     assert m["test_mrr_filtered"] > m["test_mrr"] and m["test_hits@5_filtered"] >= m["test_hits@5"], m
     assert 0 <= m["test_hits@5"] <= 1 and "val_mrr_filtered" in m["epochs"][0]

@@ -18,8 +18,15 @@ from graphshard.train import TrainOptions
 from graphshard.train.contract import resolve_data
 from graphshard.train.run import partition_dataset
 
-HOMOGENEOUS = {"sage": {}, "gcn": {}, "gat": {"heads": 2}, "gin": {}, "mlp": {}, "gat-edge": {"edge_feat": "w"},
-               "gine": {"edge_feat": "w"}}
+HOMOGENEOUS = {
+    "sage": {},
+    "gcn": {},
+    "gat": {"heads": 2},
+    "gin": {},
+    "mlp": {},
+    "gat-edge": {"edge_feat": "w"},
+    "gine": {"edge_feat": "w"},
+}
 HETEROGENEOUS = {"rsage": {}, "rgcn": {}, "rgat": {"heads": 2}, "hgt": {"heads": 2}, "mlp": {}}
 
 
@@ -37,8 +44,10 @@ def _rank(runs: list[tuple[str, TrainOptions]], out: str) -> None:
 
 def _train_all(config: str, models: dict[str, dict], tmp_path, **kw) -> dict[str, dict]:
     base = TrainOptions(part_config=config, progress=False, timeout=120, **kw)
-    runs = [(name, resolve_data(replace(base, model=name.split("-")[0].replace("gine", "gin"), **extra), 2,
-                                announce=False)) for name, extra in models.items()]
+    runs = [
+        (name, resolve_data(replace(base, model=name.split("-")[0].replace("gine", "gin"), **extra), 2, announce=False))
+        for name, extra in models.items()
+    ]
     out = str(tmp_path / "metrics.json")
     launch(_rank, 2, (runs, out), timeout=600)
     return json.loads(open(out).read())
@@ -59,8 +68,9 @@ def test_every_homogeneous_model_learns_across_two_ranks(tmp_path):
     partition_graph(graph, "g", 2, tmp_path / "p", part_method="metis")
     labels = g.node_feats["_N"]["label"]
     majority = np.bincount(labels).max() / labels.size
-    results = _train_all(str(tmp_path / "p" / "g.json"), HOMOGENEOUS, tmp_path, fanouts=[5, 5], batch_size=64,
-                         epochs=8, hidden=16)
+    results = _train_all(
+        str(tmp_path / "p" / "g.json"), HOMOGENEOUS, tmp_path, fanouts=[5, 5], batch_size=64, epochs=8, hidden=16
+    )
     for name, metrics in results.items():
         if name != "mlp":  # features alone carry the label less well: the graph models must do better
             _learnt(metrics, majority, name)
@@ -71,8 +81,9 @@ def test_every_heterogeneous_model_learns_across_two_ranks(tmp_path):
     partition_graph(ds.graph, "g", 2, tmp_path / "p", part_method="random")
     labels = ds.graph.node_feats["paper"]["label"]
     majority = np.bincount(labels).max() / labels.size
-    results = _train_all(str(tmp_path / "p" / "g.json"), HETEROGENEOUS, tmp_path, fanouts=[5, 5], batch_size=64,
-                         epochs=8, hidden=16)
+    results = _train_all(
+        str(tmp_path / "p" / "g.json"), HETEROGENEOUS, tmp_path, fanouts=[5, 5], batch_size=64, epochs=8, hidden=16
+    )
     for name, metrics in results.items():
         if name != "mlp":
             _learnt(metrics, majority, name)
@@ -87,10 +98,18 @@ def test_every_model_learns_link_prediction_across_two_ranks(tmp_path, hetero, m
         ds, et = community_graph(num_nodes=800, num_classes=4, avg_degree=8, noise=3.0, seed=4), None
     save_dataset(ds, tmp_path / "data")
     config, split = partition_dataset(str(tmp_path / "data"), str(tmp_path / "p"), 2, "metis", link=True, edge_type=et)
-    results = _train_all(config, {m: {"heads": 2} if m in ("gat", "rgat", "hgt") else {} for m in models}, tmp_path,
-                         task="link", link_split=split, fanouts=[5, 5], batch_size=256 if hetero else 128,
-                         epochs=3 if hetero else 8, hidden=32 if hetero else 16,
-                         eval_negatives=20)
+    results = _train_all(
+        config,
+        {m: {"heads": 2} if m in ("gat", "rgat", "hgt") else {} for m in models},
+        tmp_path,
+        task="link",
+        link_split=split,
+        fanouts=[5, 5],
+        batch_size=256 if hetero else 128,
+        epochs=3 if hetero else 8,
+        hidden=32 if hetero else 16,
+        eval_negatives=20,
+    )
     for name, metrics in results.items():
         losses = [e["train_loss"] for e in metrics["epochs"]]
         assert losses[-1] < losses[0], (name, losses)

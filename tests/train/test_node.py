@@ -25,8 +25,12 @@ def _parity(dataset, tmp_path, tolerance=0.015, **kw):
 
 def test_cora_two_processes_match_one(tmp_path):
     # Cora's last-epoch accuracy moves by ~0.03 from seed to seed: compare the mean of two seeds
-    runs = [_parity(shared_dataset("cora"), tmp_path, fanouts=[10, 10], batch_size=140, epochs=30, seed=seed,
-                    tolerance=0.04) for seed in (0, 1)]
+    runs = [
+        _parity(
+            shared_dataset("cora"), tmp_path, fanouts=[10, 10], batch_size=140, epochs=30, seed=seed, tolerance=0.04
+        )
+        for seed in (0, 1)
+    ]
     one, two = (float(np.mean([r[i]["test_acc"] for r in runs])) for i in (0, 1))
     assert abs(one - two) <= 0.015, (one, two)
     assert min(one, two) >= 0.76
@@ -40,9 +44,15 @@ def test_generated_graph_two_processes_match_one(tmp_path):
 
 def test_half_precision_on_the_wire_halves_the_bytes_and_keeps_the_accuracy(tmp_path):
     save_dataset(community_graph(num_nodes=3000, noise=8.0, seed=3), tmp_path / "data")
-    runs = {wire: train(TrainOptions(fanouts=[5, 5], batch_size=256, epochs=4, wire_dtype=wire, progress=False),
-                        num_procs=2, dataset=str(tmp_path / "data"), work_dir=str(tmp_path))
-            for wire in ("stored", "bfloat16")}
+    runs = {
+        wire: train(
+            TrainOptions(fanouts=[5, 5], batch_size=256, epochs=4, wire_dtype=wire, progress=False),
+            num_procs=2,
+            dataset=str(tmp_path / "data"),
+            work_dir=str(tmp_path),
+        )
+        for wire in ("stored", "bfloat16")
+    }
     fetched = {wire: sum(e["fetch_bytes"] for e in m["epochs"]) for wire, m in runs.items()}
     assert fetched["stored"] > 0 and fetched["bfloat16"] * 2 == fetched["stored"]  # the same rows, half the bytes
     assert abs(runs["stored"]["test_acc"] - runs["bfloat16"]["test_acc"]) <= 0.02, runs
@@ -54,11 +64,19 @@ def test_resume_after_interruption_gives_the_same_metrics(tmp_path):
     kw = dict(fanouts=[5, 5], batch_size=256, progress=False)
     whole = train(TrainOptions(epochs=4, **kw), num_procs=2, dataset=str(tmp_path / "data"), work_dir=str(tmp_path))
     ckpt = str(tmp_path / "ckpt")
-    first = train(TrainOptions(epochs=2, checkpoint=ckpt, **kw), num_procs=2, dataset=str(tmp_path / "data"),
-                  work_dir=str(tmp_path))
+    first = train(
+        TrainOptions(epochs=2, checkpoint=ckpt, **kw),
+        num_procs=2,
+        dataset=str(tmp_path / "data"),
+        work_dir=str(tmp_path),
+    )
     assert len(first["epochs"]) == 2
-    resumed = train(TrainOptions(epochs=4, checkpoint=ckpt, **kw), num_procs=2, dataset=str(tmp_path / "data"),
-                    work_dir=str(tmp_path))
+    resumed = train(
+        TrainOptions(epochs=4, checkpoint=ckpt, **kw),
+        num_procs=2,
+        dataset=str(tmp_path / "data"),
+        work_dir=str(tmp_path),
+    )
     assert resumed["test_acc"] == whole["test_acc"]
     assert [e["train_loss"] for e in resumed["epochs"]] == [e["train_loss"] for e in whole["epochs"]]
     assert [e["val_acc"] for e in resumed["epochs"]] == [e["val_acc"] for e in whole["epochs"]]
@@ -70,6 +88,7 @@ def _embedding_worker(config, path):
     from graphshard.distributed.graph import DistGraph
     from graphshard.distributed.runtime import session
     from graphshard.train.embeddings import write_embeddings
+
     with session(timeout=60) as s:
         g = DistGraph("s", config)
         # a "model" whose output is a known function of the input: 2 * features + 1
@@ -88,8 +107,21 @@ def test_embeddings_are_written_in_original_id_order(tmp_path):
 def test_train_runs_unchanged_under_torchrun(tmp_path):
     """torchrun's agent-hosted store must not capture the RPC rendezvous (it used to wait forever)."""
     partition_graph(small_homo(), "s", 2, tmp_path, part_method="metis")
-    m = torchrun_train(["--part-config", str(tmp_path / "s.json"), "--epochs", "1", "--fanouts", "3,3",
-                        "--batch-size", "64", "--num-workers", "1"], tmp_path / "m.json")
+    m = torchrun_train(
+        [
+            "--part-config",
+            str(tmp_path / "s.json"),
+            "--epochs",
+            "1",
+            "--fanouts",
+            "3,3",
+            "--batch-size",
+            "64",
+            "--num-workers",
+            "1",
+        ],
+        tmp_path / "m.json",
+    )
     assert m["world_size"] == 2 and 0.0 <= m["test_acc"] <= 1.0 and len(m["epochs"]) == 1
 
 
@@ -109,10 +141,30 @@ def test_training_prints_no_warnings(tmp_path):
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))  # a first run on a fresh install
 
     def run(*extra: str) -> subprocess.CompletedProcess:
-        done = subprocess.run([sys.executable, "-m", "graphshard.cli", "train", "--dataset", str(tmp_path / "data"),
-                               "--work-dir", str(tmp_path / "w"), "--num-procs", "2", "--epochs", "1",
-                               "--fanouts", "3,3", "--batch-size", "128", *extra],
-                              capture_output=True, timeout=300, env=env)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "graphshard.cli",
+                "train",
+                "--dataset",
+                str(tmp_path / "data"),
+                "--work-dir",
+                str(tmp_path / "w"),
+                "--num-procs",
+                "2",
+                "--epochs",
+                "1",
+                "--fanouts",
+                "3,3",
+                "--batch-size",
+                "128",
+                *extra,
+            ],
+            capture_output=True,
+            timeout=300,
+            env=env,
+        )
         assert b"\r" not in done.stdout + done.stderr  # output to pipes: no progress bar redraws
         done = subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
         assert done.returncode == 0, done.stderr[-2000:]
@@ -147,7 +199,16 @@ def test_two_processes_serve_four_partitions(tmp_path):
     sampling worker per process: it learns the generated graph's labels as the 1 x 1 run above does."""
     g = community_graph(num_nodes=6000, noise=8.0, seed=1)
     partition_graph(g.graph, "c", 4, tmp_path / "p", part_method="metis")
-    got = train(TrainOptions(part_config=str(tmp_path / "p" / "c.json"), fanouts=[5, 5], batch_size=512, epochs=10,
-                             num_workers=1, progress=False), num_procs=2)
+    got = train(
+        TrainOptions(
+            part_config=str(tmp_path / "p" / "c.json"),
+            fanouts=[5, 5],
+            batch_size=512,
+            epochs=10,
+            num_workers=1,
+            progress=False,
+        ),
+        num_procs=2,
+    )
     assert (got["world_size"], got["num_parts"]) == (2, 4)
     assert got["test_acc"] > 0.8

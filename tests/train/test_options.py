@@ -30,39 +30,62 @@ def no_spawn(monkeypatch):
 
     def refuse(*a, **k):
         raise AssertionError("a process was started before the options were checked")
+
     monkeypatch.setattr(launcher, "launch", refuse)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--dropout", "1.5"], "argument --dropout: expected a number in [0, 1), got '1.5'"),
-    (["--batch-size", "0"], "argument --batch-size: expected an integer in [1, inf), got '0'"),
-    (["--num-workers", "-2"], "argument --num-workers: expected an integer in [0, inf), got '-2'"),
-    (["--fanouts", "5,0"], "argument --fanouts: expected a list of integers (or comma-separated text such as "
-                           "10,10), each >= 1 or -1, got '5,0'"),
-    (["--task", "edge"], "argument --task: expected one of node, link, got 'edge'"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--dropout", "1.5"], "argument --dropout: expected a number in [0, 1), got '1.5'"),
+        (["--batch-size", "0"], "argument --batch-size: expected an integer in [1, inf), got '0'"),
+        (["--num-workers", "-2"], "argument --num-workers: expected an integer in [0, inf), got '-2'"),
+        (
+            ["--fanouts", "5,0"],
+            "argument --fanouts: expected a list of integers (or comma-separated text such as "
+            "10,10), each >= 1 or -1, got '5,0'",
+        ),
+        (["--task", "edge"], "argument --task: expected one of node, link, got 'edge'"),
+    ],
+)
 def test_bad_flags_are_usage_errors(parts, argv, message, capsys, no_spawn):
     assert main(["train", "--part-config", parts, "--num-procs", "2", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("argv, message", [
-    ([], "give exactly one of --part-config or --dataset"),
-    (["--part-config", "{parts}", "--num-procs", "3"],
-     "3 processes cannot serve the 2 partitions of {parts} evenly: start a multiple or a divisor of 2"),
-    (["--part-config", "{parts}", "--split-masks", "train_mask,valid_mask,test_mask"],
-     "{parts}: node type '_N' has no 'valid_mask' (it holds feat (F32 x 32), label (I64), test_mask (BOOL), "
-     "train_mask (BOOL), val_mask (BOOL)); name its data with --label and --split-masks"),
-    (["--part-config", "{parts}", "--feat", "x"],
-     "{parts}: no node type has feature 'x'; the partitions hold _N: feat (F32 x 32), label (I64)"),
-    (["--part-config", "{parts}", "--label", "train_mask"],
-     "{parts}: label 'train_mask' of '_N' must be one integer per node, got BOOL of row shape []"),
-    (["--part-config", "{parts}", "--fanouts", "5,5", "--eval-fanouts", "5"], "1 evaluation fanouts for 2 layers"),
-    (["--part-config", "{parts}", "--cache-ratio", "0.1", "--cache-mb", "3"], "give cache_ratio (--cache-ratio) or "
-     "cache_mb (--cache-mb), not both"),
-    (["--part-config", "{parts}", "--task", "link"], "link prediction on a partition config needs its held-out edges"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        ([], "give exactly one of --part-config or --dataset"),
+        (
+            ["--part-config", "{parts}", "--num-procs", "3"],
+            "3 processes cannot serve the 2 partitions of {parts} evenly: start a multiple or a divisor of 2",
+        ),
+        (
+            ["--part-config", "{parts}", "--split-masks", "train_mask,valid_mask,test_mask"],
+            "{parts}: node type '_N' has no 'valid_mask' (it holds feat (F32 x 32), label (I64), test_mask (BOOL), "
+            "train_mask (BOOL), val_mask (BOOL)); name its data with --label and --split-masks",
+        ),
+        (
+            ["--part-config", "{parts}", "--feat", "x"],
+            "{parts}: no node type has feature 'x'; the partitions hold _N: feat (F32 x 32), label (I64)",
+        ),
+        (
+            ["--part-config", "{parts}", "--label", "train_mask"],
+            "{parts}: label 'train_mask' of '_N' must be one integer per node, got BOOL of row shape []",
+        ),
+        (["--part-config", "{parts}", "--fanouts", "5,5", "--eval-fanouts", "5"], "1 evaluation fanouts for 2 layers"),
+        (
+            ["--part-config", "{parts}", "--cache-ratio", "0.1", "--cache-mb", "3"],
+            "give cache_ratio (--cache-ratio) or cache_mb (--cache-mb), not both",
+        ),
+        (
+            ["--part-config", "{parts}", "--task", "link"],
+            "link prediction on a partition config needs its held-out edges",
+        ),
+    ],
+)
 def test_the_run_and_its_data_are_checked_before_spawning(parts, argv, message, capsys, no_spawn):
     argv = [a.format(parts=parts) for a in argv]
     assert main(["train", "--num-procs", "2", *argv]) == 2
@@ -71,19 +94,53 @@ def test_the_run_and_its_data_are_checked_before_spawning(parts, argv, message, 
 
 
 def test_config_file_round_trip_and_flags_override_it(tmp_path, capsys):
-    argv = ["train", "--part-config", "p.json", "--num-procs", "2", "--dropout", "0.25", "--fanouts", "7,3,-1",
-            "--lr", "1e-05", "--split-masks", "a,b,c", "--allow-nonfinite", "--print-config"]
+    argv = [
+        "train",
+        "--part-config",
+        "p.json",
+        "--num-procs",
+        "2",
+        "--dropout",
+        "0.25",
+        "--fanouts",
+        "7,3,-1",
+        "--lr",
+        "1e-05",
+        "--split-masks",
+        "a,b,c",
+        "--allow-nonfinite",
+        "--print-config",
+    ]
     assert main(argv) == 0
     text = capsys.readouterr().out
     (tmp_path / "run.yaml").write_text(text)
     opts, launch = build_options(read_config_file(tmp_path / "run.yaml"))
-    assert (opts.dropout, opts.fanouts, opts.lr, opts.split_masks, opts.allow_nonfinite, opts.part_config,
-            launch.num_procs) == (0.25, [7, 3, -1], 1e-05, ["a", "b", "c"], True, "p.json", 2)
+    assert (
+        opts.dropout,
+        opts.fanouts,
+        opts.lr,
+        opts.split_masks,
+        opts.allow_nonfinite,
+        opts.part_config,
+        launch.num_procs,
+    ) == (0.25, [7, 3, -1], 1e-05, ["a", "b", "c"], True, "p.json", 2)
     assert opts.num_layers == 3 and opts.epochs == TrainOptions().epochs  # the rest at the defaults
     assert dump_config(opts, launch) == text  # written back identically
     # the file read by the command, a flag given on the command line winning over it
-    assert main(["train", "--config", str(tmp_path / "run.yaml"), "--dropout", "0.5", "--no-allow-nonfinite",
-                 "--print-config"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--config",
+                str(tmp_path / "run.yaml"),
+                "--dropout",
+                "0.5",
+                "--no-allow-nonfinite",
+                "--print-config",
+            ]
+        )
+        == 0
+    )
     again = capsys.readouterr().out
     assert "dropout: 0.5\n" in again and "allow_nonfinite: false\n" in again and "fanouts: [7, 3, -1]\n" in again
     # JSON too, with - or _ in keys
@@ -94,19 +151,23 @@ def test_config_file_round_trip_and_flags_override_it(tmp_path, capsys):
 
 def test_a_hand_written_yaml_file(tmp_path):
     pytest.importorskip("yaml")
-    (tmp_path / "run.yml").write_text("# my run\ntask: link\nfanouts:\n  - 5\n  - 5\nlr: 1e-3  # PyYAML reads "
-                                      "this as text\nneg_ratio: 2\n")
+    (tmp_path / "run.yml").write_text(
+        "# my run\ntask: link\nfanouts:\n  - 5\n  - 5\nlr: 1e-3  # PyYAML reads this as text\nneg_ratio: 2\n"
+    )
     opts, _ = build_options(read_config_file(tmp_path / "run.yml"))
     assert (opts.task, opts.fanouts, opts.lr, opts.neg_ratio) == ("link", [5, 5], 0.001, 2.0)
 
 
-@pytest.mark.parametrize("content, message", [
-    ("dropuot: 0.3\n", "run.yaml: unknown key 'dropuot' (did you mean 'dropout'?)"),
-    ("dropout: 1.5\n", "run.yaml: key 'dropout': expected a number in [0, 1), got 1.5"),
-    ("fanouts: [5, x]\n", "run.yaml: key 'fanouts': expected a list of integers"),
-    ("- 1\n- 2\n", "run.yaml: a config file is a mapping of option names to values, not list"),
-    ("progress: false\n", "run.yaml: unknown key 'progress'"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("dropuot: 0.3\n", "run.yaml: unknown key 'dropuot' (did you mean 'dropout'?)"),
+        ("dropout: 1.5\n", "run.yaml: key 'dropout': expected a number in [0, 1), got 1.5"),
+        ("fanouts: [5, x]\n", "run.yaml: key 'fanouts': expected a list of integers"),
+        ("- 1\n- 2\n", "run.yaml: a config file is a mapping of option names to values, not list"),
+        ("progress: false\n", "run.yaml: unknown key 'progress'"),
+    ],
+)
 def test_config_file_errors_name_the_file_and_key(tmp_path, content, message, capsys, no_spawn):
     pytest.importorskip("yaml")
     (tmp_path / "run.yaml").write_text(content)
@@ -128,8 +189,9 @@ def test_every_option_is_a_flag_and_a_key():
     flags = {s for a in parser.choices["train"]._actions for s in a.option_strings if s.startswith("--")}
     text = dump_config(TrainOptions(), build_options({})[1])
     keys = {line.split(":")[0] for line in text.splitlines() if not line.startswith("#")}
-    assert flags - {"--config", "--print-config", "--verbose", "--help", "--in-dir"} == \
-        {f"--{k.replace('_', '-')}" for k in keys} | {"--no-allow-nonfinite", "--no-filtered", "--no-verify"}
+    assert flags - {"--config", "--print-config", "--verbose", "--help", "--in-dir"} == {
+        f"--{k.replace('_', '-')}" for k in keys
+    } | {"--no-allow-nonfinite", "--no-filtered", "--no-verify"}
 
 
 def test_pyg_names_are_found_and_featureless_types_announced(tmp_path, caplog):
@@ -146,9 +208,12 @@ def test_pyg_names_are_found_and_featureless_types_announced(tmp_path, caplog):
     ds = community_graph(num_nodes=300, seed=2)
     f = ds.graph.node_feats["_N"]
     src, dst = ds.graph.edges[("_N", "_E", "_N")]
-    data = Data(x=torch.from_numpy(f["feat"]), y=torch.from_numpy(f["label"]),
-                edge_index=torch.from_numpy(__import__("numpy").stack([src, dst])),
-                **{k: torch.from_numpy(f[k]) for k in ("train_mask", "val_mask", "test_mask")})
+    data = Data(
+        x=torch.from_numpy(f["feat"]),
+        y=torch.from_numpy(f["label"]),
+        edge_index=torch.from_numpy(__import__("numpy").stack([src, dst])),
+        **{k: torch.from_numpy(f[k]) for k in ("train_mask", "val_mask", "test_mask")},
+    )
     partition_graph(Graph.from_pyg(data), "pyg", 2, tmp_path / "pyg", part_method="random")
     opts = resolve_data(TrainOptions(part_config=str(tmp_path / "pyg" / "pyg.json")), 2)
     assert (opts.feat, opts.label) == ("x", "y")
@@ -164,5 +229,7 @@ def test_pyg_names_are_found_and_featureless_types_announced(tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="graphshard.notice"):
         opts = resolve_data(TrainOptions(part_config=str(tmp_path / "het" / "het.json"), hidden=32), 2)
     assert (opts.feat, opts.label, opts.target) == ("x", "label", "paper")
-    assert "node types without feature 'x' get learnt 32-d input embeddings (sparse Adagrad, lr 0.05): author" \
+    assert (
+        "node types without feature 'x' get learnt 32-d input embeddings (sparse Adagrad, lr 0.05): author"
         in caplog.text
+    )

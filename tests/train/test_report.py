@@ -12,10 +12,20 @@ from graphshard.train.report import epoch_line, write_json
 
 
 def test_epoch_line_shows_loss_validation_and_split():
-    e = {"epoch": 3, "wall_s": 0.321, "wait_s": 0.05, "sample_s": 0.1, "fetch_s": 0.04, "compute_s": 0.12,
-         "comm_s": 0.02, "train_loss": 0.44392, "val_acc": 0.97051}
-    assert epoch_line(e) == ("epoch   3: 0.32 s  loss 0.4439  val acc 0.9705  (sampling 0.1 + fetch 0.0 + compute "
-                             "0.1 + sync 0.0)")
+    e = {
+        "epoch": 3,
+        "wall_s": 0.321,
+        "wait_s": 0.05,
+        "sample_s": 0.1,
+        "fetch_s": 0.04,
+        "compute_s": 0.12,
+        "comm_s": 0.02,
+        "train_loss": 0.44392,
+        "val_acc": 0.97051,
+    }
+    assert epoch_line(e) == (
+        "epoch   3: 0.32 s  loss 0.4439  val acc 0.9705  (sampling 0.1 + fetch 0.0 + compute 0.1 + sync 0.0)"
+    )
     assert "waiting 0.1" in epoch_line(dict(e, background=True, wait_s=0.08))
     assert "val MRR 0.5000  AUC 0.9000" in epoch_line({**e, "val_mrr": 0.5, "val_auc": 0.9})
 
@@ -30,9 +40,26 @@ def test_write_json_replaces_atomically(tmp_path):
 def test_epochs_are_reported_while_the_run_goes_on(tmp_path):
     save_dataset(community_graph(num_nodes=2000, noise=8.0, seed=6), tmp_path / "data")
     metrics = tmp_path / "m.json"
-    cmd = [sys.executable, "-m", "graphshard.cli", "train", "--dataset", str(tmp_path / "data"), "--work-dir",
-           str(tmp_path / "work"), "--num-procs", "2", "--epochs", "4", "--fanouts", "5,5", "--batch-size", "256",
-           "--metrics-out", str(metrics)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "graphshard.cli",
+        "train",
+        "--dataset",
+        str(tmp_path / "data"),
+        "--work-dir",
+        str(tmp_path / "work"),
+        "--num-procs",
+        "2",
+        "--epochs",
+        "4",
+        "--fanouts",
+        "5,5",
+        "--batch-size",
+        "256",
+        "--metrics-out",
+        str(metrics),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     seen = []
     try:

@@ -31,8 +31,13 @@ def _run(data, tag, **kw):
 
 
 def test_best_epoch_of_a_hand_computed_history():
-    history = [{"epoch": 0, "val_acc": 0.5}, {"epoch": 1, "train_loss": 1.0}, {"epoch": 2, "val_acc": 0.7},
-               {"epoch": 3, "val_acc": 0.7}, {"epoch": 4, "val_acc": 0.6}]
+    history = [
+        {"epoch": 0, "val_acc": 0.5},
+        {"epoch": 1, "train_loss": 1.0},
+        {"epoch": 2, "val_acc": 0.7},
+        {"epoch": 3, "val_acc": 0.7},
+        {"epoch": 4, "val_acc": 0.6},
+    ]
     assert best_epoch(history, "val_acc") == 2  # the first of equals; epochs without validation skipped
     assert best_epoch(history[1:2], "val_acc") is None
     assert best_epoch([{"epoch": 5, "val_mrr": 0.1}, {"epoch": 6, "val_mrr": 0.3}], "val_mrr") == 6
@@ -54,7 +59,7 @@ def test_test_figures_and_outputs_are_those_of_the_best_validation_epoch(data, l
     assert read_state(data / "ckpt" / "rank0")["epoch"] == 5
     # a run that stops at the best epoch has exactly those weights: same test figure, same outputs
     short = _run(data, "short", epochs=best + 1, save_embeddings=str(data / "short.npy"))
-    assert [e["val_acc"] for e in short["epochs"]] == vals[:best + 1]
+    assert [e["val_acc"] for e in short["epochs"]] == vals[: best + 1]
     assert short["test_acc"] == long["test_acc"] and "last_epoch" not in short
     np.testing.assert_array_equal(np.load(data / "long.npy"), np.load(data / "short.npy"))
 
@@ -66,16 +71,35 @@ def test_resuming_is_announced_and_keeps_the_best_epoch(data, long, capfd):
     best = long["best_epoch"]
     for stop in sorted({best, best + 1}):
         ckpt = str(data / f"resume{stop}")
-        argv = ["train", "--dataset", str(data / "data"), "--work-dir", str(data / "work"), "--num-procs", "2",
-                "--checkpoint", ckpt, "--fanouts", "4,4", "--batch-size", "128", "--lr", "0.05", "--hidden", "16",
-                "--metrics-out", str(data / "resumed.json")]
+        argv = [
+            "train",
+            "--dataset",
+            str(data / "data"),
+            "--work-dir",
+            str(data / "work"),
+            "--num-procs",
+            "2",
+            "--checkpoint",
+            ckpt,
+            "--fanouts",
+            "4,4",
+            "--batch-size",
+            "128",
+            "--lr",
+            "0.05",
+            "--hidden",
+            "16",
+            "--metrics-out",
+            str(data / "resumed.json"),
+        ]
         assert main([*argv, "--epochs", str(stop)]) == 0
         capfd.readouterr()
         assert main([*argv, "--epochs", "6"]) == 0
         out, err = capfd.readouterr()
         assert f"resuming after epoch {stop - 1} from {ckpt}" in err
-        assert f"test accuracy {long['test_acc']:.4f} (val {long['val_acc']:.4f}) at epoch {best} (best validation)" \
-            in out
+        assert (
+            f"test accuracy {long['test_acc']:.4f} (val {long['val_acc']:.4f}) at epoch {best} (best validation)" in out
+        )
 
 
 def test_patience_stops_when_validation_stops_improving(data):
@@ -86,7 +110,7 @@ def test_patience_stops_when_validation_stops_improving(data):
     best = vals.index(max(vals))
     assert last - best == 2 and all(v <= vals[best] for v in vals[best:])
     for e in range(last):  # no earlier epoch had waited 2 epochs without improvement
-        assert e - vals[:e + 1].index(max(vals[:e + 1])) < 2
+        assert e - vals[: e + 1].index(max(vals[: e + 1])) < 2
     assert m["best_epoch"] == best
 
 
@@ -131,10 +155,12 @@ def test_csv_alone_without_tensorboard(tmp_path, monkeypatch):
 
     monkeypatch.setattr(runlog, "tensorboard_available", lambda: False)
     log = RunLog(str(tmp_path / "log"), start_epoch=0)
-    history = [{"epoch": 0, "train_loss": 0.9, "lr": 0.01, "wall_s": 2.0, "fetch_bytes": 3e6},
-               {"epoch": 1, "train_loss": 0.5, "lr": 0.01, "wall_s": 1.5, "fetch_bytes": 1e6, "val_acc": 0.75}]
+    history = [
+        {"epoch": 0, "train_loss": 0.9, "lr": 0.01, "wall_s": 2.0, "fetch_bytes": 3e6},
+        {"epoch": 1, "train_loss": 0.5, "lr": 0.01, "wall_s": 1.5, "fetch_bytes": 1e6, "val_acc": 0.75},
+    ]
     for i in range(2):
-        log.epoch(history[i], history[:i + 1])
+        log.epoch(history[i], history[: i + 1])
     log.close({"test/acc": 0.7}, 1)
     assert sorted(p.name for p in (tmp_path / "log").iterdir()) == [".graphshard-output.json", "metrics.csv"]
     rows = list(csv.DictReader(open(tmp_path / "log" / "metrics.csv")))
@@ -153,11 +179,31 @@ def test_a_resumed_run_reports_this_runs_epochs_and_its_partitions(data, capfd):
     from graphshard.cli import main
 
     ckpt, metrics = data / "resume-report", data / "resume-report.json"
-    argv = ["train", "--dataset", str(data / "data"), "--work-dir", str(data / "work-report"), "--num-procs", "2",
-            "--checkpoint", str(ckpt), "--fanouts", "4,4", "--batch-size", "128", "--lr", "0.05", "--hidden", "16",
-            "--metrics-out", str(metrics)]
-    said = r"graphshard: partitions of {}: (\S+) \(({}); give it as --part-config to embed, or to train without " \
-           r"partitioning again\)"
+    argv = [
+        "train",
+        "--dataset",
+        str(data / "data"),
+        "--work-dir",
+        str(data / "work-report"),
+        "--num-procs",
+        "2",
+        "--checkpoint",
+        str(ckpt),
+        "--fanouts",
+        "4,4",
+        "--batch-size",
+        "128",
+        "--lr",
+        "0.05",
+        "--hidden",
+        "16",
+        "--metrics-out",
+        str(metrics),
+    ]
+    said = (
+        r"graphshard: partitions of {}: (\S+) \(({}); give it as --part-config to embed, or to train without "
+        r"partitioning again\)"
+    )
 
     def messages(err: str) -> list[str]:
         return [line for line in err.splitlines() if line.strip() and "%|" not in line]  # but progress bars
@@ -180,15 +226,18 @@ def test_a_resumed_run_reports_this_runs_epochs_and_its_partitions(data, capfd):
     reused = said.format(re.escape(str(data / "data")), "made by an earlier run, reused")
     lines = messages(err)
     assert len(lines) == 3 and re.fullmatch(reused, lines[0]), lines
-    assert lines[1:] == [f"graphshard: resuming after epoch 1 from {ckpt}",
-                         f"graphshard: stopping early after epoch {last}: val_acc has not improved on epoch {best}'s "
-                         f"{vals[best]:.4f} for 2 epochs (--patience)"]
+    assert lines[1:] == [
+        f"graphshard: resuming after epoch 1 from {ckpt}",
+        f"graphshard: stopping early after epoch {last}: val_acc has not improved on epoch {best}'s "
+        f"{vals[best]:.4f} for 2 epochs (--patience)",
+    ]
     # this run printed epochs 2..last, and its summary covers exactly those
     assert [int(x) for x in re.findall(r"^epoch +(\d+):", out, re.M)] == list(range(2, last + 1))
     wall = sum(e["wall_s"] for e in m["epochs"] if e["epoch"] >= 2)
     fetched = sum(e["fetch_bytes"] for e in m["epochs"] if e["epoch"] >= 2)
     [summary] = [line for line in out.splitlines() if line.startswith("training epoch")]
-    assert summary.startswith(f"training epochs 2-{last} (this run; epochs 0-1 resumed from the checkpoint) "
-                              f"{wall:.1f} s = "), summary
+    assert summary.startswith(
+        f"training epochs 2-{last} (this run; epochs 0-1 resumed from the checkpoint) {wall:.1f} s = "
+    ), summary
     assert summary.endswith(f"; {fetched / 1e6:.1f} MB of features fetched from other ranks"), summary
     assert f"training epochs {m['time']['epochs_s']:.1f} + " in out  # the time account: this run's too

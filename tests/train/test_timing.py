@@ -26,21 +26,55 @@ def test_closing_account_adds_up():
 
 def test_a_run_accounts_for_its_time(tmp_path, capsys):
     save_dataset(community_graph(num_nodes=2000, noise=8.0, seed=5), tmp_path / "data")
-    opts = TrainOptions(fanouts=[5, 5], batch_size=256, epochs=2, progress=False,
-                        checkpoint=str(tmp_path / "ckpt"), save_embeddings=str(tmp_path / "emb.npy"))
+    opts = TrainOptions(
+        fanouts=[5, 5],
+        batch_size=256,
+        epochs=2,
+        progress=False,
+        checkpoint=str(tmp_path / "ckpt"),
+        save_embeddings=str(tmp_path / "emb.npy"),
+    )
     start = time.perf_counter()
     m = train(opts, num_procs=2, dataset=str(tmp_path / "data"), work_dir=str(tmp_path / "work"))
     wall = time.perf_counter() - start
     t = m["time"]
-    for phase in ("partition_s", "spawn_s", "startup_s", "epochs_s", "evaluation_s", "embeddings_s", "checkpoint_s",
-                  "shutdown_s"):
+    for phase in (
+        "partition_s",
+        "spawn_s",
+        "startup_s",
+        "epochs_s",
+        "evaluation_s",
+        "embeddings_s",
+        "checkpoint_s",
+        "shutdown_s",
+    ):
         assert t[phase] > 0, phase
     assert t["total_s"] <= wall and t["total_s"] > 0.95 * wall
     assert sum(t[k] for k in PHASES if k in t) + t["other_s"] == pytest.approx(t["total_s"])
     assert t["other_s"] < 0.05 * t["total_s"], t
     assert t["epochs_s"] == pytest.approx(sum(e["wall_s"] for e in m["epochs"]), abs=0.3)
 
-    assert main(["train", "--dataset", str(tmp_path / "data"), "--work-dir", str(tmp_path / "work"), "--num-procs", "2",
-                 "--epochs", "1", "--fanouts", "5,5", "--batch-size", "256", "--cache-ratio", "0.3"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--dataset",
+                str(tmp_path / "data"),
+                "--work-dir",
+                str(tmp_path / "work"),
+                "--num-procs",
+                "2",
+                "--epochs",
+                "1",
+                "--fanouts",
+                "5,5",
+                "--batch-size",
+                "256",
+                "--cache-ratio",
+                "0.3",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "s end to end = " in out and "training epochs" in out and "feature cache" in out

@@ -54,9 +54,12 @@ def test_labels_are_checked_against_the_recorded_class_count(data, tmp_path):
     np.save(data / "label.npy", label)
     config = _partition(data, tmp_path / "p")
     assert read_config(config).num_classes == 8
-    with pytest.raises(DistError, match=rf"'_N' node {train_idx[7]} \(original ID, label read from \S+node_feats"
-                                        r"\.safetensors\) of a train/val/test split has label 99, outside the 8 "
-                                        r"classes declared by the partition config \S+\.json"):
+    with pytest.raises(
+        DistError,
+        match=rf"'_N' node {train_idx[7]} \(original ID, label read from \S+node_feats"
+        r"\.safetensors\) of a train/val/test split has label 99, outside the 8 "
+        r"classes declared by the partition config \S+\.json",
+    ):
         train(TrainOptions(part_config=config, **KW), num_procs=1)
 
 

@@ -26,7 +26,7 @@ class GraphCounts:
     ordered: bool = False  # the node order carries locality (stream then coarsens), judged on the first chunk
 
     @classmethod
-    def of(cls, meta: ChunkedMeta, shape: bool = True) -> "GraphCounts":
+    def of(cls, meta: ChunkedMeta, shape: bool = True) -> GraphCounts:
         """The counts of ``meta``'s graph; ``shape=False`` skips reading the first chunk's rows (reverse pairs
         and node order then count as absent: upper bounds), which only the structure-reading methods need."""
         counts = [c for et in meta.etypes for c in _chunk_edges(meta, et)]
@@ -34,9 +34,14 @@ class GraphCounts:
         files += [p for d in meta.node_data.values() for s in d.values() for p in s.paths]
         edges = sum(meta.num_edges.values())
         paired, ordered = _sample_shape(meta) if shape else (0.0, False)
-        return cls(sum(meta.num_nodes.values()), edges, max(counts, default=0),
-                   sum(os.path.getsize(p) for p in files if os.path.exists(p)), int(2 * edges * (1 - paired / 2)),
-                   ordered)
+        return cls(
+            sum(meta.num_nodes.values()),
+            edges,
+            max(counts, default=0),
+            sum(os.path.getsize(p) for p in files if os.path.exists(p)),
+            int(2 * edges * (1 - paired / 2)),
+            ordered,
+        )
 
 
 SAMPLE = 1 << 20
@@ -79,5 +84,3 @@ def _chunk_edges(meta: ChunkedMeta, et: tuple[str, str, str]) -> list[int]:
     sizes = [os.path.getsize(p) if os.path.exists(p) else 0 for p in spec.paths]
     total = max(1, sum(sizes))
     return [-(-meta.num_edges[et] * s // total) for s in sizes]
-
-

@@ -12,28 +12,34 @@ from .spec import ChunkedMeta, FileSpec
 
 def chunk_offsets(spec: FileSpec, declared_total: int, declared_chunks: list[int] | None, what: str) -> np.ndarray:
     """Row offsets of every chunk (len = chunks + 1), checked against the metadata's counts."""
-    return checked_offsets(spec, [count_rows(spec, i) for i in range(len(spec.paths))], declared_total,
-                           declared_chunks, what)
+    return checked_offsets(
+        spec, [count_rows(spec, i) for i in range(len(spec.paths))], declared_total, declared_chunks, what
+    )
 
 
-def checked_offsets(spec: FileSpec, rows: list[int], declared_total: int, declared_chunks: list[int] | None,
-                    what: str) -> np.ndarray:
+def checked_offsets(
+    spec: FileSpec, rows: list[int], declared_total: int, declared_chunks: list[int] | None, what: str
+) -> np.ndarray:
     """Row offsets from counted chunk ``rows``, after checking them against the metadata's counts."""
     rows = [int(r) for r in rows]
     if declared_chunks is not None:
         if len(declared_chunks) != len(rows):
-            raise InputError(f"{spec.declared}: metadata declares {len(declared_chunks)} chunks, "
-                             f"{len(rows)} files given")
+            raise InputError(
+                f"{spec.declared}: metadata declares {len(declared_chunks)} chunks, {len(rows)} files given"
+            )
         for i, (got, want) in enumerate(zip(rows, declared_chunks)):
             if got != want:
-                raise InputError(explain_csv_rows(spec, i) or
-                                 f"{spec.paths[i]}: {got} rows, metadata declares {want} ({spec.where})")
+                raise InputError(
+                    explain_csv_rows(spec, i) or f"{spec.paths[i]}: {got} rows, metadata declares {want} ({spec.where})"
+                )
     if sum(rows) != declared_total:
         held = ", ".join(f"{p.name}: {r}" for p, r in zip(spec.paths[:4], rows))
-        raise InputError(explain_csv_rows(spec) or
-                         f"{spec.declared}: chunks hold {sum(rows)} rows in all "
-                         f"({held}{', ...' if len(rows) > 4 else ''}), "
-                         f"but the metadata declares {declared_total} {what}")
+        raise InputError(
+            explain_csv_rows(spec)
+            or f"{spec.declared}: chunks hold {sum(rows)} rows in all "
+            f"({held}{', ...' if len(rows) > 4 else ''}), "
+            f"but the metadata declares {declared_total} {what}"
+        )
     offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(rows, out=offsets[1:])
     return offsets
@@ -44,8 +50,9 @@ def edge_offsets(meta: ChunkedMeta, et: EType) -> np.ndarray:
     return chunk_offsets(meta.edges[et], meta.num_edges[et], chunks, f"edges of type {etype_str(et)!r}")
 
 
-def read_checked_edges(meta: ChunkedMeta, et: EType, i: int, rows: tuple[int, int] | None = None
-                       ) -> tuple[np.ndarray, np.ndarray]:
+def read_checked_edges(
+    meta: ChunkedMeta, et: EType, i: int, rows: tuple[int, int] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Edge chunk ``i`` of ``et`` (or its rows ``[lo, hi)``) with every ID checked against its node
     type's count. NumPy chunks are memory-mapped, so reading a row range touches only those rows."""
     spec = meta.edges[et]
@@ -53,14 +60,16 @@ def read_checked_edges(meta: ChunkedMeta, et: EType, i: int, rows: tuple[int, in
     first = 0
     if rows is not None:
         first = rows[0]
-        src, dst = src[rows[0]:rows[1]], dst[rows[0]:rows[1]]
+        src, dst = src[rows[0] : rows[1]], dst[rows[0] : rows[1]]
     for ids, t, end in ((src, et[0], "source"), (dst, et[2], "destination")):
         n = meta.num_nodes[t]
         bad = (ids < 0) | (ids >= n)
         if bad.any():
             row = int(np.argmax(bad))
-            raise InputError(f"{spec.paths[i]}, line {first + row + 1}: {end} ID {int(ids[row])} is out of range "
-                             f"[0, {n}) for node type {t!r} ({spec.where})")
+            raise InputError(
+                f"{spec.paths[i]}, line {first + row + 1}: {end} ID {int(ids[row])} is out of range "
+                f"[0, {n}) for node type {t!r} ({spec.where})"
+            )
     return src, dst
 
 
@@ -78,13 +87,25 @@ def load_chunked_graph(meta: ChunkedMeta, features: bool = True) -> Graph:
     for et in meta.etypes:
         edge_offsets(meta, et)
         pieces = [read_checked_edges(meta, et, i) for i in range(len(meta.edges[et].paths))]
-        edges[et] = (np.concatenate([p[0] for p in pieces]) if pieces else np.zeros(0, np.int64),
-                     np.concatenate([p[1] for p in pieces]) if pieces else np.zeros(0, np.int64))
+        edges[et] = (
+            np.concatenate([p[0] for p in pieces]) if pieces else np.zeros(0, np.int64),
+            np.concatenate([p[1] for p in pieces]) if pieces else np.zeros(0, np.int64),
+        )
     node_feats, edge_feats = {}, {}
     if features:
-        node_feats = {t: {k: read_feature(s, meta.num_nodes[t], f"nodes of type {t!r}") for k, s in d.items()}
-                      for t, d in meta.node_data.items()}
-        edge_feats = {et: {k: read_feature(s, meta.num_edges[et], f"edges of type {etype_str(et)!r} "
-                                           "(edge data must align with the edge chunks)") for k, s in d.items()}
-                      for et, d in meta.edge_data.items()}
+        node_feats = {
+            t: {k: read_feature(s, meta.num_nodes[t], f"nodes of type {t!r}") for k, s in d.items()}
+            for t, d in meta.node_data.items()
+        }
+        edge_feats = {
+            et: {
+                k: read_feature(
+                    s,
+                    meta.num_edges[et],
+                    f"edges of type {etype_str(et)!r} (edge data must align with the edge chunks)",
+                )
+                for k, s in d.items()
+            }
+            for et, d in meta.edge_data.items()
+        }
     return Graph(dict(meta.num_nodes), edges, node_feats, edge_feats)

@@ -38,8 +38,9 @@ def read_edges(spec: FileSpec, i: int) -> tuple[np.ndarray, np.ndarray]:
             raise InputError(f"{path}: edge IDs must be integers, got {c.dtype} ({spec.where})")
         big = beyond_int64(np.asarray(c))
         if big is not None:
-            raise InputError(f"{path}, line {big + 1}: {end} ID {int(c[big])} does not fit a 64-bit signed integer "
-                             f"({spec.where})")
+            raise InputError(
+                f"{path}, line {big + 1}: {end} ID {int(c[big])} does not fit a 64-bit signed integer ({spec.where})"
+            )
         out.append(np.asarray(c, dtype=np.int64) if c.size else np.zeros(0, np.int64))  # empty: of any dtype
     return out[0], out[1]
 
@@ -60,8 +61,9 @@ def read_data(spec: FileSpec, i: int) -> np.ndarray:
     cols = [c.to_numpy() for c in table.columns]
     for j, c in enumerate(cols):
         if c.dtype.kind not in "biuf":
-            raise InputError(_csv_problem(path, spec.delimiter, spec.where, f"column {j} is not numeric",
-                                          len(cols), integers=False))
+            raise InputError(
+                _csv_problem(path, spec.delimiter, spec.where, f"column {j} is not numeric", len(cols), integers=False)
+            )
     return _numeric(cols[0] if len(cols) == 1 else np.stack(cols, axis=1), path, spec)
 
 
@@ -70,8 +72,10 @@ def _numeric(arr: np.ndarray, path: Path, spec: FileSpec, what: str = "") -> np.
     this machine's byte order), else :class:`InputError` naming the file."""
     native = arr.dtype.newbyteorder("=") if arr.dtype.byteorder not in "=|" else arr.dtype
     if arr.dtype.kind not in "biuf" or dtype_code(native) is None:
-        raise InputError(f"{path}: {what}values of type {arr.dtype} ({spec.where}); data chunks hold numbers: "
-                         "booleans, integers or floats of at most 64 bits")
+        raise InputError(
+            f"{path}: {what}values of type {arr.dtype} ({spec.where}); data chunks hold numbers: "
+            "booleans, integers or floats of at most 64 bits"
+        )
     return arr if native == arr.dtype else arr.astype(native)
 
 
@@ -79,8 +83,10 @@ def read_data_like(spec: FileSpec, i: int, row_shape: tuple[int, ...]) -> np.nda
     """:func:`read_data`, refusing a chunk whose rows are shaped otherwise than the first chunk's."""
     arr = read_data(spec, i)
     if tuple(arr.shape[1:]) != tuple(row_shape):
-        raise InputError(f"{spec.paths[i]}: rows of shape {tuple(arr.shape[1:])}, but {spec.paths[0].name} has "
-                         f"rows of shape {tuple(row_shape)} ({spec.where}); every chunk of a feature has the same columns")
+        raise InputError(
+            f"{spec.paths[i]}: rows of shape {tuple(arr.shape[1:])}, but {spec.paths[0].name} has "
+            f"rows of shape {tuple(row_shape)} ({spec.where}); every chunk of a feature has the same columns"
+        )
     return arr
 
 
@@ -98,12 +104,16 @@ def count_rows(spec: FileSpec, i: int) -> int:
             raise InputError(f"{path}: cannot read Parquet ({exc}) ({spec.where})") from None
     with open(path, "rb") as f:
         data = f.read()
-    blank = 0 if data.startswith((b"\n", b"\r\n")) else min(
-        (i + 1 for i in (data.find(b"\n\n"), data.find(b"\n\r\n")) if i >= 0), default=-1)
+    blank = (
+        0
+        if data.startswith((b"\n", b"\r\n"))
+        else min((i + 1 for i in (data.find(b"\n\n"), data.find(b"\n\r\n")) if i >= 0), default=-1)
+    )
     if blank >= 0:
         line = data[:blank].count(b"\n") + 1
-        raise InputError(f"{path}, line {line}: blank line ({spec.where}); a CSV chunk "
-                         "holds one row per line and nothing else")
+        raise InputError(
+            f"{path}, line {line}: blank line ({spec.where}); a CSV chunk holds one row per line and nothing else"
+        )
     end = data.find(b"\n", 0, 1 << 16)
     first = data[: end if end >= 0 else 1 << 16].decode("utf-8", "replace").rstrip("\r")  # a header is short
     if _looks_like_header(first.split(spec.delimiter), _columns(spec)):
@@ -141,8 +151,10 @@ def _parquet_columns(path: Path, spec: FileSpec) -> list[np.ndarray]:
         for j, c in enumerate(table.columns):
             if c.null_count:  # a missing value: to_numpy() would make it NaN (or None)
                 row = int(np.argmax(c.is_null().to_numpy(zero_copy_only=False)))
-                raise InputError(f"{path}, line {row + 1}: column {j} holds no value (null) ({spec.where}); "
-                                 "chunks hold no missing values")
+                raise InputError(
+                    f"{path}, line {row + 1}: column {j} holds no value (null) ({spec.where}); "
+                    "chunks hold no missing values"
+                )
             cols.append(c.to_numpy())
     except InputError:
         raise
@@ -163,8 +175,9 @@ def _read_csv(pacsv, path: Path, delimiter: str, where: str, types):
             read_options=pacsv.ReadOptions(autogenerate_column_names=True, use_threads=True),
             parse_options=pacsv.ParseOptions(delimiter=delimiter, ignore_empty_lines=False),
             # no field is a missing value: an empty field, NA or null is an error naming its line, not a NaN
-            convert_options=pacsv.ConvertOptions(column_types=types or None, null_values=[], strings_can_be_null=False,
-                                                 quoted_strings_can_be_null=False),
+            convert_options=pacsv.ConvertOptions(
+                column_types=types or None, null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False
+            ),
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise InputError(_csv_problem(path, delimiter, where, exc, ncols, integers)) from None
@@ -196,13 +209,15 @@ def _csv_int_columns(path: Path, delimiter: str, ncols: int, where: str) -> list
         return [np.zeros(0, np.int64) for _ in range(ncols)]
     table = _read_csv(pacsv, path, delimiter, where, {f"f{k}": pa.int64() for k in range(ncols)})
     if table.num_columns != ncols:
-        raise InputError(_csv_problem(path, delimiter, where, f"expected {ncols} columns, got {table.num_columns}",
-                                      ncols))
+        raise InputError(
+            _csv_problem(path, delimiter, where, f"expected {ncols} columns, got {table.num_columns}", ncols)
+        )
     return [c.to_numpy() for c in table.columns]
 
 
-def _csv_problem(path: Path, delimiter: str, where: str, exc: object, ncols: int | None = 2,
-                 integers: bool = True) -> str:
+def _csv_problem(
+    path: Path, delimiter: str, where: str, exc: object, ncols: int | None = 2, integers: bool = True
+) -> str:
     """Locate the first bad line (only on the error path) so the message names it."""
     found = first_bad_line(path, delimiter, ncols, integers)
     if found is None:
@@ -227,8 +242,11 @@ def _columns(spec: FileSpec) -> int | None:
 
 def _looks_like_header(fields: list[str], ncols: int | None) -> bool:
     """Whether the fields of a first line are column names: each a name (not a number, nor nan/inf/true)."""
-    return ((ncols is None or len(fields) == ncols) and bool(fields)
-            and all(_HEADER_FIELD.match(f.strip()) and f.strip().strip("'\"").lower() not in _WORDS for f in fields))
+    return (
+        (ncols is None or len(fields) == ncols)
+        and bool(fields)
+        and all(_HEADER_FIELD.match(f.strip()) and f.strip().strip("'\"").lower() not in _WORDS for f in fields)
+    )
 
 
 def _shown(text: str) -> str:
@@ -316,8 +334,12 @@ def first_bad_line(path: Path, delimiter: str, ncols: int | None, integers: bool
             # an empty field: a delimiter at the start or end of a line, or beside another
             delims_at = np.flatnonzero(arr == delim)
             near = np.concatenate((arr[np.maximum(delims_at - 1, 0)], arr[np.minimum(delims_at + 1, arr.size - 1)]))
-            empty = np.tile(delims_at, 2)[(near == delim) | (near == 10) | (near == 13)
-                                          | np.concatenate((delims_at == 0, delims_at == arr.size - 1))]
+            empty = np.tile(delims_at, 2)[
+                (near == delim)
+                | (near == 10)
+                | (near == 13)
+                | np.concatenate((delims_at == 0, delims_at == arr.size - 1))
+            ]
             signs = np.flatnonzero((arr == 43) | (arr == 45))
             before = np.where(signs > 0, arr[np.maximum(signs - 1, 0)], 10)
             if not integers:  # an exponent's sign follows its e
@@ -330,11 +352,21 @@ def first_bad_line(path: Path, delimiter: str, ncols: int | None, integers: bool
                 breaks = np.flatnonzero(~digit[arr])
                 runs = np.diff(np.concatenate(([-1], breaks, [arr.size])))
                 long_run = np.concatenate(([-1], breaks))[runs > 19] + 1
-            candidates = np.unique(np.concatenate((
-                [0] if lineno == 0 else [], line_of(np.flatnonzero(~allowed[arr])), np.flatnonzero(per_line != expect),
-                np.flatnonzero(blank), line_of(bad_sign), line_of(long_run), line_of(empty)))).astype(np.int64)
+            candidates = np.unique(
+                np.concatenate(
+                    (
+                        [0] if lineno == 0 else [],
+                        line_of(np.flatnonzero(~allowed[arr])),
+                        np.flatnonzero(per_line != expect),
+                        np.flatnonzero(blank),
+                        line_of(bad_sign),
+                        line_of(long_run),
+                        line_of(empty),
+                    )
+                )
+            ).astype(np.int64)
             for i in candidates[: _MAX_CHECKED - checked]:
-                line = data[starts[i]:ends[i]].decode("utf-8", "replace").rstrip("\r")
+                line = data[starts[i] : ends[i]].decode("utf-8", "replace").rstrip("\r")
                 problem = _line_problem(line, lineno + int(i) + 1, delimiter, ncols, integers)
                 if problem is not None:
                     return lineno + int(i) + 1, problem

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..limits import check_count
 from ..format.inputs import require_dir
 from ..format.jsonfile import read_json_object
-from ..names import check_etype_names, check_path_name
 from ..graph import EType, etype_str, parse_etype
 from ..ids import IDConverter
+from ..limits import check_count
+from ..names import check_etype_names, check_path_name
 
 FORMATS = ("csv", "numpy", "parquet")
 
@@ -123,8 +123,10 @@ def read_metadata(path: str | os.PathLike) -> ChunkedMeta:
     if not path.is_file():
         hint = ""
         if (path.parent / "meta.json").is_file():
-            hint = (f" ({path.parent} is a dataset in the shared-data layout: write it in the chunked format "
-                    f"first with 'graphshard chunk --dataset {path.parent} --out CHUNKED_DIR')")
+            hint = (
+                f" ({path.parent} is a dataset in the shared-data layout: write it in the chunked format "
+                f"first with 'graphshard chunk --dataset {path.parent} --out CHUNKED_DIR')"
+            )
         raise InputError(f"{path}: chunked graph metadata is missing{hint}")
     raw = read_json_object(path)
     r = _Reader(path.resolve(), raw)
@@ -154,9 +156,13 @@ def read_metadata(path: str | os.PathLike) -> ChunkedMeta:
             raise InputError(f"{path}: 'edge_data' names unknown edge type {key!r}")
         edge_data[et] = r.data_specs(d, "edge_data", key)
     return ChunkedMeta(
-        path=path.resolve(), graph_name=check_path_name(raw.get("graph_name", path.parent.name), f"{path}: graph_name"),
-        num_nodes=dict(zip(ntypes, num_nodes)), num_edges=dict(zip(etypes, num_edges)),
-        edges=edges, node_data=node_data, edge_data=edge_data,
+        path=path.resolve(),
+        graph_name=check_path_name(raw.get("graph_name", path.parent.name), f"{path}: graph_name"),
+        num_nodes=dict(zip(ntypes, num_nodes)),
+        num_edges=dict(zip(etypes, num_edges)),
+        edges=edges,
+        node_data=node_data,
+        edge_data=edge_data,
         node_chunk_counts=dict(zip(ntypes, node_chunks)) if node_chunks else None,
         edge_chunk_counts=dict(zip(etypes, edge_chunks)) if edge_chunks else None,
     )
@@ -189,7 +195,9 @@ class _Reader:
         try:
             et = parse_etype(text)
         except InputError:
-            raise InputError(f"{self.path}: malformed canonical edge type {text!r} (expected 'src:relation:dst')") from None
+            raise InputError(
+                f"{self.path}: malformed canonical edge type {text!r} (expected 'src:relation:dst')"
+            ) from None
         check_etype_names(et, f"{self.path}: edge type")
         for t in (et[0], et[2]):
             if t not in ntypes:
@@ -203,7 +211,11 @@ class _Reader:
                 raise InputError(f"{self.path}: {per_type!r} must list one count per type ({len(types)})")
         elif per_chunk in self.raw:
             chunks = self.raw[per_chunk]
-            if not isinstance(chunks, list) or len(chunks) != len(types) or not all(isinstance(c, list) for c in chunks):
+            if (
+                not isinstance(chunks, list)
+                or len(chunks) != len(types)
+                or not all(isinstance(c, list) for c in chunks)
+            ):
                 raise InputError(f"{self.path}: {per_chunk!r} must list, per type, the count of every chunk")
             v = [sum(x for x in c if isinstance(x, int)) for c in chunks]  # every x is checked below
         else:
@@ -226,10 +238,17 @@ class _Reader:
         if name not in FORMATS:
             raise InputError(f"{self.path}: {where}: unknown format name {name!r} (expected one of {list(FORMATS)})")
         delimiter = v["format"].get("delimiter", " ")
-        if name == "csv" and not (isinstance(delimiter, str) and len(delimiter) == 1 and delimiter.isascii()
-                                  and not delimiter.isalnum() and delimiter not in '\r\n"+-.'):
-            raise InputError(f"{self.path}: {where}: format delimiter must be one character that separates numbers "
-                             f"(' ', ',', '\\t', ';', '|', ...), got {delimiter!r}")
+        if name == "csv" and not (
+            isinstance(delimiter, str)
+            and len(delimiter) == 1
+            and delimiter.isascii()
+            and not delimiter.isalnum()
+            and delimiter not in '\r\n"+-.'
+        ):
+            raise InputError(
+                f"{self.path}: {where}: format delimiter must be one character that separates numbers "
+                f"(' ', ',', '\\t', ';', '|', ...), got {delimiter!r}"
+            )
         paths = []
         for i, p in enumerate(v["data"]):
             if not isinstance(p, str) or not p:
@@ -238,13 +257,15 @@ class _Reader:
             try:
                 found = full.is_file()
             except OSError as exc:  # a name too long for the file system, ...
-                raise InputError(f"{self.path}: {where}: chunk file {full} cannot be read "
-                                 f"({exc.strerror or exc})") from None
+                raise InputError(
+                    f"{self.path}: {where}: chunk file {full} cannot be read ({exc.strerror or exc})"
+                ) from None
             if not found:
                 raise InputError(f"{self.path}: {where}: chunk file {full} is missing")
             paths.append(full)
-        return FileSpec(name, tuple(paths), delimiter if name == "csv" else " ", f"{self.path.name} {where}", kind,
-                        self.path)
+        return FileSpec(
+            name, tuple(paths), delimiter if name == "csv" else " ", f"{self.path.name} {where}", kind, self.path
+        )
 
     def data_specs(self, v: Any, section: str, type_name: str) -> dict[str, FileSpec]:
         if not isinstance(v, dict):

@@ -7,19 +7,26 @@ from pathlib import Path
 
 import numpy as np
 
-from ..sparse import CSRRows
 from ..errors import InputError
-from ..names import check_path_name, inside
 from ..format.outputs import check_output_dir
 from ..format.staging import naming, staged_dir
 from ..graph import Graph
+from ..names import check_path_name, inside
+from ..sparse import CSRRows
 from .spec import FORMATS, ChunkedMeta, FileSpec, read_metadata, write_metadata
 
 _EXT = {"csv": "csv", "numpy": "npy", "parquet": "parquet"}
 
 
-def chunk_graph(g: Graph, out_dir: str | os.PathLike, num_chunks: int, fmt: str = "numpy",
-                graph_name: str = "graph", feat_num_chunks: int | None = None, overwrite: bool = False) -> ChunkedMeta:
+def chunk_graph(
+    g: Graph,
+    out_dir: str | os.PathLike,
+    num_chunks: int,
+    fmt: str = "numpy",
+    graph_name: str = "graph",
+    feat_num_chunks: int | None = None,
+    overwrite: bool = False,
+) -> ChunkedMeta:
     """Write ``g`` as a chunked graph: edges of every type in ``num_chunks`` files of format ``fmt``;
     node and edge features in ``feat_num_chunks`` (default ``num_chunks``) NumPy files each (Parquet
     when ``fmt="parquet"``). A type with fewer rows than chunks gets fewer chunks. Written into a
@@ -45,13 +52,23 @@ def _write_graph(g: Graph, tmp: Path, num_chunks: int, fmt: str, graph_name: str
         edges[et] = _write_chunks(inside(tmp, "edges", name), np.stack([src, dst], axis=1), num_chunks, fmt, tmp)
         feats = g.edge_feats.get(et, {})
         if feats:
-            edge_data[et] = {k: _write_chunks(inside(tmp, "edge_data", name, k), v, feat_chunks, data_fmt, tmp)
-                             for k, v in feats.items()}
+            edge_data[et] = {
+                k: _write_chunks(inside(tmp, "edge_data", name, k), v, feat_chunks, data_fmt, tmp)
+                for k, v in feats.items()
+            }
     for t, feats in g.node_feats.items():
-        node_data[t] = {k: _write_chunks(inside(tmp, "node_data", t, k), v, feat_chunks, data_fmt, tmp)
-                        for k, v in feats.items()}
-    meta = ChunkedMeta(tmp / "metadata.json", graph_name, dict(g.num_nodes),
-                       {et: g.num_edges(et) for et in g.canonical_etypes}, edges, node_data, edge_data)
+        node_data[t] = {
+            k: _write_chunks(inside(tmp, "node_data", t, k), v, feat_chunks, data_fmt, tmp) for k, v in feats.items()
+        }
+    meta = ChunkedMeta(
+        tmp / "metadata.json",
+        graph_name,
+        dict(g.num_nodes),
+        {et: g.num_edges(et) for et in g.canonical_etypes},
+        edges,
+        node_data,
+        edge_data,
+    )
     write_metadata(meta)
 
 
@@ -63,7 +80,7 @@ def _write_chunks(folder: Path, rows: np.ndarray | CSRRows, num_chunks: int, fmt
     for i, ids in enumerate(np.array_split(np.arange(rows.shape[0]), count)):
         path = folder / f"chunk-{i}.{_EXT[fmt]}"
         # the chunked format is dense: a slice of NumPy rows is a view, of CSR rows their dense rows
-        _write_one(path, table[ids[0]:ids[-1] + 1] if ids.size else table[:0], fmt)
+        _write_one(path, table[ids[0] : ids[-1] + 1] if ids.size else table[:0], fmt)
         paths.append(path)
     return FileSpec(fmt, tuple(paths), " ", str(folder.relative_to(root)))
 

@@ -19,8 +19,11 @@ NOTICE_LOGGER = "graphshard.notice"  # one-line notices shown at the default lev
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="graphshard", formatter_class=HelpFormatter,
-               description="Partition graphs for distributed GNN training, and train on them.")
+    p = Parser(
+        prog="graphshard",
+        formatter_class=HelpFormatter,
+        description="Partition graphs for distributed GNN training, and train on them.",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="log each phase (time, peak memory), on every rank")
     p.add_argument("--version", action="version", version=f"graphshard {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")

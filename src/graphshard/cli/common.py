@@ -11,8 +11,10 @@ from typing import Any, NoReturn
 from ..distributed.liveness import DEFAULT_LOST_AFTER
 from ..partition.methods import METHODS
 
-HOST_HELP = ("address every socket of the run listens on (127.0.0.1: this machine only). The transport has no "
-             "authentication (torch RPC unpickles requests): give another address only on a trusted network")
+HOST_HELP = (
+    "address every socket of the run listens on (127.0.0.1: this machine only). The transport has no "
+    "authentication (torch RPC unpickles requests): give another address only on a trusted network"
+)
 # Old spellings, still accepted but not shown in --help: one name per concept.
 HIDDEN_ALIASES = {"--out-dir", "--in-dir", "--partitions-dir"}
 
@@ -31,9 +33,14 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         default = action.default
-        if ("%(default)" in text or default is None or default is False or default == argparse.SUPPRESS
-                or not action.option_strings
-                or isinstance(action, (argparse._HelpAction, argparse._VersionAction))):
+        if (
+            "%(default)" in text
+            or default is None
+            or default is False
+            or default == argparse.SUPPRESS
+            or not action.option_strings
+            or isinstance(action, (argparse._HelpAction, argparse._VersionAction))
+        ):
             return text
         return f"{text} (default: %(default)s)" if text else "default: %(default)s"
 
@@ -48,8 +55,11 @@ class Parser(argparse.ArgumentParser):
     def short_usage(self) -> str:
         """``usage: graphshard train [options]; see graphshard train --help`` (positionals named)."""
         fmt = self._get_formatter()
-        shown = [fmt._format_args(a, fmt._get_default_metavar_for_positional(a))
-                 for a in self._get_positional_actions() if a.help is not argparse.SUPPRESS]
+        shown = [
+            fmt._format_args(a, fmt._get_default_metavar_for_positional(a))
+            for a in self._get_positional_actions()
+            if a.help is not argparse.SUPPRESS
+        ]
         return f"usage: {' '.join([self.prog, '[options]', *shown])}; see {self.prog} --help"
 
     def error(self, message: str) -> NoReturn:
@@ -60,7 +70,7 @@ class Parser(argparse.ArgumentParser):
 
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
         given = list(sys.argv[1:] if args is None else args)
-        self._given = given[:given.index("--")] if "--" in given else given
+        self._given = given[: given.index("--")] if "--" in given else given
         namespace, extras = super().parse_known_args(given, namespace)
         if extras:  # what none of this parser's flags took (a sub-command, a Parser too, has reported its own)
             self.error(self._unknown(extras))
@@ -71,16 +81,22 @@ class Parser(argparse.ArgumentParser):
         if not arg.startswith("-") or len(arg) < 2 or self._negative_number_matcher.match(arg):
             return False
         name = arg.split("=", 1)[0]
-        return name not in self._option_string_actions and \
-            not (name.startswith("--") and sum(s.startswith(name) for s in self._option_string_actions) == 1)
+        return name not in self._option_string_actions and not (
+            name.startswith("--") and sum(s.startswith(name) for s in self._option_string_actions) == 1
+        )
 
     def _unknown(self, extras: list[str]) -> str:
         """``unknown flag --epohcs (did you mean --epochs?)``; ``unexpected argument x`` without flags."""
         flags = [a for a in extras if a in getattr(self, "_given", extras) and self._is_unknown_flag(a)]
         if not flags:
             return f"unexpected argument{'s' if len(extras) > 1 else ''} {' '.join(extras)}"
-        known = {s.lstrip("-"): s for a in self._actions if a.help is not argparse.SUPPRESS
-                 for s in a.option_strings if s not in HIDDEN_ALIASES}
+        known = {
+            s.lstrip("-"): s
+            for a in self._actions
+            if a.help is not argparse.SUPPRESS
+            for s in a.option_strings
+            if s not in HIDDEN_ALIASES
+        }
         said = []
         for flag in flags:
             name = flag.split("=", 1)[0]
@@ -104,8 +120,13 @@ def command(sub: Any, name: str, help_text: str, description: str | None = None)
     p = sub.add_parser(name, help=help_text, description=description or help_text, formatter_class=HelpFormatter)
     # a value such as ``-1,-1`` (every neighbour on both layers) is a value, not an unknown flag
     p._negative_number_matcher = re.compile(r"^-\d+(,-?\d+)*$|^-\d*\.\d+$")
-    p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
-                   help="log each phase (time, peak memory), on every rank")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="log each phase (time, peak memory), on every rank",
+    )
     return p
 
 
@@ -155,10 +176,13 @@ def seed_flag(p: argparse.ArgumentParser) -> None:
 
 
 def overwrite_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--overwrite", action="store_true",
-                   help="write into an output directory graphshard did not create (or that holds another graph's "
-                        "or another kind of output): what graphshard writes replaces entries of the same name, "
-                        "other files are kept; without it such a directory is refused")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write into an output directory graphshard did not create (or that holds another graph's "
+        "or another kind of output): what graphshard writes replaces entries of the same name, "
+        "other files are kept; without it such a directory is refused",
+    )
 
 
 def out_flag(p: argparse.ArgumentParser, help_text: str, required: bool = True, default: str | None = None) -> None:
@@ -176,9 +200,12 @@ def method_flag(p: argparse.ArgumentParser, help_text: str = "how nodes are assi
 
 
 def balance_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--balance-ntypes", metavar="train|FILE.npy",
-                   help="'train': balance every node type and its training nodes; or a .npy of one integer "
-                        "class per node (node types in order); metis and random")
+    p.add_argument(
+        "--balance-ntypes",
+        metavar="train|FILE.npy",
+        help="'train': balance every node type and its training nodes; or a .npy of one integer "
+        "class per node (node types in order); metis and random",
+    )
     p.add_argument("--balance-edges", action="store_true", help="balance in-degree across partitions too (metis)")
     p.add_argument("--objtype", default="cut", choices=["cut", "vol"], help="METIS objective")
 
@@ -190,6 +217,10 @@ def cluster_flags(p: argparse.ArgumentParser, num_procs_help: str | None, requir
         p.add_argument("--num-procs", type=positive_int, required=required, help=num_procs_help)
     p.add_argument("--host", default="127.0.0.1", help=HOST_HELP)
     p.add_argument("--timeout", type=positive_float, default=300.0, help="seconds any distributed wait may take")
-    p.add_argument("--heartbeat-timeout", type=non_negative_float, default=DEFAULT_LOST_AFTER,
-                   help="seconds without a heartbeat after which a rank (its link, process or host) is lost and the "
-                        "run stops, naming it (0: off)")
+    p.add_argument(
+        "--heartbeat-timeout",
+        type=non_negative_float,
+        default=DEFAULT_LOST_AFTER,
+        help="seconds without a heartbeat after which a rank (its link, process or host) is lost and the "
+        "run stops, naming it (0: off)",
+    )

@@ -17,25 +17,46 @@ def run_generate(args: argparse.Namespace) -> None:
     if args.kind == "rmat" and args.chunked:
         from ..datasets.rmat_chunked import write_rmat_chunked
 
-        meta = write_rmat_chunked(args.out, args.scale, args.edge_factor, args.feat_dim, args.num_chunks, args.seed,
-                                  args.num_classes, overwrite=args.overwrite)
-        print(f"generated rmat (chunked, {args.num_chunks} chunks): {sum(meta.num_nodes.values()):,} nodes, "
-              f"{sum(meta.num_edges.values()):,} edges in {time.perf_counter() - start:.1f} s -> {meta.path}")
+        meta = write_rmat_chunked(
+            args.out,
+            args.scale,
+            args.edge_factor,
+            args.feat_dim,
+            args.num_chunks,
+            args.seed,
+            args.num_classes,
+            overwrite=args.overwrite,
+        )
+        print(
+            f"generated rmat (chunked, {args.num_chunks} chunks): {sum(meta.num_nodes.values()):,} nodes, "
+            f"{sum(meta.num_edges.values()):,} edges in {time.perf_counter() - start:.1f} s -> {meta.path}"
+        )
         return
     name = f"rmat{args.scale}" if args.kind == "rmat" else args.kind  # what the generator names its graph
     check_output_dir(args.out, "dataset", args.overwrite, graph=name)  # refuse before generating
     if args.kind == "rmat":
-        ds = rmat_graph(args.scale, args.edge_factor, args.feat_dim, args.seed,
-                        num_classes=args.num_classes)
+        ds = rmat_graph(args.scale, args.edge_factor, args.feat_dim, args.seed, num_classes=args.num_classes)
     elif args.kind == "community":
-        ds = community_graph(args.nodes, args.classes, args.avg_degree, args.intra, args.feat_dim, args.noise, args.seed)
+        ds = community_graph(
+            args.nodes, args.classes, args.avg_degree, args.intra, args.feat_dim, args.noise, args.seed
+        )
     else:
-        ds = hetero_graph(args.papers, args.authors, args.institutions, args.fields, args.classes, args.feat_dim,
-                          args.noise, args.seed)
+        ds = hetero_graph(
+            args.papers,
+            args.authors,
+            args.institutions,
+            args.fields,
+            args.classes,
+            args.feat_dim,
+            args.noise,
+            args.seed,
+        )
     recorded = {k: v for k, v in vars(args).items() if k not in ("func", "parser", "required_flags")}
     out = save_dataset(ds, args.out, {"generator": recorded}, overwrite=args.overwrite)
-    print(f"generated {args.kind}: {ds.graph.total_nodes:,} nodes, {ds.graph.total_edges:,} edges "
-          f"in {time.perf_counter() - start:.1f} s -> {out}")
+    print(
+        f"generated {args.kind}: {ds.graph.total_nodes:,} nodes, {ds.graph.total_edges:,} edges "
+        f"in {time.perf_counter() - start:.1f} s -> {out}"
+    )
 
 
 def run_chunk(args: argparse.Namespace) -> None:
@@ -44,8 +65,9 @@ def run_chunk(args: argparse.Namespace) -> None:
 
     ds = load_dataset(args.dataset)
     name = args.graph_name or "".join(c if c.isalnum() else "_" for c in ds.name)
-    meta = chunk_graph(ds.graph, args.out, args.num_chunks, args.format, name, args.feat_num_chunks,
-                       overwrite=args.overwrite)
+    meta = chunk_graph(
+        ds.graph, args.out, args.num_chunks, args.format, name, args.feat_num_chunks, overwrite=args.overwrite
+    )
     print(f"wrote chunked graph {name!r} ({args.format}, {args.num_chunks} chunks) -> {meta.path}")
 
 
@@ -55,11 +77,20 @@ def _generators(gen: argparse.ArgumentParser) -> None:
     r.add_argument("--scale", type=positive_int, required=True, help="2**SCALE nodes")
     r.add_argument("--edge-factor", type=positive_int, default=16, help="sampled edges per node")
     r.add_argument("--feat-dim", type=int, default=0, help="node feature dimension (0: none)")
-    r.add_argument("--chunked", action="store_true", help="write the chunked format directly, chunk by chunk, in "
-                   "memory that does not grow with the edges (sampled edges in both directions, duplicates kept)")
+    r.add_argument(
+        "--chunked",
+        action="store_true",
+        help="write the chunked format directly, chunk by chunk, in "
+        "memory that does not grow with the edges (sampled edges in both directions, duplicates kept)",
+    )
     r.add_argument("--num-chunks", type=positive_int, default=8, help="--chunked: edge and node-data chunks")
-    r.add_argument("--num-classes", type=int, default=0, help="add label (argmax of the first NUM feature columns, "
-                   "so --feat-dim >= NUM) and random train/val/test masks (10/5/5 %%): what train needs (0: none)")
+    r.add_argument(
+        "--num-classes",
+        type=int,
+        default=0,
+        help="add label (argmax of the first NUM feature columns, "
+        "so --feat-dim >= NUM) and random train/val/test masks (10/5/5 %%): what train needs (0: none)",
+    )
     c = command(gsub, "community", "planted-community graph with label signal in structure and features")
     c.add_argument("--nodes", type=positive_int, default=20000, help="number of nodes")
     c.add_argument("--classes", type=positive_int, default=8, help="number of communities (label classes)")
@@ -68,9 +99,14 @@ def _generators(gen: argparse.ArgumentParser) -> None:
     c.add_argument("--feat-dim", type=positive_int, default=32, help="node feature dimension")
     c.add_argument("--noise", type=float, default=2.0, help="feature noise (higher = harder from features)")
     h = command(gsub, "hetero", "MAG-like heterogeneous graph (paper/author/institution/field)")
-    for flag, default, text in (("--papers", 20000, "paper nodes"), ("--authors", 8000, "author nodes"),
-                                ("--institutions", 200, "institution nodes"), ("--fields", 50, "field nodes"),
-                                ("--classes", 8, "paper classes"), ("--feat-dim", 32, "paper feature dimension")):
+    for flag, default, text in (
+        ("--papers", 20000, "paper nodes"),
+        ("--authors", 8000, "author nodes"),
+        ("--institutions", 200, "institution nodes"),
+        ("--fields", 50, "field nodes"),
+        ("--classes", 8, "paper classes"),
+        ("--feat-dim", 32, "paper feature dimension"),
+    ):
         h.add_argument(flag, type=positive_int, default=default, help=text)
     h.add_argument("--noise", type=float, default=2.0, help="feature noise (higher = harder from features)")
     for g in (r, c, h):
@@ -81,8 +117,9 @@ def _generators(gen: argparse.ArgumentParser) -> None:
 
 
 def register(sub: Any) -> None:
-    gen = sub.add_parser("generate", help="write a synthetic dataset in the shared-data layout",
-                         formatter_class=HelpFormatter)
+    gen = sub.add_parser(
+        "generate", help="write a synthetic dataset in the shared-data layout", formatter_class=HelpFormatter
+    )
     _generators(gen)
 
     ch = command(sub, "chunk", "write a dataset in the chunked graph format (input of assign and dispatch)")

@@ -13,8 +13,17 @@ def run_embed(args: argparse.Namespace) -> None:
     from ..train import embed
 
     start = time.perf_counter()
-    embed(args.part_config, args.checkpoint, args.out, args.num_procs, args.host, args.timeout, args.embedding_layer,
-          args.heartbeat_timeout, args.verify)
+    embed(
+        args.part_config,
+        args.checkpoint,
+        args.out,
+        args.num_procs,
+        args.host,
+        args.timeout,
+        args.embedding_layer,
+        args.heartbeat_timeout,
+        args.verify,
+    )
     print(f"wrote every node's output in {time.perf_counter() - start:.1f} s -> {args.out}")
 
 
@@ -24,18 +33,33 @@ def interrupted_line(args: argparse.Namespace) -> str:
 
 
 def register(sub: Any) -> None:
-    p = command(sub, "embed", "write every node's output from a training checkpoint (layer-wise, exact)",
-                "Rebuild the model a 'graphshard train --checkpoint DIR' run trained (from the options the "
-                "checkpoint records), restore its weights and learnt inputs, and write every node's output in "
-                "original ID order: a .npy file, or for a heterogeneous graph a directory of <node type>.npy. "
-                "Runs on as many ranks as the training run had.")
+    p = command(
+        sub,
+        "embed",
+        "write every node's output from a training checkpoint (layer-wise, exact)",
+        "Rebuild the model a 'graphshard train --checkpoint DIR' run trained (from the options the "
+        "checkpoint records), restore its weights and learnt inputs, and write every node's output in "
+        "original ID order: a .npy file, or for a heterogeneous graph a directory of <node type>.npy. "
+        "Runs on as many ranks as the training run had.",
+    )
     p.add_argument("--part-config", required=True, help="partition config JSON the run trained on")
-    p.add_argument("--checkpoint", required=True, help="the run's --checkpoint directory (its last epoch), or "
-                   "DIR/best (the best validation epoch)")
-    p.add_argument("--embedding-layer", default="output", choices=["output", "hidden"],
-                   help="the model's output, or the hidden layer the last layer reads")
-    p.add_argument("--verify", action=argparse.BooleanOptionalAction, default=True,
-                   help="check the partition files each rank serves against the config's sha256 checksums first")
+    p.add_argument(
+        "--checkpoint",
+        required=True,
+        help="the run's --checkpoint directory (its last epoch), or DIR/best (the best validation epoch)",
+    )
+    p.add_argument(
+        "--embedding-layer",
+        default="output",
+        choices=["output", "hidden"],
+        help="the model's output, or the hidden layer the last layer reads",
+    )
+    p.add_argument(
+        "--verify",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="check the partition files each rank serves against the config's sha256 checksums first",
+    )
     out_flag(p, "output .npy file (homogeneous) or directory (heterogeneous)")
     cluster_flags(p, "start this many local ranks: the training run's rank count (omit under torchrun)")
     p.set_defaults(func=run_embed, interrupted=interrupted_line)

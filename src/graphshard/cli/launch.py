@@ -20,10 +20,14 @@ def run_launch(args: argparse.Namespace) -> None:
 
 
 def register(sub: Any) -> None:
-    lch = command(sub, "launch", "run a script on N local ranks (torchrun-style environment, no set-up)",
-                  "Run SCRIPT in --num-procs processes on this machine. Each sees RANK, WORLD_SIZE, LOCAL_RANK, "
-                  "MASTER_ADDR and MASTER_PORT as under torchrun; the rendezvous store binds to --host on a free "
-                  "port. If a rank fails the others are stopped and the error names the rank at fault.")
+    lch = command(
+        sub,
+        "launch",
+        "run a script on N local ranks (torchrun-style environment, no set-up)",
+        "Run SCRIPT in --num-procs processes on this machine. Each sees RANK, WORLD_SIZE, LOCAL_RANK, "
+        "MASTER_ADDR and MASTER_PORT as under torchrun; the rendezvous store binds to --host on a free "
+        "port. If a rank fails the others are stopped and the error names the rank at fault.",
+    )
     cluster_flags(lch, "number of ranks", required=True)
     lch.add_argument("script", help="Python file to run on every rank")
     lch.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")

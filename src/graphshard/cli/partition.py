@@ -11,8 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .common import (balance_flags, command, dataset_flag, method_flag, out_flag, overwrite_flag, positive_int,
-                     seed_flag)
+from .common import balance_flags, command, dataset_flag, method_flag, out_flag, overwrite_flag, positive_int, seed_flag
 
 
 def dataset_balance(ds: Any, spec: str | None) -> np.ndarray | None:
@@ -35,11 +34,23 @@ def run_partition(args: argparse.Namespace) -> None:
     ds = load_dataset(args.dataset)
     name = args.graph_name or "".join(c if c.isalnum() else "_" for c in ds.name)
     start = time.perf_counter()
-    partition_graph(ds.graph, name, args.num_parts, args.out, num_hops=args.num_hops, part_method=args.method,
-                    balance_ntypes=dataset_balance(ds, args.balance_ntypes), balance_edges=args.balance_edges,
-                    num_trainers_per_machine=args.trainers_per_machine, objtype=args.objtype, seed=args.seed,
-                    save_orig_ids=args.save_orig_ids, overwrite=args.overwrite,
-                    num_classes=_declared_classes(ds.num_classes, args.dataset), memory=budget)
+    partition_graph(
+        ds.graph,
+        name,
+        args.num_parts,
+        args.out,
+        num_hops=args.num_hops,
+        part_method=args.method,
+        balance_ntypes=dataset_balance(ds, args.balance_ntypes),
+        balance_edges=args.balance_edges,
+        num_trainers_per_machine=args.trainers_per_machine,
+        objtype=args.objtype,
+        seed=args.seed,
+        save_orig_ids=args.save_orig_ids,
+        overwrite=args.overwrite,
+        num_classes=_declared_classes(ds.num_classes, args.dataset),
+        memory=budget,
+    )
     print(f"partitioned in {time.perf_counter() - start:.1f} s -> {Path(args.out) / (name + '.json')}")
     print(format_stats(partitioning_stats(Path(args.out) / f"{name}.json")))
 
@@ -71,12 +82,20 @@ def register(sub: Any) -> None:
     method_flag(part)
     part.add_argument("--num-hops", type=positive_int, default=1, help="HALO depth")
     balance_flags(part)
-    part.add_argument("--trainers-per-machine", type=positive_int, default=1,
-                      help="split each partition's nodes among this many trainers (stored as <ntype>/trainer_id)")
+    part.add_argument(
+        "--trainers-per-machine",
+        type=positive_int,
+        default=1,
+        help="split each partition's nodes among this many trainers (stored as <ntype>/trainer_id)",
+    )
     seed_flag(part)
     part.add_argument("--save-orig-ids", action="store_true", help="also write orig_nids/orig_eids files")
-    part.add_argument("--memory", metavar="SIZE", help="memory this step may use, e.g. 16G (default: the machine's); "
-                      "a method predicted to need more is refused before the dataset is read (see 'graphshard plan')")
+    part.add_argument(
+        "--memory",
+        metavar="SIZE",
+        help="memory this step may use, e.g. 16G (default: the machine's); "
+        "a method predicted to need more is refused before the dataset is read (see 'graphshard plan')",
+    )
     overwrite_flag(part)
     part.set_defaults(func=run_partition)
 
@@ -84,6 +103,9 @@ def register(sub: Any) -> None:
     ins.add_argument("config", help="partition config NAME.json (from partition or dispatch)")
     ins.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ins.add_argument("--verify", action="store_true", help="check every file's sha256 first")
-    ins.add_argument("--plot", metavar="FILE.png",
-                     help="also draw the partitions: inner/HALO sizes, the cut matrix, degrees of cut vs kept edges")
+    ins.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help="also draw the partitions: inner/HALO sizes, the cut matrix, degrees of cut vs kept edges",
+    )
     ins.set_defaults(func=run_inspect)

@@ -16,9 +16,13 @@ def run_plot(args: argparse.Namespace) -> None:
 
 
 def register(sub: Any) -> None:
-    p = command(sub, "plot", "draw a training run's metrics: loss and validation per epoch, time split per epoch",
-                "Draw the metrics JSON written by 'graphshard train --metrics-out' into a PNG (needs matplotlib: "
-                "pip install graphshard[plot]).")
+    p = command(
+        sub,
+        "plot",
+        "draw a training run's metrics: loss and validation per epoch, time split per epoch",
+        "Draw the metrics JSON written by 'graphshard train --metrics-out' into a PNG (needs matplotlib: "
+        "pip install graphshard[plot]).",
+    )
     p.add_argument("metrics", help="metrics JSON from 'graphshard train --metrics-out'")
     out_flag(p, "PNG file to write")
     p.set_defaults(func=run_plot)

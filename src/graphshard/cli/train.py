@@ -33,6 +33,7 @@ def _flag_type(spec: Any) -> Any:
             return coerce(spec, text)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
+
     return parse
 
 
@@ -49,8 +50,16 @@ def option_flags(p: argparse.ArgumentParser, names: list[str], defaults: dict[st
             p.add_argument(*flags, dest=name, action=_GivenBool, default=values[name], help=spec.help)
             continue
         metavar = spec.metavar or ("{" + ",".join(spec.choices) + "}" if spec.choices else None)
-        p.add_argument(*flags, dest=name, action=_Given, type=_flag_type(spec), default=values[name],
-                       choices=spec.choices, metavar=metavar, help=spec.help)
+        p.add_argument(
+            *flags,
+            dest=name,
+            action=_Given,
+            type=_flag_type(spec),
+            default=values[name],
+            choices=spec.choices,
+            metavar=metavar,
+            help=spec.help,
+        )
 
 
 def options(args: argparse.Namespace, **fixed: Any) -> Any:
@@ -74,8 +83,17 @@ def print_metrics(m: dict, epochs: bool = False) -> None:
     link = m.get("task") == "link"
     for e in m["epochs"] if epochs else []:
         print(epoch_line(e))
-    keys = ("wall_s", "wait_s", "sample_s", "fetch_s", "compute_s", "comm_s", "fetch_bytes", "cache_hits",
-            "cache_misses")
+    keys = (
+        "wall_s",
+        "wait_s",
+        "sample_s",
+        "fetch_s",
+        "compute_s",
+        "comm_s",
+        "fetch_bytes",
+        "cache_hits",
+        "cache_misses",
+    )
     first = m.get("start_epoch", 0)  # > 0: resumed; the epochs before came from the checkpoint
     ran = [e for e in m["epochs"] if e["epoch"] >= first]  # this run's: what its time account covers
     total = {k: sum(e.get(k, 0) for e in ran) for k in keys}
@@ -83,8 +101,10 @@ def print_metrics(m: dict, epochs: bool = False) -> None:
     where = f"on {m['world_size']} processes x {m['num_parts']} partitions"
     at = f"epoch {m['best_epoch']} (best validation)" if "best_epoch" in m else "the last epoch"
     if link:
-        print(f"test MRR {m['test_mrr']:.4f} (random scores: {m['random_mrr']:.4f}), AUC {m['test_auc']:.4f}"
-              f"{hits_text(m, 'test_')} at {at}, {where}")
+        print(
+            f"test MRR {m['test_mrr']:.4f} (random scores: {m['random_mrr']:.4f}), AUC {m['test_auc']:.4f}"
+            f"{hits_text(m, 'test_')} at {at}, {where}"
+        )
     else:
         print(f"test accuracy {m['test_acc']:.4f} (val {m['val_acc']:.4f}) at {at}, {where}")
     if "last_epoch" in m:
@@ -97,16 +117,22 @@ def print_metrics(m: dict, epochs: bool = False) -> None:
     cache = ""
     if "cache_rows" in m:
         asked = total["cache_hits"] + total["cache_misses"]
-        cache = (f"; feature cache {m['cache_rows']:,} rows ({m['cache_bytes'] / 1e6:.1f} MB, built in "
-                 f"{m['cache_build_s']:.1f} s) served {total['cache_hits'] / max(1, asked):.0%} of remote rows")
+        cache = (
+            f"; feature cache {m['cache_rows']:,} rows ({m['cache_bytes'] / 1e6:.1f} MB, built in "
+            f"{m['cache_build_s']:.1f} s) served {total['cache_hits'] / max(1, asked):.0%} of remote rows"
+        )
     if any(e.get("background") for e in ran):
-        batches = (f"waiting for batches {total['wait_s']:.1f} (built in the background: sampling "
-                   f"{total['sample_s']:.1f} + feature fetch {total['fetch_s']:.1f})")
+        batches = (
+            f"waiting for batches {total['wait_s']:.1f} (built in the background: sampling "
+            f"{total['sample_s']:.1f} + feature fetch {total['fetch_s']:.1f})"
+        )
     else:
         batches = f"sampling {total['sample_s']:.1f} + feature fetch {total['fetch_s']:.1f}"
-    print(f"{_trained(ran, first)} {total['wall_s']:.1f} s = {batches} + compute {total['compute_s']:.1f} + "
-          f"gradient sync {total['comm_s']:.1f} + other {other:.1f}; {total['fetch_bytes'] / 1e6:.1f} MB of features "
-          f"fetched from other ranks{cache}")
+    print(
+        f"{_trained(ran, first)} {total['wall_s']:.1f} s = {batches} + compute {total['compute_s']:.1f} + "
+        f"gradient sync {total['comm_s']:.1f} + other {other:.1f}; {total['fetch_bytes'] / 1e6:.1f} MB of features "
+        f"fetched from other ranks{cache}"
+    )
 
 
 def _trained(ran: list[dict], first: int) -> str:
@@ -133,8 +159,15 @@ def run_train(args: argparse.Namespace) -> None:
         raise InputError("give exactly one of --part-config or --dataset (on the command line or in --config)")
     from ..memory import parse_size
 
-    m = train(opts, launch.num_procs, launch.dataset, launch.work_dir, launch.method, launch.host,
-              memory=parse_size(launch.memory) if launch.memory else 0)
+    m = train(
+        opts,
+        launch.num_procs,
+        launch.dataset,
+        launch.work_dir,
+        launch.method,
+        launch.host,
+        memory=parse_size(launch.memory) if launch.memory else 0,
+    )
     if int(os.environ.get("RANK", "0")) == 0:
         print_metrics(m)
 
@@ -145,8 +178,10 @@ def interrupted_line(args: argparse.Namespace) -> str:
 
     opts, launch = options(args)
     if not opts.checkpoint:
-        return ("interrupted; no checkpoint was kept (with --checkpoint DIR, running the same command again resumes "
-                "after the last finished epoch)")
+        return (
+            "interrupted; no checkpoint was kept (with --checkpoint DIR, running the same command again resumes "
+            "after the last finished epoch)"
+        )
     rank = 0 if launch.num_procs else int(os.environ.get("RANK", "0"))  # the ranks commit each epoch together
     state = read_state(Path(opts.checkpoint) / f"rank{rank}")
     if state is None:
@@ -165,11 +200,20 @@ def run_demo(args: argparse.Namespace) -> None:
     opts, _ = options(args, part_config=str(out / "demo.json"), print_epochs=True)  # checked before any work
     start = time.perf_counter()
     ds = community_graph(num_nodes=args.nodes, noise=args.noise, seed=args.seed)
-    print(f"generated a community graph: {ds.graph.total_nodes:,} nodes, {ds.graph.total_edges:,} edges, "
-          f"{ds.num_classes} classes ({time.perf_counter() - start:.1f} s)")
+    print(
+        f"generated a community graph: {ds.graph.total_nodes:,} nodes, {ds.graph.total_edges:,} edges, "
+        f"{ds.num_classes} classes ({time.perf_counter() - start:.1f} s)"
+    )
     start = time.perf_counter()
-    partition_graph(ds.graph, "demo", 2, out, part_method="metis", balance_ntypes=dataset_balance(ds, "train"),
-                    overwrite=args.overwrite)
+    partition_graph(
+        ds.graph,
+        "demo",
+        2,
+        out,
+        part_method="metis",
+        balance_ntypes=dataset_balance(ds, "train"),
+        overwrite=args.overwrite,
+    )
     print(f"partitioned into 2 parts with METIS ({time.perf_counter() - start:.1f} s) -> {out / 'demo.json'}")
     print(format_stats(partitioning_stats(out / "demo.json", verify=True)))
     print("training GraphSAGE on 2 local processes ...")
@@ -178,31 +222,49 @@ def run_demo(args: argparse.Namespace) -> None:
 
 
 def register(sub: Any) -> None:
-    from ..train.options import LaunchOptions, TrainOptions
     from ..train.fields import specs
+    from ..train.options import LaunchOptions, TrainOptions
 
-    tr = command(sub, "train", "train a GNN on a partitioned graph (or a dataset, partitioned first)",
-                 "Train a GNN with DDP across processes: node classification or link prediction, homogeneous or "
-                 "heterogeneous graphs. With --num-procs N, start N local ranks (one partition each); without it, "
-                 "run as one rank of a torchrun job. With --dataset and --task link, validation/test edges are held "
-                 "out before partitioning. Every option can also come from a config file (--config run.yaml, the "
-                 "long flag names as keys); flags given override it. Options and the data's names are checked "
-                 "before any process starts.")
-    tr.add_argument("--config", metavar="FILE", help="YAML (.yaml/.yml) or JSON file of options (keys: the long flag "
-                    "names, - or _); flags given on the command line override it")
-    tr.add_argument("--print-config", action="store_true",
-                    help="print the full configuration (defaults, --config, flags) as YAML and exit without training")
+    tr = command(
+        sub,
+        "train",
+        "train a GNN on a partitioned graph (or a dataset, partitioned first)",
+        "Train a GNN with DDP across processes: node classification or link prediction, homogeneous or "
+        "heterogeneous graphs. With --num-procs N, start N local ranks (one partition each); without it, "
+        "run as one rank of a torchrun job. With --dataset and --task link, validation/test edges are held "
+        "out before partitioning. Every option can also come from a config file (--config run.yaml, the "
+        "long flag names as keys); flags given override it. Options and the data's names are checked "
+        "before any process starts.",
+    )
+    tr.add_argument(
+        "--config",
+        metavar="FILE",
+        help="YAML (.yaml/.yml) or JSON file of options (keys: the long flag "
+        "names, - or _); flags given on the command line override it",
+    )
+    tr.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the full configuration (defaults, --config, flags) as YAML and exit without training",
+    )
     option_flags(tr, [n for n, s in (specs(LaunchOptions) | specs(TrainOptions)).items() if s.cli])
     tr.set_defaults(func=run_train, interrupted=interrupted_line)
 
     demo = command(sub, "demo", "the main job: generate, partition (METIS, 2 parts), train on 2 processes")
     demo.add_argument("--out", default="out/demo", help="output directory")
     demo.add_argument("--nodes", type=positive_int, default=20000, help="nodes of the generated graph")
-    demo.add_argument("--noise", type=float, default=8.0,
-                      help="feature noise of the generated graph (higher: features say less, structure more)")
+    demo.add_argument(
+        "--noise",
+        type=float,
+        default=8.0,
+        help="feature noise of the generated graph (higher: features say less, structure more)",
+    )
     overwrite_flag(demo)
-    option_flags(demo, ["host"] + [n for n, s in specs(TrainOptions).items() if s.cli and n not in _NOT_DEMO],
-                 defaults={"epochs": 5})
+    option_flags(
+        demo,
+        ["host"] + [n for n, s in specs(TrainOptions).items() if s.cli and n not in _NOT_DEMO],
+        defaults={"epochs": 5},
+    )
     demo.set_defaults(func=run_demo)
 
 

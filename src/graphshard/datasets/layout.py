@@ -44,13 +44,20 @@ def _features(d: Path, fmt: str, files: list[str], shape: list[int] | None, n: i
     """The features of ``n`` nodes as ``meta.json`` describes them (``fmt``, ``files``, ``shape``)."""
     if fmt == "none":
         return None
-    if not isinstance(files, list) or not all(isinstance(f, str) for f in files) or len(files) != (3 if fmt == "csr" else 1):
-        raise InputError(f"{d}/meta.json: feat_files must list {'3 files' if fmt == 'csr' else 'one file'}, got {files!r}")
+    if (
+        not isinstance(files, list)
+        or not all(isinstance(f, str) for f in files)
+        or len(files) != (3 if fmt == "csr" else 1)
+    ):
+        raise InputError(
+            f"{d}/meta.json: feat_files must list {'3 files' if fmt == 'csr' else 'one file'}, got {files!r}"
+        )
     if fmt == "dense":
         x = np.asarray(_load(d / files[0]))
         if x.ndim < 1 or x.shape[0] != n or not (np.issubdtype(x.dtype, np.number) or x.dtype == bool):
-            raise InputError(f"{d / files[0]}: features must be numbers with one row per node ({n}), got "
-                             f"{x.dtype} {x.shape}")
+            raise InputError(
+                f"{d / files[0]}: features must be numbers with one row per node ({n}), got {x.dtype} {x.shape}"
+            )
         return x
     if fmt == "csr":
         indptr, indices, data = (np.asarray(_load(d / f)) for f in files)
@@ -64,14 +71,17 @@ def _features(d: Path, fmt: str, files: list[str], shape: list[int] | None, n: i
     raise InputError(f"{d}/meta.json: unknown feature format {fmt!r} (expected dense, csr or none)")
 
 
-def _check_csr(d: Path, files: list[str], indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
-               rows: int, cols: int) -> None:
+def _check_csr(
+    d: Path, files: list[str], indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, rows: int, cols: int
+) -> None:
     """A CSR matrix of ``rows`` x ``cols``: integer ``indptr`` from 0 to ``len(indices)``, never decreasing;
     integer column indices in ``[0, cols)``; one value per index. Errors name the file and position."""
     p_file, i_file, _ = (d / f for f in files)
     if indptr.shape != (rows + 1,) or indices.ndim != 1 or indices.shape != data.shape[:1]:
-        raise InputError(f"{d}: CSR feature files {files} do not describe a {rows} x {cols} matrix "
-                         f"(indptr {indptr.shape}, indices {indices.shape}, data {data.shape})")
+        raise InputError(
+            f"{d}: CSR feature files {files} do not describe a {rows} x {cols} matrix "
+            f"(indptr {indptr.shape}, indices {indices.shape}, data {data.shape})"
+        )
     for f, arr in ((p_file, indptr), (i_file, indices)):
         if arr.size and not np.issubdtype(arr.dtype, np.integer):
             raise InputError(f"{f}: must hold integers, got {arr.dtype}")
@@ -102,7 +112,9 @@ def _labels(path: Path, n: int) -> np.ndarray:
     """The labels in ``path``: one integer per node (``n``), or an :class:`InputError` naming the file."""
     labels = np.asarray(_load(path))
     if labels.shape != (n,) or not (np.issubdtype(labels.dtype, np.integer) or labels.size == 0):
-        raise InputError(f"{path}: labels must be one integer per node, shape ({n},), got {labels.dtype} {labels.shape}")
+        raise InputError(
+            f"{path}: labels must be one integer per node, shape ({n},), got {labels.dtype} {labels.shape}"
+        )
     return labels
 
 
@@ -136,8 +148,10 @@ def load_dataset(path: str | os.PathLike) -> Dataset:
     if not meta_path.is_file():
         if is_ogb_dir(d):
             return load_ogb(d)
-        raise InputError(f"{meta_path}: missing (not a dataset directory: no meta.json, nor a chunked graph's "
-                         "metadata.json, nor OGB's raw layout)")
+        raise InputError(
+            f"{meta_path}: missing (not a dataset directory: no meta.json, nor a chunked graph's "
+            "metadata.json, nor OGB's raw layout)"
+        )
     meta = read_json_object(meta_path)
     try:
         if meta.get("kind", "homogeneous") == "heterogeneous":
@@ -158,8 +172,10 @@ def _load_homo(d: Path, meta: dict[str, Any]) -> Dataset:
     feats.update(_split_masks(d, "", n))
     src, dst = (_node_ids(d / f, np.asarray(_load(d / f)), n, "node ID") for f in ("src.npy", "dst.npy"))
     if src.shape != dst.shape:
-        raise InputError(f"{d / 'src.npy'} holds {src.shape[0]} node IDs but {d / 'dst.npy'} holds {dst.shape[0]}: "
-                         "one per edge in each")
+        raise InputError(
+            f"{d / 'src.npy'} holds {src.shape[0]} node IDs but {d / 'dst.npy'} holds {dst.shape[0]}: "
+            "one per edge in each"
+        )
     g = Graph({DEFAULT_NTYPE: n}, {DEFAULT_ETYPE: (src, dst)}, {DEFAULT_NTYPE: feats} if feats else {})
     return Dataset(meta.get("name", d.name), g, meta.get("num_classes"))
 
@@ -178,8 +194,9 @@ def _load_hetero(d: Path, meta: dict[str, Any]) -> Dataset:
             raise InputError(f"{d}/edges: edge file of {et_text!r} must have shape (2, E), got {arr.shape}")
         if et[0] not in num_nodes or et[2] not in num_nodes:
             raise InputError(f"{d}/meta.json: edge type {et_text!r} names a node type not in node_types")
-        edges[et] = tuple(_node_ids(path, arr[row], num_nodes[t], f"row {row}: {t!r} node ID")
-                          for row, t in ((0, et[0]), (1, et[2])))
+        edges[et] = tuple(
+            _node_ids(path, arr[row], num_nodes[t], f"row {row}: {t!r} node ID") for row, t in ((0, et[0]), (1, et[2]))
+        )
     target = meta.get("target_node_type")
     node_feats: dict[str, dict[str, np.ndarray]] = {}
     for t in num_nodes:
@@ -195,11 +212,14 @@ def _load_hetero(d: Path, meta: dict[str, Any]) -> Dataset:
             feats.update(_split_masks(d, f"{t}_", num_nodes[t]))
         if feats:
             node_feats[t] = feats
-    return Dataset(meta.get("name", d.name), Graph(num_nodes, edges, node_feats), meta.get("num_classes"), target or DEFAULT_NTYPE)
+    return Dataset(
+        meta.get("name", d.name), Graph(num_nodes, edges, node_feats), meta.get("num_classes"), target or DEFAULT_NTYPE
+    )
 
 
-def save_dataset(ds: Dataset, path: str | os.PathLike, extra_meta: dict[str, Any] | None = None,
-                 overwrite: bool = False) -> Path:
+def save_dataset(
+    ds: Dataset, path: str | os.PathLike, extra_meta: dict[str, Any] | None = None, overwrite: bool = False
+) -> Path:
     """Write ``ds`` in the shared layout (dense features): staged inside ``path``, then published (meta.json last).
 
     ``path`` must be new, empty or graphshard's earlier dataset output of the same graph (``ds.name``)
@@ -253,9 +273,16 @@ def _save_homo(g: Graph, d: Path) -> dict[str, Any]:
     _save_npy(d, "src.npy", src)
     _save_npy(d, "dst.npy", dst)
     info = _save_arrays(d, "", g.node_feats.get(DEFAULT_NTYPE, {}))
-    return {"kind": "homogeneous", "num_nodes": g.num_nodes[DEFAULT_NTYPE], "num_edges": int(len(src)),
-            "directed": False, "feat_format": info["format"], "feat_files": info["files"],
-            "feat_shape": info.get("shape"), "feat_dim": info.get("shape", [0, None])[1]}
+    return {
+        "kind": "homogeneous",
+        "num_nodes": g.num_nodes[DEFAULT_NTYPE],
+        "num_edges": int(len(src)),
+        "directed": False,
+        "feat_format": info["format"],
+        "feat_files": info["files"],
+        "feat_shape": info.get("shape"),
+        "feat_dim": info.get("shape", [0, None])[1],
+    }
 
 
 def _save_hetero(g: Graph, d: Path, target: str) -> dict[str, Any]:
@@ -268,7 +295,13 @@ def _save_hetero(g: Graph, d: Path, target: str) -> dict[str, Any]:
         features[t] = _save_arrays(d, f"{t}_", feats)
         if "label" in feats:
             labels[t] = f"{t}_label.npy"
-    return {"kind": "heterogeneous", "node_types": g.ntypes, "num_nodes": g.num_nodes,
-            "edge_types": [etype_str(et) for et in g.canonical_etypes],
-            "num_edges": {etype_str(et): g.num_edges(et) for et in g.canonical_etypes},
-            "target_node_type": target, "label_files": labels, "features": features}
+    return {
+        "kind": "heterogeneous",
+        "node_types": g.ntypes,
+        "num_nodes": g.num_nodes,
+        "edge_types": [etype_str(et) for et in g.canonical_etypes],
+        "num_edges": {etype_str(et): g.num_edges(et) for et in g.canonical_etypes},
+        "target_node_type": target,
+        "label_files": labels,
+        "features": features,
+    }

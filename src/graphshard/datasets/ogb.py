@@ -37,9 +37,9 @@ import numpy as np
 
 from ..errors import InputError
 from ..format.inputs import require_dir
-from ..names import SUFFIX_ROOM, check_etype_names, check_path_name
 from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph
 from ..limits import check_count
+from ..names import SUFFIX_ROOM, check_etype_names, check_path_name
 from .dataset import Dataset
 
 SPLIT_FILES = {"train": "train_mask", "valid": "val_mask", "test": "test_mask"}
@@ -133,7 +133,7 @@ def _batches(path: Path, dtype: type, nullable: bool = False):
             while first and not first.strip():  # blank lines are not rows (pyarrow skips them too)
                 first = f.readline()
             if not first.endswith(b"\n") and not f.read(1):  # one line without its newline: pyarrow cannot
-                source = io.BytesIO(first + b"\n")         # tell its columns, so it is given the newline
+                source = io.BytesIO(first + b"\n")  # tell its columns, so it is given the newline
         first.decode("utf-8")
     except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
         raise InputError(f"{path}: not a readable CSV file ({exc})") from None
@@ -142,9 +142,11 @@ def _batches(path: Path, dtype: type, nullable: bool = False):
     width = first.count(b",") + 1
     arrow_type = pa.from_numpy_dtype(np.dtype(np.float64 if nullable else dtype))  # labels may be NaN
     try:
-        reader = csv.open_csv(source, read_options=csv.ReadOptions(autogenerate_column_names=True, block_size=1 << 20),
-                              convert_options=csv.ConvertOptions(column_types={f"f{j}": arrow_type
-                                                                               for j in range(width)}))
+        reader = csv.open_csv(
+            source,
+            read_options=csv.ReadOptions(autogenerate_column_names=True, block_size=1 << 20),
+            convert_options=csv.ConvertOptions(column_types={f"f{j}": arrow_type for j in range(width)}),
+        )
         yield from reader
     except (pa.ArrowException, OSError, EOFError, zlib.error) as exc:
         raise InputError(f"{path}: not a CSV file of numbers ({exc})") from None
@@ -165,7 +167,7 @@ def _matrix(path: Path, dtype: type, rows: int | None = None, nullable: bool = F
         if at + batch.num_rows > rows:
             raise InputError(f"{path}: more than {rows} rows, expected one per node")
         for j, c in enumerate(batch.columns):
-            out[at:at + batch.num_rows, j] = _numeric(c, path, dtype, nullable, at)
+            out[at : at + batch.num_rows, j] = _numeric(c, path, dtype, nullable, at)
         at += batch.num_rows
     if rows is None:
         return np.concatenate(pieces) if pieces else np.zeros((0, 0), dtype=dtype)
@@ -188,19 +190,23 @@ def _numeric(col, path: Path, dtype: type, nullable: bool = False, first_row: in
         values = col.to_numpy(zero_copy_only=False)
         big = np.flatnonzero(values > np.iinfo(np.int64).max)
         if big.size:
-            raise InputError(f"{path}: line {first_row + int(big[0]) + 1}: value {int(values[big[0]])} does not fit "
-                             "a 64-bit signed integer")
+            raise InputError(
+                f"{path}: line {first_row + int(big[0]) + 1}: value {int(values[big[0]])} does not fit "
+                "a 64-bit signed integer"
+            )
         return values.astype(dtype)
     if col.null_count or pa.types.is_floating(col.type) or pa.types.is_null(col.type):
         values = col.to_numpy(zero_copy_only=False).astype(np.float64)
         empty = np.isnan(values)
         if not nullable and empty.any():
-            raise InputError(f"{path}: line {first_row + int(np.argmax(empty)) + 1}: empty, NA or NaN where an "
-                             "integer is expected")
+            raise InputError(
+                f"{path}: line {first_row + int(np.argmax(empty)) + 1}: empty, NA or NaN where an integer is expected"
+            )
         bad = np.flatnonzero(~empty & ((values != np.round(values)) | (np.abs(values) >= 2.0**63)))
         if bad.size:
-            raise InputError(f"{path}: line {first_row + int(bad[0]) + 1}: value {values[bad[0]]} is not an "
-                             "integer of 64 bits")
+            raise InputError(
+                f"{path}: line {first_row + int(bad[0]) + 1}: value {values[bad[0]]} is not an integer of 64 bits"
+            )
         return np.where(empty, -1, values).astype(dtype)  # empty or NaN: unlabelled
     return col.to_numpy(zero_copy_only=False).astype(dtype, copy=False)
 

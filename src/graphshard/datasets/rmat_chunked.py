@@ -27,10 +27,18 @@ from .synthetic import GRAPH500, _rmat_edges
 SPLITS = ("train_mask", "val_mask", "test_mask")
 
 
-def write_rmat_chunked(out_dir: str | os.PathLike, scale: int, edge_factor: int = 16, feat_dim: int = 0,
-                       num_chunks: int = 8, seed: int = 0, num_classes: int = 0,
-                       fractions: tuple[float, float, float] = (0.1, 0.05, 0.05), graph_name: str | None = None,
-                       overwrite: bool = False) -> ChunkedMeta:
+def write_rmat_chunked(
+    out_dir: str | os.PathLike,
+    scale: int,
+    edge_factor: int = 16,
+    feat_dim: int = 0,
+    num_chunks: int = 8,
+    seed: int = 0,
+    num_classes: int = 0,
+    fractions: tuple[float, float, float] = (0.1, 0.05, 0.05),
+    graph_name: str | None = None,
+    overwrite: bool = False,
+) -> ChunkedMeta:
     """Write the R-MAT graph of ``2**scale`` nodes as a chunked graph into ``out_dir`` (see the module
     docstring); staged, then published with ``metadata.json`` last."""
     if scale < 1 or scale > 40 or edge_factor < 1 or num_chunks < 1 or feat_dim < 0 or num_classes < 0:
@@ -46,8 +54,15 @@ def write_rmat_chunked(out_dir: str | os.PathLike, scale: int, edge_factor: int 
         del scramble
         node_data = _node_chunks(tmp, n, feat_dim, num_chunks, seed, num_classes, fractions)
         et = DEFAULT_ETYPE
-        meta = ChunkedMeta(tmp / "metadata.json", name, {DEFAULT_NTYPE: n}, {et: int(sum(counts))}, {et: edges},
-                           {DEFAULT_NTYPE: node_data} if node_data else {}, edge_chunk_counts={et: counts})
+        meta = ChunkedMeta(
+            tmp / "metadata.json",
+            name,
+            {DEFAULT_NTYPE: n},
+            {et: int(sum(counts))},
+            {et: edges},
+            {DEFAULT_NTYPE: node_data} if node_data else {},
+            edge_chunk_counts={et: counts},
+        )
         write_metadata(meta)
     return read_metadata(final)
 
@@ -59,8 +74,9 @@ def _save(path: Path, rows: np.ndarray) -> Path:
     return path
 
 
-def _edge_chunks(tmp: Path, scale: int, sampled: int, k: int, seed: int, scramble: np.ndarray
-                 ) -> tuple[FileSpec, list[int]]:
+def _edge_chunks(
+    tmp: Path, scale: int, sampled: int, k: int, seed: int, scramble: np.ndarray
+) -> tuple[FileSpec, list[int]]:
     folder, paths, counts = tmp / "edges" / "_N___E___N", [], []
     for i in range(k):
         lo, hi = sampled * i // k, sampled * (i + 1) // k
@@ -74,8 +90,9 @@ def _edge_chunks(tmp: Path, scale: int, sampled: int, k: int, seed: int, scrambl
     return FileSpec("numpy", tuple(paths), " ", "edges/_N___E___N"), counts
 
 
-def _node_chunks(tmp: Path, n: int, dim: int, k: int, seed: int, classes: int,
-                 fractions: tuple[float, float, float]) -> dict[str, FileSpec]:
+def _node_chunks(
+    tmp: Path, n: int, dim: int, k: int, seed: int, classes: int, fractions: tuple[float, float, float]
+) -> dict[str, FileSpec]:
     names = (["feat"] if dim else []) + (["label", *SPLITS] if classes else [])
     paths: dict[str, list[Path]] = {name: [] for name in names}
     for i in range(min(k, n)):

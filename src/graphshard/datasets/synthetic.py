@@ -7,10 +7,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..jit import kernel
-
 from ..errors import InputError
 from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph
+from ..jit import kernel
 from ..partition.assign.adjacency import undirected_csr
 from .dataset import Dataset
 
@@ -54,9 +53,15 @@ def _symmetric(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, np
     return np.repeat(np.arange(n, dtype=np.int64), np.diff(csr.xadj)), csr.adjncy
 
 
-def rmat_graph(scale: int, edge_factor: int = 16, feat_dim: int = 0, seed: int = 0,
-               abc: tuple[float, float, float] = GRAPH500, num_classes: int = 0,
-               fractions: tuple[float, float, float] = (0.1, 0.05, 0.05)) -> Dataset:
+def rmat_graph(
+    scale: int,
+    edge_factor: int = 16,
+    feat_dim: int = 0,
+    seed: int = 0,
+    abc: tuple[float, float, float] = GRAPH500,
+    num_classes: int = 0,
+    fractions: tuple[float, float, float] = (0.1, 0.05, 0.05),
+) -> Dataset:
     """R-MAT graph with ``2**scale`` nodes from ``edge_factor * 2**scale`` sampled edges (Graph500
     parameters), vertex IDs scrambled, symmetrised, self-loops and duplicates dropped.
     ``feat_dim > 0`` adds standard-normal float32 node features ``feat``; ``num_classes > 0`` (at most
@@ -64,8 +69,10 @@ def rmat_graph(scale: int, edge_factor: int = 16, feat_dim: int = 0, seed: int =
     of the first ``num_classes`` feature columns) and random ``train_mask``/``val_mask``/``test_mask``
     (``fractions`` of the nodes)."""
     if num_classes < 0 or (num_classes and num_classes > feat_dim):
-        raise InputError(f"num_classes ({num_classes}) must be >= 0 and at most feat_dim ({feat_dim}): labels are "
-                         "read off the features")
+        raise InputError(
+            f"num_classes ({num_classes}) must be >= 0 and at most feat_dim ({feat_dim}): labels are "
+            "read off the features"
+        )
     n = 1 << scale
     src, dst = _rmat_edges(scale, edge_factor * n, *abc, seed)
     scramble = np.random.default_rng([seed, 1]).permutation(n)
@@ -88,7 +95,7 @@ def _split_masks(n: int, rng: np.random.Generator, fractions=(0.3, 0.2, 0.5)) ->
     masks, lo = {}, 0
     for name, hi in zip(("train_mask", "val_mask", "test_mask"), cuts):
         m = np.zeros(n, dtype=bool)
-        m[order[lo:min(hi, n)]] = True
+        m[order[lo : min(hi, n)]] = True
         masks[name], lo = m, hi
     return masks
 
@@ -104,13 +111,22 @@ def _pick_within(labels: np.ndarray, wanted: np.ndarray, rng: np.random.Generato
     return order[starts + (rng.random(wanted.shape[0]) * sizes).astype(np.int64)]
 
 
-def _class_features(labels: np.ndarray, num_classes: int, dim: int, noise: float, rng: np.random.Generator) -> np.ndarray:
+def _class_features(
+    labels: np.ndarray, num_classes: int, dim: int, noise: float, rng: np.random.Generator
+) -> np.ndarray:
     centres = rng.standard_normal((num_classes, dim), dtype=np.float32)
     return centres[labels] + noise * rng.standard_normal((labels.shape[0], dim), dtype=np.float32)
 
 
-def community_graph(num_nodes: int = 20000, num_classes: int = 8, avg_degree: int = 16, intra: float = 0.85,
-                    feat_dim: int = 32, noise: float = 2.0, seed: int = 0) -> Dataset:
+def community_graph(
+    num_nodes: int = 20000,
+    num_classes: int = 8,
+    avg_degree: int = 16,
+    intra: float = 0.85,
+    feat_dim: int = 32,
+    noise: float = 2.0,
+    seed: int = 0,
+) -> Dataset:
     """Planted-community graph: node ``v`` belongs to class ``label[v]``; a fraction ``intra`` of its
     edges stay within its class. Features are the class centre plus Gaussian noise (``noise`` sets how
     hard the task is from features alone), so both structure and features carry the label."""
@@ -122,14 +138,26 @@ def community_graph(num_nodes: int = 20000, num_classes: int = 8, avg_degree: in
     dst = rng.integers(0, num_nodes, m)
     dst[inside] = _pick_within(labels, labels[src[inside]], rng)
     src, dst = _symmetric(src, dst, num_nodes)
-    feats = {"feat": _class_features(labels, num_classes, feat_dim, noise, rng), "label": labels,
-             **_split_masks(num_nodes, rng)}
-    return Dataset("community", Graph({DEFAULT_NTYPE: num_nodes}, {DEFAULT_ETYPE: (src, dst)}, {DEFAULT_NTYPE: feats}),
-                   num_classes)
+    feats = {
+        "feat": _class_features(labels, num_classes, feat_dim, noise, rng),
+        "label": labels,
+        **_split_masks(num_nodes, rng),
+    }
+    return Dataset(
+        "community", Graph({DEFAULT_NTYPE: num_nodes}, {DEFAULT_ETYPE: (src, dst)}, {DEFAULT_NTYPE: feats}), num_classes
+    )
 
 
-def hetero_graph(num_papers: int = 20000, num_authors: int = 8000, num_institutions: int = 200, num_fields: int = 50,
-                 num_classes: int = 8, feat_dim: int = 32, noise: float = 2.0, seed: int = 0) -> Dataset:
+def hetero_graph(
+    num_papers: int = 20000,
+    num_authors: int = 8000,
+    num_institutions: int = 200,
+    num_fields: int = 50,
+    num_classes: int = 8,
+    feat_dim: int = 32,
+    noise: float = 2.0,
+    seed: int = 0,
+) -> Dataset:
     """MAG-like heterogeneous graph: ``paper`` (features, label, splits), ``author``, ``institution`` and
     ``field`` (featureless), with relations ``author:writes:paper``, ``paper:cites:paper``,
     ``author:affiliated_with:institution`` and ``paper:has_topic:field``. Papers cite, authors write
@@ -155,11 +183,17 @@ def hetero_graph(num_papers: int = 20000, num_authors: int = 8000, num_instituti
     edges = {
         ("author", "writes", "paper"): _unique_pairs(w_src, w_dst, num_papers),
         ("paper", "cites", "paper"): _unique_pairs(c_src[keep], c_dst[keep], num_papers),
-        ("author", "affiliated_with", "institution"): (np.arange(num_authors), rng.integers(0, num_institutions, num_authors)),
+        ("author", "affiliated_with", "institution"): (
+            np.arange(num_authors),
+            rng.integers(0, num_institutions, num_authors),
+        ),
         ("paper", "has_topic", "field"): _unique_pairs(t_src, t_dst, num_fields),
     }
-    paper = {"feat": _class_features(label, num_classes, feat_dim, noise, rng), "label": label,
-             **_split_masks(num_papers, rng)}
+    paper = {
+        "feat": _class_features(label, num_classes, feat_dim, noise, rng),
+        "label": label,
+        **_split_masks(num_papers, rng),
+    }
     num_nodes = {"paper": num_papers, "author": num_authors, "institution": num_institutions, "field": num_fields}
     return Dataset("hetero", Graph(num_nodes, edges, {"paper": paper}), num_classes, "paper")
 

@@ -5,13 +5,27 @@ from importlib import import_module
 from typing import Any
 
 _EXPORTS = {
-    "session": "runtime", "Session": "runtime", "DistError": "context",
-    "DistContext": "context", "DistGraph": "graph", "DistTensor": "tensor", "DistEmbedding": "embedding",
-    "SparseAdagrad": "embedding", "node_split": "split", "edge_split": "split",
-    "DistNeighborSampler": "sampler", "DistFeatureStore": "feature", "DistNeighborLoader": "loader",
-    "DistLinkNeighborLoader": "loader", "launch": "launcher", "run_script": "launcher",
-    "LocalFeatureStore": "local_store", "LocalGraphStore": "graph_store", "ReadOnlyStoreError": "store_base",
-    "FeatureCache": "cache", "build_cache": "cache",
+    "session": "runtime",
+    "Session": "runtime",
+    "DistError": "context",
+    "DistContext": "context",
+    "DistGraph": "graph",
+    "DistTensor": "tensor",
+    "DistEmbedding": "embedding",
+    "SparseAdagrad": "embedding",
+    "node_split": "split",
+    "edge_split": "split",
+    "DistNeighborSampler": "sampler",
+    "DistFeatureStore": "feature",
+    "DistNeighborLoader": "loader",
+    "DistLinkNeighborLoader": "loader",
+    "launch": "launcher",
+    "run_script": "launcher",
+    "LocalFeatureStore": "local_store",
+    "LocalGraphStore": "graph_store",
+    "ReadOnlyStoreError": "store_base",
+    "FeatureCache": "cache",
+    "build_cache": "cache",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -21,14 +21,16 @@ from .sampler import _GRAPH
 from .sampling_graph import LocalSamplingGraph, sum_by_id
 
 
-def _expand_remote(served: str, gids: torch.Tensor, weights: torch.Tensor, fanouts: torch.Tensor
-                   ) -> tuple[torch.Tensor, torch.Tensor]:
+def _expand_remote(
+    served: str, gids: torch.Tensor, weights: torch.Tensor, fanouts: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     ids, w = registered(f"{_GRAPH}/{served}").expected_sources(gids.numpy(), weights.numpy(), fanouts.numpy())
     return torch.from_numpy(ids), torch.from_numpy(w)
 
 
-def expected_reads(group: RpcGroup, local: LocalSamplingGraph, book: RangePartitionBook, seeds: np.ndarray,
-                   fanouts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def expected_reads(
+    group: RpcGroup, local: LocalSamplingGraph, book: RangePartitionBook, seeds: np.ndarray, fanouts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Distinct global homogeneous IDs read by batches of ``seeds`` (this rank's, homogeneous IDs) sampled
     with ``fanouts`` (a ``(hops, edge types)`` table), and each one's expected reads per epoch. Every member
     of ``group`` must serve its sampling graph; other members may call this at the same time."""
@@ -37,15 +39,21 @@ def expected_reads(group: RpcGroup, local: LocalSamplingGraph, book: RangePartit
     for hop_fanouts in np.asarray(fanouts, dtype=np.int64):
         ids, w = frontier, weight
         fan_t = torch.from_numpy(hop_fanouts)
-        pieces = by_owner(group, book.nid2partid(ids).numpy(), book.num_partitions(),
-                          lambda pos: local.expected_sources(ids[pos], w[pos], hop_fanouts), _expand_remote,
-                          lambda pos: (local.key, torch.from_numpy(ids[pos]), torch.from_numpy(w[pos]), fan_t),
-                          "access estimate")
+        pieces = by_owner(
+            group,
+            book.nid2partid(ids).numpy(),
+            book.num_partitions(),
+            lambda pos: local.expected_sources(ids[pos], w[pos], hop_fanouts),
+            _expand_remote,
+            lambda pos: (local.key, torch.from_numpy(ids[pos]), torch.from_numpy(w[pos]), fan_t),
+            "access estimate",
+        )
         got = [tuple(np.asarray(a) for a in res) for _, res in pieces]
         if not got:
             break
-        frontier, weight = sum_by_id(np.concatenate([g[0] for g in got]), np.concatenate([g[1] for g in got]),
-                                     book.num_nodes())
+        frontier, weight = sum_by_id(
+            np.concatenate([g[0] for g in got]), np.concatenate([g[1] for g in got]), book.num_nodes()
+        )
         seen_ids.append(frontier)
         seen_w.append(weight)
     return sum_by_id(np.concatenate(seen_ids), np.concatenate(seen_w), book.num_nodes())

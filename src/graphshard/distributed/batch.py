@@ -12,10 +12,10 @@ import numpy as np
 import torch
 from torch_geometric.data import Data, HeteroData
 
-from ..sparse import sparse_tensor
 from ..book import RangePartitionBook
 from ..errors import InputError
 from ..graph import EType
+from ..sparse import sparse_tensor
 from .feature import DistFeatureStore
 from .rpc import RpcGroup
 from .sampler import DistNeighborSampler
@@ -98,18 +98,26 @@ def drop_pair_edges(out: Any, src: np.ndarray, dst: np.ndarray, num_nodes: int) 
     keep = ~drop
     hop = np.repeat(np.arange(len(out.num_sampled_edges)), out.num_sampled_edges)
     counts = np.bincount(hop[keep], minlength=len(out.num_sampled_edges))
-    return replace(out, row=out.row[keep], col=out.col[keep], edge=out.edge[keep],
-                   num_sampled_edges=[int(c) for c in counts])
+    return replace(
+        out, row=out.row[keep], col=out.col[keep], edge=out.edge[keep], num_sampled_edges=[int(c) for c in counts]
+    )
 
 
 class BatchMaker:
     """Builds batches for one loader from one process's view of the distributed graph."""
 
-    def __init__(self, spec: BatchSpec, group: RpcGroup, sampling_graph: LocalSamplingGraph,
-                 features: DistFeatureStore, book: RangePartitionBook):
+    def __init__(
+        self,
+        spec: BatchSpec,
+        group: RpcGroup,
+        sampling_graph: LocalSamplingGraph,
+        features: DistFeatureStore,
+        book: RangePartitionBook,
+    ):
         self.spec, self.features, self.book = spec, features, book
-        self.sampler = DistNeighborSampler(group, sampling_graph, book, spec.num_neighbors, spec.replace,
-                                           spec.disjoint, spec.time_attr)
+        self.sampler = DistNeighborSampler(
+            group, sampling_graph, book, spec.num_neighbors, spec.replace, spec.disjoint, spec.time_attr
+        )
         self.hetero = len(book.ntypes) > 1 or len(book.canonical_etypes) > 1
 
     def __call__(self, req: BatchRequest) -> Data | HeteroData:
@@ -123,7 +131,8 @@ class BatchMaker:
         data.sample_time = time.perf_counter() - start - self._fetch_time
         data.fetch_bytes = self.features.stats["bytes_received"] - fetched
         data.cache_hits, data.cache_misses, data.cache_bytes_saved = (
-            a - b for a, b in zip(self._cache_counts(), cached))
+            a - b for a, b in zip(self._cache_counts(), cached)
+        )
         return data
 
     def _cache_counts(self) -> tuple[int, int, int]:
@@ -174,7 +183,9 @@ class BatchMaker:
         seeds = np.concatenate(ends)
         seed_time = None
         if times is not None:
-            seed_time = np.concatenate([times, times] + ([np.repeat(times, dst_neg.shape[1])] if dst_neg is not None else []))
+            seed_time = np.concatenate(
+                [times, times] + ([np.repeat(times, dst_neg.shape[1])] if dst_neg is not None else [])
+            )
         out = self.sampler.sample(seeds, seed=req.key, seed_time=seed_time)
         if self.spec.exclude_seed_edges:
             out = drop_pair_edges(out, ends[0][:n_pos], ends[1][:n_pos], self.book.num_nodes())
@@ -187,10 +198,10 @@ class BatchMaker:
         store = data[self.spec.edge_type] if self.hetero else data
         if mode == "triplet":
             store.src_index = pos[:n_src]
-            store.dst_pos_index = pos[n_src:2 * n_src]
-            store.dst_neg_index = pos[2 * n_src:].view(n_src, -1).squeeze(-1)
+            store.dst_pos_index = pos[n_src : 2 * n_src]
+            store.dst_neg_index = pos[2 * n_src :].view(n_src, -1).squeeze(-1)
         else:
-            store.edge_label_index = torch.stack([pos[:n_src], pos[n_src:2 * n_src]])
+            store.edge_label_index = torch.stack([pos[:n_src], pos[n_src : 2 * n_src]])
             store.edge_label = label
         store.input_id = torch.from_numpy(_input_id(req, n_pos))
         if req.time is not None:
@@ -228,11 +239,17 @@ class BatchMaker:
     def _collate(self, out) -> tuple[Data | HeteroData, np.ndarray | None]:
         """The batch, and (heterogeneous) where each sampled node went within its type."""
         if not self.hetero:
-            data = Data(edge_index=torch.from_numpy(np.stack([out.row, out.col])), e_id=torch.from_numpy(out.edge),
-                        num_sampled_nodes=list(out.num_sampled_nodes), num_sampled_edges=list(out.num_sampled_edges))
+            data = Data(
+                edge_index=torch.from_numpy(np.stack([out.row, out.col])),
+                e_id=torch.from_numpy(out.edge),
+                num_sampled_nodes=list(out.num_sampled_nodes),
+                num_sampled_edges=list(out.num_sampled_edges),
+            )
             data.num_nodes = int(out.node.shape[0])
-            self._attach([(data, self.book.ntypes[0], out.node)], [(data, self.book.canonical_etypes[0], out.edge)]
-                         if self.book.canonical_etypes else [])
+            self._attach(
+                [(data, self.book.ntypes[0], out.node)],
+                [(data, self.book.canonical_etypes[0], out.edge)] if self.book.canonical_etypes else [],
+            )
             if out.batch is not None:
                 data.batch = torch.from_numpy(out.batch)
             return data, None
@@ -247,6 +264,7 @@ class BatchMaker:
             data[et].edge_index = torch.from_numpy(np.stack([het.row[et], het.col[et]]))
             data[et].e_id = torch.from_numpy(het.edge[et])
             data[et].num_sampled_edges = het.num_sampled_edges[et]
-        self._attach([(data[t], t, ids) for t, ids in het.node.items()],
-                     [(data[et], et, het.edge[et]) for et in het.edge])
+        self._attach(
+            [(data[t], t, ids) for t, ids in het.node.items()], [(data[et], et, het.edge[et]) for et in het.edge]
+        )
         return data, het.position

@@ -58,8 +58,9 @@ class FeatureCache:
             self._slots[ntype] = slot
         return self._slots[ntype]
 
-    def split(self, ntype: str, name: str, ids: np.ndarray, remote: np.ndarray
-              ) -> tuple[np.ndarray, torch.Tensor | None, np.ndarray | None]:
+    def split(
+        self, ntype: str, name: str, ids: np.ndarray, remote: np.ndarray
+    ) -> tuple[np.ndarray, torch.Tensor | None, np.ndarray | None]:
         """For a lookup of ``ids`` of which ``remote`` (bool) belong to other partitions: positions served
         here, their rows, and the positions still to fetch (local rows and misses) in ascending order, or
         None when that is every position (nothing was served here)."""
@@ -83,7 +84,7 @@ class FeatureCache:
         self.stats["misses"] += asked - hits
         self.stats["bytes_saved"] += nbytes
 
-    def share_memory_(self) -> "FeatureCache":
+    def share_memory_(self) -> FeatureCache:
         """Put the rows in shared memory (worker processes then map them instead of copying)."""
         for v in self.rows.values():
             v.share_memory_()
@@ -101,8 +102,9 @@ def cache_budget(ratio: float, megabytes: float, inner_nodes: int, row_bytes: in
     return int(round(ratio * inner_nodes))
 
 
-def build_cache(g, seeds: dict[str, np.ndarray], fanouts, names: list[str], ratio: float = 0.0,
-                megabytes: float = 0.0) -> FeatureCache | None:
+def build_cache(
+    g, seeds: dict[str, np.ndarray], fanouts, names: list[str], ratio: float = 0.0, megabytes: float = 0.0
+) -> FeatureCache | None:
     """Choose and fetch the cache of this rank of ``g`` (a :class:`DistGraph`) for training on ``seeds``
     (per-type IDs) with ``fanouts``: the rows of feature ``names`` of the remote nodes with the most
     expected reads, as many as the budget allows (see :func:`cache_budget`). Collective over ``g``'s
@@ -110,11 +112,14 @@ def build_cache(g, seeds: dict[str, np.ndarray], fanouts, names: list[str], rati
     start, book = time.perf_counter(), g.get_partition_book()
     # CSR features are fetched as their non-zeros, far smaller than the dense rows a cache would hold
     present = {t: [n for n in names if g.features.has(t, n) and not g.features.is_sparse(t, n)] for t in g.ntypes}
-    row_bytes = max((sum(g.features.row_nbytes(t, n) for n in present[t]) for t in g.ntypes if present[t]),
-                    default=0)
+    row_bytes = max((sum(g.features.row_nbytes(t, n) for n in present[t]) for t in g.ntypes if present[t]), default=0)
     budget = cache_budget(ratio, megabytes, g.sampling_graph.count, row_bytes) if row_bytes else 0
-    homo = [book.map_to_homo_nid(np.asarray(ids, dtype=np.int64), t).numpy() if len(g.ntypes) > 1
-            else np.asarray(ids, dtype=np.int64) for t, ids in seeds.items()]
+    homo = [
+        book.map_to_homo_nid(np.asarray(ids, dtype=np.int64), t).numpy()
+        if len(g.ntypes) > 1
+        else np.asarray(ids, dtype=np.int64)
+        for t, ids in seeds.items()
+    ]
     ids = np.concatenate(homo) if homo else np.zeros(0, np.int64)
     # every rank takes part in the estimate (it answers the others' requests), even with no budget itself
     reads_ids, reads = expected_reads(g.group, g.sampling_graph, book, ids, fanout_table(fanouts, g.canonical_etypes))
@@ -130,8 +135,13 @@ def build_cache(g, seeds: dict[str, np.ndarray], fanouts, names: list[str], rati
     if budget == 0:
         return None
     cache = FeatureCache(cache_ids, rows, {t: g.num_nodes(t) for t in cache_ids}, time.perf_counter() - start)
-    log.info("remote-feature cache: %d rows (%.1f MB) of %d remote nodes read, expected %.0f%% of remote "
-             "reads, built in %.2f s", cache.num_rows, cache.nbytes / 1e6, reads.size,
-             100 * float(reads[cacheable][order].sum() / max(reads.sum(), 1e-12)), cache.build_s)
+    log.info(
+        "remote-feature cache: %d rows (%.1f MB) of %d remote nodes read, expected %.0f%% of remote "
+        "reads, built in %.2f s",
+        cache.num_rows,
+        cache.nbytes / 1e6,
+        reads.size,
+        100 * float(reads[cacheable][order].sum() / max(reads.sum(), 1e-12)),
+        cache.build_s,
+    )
     return cache
-

@@ -25,7 +25,9 @@ def guarded(ctx: DistContext, what: str, fn: Callable[[], T]) -> T:
         while peer is None and time.monotonic() < deadline:  # give a dying peer a moment to report
             time.sleep(0.1)
             peer = ctx.failed_peer()
-        cause = f"failed on {peer}" if peer else f"failed ({exc}); a peer rank died or timed out after {ctx.timeout:.0f} s"
+        cause = (
+            f"failed on {peer}" if peer else f"failed ({exc}); a peer rank died or timed out after {ctx.timeout:.0f} s"
+        )
         raise DistError(f"rank {ctx.rank}: {PEER_FAILURE} {what} {cause}") from exc
 
 
@@ -75,16 +77,22 @@ def exchange(ctx: DistContext, per_dest: list[np.ndarray], what: str) -> list[np
     send_rows = torch.tensor([a.shape[0] for a in per_dest], dtype=torch.int64)
     recv_rows = torch.empty_like(send_rows)
     guarded(ctx, f"{what} (sizes)", lambda: dist.all_to_all_single(recv_rows, send_rows))
-    payload = np.concatenate([np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in per_dest]) \
-        if row_bytes else np.zeros(0, np.uint8)
+    payload = (
+        np.concatenate([np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in per_dest])
+        if row_bytes
+        else np.zeros(0, np.uint8)
+    )
     send = torch.from_numpy(payload)
     recv = torch.empty(int(recv_rows.sum()) * row_bytes, dtype=torch.uint8)
-    guarded(ctx, what, lambda: dist.all_to_all_single(recv, send, (recv_rows * row_bytes).tolist(),
-                                                      (send_rows * row_bytes).tolist()))
+    guarded(
+        ctx,
+        what,
+        lambda: dist.all_to_all_single(recv, send, (recv_rows * row_bytes).tolist(), (send_rows * row_bytes).tolist()),
+    )
     flat = recv.numpy().view(dtype)
     out, lo = [], 0
     for n in recv_rows.tolist():
         count = n * (row_bytes // dtype.itemsize)
-        out.append(flat[lo: lo + count].reshape((n, *row_shape)))
+        out.append(flat[lo : lo + count].reshape((n, *row_shape)))
         lo += count
     return out

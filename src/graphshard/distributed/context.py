@@ -33,8 +33,11 @@ STOPPED = "told to stop"  # marks a rank's report of its own interruption (SIGIN
 LIVENESS_KEY = "liveness/"  # each rank's heartbeat address
 PROCESS_KEY = "process/"  # each rank's address and process ID (its peers on the same host watch it go quiet)
 # what gloo, TensorPipe and sockets say when the other end went away (the text names no rank)
-_TRANSPORT_LOSS = re.compile(r"Connection closed by peer|Connection reset|Broken pipe|pipe closed|\beof\b|"
-                             r"Connection refused|ECONNRESET", re.I)
+_TRANSPORT_LOSS = re.compile(
+    r"Connection closed by peer|Connection reset|Broken pipe|pipe closed|\beof\b|"
+    r"Connection refused|ECONNRESET",
+    re.I,
+)
 
 
 @dataclass
@@ -50,7 +53,7 @@ class DistContext:
     _unhook: list[Callable[[], None]] = field(default_factory=list)
 
     @classmethod
-    def from_env(cls, timeout: float = 300.0, heartbeat_timeout: float | None = None) -> "DistContext":
+    def from_env(cls, timeout: float = 300.0, heartbeat_timeout: float | None = None) -> DistContext:
         """Join the process group described by torchrun-style environment variables (or by Slurm's under
         ``srun``: see :mod:`.environment`). ``heartbeat_timeout``: seconds of silence after which a peer is
         lost (see :mod:`.liveness`; None: ``GRAPHSHARD_HEARTBEAT_TIMEOUT`` or the default; 0: off)."""
@@ -61,8 +64,10 @@ class DistContext:
             rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
             host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
         except KeyError as exc:
-            raise DistError(f"environment variable {exc.args[0]} is not set (launch with torchrun, srun, "
-                            "graphshard's --num-procs, or set MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE)") from None
+            raise DistError(
+                f"environment variable {exc.args[0]} is not set (launch with torchrun, srun, "
+                "graphshard's --num-procs, or set MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE)"
+            ) from None
         delta = datetime.timedelta(seconds=timeout)
         address = own_address(host)
         lost_after = lost_after_default() if heartbeat_timeout is None else heartbeat_timeout
@@ -80,8 +85,14 @@ class DistContext:
         # gloo listens on this host's address on the run's network (MASTER_ADDR on the host that holds it),
         # unless the user named an interface
         pg_options = None if os.environ.get("GLOO_SOCKET_IFNAME") else gloo_options(address)
-        dist.init_process_group("gloo", store=dist.PrefixStore("pg/", store), rank=rank, world_size=world,
-                                timeout=delta, pg_options=pg_options)
+        dist.init_process_group(
+            "gloo",
+            store=dist.PrefixStore("pg/", store),
+            rank=rank,
+            world_size=world,
+            timeout=delta,
+            pg_options=pg_options,
+        )
         ctx = cls(rank, world, store, timeout, address)
         # every rank published before joining the group, so these reads do not wait
         processes = {r: store.get(f"{PROCESS_KEY}{r}").decode().split() for r in range(world) if r != rank}
@@ -96,7 +107,7 @@ class DistContext:
         log.info("rank %d of %d joined (%s:%d) from %s", rank, world, host, port, address)
         return ctx
 
-    def __enter__(self) -> "DistContext":
+    def __enter__(self) -> DistContext:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -136,6 +147,7 @@ class DistContext:
         def quiet(r: int) -> bool:
             heard = beat is not None and (beat.peers[r].quiet or beat.peers[r].gone)
             return heard or (r in local and interrupt.is_quiet(local[r]))
+
         deadline = time.monotonic() + interrupt.QUIET_WAIT
         while not all(quiet(r) for r in peers) and time.monotonic() < deadline:
             time.sleep(0.005)  # polling the peers' state, against a deadline

@@ -23,8 +23,16 @@ class DistEmbedding:
     ``±1/sqrt(dim)`` from ``seed``). Calling it with IDs returns rows that record their gradient for
     :class:`SparseAdagrad`."""
 
-    def __init__(self, group: RpcGroup, book: RangePartitionBook, num_embeddings: int, dim: int, name: str,
-                 ntype: str | None = None, seed: int = 0):
+    def __init__(
+        self,
+        group: RpcGroup,
+        book: RangePartitionBook,
+        num_embeddings: int,
+        dim: int,
+        name: str,
+        ntype: str | None = None,
+        seed: int = 0,
+    ):
         bound = 1.0 / math.sqrt(dim)
         gen = torch.Generator().manual_seed(seed + group.part_id(book.num_partitions()))
 
@@ -51,8 +59,9 @@ class DistEmbedding:
             return np.zeros(0, dtype=np.int64), torch.zeros((0, self.dim))
         ids = np.concatenate([i for i, _ in got])
         uniq, inverse = np.unique(ids, return_inverse=True)
-        grads = torch.zeros((uniq.shape[0], self.dim)).index_add_(0, torch.from_numpy(inverse),
-                                                                  torch.cat([g for _, g in got]))
+        grads = torch.zeros((uniq.shape[0], self.dim)).index_add_(
+            0, torch.from_numpy(inverse), torch.cat([g for _, g in got])
+        )
         return uniq, grads
 
 
@@ -95,10 +104,20 @@ class SparseAdagrad:
         for emb in self.embeddings:
             ids, grads = emb.take_gradients()
             w = emb.weight
-            by_owner(w.group, w._parts(ids), w.book.num_partitions(), None, _stage,
-                     lambda pos, w=w, ids=ids, grads=grads: (w.name, group.rank, torch.from_numpy(ids[pos]),
-                                                             grads[torch.from_numpy(pos)]),
-                     f"embedding {w.name!r} gradients")
+            by_owner(
+                w.group,
+                w._parts(ids),
+                w.book.num_partitions(),
+                None,
+                _stage,
+                lambda pos, w=w, ids=ids, grads=grads: (
+                    w.name,
+                    group.rank,
+                    torch.from_numpy(ids[pos]),
+                    grads[torch.from_numpy(pos)],
+                ),
+                f"embedding {w.name!r} gradients",
+            )
         group.barrier("sparse gradients sent")
         for emb in self.embeddings:
             if local_shard(emb.weight.name) is not None:

@@ -43,8 +43,12 @@ def adopt_launcher_env(env: MutableMapping[str, str] | None = None) -> str:
         return kind
     ntasks = env.get("SLURM_NTASKS") or env.get("SLURM_NPROCS")
     node = _slurm_int(env, "SLURM_NODEID", default="0")
-    values = {"RANK": str(_slurm_int(env, "SLURM_PROCID")), "WORLD_SIZE": str(_number("SLURM_NTASKS", ntasks)),
-              "LOCAL_RANK": str(_slurm_int(env, "SLURM_LOCALID", default="0")), "GROUP_RANK": str(node)}
+    values = {
+        "RANK": str(_slurm_int(env, "SLURM_PROCID")),
+        "WORLD_SIZE": str(_number("SLURM_NTASKS", ntasks)),
+        "LOCAL_RANK": str(_slurm_int(env, "SLURM_LOCALID", default="0")),
+        "GROUP_RANK": str(node),
+    }
     per_node = env.get("SLURM_TASKS_PER_NODE") or env.get("SLURM_NTASKS_PER_NODE")
     if per_node:
         counts = tasks_per_node(per_node)
@@ -65,8 +69,10 @@ def adopt_launcher_env(env: MutableMapping[str, str] | None = None) -> str:
 
 def _number(name: str, text: str | None) -> int:
     if text is None or not re.fullmatch(r"\d+", text.strip()):
-        raise DistError(f"environment variable {name} is {'not set' if text is None else repr(text)}: "
-                        "expected a non-negative integer")
+        raise DistError(
+            f"environment variable {name} is {'not set' if text is None else repr(text)}: "
+            "expected a non-negative integer"
+        )
     return int(text)
 
 

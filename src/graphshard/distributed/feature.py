@@ -34,8 +34,10 @@ def _serve_many(key: str, items: list[tuple[Any, str, torch.Tensor, bool]], wire
     """RPC handler: for each ``(group, name, ids, sparse)``, the rows (packed for the wire) or a CSR
     feature's non-zeros."""
     store = registered(f"{_STORE}/{key}")
-    return [store.nonzeros_from_global_id(g, n, ids) if sparse else pack(store.stored_from_global_id(g, n, ids), wire)
-            for g, n, ids, sparse in items]
+    return [
+        store.nonzeros_from_global_id(g, n, ids) if sparse else pack(store.stored_from_global_id(g, n, ids), wire)
+        for g, n, ids, sparse in items
+    ]
 
 
 class DistFeatureStore(StoredFeatureStore):
@@ -107,10 +109,15 @@ class DistFeatureStore(StoredFeatureStore):
         width = int(self.schema[(group, name)][1][0])
         parts = self._owner_parts(group, ids_np)
         self.stats["rows"] += int(ids_np.shape[0])
-        pieces = by_owner(self.group, parts, self.book.num_partitions(),
-                          lambda pos: self.local.nonzeros_from_global_id(group, name, ids_np[pos]), _serve_nonzeros,
-                          lambda pos: (self.key, group, name, torch.from_numpy(ids_np[pos])),
-                          f"feature {group!r}/{name!r}")
+        pieces = by_owner(
+            self.group,
+            parts,
+            self.book.num_partitions(),
+            lambda pos: self.local.nonzeros_from_global_id(group, name, ids_np[pos]),
+            _serve_nonzeros,
+            lambda pos: (self.key, group, name, torch.from_numpy(ids_np[pos])),
+            f"feature {group!r}/{name!r}",
+        )
         for pos, got in pieces:
             self._count_received(pos, parts, got)
         return joined(pieces, ids_np.shape[0], width)
@@ -134,10 +141,12 @@ class DistFeatureStore(StoredFeatureStore):
         node type cost one round trip per owner. Tensors written in this object's overlay are read from it."""
         check_wire(wire)
         keys = [self._key(TensorAttr(group, name)) for group, name, _ in asks]
-        stored = iter(self._lookup_stored([(*k, ids) for k, (_, _, ids) in zip(keys, asks) if k not in self._written],
-                                          wire))
-        return [self._lookup_written(k, ids) if k in self._written else next(stored)
-                for k, (_, _, ids) in zip(keys, asks)]
+        stored = iter(
+            self._lookup_stored([(*k, ids) for k, (_, _, ids) in zip(keys, asks) if k not in self._written], wire)
+        )
+        return [
+            self._lookup_written(k, ids) if k in self._written else next(stored) for k, (_, _, ids) in zip(keys, asks)
+        ]
 
     def _lookup_written(self, key: tuple[Group, str], ids: Any) -> torch.Tensor:
         """Rows of global per-type ``ids`` of a tensor written in the overlay (stored rows it did not
@@ -161,8 +170,10 @@ class DistFeatureStore(StoredFeatureStore):
             return [self._read_local(plans[a], sub) for a, sub in split(pos)]
 
         def args(pos: np.ndarray) -> tuple:
-            items = [(plans[a].group, plans[a].name, torch.from_numpy(plans[a].asked[sub]), plans[a].sparse)
-                     for a, sub in split(pos)]
+            items = [
+                (plans[a].group, plans[a].name, torch.from_numpy(plans[a].asked[sub]), plans[a].sparse)
+                for a, sub in split(pos)
+            ]
             return self.key, items, wire
 
         what = ", ".join(f"{p.group!r}/{p.name!r}" for p in plans)
@@ -173,7 +184,7 @@ class DistFeatureStore(StoredFeatureStore):
                 got[a].append((sub, answer))
         return [self._assemble(plan, got[a]) for a, plan in enumerate(plans)]
 
-    def _plan(self, group: Any, name: str, ids: Any) -> "_Ask":
+    def _plan(self, group: Any, name: str, ids: Any) -> _Ask:
         """What one ask needs: its rows' owners, and which rows the cache already holds."""
         group, name = self._key(TensorAttr(group, name))
         ids_np = as_id_array(ids, f"IDs of {group!r}")
@@ -187,12 +198,12 @@ class DistFeatureStore(StoredFeatureStore):
                 ask.todo, ask.asked, ask.parts = todo, ids_np[todo], parts[todo]
         return ask
 
-    def _read_local(self, ask: "_Ask", sub: np.ndarray) -> Any:
+    def _read_local(self, ask: _Ask, sub: np.ndarray) -> Any:
         if ask.sparse:
             return self.local.nonzeros_from_global_id(ask.group, ask.name, ask.asked[sub])
         return self.local.stored_from_global_id(ask.group, ask.name, ask.asked[sub])
 
-    def _assemble(self, ask: "_Ask", pieces: list[tuple[np.ndarray, Any]]) -> torch.Tensor:
+    def _assemble(self, ask: _Ask, pieces: list[tuple[np.ndarray, Any]]) -> torch.Tensor:
         """The ask's rows in the order asked, from each owner's answer and the cache's hits."""
         dtype, row_shape = self.schema[(ask.group, ask.name)]
         n = ask.ids.shape[0]

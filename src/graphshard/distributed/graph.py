@@ -89,18 +89,22 @@ def _check_partition_files(cfg: Any, group: RpcGroup, verify: bool) -> None:
     the partition and the file."""
     lost = missing_files(cfg, group.world_size, group.lanes, group.rank)
     corrupt = None if lost or not verify else verify_served(cfg, group.world_size, group.lanes, group.rank)
-    mine = json.dumps({"host": own_address(os.environ.get("MASTER_ADDR", "127.0.0.1")), "missing": lost[:1],
-                       "corrupt": corrupt})
+    mine = json.dumps(
+        {"host": own_address(os.environ.get("MASTER_ADDR", "127.0.0.1")), "missing": lost[:1], "corrupt": corrupt}
+    )
     for member, raw in enumerate(group.all_gather(mine.encode(), "partition files checked")):
         seen = json.loads(raw)
         where = f"host {seen['host']} ({group.names[member]})"
         if seen["missing"]:
             part, path = seen["missing"][0]
-            raise InputError(f"{where} lacks partition {part}, which it must serve: {path} is missing (copy that "
-                             "partition's directory beside the config on that host)")
+            raise InputError(
+                f"{where} lacks partition {part}, which it must serve: {path} is missing (copy that "
+                "partition's directory beside the config on that host)"
+            )
         if seen["corrupt"]:
-            raise InputError(f"{where}: {seen['corrupt']}; copy the file again or re-partition (--no-verify "
-                             "skips this check)")
+            raise InputError(
+                f"{where}: {seen['corrupt']}; copy the file again or re-partition (--no-verify skips this check)"
+            )
 
 
 def _original_piece(key: str, kind: str, type_name: str, part_id: int) -> torch.Tensor:
@@ -117,8 +121,13 @@ class DistGraph:
     served against the config's sha256 checksums (a run stops, naming the host and file, before corrupt data is
     used; the hashing reads each file once: about 0.6 s per GB from the page cache, 2 s from disk here)."""
 
-    def __init__(self, graph_name: str, part_config: str | os.PathLike | PartitionConfig,
-                 group: RpcGroup | None = None, verify: bool = True):
+    def __init__(
+        self,
+        graph_name: str,
+        part_config: str | os.PathLike | PartitionConfig,
+        group: RpcGroup | None = None,
+        verify: bool = True,
+    ):
         self.group = group if group is not None else current_group()
         cfg = as_config(part_config)  # a path is read here, once; a loaded config is used as it is
         part_config = cfg.path if isinstance(part_config, PartitionConfig) else part_config
@@ -130,11 +139,14 @@ class DistGraph:
         self.served = load_served(cfg, self.group.world_size, self.group.lanes, self.group.rank)
         self.part_id, self.book = self.served.part_id, self.served.book
         register(f"{_ORIGINALS}/{self.key}", cfg)
-        for book in {id(b): b for b in (self.book, self.served.stored_book, *(p.partition_book for p in self.served.parts))}.values():
+        for book in {
+            id(b): b for b in (self.book, self.served.stored_book, *(p.partition_book for p in self.served.parts))
+        }.values():
             book.set_original_loader(self._original_ids)
         self.features = DistFeatureStore(self.group, LocalFeatureStore(self.served, self.part_id), self.book, self.key)
-        self.sampling_graph = served_sampling_graph(self.served, feature_times(self.features.lookup, self.features.has,
-                                                                                self.book))
+        self.sampling_graph = served_sampling_graph(
+            self.served, feature_times(self.features.lookup, self.features.has, self.book)
+        )
         serve_sampling(self.sampling_graph, self.key)
         self._count_degrees()
         self._ndata = {t: DataView(self.features, t) for t in self.book.ntypes}
@@ -149,8 +161,14 @@ class DistGraph:
             if original_source(cfg, kind, p).is_file():
                 return original_piece(cfg, kind, type_name, p)
             owner = self.group.owner(p // group, self.book.num_partitions())
-            return rpc_call(self.group, owner, _original_piece, (self.key, kind, type_name, p),
-                            f"original {kind} IDs of partition {p}").numpy()
+            return rpc_call(
+                self.group,
+                owner,
+                _original_piece,
+                (self.key, kind, type_name, p),
+                f"original {kind} IDs of partition {p}",
+            ).numpy()
+
         return original_ids(cfg, kind, type_name, piece)
 
     @property
@@ -161,8 +179,9 @@ class DistGraph:
     def _count_degrees(self) -> None:
         R = len(self.book.canonical_etypes)
         graphs = [(g, g.indptr.numpy(), g.edata["_TYPE"].numpy(), g.num_inner_nodes) for g in self.local_graphs]
-        deg = DegreeTable(np.concatenate([in_degree_table(ip, et, n, R) for _, ip, et, n in graphs]),
-                          self.sampling_graph.start)
+        deg = DegreeTable(
+            np.concatenate([in_degree_table(ip, et, n, R) for _, ip, et, n in graphs]), self.sampling_graph.start
+        )
         register(f"{_DEGREES}/{self.key}", deg)
         self.group.barrier("degree tables registered")
         if self.group.rank % self.group.per_part(self.book.num_partitions()) == 0:  # one contribution per partition
@@ -170,10 +189,20 @@ class DistGraph:
             src = np.concatenate([g.ndata["_ID"].numpy()[c[0]] for (g, *_), c in zip(graphs, counted)])
             et = np.concatenate([c[1] for c in counted])
             counts = np.concatenate([c[2] for c in counted])
-            by_owner(self.group, self.book.nid2partid(src).numpy(), self.book.num_partitions(),
-                     lambda pos: deg.add_out(src[pos], et[pos], counts[pos]), _add_out,
-                     lambda pos: (self.key, torch.from_numpy(src[pos]), torch.from_numpy(et[pos]),
-                                  torch.from_numpy(counts[pos])), "out-degree count")
+            by_owner(
+                self.group,
+                self.book.nid2partid(src).numpy(),
+                self.book.num_partitions(),
+                lambda pos: deg.add_out(src[pos], et[pos], counts[pos]),
+                _add_out,
+                lambda pos: (
+                    self.key,
+                    torch.from_numpy(src[pos]),
+                    torch.from_numpy(et[pos]),
+                    torch.from_numpy(counts[pos]),
+                ),
+                "out-degree count",
+            )
         self.group.barrier("out-degrees counted")
 
     # -- description ----------------------------------------------------------------------------
@@ -231,7 +260,7 @@ class DistGraph:
         return {t: _TypeAccess(self._ndata, t) for t in self.ntypes}
 
     @property
-    def edges(self) -> "_EdgeTypes":
+    def edges(self) -> _EdgeTypes:
         return _EdgeTypes(self)
 
     def local_edges(self, etype: Any = None) -> tuple[np.ndarray, np.ndarray]:
@@ -241,8 +270,9 @@ class DistGraph:
         src, dst = [], []
         for g in self.local_graphs:
             indptr = g.indptr.numpy()
-            keep = g.edata["inner_edge"].numpy().astype(bool) & \
-                (g.edata["_TYPE"].numpy() == self.book.canonical_etypes.index(et))
+            keep = g.edata["inner_edge"].numpy().astype(bool) & (
+                g.edata["_TYPE"].numpy() == self.book.canonical_etypes.index(et)
+            )
             gid = g.ndata["_ID"].numpy()
             dst.append(gid[np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))[keep]])
             src.append(gid[g.indices.numpy()[keep]])
@@ -267,8 +297,15 @@ class DistGraph:
             r = self.book.canonical_etypes.index(et)
         ntype = et[2] if kind == "in" else et[0]
         gids = self.book.map_to_homo_nid(as_id_array(ids, f"node IDs of {ntype!r}"), ntype).numpy()
-        pieces = by_owner(self.group, self.book.nid2partid(gids).numpy(), self.book.num_partitions(), None,
-                          _degrees, lambda pos: (self.key, kind, torch.from_numpy(gids[pos]), r), f"{kind}-degree")
+        pieces = by_owner(
+            self.group,
+            self.book.nid2partid(gids).numpy(),
+            self.book.num_partitions(),
+            None,
+            _degrees,
+            lambda pos: (self.key, kind, torch.from_numpy(gids[pos]), r),
+            f"{kind}-degree",
+        )
         out = torch.empty(gids.shape[0], dtype=torch.int64)
         for pos, got in pieces:
             out[torch.from_numpy(pos)] = got

@@ -63,16 +63,24 @@ class LocalGraphStore(GraphStore):
         self.part_id = book.partid if book.partid is not None else 0
         where = f"partition {self.part_id}"
         check_csc(g.indptr.numpy(), g.indices.numpy(), where)  # a bad index would wrap around silently below
-        check_aligned(where, g.num_nodes, g.num_edges, {"node/_ID": g.ndata["_ID"].numpy(),
-                                                        "edge/_TYPE": g.edata["_TYPE"].numpy(),
-                                                        "edge/_ID": g.edata["_ID"].numpy()})
+        check_aligned(
+            where,
+            g.num_nodes,
+            g.num_edges,
+            {
+                "node/_ID": g.ndata["_ID"].numpy(),
+                "edge/_TYPE": g.edata["_TYPE"].numpy(),
+                "edge/_ID": g.edata["_ID"].numpy(),
+            },
+        )
         self.types = TypeNames(book.ntypes, book.canonical_etypes)
         self.ranges = own_ranges(book, self.part_id)
         self._graph = g
         self._base = int(g.ndata["_ID"][0]) if g.num_nodes else 0  # homogeneous ID of local node 0
         self._entries: dict[tuple[Any, EdgeLayout], _Entry] = {
-            (et, EdgeLayout.CSC): _Entry(None, True, (self.ranges[et[0]].count, self.ranges[et[2]].count),
-                                         stored=True) for et in self.types.etypes}
+            (et, EdgeLayout.CSC): _Entry(None, True, (self.ranges[et[0]].count, self.ranges[et[2]].count), stored=True)
+            for et in self.types.etypes
+        }
 
     # -- the partition's own edges -----------------------------------------------------------------
     def _native(self, et: EType) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -83,7 +91,7 @@ class LocalGraphStore(GraphStore):
             none = torch.zeros(0, dtype=torch.int64)
             return none, torch.zeros(1, dtype=torch.int64), none
         lo_s, lo_d = src_range.homo - self._base, dst_range.homo - self._base  # local IDs of row 0
-        ptr = g.indptr[lo_d:lo_d + dst_range.count + 1]  # in-edges of own destinations of this type
+        ptr = g.indptr[lo_d : lo_d + dst_range.count + 1]  # in-edges of own destinations of this type
         a, b = int(ptr[0]), int(ptr[-1])
         src, eid = g.indices[a:b], g.edata["_ID"][a:b]
         keep = (g.edata["_TYPE"][a:b] == r) & (src >= lo_s) & (src < lo_s + src_range.count)
@@ -104,8 +112,10 @@ class LocalGraphStore(GraphStore):
             return self.types.etype(edge_type)
         except KeyError:
             if stored_only and not any(k[0] == edge_type for k in self._entries):
-                raise KeyError(f"no edge type {edge_type!r} in this graph store; it has "
-                               f"{sorted({str(self.types.public_etype(k[0])) for k in self._entries})}") from None
+                raise KeyError(
+                    f"no edge type {edge_type!r} in this graph store; it has "
+                    f"{sorted({str(self.types.public_etype(k[0])) for k in self._entries})}"
+                ) from None
             return edge_type
 
     def edge_ids(self, edge_type: Any, layout: str | EdgeLayout = "csc") -> torch.Tensor | None:
@@ -159,8 +169,10 @@ class LocalGraphStore(GraphStore):
         row, col = self._checked(edge_index, edge_attr, et)
         layout = edge_attr.layout
         if layout == EdgeLayout.COO and row.numel() != col.numel():
-            raise InputError(f"COO edge index of {edge_attr.edge_type!r}: row and col differ in length "
-                             f"({row.numel()} and {col.numel()})")
+            raise InputError(
+                f"COO edge index of {edge_attr.edge_type!r}: row and col differ in length "
+                f"({row.numel()} and {col.numel()})"
+            )
         is_sorted = layout == EdgeLayout.CSC or (layout == EdgeLayout.COO and bool((col[1:] >= col[:-1]).all()))
         size = tuple(edge_attr.size) if edge_attr.size is not None else None
         self._entries[(et, layout)] = _Entry((row, col), is_sorted, size)
@@ -173,16 +185,20 @@ class LocalGraphStore(GraphStore):
             return self._coo_view(et)
         if key not in self._entries:
             have = [k[1].value for k in self._entries if k[0] == et]
-            raise KeyError(f"no {edge_attr.layout.value!r} edge index of edge type {edge_attr.edge_type!r} in this "
-                           f"graph store; it has {have}")
+            raise KeyError(
+                f"no {edge_attr.layout.value!r} edge index of edge type {edge_attr.edge_type!r} in this "
+                f"graph store; it has {have}"
+            )
         return self._value(key)
 
     def _remove_edge_index(self, edge_attr: EdgeAttr) -> bool:
         return self._entries.pop((self._type_key(edge_attr.edge_type, False), edge_attr.layout), None) is not None
 
     def get_all_edge_attrs(self) -> list[EdgeAttr]:
-        return [EdgeAttr(self.types.public_etype(et), layout, e.is_sorted, e.size)
-                for (et, layout), e in self._entries.items()]
+        return [
+            EdgeAttr(self.types.public_etype(et), layout, e.is_sorted, e.size)
+            for (et, layout), e in self._entries.items()
+        ]
 
     def _edges_to_layout(self, layout: EdgeLayout, edge_types: list[Any] | None = None, store: bool = False):
         """PyG's ``coo()``/``csr()``/``csc()``: each type from the requested layout when stored (no
@@ -212,16 +228,19 @@ class LocalGraphStore(GraphStore):
 def _check_ptr(ptr: torch.Tensor, num_edges: int, what: str, count: int | None) -> None:
     """A CSR/CSC pointer: starts at 0, never decreases, ends at ``num_edges``; ``count + 1`` entries if given."""
     if count is not None and ptr.numel() != count + 1:
-        raise InputError(f"{what}: the pointer needs {count + 1} entries (the partition's own nodes of that type "
-                         f"+ 1), got {ptr.numel()}")
+        raise InputError(
+            f"{what}: the pointer needs {count + 1} entries (the partition's own nodes of that type "
+            f"+ 1), got {ptr.numel()}"
+        )
     if ptr.numel() == 0 or int(ptr[0]) != 0 or int(ptr[-1]) != num_edges or bool((ptr[1:] < ptr[:-1]).any()):
-        raise InputError(f"{what}: the pointer must start at 0, never decrease and end at the edge count "
-                         f"{num_edges}")
+        raise InputError(f"{what}: the pointer must start at 0, never decrease and end at the edge count {num_edges}")
 
 
 def _check_ids(ends: list[tuple[torch.Tensor, int, str]], what: str) -> None:
     """Each ``(node IDs, count, which end)`` lies in ``[0, count)``: the partition's own nodes of that type."""
     for ids, count, end in ends:
         if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= count):
-            raise InputError(f"{what}: {end} IDs must lie in [0, {count}) (the partition's own nodes of that type), "
-                             f"got [{int(ids.min())}, {int(ids.max())}]")
+            raise InputError(
+                f"{what}: {end} IDs must lie in [0, {count}) (the partition's own nodes of that type), "
+                f"got [{int(ids.min())}, {int(ids.max())}]"
+            )

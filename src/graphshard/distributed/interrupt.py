@@ -131,8 +131,12 @@ def raise_if_pending() -> None:
 
 
 @contextmanager
-def handled(describe: Callable[[], str] | None = None, speak: bool | Callable[[], bool] = True,
-            grace: float = GRACE, unwind: bool = True) -> Iterator[Stop]:
+def handled(
+    describe: Callable[[], str] | None = None,
+    speak: bool | Callable[[], bool] = True,
+    grace: float = GRACE,
+    unwind: bool = True,
+) -> Iterator[Stop]:
     """Run the block with SIGINT and SIGTERM handled as the module's docstring says; the previous handlers
     come back after it. Outside the main thread, the block runs as it is."""
     stop = Stop(describe, speak, grace, unwind)
@@ -200,8 +204,11 @@ def _watch(stop: Stop, read: int) -> None:
         if stop.done.wait(0.05):
             return
     frame = sys._current_frames().get(threading.main_thread().ident)
-    log.info("ending the process %.1f s after the signal; its main thread was at %s", stop.grace,
-             f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else "its end")
+    log.info(
+        "ending the process %.1f s after the signal; its main thread was at %s",
+        stop.grace,
+        f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else "its end",
+    )
     if stop.atomic_lock.acquire(timeout=ATOMIC_WAIT):  # an atomic step (renames) finishes first
         stop.atomic_lock.release()
     code = stop.farewell(stop.signum or signums[0])

@@ -27,9 +27,17 @@ STOP_GRACE = 3.0  # seconds interrupted ranks have to end before they are killed
 
 def _entry(index: int, fn: Callable[..., Any], args: tuple, host: str, port: int, world: int, parent: int) -> None:
     die_with_parent(parent)  # a killed launcher takes its ranks with it: none waits on a dead store
-    os.environ.update({"RANK": str(index), "WORLD_SIZE": str(world), "LOCAL_RANK": str(index),
-                       "LOCAL_WORLD_SIZE": str(world),
-                       "MASTER_ADDR": host, "MASTER_PORT": str(port), "GRAPHSHARD_STORE_HOSTED": "1"})
+    os.environ.update(
+        {
+            "RANK": str(index),
+            "WORLD_SIZE": str(world),
+            "LOCAL_RANK": str(index),
+            "LOCAL_WORLD_SIZE": str(world),
+            "MASTER_ADDR": host,
+            "MASTER_PORT": str(port),
+            "GRAPHSHARD_STORE_HOSTED": "1",
+        }
+    )
     with interrupt.handled(speak=False):  # the launcher says the line
         try:
             fn(*args)
@@ -40,8 +48,9 @@ def _entry(index: int, fn: Callable[..., Any], args: tuple, host: str, port: int
             interrupt.exit_now(128 + stopped)  # unwound: end quietly (torch would count an interrupt a success)
 
 
-def launch(fn: Callable[..., Any], num_procs: int, args: tuple = (), host: str = "127.0.0.1",
-           timeout: float = 300.0) -> None:
+def launch(
+    fn: Callable[..., Any], num_procs: int, args: tuple = (), host: str = "127.0.0.1", timeout: float = 300.0
+) -> None:
     """Run ``fn(*args)`` in ``num_procs`` spawned processes that see torchrun-style environment
     variables (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``)."""
     refuse_spawn_reimport()
@@ -56,8 +65,13 @@ def launch(fn: Callable[..., Any], num_procs: int, args: tuple = (), host: str =
         with interrupt.longer_grace(STOP_GRACE + 1.5):  # time to stop the ranks before this process ends
             try:
                 with interrupt.starting_children():  # each rank acts on a signal once its handlers are in place
-                    procs = mp.start_processes(_entry, args=(fn, args, host, store.port, num_procs, os.getpid()),
-                                               nprocs=num_procs, join=False, start_method="spawn")
+                    procs = mp.start_processes(
+                        _entry,
+                        args=(fn, args, host, store.port, num_procs, os.getpid()),
+                        nprocs=num_procs,
+                        join=False,
+                        start_method="spawn",
+                    )
                 _supervise(procs)
             except KeyboardInterrupt:  # Interrupted (SIGINT, SIGTERM) or Ctrl-C without graphshard's handlers
                 if procs is not None:
@@ -159,8 +173,11 @@ def _root_cause(store: Any, processes: list, exc: Exception) -> str:
     if isinstance(exc, mp_exceptions()[0]):  # raised without a DistContext: torch sends the traceback
         lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
         return f"rank {exc.error_index} failed: {lines[-1] if lines else exc}"
-    silent = [(r, p.exitcode) for r, p in enumerate(processes) if r not in reports and p.exitcode not in (0, None)
-              and p.exitcode > 0]
+    silent = [
+        (r, p.exitcode)
+        for r, p in enumerate(processes)
+        if r not in reports and p.exitcode not in (0, None) and p.exitcode > 0
+    ]
     unguarded = [r for r, code in silent if code == UNGUARDED_EXIT]
     if unguarded:
         return unguarded_message(f"rank {unguarded[0]}")

@@ -42,6 +42,8 @@ def unguarded_message(who: str) -> str:
     import sys
 
     script = getattr(sys.modules.get("__main__"), "__file__", None) or "your script"
-    return (f"{who} re-ran the start-up code of {script} when it imported it: the script starts processes (or "
-            "joins a run) at its top level. Put that code under `if __name__ == \"__main__\":` — spawned "
-            "processes import the script that started them, and the guard keeps them from running it again")
+    return (
+        f"{who} re-ran the start-up code of {script} when it imported it: the script starts processes (or "
+        'joins a run) at its top level. Put that code under `if __name__ == "__main__":` — spawned '
+        "processes import the script that started them, and the guard keeps them from running it again"
+    )

@@ -34,6 +34,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
 from ..errors import InputError
 
 DEFAULT_LOST_AFTER = 6.0  # seconds of silence after which a peer is lost
@@ -90,8 +91,9 @@ class Heartbeat:
     ``on_lost(line)`` is called (once, from the thread) with the one line that names a lost or failed peer;
     by default :func:`stop_process`."""
 
-    def __init__(self, rank: int, world_size: int, address: str, lost_after: float,
-                 on_lost: Callable[[str], None] | None = None):
+    def __init__(
+        self, rank: int, world_size: int, address: str, lost_after: float, on_lost: Callable[[str], None] | None = None
+    ):
         self.rank, self.world_size, self.address, self.lost_after = rank, world_size, address, lost_after
         self.interval = lost_after / INTERVAL_FRACTION
         self.on_lost = on_lost or stop_process
@@ -197,7 +199,7 @@ class Heartbeat:
             peer = self.peers.get(rank)
             if magic != _MAGIC or peer is None or nonce != peer.nonce:  # not of this run
                 continue
-            text = data[_HEADER.size:].decode(errors="replace")
+            text = data[_HEADER.size :].decode(errors="replace")
             peer.last = time.monotonic()
             if kind == BEAT:
                 peer.doing = text
@@ -207,8 +209,10 @@ class Heartbeat:
                 peer.quiet = True
             elif kind == FAILED and not peer.gone:
                 peer.gone, peer.failed_at = True, peer.last
-                peer.failed = (f"rank {rank} on host {peer.address[0]} failed while {peer.doing}: {text}; noticed by "
-                               f"rank {self.rank} on {self.address} while {now_doing()}")
+                peer.failed = (
+                    f"rank {rank} on host {peer.address[0]} failed while {peer.doing}: {text}; noticed by "
+                    f"rank {self.rank} on {self.address} while {now_doing()}"
+                )
 
     def _check(self, now: float) -> None:
         for p in self.peers.values():
@@ -216,9 +220,11 @@ class Heartbeat:
                 self._fire(p.failed)  # this rank did not stop on its own (it may wait on the failed one)
             silent = now - p.last
             if not p.gone and silent > self.lost_after and not self._stop.is_set():
-                self._fire(f"lost rank {p.rank} on host {p.address[0]}: no heartbeat for {silent:.1f} s (link down, "
-                           f"process frozen or killed) while it was {p.doing}; noticed by rank {self.rank} on "
-                           f"{self.address} while {now_doing()}")
+                self._fire(
+                    f"lost rank {p.rank} on host {p.address[0]}: no heartbeat for {silent:.1f} s (link down, "
+                    f"process frozen or killed) while it was {p.doing}; noticed by rank {self.rank} on "
+                    f"{self.address} while {now_doing()}"
+                )
                 p.gone = True
 
     def _fire(self, line: str) -> None:
@@ -254,8 +260,7 @@ def write_error_file(message: str) -> None:
     path = os.environ.get("TORCHELASTIC_ERROR_FILE")
     if not path:
         return
-    data = {"message": {"message": message, "extraInfo": {"py_callstack": message,
-                                                           "timestamp": str(int(time.time()))}}}
+    data = {"message": {"message": message, "extraInfo": {"py_callstack": message, "timestamp": str(int(time.time()))}}}
     try:
         tmp = f"{path}.tmp-{os.getpid()}"
         with open(tmp, "w") as f:

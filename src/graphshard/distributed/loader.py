@@ -33,8 +33,20 @@ SPLIT_MASKS = ("train_mask", "val_mask", "test_mask")  # node data PyG's loaders
 
 
 class _DistLoader:
-    def __init__(self, graph: DistGraph, spec: BatchSpec, seeds: np.ndarray, batch_size: int, shuffle: bool,
-                 drop_last: bool, num_workers: int, prefetch: int | None, seed: int, time: Any, label: Any):
+    def __init__(
+        self,
+        graph: DistGraph,
+        spec: BatchSpec,
+        seeds: np.ndarray,
+        batch_size: int,
+        shuffle: bool,
+        drop_last: bool,
+        num_workers: int,
+        prefetch: int | None,
+        seed: int,
+        time: Any,
+        label: Any,
+    ):
         if batch_size < 1:
             raise InputError(f"batch_size must be >= 1, got {batch_size}")
         self.graph, self.spec, self.seeds = graph, spec, seeds
@@ -50,16 +62,32 @@ class _DistLoader:
                 raise InputError(f"{name} has {arr.shape[0]} entries for {count} seeds")
         counts = [int(c) for c in graph.group.all_gather(str(count).encode(), "loader seed counts")]
         if min(counts) == 0 and max(counts) > 0:
-            raise InputError(f"rank {counts.index(0)} has no seeds while others have up to {max(counts)}: "
-                             "split the seeds so every rank gets some (node_split with force_even=True)")
+            raise InputError(
+                f"rank {counts.index(0)} has no seeds while others have up to {max(counts)}: "
+                "split the seeds so every rank gets some (node_split with force_even=True)"
+            )
         self.epoch_size = max(counts)
         self.num_batches = (self.epoch_size // batch_size) if drop_last else math.ceil(self.epoch_size / batch_size)
         self.rank = graph.group.rank
-        self._maker = BatchMaker(spec, graph.group, graph.sampling_graph, graph.features, graph.book) \
-            if num_workers == 0 else None
-        self._pool = WorkerPool(graph.part_config, graph.group.rank, graph.group.world_size, spec,
-                                num_workers, prefetch, graph.group.timeout, cache=graph.features.cache) \
-            if num_workers > 0 else None
+        self._maker = (
+            BatchMaker(spec, graph.group, graph.sampling_graph, graph.features, graph.book)
+            if num_workers == 0
+            else None
+        )
+        self._pool = (
+            WorkerPool(
+                graph.part_config,
+                graph.group.rank,
+                graph.group.world_size,
+                spec,
+                num_workers,
+                prefetch,
+                graph.group.timeout,
+                cache=graph.features.cache,
+            )
+            if num_workers > 0
+            else None
+        )
 
     def __len__(self) -> int:
         return self.num_batches
@@ -82,11 +110,18 @@ class _DistLoader:
         order = self._order(rng)
         reqs = []
         for b in range(self.num_batches):
-            take = order[b * self.batch_size:(b + 1) * self.batch_size]
+            take = order[b * self.batch_size : (b + 1) * self.batch_size]
             key = int(np.random.default_rng([self.seed, epoch, self.rank, b]).integers(0, 2**62))
-            reqs.append(BatchRequest(b, key, self.seeds[..., take],
-                                     None if self.time is None else self.time[take],
-                                     None if self.label is None else self.label[take], take))
+            reqs.append(
+                BatchRequest(
+                    b,
+                    key,
+                    self.seeds[..., take],
+                    None if self.time is None else self.time[take],
+                    None if self.label is None else self.label[take],
+                    take,
+                )
+            )
         return reqs
 
     def __iter__(self) -> Iterator[Any]:
@@ -106,7 +141,7 @@ class _DistLoader:
             self._pool.close()
             self._pool = None
 
-    def __enter__(self) -> "_DistLoader":
+    def __enter__(self) -> _DistLoader:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -130,21 +165,49 @@ class DistNeighborLoader(_DistLoader):
     (default: the split masks ``train_mask``, ``val_mask``, ``test_mask`` where a type has them, as PyG's
     loaders give them; ``()`` for none)."""
 
-    def __init__(self, graph: DistGraph, num_neighbors: Any, input_nodes: Any, batch_size: int = 1024,
-                 input_type: str | None = None, shuffle: bool = False, drop_last: bool = False,
-                 replace: bool = False, disjoint: bool = False, time_attr: str | None = None,
-                 input_time: Any = None, feat_name: str = "feat", label_name: str | None = "label",
-                 num_workers: int = 0, prefetch: int | None = None, seed: int = 0, sparse_x: bool = False,
-                 wire_dtype: str = STORED, edge_feat_name: str | None = None, node_attrs: Any = None):
+    def __init__(
+        self,
+        graph: DistGraph,
+        num_neighbors: Any,
+        input_nodes: Any,
+        batch_size: int = 1024,
+        input_type: str | None = None,
+        shuffle: bool = False,
+        drop_last: bool = False,
+        replace: bool = False,
+        disjoint: bool = False,
+        time_attr: str | None = None,
+        input_time: Any = None,
+        feat_name: str = "feat",
+        label_name: str | None = "label",
+        num_workers: int = 0,
+        prefetch: int | None = None,
+        seed: int = 0,
+        sparse_x: bool = False,
+        wire_dtype: str = STORED,
+        edge_feat_name: str | None = None,
+        node_attrs: Any = None,
+    ):
         if input_type is None and len(graph.ntypes) > 1:
             raise InputError(f"input_type is needed for a graph with node types {graph.ntypes}")
         seeds = to_numpy(input_nodes).astype(np.int64).reshape(-1)
         check_range(seeds, graph.num_nodes(input_type), f"input node ID of type {input_type or graph.ntypes[0]!r}")
-        spec = BatchSpec(num_neighbors, replace, disjoint, time_attr, feat_name, label_name, input_type=input_type,
-                         sparse_x=sparse_x, wire_dtype=wire_dtype, edge_feat_name=edge_feat_name,
-                         node_attrs=SPLIT_MASKS if node_attrs is None else tuple(node_attrs))
-        super().__init__(graph, spec, seeds, batch_size, shuffle, drop_last, num_workers, prefetch, seed,
-                         input_time, None)
+        spec = BatchSpec(
+            num_neighbors,
+            replace,
+            disjoint,
+            time_attr,
+            feat_name,
+            label_name,
+            input_type=input_type,
+            sparse_x=sparse_x,
+            wire_dtype=wire_dtype,
+            edge_feat_name=edge_feat_name,
+            node_attrs=SPLIT_MASKS if node_attrs is None else tuple(node_attrs),
+        )
+        super().__init__(
+            graph, spec, seeds, batch_size, shuffle, drop_last, num_workers, prefetch, seed, input_time, None
+        )
 
 
 class DistLinkNeighborLoader(_DistLoader):
@@ -157,23 +220,55 @@ class DistLinkNeighborLoader(_DistLoader):
     features come as sparse COO ``x``; ``wire_dtype``: how other processes' dense rows travel (see
     :class:`BatchSpec`); ``edge_feat_name``, ``node_attrs``: as for :class:`DistNeighborLoader`."""
 
-    def __init__(self, graph: DistGraph, num_neighbors: Any, edge_label_index: Any, batch_size: int = 1024,
-                 edge_type: Any = None, edge_label: Any = None, neg_sampling: str | None = None,
-                 neg_amount: float = 1.0, shuffle: bool = False, drop_last: bool = False, replace: bool = False,
-                 disjoint: bool = False, time_attr: str | None = None, edge_label_time: Any = None,
-                 feat_name: str = "feat", label_name: str | None = None, num_workers: int = 0,
-                 prefetch: int | None = None, seed: int = 0, exclude_seed_edges: bool = False,
-                 sparse_x: bool = False, wire_dtype: str = STORED, edge_feat_name: str | None = None,
-                 node_attrs: Any = None):
+    def __init__(
+        self,
+        graph: DistGraph,
+        num_neighbors: Any,
+        edge_label_index: Any,
+        batch_size: int = 1024,
+        edge_type: Any = None,
+        edge_label: Any = None,
+        neg_sampling: str | None = None,
+        neg_amount: float = 1.0,
+        shuffle: bool = False,
+        drop_last: bool = False,
+        replace: bool = False,
+        disjoint: bool = False,
+        time_attr: str | None = None,
+        edge_label_time: Any = None,
+        feat_name: str = "feat",
+        label_name: str | None = None,
+        num_workers: int = 0,
+        prefetch: int | None = None,
+        seed: int = 0,
+        exclude_seed_edges: bool = False,
+        sparse_x: bool = False,
+        wire_dtype: str = STORED,
+        edge_feat_name: str | None = None,
+        node_attrs: Any = None,
+    ):
         et = graph._etype(edge_type) if edge_type is not None else graph._single("edge_type", graph.canonical_etypes)
         pairs = to_numpy(edge_label_index).astype(np.int64)
         if pairs.ndim != 2 or pairs.shape[0] != 2:
             raise InputError(f"edge_label_index must have shape (2, E), got {pairs.shape}")
         check_range(pairs[0], graph.num_nodes(et[0]), f"source node ID of {et}")
         check_range(pairs[1], graph.num_nodes(et[2]), f"destination node ID of {et}")
-        spec = BatchSpec(num_neighbors, replace, disjoint, time_attr, feat_name, label_name, edge_type=et,
-                         neg_mode=neg_sampling, neg_amount=neg_amount, exclude_seed_edges=exclude_seed_edges,
-                         sparse_x=sparse_x, wire_dtype=wire_dtype, edge_feat_name=edge_feat_name,
-                         node_attrs=SPLIT_MASKS if node_attrs is None else tuple(node_attrs))
-        super().__init__(graph, spec, pairs, batch_size, shuffle, drop_last, num_workers, prefetch, seed,
-                         edge_label_time, edge_label)
+        spec = BatchSpec(
+            num_neighbors,
+            replace,
+            disjoint,
+            time_attr,
+            feat_name,
+            label_name,
+            edge_type=et,
+            neg_mode=neg_sampling,
+            neg_amount=neg_amount,
+            exclude_seed_edges=exclude_seed_edges,
+            sparse_x=sparse_x,
+            wire_dtype=wire_dtype,
+            edge_feat_name=edge_feat_name,
+            node_attrs=SPLIT_MASKS if node_attrs is None else tuple(node_attrs),
+        )
+        super().__init__(
+            graph, spec, pairs, batch_size, shuffle, drop_last, num_workers, prefetch, seed, edge_label_time, edge_label
+        )

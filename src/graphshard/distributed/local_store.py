@@ -44,8 +44,11 @@ class LocalFeatureStore(StoredFeatureStore):
 
     def __init__(self, part: Partition | Served, part_id: int, pyg_names: Mapping[str, str] | None = None):
         if isinstance(part, Served):  # several stored partitions served as one: rows read piece by piece
-            book, node_feats, edge_feats = part.book, stacked_feats(part.parts, "node_feats"), \
-                stacked_feats(part.parts, "edge_feats")
+            book, node_feats, edge_feats = (
+                part.book,
+                stacked_feats(part.parts, "node_feats"),
+                stacked_feats(part.parts, "edge_feats"),
+            )
         else:
             book, node_feats, edge_feats = part.partition_book, part.node_feats, part.edge_feats
         self.part_id = part_id
@@ -56,8 +59,12 @@ class LocalFeatureStore(StoredFeatureStore):
                 group, name = key.rsplit("/", 1)
                 self._tensors[(parse(group), name)] = tensor
         schema = {k: (_dtype(t), tuple(t.shape[1:])) for k, t in self._tensors.items()}
-        super().__init__(TypeNames(book.ntypes, book.canonical_etypes), schema,
-                         {g: r.count for g, r in self.ranges.items()}, pyg_names)
+        super().__init__(
+            TypeNames(book.ntypes, book.canonical_etypes),
+            schema,
+            {g: r.count for g, r in self.ranges.items()},
+            pyg_names,
+        )
 
     def id_offset(self, group: Any) -> int:
         """Global per-type ID of row 0 of ``group`` (node type, edge type, or PyG's ``None`` names)."""
@@ -71,8 +78,10 @@ class LocalFeatureStore(StoredFeatureStore):
         rows = arr - start
         bad = (rows < 0) | (rows >= count)
         if bad.any():
-            raise IDRangeError(f"{g!r}: ID {int(arr[np.argmax(bad)])} is not owned by partition {self.part_id} "
-                               f"(it owns [{start}, {start + count}))")
+            raise IDRangeError(
+                f"{g!r}: ID {int(arr[np.argmax(bad)])} is not owned by partition {self.part_id} "
+                f"(it owns [{start}, {start + count}))"
+            )
         return torch.from_numpy(rows)
 
     def get_tensor_from_global_id(self, group: Any, attr_name: str, ids: Any) -> torch.Tensor:
@@ -88,8 +97,10 @@ class LocalFeatureStore(StoredFeatureStore):
         g = self.types.group(group)
         key = (g, self._alias.get((g, name), name))
         if key not in self._tensors:
-            raise KeyError(f"no stored tensor {name!r} in group {group!r} ({g!r}); it has "
-                           f"{sorted(n for t, n in self._tensors if t == g)}")
+            raise KeyError(
+                f"no stored tensor {name!r} in group {group!r} ({g!r}); it has "
+                f"{sorted(n for t, n in self._tensors if t == g)}"
+            )
         return key
 
     def is_sparse(self, group: Any, name: str) -> bool:

@@ -47,8 +47,10 @@ def check_host(host: str) -> str:
     except socket.gaierror as exc:
         raise InputError(f"--host {host!r} does not resolve to an address ({exc})") from None
     if any(ipaddress.ip_address(i[4][0].split("%")[0]).is_unspecified for i in infos):
-        raise InputError(f"--host {host!r} would listen on every interface; give the one address to listen on "
-                         f"({LOOPBACK} for this machine only)")
+        raise InputError(
+            f"--host {host!r} would listen on every interface; give the one address to listen on "
+            f"({LOOPBACK} for this machine only)"
+        )
     return host
 
 
@@ -68,8 +70,15 @@ def host_store(host: str, port: int, world_size: int, timeout: float) -> Any:
 
     sock = listen_socket(host, port)
     bound = sock.getsockname()[1]
-    return dist.TCPStore(host, bound, world_size, is_master=True, timeout=datetime.timedelta(seconds=timeout),
-                         wait_for_workers=False, master_listen_fd=sock.detach())
+    return dist.TCPStore(
+        host,
+        bound,
+        world_size,
+        is_master=True,
+        timeout=datetime.timedelta(seconds=timeout),
+        wait_for_workers=False,
+        master_listen_fd=sock.detach(),
+    )
 
 
 def gloo_options(host: str) -> Any:

@@ -109,8 +109,10 @@ def full_or_rows(tensor: torch.Tensor, rows: Rows, count: int, what: str) -> tup
     if tensor.dim() == 0 or tensor.shape[0] != (shape[0] if shape else 1):
         given = "a scalar" if tensor.dim() == 0 else f"{tensor.shape[0]} rows"
         every = " (index None: all of them)" if isinstance(rows, slice) and rows == slice(None) else ""
-        raise InputError(f"put {what}: the tensor has {given} (shape {tuple(tensor.shape)}), but the index "
-                         f"selects {shape[0] if shape else 1} of the group's {count} rows{every}")
+        raise InputError(
+            f"put {what}: the tensor has {given} (shape {tuple(tensor.shape)}), but the index "
+            f"selects {shape[0] if shape else 1} of the group's {count} rows{every}"
+        )
     if isinstance(rows, slice) and rows.indices(count) == (0, count, 1):
         return tensor, None
     ids = _as_ids(rows, count)

@@ -16,8 +16,9 @@ from typing import Any
 from .context import DistError
 
 
-def prefetched(make: Callable[[Any], Any], requests: Iterable[Any], depth: int, timeout: float,
-               where: str = "") -> Iterator[Any]:
+def prefetched(
+    make: Callable[[Any], Any], requests: Iterable[Any], depth: int, timeout: float, where: str = ""
+) -> Iterator[Any]:
     """``make(r)`` for every request, computed up to ``depth`` ahead in a background thread."""
     ready: queue.Queue = queue.Queue(maxsize=max(1, depth))
     stop = threading.Event()

@@ -25,7 +25,7 @@ from .interrupt import raise_if_pending
 from .network import interface_of, own_address
 
 _REGISTRY: dict[str, Any] = {}
-_CURRENT: list["RpcGroup"] = []
+_CURRENT: list[RpcGroup] = []
 
 
 def worker_name(rank: int) -> str:
@@ -86,8 +86,10 @@ class RpcGroup:
             self.store.wait(keys, datetime.timedelta(seconds=self.timeout))
         except Exception:
             absent = [self.names[r] for r, k in enumerate(keys) if not self.store.check([k])]
-            raise DistError(f"{self.names[self.rank]}: barrier '{what}' timed out after {self.timeout:.0f} s "
-                            f"waiting for {', '.join(absent) or 'a peer'}") from None
+            raise DistError(
+                f"{self.names[self.rank]}: barrier '{what}' timed out after {self.timeout:.0f} s "
+                f"waiting for {', '.join(absent) or 'a peer'}"
+            ) from None
         return [bytes(self.store.get(k)) for k in keys]
 
 
@@ -111,8 +113,16 @@ def _register_rendezvous() -> None:
         pass
 
 
-def join_group(names: list[str], rank: int, store: Any, key: str, timeout: float, host: str = "127.0.0.1",
-               num_threads: int = 8, lanes: int = 1) -> RpcGroup:
+def join_group(
+    names: list[str],
+    rank: int,
+    store: Any,
+    key: str,
+    timeout: float,
+    host: str = "127.0.0.1",
+    num_threads: int = 8,
+    lanes: int = 1,
+) -> RpcGroup:
     """Join RPC as member ``rank`` of ``names``. The rendezvous goes through ``store`` (under ``key``), so
     no other store is opened; TensorPipe listens on the interface of this host's address on the run's network
     (see :func:`graphshard.distributed.network.own_address`)."""
@@ -130,14 +140,16 @@ def join_group(names: list[str], rank: int, store: Any, key: str, timeout: float
     # for messages: measured on 2 cores, it tripled the run's system CPU time and, with other work on the
     # cores, made the epoch 1.4 x slower than over loopback TCP (uv), which waits in the kernel instead.
     # Between hosts TensorPipe uses uv anyway.
-    opts = rpc.TensorPipeRpcBackendOptions(init_method=f"graphshard://{token}", rpc_timeout=timeout,
-                                           num_worker_threads=num_threads, _transports=["uv"])
+    opts = rpc.TensorPipeRpcBackendOptions(
+        init_method=f"graphshard://{token}", rpc_timeout=timeout, num_worker_threads=num_threads, _transports=["uv"]
+    )
     try:
         with warnings.catch_warnings():
             # torch's own RPC start-up gathers device maps over a private gloo backend handle and warns
             # about that use of its API: nothing a caller can change, so it is not shown to users
-            warnings.filterwarnings("ignore", message=r"You are using a Backend .* as a ProcessGroup",
-                                    category=UserWarning)
+            warnings.filterwarnings(
+                "ignore", message=r"You are using a Backend .* as a ProcessGroup", category=UserWarning
+            )
             rpc.init_rpc(names[rank], rank=rank, world_size=len(names), rpc_backend_options=opts)
     finally:
         _RENDEZVOUS.pop(token, None)
@@ -167,9 +179,15 @@ def shutdown_rpc(group: RpcGroup | DistContext | None = None, graceful: bool = T
     _CURRENT.clear()
 
 
-def by_owner(group: RpcGroup, parts: np.ndarray, num_parts: int, local: Callable[[np.ndarray], Any] | None,
-             remote: Callable[..., Any], args: Callable[[np.ndarray], tuple], what: str
-             ) -> list[tuple[np.ndarray, Any]]:
+def by_owner(
+    group: RpcGroup,
+    parts: np.ndarray,
+    num_parts: int,
+    local: Callable[[np.ndarray], Any] | None,
+    remote: Callable[..., Any],
+    args: Callable[[np.ndarray], tuple],
+    what: str,
+) -> list[tuple[np.ndarray, Any]]:
     """Route the items whose owning partitions are ``parts``: this process's own partition is served
     by ``local(positions)`` (unless ``local`` is None), every other partition by one asynchronous
     ``remote(*args(positions))`` call to its server, all in flight at once and sent before the local work
@@ -182,7 +200,7 @@ def by_owner(group: RpcGroup, parts: np.ndarray, num_parts: int, local: Callable
     mine = group.part_id(num_parts)
     done, pending, own = [], [], None
     for p in np.flatnonzero(np.diff(bounds)):
-        pos = order[bounds[p]:bounds[p + 1]]
+        pos = order[bounds[p] : bounds[p + 1]]
         owner = group.owner(int(p), num_parts)
         if p == mine and (local is not None or owner == group.names[group.rank]):
             own = pos
@@ -210,8 +228,9 @@ def _result(group: RpcGroup, owner: str, fut: Any, what: str) -> Any:
         me = group.names[group.rank]
         if not _raised_remotely(exc):  # the peer vanished or hung: it is at fault, say so for the launcher
             state = "did not answer" if "timeout" in str(exc).lower() else "is gone"
-            raise DistError(f"{me}: {PEER_FAILURE} {owner} {state} ({what} request failed: "
-                            f"{remote_error(exc)})") from exc
+            raise DistError(
+                f"{me}: {PEER_FAILURE} {owner} {state} ({what} request failed: {remote_error(exc)})"
+            ) from exc
         raise DistError(f"{me}: {what} request to {owner} failed: {remote_error(exc)}") from exc
 
 

@@ -27,8 +27,9 @@ class Session:
 
 
 @contextmanager
-def session(timeout: float = 300.0, rpc_host: str = "127.0.0.1",
-            heartbeat_timeout: float | None = None) -> Iterator[Session]:
+def session(
+    timeout: float = 300.0, rpc_host: str = "127.0.0.1", heartbeat_timeout: float | None = None
+) -> Iterator[Session]:
     """Join the run described by torchrun-style environment variables (as set by ``torchrun``,
     :func:`graphshard.distributed.launcher.launch`, a PyTorchJob, or Slurm's under ``srun``). On an error this
     rank records it for the others and leaves RPC without waiting for them; otherwise it leaves together with

@@ -28,8 +28,15 @@ def serve_sampling(local: LocalSamplingGraph, key: str = "") -> None:
     register(f"{_GRAPH}/{key}", local)
 
 
-def _sample_remote(served: str, gids: torch.Tensor, fanouts: torch.Tensor, replace: bool, key: int,
-                   seed_time: torch.Tensor | None, time_attr: str | None) -> tuple[torch.Tensor, ...]:
+def _sample_remote(
+    served: str,
+    gids: torch.Tensor,
+    fanouts: torch.Tensor,
+    replace: bool,
+    key: int,
+    seed_time: torch.Tensor | None,
+    time_attr: str | None,
+) -> tuple[torch.Tensor, ...]:
     st = None if seed_time is None else seed_time.numpy()
     out = registered(f"{_GRAPH}/{served}").sample(gids.numpy(), fanouts.numpy(), replace, key, st, time_attr)
     return tuple(torch.from_numpy(a) for a in out)
@@ -60,9 +67,16 @@ class DistNeighborSampler:
     only neighbours not newer than their seed and implies disjoint mode. Every member of ``group`` must
     serve its partition (:func:`serve_sampling`) before requests start."""
 
-    def __init__(self, group: RpcGroup, local: LocalSamplingGraph, book: RangePartitionBook,
-                 num_neighbors: list[int] | dict[Any, list[int]], replace: bool = False, disjoint: bool = False,
-                 time_attr: str | None = None):
+    def __init__(
+        self,
+        group: RpcGroup,
+        local: LocalSamplingGraph,
+        book: RangePartitionBook,
+        num_neighbors: list[int] | dict[Any, list[int]],
+        replace: bool = False,
+        disjoint: bool = False,
+        time_attr: str | None = None,
+    ):
         self.group, self.local, self.book = group, local, book
         self.fanouts = fanout_table(num_neighbors, book.canonical_etypes)
         self.replace, self.disjoint, self.time_attr = replace, disjoint, time_attr
@@ -73,10 +87,23 @@ class DistNeighborSampler:
     def _layer(self, ids: np.ndarray, times: np.ndarray | None, fanouts: np.ndarray, key: int):
         parts = self.book.nid2partid(ids).numpy()
         fan_t = torch.from_numpy(fanouts)
-        local = lambda pos: self.local.sample(ids[pos], fanouts, self.replace, key,  # noqa: E731
-                                              None if times is None else times[pos], self.time_attr)
-        args = lambda pos: (self.local.key, torch.from_numpy(ids[pos]), fan_t, self.replace, key,  # noqa: E731
-                            None if times is None else torch.from_numpy(times[pos]), self.time_attr)
+        local = lambda pos: self.local.sample(
+            ids[pos],
+            fanouts,
+            self.replace,
+            key,  # noqa: E731
+            None if times is None else times[pos],
+            self.time_attr,
+        )
+        args = lambda pos: (
+            self.local.key,
+            torch.from_numpy(ids[pos]),
+            fan_t,
+            self.replace,
+            key,  # noqa: E731
+            None if times is None else torch.from_numpy(times[pos]),
+            self.time_attr,
+        )
         pieces = by_owner(self.group, parts, self.book.num_partitions(), local, _sample_remote, args, "sampling")
         blocks = []
         for pos, res in pieces:
@@ -106,8 +133,7 @@ class DistNeighborSampler:
         def layer(ids, owner, hop_fanouts, hop):
             return self._layer(ids, None if times is None else times[owner], hop_fanouts, seed * 1_000_003 + hop)
 
-        return expand_hops(seeds, list(self.fanouts), layer, self.book.num_nodes(),
-                           None if disjoint else self._slot)
+        return expand_hops(seeds, list(self.fanouts), layer, self.book.num_nodes(), None if disjoint else self._slot)
 
     def to_hetero(self, out: SamplerOutput) -> HeteroSamplerOutput:
         """``out`` regrouped by node and edge type (per-type IDs)."""

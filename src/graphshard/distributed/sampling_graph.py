@@ -25,8 +25,13 @@ class LocalSamplingGraph:
     """Sampling server state of one partition. ``times`` (optional) returns the values of a node
     attribute for the partition's local nodes (inner and HALO), for temporal sampling."""
 
-    def __init__(self, graph: PartitionGraph, book: RangePartitionBook, part_id: int,
-                 times: Callable[[str, np.ndarray], np.ndarray] | None = None):
+    def __init__(
+        self,
+        graph: PartitionGraph,
+        book: RangePartitionBook,
+        part_id: int,
+        times: Callable[[str, np.ndarray], np.ndarray] | None = None,
+    ):
         self.book, self.num_etypes = book, len(book.canonical_etypes)
         self.indptr = graph.indptr.numpy()
         self.indices = graph.indices.numpy()
@@ -34,8 +39,12 @@ class LocalSamplingGraph:
         check_csc(self.indptr, self.indices, where)  # the compiled kernels trust these bounds
         self.node_gid = graph.ndata["_ID"].numpy()
         self.edge_gid = graph.edata["_ID"].numpy()
-        check_aligned(where, self.indptr.shape[0] - 1, self.indices.shape[0],
-                      {"node/_ID": self.node_gid, "edge/_ID": self.edge_gid, "edge/_TYPE": graph.edata["_TYPE"].numpy()})
+        check_aligned(
+            where,
+            self.indptr.shape[0] - 1,
+            self.indices.shape[0],
+            {"node/_ID": self.node_gid, "edge/_ID": self.edge_gid, "edge/_TYPE": graph.edata["_TYPE"].numpy()},
+        )
         self.etype = None
         if self.num_etypes > 1:
             self._sort_by_type(graph.edata["_TYPE"].numpy().astype(np.int64))
@@ -67,8 +76,12 @@ class LocalSamplingGraph:
     def _slots(self, gids: np.ndarray, local: np.ndarray, fanouts: np.ndarray):
         """(node index, start, end, fanout) of every (node, edge type) range to sample, node-major."""
         if self.etype is None:
-            return np.arange(gids.shape[0]), self.indptr[local], self.indptr[local + 1], \
-                np.full(gids.shape[0], fanouts[0], dtype=np.int64)
+            return (
+                np.arange(gids.shape[0]),
+                self.indptr[local],
+                self.indptr[local + 1],
+                np.full(gids.shape[0], fanouts[0], dtype=np.int64),
+            )
         ntype = self.book.map_to_per_ntype(gids)[0].numpy()
         node_idx, types = [], []
         for r in np.flatnonzero(fanouts != 0):
@@ -82,15 +95,23 @@ class LocalSamplingGraph:
         starts, ends = typed_ranges(self.indptr, self.etype, local[node_idx], types)
         return node_idx, starts, ends, fanouts[types]
 
-    def sample(self, gids: np.ndarray, fanouts: np.ndarray, replace: bool, key: int,
-               seed_time: np.ndarray | None = None, time_attr: str | None = None
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def sample(
+        self,
+        gids: np.ndarray,
+        fanouts: np.ndarray,
+        replace: bool,
+        key: int,
+        seed_time: np.ndarray | None = None,
+        time_attr: str | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """In-edges of these inner nodes, up to ``fanouts[r]`` of edge type ``r`` each: returns
         ``(counts per node, neighbour global IDs, edge global IDs)`` listed node by node."""
         local = gids - self.start
         if local.size and (local.min() < 0 or local.max() >= self.count):
-            raise DistError(f"sampling request for nodes this partition does not own (it owns "
-                            f"[{self.start}, {self.start + self.count}))")
+            raise DistError(
+                f"sampling request for nodes this partition does not own (it owns "
+                f"[{self.start}, {self.start + self.count}))"
+            )
         node_idx, starts, ends, slot_fanouts = self._slots(gids, local, np.asarray(fanouts, dtype=np.int64))
         node_time = slot_time = None
         if seed_time is not None:
@@ -102,8 +123,9 @@ class LocalSamplingGraph:
             per_node = np.bincount(node_idx, weights=counts, minlength=gids.shape[0]).astype(np.int64)
         return per_node, self.node_gid[self.indices[pos]], self.edge_gid[pos]
 
-    def expected_sources(self, gids: np.ndarray, weights: np.ndarray, fanouts: np.ndarray
-                         ) -> tuple[np.ndarray, np.ndarray]:
+    def expected_sources(
+        self, gids: np.ndarray, weights: np.ndarray, fanouts: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Expected reads of the in-neighbours of these inner nodes when each node ``v`` is expanded
         ``weights[v]`` times with ``fanouts`` (per edge type; -1 = all): an in-edge of a range of ``d`` edges
         with fanout ``f`` is taken with probability ``min(1, f / d)``. Returns distinct neighbour global IDs
@@ -113,8 +135,9 @@ class LocalSamplingGraph:
         deg = ends - starts
         take = np.where(fan < 0, 1.0, np.minimum(1.0, fan / np.maximum(deg, 1)))
         pos = ragged_ranges(starts, deg)
-        return sum_by_id(self.node_gid[self.indices[pos]], np.repeat(weights[node_idx] * take, deg),
-                         self.book.num_nodes())
+        return sum_by_id(
+            self.node_gid[self.indices[pos]], np.repeat(weights[node_idx] * take, deg), self.book.num_nodes()
+        )
 
 
 class ServedSamplingGraph:
@@ -132,38 +155,57 @@ class ServedSamplingGraph:
         seg = np.searchsorted(self.bounds, gids, side="right") - 1
         return [(g, np.flatnonzero(seg == k)) for k, g in enumerate(self.segments)]
 
-    def sample(self, gids: np.ndarray, fanouts: np.ndarray, replace: bool, key: int,
-               seed_time: np.ndarray | None = None, time_attr: str | None = None
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def sample(
+        self,
+        gids: np.ndarray,
+        fanouts: np.ndarray,
+        replace: bool,
+        key: int,
+        seed_time: np.ndarray | None = None,
+        time_attr: str | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """As :meth:`LocalSamplingGraph.sample`, over all the served partitions."""
         if gids.size and (gids.min() < self.start or gids.max() >= self.start + self.count):
-            raise DistError(f"sampling request for nodes this process does not serve (it serves "
-                            f"[{self.start}, {self.start + self.count}))")
-        blocks = [(pos, g.sample(gids[pos], fanouts, replace, key, None if seed_time is None else seed_time[pos],
-                                 time_attr)) for g, pos in self._split(gids) if pos.size]
+            raise DistError(
+                f"sampling request for nodes this process does not serve (it serves "
+                f"[{self.start}, {self.start + self.count}))"
+            )
+        blocks = [
+            (pos, g.sample(gids[pos], fanouts, replace, key, None if seed_time is None else seed_time[pos], time_attr))
+            for g, pos in self._split(gids)
+            if pos.size
+        ]
         return assemble(gids.shape[0], blocks)
 
-    def expected_sources(self, gids: np.ndarray, weights: np.ndarray, fanouts: np.ndarray
-                         ) -> tuple[np.ndarray, np.ndarray]:
+    def expected_sources(
+        self, gids: np.ndarray, weights: np.ndarray, fanouts: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """As :meth:`LocalSamplingGraph.expected_sources`, over all the served partitions."""
         got = [g.expected_sources(gids[pos], weights[pos], fanouts) for g, pos in self._split(gids) if pos.size]
         if not got:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
-        return sum_by_id(np.concatenate([i for i, _ in got]), np.concatenate([w for _, w in got]),
-                         self.book.num_nodes())
+        return sum_by_id(
+            np.concatenate([i for i, _ in got]), np.concatenate([w for _, w in got]), self.book.num_nodes()
+        )
 
 
-def served_sampling_graph(served: Served, times: Callable[[str, np.ndarray], np.ndarray] | None = None
-                          ) -> LocalSamplingGraph | ServedSamplingGraph:
+def served_sampling_graph(
+    served: Served, times: Callable[[str, np.ndarray], np.ndarray] | None = None
+) -> LocalSamplingGraph | ServedSamplingGraph:
     """The sampling graph of what one process serves: one partition's, or several served as one."""
     if len(served.parts) == 1:
         return LocalSamplingGraph(served.parts[0].graph, served.book, served.part_id, times)
-    return ServedSamplingGraph([LocalSamplingGraph(part.graph, served.stored_book, p, times)
-                                for part, p in zip(served.parts, served.stored_ids)])
+    return ServedSamplingGraph(
+        [
+            LocalSamplingGraph(part.graph, served.stored_book, p, times)
+            for part, p in zip(served.parts, served.stored_ids)
+        ]
+    )
 
 
-def assemble(n: int, blocks: list[tuple[np.ndarray, tuple[np.ndarray, ...]]]
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def assemble(
+    n: int, blocks: list[tuple[np.ndarray, tuple[np.ndarray, ...]]]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(counts, neighbours, edges)`` of ``n`` requested nodes, listed node by node, from the answers
     ``(positions, (counts, neighbours, edges))`` for parts of the request."""
     counts = np.zeros(n, dtype=np.int64)
@@ -190,9 +232,11 @@ def sum_by_id(ids: np.ndarray, weights: np.ndarray, bound: int | None = None) ->
     return uniq, np.bincount(inverse.reshape(-1), weights=weights, minlength=uniq.shape[0])
 
 
-def feature_times(lookup: Callable[[str, str, np.ndarray], Any], has: Callable[[str, str], bool],
-                  book: RangePartitionBook) -> Callable[[str, np.ndarray], np.ndarray]:
+def feature_times(
+    lookup: Callable[[str, str, np.ndarray], Any], has: Callable[[str, str], bool], book: RangePartitionBook
+) -> Callable[[str, np.ndarray], np.ndarray]:
     """A ``times`` source for :class:`LocalSamplingGraph` reading a node feature through ``lookup``."""
+
     def times(attr: str, gids: np.ndarray) -> np.ndarray:
         if not any(has(t, attr) for t in book.ntypes):
             raise InputError(f"no node type has the time attribute {attr!r}")
@@ -203,4 +247,5 @@ def feature_times(lookup: Callable[[str, str, np.ndarray], Any], has: Callable[[
             if sel.size and has(t, attr):
                 out[sel] = np.asarray(lookup(t, attr, per_type[sel]), dtype=np.float64).reshape(-1)
         return out
+
     return times

@@ -38,8 +38,9 @@ def stored_per_process(num_parts: int, servers: int) -> int:
         return 1
     if num_parts % servers == 0:
         return num_parts // servers
-    raise InputError(f"{servers} processes cannot serve {num_parts} partitions evenly: use a multiple or a "
-                     f"divisor of {num_parts}")
+    raise InputError(
+        f"{servers} processes cannot serve {num_parts} partitions evenly: use a multiple or a divisor of {num_parts}"
+    )
 
 
 @dataclass
@@ -70,8 +71,9 @@ def missing_files(cfg: PartitionConfig, world_size: int, lanes: int, rank: int) 
     """``(stored partition, path)`` of every file member ``rank`` must serve that this host lacks (on a
     multi-host run each host holds only its own partitions' directories)."""
     _, stored = served_range(cfg.num_parts, world_size, lanes, rank)
-    return [(p, str(cfg.part_path(p, key))) for p in stored for key in cfg.parts[p]
-            if not cfg.part_path(p, key).is_file()]
+    return [
+        (p, str(cfg.part_path(p, key))) for p in stored for key in cfg.parts[p] if not cfg.part_path(p, key).is_file()
+    ]
 
 
 def verify_served(cfg: PartitionConfig, world_size: int, lanes: int, rank: int) -> str | None:
@@ -86,8 +88,13 @@ def verify_served(cfg: PartitionConfig, world_size: int, lanes: int, rank: int) 
             hashed += verify_partition(cfg, p)
     except FormatError as exc:
         return str(exc)
-    log.info("verified partition(s) %d-%d against their checksums: %.0f MB in %.2f s", stored.start, stored.stop - 1,
-             hashed / 1e6, time.perf_counter() - start)
+    log.info(
+        "verified partition(s) %d-%d against their checksums: %.0f MB in %.2f s",
+        stored.start,
+        stored.stop - 1,
+        hashed / 1e6,
+        time.perf_counter() - start,
+    )
     return None
 
 
@@ -131,8 +138,11 @@ class Stacked:
     def nonzeros(self, rows: np.ndarray) -> tuple[torch.Tensor, ...]:
         """The non-zeros of CSR rows across the pieces, in the order of ``rows``."""
         piece = np.searchsorted(self.offsets, rows, side="right") - 1
-        parts = [(pos, self.pieces[k].nonzeros(rows[pos] - self.offsets[k]))
-                 for k in np.unique(piece) for pos in [np.flatnonzero(piece == k)]]
+        parts = [
+            (pos, self.pieces[k].nonzeros(rows[pos] - self.offsets[k]))
+            for k in np.unique(piece)
+            for pos in [np.flatnonzero(piece == k)]
+        ]
         return joined(parts, rows.shape[0], self.shape[1]).nonzeros(np.arange(rows.shape[0]))
 
 

@@ -16,8 +16,14 @@ from ..errors import InputError
 from ..graph import to_numpy
 
 
-def node_split(mask: Any, book: RangePartitionBook, ntype: str | None = None, rank: int | None = None,
-               world_size: int | None = None, force_even: bool = True) -> "torch.Tensor":  # noqa: F821
+def node_split(
+    mask: Any,
+    book: RangePartitionBook,
+    ntype: str | None = None,
+    rank: int | None = None,
+    world_size: int | None = None,
+    force_even: bool = True,
+) -> torch.Tensor:  # noqa: F821
     """IDs of the nodes selected by ``mask`` (boolean, one entry per node of ``ntype`` — homogeneous
     when None — in new-ID order) that rank ``rank`` of ``world_size`` should process.
 
@@ -31,8 +37,14 @@ def node_split(mask: Any, book: RangePartitionBook, ntype: str | None = None, ra
     return _split(ids, to_numpy(book.nid2partid(ids, ntype)), book.num_partitions(), rank, world_size, force_even)
 
 
-def edge_split(mask: Any, book: RangePartitionBook, etype: Any = None, rank: int | None = None,
-               world_size: int | None = None, force_even: bool = True) -> "torch.Tensor":  # noqa: F821
+def edge_split(
+    mask: Any,
+    book: RangePartitionBook,
+    etype: Any = None,
+    rank: int | None = None,
+    world_size: int | None = None,
+    force_even: bool = True,
+) -> torch.Tensor:  # noqa: F821
     """As :func:`node_split`, for edges (an edge belongs to its destination's partition)."""
     ids = np.flatnonzero(_bool_mask(mask, book.num_edges(etype), "edge"))
     return _split(ids, to_numpy(book.eid2partid(ids, etype)), book.num_partitions(), rank, world_size, force_even)
@@ -57,8 +69,7 @@ def _rank_world(rank: int | None, world: int | None) -> tuple[int, int]:
     return rank, world
 
 
-def _split(ids: np.ndarray, part: np.ndarray, num_parts: int, rank: int | None, world: int | None,
-           force_even: bool):
+def _split(ids: np.ndarray, part: np.ndarray, num_parts: int, rank: int | None, world: int | None, force_even: bool):
     import torch
 
     rank, world = _rank_world(rank, world)
@@ -74,16 +85,17 @@ def _split(ids: np.ndarray, part: np.ndarray, num_parts: int, rank: int | None, 
         a, b = starts[p], starts[p + 1]
         local_lo[r], local_hi[r] = a + (b - a) * t // trainers, a + (b - a) * (t + 1) // trainers
     if not force_even:
-        return torch.from_numpy(ids[local_lo[rank]:local_hi[rank]].copy())
+        return torch.from_numpy(ids[local_lo[rank] : local_hi[rank]].copy())
     n = ids.shape[0]
     quota = np.array([n * (r + 1) // world - n * r // world for r in range(world)], dtype=np.int64)
     take = np.minimum(quota, local_hi - local_lo)
     taken = np.zeros(n, dtype=bool)
     for r in range(world):
-        taken[local_lo[r]: local_lo[r] + take[r]] = True
+        taken[local_lo[r] : local_lo[r] + take[r]] = True
     rest = np.flatnonzero(~taken)  # positions of nodes nobody took locally, ascending
     deficit = quota - take
     rest_lo = np.concatenate([[0], np.cumsum(deficit)])
-    mine = np.concatenate([ids[local_lo[rank]: local_lo[rank] + take[rank]],
-                           ids[rest[rest_lo[rank]: rest_lo[rank + 1]]]])
+    mine = np.concatenate(
+        [ids[local_lo[rank] : local_lo[rank] + take[rank]], ids[rest[rest_lo[rank] : rest_lo[rank + 1]]]]
+    )
     return torch.from_numpy(np.sort(mine))

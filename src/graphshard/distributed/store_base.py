@@ -78,8 +78,10 @@ class TypeNames:
             if key in self.etypes:
                 return key
         what = "None (the graph has several types)" if name is None and not self.single else repr(name)
-        raise KeyError(f"no group or edge type {what}; node types {self.ntypes}, edge types {self.etypes}"
-                       + (" (or None / (None, None), single-type graph)" if self.single else ""))
+        raise KeyError(
+            f"no group or edge type {what}; node types {self.ntypes}, edge types {self.etypes}"
+            + (" (or None / (None, None), single-type graph)" if self.single else "")
+        )
 
     def public(self, group: Group) -> Any:
         """The name PyG gives ``group``: ``None`` / ``(None, None)`` in a single-type graph."""
@@ -125,8 +127,9 @@ def _check(ids: np.ndarray, count: int, what: str) -> None:
     if ids.size:
         bad = (ids < 0) | (ids >= count)
         if bad.any():
-            raise IDRangeError(f"{what}: ID {int(ids[np.argmax(bad)])} is out of range [0, {count}) "
-                               f"({int(bad.sum())} such IDs)")
+            raise IDRangeError(
+                f"{what}: ID {int(ids[np.argmax(bad)])} is out of range [0, {count}) ({int(bad.sum())} such IDs)"
+            )
 
 
 Key = tuple[Any, Any]  # (group, name): a stored tensor's, or one written in memory
@@ -156,8 +159,13 @@ class StoredFeatureStore(FeatureStore):
     other processes and other ranks never see it.
     """
 
-    def __init__(self, types: TypeNames, schema: Mapping[tuple[Group, str], tuple[torch.dtype, tuple[int, ...]]],
-                 counts: Mapping[Group, int], pyg_names: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        types: TypeNames,
+        schema: Mapping[tuple[Group, str], tuple[torch.dtype, tuple[int, ...]]],
+        counts: Mapping[Group, int],
+        pyg_names: Mapping[str, str] | None = None,
+    ):
         super().__init__()
         self.types, self.schema, self.counts = types, dict(schema), dict(counts)
         self.pyg_names = renames = dict(PYG_NAMES if pyg_names is None else pyg_names)
@@ -220,8 +228,11 @@ class StoredFeatureStore(FeatureStore):
         return [n for (t, n), _ in self._names() if t == g]
 
     def get_all_tensor_attrs(self) -> list[TensorAttr]:
-        return [TensorAttr(self.types.public(g) if g in self.counts else g, listed) for (g, _), listed in self._names()
-                if isinstance(g, str) or not self.types.single]
+        return [
+            TensorAttr(self.types.public(g) if g in self.counts else g, listed)
+            for (g, _), listed in self._names()
+            if isinstance(g, str) or not self.types.single
+        ]
 
     # -- reads ---------------------------------------------------------------------------------------
     def _read(self, group: Group, name: str, rows: Rows) -> torch.Tensor:
@@ -287,12 +298,15 @@ class StoredFeatureStore(FeatureStore):
         """Replace rows ``ids`` of the existing tensor ``key`` by ``rows`` (same row shape, promotable dtype)."""
         count = self._count(key[0])
         if key not in self._written and (key not in self.schema or key in self._hidden):
-            raise InputError(f"put {what}: a new tensor needs all {count} rows of group {key[0]!r}, the index "
-                             f"gives {ids.numel()}")
+            raise InputError(
+                f"put {what}: a new tensor needs all {count} rows of group {key[0]!r}, the index gives {ids.numel()}"
+            )
         dtype, row_shape = self._spec(key)
         if tuple(rows.shape[1:]) != row_shape or torch.promote_types(rows.dtype, dtype) != dtype:
-            raise InputError(f"put {what}: rows of shape {tuple(rows.shape[1:])} and dtype {rows.dtype} cannot "
-                             f"update a tensor of row shape {row_shape} and dtype {dtype}")
+            raise InputError(
+                f"put {what}: rows of shape {tuple(rows.shape[1:])} and dtype {rows.dtype} cannot "
+                f"update a tensor of row shape {row_shape} and dtype {dtype}"
+            )
         self._written.setdefault(key, Written(None, count)).patched(ids, rows.to(dtype))
 
     def update_tensor(self, tensor: Any, *args: Any, **kwargs: Any) -> bool:

@@ -15,7 +15,7 @@ from ..errors import InputError
 from ..ids import as_id_array, consecutive
 from .rpc import RpcGroup, by_owner
 
-_SHARDS: dict[str, "Shard"] = {}
+_SHARDS: dict[str, Shard] = {}
 
 
 class Shard:
@@ -64,24 +64,40 @@ class DistTensor:
     ``init(shape, dtype)`` makes each shard's initial rows (zeros by default).
     """
 
-    def __init__(self, group: RpcGroup, book: RangePartitionBook, shape: tuple[int, ...], dtype: torch.dtype,
-                 name: str, ntype: str | None = None, etype: Any = None,
-                 init: Callable[[tuple[int, ...], torch.dtype], torch.Tensor] | None = None):
+    def __init__(
+        self,
+        group: RpcGroup,
+        book: RangePartitionBook,
+        shape: tuple[int, ...],
+        dtype: torch.dtype,
+        name: str,
+        ntype: str | None = None,
+        etype: Any = None,
+        init: Callable[[tuple[int, ...], torch.dtype], torch.Tensor] | None = None,
+    ):
         self.group, self.book, self.name, self.dtype = group, book, name, dtype
         self.shape = tuple(int(s) for s in shape)
         self.ntype, self.etype = ntype, etype
         total = book.num_edges(etype) if etype is not None else book.num_nodes(ntype)
         if not self.shape or self.shape[0] != total:
-            raise InputError(f"DistTensor {name!r}: shape[0] must be {total} (the number of "
-                             f"{'edges' if etype is not None else 'nodes'} of its type), got {self.shape}")
+            raise InputError(
+                f"DistTensor {name!r}: shape[0] must be {total} (the number of "
+                f"{'edges' if etype is not None else 'nodes'} of its type), got {self.shape}"
+            )
         p = group.part_id(book.num_partitions())
         self._owner = group.owner(p, book.num_partitions()) == group.names[group.rank]
         if self._owner:
             if name in _SHARDS:
                 raise InputError(f"a DistTensor named {name!r} exists already")
-            lo, hi = self.book.edge_range(p, self.etype) if self.etype is not None else self.book.node_range(p, self.ntype)
+            lo, hi = (
+                self.book.edge_range(p, self.etype) if self.etype is not None else self.book.node_range(p, self.ntype)
+            )
             count = hi - lo
-            rows = init((count, *self.shape[1:]), dtype) if init is not None else torch.zeros((count, *self.shape[1:]), dtype=dtype)
+            rows = (
+                init((count, *self.shape[1:]), dtype)
+                if init is not None
+                else torch.zeros((count, *self.shape[1:]), dtype=dtype)
+            )
             _SHARDS[name] = Shard(rows.to(dtype).contiguous(), lambda ids: self._local(ids, p))
         group.barrier(f"DistTensor {name!r} created")
 
@@ -106,8 +122,9 @@ class DistTensor:
 
     def __getitem__(self, ids: Any) -> torch.Tensor:
         ids_np = self._ids(ids)
-        pieces = self._route(ids_np, _read, lambda pos: (self.name, torch.from_numpy(ids_np[pos])),
-                             f"DistTensor {self.name!r} read")
+        pieces = self._route(
+            ids_np, _read, lambda pos: (self.name, torch.from_numpy(ids_np[pos])), f"DistTensor {self.name!r} read"
+        )
         if len(pieces) == 1 and pieces[0][0].shape[0] == ids_np.shape[0]:  # one owner: rows already in order
             return pieces[0][1]
         out = torch.empty((ids_np.shape[0], *self.shape[1:]), dtype=self.dtype)
@@ -119,9 +136,16 @@ class DistTensor:
         ids_np = self._ids(ids)
         values = torch.as_tensor(values, dtype=self.dtype).expand((ids_np.shape[0], *self.shape[1:]))
         whole = lambda pos: pos.shape[0] == ids_np.shape[0] and values.is_contiguous()  # noqa: E731  (one owner)
-        self._route(ids_np, _write, lambda pos: (self.name, torch.from_numpy(ids_np[pos]),
-                                                 values if whole(pos) else values[torch.from_numpy(pos)]),
-                    f"DistTensor {self.name!r} write")
+        self._route(
+            ids_np,
+            _write,
+            lambda pos: (
+                self.name,
+                torch.from_numpy(ids_np[pos]),
+                values if whole(pos) else values[torch.from_numpy(pos)],
+            ),
+            f"DistTensor {self.name!r} write",
+        )
 
     def free(self) -> None:
         """Drop this tensor's rows (collective: every member calls it once nobody reads the rows any more)."""

@@ -55,8 +55,7 @@ def _connect_store(s: WorkerSetup) -> Any:
 
     import torch.distributed as dist
 
-    store = dist.TCPStore(s.store_host, s.store_port, is_master=False,
-                          timeout=datetime.timedelta(seconds=s.timeout))
+    store = dist.TCPStore(s.store_host, s.store_port, is_master=False, timeout=datetime.timedelta(seconds=s.timeout))
     return dist.PrefixStore("graphshard/", store)
 
 
@@ -112,8 +111,18 @@ class WorkerPool:
     ``num_workers``, in the same order). Batches come back in request order, ``prefetch`` in flight
     per worker."""
 
-    def __init__(self, part_config: str, rank: int, world_size: int, spec: BatchSpec, num_workers: int,
-                 prefetch: int = 2, timeout: float = 300.0, rpc_host: str = "127.0.0.1", cache: Any = None):
+    def __init__(
+        self,
+        part_config: str,
+        rank: int,
+        world_size: int,
+        spec: BatchSpec,
+        num_workers: int,
+        prefetch: int = 2,
+        timeout: float = 300.0,
+        rpc_host: str = "127.0.0.1",
+        cache: Any = None,
+    ):
         import torch
         import torch.multiprocessing as mp
 
@@ -129,8 +138,20 @@ class WorkerPool:
         self.procs = []
         with starting_children():  # a signal during a worker's start-up waits for its handlers
             for i in range(num_workers):
-                setup = WorkerSetup(str(part_config), rank, world_size, i, num_workers, host, port, key, rpc_host,
-                                    timeout, spec, cache.share_memory_() if cache is not None else None)
+                setup = WorkerSetup(
+                    str(part_config),
+                    rank,
+                    world_size,
+                    i,
+                    num_workers,
+                    host,
+                    port,
+                    key,
+                    rpc_host,
+                    timeout,
+                    spec,
+                    cache.share_memory_() if cache is not None else None,
+                )
                 p = mp_ctx.Process(target=worker_main, args=(setup, self.requests[i], self.results), daemon=True)
                 p.start()
                 self.procs.append(p)
@@ -163,8 +184,9 @@ class WorkerPool:
                 for p in self.procs:
                     p.join(timeout=1.0)
                 self._raise_if_dead(what)
-                raise DistError(f"rank {self.rank}: the sampler workers' result queue broke while waiting for "
-                                f"{what}") from None
+                raise DistError(
+                    f"rank {self.rank}: the sampler workers' result queue broke while waiting for {what}"
+                ) from None
             except queue.Empty:
                 self._raise_if_dead(what)
                 if time.monotonic() >= deadline:
@@ -175,8 +197,9 @@ class WorkerPool:
             if not p.is_alive() and p.exitcode == UNGUARDED_EXIT:
                 raise DistError(f"rank {self.rank}: " + unguarded_message(f"sampler worker {i}")) from None
             if not p.is_alive():
-                raise DistError(f"rank {self.rank}: sampler worker {i} exited with code {p.exitcode} "
-                                f"while waiting for {what}") from None
+                raise DistError(
+                    f"rank {self.rank}: sampler worker {i} exited with code {p.exitcode} while waiting for {what}"
+                ) from None
 
     def run(self, requests: list[BatchRequest]) -> Iterator[Any]:
         """Batches for ``requests``, in order. Raises :class:`DistError` if a worker fails or stalls."""

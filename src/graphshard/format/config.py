@@ -36,8 +36,9 @@ def check_graph_name(name: str) -> None:
     check_path_name(name, "graph name", extra=_GRAPH_NAME_ROOM)
 
 
-def check_type_names(path: Path, ntypes: dict[str, int], etypes: dict[str, int],
-                     error: type[Exception] = FormatError) -> None:
+def check_type_names(
+    path: Path, ntypes: dict[str, int], etypes: dict[str, int], error: type[Exception] = FormatError
+) -> None:
     """Node type names and each part of ``src:rel:dst`` edge type names are plain path names (they name
     files such as per-type embeddings); errors name ``path`` and the key."""
     for t in ntypes:
@@ -71,10 +72,14 @@ class PartitionConfig:
 
     def identity(self, part_id: int, kind: str) -> dict[str, str]:
         """The metadata every file of partition ``part_id`` carries (``kind``: ``part_graph``, ``node_feats``, ...)."""
-        return {"graph_name": self.graph_name, "part_id": str(part_id), "kind": kind,
-                "run_fingerprint": self.run_fingerprint}
+        return {
+            "graph_name": self.graph_name,
+            "part_id": str(part_id),
+            "kind": kind,
+            "run_fingerprint": self.run_fingerprint,
+        }
 
-    def with_fingerprint(self) -> "PartitionConfig":
+    def with_fingerprint(self) -> PartitionConfig:
         """This config with :attr:`run_fingerprint` computed from its ID space (see :func:`run_fingerprint`)."""
         return replace(self, run_fingerprint=run_fingerprint(self))
 
@@ -88,11 +93,16 @@ class PartitionConfig:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "format": FORMAT_NAME, "format_version": FORMAT_VERSION,
-            "graph_name": self.graph_name, "part_method": self.part_method,
-            "num_parts": self.num_parts, "halo_hops": self.halo_hops,
-            "num_nodes": self.num_nodes, "num_edges": self.num_edges,
-            "ntypes": self.ntypes, "etypes": self.etypes,
+            "format": FORMAT_NAME,
+            "format_version": FORMAT_VERSION,
+            "graph_name": self.graph_name,
+            "part_method": self.part_method,
+            "num_parts": self.num_parts,
+            "halo_hops": self.halo_hops,
+            "num_nodes": self.num_nodes,
+            "num_edges": self.num_edges,
+            "ntypes": self.ntypes,
+            "etypes": self.etypes,
             "node_map": {k: v.tolist() for k, v in self.node_map.items()},
             "edge_map": {k: v.tolist() for k, v in self.edge_map.items()},
         }
@@ -108,7 +118,9 @@ class PartitionConfig:
         return out
 
 
-def feature_schema(node: dict[str, tuple[Any, tuple[int, ...]]], edge: dict[str, tuple[Any, tuple[int, ...]]]) -> Schema:
+def feature_schema(
+    node: dict[str, tuple[Any, tuple[int, ...]]], edge: dict[str, tuple[Any, tuple[int, ...]]]
+) -> Schema:
     """A config's ``feature_schema`` from ``{"<type>/<name>": (NumPy dtype, row shape)}`` of node and edge
     features; raises :class:`InputError` naming a feature whose dtype the files cannot store."""
     out: Schema = {}
@@ -117,15 +129,19 @@ def feature_schema(node: dict[str, tuple[Any, tuple[int, ...]]], edge: dict[str,
         for key, (dtype, row_shape) in feats.items():
             code = dtype_code(dtype)
             if code is None:
-                raise InputError(f"feature {key!r} has dtype {np.dtype(dtype)}, which partition files cannot store "
-                                 "(use a bool, integer or float dtype)")
+                raise InputError(
+                    f"feature {key!r} has dtype {np.dtype(dtype)}, which partition files cannot store "
+                    "(use a bool, integer or float dtype)"
+                )
             out[kind][key] = (code, tuple(int(d) for d in row_shape))
     return out
 
 
 def _schema_json(schema: Schema) -> dict[str, dict[str, dict[str, Any]]]:
-    return {kind: {k: {"dtype": d, "shape": list(s)} for k, (d, s) in sorted(schema.get(kind, {}).items())}
-            for kind in FEATURE_FILES}
+    return {
+        kind: {k: {"dtype": d, "shape": list(s)} for k, (d, s) in sorted(schema.get(kind, {}).items())}
+        for kind in FEATURE_FILES
+    }
 
 
 def run_fingerprint(cfg: PartitionConfig) -> str:
@@ -135,11 +151,18 @@ def run_fingerprint(cfg: PartitionConfig) -> str:
     Deterministic (the same input, options and seed give the same value, whichever pipeline wrote the
     files), so files of different runs or partitions can be told apart without breaking byte equality.
     """
-    key = {"graph_name": cfg.graph_name, "num_parts": cfg.num_parts, "halo_hops": cfg.halo_hops,
-           "num_nodes": cfg.num_nodes, "num_edges": cfg.num_edges, "ntypes": cfg.ntypes, "etypes": cfg.etypes,
-           "node_map": {k: v.tolist() for k, v in cfg.node_map.items()},
-           "edge_map": {k: v.tolist() for k, v in cfg.edge_map.items()},
-           "feature_schema": _schema_json(cfg.feature_schema)}
+    key = {
+        "graph_name": cfg.graph_name,
+        "num_parts": cfg.num_parts,
+        "halo_hops": cfg.halo_hops,
+        "num_nodes": cfg.num_nodes,
+        "num_edges": cfg.num_edges,
+        "ntypes": cfg.ntypes,
+        "etypes": cfg.etypes,
+        "node_map": {k: v.tolist() for k, v in cfg.node_map.items()},
+        "edge_map": {k: v.tolist() for k, v in cfg.edge_map.items()},
+        "feature_schema": _schema_json(cfg.feature_schema),
+    }
     return hashlib.sha256(json.dumps(key, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -163,9 +186,24 @@ def write_config(cfg: PartitionConfig) -> None:
         os.close(fd)
 
 
-_KNOWN = {"format", "format_version", "graph_name", "part_method", "num_parts", "halo_hops", "num_nodes",
-          "num_edges", "ntypes", "etypes", "node_map", "edge_map", "checksums", "run_fingerprint", "feature_schema",
-          "num_classes"}
+_KNOWN = {
+    "format",
+    "format_version",
+    "graph_name",
+    "part_method",
+    "num_parts",
+    "halo_hops",
+    "num_nodes",
+    "num_edges",
+    "ntypes",
+    "etypes",
+    "node_map",
+    "edge_map",
+    "checksums",
+    "run_fingerprint",
+    "feature_schema",
+    "num_classes",
+}
 
 
 def as_config(config: str | os.PathLike | PartitionConfig) -> PartitionConfig:
@@ -213,13 +251,17 @@ def read_config(path: str | os.PathLike) -> PartitionConfig:
     _check_tiling(path, "node_map", cfg.node_map, list(ntypes), cfg.num_nodes, num_parts)
     _check_tiling(path, "edge_map", cfg.edge_map, list(etypes), cfg.num_edges, num_parts)
     if cfg.run_fingerprint != run_fingerprint(cfg):
-        raise FormatError(f"{path}: graph_name, num_parts, halo_hops, counts, types, ID maps or feature_schema were "
-                          "changed after the partitions were written (they no longer match 'run_fingerprint')")
+        raise FormatError(
+            f"{path}: graph_name, num_parts, halo_hops, counts, types, ID maps or feature_schema were "
+            "changed after the partitions were written (they no longer match 'run_fingerprint')"
+        )
     return cfg
 
 
-_NO_IDENTITY = ("written before graphshard recorded which run wrote each file, or by another tool, so its files "
-                "cannot be told from another run's: re-partition the graph")
+_NO_IDENTITY = (
+    "written before graphshard recorded which run wrote each file, or by another tool, so its files "
+    "cannot be told from another run's: re-partition the graph"
+)
 
 
 class _Reader:
@@ -237,8 +279,12 @@ class _Reader:
 
     def int(self, key: str, minimum: int | None = None) -> int:
         v = self.get(key)
-        if (isinstance(v, bool) or not isinstance(v, int) or (minimum is not None and v < minimum)
-                or not -(2**63) <= v < 2**63):
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, int)
+            or (minimum is not None and v < minimum)
+            or not -(2**63) <= v < 2**63
+        ):
             raise FormatError(f"{self.path}: key {key!r} must be an integer >= {minimum}, got {v!r}")
         return v
 
@@ -252,8 +298,10 @@ class _Reader:
 
     def schema(self) -> Schema:
         v = self.get("feature_schema")
-        bad = FormatError(f"{self.path}: key 'feature_schema' must map {list(FEATURE_FILES)} to "
-                          '{"<type>/<name>": {"dtype": "<code>", "shape": [row dims]}}')
+        bad = FormatError(
+            f"{self.path}: key 'feature_schema' must map {list(FEATURE_FILES)} to "
+            '{"<type>/<name>": {"dtype": "<code>", "shape": [row dims]}}'
+        )
         if not isinstance(v, dict) or set(v) != set(FEATURE_FILES):
             raise bad
         out: Schema = {}
@@ -263,33 +311,49 @@ class _Reader:
             out[kind] = {}
             for name, spec in v[kind].items():
                 shape = spec.get("shape") if isinstance(spec, dict) else None
-                if (not isinstance(spec, dict) or not isinstance(spec.get("dtype"), str) or not isinstance(shape, list)
-                        or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**63 for d in shape)):
-                    raise FormatError(f"{self.path}: feature_schema[{kind!r}][{name!r}] must be "
-                                      '{"dtype": "<code>", "shape": [non-negative row dims]}')
+                if (
+                    not isinstance(spec, dict)
+                    or not isinstance(spec.get("dtype"), str)
+                    or not isinstance(shape, list)
+                    or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**63 for d in shape)
+                ):
+                    raise FormatError(
+                        f"{self.path}: feature_schema[{kind!r}][{name!r}] must be "
+                        '{"dtype": "<code>", "shape": [non-negative row dims]}'
+                    )
                 out[kind][name] = (spec["dtype"], tuple(shape))
         return out
 
     def type_ids(self, key: str) -> dict[str, int]:
         v = self.get(key)
-        if (not isinstance(v, dict) or not all(isinstance(i, int) and not isinstance(i, bool) for i in v.values())
-                or sorted(v.values()) != list(range(len(v)))):
-            raise FormatError(f"{self.path}: key {key!r} must map type names to IDs 0..{len(v) - 1 if isinstance(v, dict) else '?'}")
+        if (
+            not isinstance(v, dict)
+            or not all(isinstance(i, int) and not isinstance(i, bool) for i in v.values())
+            or sorted(v.values()) != list(range(len(v)))
+        ):
+            raise FormatError(
+                f"{self.path}: key {key!r} must map type names to IDs 0..{len(v) - 1 if isinstance(v, dict) else '?'}"
+            )
         return dict(sorted(v.items(), key=lambda kv: kv[1]))
 
     def ranges(self, key: str, types: list[str], num_parts: int) -> dict[str, np.ndarray]:
         v = self.get(key)
         if not isinstance(v, dict) or set(v) != set(types):
-            raise FormatError(f"{self.path}: key {key!r} must have one entry per type {types}, got {sorted(v) if isinstance(v, dict) else v!r}")
+            raise FormatError(
+                f"{self.path}: key {key!r} must have one entry per type {types}, got {sorted(v) if isinstance(v, dict) else v!r}"
+            )
         out = {}
         for t in types:
             try:
                 arr = np.asarray(v[t], dtype=np.int64)
             except (TypeError, ValueError, OverflowError):
-                raise FormatError(f"{self.path}: {key}[{t!r}] must be a list of [start, end] pairs of 64-bit "
-                                  "integers") from None
+                raise FormatError(
+                    f"{self.path}: {key}[{t!r}] must be a list of [start, end] pairs of 64-bit integers"
+                ) from None
             if arr.shape != (num_parts, 2) or (arr[:, 1] < arr[:, 0]).any() or (arr < 0).any():
-                raise FormatError(f"{self.path}: {key}[{t!r}] must hold {num_parts} [start, end] pairs with start <= end")
+                raise FormatError(
+                    f"{self.path}: {key}[{t!r}] must hold {num_parts} [start, end] pairs with start <= end"
+                )
             out[t] = arr
         return out
 
@@ -306,15 +370,19 @@ class _Reader:
         return v
 
 
-def _check_tiling(path: Path, key: str, ranges: dict[str, np.ndarray], types: list[str], total: int, num_parts: int) -> None:
+def _check_tiling(
+    path: Path, key: str, ranges: dict[str, np.ndarray], types: list[str], total: int, num_parts: int
+) -> None:
     """Ranges ordered partition-major, type-minor must tile ``[0, total)`` without gaps or overlaps."""
     expected = 0
     for p in range(num_parts):
         for t in types:
             start, end = (int(x) for x in ranges[t][p])
             if start != expected:
-                raise FormatError(f"{path}: {key}[{t!r}][{p}] starts at {start}, expected {expected} "
-                                  "(ranges must tile the ID space partition-major, type-minor)")
+                raise FormatError(
+                    f"{path}: {key}[{t!r}][{p}] starts at {start}, expected {expected} "
+                    "(ranges must tile the ID space partition-major, type-minor)"
+                )
             expected = end
     if expected != total:
         raise FormatError(f"{path}: {key} covers {expected} IDs but the graph has {total}")

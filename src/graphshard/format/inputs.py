@@ -18,8 +18,9 @@ def require_dir(path: str | os.PathLike) -> Path:
     if p.is_dir():
         return p
     if os.path.lexists(p):
-        raise InputError(f"{p}: not a directory" + (" (a broken symbolic link)" if p.is_symlink() and not p.exists()
-                                                     else ""))
+        raise InputError(
+            f"{p}: not a directory" + (" (a broken symbolic link)" if p.is_symlink() and not p.exists() else "")
+        )
     missing = p  # the first component that is not there: p itself, or a parent of it
     while not os.path.lexists(missing.parent) and missing.parent != missing:
         missing = missing.parent

@@ -67,7 +67,9 @@ class Partition(NamedTuple):
     etypes: list[EType]
 
 
-def load_partition(part_config: str | os.PathLike | PartitionConfig, part_id: int, load_feats: bool = True, verify: bool = False) -> Partition:
+def load_partition(
+    part_config: str | os.PathLike | PartitionConfig, part_id: int, load_feats: bool = True, verify: bool = False
+) -> Partition:
     """Load partition ``part_id`` described by ``part_config`` (the ``<graph_name>.json``).
 
     Tensors are memory-mapped, not copied. ``verify=True`` checks the sha256 of every file read.
@@ -78,16 +80,22 @@ def load_partition(part_config: str | os.PathLike | PartitionConfig, part_id: in
     book = book_from_config(cfg, part_id)
     graph = _read_graph(cfg, part_id, verify)
     node_feats, edge_feats = load_partition_feats(cfg, part_id, verify) if load_feats else ({}, {})
-    return Partition(graph, node_feats, edge_feats, book, cfg.graph_name, list(cfg.ntypes), [parse_etype(e) for e in cfg.etypes])
+    return Partition(
+        graph, node_feats, edge_feats, book, cfg.graph_name, list(cfg.ntypes), [parse_etype(e) for e in cfg.etypes]
+    )
 
 
-def load_partition_feats(part_config: str | os.PathLike | PartitionConfig, part_id: int, verify: bool = False
-                         ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+def load_partition_feats(
+    part_config: str | os.PathLike | PartitionConfig, part_id: int, verify: bool = False
+) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """Node and edge features of partition ``part_id``'s inner items, keyed ``"<type>/<name>"``."""
     cfg = as_config(part_config)
     _check_part(cfg, part_id)
-    node = assemble(_read(cfg, part_id, "node_feats", verify), sparse_widths(cfg, "node_feats"),
-                    cfg.part_path(part_id, "node_feats"))
+    node = assemble(
+        _read(cfg, part_id, "node_feats", verify),
+        sparse_widths(cfg, "node_feats"),
+        cfg.part_path(part_id, "node_feats"),
+    )
     edge = _read(cfg, part_id, "edge_feats", verify)
     _check_feature_rows(cfg, part_id, node, cfg.node_map, "node_feats")
     _check_feature_rows(cfg, part_id, edge, cfg.edge_map, "edge_feats")
@@ -96,8 +104,9 @@ def load_partition_feats(part_config: str | os.PathLike | PartitionConfig, part_
     return node, edge
 
 
-def load_partition_book(part_config: str | os.PathLike | PartitionConfig, part_id: int | None = None
-                        ) -> RangePartitionBook:
+def load_partition_book(
+    part_config: str | os.PathLike | PartitionConfig, part_id: int | None = None
+) -> RangePartitionBook:
     """The partition book of a partitioned graph (reads only the JSON until original IDs are asked for)."""
     return book_from_config(as_config(part_config), part_id)
 
@@ -105,8 +114,15 @@ def load_partition_book(part_config: str | os.PathLike | PartitionConfig, part_i
 def book_from_config(cfg: PartitionConfig, part_id: int | None = None) -> RangePartitionBook:
     if part_id is not None:
         _check_part(cfg, part_id)
-    return RangePartitionBook(cfg.num_parts, list(cfg.ntypes), list(cfg.etypes), cfg.node_map, cfg.edge_map,
-                              part_id, lambda kind, name: original_ids(cfg, kind, name))
+    return RangePartitionBook(
+        cfg.num_parts,
+        list(cfg.ntypes),
+        list(cfg.etypes),
+        cfg.node_map,
+        cfg.edge_map,
+        part_id,
+        lambda kind, name: original_ids(cfg, kind, name),
+    )
 
 
 def verify_checksums(part_config: str | os.PathLike | PartitionConfig) -> None:
@@ -141,7 +157,9 @@ def _verify_file(cfg: PartitionConfig, rel: str) -> None:
     if not path.is_file():
         raise FormatError(f"{path}: file is missing")
     if sha256_file(path) != cfg.checksums[rel]:
-        raise FormatError(f"{path}: sha256 does not match the checksum recorded in {cfg.path.name} (corrupt or modified)")
+        raise FormatError(
+            f"{path}: sha256 does not match the checksum recorded in {cfg.path.name} (corrupt or modified)"
+        )
 
 
 def _read(cfg: PartitionConfig, part_id: int, key: str, verify: bool) -> dict[str, torch.Tensor]:
@@ -172,12 +190,17 @@ def _read_graph(cfg: PartitionConfig, part_id: int, verify: bool) -> PartitionGr
     lo, hi = _part_range(cfg.node_map, part_id)
     n_inner = hi - lo
     ids = t["node/_ID"][:n_inner].numpy()
-    if n_inner > n or not np.array_equal(ids, np.arange(lo, hi)) or bool(t["node/inner_node"][n_inner:].any()) \
-            or not bool(t["node/inner_node"][:n_inner].all()):
-        raise FormatError(f"{path}: inner nodes must be the local prefix with new IDs [{lo}, {hi}) as in {cfg.path.name}")
+    if (
+        n_inner > n
+        or not np.array_equal(ids, np.arange(lo, hi))
+        or bool(t["node/inner_node"][n_inner:].any())
+        or not bool(t["node/inner_node"][:n_inner].all())
+    ):
+        raise FormatError(
+            f"{path}: inner nodes must be the local prefix with new IDs [{lo}, {hi}) as in {cfg.path.name}"
+        )
     check_structure(cfg, part_id, t, path)
-    return PartitionGraph(t["indptr"], t["indices"],
-                          {k[5:]: t[k] for k in NODE_KEYS}, {k[5:]: t[k] for k in EDGE_KEYS})
+    return PartitionGraph(t["indptr"], t["indices"], {k[5:]: t[k] for k in NODE_KEYS}, {k[5:]: t[k] for k in EDGE_KEYS})
 
 
 def _part_range(ranges: dict[str, np.ndarray], part_id: int) -> tuple[int, int]:
@@ -187,8 +210,9 @@ def _part_range(ranges: dict[str, np.ndarray], part_id: int) -> tuple[int, int]:
     return int(arrs[0][part_id, 0]), int(arrs[-1][part_id, 1])
 
 
-def _check_feature_rows(cfg: PartitionConfig, part_id: int, feats: dict[str, torch.Tensor],
-                        ranges: dict[str, np.ndarray], key: str) -> None:
+def _check_feature_rows(
+    cfg: PartitionConfig, part_id: int, feats: dict[str, torch.Tensor], ranges: dict[str, np.ndarray], key: str
+) -> None:
     path = cfg.part_path(part_id, key)
     for name, tensor in feats.items():
         type_name = name.rsplit("/", 1)[0]
@@ -196,8 +220,10 @@ def _check_feature_rows(cfg: PartitionConfig, part_id: int, feats: dict[str, tor
             raise FormatError(f"{path}: feature key {name!r} does not start with a known type")
         start, end = ranges[type_name][part_id]
         if tensor.dim() == 0 or tensor.shape[0] != end - start:
-            raise FormatError(f"{path}: feature {name!r} has {tensor.shape[0] if tensor.dim() else 0} rows, "
-                              f"expected {end - start} (inner items of that type)")
+            raise FormatError(
+                f"{path}: feature {name!r} has {tensor.shape[0] if tensor.dim() else 0} rows, "
+                f"expected {end - start} (inner items of that type)"
+            )
 
 
 def _schema(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
@@ -222,9 +248,11 @@ def _differ(path: Path, mine: dict, other_path: Path, other: dict, other_name: s
     if other == mine:
         return
     diff = sorted(set(mine.items()) ^ set(other.items()))[0][0]
-    raise FormatError(f"{path} and {other_path} disagree on feature {diff!r} ({_spec(mine.get(diff))} here, "
-                      f"{_spec(other.get(diff))} in {other_name}); every partition must hold the same features "
-                      "with the same dtype and row shape")
+    raise FormatError(
+        f"{path} and {other_path} disagree on feature {diff!r} ({_spec(mine.get(diff))} here, "
+        f"{_spec(other.get(diff))} in {other_name}); every partition must hold the same features "
+        "with the same dtype and row shape"
+    )
 
 
 def _spec(spec: tuple[str, tuple[int, ...]] | None) -> str:
@@ -244,8 +272,9 @@ def original_piece(cfg: PartitionConfig, kind: str, type_name: str, part_id: int
     lo, hi = (int(x) for x in ranges[type_name][part_id])
     extra = cfg.parts[part_id].get(key)
     if extra:
-        return _orig_file_ids(cfg.root / extra, read_tensors(cfg.root / extra, _expect(cfg, part_id, key)),
-                              type_name, hi - lo)
+        return _orig_file_ids(
+            cfg.root / extra, read_tensors(cfg.root / extra, _expect(cfg, part_id, key)), type_name, hi - lo
+        )
     g = _read_graph(cfg, part_id, False)
     if kind == "node":
         base = _part_range(cfg.node_map, part_id)[0]
@@ -253,8 +282,9 @@ def original_piece(cfg: PartitionConfig, kind: str, type_name: str, part_id: int
     return _inner_edge_orig_ids({f"edge/{k}": v for k, v in g.edata.items()}, lo, hi)
 
 
-def original_ids(cfg: PartitionConfig, kind: str, type_name: str,
-                 piece: Callable[[int], np.ndarray] | None = None) -> np.ndarray:
+def original_ids(
+    cfg: PartitionConfig, kind: str, type_name: str, piece: Callable[[int], np.ndarray] | None = None
+) -> np.ndarray:
     """Original per-type IDs of every item of one type, in per-type new-ID order: a permutation of
     ``[0, count)`` (checked, since lookups index with them). ``piece(p)``: partition ``p``'s part (default:
     :func:`original_piece`, read here; a distributed run asks a partition's server for the pieces of
@@ -267,10 +297,15 @@ def original_ids(cfg: PartitionConfig, kind: str, type_name: str,
     seen[table[inside]] = True
     if not inside.all() or not seen.all():
         i = int(np.flatnonzero(~inside)[0]) if not inside.all() else None
-        what = (f"per-type new ID {i} has original ID {int(table[i])}, outside [0, {table.shape[0]})" if i is not None
-                else f"original ID {int(np.flatnonzero(~seen)[0])} is missing (another one repeats)")
-        raise FormatError(f"{cfg.path}: the original {kind} IDs of type {type_name!r} stored with its partitions are "
-                          f"not a permutation: {what}")
+        what = (
+            f"per-type new ID {i} has original ID {int(table[i])}, outside [0, {table.shape[0]})"
+            if i is not None
+            else f"original ID {int(np.flatnonzero(~seen)[0])} is missing (another one repeats)"
+        )
+        raise FormatError(
+            f"{cfg.path}: the original {kind} IDs of type {type_name!r} stored with its partitions are "
+            f"not a permutation: {what}"
+        )
     return table
 
 
@@ -278,8 +313,10 @@ def _orig_file_ids(path: Path, tensors: dict[str, torch.Tensor], type_name: str,
     arr = tensors.get(type_name)
     if arr is None or arr.dtype != torch.int64 or tuple(arr.shape) != (count,):
         got = "nothing" if arr is None else f"{arr.dtype} of shape {tuple(arr.shape)}"
-        raise FormatError(f"{path}: tensor {type_name!r} must hold the {count} original IDs (int64) of this "
-                          f"partition's items of that type, got {got}")
+        raise FormatError(
+            f"{path}: tensor {type_name!r} must hold the {count} original IDs (int64) of this "
+            f"partition's items of that type, got {got}"
+        )
     return arr.numpy()
 
 

@@ -24,8 +24,16 @@ def read_npy(path: str | os.PathLike, error: type[Exception] = InputError, mmap:
         arr = np.load(path, allow_pickle=False, mmap_mode="r")  # maps, so a shape larger than the file fails here
     except OSError as exc:
         raise error(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    except (ValueError, EOFError, OverflowError, MemoryError, TypeError, SyntaxError, tokenize.TokenError,
-            zipfile.BadZipFile) as exc:
+    except (
+        ValueError,
+        EOFError,
+        OverflowError,
+        MemoryError,
+        TypeError,
+        SyntaxError,
+        tokenize.TokenError,
+        zipfile.BadZipFile,
+    ) as exc:
         # what np.load raises on a damaged header (an unclosed bracket: tokenize.TokenError) or data (a file
         # beginning as a zip archive does, but damaged: zipfile.BadZipFile)
         reason = exc.args[0] if isinstance(exc, tokenize.TokenError) else exc

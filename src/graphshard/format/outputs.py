@@ -20,13 +20,13 @@ MARKER = ".graphshard-output.json"
 
 # kind -> a file name whose presence identifies that kind's earlier output (pre-marker layouts)
 KINDS = {
-    "partitions": None,          # recognised by a graphshard config JSON (see _is_partition_dir)
+    "partitions": None,  # recognised by a graphshard config JSON (see _is_partition_dir)
     "chunked": "metadata.json",
     "dataset": "meta.json",
     "assignment": "partition_meta.json",
     "parmetis": None,
-    "embeddings": None,          # per-node-type embeddings of a heterogeneous graph (train --save-embeddings)
-    "run-log": None,             # TensorBoard event files and metrics.csv (train --log-dir)
+    "embeddings": None,  # per-node-type embeddings of a heterogeneous graph (train --save-embeddings)
+    "run-log": None,  # TensorBoard event files and metrics.csv (train --log-dir)
 }
 
 
@@ -71,17 +71,22 @@ def _recognised(path: Path, kind: str) -> bool:
         return found == kind
     if kind == "partitions":
         names = [p.name for p in path.iterdir()]
-        return (any(is_partition_config(path / n) for n in names if n.endswith(".json") and not n.startswith("."))
-                or bool(names) and all(n.startswith(_OWN_HIDDEN) for n in names))
+        return (
+            any(is_partition_config(path / n) for n in names if n.endswith(".json") and not n.startswith("."))
+            or bool(names)
+            and all(n.startswith(_OWN_HIDDEN) for n in names)
+        )
     legacy = KINDS[kind]
     return legacy is not None and (path / legacy).is_file()
 
 
 # kind -> the file an earlier output of that kind names its graph in, and the key (partitions: their configs)
-GRAPH_FILES = {"chunked": ("metadata.json", "graph_name"), "dataset": ("meta.json", "name"),
-               "assignment": ("partition_meta.json", "graph_name")}
-_WHAT = {"partitions": "partitions", "chunked": "chunks", "dataset": "dataset",
-         "assignment": "partition assignment"}
+GRAPH_FILES = {
+    "chunked": ("metadata.json", "graph_name"),
+    "dataset": ("meta.json", "name"),
+    "assignment": ("partition_meta.json", "graph_name"),
+}
+_WHAT = {"partitions": "partitions", "chunked": "chunks", "dataset": "dataset", "assignment": "partition assignment"}
 
 
 def check_output_dir(path: str | os.PathLike, kind: str, overwrite: bool = False, graph: str | None = None) -> Path:
@@ -108,11 +113,16 @@ def check_output_dir(path: str | os.PathLike, kind: str, overwrite: bool = False
     if not entries:
         return target
     found = _marker_kind(target)
-    what = (f"it holds graphshard {found} output, not {kind}" if found else
-            f"it holds files graphshard did not write ({', '.join(entries[:3])}{', ...' if len(entries) > 3 else ''})")
-    raise InputError(f"{target}: refusing to write {kind} output into this directory: {what}. "
-                     "Choose a new or empty directory, or pass --overwrite (overwrite=True) to write into it anyway "
-                     "(what graphshard writes replaces entries of the same name; other files are kept)")
+    what = (
+        f"it holds graphshard {found} output, not {kind}"
+        if found
+        else f"it holds files graphshard did not write ({', '.join(entries[:3])}{', ...' if len(entries) > 3 else ''})"
+    )
+    raise InputError(
+        f"{target}: refusing to write {kind} output into this directory: {what}. "
+        "Choose a new or empty directory, or pass --overwrite (overwrite=True) to write into it anyway "
+        "(what graphshard writes replaces entries of the same name; other files are kept)"
+    )
 
 
 def mark_output_dir(path: str | os.PathLike, kind: str, entries: list[str] | None = None) -> None:
@@ -137,8 +147,11 @@ def prepare_output_dir(path: str | os.PathLike, kind: str, overwrite: bool = Fal
 
 def other_graph_configs(out_dir: Path, graph_name: str) -> list[Path]:
     """Partition configs in ``out_dir`` that describe a graph other than ``graph_name``."""
-    return sorted(p for p in out_dir.glob("*.json")
-                  if not p.name.startswith(".") and p.name != f"{graph_name}.json" and is_partition_config(p))
+    return sorted(
+        p
+        for p in out_dir.glob("*.json")
+        if not p.name.startswith(".") and p.name != f"{graph_name}.json" and is_partition_config(p)
+    )
 
 
 def graph_held(path: Path, kind: str) -> str | None:
@@ -162,8 +175,14 @@ def check_same_graph(out_dir: Path, kind: str, graph: str) -> None:
     if kind == "partitions":
         others = other_graph_configs(out_dir, graph)
         if others:
-            raise other_graph_error(out_dir, kind, others[0].name, graph, f"the files {others[0].name} describes",
-                                    " (the other config is removed)")
+            raise other_graph_error(
+                out_dir,
+                kind,
+                others[0].name,
+                graph,
+                f"the files {others[0].name} describes",
+                " (the other config is removed)",
+            )
         return
     held = graph_held(out_dir, kind)
     if held is not None and held != graph:
@@ -172,9 +191,11 @@ def check_same_graph(out_dir: Path, kind: str, graph: str) -> None:
 
 def other_graph_error(out_dir: Path, kind: str, held: str, graph: str, replaced: str, after: str = "") -> InputError:
     """The one message for :func:`check_same_graph`'s refusal, whichever writer it stops."""
-    return InputError(f"{out_dir}: already holds the {_WHAT.get(kind, kind)} of another graph ({held}); writing "
-                      f"{graph!r} here would replace {replaced}. Use another directory, or pass --overwrite to "
-                      f"replace {'it' if replaced == 'it' else 'them'}{after}")
+    return InputError(
+        f"{out_dir}: already holds the {_WHAT.get(kind, kind)} of another graph ({held}); writing "
+        f"{graph!r} here would replace {replaced}. Use another directory, or pass --overwrite to "
+        f"replace {'it' if replaced == 'it' else 'them'}{after}"
+    )
 
 
 def claim_for_graph(out_dir: Path, graph_name: str, overwrite: bool) -> None:

@@ -43,7 +43,9 @@ def sparse_widths(cfg: Any, kind: str) -> dict[str, int]:
     for k in keys:
         spec = cfg.feature_schema.get(kind, {}).get(k)
         if spec is None or len(spec[1]) != 1:
-            raise FormatError(f"{cfg.path}: sparse feature {k!r} is not a feature of one row dimension in feature_schema")
+            raise FormatError(
+                f"{cfg.path}: sparse feature {k!r} is not a feature of one row dimension in feature_schema"
+            )
         out[k] = int(spec[1][0])
     return out
 
@@ -55,8 +57,9 @@ def assemble(tensors: dict[str, Any], widths: dict[str, int], path: Path) -> dic
     return out | sparse
 
 
-def logical_schema(physical: dict[str, tuple[str, tuple[int, ...]]], widths: dict[str, int]
-                   ) -> dict[str, tuple[str, tuple[int, ...]]]:
+def logical_schema(
+    physical: dict[str, tuple[str, tuple[int, ...]]], widths: dict[str, int]
+) -> dict[str, tuple[str, tuple[int, ...]]]:
     """A file header's schema with each CSR feature's three tensors read as the dense feature (the data's
     dtype, rows of ``width``), as the config's ``feature_schema`` records it."""
     out = dict(physical)

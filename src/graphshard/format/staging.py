@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..errors import GraphshardError, InputError
 from ..names import check_path_name
-from .outputs import KINDS, MARKER, marker_entries, mark_output_dir, write_failure
+from .outputs import KINDS, MARKER, mark_output_dir, marker_entries, write_failure
 
 STAGING = ".graphshard-staging-"
 
@@ -72,8 +72,11 @@ def short_write(path: Path, requested: int, written: int) -> OSError:
     free = free_bytes(Path(path))
     if free is not None and free < _NEARLY_FULL:
         return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-    return OSError(errno.EIO, f"short write ({written} of {requested} items written; {free} bytes free: a quota "
-                              "or file size limit?)", str(path))
+    return OSError(
+        errno.EIO,
+        f"short write ({written} of {requested} items written; {free} bytes free: a quota or file size limit?)",
+        str(path),
+    )
 
 
 @contextmanager
@@ -117,7 +120,7 @@ def _pid_alive(pid: int) -> bool:
 def _remove_stale_staging(final: Path) -> None:
     """Remove staging directories left in ``final`` by runs that were killed (their process is gone)."""
     for stale in final.glob(STAGING + "*"):
-        pid = stale.name[len(STAGING):].split("-", 1)[0]
+        pid = stale.name[len(STAGING) :].split("-", 1)[0]
         if stale.is_dir() and not stale.is_symlink() and pid.isdigit() and not _pid_alive(int(pid)):
             shutil.rmtree(stale, ignore_errors=True)
 

@@ -6,8 +6,8 @@ import hashlib
 import json
 import os
 import struct
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,9 +16,17 @@ import numpy as np
 from ..errors import FormatError
 
 _DTYPES = {
-    np.dtype(np.float64): "F64", np.dtype(np.float32): "F32", np.dtype(np.float16): "F16",
-    np.dtype(np.int64): "I64", np.dtype(np.int32): "I32", np.dtype(np.int16): "I16", np.dtype(np.int8): "I8",
-    np.dtype(np.uint64): "U64", np.dtype(np.uint32): "U32", np.dtype(np.uint16): "U16", np.dtype(np.uint8): "U8",
+    np.dtype(np.float64): "F64",
+    np.dtype(np.float32): "F32",
+    np.dtype(np.float16): "F16",
+    np.dtype(np.int64): "I64",
+    np.dtype(np.int32): "I32",
+    np.dtype(np.int16): "I16",
+    np.dtype(np.int8): "I8",
+    np.dtype(np.uint64): "U64",
+    np.dtype(np.uint32): "U32",
+    np.dtype(np.uint16): "U16",
+    np.dtype(np.uint8): "U8",
     np.dtype(np.bool_): "BOOL",
 }
 _CHUNK = 1 << 24
@@ -45,8 +53,9 @@ def dtype_code(dtype: np.dtype) -> str | None:
 
 def header_schema(header: dict) -> dict[str, tuple[str, tuple[int, ...]]]:
     """Tensor name -> (dtype code, row shape) from a file's header (see :func:`read_header`)."""
-    return {k: (v["dtype"], tuple(v["shape"][1:])) for k, v in header.items()
-            if k != "__metadata__" and isinstance(v, dict)}
+    return {
+        k: (v["dtype"], tuple(v["shape"][1:])) for k, v in header.items() if k != "__metadata__" and isinstance(v, dict)
+    }
 
 
 def write_tensors(path: Path, tensors: dict[str, np.ndarray | Lazy], metadata: dict[str, str] | None = None) -> str:
@@ -65,7 +74,11 @@ def write_tensors(path: Path, tensors: dict[str, np.ndarray | Lazy], metadata: d
     offset = 0
     for k in names:
         a = specs[k]
-        header[k] = {"dtype": _DTYPES[np.dtype(a.dtype)], "shape": list(a.shape), "data_offsets": [offset, offset + a.nbytes]}
+        header[k] = {
+            "dtype": _DTYPES[np.dtype(a.dtype)],
+            "shape": list(a.shape),
+            "data_offsets": [offset, offset + a.nbytes],
+        }
         offset += a.nbytes
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-(len(text) + 8) % 8)
@@ -97,12 +110,14 @@ def _blocks(name: str, spec: np.ndarray | Lazy, path: Path) -> Iterator[np.ndarr
         hi = min(rows, lo + step)
         block = np.ascontiguousarray(spec.make(lo, hi))
         if block.dtype != np.dtype(spec.dtype) or block.shape != (hi - lo, *spec.shape[1:]):
-            raise FormatError(f"{path}: tensor {name!r} rows [{lo}, {hi}) came out as {block.dtype}{block.shape}, "
-                              f"declared {spec.dtype}{spec.shape}")
+            raise FormatError(
+                f"{path}: tensor {name!r} rows [{lo}, {hi}) came out as {block.dtype}{block.shape}, "
+                f"declared {spec.dtype}{spec.shape}"
+            )
         yield block
 
 
-def read_tensors(path: Path, expect: dict[str, str] | None = None) -> dict[str, "torch.Tensor"]:  # noqa: F821
+def read_tensors(path: Path, expect: dict[str, str] | None = None) -> dict[str, torch.Tensor]:  # noqa: F821
     """Open ``path`` and return its tensors memory-mapped (copy-on-write; nothing is read up front).
 
     ``expect``: header metadata the file must carry (e.g. which run and partition wrote it).
@@ -117,7 +132,9 @@ def read_tensors(path: Path, expect: dict[str, str] | None = None) -> dict[str, 
     return _open_tensors(path, "safetensors file")
 
 
-def load_tensor_file(path: str | os.PathLike, what: str = "tensor file") -> tuple[dict[str, "torch.Tensor"], dict[str, str]]:  # noqa: F821
+def load_tensor_file(
+    path: str | os.PathLike, what: str = "tensor file"
+) -> tuple[dict[str, torch.Tensor], dict[str, str]]:  # noqa: F821
     """The tensors and the ``__metadata__`` of the safetensors file ``path`` (checkpoints, held-out edges):
     the one reader of every safetensors file graphshard did not write as part of a partition. Never
     unpickles anything: a ``torch.save`` file is refused as such.
@@ -142,7 +159,7 @@ def check_tensor_file(path: str | os.PathLike, what: str = "tensor file") -> dic
         raise FormatError(f"{path}: not a valid {what} ({exc.strerror or exc})") from None
 
 
-def _open_tensors(path: Path, what: str) -> dict[str, "torch.Tensor"]:  # noqa: F821
+def _open_tensors(path: Path, what: str) -> dict[str, torch.Tensor]:  # noqa: F821
     from safetensors import SafetensorError, safe_open
 
     try:
@@ -154,14 +171,18 @@ def _open_tensors(path: Path, what: str) -> dict[str, "torch.Tensor"]:  # noqa: 
 
 def _check_identity(path: Path, found: dict, expect: dict[str, str]) -> None:
     if not found:
-        raise FormatError(f"{path}: records no identity (written by another tool or an older graphshard), but "
-                          "its config has a run_fingerprint; re-partition, or restore the file that run wrote")
+        raise FormatError(
+            f"{path}: records no identity (written by another tool or an older graphshard), but "
+            "its config has a run_fingerprint; re-partition, or restore the file that run wrote"
+        )
     wrong = [k for k in expect if found.get(k) != expect[k]]
     if wrong:
         said = ", ".join(f"{k}={found.get(k)!r}" for k in wrong)
         want = ", ".join(f"{k}={expect[k]!r}" for k in wrong)
-        raise FormatError(f"{path}: this file belongs to another partition or run ({said or 'no identity recorded'}); "
-                          f"the config expects {want}")
+        raise FormatError(
+            f"{path}: this file belongs to another partition or run ({said or 'no identity recorded'}); "
+            f"the config expects {want}"
+        )
 
 
 class _Invalid(Exception):
@@ -170,8 +191,10 @@ class _Invalid(Exception):
 
 # how the files a safetensors file is most often confused with begin: torch.save's zip archive and
 # the bare pickle of older torch.save (protocol 2 to 5); neither is ever unpickled
-_FOREIGN = ((b"PK\x03\x04", "a zip archive, as torch.save writes"),
-            *((b"\x80" + bytes([v]), f"a Python pickle (protocol {v}), as older torch.save writes") for v in (2, 3, 4, 5)))
+_FOREIGN = (
+    (b"PK\x03\x04", "a zip archive, as torch.save writes"),
+    *((b"\x80" + bytes([v]), f"a Python pickle (protocol {v}), as older torch.save writes") for v in (2, 3, 4, 5)),
+)
 
 
 def read_header(path: Path) -> dict:
@@ -220,10 +243,18 @@ def _parse_header(path: Path) -> dict:
 
 def _valid_entry(v: object) -> bool:
     def ints(x: object, n: int | None = None) -> bool:
-        return isinstance(x, list) and (n is None or len(x) == n) and all(
-            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in x)
-    return isinstance(v, dict) and isinstance(v.get("dtype"), str) and ints(v.get("shape")) \
+        return (
+            isinstance(x, list)
+            and (n is None or len(x) == n)
+            and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in x)
+        )
+
+    return (
+        isinstance(v, dict)
+        and isinstance(v.get("dtype"), str)
+        and ints(v.get("shape"))
         and ints(v.get("data_offsets"), 2)
+    )
 
 
 def sha256_file(path: Path) -> str:

@@ -32,8 +32,17 @@ from ..errors import FormatError
 from ..graph import parse_etype
 from .config import PartitionConfig
 
-INT_KEYS = ("indptr", "indices", "node/_ID", "node/orig_id", "node/part_id", "node/_TYPE",
-            "edge/_ID", "edge/orig_id", "edge/_TYPE")
+INT_KEYS = (
+    "indptr",
+    "indices",
+    "node/_ID",
+    "node/orig_id",
+    "node/part_id",
+    "node/_TYPE",
+    "edge/_ID",
+    "edge/orig_id",
+    "edge/_TYPE",
+)
 BOOL_KEYS = ("node/inner_node", "edge/inner_edge")
 
 
@@ -79,7 +88,7 @@ def check_structure(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tenso
     n, e = indptr.shape[0] - 1, indices.shape[0]
     _fail(path, "'indptr' decreases", indptr.diff() < 0)
     for b in _blocks(e):
-        part = indices[b: b + BLOCK]
+        part = indices[b : b + BLOCK]
         _fail(path, "'indices' holds a local node ID outside [0, %d)" % n, (part < 0) | (part >= n), part, b)
     nodes, edges = _Ranges(cfg.node_map, cfg.num_parts), _Ranges(cfg.edge_map, cfg.num_parts)
     n_inner = _check_nodes(cfg, part_id, t, path, nodes)
@@ -98,21 +107,39 @@ def _check_halo_depth(k: int, t: dict[str, torch.Tensor], path: Path, n_inner: i
     for hop in range(1, k + 1):
         if hop == k:
             beyond = (degree > 0) & ~reached
-            _fail(path, f"stores in-edges of a HALO node more than halo_hops - 1 = {k - 1} hops from the inner "
-                        f"nodes, but the config says halo_hops = {k}; node/_ID", beyond, ids)
+            _fail(
+                path,
+                f"stores in-edges of a HALO node more than halo_hops - 1 = {k - 1} hops from the inner "
+                f"nodes, but the config says halo_hops = {k}; node/_ID",
+                beyond,
+                ids,
+            )
         src = indices[: int(indptr[n_inner])] if hop == 1 else indices[torch.repeat_interleave(frontier, degree)]
         frontier = torch.zeros(n, dtype=torch.bool)
         frontier[src] = True
         frontier &= ~reached
         reached |= frontier
-    _fail(path, f"HALO node is not within halo_hops = {k} hops of the inner nodes along the stored edges; node/_ID",
-          ~reached, ids)
+    _fail(
+        path,
+        f"HALO node is not within halo_hops = {k} hops of the inner nodes along the stored edges; node/_ID",
+        ~reached,
+        ids,
+    )
 
 
 def _check_nodes(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tensor], path: Path, nodes: _Ranges) -> int:
     ids = t["node/_ID"]
-    lo, hi = (int(x) for x in (cfg.node_map[next(iter(cfg.node_map))][part_id, 0],
-                               cfg.node_map[list(cfg.node_map)[-1]][part_id, 1])) if cfg.node_map else (0, 0)
+    lo, hi = (
+        (
+            int(x)
+            for x in (
+                cfg.node_map[next(iter(cfg.node_map))][part_id, 0],
+                cfg.node_map[list(cfg.node_map)[-1]][part_id, 1],
+            )
+        )
+        if cfg.node_map
+        else (0, 0)
+    )
     n_inner = hi - lo
     _fail(path, f"node/_ID outside [0, {cfg.num_nodes})", (ids < 0) | (ids >= cfg.num_nodes), ids)
     halo = ids[n_inner:]
@@ -120,64 +147,96 @@ def _check_nodes(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tensor],
     unordered = torch.nonzero(halo.diff() <= 0)
     if unordered.numel():
         i = int(unordered[0, 0])
-        raise FormatError(f"{path}: HALO node/_ID not in increasing order (or repeated): local position "
-                          f"{n_inner + i + 1} holds {int(halo[i + 1])} after {int(halo[i])}")
+        raise FormatError(
+            f"{path}: HALO node/_ID not in increasing order (or repeated): local position "
+            f"{n_inner + i + 1} holds {int(halo[i + 1])} after {int(halo[i])}"
+        )
     part, ntype = nodes.locate(ids)
-    _fail(path, "node/part_id differs from the owner of node/_ID in the config's node_map", t["node/part_id"] != part,
-          t["node/part_id"])
-    _fail(path, "node/_TYPE differs from the type of node/_ID in the config's node_map", t["node/_TYPE"] != ntype,
-          t["node/_TYPE"])
+    _fail(
+        path,
+        "node/part_id differs from the owner of node/_ID in the config's node_map",
+        t["node/part_id"] != part,
+        t["node/part_id"],
+    )
+    _fail(
+        path,
+        "node/_TYPE differs from the type of node/_ID in the config's node_map",
+        t["node/_TYPE"] != ntype,
+        t["node/_TYPE"],
+    )
     return n_inner
 
 
-def _check_edges(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tensor], path: Path, edges: _Ranges,
-                 n_inner: int) -> None:
+def _check_edges(
+    cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tensor], path: Path, edges: _Ranges, n_inner: int
+) -> None:
     indptr, eids, inner = t["indptr"], t["edge/_ID"], t["edge/inner_edge"]
     n_own = int(indptr[n_inner])  # CSC by destination: the in-edges of inner nodes come first
     first, last = next(iter(cfg.edge_map), None), list(cfg.edge_map)[-1] if cfg.edge_map else None
     elo = int(cfg.edge_map[first][part_id, 0]) if first else 0
     ehi = int(cfg.edge_map[last][part_id, 1]) if last else 0
     if n_own != ehi - elo:
-        raise FormatError(f"{path}: holds {n_own} in-edges of inner nodes, but the config's edge_map gives this "
-                          f"partition {ehi - elo} edges (missing or extra 1-hop structure)")
+        raise FormatError(
+            f"{path}: holds {n_own} in-edges of inner nodes, but the config's edge_map gives this "
+            f"partition {ehi - elo} edges (missing or extra 1-hop structure)"
+        )
     _fail(path, "edge/inner_edge is false for an in-edge of an inner node", ~inner[:n_own])
     _fail(path, "edge/inner_edge is true for an in-edge of a HALO node", inner[n_own:])
     seen = torch.zeros(n_own, dtype=torch.bool)
     for b in _blocks(eids.shape[0]):
-        ids = eids[b: b + BLOCK]
-        own, halo = ids[: max(n_own - b, 0)], ids[max(n_own - b, 0):]
+        ids = eids[b : b + BLOCK]
+        own, halo = ids[: max(n_own - b, 0)], ids[max(n_own - b, 0) :]
         _fail(path, f"inner edge/_ID outside this partition's range [{elo}, {ehi})", (own < elo) | (own >= ehi), own, b)
         seen[own - elo] = True  # in range (checked above): each of the partition's edge IDs must appear once
-        _fail(path, f"HALO edge/_ID outside [0, {cfg.num_edges}) or inside this partition's range",
-              (halo < 0) | (halo >= cfg.num_edges) | ((halo >= elo) & (halo < ehi)), halo, max(n_own, b))
+        _fail(
+            path,
+            f"HALO edge/_ID outside [0, {cfg.num_edges}) or inside this partition's range",
+            (halo < 0) | (halo >= cfg.num_edges) | ((halo >= elo) & (halo < ehi)),
+            halo,
+            max(n_own, b),
+        )
     if not bool(seen.all()):
         missing = elo + int(torch.nonzero(~seen)[0, 0])
-        raise FormatError(f"{path}: inner edge/_ID {missing} is missing (another ID of this partition's range "
-                          f"[{elo}, {ehi}) repeats)")
+        raise FormatError(
+            f"{path}: inner edge/_ID {missing} is missing (another ID of this partition's range [{elo}, {ehi}) repeats)"
+        )
     if len(cfg.etypes) == 1:  # one edge type (and endpoints of its node types, checked per node): no look-up
         _fail(path, "edge/_TYPE is not 0, the only edge type", t["edge/_TYPE"] != 0, t["edge/_TYPE"])
         if len(cfg.ntypes) == 1:
             return
     else:
         for b in _blocks(eids.shape[0]):
-            _, etype = edges.locate(eids[b: b + BLOCK])
-            given = t["edge/_TYPE"][b: b + BLOCK]
-            _fail(path, "edge/_TYPE differs from the type of edge/_ID in the config's edge_map", given != etype, given, b)
+            _, etype = edges.locate(eids[b : b + BLOCK])
+            given = t["edge/_TYPE"][b : b + BLOCK]
+            _fail(
+                path, "edge/_TYPE differs from the type of edge/_ID in the config's edge_map", given != etype, given, b
+            )
     _check_endpoint_types(cfg, t, path)
 
 
 def _check_endpoint_types(cfg: PartitionConfig, t: dict[str, torch.Tensor], path: Path) -> None:
     ntypes = list(cfg.ntypes)
-    ends = torch.tensor([[ntypes.index(parse_etype(e)[0]), ntypes.index(parse_etype(e)[2])] for e in cfg.etypes],
-                        dtype=torch.int64).reshape(-1, 2)
+    ends = torch.tensor(
+        [[ntypes.index(parse_etype(e)[0]), ntypes.index(parse_etype(e)[2])] for e in cfg.etypes], dtype=torch.int64
+    ).reshape(-1, 2)
     if ends.shape[0] == 0 or t["indices"].shape[0] == 0:
         return
     etype, node_type, indptr, indices = t["edge/_TYPE"], t["node/_TYPE"], t["indptr"], t["indices"]
     for b in _blocks(indices.shape[0]):
-        et = etype[b: b + BLOCK]
-        _fail(path, "an edge's source node has another type than its edge type's source",
-              node_type[indices[b: b + BLOCK]] != ends[et, 0], None, b)
+        et = etype[b : b + BLOCK]
+        _fail(
+            path,
+            "an edge's source node has another type than its edge type's source",
+            node_type[indices[b : b + BLOCK]] != ends[et, 0],
+            None,
+            b,
+        )
         if len(ntypes) > 1:  # CSC: an edge's destination is the node whose run of in-edges holds it
             dst = torch.searchsorted(indptr, torch.arange(b, b + et.shape[0]), right=True) - 1
-            _fail(path, "an edge's destination node has another type than its edge type's destination",
-                  node_type[dst] != ends[et, 1], None, b)
+            _fail(
+                path,
+                "an edge's destination node has another type than its edge type's destination",
+                node_type[dst] != ends[et, 1],
+                None,
+                b,
+            )

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from .config import PartitionConfig, write_config
 from ..errors import GraphshardError
+from .config import PartitionConfig, write_config
 from .outputs import MARKER, claim_for_graph, prepare_output_dir, write_failure
-from .staging import missing_ancestors, naming, remove_empty_dirs
 from .sparse import stored_tensors
+from .staging import missing_ancestors, naming, remove_empty_dirs
 from .tensorfile import Lazy, write_tensors
 
 log = logging.getLogger(__name__)
@@ -62,8 +62,9 @@ class PartitionWriter:
     building the next partition; at most one file is pending, which bounds the extra memory.
     """
 
-    def __init__(self, out_dir: str | os.PathLike, graph_name: str, overwrite: bool = False, *,
-                 identity: PartitionConfig):
+    def __init__(
+        self, out_dir: str | os.PathLike, graph_name: str, overwrite: bool = False, *, identity: PartitionConfig
+    ):
         if not identity.run_fingerprint or identity.graph_name != graph_name:
             raise ValueError("PartitionWriter needs the run's config (with its fingerprint) for this graph")
         self._created = missing_ancestors(Path(out_dir).expanduser().resolve())  # removed again if we fail
@@ -81,7 +82,7 @@ class PartitionWriter:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="graphshard-writer")
         self._pending: Future | None = None
 
-    def __enter__(self) -> "PartitionWriter":
+    def __enter__(self) -> PartitionWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -128,8 +129,11 @@ class PartitionWriter:
         self._wait()
         if cfg.run_fingerprint != self.identity.run_fingerprint:
             raise ValueError("the committed config is not the one whose identity the files carry")
-        cfg = replace(cfg, parts=[part_entry(self.parts[p]) for p in range(cfg.num_parts)],
-                      checksums=dict(sorted(self.checksums.items())))
+        cfg = replace(
+            cfg,
+            parts=[part_entry(self.parts[p]) for p in range(cfg.num_parts)],
+            checksums=dict(sorted(self.checksums.items())),
+        )
         if cfg.path.exists():
             cfg.path.unlink()  # an old config must never describe a mix of old and new files
         for p in range(cfg.num_parts):

@@ -71,7 +71,7 @@ def plan(g: DistGraph, part: PartitionGraph) -> Plan:
     j = g.group.rank % k
     lo, hi = inner * j // k, inner * (j + 1) // k
     wanted = np.zeros(indptr.shape[0] - 1, dtype=bool)
-    wanted[indices[indptr[lo]: indptr[hi]]] = True
+    wanted[indices[indptr[lo] : indptr[hi]]] = True
     wanted[lo:hi] = True
     need = np.flatnonzero(wanted)
     slot = np.full(wanted.shape[0], -1, dtype=np.int64)
@@ -85,8 +85,22 @@ def plan(g: DistGraph, part: PartitionGraph) -> Plan:
         sel = types == t
         pos[sel] = np.arange(int(sel.sum()))
     etype = part.edata["_TYPE"].numpy() if "_TYPE" in part.edata else np.zeros(indices.shape[0], np.int64)
-    return Plan(indptr, indices, etype, lo, hi, need, slot, types, tids, pos, remote, list(book.ntypes),
-                list(book.canonical_etypes), part.edata["_ID"].numpy())
+    return Plan(
+        indptr,
+        indices,
+        etype,
+        lo,
+        hi,
+        need,
+        slot,
+        types,
+        tids,
+        pos,
+        remote,
+        list(book.ntypes),
+        list(book.canonical_etypes),
+        part.edata["_ID"].numpy(),
+    )
 
 
 def _dst_rows(p: Plan, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
@@ -99,14 +113,15 @@ def _dst_rows(p: Plan, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
     return at, chunk_pos
 
 
-def _chunk(model: Any, i: int, p: Plan, x: dict[str, torch.Tensor], lo: int, hi: int, edge_rows: EdgeRows | None
-           ) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
+def _chunk(
+    model: Any, i: int, p: Plan, x: dict[str, torch.Tensor], lo: int, hi: int, edge_rows: EdgeRows | None
+) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
     """Layer ``i`` for destinations ``[lo, hi)``: (their indices into ``need``, output rows per type)."""
     at, chunk_pos = _dst_rows(p, lo, hi)
     x_dst = {t: _rows(x[t], p.pos_in_type[at[p.need_type[at] == ti]]) for ti, t in enumerate(p.ntypes) if t in x}
     e0, e1 = int(p.indptr[lo]), int(p.indptr[hi])
     src = p.pos_in_type[p.slot[p.indices[e0:e1]]]
-    dst = np.repeat(chunk_pos, np.diff(p.indptr[lo: hi + 1]))  # edges are listed destination by destination
+    dst = np.repeat(chunk_pos, np.diff(p.indptr[lo : hi + 1]))  # edges are listed destination by destination
     edges, picks = {}, {}
     if len(p.etypes) == 1:
         edges[p.etypes[0]], picks[p.etypes[0]] = torch.from_numpy(np.stack([src, dst])), slice(e0, e1)
@@ -142,11 +157,12 @@ def _rows(x: torch.Tensor, pos: np.ndarray) -> torch.Tensor:
     return x[run] if run is not None else x[torch.from_numpy(pos)]
 
 
-def _layer(model: Any, i: int, p: Plan, x: dict[str, torch.Tensor], edge_rows: EdgeRows | None = None
-           ) -> dict[str, torch.Tensor]:
+def _layer(
+    model: Any, i: int, p: Plan, x: dict[str, torch.Tensor], edge_rows: EdgeRows | None = None
+) -> dict[str, torch.Tensor]:
     """Layer ``i`` for all destinations of the plan, in chunks of about :data:`EDGES_PER_CHUNK` edges,
     written into one output tensor per type (no list of chunks to concatenate: half the peak)."""
-    at = p.slot[p.dst_lo:p.dst_hi]
+    at = p.slot[p.dst_lo : p.dst_hi]
     count = {t: int((p.need_type[at] == ti).sum()) for ti, t in enumerate(p.ntypes)}
     out: dict[str, torch.Tensor] = {}
     filled = dict.fromkeys(p.ntypes, 0)
@@ -155,7 +171,7 @@ def _layer(model: Any, i: int, p: Plan, x: dict[str, torch.Tensor], edge_rows: E
         for t, v in rows.items():
             if t not in out:
                 out[t] = torch.empty((count[t], *v.shape[1:]), dtype=v.dtype)
-            out[t][filled[t]: filled[t] + v.shape[0]] = v
+            out[t][filled[t] : filled[t] + v.shape[0]] = v
             filled[t] += v.shape[0]
     return out
 
@@ -181,9 +197,15 @@ def _fetch(p: Plan, read: Callable[[str, torch.Tensor], torch.Tensor], types: An
     return {t: read(t, torch.from_numpy(p.of_type(ti))) for ti, t in enumerate(p.ntypes) if t in types}
 
 
-def layerwise_inference(g: DistGraph, model: Any, inputs: Rows, name: str, types: list[str] | None = None,
-                        layers: int | None = None, edge_rows: EdgeRows | None = None
-                        ) -> tuple[dict[str, DistTensor], list[Plan]]:
+def layerwise_inference(
+    g: DistGraph,
+    model: Any,
+    inputs: Rows,
+    name: str,
+    types: list[str] | None = None,
+    layers: int | None = None,
+    edge_rows: EdgeRows | None = None,
+) -> tuple[dict[str, DistTensor], list[Plan]]:
     """The output of ``model`` (a graphshard model with ``layer_inputs``/``layer``/``num_layers``, see
     :mod:`graphshard.models.layer_context` for what a ``layer_context`` model is given) for every node, as
     one :class:`DistTensor` per node type in ``types`` (all by default). ``inputs`` gives the input rows of
@@ -215,8 +237,11 @@ def layerwise_inference(g: DistGraph, model: Any, inputs: Rows, name: str, types
             tables = new
     model.train(was_training)
     doing(context)
-    log.info("layer-wise inference %s: remote rows read per layer %s", name,
-             [sum(f) for f in zip(*(p.fetched for p in plans))])
+    log.info(
+        "layer-wise inference %s: remote rows read per layer %s",
+        name,
+        [sum(f) for f in zip(*(p.fetched for p in plans))],
+    )
     keep = {t: v for t, v in tables.items() if types is None or t in types}
     for t, v in tables.items():
         if t not in keep:
@@ -228,8 +253,11 @@ def _publish(g: DistGraph, plans: list[Plan], rows: list[dict[str, torch.Tensor]
     """New DistTensors (one per node type) holding every rank's destination ``rows`` (collective)."""
     book = g.get_partition_book()
     width = _agreed_width(g, {t: v for r in rows for t, v in r.items()}, name)
-    new = {t: DistTensor(g.group, book, (g.num_nodes(t), width[t]), torch.float32, f"{name}/{t}#{g.key}", ntype=t)
-           for t in plans[0].ntypes if t in width}
+    new = {
+        t: DistTensor(g.group, book, (g.num_nodes(t), width[t]), torch.float32, f"{name}/{t}#{g.key}", ntype=t)
+        for t in plans[0].ntypes
+        if t in width
+    }
     for p, r in zip(plans, rows):
         for ti, t in enumerate(p.ntypes):
             if t in r and t in new:
@@ -253,22 +281,24 @@ def _count_degrees(g: DistGraph, plans: list[Plan], name: str) -> None:
 def _own_degrees(p: Plan) -> dict[str, torch.Tensor]:
     """In-degrees of this rank's destinations per type (a one-column table, in local order)."""
     lo, hi = p.dst_lo, p.dst_hi
-    deg = np.diff(p.indptr[lo: hi + 1]).astype(np.int64)
+    deg = np.diff(p.indptr[lo : hi + 1]).astype(np.int64)
     for a, b in _chunks(p, EDGES_PER_CHUNK):  # minus each node's self-loops, a chunk of edges at a time
         e0, e1 = int(p.indptr[a]), int(p.indptr[b])
-        dst = np.repeat(np.arange(a, b), np.diff(p.indptr[a: b + 1]))
+        dst = np.repeat(np.arange(a, b), np.diff(p.indptr[a : b + 1]))
         deg -= np.bincount(dst[p.indices[e0:e1] == dst] - lo, minlength=hi - lo)
     at = p.slot[lo:hi]
-    return {t: torch.from_numpy(deg[p.need_type[at] == ti].astype(np.float32)).view(-1, 1)
-            for ti, t in enumerate(p.ntypes)}
+    return {
+        t: torch.from_numpy(deg[p.need_type[at] == ti].astype(np.float32)).view(-1, 1) for ti, t in enumerate(p.ntypes)
+    }
 
 
-def _next_inputs(p: Plan, rows: dict[str, torch.Tensor], tables: dict[str, DistTensor], count: bool = True
-                 ) -> dict[str, torch.Tensor]:
+def _next_inputs(
+    p: Plan, rows: dict[str, torch.Tensor], tables: dict[str, DistTensor], count: bool = True
+) -> dict[str, torch.Tensor]:
     """The next layer's input rows of every needed node, per type, in ``need`` order: this rank's own rows
     from ``rows`` as they are, the others read from ``tables`` in one bulk read per type."""
     own = np.zeros(p.need.shape[0], dtype=bool)
-    own[p.slot[p.dst_lo:p.dst_hi]] = True
+    own[p.slot[p.dst_lo : p.dst_hi]] = True
     if count:
         _count_remote(p, tables)
     x = {}
@@ -290,7 +320,7 @@ def _next_inputs(p: Plan, rows: dict[str, torch.Tensor], tables: dict[str, DistT
 
 def _dst_types(p: Plan, t: int) -> np.ndarray:
     """Indices into ``need`` of this rank's destinations of type ``t``, in local order."""
-    at = p.slot[p.dst_lo:p.dst_hi]
+    at = p.slot[p.dst_lo : p.dst_hi]
     return at[p.need_type[at] == t]
 
 

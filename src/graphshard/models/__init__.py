@@ -6,8 +6,18 @@ from importlib import import_module
 from typing import Any
 
 _EXPORTS = {
-    "DotDecoder": "link", "LinkModel": "link", "MLPDecoder": "link", "GAT": "gat", "GCN": "gcn", "GIN": "gin",
-    "GraphSAGE": "sage", "HGT": "hgt", "HeteroSAGE": "hetero", "MLP": "mlp", "ModelSpec": "spec", "RGAT": "rgat",
+    "DotDecoder": "link",
+    "LinkModel": "link",
+    "MLPDecoder": "link",
+    "GAT": "gat",
+    "GCN": "gcn",
+    "GIN": "gin",
+    "GraphSAGE": "sage",
+    "HGT": "hgt",
+    "HeteroSAGE": "hetero",
+    "MLP": "mlp",
+    "ModelSpec": "spec",
+    "RGAT": "rgat",
     "RGCN": "rgcn",
 }
 __all__ = sorted(_EXPORTS)

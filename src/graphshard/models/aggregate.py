@@ -32,13 +32,19 @@ def weighted_matrix(edge_index: torch.Tensor, weight: torch.Tensor, num_src: int
     torch.cumsum(torch.bincount(dst, minlength=num_dst), 0, out=crow[1:])
     with warnings.catch_warnings():  # torch calls its CSR support "beta" once per process
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        return torch.sparse_csr_tensor(crow, src.to(torch.int64), weight.to(torch.float32), (num_dst, num_src),
-                                       check_invariants=False)
+        return torch.sparse_csr_tensor(
+            crow, src.to(torch.int64), weight.to(torch.float32), (num_dst, num_src), check_invariants=False
+        )
 
 
 def _plain(conv: SAGEConv) -> bool:
-    return (conv.aggr == "mean" and not conv.normalize and not conv.project and conv.root_weight
-            and getattr(conv, "lin_r", None) is not None)
+    return (
+        conv.aggr == "mean"
+        and not conv.normalize
+        and not conv.project
+        and conv.root_weight
+        and getattr(conv, "lin_r", None) is not None
+    )
 
 
 def sage_rows(conv: SAGEConv, x_src: torch.Tensor, x_dst: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:

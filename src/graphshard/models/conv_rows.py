@@ -32,8 +32,15 @@ def supports(conv: torch.nn.Module) -> bool:
     return isinstance(conv, SUPPORTED)
 
 
-def conv_rows(conv: torch.nn.Module, t: str, x_src: torch.Tensor, x_dst: torch.Tensor, edges: torch.Tensor,
-              ctx: LayerContext, edge_attr: torch.Tensor | None = None) -> torch.Tensor:
+def conv_rows(
+    conv: torch.nn.Module,
+    t: str,
+    x_src: torch.Tensor,
+    x_dst: torch.Tensor,
+    edges: torch.Tensor,
+    ctx: LayerContext,
+    edge_attr: torch.Tensor | None = None,
+) -> torch.Tensor:
     """``conv``'s output rows of the destinations (of node type ``t``) of one chunk (no autograd)."""
     if isinstance(conv, SAGEConv):
         return sage_rows(conv, x_src, x_dst, edges)
@@ -44,12 +51,15 @@ def conv_rows(conv: torch.nn.Module, t: str, x_src: torch.Tensor, x_dst: torch.T
     if isinstance(conv, BIPARTITE):
         extra = {} if edge_attr is None or isinstance(conv, GINConv) else {"edge_attr": edge_attr}
         return conv((x_src, x_dst), edges, **extra)
-    raise InputError(f"layer-wise inference has no exact rule for {type(conv).__name__} (it knows "
-                     f"{', '.join(c.__name__ for c in SUPPORTED)})")
+    raise InputError(
+        f"layer-wise inference has no exact rule for {type(conv).__name__} (it knows "
+        f"{', '.join(c.__name__ for c in SUPPORTED)})"
+    )
 
 
-def gcn_rows(conv: GCNConv, t: str, x_src: torch.Tensor, x_dst: torch.Tensor, edges: torch.Tensor,
-             ctx: LayerContext) -> torch.Tensor:
+def gcn_rows(
+    conv: GCNConv, t: str, x_src: torch.Tensor, x_dst: torch.Tensor, edges: torch.Tensor, ctx: LayerContext
+) -> torch.Tensor:
     """``GCNConv`` over the whole graph, for the chunk's destinations: each edge weighted by
     ``(deg(src) deg(dst))^-1/2`` with degrees counting one self-loop (of weight 2 when ``improved``), the
     self-loop itself weighted ``1 / deg(dst)``."""
@@ -73,8 +83,15 @@ def _inv_sqrt(degree: torch.Tensor) -> torch.Tensor:
     return degree.pow(-0.5).masked_fill_(degree == 0, 0.0)
 
 
-def attention_rows(conv: torch.nn.Module, t: str, x_src: torch.Tensor, x_dst: torch.Tensor, edges: torch.Tensor,
-                   ctx: LayerContext, edge_attr: torch.Tensor | None) -> torch.Tensor:
+def attention_rows(
+    conv: torch.nn.Module,
+    t: str,
+    x_src: torch.Tensor,
+    x_dst: torch.Tensor,
+    edges: torch.Tensor,
+    ctx: LayerContext,
+    edge_attr: torch.Tensor | None,
+) -> torch.Tensor:
     """``GATConv``/``GATv2Conv`` for the chunk's destinations, on one graph of the destinations' rows then
     the sources' (the layer adds the destinations' self-loops itself, as over the whole graph)."""
     n_dst = x_dst.shape[0]

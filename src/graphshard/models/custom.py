@@ -33,7 +33,7 @@ from .spec import ModelSpec
 ROW_NORMS = (nn.Identity, nn.BatchNorm1d)  # normalisations of each row on its own (in eval mode)
 
 
-def build_custom(name: str, spec: ModelSpec) -> "CustomModel":
+def build_custom(name: str, spec: ModelSpec) -> CustomModel:
     """The user's module from factory ``name``, wrapped for graphshard's training and inference."""
     try:
         module = load_factory(name)(spec)
@@ -97,8 +97,13 @@ class CustomModel(nn.Module):
 
 def _basic_gnn_fits(module: nn.Module) -> bool:
     """A PyG ``BasicGNN`` whose layers have exact layer-wise rules and nothing across rows between them."""
-    return (isinstance(module, BasicGNN) and module.jk_mode is None and not hasattr(module, "lin")
-            and all(supports(c) for c in module.convs) and all(isinstance(n, ROW_NORMS) for n in module.norms))
+    return (
+        isinstance(module, BasicGNN)
+        and module.jk_mode is None
+        and not hasattr(module, "lin")
+        and all(supports(c) for c in module.convs)
+        and all(isinstance(n, ROW_NORMS) for n in module.norms)
+    )
 
 
 def _between_layers(module: BasicGNN, i: int, x: torch.Tensor) -> torch.Tensor:

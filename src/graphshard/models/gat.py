@@ -18,17 +18,36 @@ class GAT(ConvStack):
 
     layer_edges_per_chunk = 1 << 19  # the layer writes heads x channels per edge: a smaller chunk
 
-    def __init__(self, in_dim: int, hidden: int, out_dim: int, num_layers: int = 2, dropout: float = 0.5,
-                 heads: int = 4, attn_dropout: float = 0.0, edge_dim: int | None = None):
+    def __init__(
+        self,
+        in_dim: int,
+        hidden: int,
+        out_dim: int,
+        num_layers: int = 2,
+        dropout: float = 0.5,
+        heads: int = 4,
+        attn_dropout: float = 0.0,
+        edge_dim: int | None = None,
+    ):
         if hidden % heads:
             raise InputError(f"model 'gat': the hidden width ({hidden}) must be a multiple of the heads ({heads})")
         dims = widths(in_dim, hidden, out_dim, num_layers)
-        convs = [GATConv(a, b // heads, heads=heads, dropout=attn_dropout, edge_dim=edge_dim)
-                 for a, b in zip(dims[:-2], dims[1:-1])]
+        convs = [
+            GATConv(a, b // heads, heads=heads, dropout=attn_dropout, edge_dim=edge_dim)
+            for a, b in zip(dims[:-2], dims[1:-1])
+        ]
         convs.append(GATConv(dims[-2], dims[-1], heads=1, dropout=attn_dropout, edge_dim=edge_dim))
         super().__init__(convs, dropout, uses_edge_attr=edge_dim is not None)
 
     @classmethod
-    def from_spec(cls, spec: ModelSpec) -> "GAT":
-        return cls(spec.in_dim, spec.hidden, spec.out_dim, spec.num_layers, spec.dropout, spec.heads,
-                   spec.attn_dropout, spec.edge_dim)
+    def from_spec(cls, spec: ModelSpec) -> GAT:
+        return cls(
+            spec.in_dim,
+            spec.hidden,
+            spec.out_dim,
+            spec.num_layers,
+            spec.dropout,
+            spec.heads,
+            spec.attn_dropout,
+            spec.edge_dim,
+        )

@@ -22,5 +22,5 @@ class GCN(ConvStack):
         super().__init__([GCNConv(a, b) for a, b in zip(dims[:-1], dims[1:])], dropout)
 
     @classmethod
-    def from_spec(cls, spec: ModelSpec) -> "GCN":
+    def from_spec(cls, spec: ModelSpec) -> GCN:
         return cls(spec.in_dim, spec.hidden, spec.out_dim, spec.num_layers, spec.dropout)

@@ -22,8 +22,15 @@ class GIN(ConvStack):
     ``(1 + eps) x_v + sum of the neighbours' rows`` with a learnt ``eps``; with ``edge_dim``, ``GINEConv``
     adds each edge's (projected) features to its source row before the sum."""
 
-    def __init__(self, in_dim: int, hidden: int, out_dim: int, num_layers: int = 2, dropout: float = 0.5,
-                 edge_dim: int | None = None):
+    def __init__(
+        self,
+        in_dim: int,
+        hidden: int,
+        out_dim: int,
+        num_layers: int = 2,
+        dropout: float = 0.5,
+        edge_dim: int | None = None,
+    ):
         dims = widths(in_dim, hidden, out_dim, num_layers)
         if edge_dim is None:
             convs = [GINConv(_mlp(a, b), train_eps=True) for a, b in zip(dims[:-1], dims[1:])]
@@ -32,5 +39,5 @@ class GIN(ConvStack):
         super().__init__(convs, dropout, uses_edge_attr=edge_dim is not None)
 
     @classmethod
-    def from_spec(cls, spec: ModelSpec) -> "GIN":
+    def from_spec(cls, spec: ModelSpec) -> GIN:
         return cls(spec.in_dim, spec.hidden, spec.out_dim, spec.num_layers, spec.dropout, spec.edge_dim)

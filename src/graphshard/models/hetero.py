@@ -10,9 +10,8 @@ prediction learnt nothing before."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import warnings
+from collections.abc import Iterable
 
 import torch
 import torch.nn.functional as F
@@ -47,8 +46,16 @@ class HeteroSAGE(nn.Module):
     layer ``i`` computes rows only for the nodes later layers need (hops ``0 .. L-1-i`` of each type) from
     the edges into them, and the output has rows for the seeds only, equal to the untrimmed ones."""
 
-    def __init__(self, in_dims: dict[str, int], etypes: list[EType], hidden: int, out_dim: int,
-                 num_layers: int = 2, dropout: float = 0.5, outputs: list[str] | None = None):
+    def __init__(
+        self,
+        in_dims: dict[str, int],
+        etypes: list[EType],
+        hidden: int,
+        out_dim: int,
+        num_layers: int = 2,
+        dropout: float = 0.5,
+        outputs: list[str] | None = None,
+    ):
         super().__init__()
         self.outputs = list(in_dims) if outputs is None else list(outputs)
         reached = {et[2] for et in etypes}
@@ -62,18 +69,22 @@ class HeteroSAGE(nn.Module):
         dims = [hidden] * num_layers + [out_dim]
         with warnings.catch_warnings():  # PyG warns of types no relation reaches: ``keep`` carries them
             warnings.filterwarnings("ignore", message="There exist node types")
-            self.convs = nn.ModuleList(HeteroConv({et: SAGEConv((a, a), b) for et in rels}, aggr="mean")
-                                       for (rels, _), a, b in zip(layers, dims[:-1], dims[1:]))
-        self.keep = nn.ModuleList(nn.ModuleDict({t: nn.Linear(a, b) for t in kept})
-                                  for (_, kept), a, b in zip(layers, dims[:-1], dims[1:]))
+            self.convs = nn.ModuleList(
+                HeteroConv({et: SAGEConv((a, a), b) for et in rels}, aggr="mean")
+                for (rels, _), a, b in zip(layers, dims[:-1], dims[1:])
+            )
+        self.keep = nn.ModuleList(
+            nn.ModuleDict({t: nn.Linear(a, b) for t in kept}) for (_, kept), a, b in zip(layers, dims[:-1], dims[1:])
+        )
         self.dropout = dropout
 
     @classmethod
-    def from_spec(cls, spec: ModelSpec) -> "HeteroSAGE":
+    def from_spec(cls, spec: ModelSpec) -> HeteroSAGE:
         return cls(spec.in_dims, spec.etypes, spec.hidden, spec.out_dim, spec.num_layers, spec.dropout, spec.outputs)
 
-    def forward(self, x_dict: dict[str, torch.Tensor], edge_index_dict: dict[EType, torch.Tensor], hops=None
-                ) -> dict[str, torch.Tensor]:
+    def forward(
+        self, x_dict: dict[str, torch.Tensor], edge_index_dict: dict[EType, torch.Tensor], hops=None
+    ) -> dict[str, torch.Tensor]:
         x = {t: project(lin, x_dict[t]) for t, lin in self.proj.items()}
         depth = len(self.convs)
         if hops is not None and any(len(n) != depth + 1 for n in hops[0].values()):
@@ -84,12 +95,15 @@ class HeteroSAGE(nn.Module):
                 rels = {et: edge_index_dict[et] for et in conv.convs.keys()}
             else:  # drop the last i hops of edges and the last i + 1 hops of destinations
                 nodes, edges = hops
-                rows = {t: sum(nodes.get(t, [])[:depth - i]) for t in x}
-                rels = {et: edge_index_dict[et][:, :sum(edges.get(et, [])[:len(edges.get(et, [])) - i])]
-                        for et in conv.convs.keys()}
-            out = _mean_by_type((et[2], conv.convs[et]((x[et[0]], x[et[2]][:rows[et[2]]]), ei))
-                                for et, ei in rels.items())
-            out.update({t: lin(x[t][:rows[t]]) for t, lin in keep.items()})
+                rows = {t: sum(nodes.get(t, [])[: depth - i]) for t in x}
+                rels = {
+                    et: edge_index_dict[et][:, : sum(edges.get(et, [])[: len(edges.get(et, [])) - i])]
+                    for et in conv.convs.keys()
+                }
+            out = _mean_by_type(
+                (et[2], conv.convs[et]((x[et[0]], x[et[2]][: rows[et[2]]]), ei)) for et, ei in rels.items()
+            )
+            out.update({t: lin(x[t][: rows[t]]) for t, lin in keep.items()})
             if i < depth - 1:
                 out = {t: relu_dropout(v, self.dropout, self.training) for t, v in out.items()}
             x = out
@@ -103,13 +117,15 @@ class HeteroSAGE(nn.Module):
     def layer_inputs(self, x: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         return {t: project(self.proj[t], v) for t, v in x.items() if t in self.proj}
 
-    def layer(self, i: int, x_src: dict[str, torch.Tensor], x_dst: dict[str, torch.Tensor],
-              edges: dict[EType, torch.Tensor]) -> dict[str, torch.Tensor]:
+    def layer(
+        self, i: int, x_src: dict[str, torch.Tensor], x_dst: dict[str, torch.Tensor], edges: dict[EType, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
         """Layer ``i`` for the destination rows of every type: the relations into a type averaged (as
         ``HeteroConv(aggr="mean")`` does), types no relation reaches through their own linear map."""
         convs = self.convs[i].convs  # relations this model does not build are left out: nothing it outputs reads them
-        out = _mean_by_type((et[2], sage_rows(convs[et], x_src[et[0]], x_dst[et[2]], ei))
-                            for et, ei in edges.items() if et in convs)
+        out = _mean_by_type(
+            (et[2], sage_rows(convs[et], x_src[et[0]], x_dst[et[2]], ei)) for et, ei in edges.items() if et in convs
+        )
         out.update({t: lin(x_dst[t]) for t, lin in self.keep[i].items() if t in x_dst})
         return {t: F.relu(v) for t, v in out.items()} if i < len(self.convs) - 1 else out
 

@@ -46,8 +46,16 @@ class _HGTConv(HGTConv):
                 del self.out_lin.lins[t]
                 del self.skip[t]
 
-    def message(self, k_j: torch.Tensor, q_i: torch.Tensor, v_j: torch.Tensor, edge_attr: torch.Tensor,
-                index: torch.Tensor, ptr: torch.Tensor | None, size_i: int | None) -> torch.Tensor:
+    def message(
+        self,
+        k_j: torch.Tensor,
+        q_i: torch.Tensor,
+        v_j: torch.Tensor,
+        edge_attr: torch.Tensor,
+        index: torch.Tensor,
+        ptr: torch.Tensor | None,
+        size_i: int | None,
+    ) -> torch.Tensor:
         alpha = (q_i * k_j).sum(dim=-1) * edge_attr / math.sqrt(q_i.size(-1))
         alpha = F.dropout(softmax(alpha, index, ptr, size_i), self.attn_dropout, self.training)
         return (v_j * alpha.unsqueeze(-1)).view(-1, self.out_channels)
@@ -57,9 +65,18 @@ class HGT(nn.Module):
     """Input projection to ``hidden``, ``num_layers`` HGT layers (ReLU and dropout between them), a
     per-type ``Linear`` to ``out_dim`` after the last (see the module docstring)."""
 
-    def __init__(self, in_dims: dict[str, int], etypes: list[EType], hidden: int, out_dim: int,
-                 num_layers: int = 2, dropout: float = 0.5, outputs: list[str] | None = None, heads: int = 4,
-                 attn_dropout: float = 0.0):
+    def __init__(
+        self,
+        in_dims: dict[str, int],
+        etypes: list[EType],
+        hidden: int,
+        out_dim: int,
+        num_layers: int = 2,
+        dropout: float = 0.5,
+        outputs: list[str] | None = None,
+        heads: int = 4,
+        attn_dropout: float = 0.0,
+    ):
         super().__init__()
         if hidden % heads:
             raise ValueError(f"HGT: hidden width {hidden} is not a multiple of the {heads} attention heads")
@@ -73,8 +90,10 @@ class HGT(nn.Module):
                 read = sorted(set(types) | {et[0] for et in rels})
                 self.convs[str(i)] = _HGTConv(hidden, rels, read, heads, attn_dropout)
         widths = [hidden] * (num_layers - 1) + [out_dim]
-        self.keep = nn.ModuleList(nn.ModuleDict({t: nn.Linear(hidden, b) for t in types if t not in reached})
-                                  for (_, types), b in zip(layers, widths))
+        self.keep = nn.ModuleList(
+            nn.ModuleDict({t: nn.Linear(hidden, b) for t in types if t not in reached})
+            for (_, types), b in zip(layers, widths)
+        )
         self.head = nn.ModuleDict({t: nn.Linear(hidden, out_dim) for t in self.outputs if t in reached})
         self.dropout = dropout
 
@@ -86,20 +105,22 @@ class HGT(nn.Module):
         conv = self._conv(i)
         return conv.edge_types if conv is not None else []
 
-    def step(self, i: int, x: dict[str, torch.Tensor], edges: dict[EType, torch.Tensor],
-             rows: dict[str, int]) -> dict[str, torch.Tensor]:
+    def step(
+        self, i: int, x: dict[str, torch.Tensor], edges: dict[EType, torch.Tensor], rows: dict[str, int]
+    ) -> dict[str, torch.Tensor]:
         """Layer ``i`` before its activation for the first ``rows[t]`` rows of each ``x[t]`` (the destinations;
         ``x`` holds sources and destinations in one index space per type)."""
-        out = {t: lin(x[t][:rows[t]]) for t, lin in self.keep[i].items() if t in x}
+        out = {t: lin(x[t][: rows[t]]) for t, lin in self.keep[i].items() if t in x}
         conv = self._conv(i)
         if conv is not None:
             h = conv({t: x[t] for t in conv.node_types}, {et: edges.get(et, _NO_EDGES) for et in conv.edge_types})
             last = i == len(self.keep) - 1
-            out.update({t: self.head[t](v[:rows[t]]) if last else v[:rows[t]] for t, v in h.items()})
+            out.update({t: self.head[t](v[: rows[t]]) if last else v[: rows[t]] for t, v in h.items()})
         return out
 
-    def forward(self, x_dict: dict[str, torch.Tensor], edge_index_dict: dict[EType, torch.Tensor],
-                hops: Hops | None = None) -> dict[str, torch.Tensor]:
+    def forward(
+        self, x_dict: dict[str, torch.Tensor], edge_index_dict: dict[EType, torch.Tensor], hops: Hops | None = None
+    ) -> dict[str, torch.Tensor]:
         """The ``outputs`` types' rows: all of them, or the seeds' only with ``hops`` (equal either way)."""
         x = self.layer_inputs({t: x_dict[t] for t in self.proj})
         depth = len(self.keep)
@@ -119,8 +140,9 @@ class HGT(nn.Module):
     def layer_inputs(self, x: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         return {t: project(self.proj[t], v) for t, v in x.items() if t in self.proj}
 
-    def layer(self, i: int, x_src: dict[str, torch.Tensor], x_dst: dict[str, torch.Tensor],
-              edges: dict[EType, torch.Tensor]) -> dict[str, torch.Tensor]:
+    def layer(
+        self, i: int, x_src: dict[str, torch.Tensor], x_dst: dict[str, torch.Tensor], edges: dict[EType, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
         """Layer ``i`` (activated but the last) for the rows of ``x_dst``: each type's destination rows go
         before the source rows the edges read, and the source indices past them."""
         x_src, edges = compact(x_src, {et: ei for et, ei in edges.items() if et in self._rels(i)})
@@ -133,5 +155,14 @@ class HGT(nn.Module):
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> HGT:
-        return cls(spec.in_dims, spec.etypes, spec.hidden, spec.out_dim, spec.num_layers, spec.dropout,
-                   spec.outputs, spec.heads, spec.attn_dropout)
+        return cls(
+            spec.in_dims,
+            spec.etypes,
+            spec.hidden,
+            spec.out_dim,
+            spec.num_layers,
+            spec.dropout,
+            spec.outputs,
+            spec.heads,
+            spec.attn_dropout,
+        )

@@ -14,19 +14,27 @@ class MLP(nn.Module):
     """``num_layers`` linear layers (ReLU + dropout between them). ``forward`` takes the same arguments as
     the GNNs and ignores the edges; with dictionaries (heterogeneous) it maps only ``target``'s rows."""
 
-    def __init__(self, in_dim: int, hidden: int, out_dim: int, num_layers: int = 2, dropout: float = 0.5,
-                 target: str | None = None):
+    def __init__(
+        self,
+        in_dim: int,
+        hidden: int,
+        out_dim: int,
+        num_layers: int = 2,
+        dropout: float = 0.5,
+        target: str | None = None,
+    ):
         super().__init__()
         dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
         self.lins = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
         self.dropout, self.target = dropout, target
 
     @classmethod
-    def from_spec(cls, spec: ModelSpec) -> "MLP":
+    def from_spec(cls, spec: ModelSpec) -> MLP:
         if len(set(spec.outputs)) > 1:
             raise InputError(f"model 'mlp' maps one node type, not {spec.outputs}")
-        return cls(spec.in_dim, spec.hidden, spec.out_dim, spec.num_layers, spec.dropout,
-                   spec.target if spec.hetero else None)
+        return cls(
+            spec.in_dim, spec.hidden, spec.out_dim, spec.num_layers, spec.dropout, spec.target if spec.hetero else None
+        )
 
     def forward(self, x, edge_index=None, hops=None):
         if isinstance(x, dict):

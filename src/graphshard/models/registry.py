@@ -34,18 +34,31 @@ class Builtin:
 
 
 BUILTIN: dict[str, Builtin] = {
-    "sage": Builtin("sage:GraphSAGE", "hetero:HeteroSAGE", "GraphSAGE, mean aggregation (on a heterogeneous graph: "
-                    "rsage)", projects_inputs=True),
+    "sage": Builtin(
+        "sage:GraphSAGE",
+        "hetero:HeteroSAGE",
+        "GraphSAGE, mean aggregation (on a heterogeneous graph: rsage)",
+        projects_inputs=True,
+    ),
     "gcn": Builtin("gcn:GCN", None, "GCN (symmetric normalisation)"),
     "gat": Builtin("gat:GAT", None, "GAT (--heads, --attn-dropout; reads --edge-feat)", edge_features=True),
     "gin": Builtin("gin:GIN", None, "GIN (GINE with --edge-feat)", edge_features=True),
     "mlp": Builtin("mlp:MLP", "mlp:MLP", "features-only baseline (ignores the edges)"),
-    "rsage": Builtin(None, "hetero:HeteroSAGE", "relational GraphSAGE (one SAGEConv per edge type, averaged into "
-                     "each node type)", projects_inputs=True),
-    "rgcn": Builtin(None, "rgcn:RGCN", "relational GCN (a mean per edge type, averaged over the types, plus a root "
-                    "term)", projects_inputs=True),
-    "rgat": Builtin(None, "rgat:RGAT", "relational GAT (one GATConv per edge type, averaged; --heads)",
-                    projects_inputs=True),
+    "rsage": Builtin(
+        None,
+        "hetero:HeteroSAGE",
+        "relational GraphSAGE (one SAGEConv per edge type, averaged into each node type)",
+        projects_inputs=True,
+    ),
+    "rgcn": Builtin(
+        None,
+        "rgcn:RGCN",
+        "relational GCN (a mean per edge type, averaged over the types, plus a root term)",
+        projects_inputs=True,
+    ),
+    "rgat": Builtin(
+        None, "rgat:RGAT", "relational GAT (one GATConv per edge type, averaged; --heads)", projects_inputs=True
+    ),
     "hgt": Builtin(None, "hgt:HGT", "heterogeneous graph transformer (PyG's HGTConv; --heads)", projects_inputs=True),
 }
 
@@ -72,8 +85,9 @@ def check_name(name: str) -> None:
     """:class:`InputError` unless ``name`` is a built-in model or reads ``package.module:factory``."""
     if name in BUILTIN or FACTORY_NAME.fullmatch(name):
         return
-    raise InputError(f"unknown model {name!r}: give one of {', '.join(BUILTIN)}, or your own factory as "
-                     "package.module:function")
+    raise InputError(
+        f"unknown model {name!r}: give one of {', '.join(BUILTIN)}, or your own factory as package.module:function"
+    )
 
 
 def check_kind(name: str, hetero: bool) -> None:
@@ -83,8 +97,9 @@ def check_kind(name: str, hetero: bool) -> None:
     if (entry.heterogeneous if hetero else entry.homogeneous) is None:
         kind = "heterogeneous" if hetero else "homogeneous"
         fits = [n for n, b in BUILTIN.items() if (b.heterogeneous if hetero else b.homogeneous) is not None]
-        raise InputError(f"model {name!r} is not made for a {kind} graph (this graph is; models for it: "
-                         f"{', '.join(fits)})")
+        raise InputError(
+            f"model {name!r} is not made for a {kind} graph (this graph is; models for it: {', '.join(fits)})"
+        )
 
 
 def builtin_for(name: str, hetero: bool) -> Factory:

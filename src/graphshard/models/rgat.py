@@ -24,9 +24,18 @@ class RGAT(Relational):
     """Per layer, ``root_t(x_i) + sum_r GAT_r(x, N_r(i))`` for every node ``i`` of type ``t``; ReLU and dropout
     between layers (see the module docstring). ``hidden`` must be a multiple of ``heads``."""
 
-    def __init__(self, in_dims: dict[str, int], etypes: list[EType], hidden: int, out_dim: int,
-                 num_layers: int = 2, dropout: float = 0.5, outputs: list[str] | None = None, heads: int = 4,
-                 attn_dropout: float = 0.0):
+    def __init__(
+        self,
+        in_dims: dict[str, int],
+        etypes: list[EType],
+        hidden: int,
+        out_dim: int,
+        num_layers: int = 2,
+        dropout: float = 0.5,
+        outputs: list[str] | None = None,
+        heads: int = 4,
+        attn_dropout: float = 0.0,
+    ):
         if hidden % heads:
             raise ValueError(f"RGAT: hidden width {hidden} is not a multiple of the {heads} attention heads")
         self.heads, self.attn_dropout = heads, attn_dropout
@@ -34,10 +43,26 @@ class RGAT(Relational):
 
     def relation(self, in_dim: int, out_dim: int, last: bool) -> nn.Module:
         width = out_dim if last else out_dim // self.heads
-        return GATConv((in_dim, in_dim), width, heads=self.heads, concat=not last, dropout=self.attn_dropout,
-                       add_self_loops=False, bias=False)
+        return GATConv(
+            (in_dim, in_dim),
+            width,
+            heads=self.heads,
+            concat=not last,
+            dropout=self.attn_dropout,
+            add_self_loops=False,
+            bias=False,
+        )
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> RGAT:
-        return cls(spec.in_dims, spec.etypes, spec.hidden, spec.out_dim, spec.num_layers, spec.dropout,
-                   spec.outputs, spec.heads, spec.attn_dropout)
+        return cls(
+            spec.in_dims,
+            spec.etypes,
+            spec.hidden,
+            spec.out_dim,
+            spec.num_layers,
+            spec.dropout,
+            spec.outputs,
+            spec.heads,
+            spec.attn_dropout,
+        )

@@ -36,8 +36,9 @@ from .spec import ModelSpec
 Hops = tuple[dict[str, list[int]], dict[EType, list[int]]]
 
 
-def plan(etypes: list[EType], outputs: list[str], num_layers: int) -> tuple[list[tuple[list[EType], list[str]]],
-                                                                            set[str]]:
+def plan(
+    etypes: list[EType], outputs: list[str], num_layers: int
+) -> tuple[list[tuple[list[EType], list[str]]], set[str]]:
     """Per layer, first to last: the relations it builds (those into the types it writes) and the types it
     writes (the outputs for the last layer, the types the next layer reads before it); and the types the
     first layer reads (the only ones to project). Built from the last layer back."""
@@ -57,21 +58,23 @@ def usable_hops(hops: Hops | None, depth: int) -> Hops | None:
     return hops
 
 
-def hop_rows(hops: Hops | None, i: int, depth: int, x: dict[str, torch.Tensor],
-             edge_index_dict: dict[EType, torch.Tensor], rels) -> tuple[dict[str, int], dict[EType, torch.Tensor]]:
+def hop_rows(
+    hops: Hops | None, i: int, depth: int, x: dict[str, torch.Tensor], edge_index_dict: dict[EType, torch.Tensor], rels
+) -> tuple[dict[str, int], dict[EType, torch.Tensor]]:
     """Layer ``i``'s destination rows per type (the first ones of ``x[t]``) and its edges: all of them
     without ``hops``; else hops ``0 .. depth-1-i`` of nodes and all but the last ``i`` hops of edges (those
     into the nodes kept), in a batch ordered by hop."""
     if hops is None:
         return {t: v.shape[0] for t, v in x.items()}, {et: edge_index_dict[et] for et in rels}
     nodes, edges = hops
-    rows = {t: sum(nodes.get(t, [])[:depth - i]) for t in x}
-    kept = {et: sum(edges.get(et, [])[:len(edges.get(et, [])) - i]) for et in rels}
-    return rows, {et: edge_index_dict[et][:, :kept[et]] for et in rels}
+    rows = {t: sum(nodes.get(t, [])[: depth - i]) for t in x}
+    kept = {et: sum(edges.get(et, [])[: len(edges.get(et, [])) - i]) for et in rels}
+    return rows, {et: edge_index_dict[et][:, : kept[et]] for et in rels}
 
 
-def compact(x_src: dict[str, torch.Tensor], edges: dict[EType, torch.Tensor]
-            ) -> tuple[dict[str, torch.Tensor], dict[EType, torch.Tensor]]:
+def compact(
+    x_src: dict[str, torch.Tensor], edges: dict[EType, torch.Tensor]
+) -> tuple[dict[str, torch.Tensor], dict[EType, torch.Tensor]]:
     """The source rows ``edges`` read, each once, per type (none of the types they do not read), and the
     edges renumbered to them: a layer-wise chunk then transforms its own sources only, not every row its
     rank holds (GATConv and HGTConv transform all the source rows they are given)."""
@@ -93,8 +96,16 @@ class Relational(nn.Module):
     built (see :func:`plan`), so every parameter takes part in every step. Subclasses give the per-relation
     conv (:meth:`relation`) and may compute it faster where no gradient is wanted (:meth:`message`)."""
 
-    def __init__(self, in_dims: dict[str, int], etypes: list[EType], hidden: int, out_dim: int,
-                 num_layers: int = 2, dropout: float = 0.5, outputs: list[str] | None = None):
+    def __init__(
+        self,
+        in_dims: dict[str, int],
+        etypes: list[EType],
+        hidden: int,
+        out_dim: int,
+        num_layers: int = 2,
+        dropout: float = 0.5,
+        outputs: list[str] | None = None,
+    ):
         super().__init__()
         self.outputs = list(in_dims) if outputs is None else list(outputs)
         layers, inputs = plan(etypes, self.outputs, num_layers)
@@ -103,10 +114,13 @@ class Relational(nn.Module):
         last = [False] * (num_layers - 1) + [True]
         with warnings.catch_warnings():  # PyG warns of source-only types: the roots carry every written type
             warnings.filterwarnings("ignore", message="There exist node types")
-            self.convs = nn.ModuleList(HeteroConv({et: self.relation(a, b, z) for et in rels}, aggr="mean")
-                                       for (rels, _), a, b, z in zip(layers, dims[:-1], dims[1:], last))
-        self.roots = nn.ModuleList(nn.ModuleDict({t: nn.Linear(a, b) for t in types})
-                                   for (_, types), a, b in zip(layers, dims[:-1], dims[1:]))
+            self.convs = nn.ModuleList(
+                HeteroConv({et: self.relation(a, b, z) for et in rels}, aggr="mean")
+                for (rels, _), a, b, z in zip(layers, dims[:-1], dims[1:], last)
+            )
+        self.roots = nn.ModuleList(
+            nn.ModuleDict({t: nn.Linear(a, b) for t in types}) for (_, types), a, b in zip(layers, dims[:-1], dims[1:])
+        )
         self.dropout = dropout
 
     def relation(self, in_dim: int, out_dim: int, last: bool) -> nn.Module:
@@ -117,8 +131,9 @@ class Relational(nn.Module):
         """One relation's contribution to its destinations: ``conv((x_src, x_dst), ei)``."""
         return conv((x_src, x_dst), ei)
 
-    def step(self, i: int, x_src: dict[str, torch.Tensor], x_dst: dict[str, torch.Tensor],
-             edges: dict[EType, torch.Tensor]) -> dict[str, torch.Tensor]:
+    def step(
+        self, i: int, x_src: dict[str, torch.Tensor], x_dst: dict[str, torch.Tensor], edges: dict[EType, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
         """Layer ``i`` before its activation, for the rows of ``x_dst`` of every type the layer writes."""
         convs = self.convs[i].convs
         fan_in = {t: sum(et[2] == t for et in convs.keys()) for t in self.roots[i]}  # relations built into each type
@@ -128,15 +143,16 @@ class Relational(nn.Module):
                 out[et[2]] = out[et[2]] + self.message(convs[et], x_src[et[0]], x_dst[et[2]], ei) / fan_in[et[2]]
         return out
 
-    def forward(self, x_dict: dict[str, torch.Tensor], edge_index_dict: dict[EType, torch.Tensor],
-                hops: Hops | None = None) -> dict[str, torch.Tensor]:
+    def forward(
+        self, x_dict: dict[str, torch.Tensor], edge_index_dict: dict[EType, torch.Tensor], hops: Hops | None = None
+    ) -> dict[str, torch.Tensor]:
         """The ``outputs`` types' rows: all of them, or the seeds' only with ``hops`` (equal either way)."""
         x = self.layer_inputs({t: x_dict[t] for t in self.proj})
         depth = len(self.convs)
         hops = usable_hops(hops, depth)
         for i in range(depth):
             rows, edges = hop_rows(hops, i, depth, x, edge_index_dict, self.convs[i].convs.keys())
-            x = self.step(i, x, {t: v[:rows[t]] for t, v in x.items()}, edges)
+            x = self.step(i, x, {t: v[: rows[t]] for t, v in x.items()}, edges)
             if i < depth - 1:
                 x = {t: relu_dropout(v, self.dropout, self.training) for t, v in x.items()}
         return {t: x[t] for t in self.outputs}
@@ -149,8 +165,9 @@ class Relational(nn.Module):
     def layer_inputs(self, x: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         return {t: project(self.proj[t], v) for t, v in x.items() if t in self.proj}
 
-    def layer(self, i: int, x_src: dict[str, torch.Tensor], x_dst: dict[str, torch.Tensor],
-              edges: dict[EType, torch.Tensor]) -> dict[str, torch.Tensor]:
+    def layer(
+        self, i: int, x_src: dict[str, torch.Tensor], x_dst: dict[str, torch.Tensor], edges: dict[EType, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
         """Layer ``i`` (activated but the last) for the rows of ``x_dst``: sources ``x_src`` and destinations
         need not be aligned, as the relations are bipartite and the roots read ``x_dst``."""
         x_src, edges = compact(x_src, {et: ei for et, ei in edges.items() if et in self.convs[i].convs})
@@ -180,5 +197,4 @@ class RGCN(Relational):
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> RGCN:
-        return cls(spec.in_dims, spec.etypes, spec.hidden, spec.out_dim, spec.num_layers, spec.dropout,
-                   spec.outputs)
+        return cls(spec.in_dims, spec.etypes, spec.hidden, spec.out_dim, spec.num_layers, spec.dropout, spec.outputs)

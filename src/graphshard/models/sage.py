@@ -30,6 +30,12 @@ class GraphSAGE(ConvStack):
     def from_spec(cls, spec: ModelSpec) -> GraphSAGE:
         return cls(spec.in_dim, spec.hidden, spec.out_dim, spec.num_layers, spec.dropout)
 
-    def _call(self, conv: nn.Module, x: torch.Tensor, x_dst: torch.Tensor | None, edge_index: torch.Tensor,
-              edge_attr: torch.Tensor | None) -> torch.Tensor:
+    def _call(
+        self,
+        conv: nn.Module,
+        x: torch.Tensor,
+        x_dst: torch.Tensor | None,
+        edge_index: torch.Tensor,
+        edge_attr: torch.Tensor | None,
+    ) -> torch.Tensor:
         return conv(x, edge_index) if x_dst is None else sage_forward(conv, x, x_dst, edge_index)

@@ -32,13 +32,20 @@ class ConvStack(nn.Module):
         self.convs = nn.ModuleList(convs)
         self.dropout, self.uses_edge_attr = dropout, uses_edge_attr
 
-    def _call(self, conv: nn.Module, x: torch.Tensor, x_dst: torch.Tensor | None, edge_index: torch.Tensor,
-              edge_attr: torch.Tensor | None) -> torch.Tensor:
+    def _call(
+        self,
+        conv: nn.Module,
+        x: torch.Tensor,
+        x_dst: torch.Tensor | None,
+        edge_index: torch.Tensor,
+        edge_attr: torch.Tensor | None,
+    ) -> torch.Tensor:
         extra = {"edge_attr": edge_attr} if self.uses_edge_attr and edge_attr is not None else {}
         return conv(x if x_dst is None else (x, x_dst), edge_index, **extra)
 
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor, hops: Hops | None = None,
-                edge_attr: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, edge_index: torch.Tensor, hops: Hops | None = None, edge_attr: torch.Tensor | None = None
+    ) -> torch.Tensor:
         depth = len(self.convs)
         if not self.trims or (hops is not None and len(hops[0]) != depth + 1):
             hops = None  # sampled for another depth: nothing to trim by
@@ -46,7 +53,7 @@ class ConvStack(nn.Module):
             if hops is None:
                 x = self._call(conv, x, None, edge_index, edge_attr)
             else:  # drop the last i hops of edges and the last i + 1 hops of destinations
-                rows, edges = sum(hops[0][:depth - i]), sum(hops[1][:len(hops[1]) - i])
+                rows, edges = sum(hops[0][: depth - i]), sum(hops[1][: len(hops[1]) - i])
                 attr = None if edge_attr is None else edge_attr[:edges]
                 x = self._call(conv, x, x[:rows], edge_index[:, :edges], attr)
             if i < depth - 1:
@@ -61,8 +68,14 @@ class ConvStack(nn.Module):
     def layer_inputs(self, x: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         return x
 
-    def layer(self, i: int, x_src: dict[str, torch.Tensor], x_dst: dict[str, torch.Tensor],
-              edges: dict[EType, torch.Tensor], context: LayerContext) -> dict[str, torch.Tensor]:
+    def layer(
+        self,
+        i: int,
+        x_src: dict[str, torch.Tensor],
+        x_dst: dict[str, torch.Tensor],
+        edges: dict[EType, torch.Tensor],
+        context: LayerContext,
+    ) -> dict[str, torch.Tensor]:
         """Layer ``i`` for the destination rows (``edges``: source positions, destination positions)."""
         (t,) = x_dst
         et = next(iter(edges), None)

@@ -12,16 +12,16 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..errors import InputError
-from ..format.sparse import sparse_entry
 from ..format.config import PartitionConfig, check_graph_name, feature_schema
 from ..format.outputs import check_output_dir, claim_for_graph
+from ..format.sparse import sparse_entry
 from ..format.write import PartitionWriter
 from ..graph import Graph, etype_str, to_numpy
 from ..memory import allowed
 from ..progress import PhaseTimer
 from .assign import assign
-from .cost import graph_estimates, refuse_unfit
 from .build import feature_arrays, inner_orig_ids, structure_arrays
+from .cost import graph_estimates, refuse_unfit
 from .halo import HaloInEdges, InEdges, check_hops, expand_dsts, local_structure, own_in_edges
 from .homogenize import HomoView, homogenize
 from .relabel import Relabelling, relabel
@@ -79,9 +79,10 @@ def partition_graph(
     g = g if isinstance(g, Graph) else Graph.from_pyg(g)
     _check_args(g, graph_name, num_parts, num_hops, num_trainers_per_machine, seed)
     if isinstance(part_method, str):  # predicted not to fit: refused before any work
-        refuse_unfit({e.method: e for e in graph_estimates(g.total_nodes, g.total_edges)}, part_method,
-                     allowed(memory))
-    if num_classes is not None and (isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1):
+        refuse_unfit({e.method: e for e in graph_estimates(g.total_nodes, g.total_edges)}, part_method, allowed(memory))
+    if num_classes is not None and (
+        isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1
+    ):
         raise InputError(f"num_classes must be a positive integer, got {num_classes!r}")
     out_dir = check_output_dir(out_path, "partitions", overwrite)  # refuse before any work is done
     if not overwrite:
@@ -92,13 +93,16 @@ def partition_graph(
             view = homogenize(g)
             classes = _balance_vector(g, balance_ntypes)
         with timer.phase("assign"):
-            result = assign(view, part_method, num_parts, num_trainers_per_machine, classes, balance_edges, objtype, seed)
+            result = assign(
+                view, part_method, num_parts, num_trainers_per_machine, classes, balance_edges, objtype, seed
+            )
         with timer.phase("relabel"):
             rl = relabel(view, result.parts, num_parts)
             adj = InEdges.build(view, rl) if num_hops > 1 else None
         method = part_method if isinstance(part_method, str) else "explicit"
-        cfg = _config(out_dir, g, graph_name, method, num_hops, rl, num_trainers_per_machine,
-                      result.trainer_ids).with_fingerprint()
+        cfg = _config(
+            out_dir, g, graph_name, method, num_hops, rl, num_trainers_per_machine, result.trainer_ids
+        ).with_fingerprint()
         cfg = replace(cfg, num_classes=num_classes)
         with PartitionWriter(out_path, graph_name, overwrite, identity=cfg) as writer:
             with timer.phase("build+write"):
@@ -120,8 +124,10 @@ def _check_args(g: Graph, name: str, num_parts: int, num_hops: int, trainers: in
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError(f"seed must be a non-negative integer, got {seed!r}")
     if num_parts * trainers > g.total_nodes:
-        raise InputError(f"num_parts × num_trainers_per_machine = {num_parts * trainers} exceeds the "
-                         f"number of nodes ({g.total_nodes})")
+        raise InputError(
+            f"num_parts × num_trainers_per_machine = {num_parts * trainers} exceeds the "
+            f"number of nodes ({g.total_nodes})"
+        )
 
 
 def _balance_vector(g: Graph, balance: Any) -> np.ndarray | None:
@@ -147,8 +153,16 @@ def _balance_vector(g: Graph, balance: Any) -> np.ndarray | None:
     return arr.astype(np.int64, copy=False)
 
 
-def _write_parts(writer: PartitionWriter, g: Graph, view: HomoView, rl: Relabelling, adj: InEdges | None, num_hops: int,
-                 trainer_ids: np.ndarray | None, save_orig: bool) -> None:
+def _write_parts(
+    writer: PartitionWriter,
+    g: Graph,
+    view: HomoView,
+    rl: Relabelling,
+    adj: InEdges | None,
+    num_hops: int,
+    trainer_ids: np.ndarray | None,
+    save_orig: bool,
+) -> None:
     scratch = np.empty(view.num_nodes, dtype=np.int64)
     for p in tqdm(range(rl.num_parts), desc="write partitions", unit="part", disable=None, leave=False):
         # features first: a pending (background) write then always overlaps a small job
@@ -171,13 +185,23 @@ def _write_parts(writer: PartitionWriter, g: Graph, view: HomoView, rl: Relabell
         del local, nids, eids
 
 
-def _config(out_dir: Path, g: Graph, name: str, method: str, num_hops: int, rl: Relabelling,
-            trainers: int, trainer_ids: np.ndarray | None) -> PartitionConfig:
+def _config(
+    out_dir: Path,
+    g: Graph,
+    name: str,
+    method: str,
+    num_hops: int,
+    rl: Relabelling,
+    trainers: int,
+    trainer_ids: np.ndarray | None,
+) -> PartitionConfig:
     node_map, edge_map = rl.node_map(), rl.edge_map()
     node = {f"{t}/{n}": (a.dtype, a.shape[1:]) for t, feats in g.node_feats.items() for n, a in feats.items()}
     if trainer_ids is not None:  # written by _write_parts next to the features
         node |= {f"{t}/trainer_id": (trainer_ids.dtype, ()) for t in g.ntypes}
-    edge = {f"{etype_str(et)}/{n}": (a.dtype, a.shape[1:]) for et, feats in g.edge_feats.items() for n, a in feats.items()}
+    edge = {
+        f"{etype_str(et)}/{n}": (a.dtype, a.shape[1:]) for et, feats in g.edge_feats.items() for n, a in feats.items()
+    }
     return PartitionConfig(
         path=out_dir / f"{name}.json",
         graph_name=name,

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..sparse import CSRRows
 from ..format.tensorfile import Lazy
 from ..graph import Graph, etype_str
+from ..sparse import CSRRows
 from .halo import LocalStructure
-from .kernels import take_int64, take_rows
 from .homogenize import HomoView
+from .kernels import take_int64, take_rows
 from .relabel import Relabelling
 
 
@@ -27,8 +27,9 @@ class PartitionArrays:
     orig_eids: dict[str, np.ndarray]
 
 
-def structure_arrays(local: LocalStructure, view: HomoView, rl: Relabelling,
-                     orig_eids: Callable[[int, int], np.ndarray] | None = None) -> dict[str, np.ndarray | Lazy]:
+def structure_arrays(
+    local: LocalStructure, view: HomoView, rl: Relabelling, orig_eids: Callable[[int, int], np.ndarray] | None = None
+) -> dict[str, np.ndarray | Lazy]:
     """The tensors of ``graph.safetensors`` for one partition; edge-sized derived ones are lazy.
 
     Original homogeneous edge IDs of local edges ``[lo, hi)`` come from ``rl.perm`` unless
@@ -54,8 +55,9 @@ def structure_arrays(local: LocalStructure, view: HomoView, rl: Relabelling,
         "node/_ID": local.node_ids,
         "node/inner_node": Lazy(np.dtype(bool), n, lambda lo, hi: np.arange(lo, hi) < local.num_inner),
         "node/orig_id": Lazy(np.dtype(np.int64), n, lambda lo, hi: _per_type(view, orig_nodes(lo, hi))),
-        "node/part_id": Lazy(np.dtype(np.int64), n,
-                             lambda lo, hi: np.searchsorted(starts, local.node_ids[lo:hi], side="right") - 1),
+        "node/part_id": Lazy(
+            np.dtype(np.int64), n, lambda lo, hi: np.searchsorted(starts, local.node_ids[lo:hi], side="right") - 1
+        ),
         "node/_TYPE": Lazy(np.dtype(np.int64), n, lambda lo, hi: view.node_types(orig_nodes(lo, hi))),
         "edge/_ID": _int64(local.eids, local.eid_base),
         "edge/inner_edge": Lazy(np.dtype(bool), m, lambda lo, hi: np.arange(lo, hi) < inner_edges),
@@ -75,7 +77,9 @@ def _int64(ids: np.ndarray, base: int = 0) -> np.ndarray | Lazy:
     return Lazy(np.dtype(np.int64), ids.shape, lambda lo, hi: ids[lo:hi].astype(np.int64) + base)
 
 
-def inner_orig_ids(g: Graph, view: HomoView, rl: Relabelling, p: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def inner_orig_ids(
+    g: Graph, view: HomoView, rl: Relabelling, p: int
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Original per-type IDs of partition ``p``'s inner nodes and edges, keyed by (edge) type, new order."""
     nids = {}
     for t, name in enumerate(g.ntypes):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 from ..chunked.counts import GraphCounts
 from ..chunked.spec import read_metadata
@@ -54,9 +53,12 @@ def graph_estimates(nodes: int, edges: int) -> list[Estimate]:
     """Predicted peaks of :func:`~graphshard.partition.api.partition_graph` per method, for a graph of ``nodes``
     nodes and ``edges`` stored edges."""
     common = PARTITION_BASE + min(SMALL_CAP, SMALL * edges) + PER_EDGE * edges
-    method = {"random": 8 * nodes, "stream": STREAM[0] * nodes + STREAM[1] * edges,
-              "kaminpar": KAMINPAR[0] + KAMINPAR[1] * nodes + KAMINPAR[2] * edges,
-              "metis": METIS[0] * nodes + METIS[1] * edges}
+    method = {
+        "random": 8 * nodes,
+        "stream": STREAM[0] * nodes + STREAM[1] * edges,
+        "kaminpar": KAMINPAR[0] + KAMINPAR[1] * nodes + KAMINPAR[2] * edges,
+        "metis": METIS[0] * nodes + METIS[1] * edges,
+    }
     return [Estimate(m, common + extra, 0, "partition") for m, extra in method.items()]
 
 
@@ -76,6 +78,8 @@ def refuse_unfit(options: dict[str, Estimate], method: str, budget: int) -> None
     if mine is None or not budget or mine.peak_bytes <= budget:
         return
     fits = [f"{m} ({gib(e.peak_bytes)})" for m, e in options.items() if e.peak_bytes <= budget]
-    raise InputError(f"partition --method {method} is predicted to need {gib(mine.peak_bytes)}, more than the "
-                     f"{gib(budget)} allowed (--memory); methods that fit: {', '.join(fits) or 'none'}; graphs that "
-                     "do not fit in memory take the chunked pipeline (graphshard chunk, assign, dispatch)")
+    raise InputError(
+        f"partition --method {method} is predicted to need {gib(mine.peak_bytes)}, more than the "
+        f"{gib(budget)} allowed (--memory); methods that fit: {', '.join(fits) or 'none'}; graphs that "
+        "do not fit in memory take the chunked pipeline (graphshard chunk, assign, dispatch)"
+    )

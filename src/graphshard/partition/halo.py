@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
-from .kernels import gather_ranges, range_in_edges, relabel_in_place
 from .homogenize import HomoView
+from .kernels import gather_ranges, range_in_edges, relabel_in_place
 from .relabel import Relabelling
 
 
@@ -46,7 +46,7 @@ class InEdges:
     rl: Relabelling
 
     @classmethod
-    def build(cls, view: HomoView, rl: Relabelling) -> "InEdges":
+    def build(cls, view: HomoView, rl: Relabelling) -> InEdges:
         indptr = np.zeros(view.num_nodes + 1, dtype=np.int64)
         eids = np.empty(view.num_edges, dtype=np.int64)
         for p in range(rl.num_parts):  # partitions tile both ID spaces, so their pieces concatenate
@@ -112,12 +112,12 @@ class HaloInEdges:
     src: np.ndarray
 
     @classmethod
-    def empty(cls) -> "HaloInEdges":
+    def empty(cls) -> HaloInEdges:
         z = np.zeros(0, dtype=np.int64)
         return cls(z, z, z, z)
 
     @classmethod
-    def gather(cls, adj: InEdges, halo_dsts: np.ndarray) -> "HaloInEdges":
+    def gather(cls, adj: InEdges, halo_dsts: np.ndarray) -> HaloInEdges:
         eids = gather_ranges(adj.indptr, halo_dsts, adj.eids)
         return cls(halo_dsts, adj.indptr[halo_dsts + 1] - adj.indptr[halo_dsts], eids, adj.sources(eids))
 

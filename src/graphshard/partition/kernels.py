@@ -86,14 +86,27 @@ def range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi, 
         perm = np.zeros(1, dtype=np.int64)
     new_eids = np.empty(edge_hi - edge_lo, dtype=out_dtype)
     new_src = np.empty(edge_hi - edge_lo, dtype=out_dtype)
-    indptr = _range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi, numba.get_num_threads(),
-                             identity, new_eids, new_src)
+    indptr = _range_in_edges(
+        perm,
+        src,
+        dst,
+        old2new,
+        node_lo,
+        node_hi,
+        edge_lo,
+        edge_hi,
+        numba.get_num_threads(),
+        identity,
+        new_eids,
+        new_src,
+    )
     return indptr, new_eids, new_src
 
 
 @kernel(parallel=True)
-def _range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi, num_chunks, identity,
-                    new_eids, new_src):
+def _range_in_edges(
+    perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi, num_chunks, identity, new_eids, new_src
+):
     n = node_hi - node_lo
     m = edge_hi - edge_lo
     bounds = chunk_bounds(m, num_chunks)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .kernels import stable_order, stable_order_gathered
 from .homogenize import HomoView
+from .kernels import stable_order, stable_order_gathered
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,9 @@ class Relabelling:
         return np.stack([self.edge_bounds[:, :-1], self.edge_bounds[:, 1:]], axis=-1).transpose(1, 0, 2)
 
 
-def relabel_nodes(parts: np.ndarray, num_parts: int, node_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def relabel_nodes(
+    parts: np.ndarray, num_parts: int, node_offsets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(new2old, old2new, node_bounds)`` from the node assignment ``parts`` (homogeneous original order)."""
     new2old, node_off = stable_order(parts, num_parts)
     old2new = np.empty_like(new2old)

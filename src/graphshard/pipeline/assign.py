@@ -29,10 +29,21 @@ from .disk_csr import DiskCSR, build_disk_csr
 log = logging.getLogger(__name__)
 
 
-def assign_chunked(in_dir: str | os.PathLike, out_dir: str | os.PathLike, num_parts: int, method: str = "metis",
-                   fmt: str = "txt", seed: int = 0, balance_ntypes: np.ndarray | str | None = None,
-                   balance_edges: bool = False, objtype: str = "cut", overwrite: bool = False,
-                   memory_mb: int = 1024, passes: int = DEFAULT_PASSES, memory: int | str | None = None) -> Path:
+def assign_chunked(
+    in_dir: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    num_parts: int,
+    method: str = "metis",
+    fmt: str = "txt",
+    seed: int = 0,
+    balance_ntypes: np.ndarray | str | None = None,
+    balance_edges: bool = False,
+    objtype: str = "cut",
+    overwrite: bool = False,
+    memory_mb: int = 1024,
+    passes: int = DEFAULT_PASSES,
+    memory: int | str | None = None,
+) -> Path:
     """Write one assignment file per node type and ``partition_meta.json`` for the chunked graph in ``in_dir``.
 
     ``random`` never reads the structure (only counts from the metadata) and is exactly balanced per node
@@ -58,29 +69,42 @@ def assign_chunked(in_dir: str | os.PathLike, out_dir: str | os.PathLike, num_pa
     if budget and method in PREFERENCE and not surely_fits(meta, method, num_parts, budget, memory_mb):
         check_fits(in_dir, method, num_parts, budget, memory_mb, meta)  # refused before any work if it cannot fit
     if isinstance(balance_ntypes, (str, os.PathLike)):
-        balance_ntypes = option_classes(str(balance_ntypes), meta.ntypes, meta.num_nodes, lambda t: _train_mask(meta, t))
+        balance_ntypes = option_classes(
+            str(balance_ntypes), meta.ntypes, meta.num_nodes, lambda t: _train_mask(meta, t)
+        )
     if method == "random":
         if balance_edges:
             raise InputError("balance_edges is not supported with method 'random' (use 'metis')")
         per_type = _random(meta, num_parts, seed, balance_ntypes)
     elif method in ("stream", "kaminpar"):
-        per_type = _out_of_core(meta, Path(out_dir), method, num_parts, seed, balance_ntypes, balance_edges,
-                                memory_mb, passes)
+        per_type = _out_of_core(
+            meta, Path(out_dir), method, num_parts, seed, balance_ntypes, balance_edges, memory_mb, passes
+        )
     elif method == "metis":
         g = load_chunked_graph(meta, features=False)
         view = homogenize(g)
         parts = assign(view, method, num_parts, 1, balance_ntypes, balance_edges, objtype, seed).parts
-        per_type = {t: parts[view.node_offsets[i]: view.node_offsets[i + 1]] for i, t in enumerate(g.ntypes)}
+        per_type = {t: parts[view.node_offsets[i] : view.node_offsets[i + 1]] for i, t in enumerate(g.ntypes)}
     else:
         raise InputError(f"unknown assignment method {method!r}; choose one of {', '.join(METHODS)}")
-    path = write_assignment(out_dir, per_type, num_parts, method, fmt,
-                            {"graph_name": meta.graph_name, "seed": seed}, overwrite=overwrite)
+    path = write_assignment(
+        out_dir, per_type, num_parts, method, fmt, {"graph_name": meta.graph_name, "seed": seed}, overwrite=overwrite
+    )
     log.info("wrote %s assignment of %d nodes into %d parts to %s", method, total, num_parts, path.parent)
     return path
 
 
-def _out_of_core(meta: ChunkedMeta, out_dir: Path, method: str, num_parts: int, seed: int,
-                 classes: np.ndarray | None, balance_edges: bool, memory_mb: int, passes: int) -> dict[str, np.ndarray]:
+def _out_of_core(
+    meta: ChunkedMeta,
+    out_dir: Path,
+    method: str,
+    num_parts: int,
+    seed: int,
+    classes: np.ndarray | None,
+    balance_edges: bool,
+    memory_mb: int,
+    passes: int,
+) -> dict[str, np.ndarray]:
     """``stream`` or ``kaminpar`` over the adjacency built out of core in a work directory beside ``out_dir``
     (removed afterwards, also on failure)."""
     total = sum(meta.num_nodes.values())
@@ -95,8 +119,15 @@ def _out_of_core(meta: ChunkedMeta, out_dir: Path, method: str, num_parts: int, 
         log.info("adjacency built out of core in %.2f s (%s)", time.perf_counter() - start, csr.timings)
         start = time.perf_counter()
         if method == "stream":
-            parts = stream_partition(lambda: csr.blocks(max(1, (memory_mb << 20) // 8)), total, csr.num_entries,
-                                     num_parts, classes, csr.in_degree, passes)
+            parts = stream_partition(
+                lambda: csr.blocks(max(1, (memory_mb << 20) // 8)),
+                total,
+                csr.num_entries,
+                num_parts,
+                classes,
+                csr.in_degree,
+                passes,
+            )
         else:
             weights = None if csr.in_degree is None else csr.in_degree + 1
             path = str(work / "graph.parhip")
@@ -105,7 +136,7 @@ def _out_of_core(meta: ChunkedMeta, out_dir: Path, method: str, num_parts: int, 
         log.info("%s assignment in %.2f s", method, time.perf_counter() - start)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return {t: parts[o: o + meta.num_nodes[t]] for t, o in csr.type_offsets.items()}
+    return {t: parts[o : o + meta.num_nodes[t]] for t, o in csr.type_offsets.items()}
 
 
 def _xadj_pieces(csr: DiskCSR, step: int = 1 << 22):
@@ -127,4 +158,4 @@ def _random(meta: ChunkedMeta, num_parts: int, seed: int, classes: np.ndarray | 
     total = sum(meta.num_nodes.values())
     parts = random_assignment(total, num_parts, seed, balance_classes(classes, total))
     offsets = np.cumsum([0, *meta.num_nodes.values()])
-    return {t: parts[offsets[i]: offsets[i + 1]] for i, t in enumerate(meta.num_nodes)}
+    return {t: parts[offsets[i] : offsets[i + 1]] for i, t in enumerate(meta.num_nodes)}

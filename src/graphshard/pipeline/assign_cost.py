@@ -47,11 +47,13 @@ def _out_of_core(c: GraphCounts, memory_bytes: int) -> dict[str, int]:
     entries = 2 * c.edges  # keys before de-duplication: both directions of every stored edge
     bucket = min(bucket_keys(memory_bytes), entries)
     buckets = max(1, -(-entries // bucket))
-    return {"degrees": 8 * c.nodes + _read_chunk(c.max_chunk_edges),
-            "distribute": 2 * c.nodes + _read_chunk(c.max_chunk_edges) + 16 * c.max_chunk_edges,
-            # a bucket's keys and rows (allocator slack measured up to 8 % on top), the marks of the
-            # de-duplication, and the per-thread row counts
-            "sort": BYTES_PER_KEY * bucket * 11 // 10 + 4 * dedup_chunks() * c.nodes + 64 * (c.nodes // buckets + 1)}
+    return {
+        "degrees": 8 * c.nodes + _read_chunk(c.max_chunk_edges),
+        "distribute": 2 * c.nodes + _read_chunk(c.max_chunk_edges) + 16 * c.max_chunk_edges,
+        # a bucket's keys and rows (allocator slack measured up to 8 % on top), the marks of the
+        # de-duplication, and the per-thread row counts
+        "sort": BYTES_PER_KEY * bucket * 11 // 10 + 4 * dedup_chunks() * c.nodes + 64 * (c.nodes // buckets + 1),
+    }
 
 
 def estimates(c: GraphCounts, num_parts: int, memory_mb: int = 1024) -> list[Estimate]:
@@ -68,10 +70,12 @@ def estimates(c: GraphCounts, num_parts: int, memory_mb: int = 1024) -> list[Est
     stream = build | {"partition": 24 * c.nodes + alive * block + contraction}
     growing = min(int(KAMINPAR_GROWING * c.entries), KAMINPAR_GROWING_CAP)
     kaminpar = build | {"kaminpar": KAMINPAR_FIXED + 24 * c.nodes + int(KAMINPAR_BYTES_PER_ENTRY * c.entries) + growing}
-    out = [Estimate("random", BASE + 24 * c.nodes, 0, "assign"),
-           _peak("stream", stream, adjacency_disk),
-           _peak("kaminpar", kaminpar, adjacency_disk + 8 * c.entries + 8 * c.nodes),
-           Estimate("metis", BASE + COMPILED + _metis_per_edge(c) * c.edges + 16 * c.nodes, 0, "METIS")]
+    out = [
+        Estimate("random", BASE + 24 * c.nodes, 0, "assign"),
+        _peak("stream", stream, adjacency_disk),
+        _peak("kaminpar", kaminpar, adjacency_disk + 8 * c.entries + 8 * c.nodes),
+        Estimate("metis", BASE + COMPILED + _metis_per_edge(c) * c.edges + 16 * c.nodes, 0, "METIS"),
+    ]
     return out
 
 
@@ -95,20 +99,32 @@ def surely_fits(meta: ChunkedMeta, method: str, num_parts: int, memory_bytes: in
     edge without its reverse, node order with or without locality): decided from counts alone, without the
     sample of the first chunk that :func:`check_fits` reads (its memory would add to the step's peak)."""
     rough = GraphCounts.of(meta, shape=False)
-    bound = max(e.peak_bytes for ordered in (False, True)
-                for e in estimates(replace(rough, ordered=ordered), num_parts, memory_mb) if e.method == method)
+    bound = max(
+        e.peak_bytes
+        for ordered in (False, True)
+        for e in estimates(replace(rough, ordered=ordered), num_parts, memory_mb)
+        if e.method == method
+    )
     return bound <= memory_bytes
 
 
-def check_fits(in_dir: str | os.PathLike, method: str, num_parts: int, memory_bytes: int, memory_mb: int,
-               meta: ChunkedMeta | None = None) -> Estimate:
+def check_fits(
+    in_dir: str | os.PathLike,
+    method: str,
+    num_parts: int,
+    memory_bytes: int,
+    memory_mb: int,
+    meta: ChunkedMeta | None = None,
+) -> Estimate:
     """Refuse (:class:`InputError`, with the numbers and the methods that fit) an assignment whose predicted
     peak exceeds ``memory_bytes``; returns the estimate. ``meta``: the graph's metadata, when already read."""
     options = estimates(GraphCounts.of(meta or read_metadata(in_dir)), num_parts, memory_mb)
     mine = next(e for e in options if e.method == method)
     if mine.peak_bytes > memory_bytes:
         fits = [f"{e.method} ({gib(e.peak_bytes)})" for e in options if e.peak_bytes <= memory_bytes]
-        raise InputError(f"assign --method {method} is predicted to need {gib(mine.peak_bytes)} at its peak "
-                         f"({mine.phase}), more than the {gib(memory_bytes)} allowed; methods that fit: "
-                         f"{', '.join(fits) or 'none'} (graphshard plan --dataset {in_dir} for the table)")
+        raise InputError(
+            f"assign --method {method} is predicted to need {gib(mine.peak_bytes)} at its peak "
+            f"({mine.phase}), more than the {gib(memory_bytes)} allowed; methods that fit: "
+            f"{', '.join(fits) or 'none'} (graphshard plan --dataset {in_dir} for the table)"
+        )
     return mine

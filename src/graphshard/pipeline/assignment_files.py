@@ -12,18 +12,25 @@ import numpy as np
 
 from ..errors import InputError
 from ..format.jsonfile import read_json_object
-from ..names import check_path_name, inside
 from ..format.npyfile import read_npy
 from ..format.outputs import prepare_output_dir
 from ..format.staging import atomic_file
 from ..ids import beyond_int64
+from ..names import check_path_name, inside
 
 META_NAME = "partition_meta.json"
 VERSION = 1
 
 
-def write_assignment(out_dir: str | os.PathLike, per_type: dict[str, np.ndarray], num_parts: int, method: str,
-                     fmt: str = "txt", extra: dict | None = None, overwrite: bool = False) -> Path:
+def write_assignment(
+    out_dir: str | os.PathLike,
+    per_type: dict[str, np.ndarray],
+    num_parts: int,
+    method: str,
+    fmt: str = "txt",
+    extra: dict | None = None,
+    overwrite: bool = False,
+) -> Path:
     """Write one file per node type and ``partition_meta.json`` last (each via a temporary file).
 
     ``out_dir`` must be new, empty or an earlier assignment output unless ``overwrite`` (which replaces
@@ -38,8 +45,14 @@ def write_assignment(out_dir: str | os.PathLike, per_type: dict[str, np.ndarray]
     for t, parts in per_type.items():
         with atomic_file(inside(out, f"{t}.{fmt}")) as tmp:
             _write_parts(tmp, parts, fmt)
-    meta = {"version": VERSION, "method": method, "num_parts": num_parts, "format": fmt,
-            "num_nodes_per_type": {t: int(p.shape[0]) for t, p in per_type.items()}, **(extra or {})}
+    meta = {
+        "version": VERSION,
+        "method": method,
+        "num_parts": num_parts,
+        "format": fmt,
+        "num_nodes_per_type": {t: int(p.shape[0]) for t, p in per_type.items()},
+        **(extra or {}),
+    }
     with atomic_file(out / META_NAME) as tmp:
         tmp.write_text(json.dumps(meta, indent=1) + "\n")
     return out / META_NAME
@@ -49,7 +62,7 @@ def _write_parts(path: Path, parts: np.ndarray, fmt: str) -> None:
     if fmt == "txt":
         with open(path, "w") as f:
             for lo in range(0, parts.shape[0], 1 << 22):  # stream in blocks
-                block = parts[lo: lo + (1 << 22)]
+                block = parts[lo : lo + (1 << 22)]
                 if block.size:
                     f.write("\n".join(map(str, block.tolist())) + "\n")
     else:
@@ -57,8 +70,9 @@ def _write_parts(path: Path, parts: np.ndarray, fmt: str) -> None:
             np.save(f, parts.astype(np.int64), allow_pickle=False)
 
 
-def read_assignment(parts_dir: str | os.PathLike, num_nodes: dict[str, int],
-                    num_parts: int | None = None) -> tuple[dict[str, np.ndarray], int]:
+def read_assignment(
+    parts_dir: str | os.PathLike, num_nodes: dict[str, int], num_parts: int | None = None
+) -> tuple[dict[str, np.ndarray], int]:
     """Read and validate assignment files for every node type; returns ``(per_type, num_parts)``.
 
     ``num_parts`` defaults to ``partition_meta.json``'s value, else to the largest partition ID + 1.
@@ -87,8 +101,11 @@ def read_partition_meta(parts_dir: str | os.PathLike) -> dict | None:
     meta = read_json_object(path)
     parts = meta.get("num_parts")
     if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
-        raise InputError(f"{path}: key 'num_parts' must be an integer >= 1, got {parts!r}"
-                         if "num_parts" in meta else f"{path}: missing key 'num_parts'")
+        raise InputError(
+            f"{path}: key 'num_parts' must be an integer >= 1, got {parts!r}"
+            if "num_parts" in meta
+            else f"{path}: missing key 'num_parts'"
+        )
     if not isinstance(meta.get("method", ""), str):
         raise InputError(f"{path}: key 'method' must be a string")
     return meta
@@ -128,10 +145,14 @@ def _read_txt(path: Path) -> np.ndarray:
     if path.stat().st_size == 0:
         return np.zeros(0, np.int64)
     try:
-        table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(autogenerate_column_names=True),
-                               parse_options=pacsv.ParseOptions(ignore_empty_lines=False),
-                               convert_options=pacsv.ConvertOptions(column_types={"f0": pa.int64()}, null_values=[""],
-                                                                    quoted_strings_can_be_null=False))
+        table = pacsv.read_csv(
+            path,
+            read_options=pacsv.ReadOptions(autogenerate_column_names=True),
+            parse_options=pacsv.ParseOptions(ignore_empty_lines=False),
+            convert_options=pacsv.ConvertOptions(
+                column_types={"f0": pa.int64()}, null_values=[""], quoted_strings_can_be_null=False
+            ),
+        )
     except (pa.ArrowException, UnicodeDecodeError):
         return _read_lines(path)
     if table.num_columns != 1:
@@ -142,8 +163,9 @@ def _read_txt(path: Path) -> np.ndarray:
     valid = col.is_valid().to_numpy(zero_copy_only=False)
     end = len(valid) - int(np.argmax(valid[::-1])) if valid.any() else 0  # blank lines after the last ID: fine
     if not valid[:end].all():
-        raise InputError(f"{path}, line {int(np.argmin(valid[:end])) + 1}: empty line (line i holds the partition of "
-                         "node i)")
+        raise InputError(
+            f"{path}, line {int(np.argmin(valid[:end])) + 1}: empty line (line i holds the partition of node i)"
+        )
     return col.slice(0, end).to_numpy()
 
 
@@ -156,7 +178,7 @@ def _read_lines(path: Path) -> np.ndarray:
     out, blank = [], None
     with open(path, "rb") as f:
         for lineno, line in enumerate(f, 1):
-            m = _ID.fullmatch(line.strip(b'\r\n \t').strip(b'"'))
+            m = _ID.fullmatch(line.strip(b"\r\n \t").strip(b'"'))
             if not line.strip():
                 blank = blank or lineno
                 continue
@@ -164,7 +186,9 @@ def _read_lines(path: Path) -> np.ndarray:
                 raise InputError(f"{path}, line {blank}: empty line (line i holds the partition of node i)")
             if m is None or not -(2**63) <= int(m.group(1)) < 2**63:
                 shown = line.rstrip(b"\r\n")[:40].decode("utf-8", "replace")
-                raise InputError(f"{path}, line {lineno}: {shown!r} is not a partition ID"
-                                 + (" (beyond 64-bit integers)" if m is not None else ""))
+                raise InputError(
+                    f"{path}, line {lineno}: {shown!r} is not a partition ID"
+                    + (" (beyond 64-bit integers)" if m is not None else "")
+                )
             out.append(int(m.group(1)))
     return np.array(out, dtype=np.int64)

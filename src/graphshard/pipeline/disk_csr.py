@@ -89,7 +89,7 @@ class DiskCSR:
                 xs = self.xadj(lo, min(self.num_nodes, lo + step))
                 cut = int(np.searchsorted(xs, xs[0] + max_entries, side="right")) - 1
                 cut = max(cut, 1)
-                block = xs[:cut + 1] - xs[0]
+                block = xs[: cut + 1] - xs[0]
                 f.seek(int(xs[0]) * size)
                 adj = np.fromfile(f, dtype=self.id_dtype, count=int(block[-1]))
                 yield lo, block, adj
@@ -120,8 +120,13 @@ def _chunks(meta: ChunkedMeta, offsets: dict[str, int]) -> Iterator[tuple[np.nda
             del src, dst
 
 
-def build_disk_csr(meta: ChunkedMeta, directory: str | os.PathLike, memory_bytes: int = 1 << 30,
-                   in_degree: bool = False, ascending: bool = True) -> DiskCSR:
+def build_disk_csr(
+    meta: ChunkedMeta,
+    directory: str | os.PathLike,
+    memory_bytes: int = 1 << 30,
+    in_degree: bool = False,
+    ascending: bool = True,
+) -> DiskCSR:
     """Build the adjacency of the chunked graph ``meta`` into ``directory`` (created; see the module
     docstring). ``memory_bytes`` bounds the sort buffer; ``in_degree``: also count directed in-degrees;
     ``ascending``: sort every row (else rows keep a deterministic order of first appearance)."""
@@ -153,8 +158,7 @@ def build_disk_csr(meta: ChunkedMeta, directory: str | os.PathLike, memory_bytes
     return DiskCSR(out, n, entries, id_dtype, offsets, indeg, times)
 
 
-def _sort_pass(out: Path, buckets: list[Path], bounds: np.ndarray, n: int, id_dtype: np.dtype,
-               ascending: bool) -> int:
+def _sort_pass(out: Path, buckets: list[Path], bounds: np.ndarray, n: int, id_dtype: np.dtype, ascending: bool) -> int:
     """Bucket by bucket (each file deleted once read), the rows appended to ``xadj.bin`` and ``adjncy.bin``;
     returns the number of entries."""
     marks = np.full((dedup_chunks(), n), -1, dtype=id_dtype)
@@ -174,18 +178,20 @@ def _sort_pass(out: Path, buckets: list[Path], bounds: np.ndarray, n: int, id_dt
     return entries
 
 
-def _distribute_pass(meta: ChunkedMeta, offsets: dict[str, int], n: int, bounds: np.ndarray,
-                     buckets: list[Path]) -> None:
+def _distribute_pass(
+    meta: ChunkedMeta, offsets: dict[str, int], n: int, bounds: np.ndarray, buckets: list[Path]
+) -> None:
     """Append every chunk's keys to the files of their buckets (each opened per write: no limit on open
     files however many buckets there are)."""
-    bucket_of = np.repeat(np.arange(len(buckets), dtype=np.int16 if len(buckets) < 2**15 else np.int32),
-                          np.diff(bounds))
+    bucket_of = np.repeat(
+        np.arange(len(buckets), dtype=np.int16 if len(buckets) < 2**15 else np.int32), np.diff(bounds)
+    )
     for src, dst in _chunks(meta, offsets):
         keys, cuts = _distribute(src, dst, n, bucket_of, len(buckets), numba.get_num_threads())
         del src, dst
         for b in np.flatnonzero(np.diff(cuts)):
             with open(buckets[b], "ab") as f:
-                f.write(memoryview(keys[cuts[b]:cuts[b + 1]]))
+                f.write(memoryview(keys[cuts[b] : cuts[b + 1]]))
         del keys
 
 

@@ -20,9 +20,9 @@ import numpy as np
 from ..chunked.load import edge_offsets, read_checked_edges
 from ..chunked.spec import read_metadata
 from ..errors import InputError
-from ..names import check_path_name, inside
 from ..format.outputs import check_output_dir, prepare_output_dir
 from ..format.staging import atomic_file
+from ..names import check_path_name, inside
 from .assignment_files import write_assignment
 
 _BLOCK = 1 << 20
@@ -53,16 +53,28 @@ def export_parmetis(in_dir: str | os.PathLike, out_dir: str | os.PathLike, overw
             for i in range(len(meta.edges[et].paths)):
                 src, dst = read_checked_edges(meta, et, i)
                 eid = np.arange(offsets[i], offsets[i + 1], dtype=np.int64)
-                rows = np.column_stack([src + node_off[ntypes.index(et[0])], dst + node_off[ntypes.index(et[2])],
-                                        eid, np.full(eid.shape[0], r)])
+                rows = np.column_stack(
+                    [
+                        src + node_off[ntypes.index(et[0])],
+                        dst + node_off[ntypes.index(et[2])],
+                        eid,
+                        np.full(eid.shape[0], r),
+                    ]
+                )
                 np.savetxt(f, rows, fmt="%d", delimiter=" ")
     with atomic_file(stats) as tmp:
         tmp.write_text(f"{int(node_off[-1])} {sum(meta.num_edges.values())} {len(ntypes)}\n")
     return [nodes, edges, stats]
 
 
-def import_parmetis(in_dir: str | os.PathLike, parmetis_dir: str | os.PathLike, out_dir: str | os.PathLike,
-                    num_parts: int | None = None, fmt: str = "txt", overwrite: bool = False) -> Path:
+def import_parmetis(
+    in_dir: str | os.PathLike,
+    parmetis_dir: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    num_parts: int | None = None,
+    fmt: str = "txt",
+    overwrite: bool = False,
+) -> Path:
     """Turn ParMETIS outputs ``p<i>-<name>_nodes.txt`` into assignment files (``partition_meta.json`` last)."""
     meta = read_metadata(in_dir)
     check_output_dir(out_dir, "assignment", overwrite, graph=meta.graph_name)
@@ -70,8 +82,10 @@ def import_parmetis(in_dir: str | os.PathLike, parmetis_dir: str | os.PathLike, 
     node_off = meta.id_converter().node_offsets
     n = int(node_off[-1])
     pattern = re.compile(rf"^p(\d+)-{re.escape(name)}_nodes\.txt$")
-    files = sorted((p for p in Path(parmetis_dir).iterdir() if pattern.match(p.name)),
-                   key=lambda p: int(pattern.match(p.name).group(1)))
+    files = sorted(
+        (p for p in Path(parmetis_dir).iterdir() if pattern.match(p.name)),
+        key=lambda p: int(pattern.match(p.name).group(1)),
+    )
     if not files:
         raise InputError(f"{parmetis_dir}: no ParMETIS output files p<i>-{name}_nodes.txt")
     parts = np.full(n, -1, dtype=np.int64)
@@ -81,8 +95,12 @@ def import_parmetis(in_dir: str | os.PathLike, parmetis_dir: str | os.PathLike, 
         homo, ntype, per_type, part = rows[:, 0], rows[:, 1], rows[:, -2], rows[:, -1]
         _check(path, (homo < 0) | (homo >= n), homo, f"node ID out of range [0, {n})")
         _check(path, (ntype < 0) | (ntype >= len(ntypes)), ntype, "unknown node type ID")
-        _check(path, node_off[np.clip(ntype, 0, len(ntypes) - 1)] + per_type != homo, per_type,
-               "per-type ID does not match the node ID and type")
+        _check(
+            path,
+            node_off[np.clip(ntype, 0, len(ntypes) - 1)] + per_type != homo,
+            per_type,
+            "per-type ID does not match the node ID and type",
+        )
         _check(path, part < 0 if num_parts is None else (part < 0) | (part >= num_parts), part, "bad partition ID")
         _check(path, parts[homo] >= 0, homo, "node listed twice")
         parts[homo] = part
@@ -90,7 +108,7 @@ def import_parmetis(in_dir: str | os.PathLike, parmetis_dir: str | os.PathLike, 
     if missing.size:
         raise InputError(f"{parmetis_dir}: {missing.size} nodes have no partition (first: node {int(missing[0])})")
     total = num_parts if num_parts is not None else int(parts.max()) + 1
-    per_type = {t: parts[node_off[i]: node_off[i + 1]] for i, t in enumerate(ntypes)}
+    per_type = {t: parts[node_off[i] : node_off[i + 1]] for i, t in enumerate(ntypes)}
     return write_assignment(out_dir, per_type, total, "parmetis", fmt, {"graph_name": name}, overwrite=overwrite)
 
 
@@ -100,8 +118,9 @@ def _read_rows(path: Path, width: int) -> np.ndarray:
     except ValueError as exc:
         raise InputError(f"{path}: not a table of integers ({exc})") from None
     if rows.size and rows.shape[1] != width:
-        raise InputError(f"{path}, line 1: expected {width} columns (id, type, weights, per-type id, partition), "
-                         f"got {rows.shape[1]}")
+        raise InputError(
+            f"{path}, line 1: expected {width} columns (id, type, weights, per-type id, partition), got {rows.shape[1]}"
+        )
     return rows.reshape(-1, width)
 
 

@@ -8,5 +8,15 @@ from ..memory import Estimate, allowed, gib, machine_memory, parse_size
 from ..pipeline.assign_cost import check_fits, choose, estimates
 from .report import table
 
-__all__ = ["Estimate", "GraphCounts", "allowed", "check_fits", "choose", "estimates", "gib", "machine_memory",
-           "parse_size", "table"]
+__all__ = [
+    "Estimate",
+    "GraphCounts",
+    "allowed",
+    "check_fits",
+    "choose",
+    "estimates",
+    "gib",
+    "machine_memory",
+    "parse_size",
+    "table",
+]

@@ -25,8 +25,17 @@ def process_table(title: str, per_process: list[Estimate], budget: int) -> str:
     return "\n".join(lines)
 
 
-def plan_report(dataset: str | None, part_config: str | None, assignment: str | None, num_parts: int, procs: int,
-                budget: int, memory_mb: int = 1024, hidden: int = 64, sampled_eval: bool = False) -> str:
+def plan_report(
+    dataset: str | None,
+    part_config: str | None,
+    assignment: str | None,
+    num_parts: int,
+    procs: int,
+    budget: int,
+    memory_mb: int = 1024,
+    hidden: int = 64,
+    sampled_eval: bool = False,
+) -> str:
     """``graphshard plan``: assignment methods and dispatch ranks for a chunked ``dataset``, or training
     processes for the partitions at ``part_config``."""
     if dataset and not (Path(dataset) / "metadata.json").is_file():  # a dataset partitioned in memory
@@ -35,36 +44,56 @@ def plan_report(dataset: str | None, part_config: str | None, assignment: str | 
         counts = GraphCounts.of(read_metadata(dataset))
         ranks, counted = counted_estimates(dataset, assignment, num_parts, procs)
         how = f"partitions counted from {assignment}" if counted else f"{num_parts} partitions assumed even"
-        return table(counts, estimates(counts, num_parts, memory_mb), budget) + "\n\n" + \
-            process_table(f"dispatch on {procs} ranks ({how}):", ranks, budget)
+        return (
+            table(counts, estimates(counts, num_parts, memory_mb), budget)
+            + "\n\n"
+            + process_table(f"dispatch on {procs} ranks ({how}):", ranks, budget)
+        )
     cfg = read_config(part_config)
     width = feature_width(cfg) or hidden  # featureless types learn inputs of --embed-dim (--hidden by default)
     per = train_estimates(cfg, procs, width, hidden, not sampled_eval)
-    return process_table(f"train on {procs} processes x {cfg.num_parts} partitions ({width} input columns, hidden "
-                         f"{hidden}, {'sampled' if sampled_eval else 'layer-wise'} evaluation):", per, budget)
+    return process_table(
+        f"train on {procs} processes x {cfg.num_parts} partitions ({width} input columns, hidden "
+        f"{hidden}, {'sampled' if sampled_eval else 'layer-wise'} evaluation):",
+        per,
+        budget,
+    )
 
 
 def method_table(dataset: str, options: list[Estimate], budget: int) -> str:
     """``graphshard partition`` (in memory) per method: predicted peak, fit, recommendation."""
     nodes, edges, data = dataset_counts(dataset)
-    lines = [f"graphshard partition (in memory): {nodes:,} nodes, {edges:,} edges, {data / 2**30:.2f} GiB of arrays; "
-             f"budget {gib(budget)}", f"{'method':<10} {'peak memory':>12}  fits"]
+    lines = [
+        f"graphshard partition (in memory): {nodes:,} nodes, {edges:,} edges, {data / 2**30:.2f} GiB of arrays; "
+        f"budget {gib(budget)}",
+        f"{'method':<10} {'peak memory':>12}  fits",
+    ]
     for e in options:
-        lines.append(f"{e.method:<10} {gib(e.peak_bytes):>12}  {'yes' if not budget or e.peak_bytes <= budget else 'no'}")
+        lines.append(
+            f"{e.method:<10} {gib(e.peak_bytes):>12}  {'yes' if not budget or e.peak_bytes <= budget else 'no'}"
+        )
     best = choose(options, budget) if budget else None
-    lines.append(f"recommended: {best.method}" if best else "recommended: none fits in memory; use the chunked "
-                 "pipeline (graphshard chunk, then assign --method stream or kaminpar, then dispatch)")
+    lines.append(
+        f"recommended: {best.method}"
+        if best
+        else "recommended: none fits in memory; use the chunked "
+        "pipeline (graphshard chunk, then assign --method stream or kaminpar, then dispatch)"
+    )
     return "\n".join(lines)
 
 
 def table(c: GraphCounts, options: list[Estimate], memory_bytes: int) -> str:
     """The planner's answer as text."""
-    lines = [f"graph: {c.nodes:,} nodes, {c.edges:,} edges (largest chunk {c.max_chunk_edges:,}), "
-             f"{c.disk_bytes / 2**30:.2f} GiB on disk; budget {gib(memory_bytes)}",
-             f"{'method':<10} {'peak memory':>12} {'extra disk':>11}  {'fits':<5} peak phase"]
+    lines = [
+        f"graph: {c.nodes:,} nodes, {c.edges:,} edges (largest chunk {c.max_chunk_edges:,}), "
+        f"{c.disk_bytes / 2**30:.2f} GiB on disk; budget {gib(memory_bytes)}",
+        f"{'method':<10} {'peak memory':>12} {'extra disk':>11}  {'fits':<5} peak phase",
+    ]
     for e in options:
-        lines.append(f"{e.method:<10} {gib(e.peak_bytes):>12} {e.disk_bytes / 2**30:>7.2f} GiB  "
-                     f"{'yes' if e.peak_bytes <= memory_bytes else 'no':<5} {e.phase}")
+        lines.append(
+            f"{e.method:<10} {gib(e.peak_bytes):>12} {e.disk_bytes / 2**30:>7.2f} GiB  "
+            f"{'yes' if e.peak_bytes <= memory_bytes else 'no':<5} {e.phase}"
+        )
     best = choose(options, memory_bytes)
     lines.append(f"recommended: {best.method}" if best else "recommended: none fits; raise --memory")
     return "\n".join(lines)

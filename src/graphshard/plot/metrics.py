@@ -16,8 +16,12 @@ from ._figure import hide_axis, integer_ticks, new_figure, save_figure
 
 REQUIRED = ("epoch", "wall_s", "sample_s", "fetch_s", "compute_s", "comm_s", "train_loss")
 # (key, label, colour) of the time panel's stacked parts; "other" is wall time the rest does not explain
-PHASES = (("sample_s", "sampling", "tab:blue"), ("fetch_s", "feature fetch", "tab:orange"),
-          ("compute_s", "compute", "tab:green"), ("comm_s", "gradient sync", "tab:red"))
+PHASES = (
+    ("sample_s", "sampling", "tab:blue"),
+    ("fetch_s", "feature fetch", "tab:orange"),
+    ("compute_s", "compute", "tab:green"),
+    ("comm_s", "gradient sync", "tab:red"),
+)
 
 
 def epoch_table(metrics: str | os.PathLike | dict[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -36,8 +40,10 @@ def epoch_table(metrics: str | os.PathLike | dict[str, Any]) -> tuple[dict[str, 
         data = read_json_object(Path(metrics), InputError)
     epochs = data.get("epochs")
     if not isinstance(epochs, list):
-        raise InputError(f"{where}: key 'epochs' must be a list of per-epoch records, "
-                         f"got {'nothing' if epochs is None else type(epochs).__name__}")
+        raise InputError(
+            f"{where}: key 'epochs' must be a list of per-epoch records, "
+            f"got {'nothing' if epochs is None else type(epochs).__name__}"
+        )
     if not epochs:
         raise InputError(f"{where}: key 'epochs' is empty: nothing to plot")
     val_keys: list[str] = []
@@ -81,8 +87,11 @@ def plot_metrics(metrics: str | os.PathLike | dict[str, Any], out: str | os.Path
     _time_bars(ax_time, x, cols)
     integer_ticks(ax_loss.xaxis, ax_time.xaxis)
     task = data.get("task", "node")
-    where = (f" on {data['world_size']} processes x {data['num_parts']} partitions"
-             if isinstance(data.get("world_size"), int) and isinstance(data.get("num_parts"), int) else "")
+    where = (
+        f" on {data['world_size']} processes x {data['num_parts']} partitions"
+        if isinstance(data.get("world_size"), int) and isinstance(data.get("num_parts"), int)
+        else ""
+    )
     fig.suptitle(f"training run ({task} task){where}: {len(x)} epochs, {cols['wall_s'].sum():.1f} s")
     return save_figure(fig, out, dpi)
 
@@ -100,9 +109,9 @@ def _validation(ax: Any, x: np.ndarray, cols: dict[str, np.ndarray], data: dict[
         hide_axis(ax, "no validation metrics")
         return
     for key in keys:
-        name = key[len("val_"):]
+        name = key[len("val_") :]
         seen = np.isfinite(cols[key])
-        line, = ax.plot(x[seen], cols[key][seen], marker="o", markersize=3, label=f"val {name}")
+        (line,) = ax.plot(x[seen], cols[key][seen], marker="o", markersize=3, label=f"val {name}")
         test = data.get(f"test_{name}")
         if isinstance(test, (int, float)) and not isinstance(test, bool) and math.isfinite(test):
             ax.axhline(test, linestyle="--", linewidth=1, color=line.get_color(), label=f"test {name}: {test:.4f}")

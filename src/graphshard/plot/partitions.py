@@ -80,15 +80,25 @@ def partition_summary(part_config: str | os.PathLike, verify: bool = False) -> P
         kept_by_degree = _add(kept_by_degree, np.bincount(dst_degree[~is_cut]))
     length = max(len(cut_by_degree), len(kept_by_degree))
     return PartitionSummary(
-        graph_name=cfg.graph_name, part_method=cfg.part_method, num_parts=num_parts, halo_hops=cfg.halo_hops,
-        num_nodes=cfg.num_nodes, num_edges=cfg.num_edges,
-        inner_nodes=sizes[0], halo_nodes=sizes[1], inner_edges=sizes[2], halo_edges=sizes[3],
-        cut_matrix=cut_matrix, cut_by_degree=_pad(cut_by_degree, length), kept_by_degree=_pad(kept_by_degree, length),
+        graph_name=cfg.graph_name,
+        part_method=cfg.part_method,
+        num_parts=num_parts,
+        halo_hops=cfg.halo_hops,
+        num_nodes=cfg.num_nodes,
+        num_edges=cfg.num_edges,
+        inner_nodes=sizes[0],
+        halo_nodes=sizes[1],
+        inner_edges=sizes[2],
+        halo_edges=sizes[3],
+        cut_matrix=cut_matrix,
+        cut_by_degree=_pad(cut_by_degree, length),
+        kept_by_degree=_pad(kept_by_degree, length),
     )
 
 
-def plot_partitions(part_config: str | os.PathLike, out: str | os.PathLike, *, verify: bool = False,
-                    dpi: int = 120) -> Path:
+def plot_partitions(
+    part_config: str | os.PathLike, out: str | os.PathLike, *, verify: bool = False, dpi: int = 120
+) -> Path:
     """Draw :func:`partition_summary` of ``part_config`` into the image ``out`` (PNG, or the format its suffix
     names), written atomically; returns ``out``. Needs matplotlib (``graphshard[plot]``), else
     :class:`~graphshard.errors.InputError`."""
@@ -100,8 +110,10 @@ def plot_partitions(part_config: str | os.PathLike, out: str | os.PathLike, *, v
     _cut_heatmap(fig, ax_cut, s.cut_matrix)
     _degree_histogram(ax_deg, s.cut_by_degree, s.kept_by_degree)
     share = s.edge_cut / s.num_edges if s.num_edges else 0.0
-    fig.suptitle(f"{s.graph_name}: {s.num_nodes:,} nodes, {s.num_edges:,} edges, {s.num_parts} partitions "
-                 f"({s.part_method}, {s.halo_hops}-hop HALO); edge cut {s.edge_cut:,} ({100 * share:.2f}%)")
+    fig.suptitle(
+        f"{s.graph_name}: {s.num_nodes:,} nodes, {s.num_edges:,} edges, {s.num_parts} partitions "
+        f"({s.part_method}, {s.halo_hops}-hop HALO); edge cut {s.edge_cut:,} ({100 * share:.2f}%)"
+    )
     return save_figure(fig, out, dpi)
 
 
@@ -144,8 +156,15 @@ def _cut_heatmap(fig: Any, ax: Any, matrix: np.ndarray) -> None:
     if n <= ANNOTATE_UP_TO:
         top = max(int(matrix.max()), 1)
         for i, j in zip(*np.nonzero(~np.eye(n, dtype=bool))):
-            ax.text(j, i, f"{int(matrix[i, j]):,}", ha="center", va="center", fontsize=8,
-                    color="white" if matrix[i, j] > 0.6 * top else "black")
+            ax.text(
+                j,
+                i,
+                f"{int(matrix[i, j]):,}",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="white" if matrix[i, j] > 0.6 * top else "black",
+            )
 
 
 def _log_bins(max_degree: int, num: int = 25) -> np.ndarray:
@@ -167,6 +186,10 @@ def _degree_histogram(ax: Any, cut: np.ndarray, kept: np.ndarray) -> None:
         per_bin = np.add.reduceat(counts, edges[:-1]) / widths
         shown = np.where(per_bin > 0, per_bin, np.nan)  # empty bins leave a gap on the log axis
         ax.plot(centres, shown, marker="o", markersize=4, color=colour, label=f"{label}: {int(counts.sum()):,}")
-    ax.set(xscale="log", yscale="log", xlabel="in-degree of the destination node",
-           ylabel="edges per unit of degree (log bins)")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="in-degree of the destination node",
+        ylabel="edges per unit of degree (log bins)",
+    )
     ax.legend()

@@ -39,8 +39,9 @@ def in_degree_table(indptr: np.ndarray, etype: np.ndarray, count: int, num_etype
     return _in_counts(indptr, etype, count, num_etypes)
 
 
-def source_counts(indptr: np.ndarray, indices: np.ndarray, etype: np.ndarray, count: int, num_nodes: int,
-                  num_etypes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def source_counts(
+    indptr: np.ndarray, indices: np.ndarray, etype: np.ndarray, count: int, num_nodes: int, num_etypes: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Out-edges counted per local source node and edge type over the in-edges of the inner nodes (the
     partition's own edges, stored first): ``(local node, edge type, count)`` of every non-zero pair."""
     table = _source_counts(indices, etype, int(indptr[count]), num_nodes, num_etypes)
@@ -58,8 +59,9 @@ class DegreeTable:
         self.table = {"in": in_table, "out": np.zeros_like(in_table)}
 
     def add_out(self, gids: np.ndarray, etype: np.ndarray, counts: np.ndarray) -> None:
-        add = np.bincount((gids - self.start) * self.num_etypes + etype, weights=counts,
-                          minlength=self.table["out"].size).astype(np.int64)
+        add = np.bincount(
+            (gids - self.start) * self.num_etypes + etype, weights=counts, minlength=self.table["out"].size
+        ).astype(np.int64)
         with self.lock:
             self.table["out"] += add.reshape(self.table["out"].shape)
 

@@ -31,8 +31,15 @@ def _hop_of(counts: list[int]) -> np.ndarray:
     return np.repeat(np.arange(len(counts)), counts)
 
 
-def to_hetero(out: SamplerOutput, ntypes: list[str], node_type: np.ndarray, node_id: np.ndarray,
-              etypes: list[Any], edge_type: np.ndarray, edge_id: np.ndarray) -> HeteroSamplerOutput:
+def to_hetero(
+    out: SamplerOutput,
+    ntypes: list[str],
+    node_type: np.ndarray,
+    node_id: np.ndarray,
+    etypes: list[Any],
+    edge_type: np.ndarray,
+    edge_id: np.ndarray,
+) -> HeteroSamplerOutput:
     """Regroup ``out`` by type: ``node_type``/``node_id`` give each output node's type index and per-type
     ID, ``edge_type``/``edge_id`` each sampled edge's."""
     hops_n, hops_e = len(out.num_sampled_nodes), len(out.num_sampled_edges)

@@ -78,9 +78,16 @@ def _fill(starts, ends, indices, eligible, offsets, fanouts, replace, key, node_
                 out[at + t] = cand[out[at + t]] if temporal else lo + out[at + t]
 
 
-def sample_ranges(starts: np.ndarray, ends: np.ndarray, indices: np.ndarray, fanouts: np.ndarray, replace: bool,
-                  key: int, node_time: np.ndarray | None = None, slot_time: np.ndarray | None = None
-                  ) -> tuple[np.ndarray, np.ndarray]:
+def sample_ranges(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    indices: np.ndarray,
+    fanouts: np.ndarray,
+    replace: bool,
+    key: int,
+    node_time: np.ndarray | None = None,
+    slot_time: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Sample up to ``fanouts[i]`` edges from each slot ``indices[starts[i]:ends[i]]`` (``-1``: all).
     Returns ``(counts, positions)``: ``counts[i]`` edges for slot ``i``, their positions into ``indices``
     listed slot by slot.
@@ -104,9 +111,16 @@ def sample_ranges(starts: np.ndarray, ends: np.ndarray, indices: np.ndarray, fan
     return counts, out
 
 
-def sample_layer(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray, fanout: int, replace: bool,
-                 key: int, node_time: np.ndarray | None = None, seed_time: np.ndarray | None = None
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def sample_layer(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    seeds: np.ndarray,
+    fanout: int,
+    replace: bool,
+    key: int,
+    node_time: np.ndarray | None = None,
+    seed_time: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`sample_ranges` over the in-edges of ``seeds`` in a CSC graph, one fanout for all."""
     fanouts = np.full(seeds.shape[0], fanout, dtype=np.int64)
     return sample_ranges(indptr[seeds], indptr[seeds + 1], indices, fanouts, replace, key, node_time, seed_time)

@@ -64,8 +64,9 @@ def check_aligned(where: str, num_nodes: int, num_edges: int, arrays: dict[str, 
         per = name.split("/", 1)[0]
         want = num_nodes if per == "node" else num_edges
         if np.asarray(arr).shape[:1] != (want,):
-            raise InputError(f"{where}: {name} has shape {np.asarray(arr).shape}, expected {want} entries "
-                             f"(one per {per})")
+            raise InputError(
+                f"{where}: {name} has shape {np.asarray(arr).shape}, expected {want} entries (one per {per})"
+            )
 
 
 @dataclass(frozen=True)
@@ -92,13 +93,21 @@ class NeighborSampler:
 
     def sample(self, seeds: np.ndarray, seed: int = 0, seed_time: np.ndarray | None = None) -> SamplerOutput:
         """One mini-batch: see :func:`sample_neighbors`."""
-        return sample_neighbors(self.graph, seeds, self.fanouts, self.replace, seed, self.disjoint, seed_time,
-                                _slot=self._slot)
+        return sample_neighbors(
+            self.graph, seeds, self.fanouts, self.replace, seed, self.disjoint, seed_time, _slot=self._slot
+        )
 
 
-def sample_neighbors(graph: CSCGraph, seeds: np.ndarray, fanouts: list[int], replace: bool = False,
-                     seed: int = 0, disjoint: bool = False, seed_time: np.ndarray | None = None,
-                     _slot: np.ndarray | None = None) -> SamplerOutput:
+def sample_neighbors(
+    graph: CSCGraph,
+    seeds: np.ndarray,
+    fanouts: list[int],
+    replace: bool = False,
+    seed: int = 0,
+    disjoint: bool = False,
+    seed_time: np.ndarray | None = None,
+    _slot: np.ndarray | None = None,
+) -> SamplerOutput:
     """Sample ``len(fanouts)`` hops of in-neighbours of ``seeds`` (fanout ``-1``: every in-edge).
 
     ``disjoint=True`` gives every seed its own subtree (nodes may repeat across seeds; ``batch`` says
@@ -119,8 +128,16 @@ def sample_neighbors(graph: CSCGraph, seeds: np.ndarray, fanouts: list[int], rep
 
     def layer(ids: np.ndarray, owner: np.ndarray, fanout: int, hop: int):
         times = None if seed_time is None else seed_time[owner]
-        counts, pos = sample_layer(graph.indptr, graph.indices, ids, fanout, replace, seed * 1_000_003 + hop,
-                                   None if times is None else graph.node_time, times)
+        counts, pos = sample_layer(
+            graph.indptr,
+            graph.indices,
+            ids,
+            fanout,
+            replace,
+            seed * 1_000_003 + hop,
+            None if times is None else graph.node_time,
+            times,
+        )
         return counts, graph.indices[pos], pos if graph.edge_ids is None else graph.edge_ids[pos]
 
     slot = None if disjoint else (_slot if _slot is not None else np.full(graph.num_nodes, -1, dtype=np.int64))
@@ -130,8 +147,9 @@ def sample_neighbors(graph: CSCGraph, seeds: np.ndarray, fanouts: list[int], rep
 Layer = Callable[[np.ndarray, np.ndarray, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
-def expand_hops(seeds: np.ndarray, fanouts: list[int], layer: Layer, num_nodes: int,
-                slot: np.ndarray | None) -> SamplerOutput:
+def expand_hops(
+    seeds: np.ndarray, fanouts: list[int], layer: Layer, num_nodes: int, slot: np.ndarray | None
+) -> SamplerOutput:
     """The hop loop shared by the local and distributed samplers.
 
     ``layer(ids, owner, fanout, hop)`` samples in-edges of the frontier nodes ``ids`` (``owner``: the seed
@@ -174,8 +192,7 @@ def expand_hops(seeds: np.ndarray, fanouts: list[int], layer: Layer, num_nodes: 
         if not disjoint:
             slot[all_nodes] = -1  # leave the workspace clean for the next batch
     cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64)  # noqa: E731
-    return SamplerOutput(all_nodes, cat(rows), cat(cols), cat(edges), all_owner if disjoint else None,
-                         n_nodes, n_edges)
+    return SamplerOutput(all_nodes, cat(rows), cat(cols), cat(edges), all_owner if disjoint else None, n_nodes, n_edges)
 
 
 def _relabel(keys: np.ndarray, known: dict[str, np.ndarray], base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -185,8 +202,11 @@ def _relabel(keys: np.ndarray, known: dict[str, np.ndarray], base: int) -> tuple
     order = np.argsort(known["keys"], kind="stable")
     sorted_keys = known["keys"][order]
     at = np.searchsorted(sorted_keys, uniq)
-    hit = (at < sorted_keys.shape[0]) & (sorted_keys[np.minimum(at, max(sorted_keys.shape[0] - 1, 0))] == uniq) \
-        if sorted_keys.size else np.zeros(uniq.shape[0], dtype=bool)
+    hit = (
+        (at < sorted_keys.shape[0]) & (sorted_keys[np.minimum(at, max(sorted_keys.shape[0] - 1, 0))] == uniq)
+        if sorted_keys.size
+        else np.zeros(uniq.shape[0], dtype=bool)
+    )
     pos_of_uniq = np.empty(uniq.shape[0], dtype=np.int64)
     pos_of_uniq[hit] = known["pos"][order[at[hit]]]
     new = np.flatnonzero(~hit)

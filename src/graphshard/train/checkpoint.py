@@ -24,10 +24,34 @@ STAGED = ".staged"  # a rank's checkpoint of an epoch not yet committed by every
 # Options that change what the saved state means: resuming under other values would continue a
 # different run (other model shape, other optimiser, other batches). Others (epochs, evaluation
 # cadence, outputs, workers, timeouts) may change between a run and its resume.
-RESUME_OPTIONS = ("task", "model", "fanouts", "batch_size", "hidden", "num_layers", "dropout", "lr", "seed", "num_classes",
-                  "target", "embed_dim", "sparse_lr", "decoder", "neg_ratio", "edge_type", "weight_decay",
-                  "lr_schedule", "lr_step", "lr_gamma", "feat", "label", "split_masks", "heads", "attn_dropout",
-                  "edge_feat")
+RESUME_OPTIONS = (
+    "task",
+    "model",
+    "fanouts",
+    "batch_size",
+    "hidden",
+    "num_layers",
+    "dropout",
+    "lr",
+    "seed",
+    "num_classes",
+    "target",
+    "embed_dim",
+    "sparse_lr",
+    "decoder",
+    "neg_ratio",
+    "edge_type",
+    "weight_decay",
+    "lr_schedule",
+    "lr_step",
+    "lr_gamma",
+    "feat",
+    "label",
+    "split_masks",
+    "heads",
+    "attn_dropout",
+    "edge_feat",
+)
 # How the heterogeneous GraphSAGE combines relations; checkpoints of older graphshard (summed relations,
 # every relation built) record none and cannot be resumed by this model
 HETERO_RELATIONS = "averaged, only those the outputs read"
@@ -44,8 +68,12 @@ def run_identity(part_config: str | os.PathLike | PartitionConfig, opts: Any, wo
     files = hashlib.sha256(json.dumps(cfg.checksums, sort_keys=True).encode()).hexdigest()
     graph = f"{cfg.graph_name} ({(cfg.run_fingerprint or run_fingerprint(cfg))[:12]}, files {files[:12]})"
     hetero_sage = opts.model in ("sage", "rsage") and (len(cfg.ntypes) > 1 or len(cfg.etypes) > 1)
-    return {"graph": graph, "world_size": world_size, **{k: getattr(opts, k) for k in RESUME_OPTIONS},
-            "relations": HETERO_RELATIONS if hetero_sage else None}
+    return {
+        "graph": graph,
+        "world_size": world_size,
+        **{k: getattr(opts, k) for k in RESUME_OPTIONS},
+        "relations": HETERO_RELATIONS if hetero_sage else None,
+    }
 
 
 def read_state(directory: str | os.PathLike) -> dict[str, Any] | None:
@@ -97,15 +125,21 @@ def _state_problem(meta: Any) -> str | None:
             return f"'history'[{i}] must be a record of numbers; got {_shown(record)}"
         at = record.get("epoch")
         if not isinstance(at, int) or isinstance(at, bool) or not last < at <= epoch:
-            return (f"'history'[{i}]: 'epoch' must be an epoch after the record before it, up to the checkpoint's "
-                    f"epoch {epoch}; got {_shown(at)}")
+            return (
+                f"'history'[{i}]: 'epoch' must be an epoch after the record before it, up to the checkpoint's "
+                f"epoch {epoch}; got {_shown(at)}"
+            )
         last = at
     digest = meta.get("tensors_sha256")
     if digest is not None and not (isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest)):
         return f"'tensors_sha256' must be a sha256 in hex; got {_shown(digest)}"
     opt = meta.get("optimizer")
-    if not isinstance(opt, dict) or not isinstance(opt.get("param_groups"), list) \
-            or not all(isinstance(g, dict) for g in opt["param_groups"]) or not isinstance(opt.get("scalars"), dict):
+    if (
+        not isinstance(opt, dict)
+        or not isinstance(opt.get("param_groups"), list)
+        or not all(isinstance(g, dict) for g in opt["param_groups"])
+        or not isinstance(opt.get("scalars"), dict)
+    ):
         return f"'optimizer' must hold 'param_groups' (a list of objects) and 'scalars' (an object); got {_shown(opt)}"
     for k, v in opt["scalars"].items():
         if not (_number(v) or isinstance(v, bool) or v is None):
@@ -117,13 +151,20 @@ def check_identity(directory: str | os.PathLike, meta: dict[str, Any], identity:
     """Raise :class:`InputError` naming every difference between a checkpoint and this run."""
     saved = meta.get("identity")
     if not isinstance(saved, dict):
-        raise InputError(f"{directory}: checkpoint records no run identity (written by an older graphshard); it "
-                         "cannot be shown to belong to this run: remove it or use another --checkpoint directory")
-    diff = [f"{k}: checkpoint {saved.get(k, ADDED_DEFAULTS.get(k))!r}, this run {v!r}" for k, v in identity.items()
-            if saved.get(k, ADDED_DEFAULTS.get(k)) != v]
+        raise InputError(
+            f"{directory}: checkpoint records no run identity (written by an older graphshard); it "
+            "cannot be shown to belong to this run: remove it or use another --checkpoint directory"
+        )
+    diff = [
+        f"{k}: checkpoint {saved.get(k, ADDED_DEFAULTS.get(k))!r}, this run {v!r}"
+        for k, v in identity.items()
+        if saved.get(k, ADDED_DEFAULTS.get(k)) != v
+    ]
     if diff:
-        raise InputError(f"{directory}: checkpoint belongs to another run and cannot be resumed ({'; '.join(diff)}); "
-                         "use another --checkpoint directory, or rerun with the checkpoint's settings")
+        raise InputError(
+            f"{directory}: checkpoint belongs to another run and cannot be resumed ({'; '.join(diff)}); "
+            "use another --checkpoint directory, or rerun with the checkpoint's settings"
+        )
 
 
 def rank_status(directory: str | os.PathLike, identity: dict[str, Any]) -> dict[str, Any]:
@@ -150,8 +191,10 @@ def check_agreement(directory: str | os.PathLike, statuses: list[dict[str, Any]]
     epochs = [int(st["epoch"]) for st in statuses]
     if len(set(epochs)) > 1:
         at = ", ".join(f"rank {r} {'has none' if e < 0 else f'after epoch {e}'}" for r, e in enumerate(epochs))
-        raise InputError(f"{directory}: the ranks' checkpoints disagree ({at}); they were not written by one "
-                         "finished epoch of one run: remove them or restore a consistent set")
+        raise InputError(
+            f"{directory}: the ranks' checkpoints disagree ({at}); they were not written by one "
+            "finished epoch of one run: remove them or restore a consistent set"
+        )
     return None if epochs[0] < 0 else epochs[0]
 
 
@@ -175,9 +218,15 @@ def _flatten(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> tuple[
     return tensors, {"param_groups": opt["param_groups"], "scalars": scalars}
 
 
-def save_checkpoint(directory: str | os.PathLike, epoch: int, model: torch.nn.Module,
-                    optimizer: torch.optim.Optimizer, history: list[dict],
-                    extra: dict[str, torch.Tensor] | None = None, identity: dict[str, Any] | None = None) -> None:
+def save_checkpoint(
+    directory: str | os.PathLike,
+    epoch: int,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    history: list[dict],
+    extra: dict[str, torch.Tensor] | None = None,
+    identity: dict[str, Any] | None = None,
+) -> None:
     """Record the state after ``epoch`` (0-based) epochs have finished; ``extra``: more named tensors
     (e.g. the embedding rows this rank holds); ``identity``: see :func:`run_identity`."""
     d = Path(directory)
@@ -188,8 +237,7 @@ def save_checkpoint(directory: str | os.PathLike, epoch: int, model: torch.nn.Mo
     save_file(tensors, str(tmp))
     digest = sha256_file(tmp)
     os.replace(tmp, d / TENSORS)
-    meta = {"epoch": epoch, "identity": identity, "optimizer": opt_meta, "history": history,
-            "tensors_sha256": digest}
+    meta = {"epoch": epoch, "identity": identity, "optimizer": opt_meta, "history": history, "tensors_sha256": digest}
     tmp = d / f".{STATE}.tmp"
     tmp.write_text(json.dumps(meta))
     os.replace(tmp, d / STATE)
@@ -202,8 +250,8 @@ def read_weights(directory: str | os.PathLike) -> tuple[int, dict[str, torch.Ten
     if meta is None:
         return None
     tensors = _read_tensors(d, meta)
-    model = {k[len("model/"):]: v for k, v in tensors.items() if k.startswith("model/")}
-    extra = {k[len("extra/"):]: v for k, v in tensors.items() if k.startswith("extra/")}
+    model = {k[len("model/") :]: v for k, v in tensors.items() if k.startswith("model/")}
+    extra = {k[len("extra/") :]: v for k, v in tensors.items() if k.startswith("extra/")}
     return int(meta["epoch"]), model, extra
 
 
@@ -217,12 +265,16 @@ def _check_tensor_header(path: Path) -> None:
     pickle is refused, never unpickled) or holds no checkpoint (reads the header only)."""
     header = check_tensor_file(path, "checkpoint file")
     if "rng/torch" not in header or not any(k.startswith("model/") for k in header):
-        raise FormatError(f"{path}: not a valid checkpoint file (a safetensors file without a checkpoint's "
-                          "model/ and rng/torch tensors)")
+        raise FormatError(
+            f"{path}: not a valid checkpoint file (a safetensors file without a checkpoint's "
+            "model/ and rng/torch tensors)"
+        )
     other = [k for k in header if k != "__metadata__" and not _NAME.fullmatch(k)]
     if other:
-        raise FormatError(f"{path}: not a valid checkpoint file (tensor {_shown(other[0])} is none of a checkpoint's "
-                          "model/, opt/, extra/ and rng/torch tensors)")
+        raise FormatError(
+            f"{path}: not a valid checkpoint file (tensor {_shown(other[0])} is none of a checkpoint's "
+            "model/, opt/, extra/ and rng/torch tensors)"
+        )
 
 
 def _read_tensors(directory: Path, meta: dict[str, Any]) -> dict[str, torch.Tensor]:
@@ -232,8 +284,10 @@ def _read_tensors(directory: Path, meta: dict[str, Any]) -> dict[str, torch.Tens
     _check_tensor_header(path)
     recorded = meta.get("tensors_sha256")
     if recorded is not None and sha256_file(path) != recorded:
-        raise FormatError(f"{path}: does not match the sha256 recorded in {directory / STATE} (the file is "
-                          "corrupt or was modified, or the pair was not written by one save)")
+        raise FormatError(
+            f"{path}: does not match the sha256 recorded in {directory / STATE} (the file is "
+            "corrupt or was modified, or the pair was not written by one save)"
+        )
     tensors, _ = load_tensor_file(path, "checkpoint file")
     return tensors
 
@@ -261,8 +315,8 @@ def _model_unfit(tensors: dict[str, torch.Tensor], model: torch.nn.Module) -> st
     float32 values); None when there is none."""
     own = model.state_dict()
     for k, v in tensors.items():
-        if k.startswith("model/") and k[len("model/"):] in own and v.dtype != own[k[len("model/"):]].dtype:
-            return f"{k} is {v.dtype}, the model's {own[k[len('model/'):]].dtype}"
+        if k.startswith("model/") and k[len("model/") :] in own and v.dtype != own[k[len("model/") :]].dtype:
+            return f"{k} is {v.dtype}, the model's {own[k[len('model/') :]].dtype}"
     return None
 
 
@@ -273,24 +327,35 @@ def check_weights(directory: str | os.PathLike, weights: dict[str, torch.Tensor]
     missing, extra = sorted(set(own) - set(weights)), sorted(set(weights) - set(own))
     wrong = [k for k in own if k in weights and (weights[k].shape != own[k].shape or weights[k].dtype != own[k].dtype)]
     if missing or extra or wrong:
-        what = (f"missing {_shown(missing[0])}" if missing else f"unexpected {_shown(extra[0])}" if extra else
-                f"{_shown(wrong[0])} is {weights[wrong[0]].dtype} {tuple(weights[wrong[0]].shape)}, the model's "
-                f"{own[wrong[0]].dtype} {tuple(own[wrong[0]].shape)}")
+        what = (
+            f"missing {_shown(missing[0])}"
+            if missing
+            else f"unexpected {_shown(extra[0])}"
+            if extra
+            else f"{_shown(wrong[0])} is {weights[wrong[0]].dtype} {tuple(weights[wrong[0]].shape)}, the model's "
+            f"{own[wrong[0]].dtype} {tuple(own[wrong[0]].shape)}"
+        )
         raise FormatError(f"{directory}: not a valid checkpoint of this model (tensor {what})")
 
 
-def _optimizer_unfit(tensors: dict[str, torch.Tensor], meta: dict[str, Any], optimizer: torch.optim.Optimizer
-                     ) -> str | None:
+def _optimizer_unfit(
+    tensors: dict[str, torch.Tensor], meta: dict[str, Any], optimizer: torch.optim.Optimizer
+) -> str | None:
     """Why the saved optimiser state and settings cannot be this optimiser's, where loading them would not
     say so (it takes state of any shape, dtype or name, and settings of any name, which the first step would
     trip over or ignore); None when they fit."""
     saved_groups = meta["optimizer"]["param_groups"]
     groups = optimizer.param_groups
     ids = [i for s in saved_groups for i in (s.get("params") if isinstance(s.get("params"), list) else [None])]
-    if len(saved_groups) != len(groups) or any(
+    if (
+        len(saved_groups) != len(groups)
+        or any(
             not isinstance(s.get("params"), list) or len(s["params"]) != len(g["params"])
-            for s, g in zip(saved_groups, groups)) \
-            or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids) or len(set(ids)) != len(ids):
+            for s, g in zip(saved_groups, groups)
+        )
+        or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
+        or len(set(ids)) != len(ids)
+    ):
         return "'param_groups' do not list this optimiser's parameters"
     for g in saved_groups:
         unknown = sorted(set(g) - set(optimizer.defaults) - {"params"}, key=str)
@@ -299,17 +364,24 @@ def _optimizer_unfit(tensors: dict[str, torch.Tensor], meta: dict[str, Any], opt
     params = {i: p for s, g in zip(saved_groups, groups) for i, p in zip(s["params"], g["params"])}
     names: dict[Any, set[str]] = {}
     entries = [(k.split("/", 2), v) for k, v in tensors.items() if k.startswith("opt/")]
-    entries += [((("opt", *k.split("/", 1)) if "/" in k else ("opt", k, "")), v)
-                for k, v in meta["optimizer"]["scalars"].items()]
+    entries += [
+        ((("opt", *k.split("/", 1)) if "/" in k else ("opt", k, "")), v)
+        for k, v in meta["optimizer"]["scalars"].items()
+    ]
     for parts, v in entries:
         idx = int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
         if idx not in params:
             return f"optimiser state {'/'.join(parts)!r} is of no parameter of this model"
         names.setdefault(idx, set()).add(parts[2])
-        if isinstance(v, torch.Tensor) and parts[2] != "step" and (v.shape, v.dtype) != (params[idx].shape,
-                                                                                           params[idx].dtype):
-            return (f"optimiser state {'/'.join(parts)!r} is {v.dtype}{list(v.shape)}, its parameter "
-                    f"{params[idx].dtype}{list(params[idx].shape)}")
+        if (
+            isinstance(v, torch.Tensor)
+            and parts[2] != "step"
+            and (v.shape, v.dtype) != (params[idx].shape, params[idx].dtype)
+        ):
+            return (
+                f"optimiser state {'/'.join(parts)!r} is {v.dtype}{list(v.shape)}, its parameter "
+                f"{params[idx].dtype}{list(params[idx].shape)}"
+            )
         if isinstance(v, torch.Tensor) and parts[2] == "step" and (v.dim() or not v.is_floating_point()):
             return f"optimiser state {'/'.join(parts)!r} must be a floating-point number, is {v.dtype}{list(v.shape)}"
     if len({frozenset(n) for n in names.values()}) > 1:
@@ -331,8 +403,11 @@ def _settings_problem(optimizer: torch.optim.Optimizer) -> str | None:
             elif _number(default):
                 ok = _number(v) and math.isfinite(v)
             elif isinstance(default, (tuple, list)):
-                ok = isinstance(v, (tuple, list)) and len(v) == len(default) and all(
-                    _number(x) and math.isfinite(x) for x in v)
+                ok = (
+                    isinstance(v, (tuple, list))
+                    and len(v) == len(default)
+                    and all(_number(x) and math.isfinite(x) for x in v)
+                )
             elif default is None:
                 ok = v is None or isinstance(v, bool)
             else:
@@ -342,8 +417,12 @@ def _settings_problem(optimizer: torch.optim.Optimizer) -> str | None:
     return None
 
 
-def load_checkpoint(directory: str | os.PathLike, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-                    identity: dict[str, Any] | None = None) -> tuple[int, list[dict], dict[str, torch.Tensor]] | None:
+def load_checkpoint(
+    directory: str | os.PathLike,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    identity: dict[str, Any] | None = None,
+) -> tuple[int, list[dict], dict[str, torch.Tensor]] | None:
     """Restore model, optimiser and RNG; returns ``(next epoch, history, extra tensors)``, or None
     without a checkpoint. With ``identity``, a checkpoint of another run is an :class:`InputError`."""
     d = Path(directory)
@@ -357,7 +436,7 @@ def load_checkpoint(directory: str | os.PathLike, model: torch.nn.Module, optimi
         unfit = _model_unfit(tensors, model)
         if unfit:
             raise ValueError(unfit)
-        model.load_state_dict({k[len("model/"):]: v for k, v in tensors.items() if k.startswith("model/")})
+        model.load_state_dict({k[len("model/") :]: v for k, v in tensors.items() if k.startswith("model/")})
         unfit = _optimizer_unfit(tensors, meta, optimizer)
         if unfit:
             raise ValueError(unfit)
@@ -376,7 +455,8 @@ def load_checkpoint(directory: str | os.PathLike, model: torch.nn.Module, optimi
         torch.set_rng_state(tensors["rng/torch"])
     except (RuntimeError, ValueError, KeyError, TypeError, AttributeError) as exc:  # another model's or tool's files
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise FormatError(f"{d}: not a valid checkpoint of this model and optimiser ({type(exc).__name__}: "
-                          f"{reason})") from None
-    extra = {k[len("extra/"):]: v for k, v in tensors.items() if k.startswith("extra/")}
+        raise FormatError(
+            f"{d}: not a valid checkpoint of this model and optimiser ({type(exc).__name__}: {reason})"
+        ) from None
+    extra = {k[len("extra/") :]: v for k, v in tensors.items() if k.startswith("extra/")}
     return int(meta["epoch"]) + 1, list(meta["history"]), extra

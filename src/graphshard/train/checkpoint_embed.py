@@ -26,9 +26,15 @@ from .node import node_task
 from .options import TrainOptions
 
 
-def checkpoint_options(part_config: str, checkpoint: str, out: str, timeout: float = 300.0,
-                       layer: str = "output", heartbeat_timeout: float = DEFAULT_LOST_AFTER,
-                       rank: int = 0) -> tuple[TrainOptions, int]:
+def checkpoint_options(
+    part_config: str,
+    checkpoint: str,
+    out: str,
+    timeout: float = 300.0,
+    layer: str = "output",
+    heartbeat_timeout: float = DEFAULT_LOST_AFTER,
+    rank: int = 0,
+) -> tuple[TrainOptions, int]:
     """The training options a checkpoint was written with (those that shape the model), and its rank count,
     read from rank ``rank``'s part of it (on a multi-host run without a shared file system, each host holds
     only its own ranks' parts)."""
@@ -38,18 +44,35 @@ def checkpoint_options(part_config: str, checkpoint: str, out: str, timeout: flo
     identity = meta.get("identity")
     needed = [k for k in RESUME_OPTIONS if k not in LATER_OPTIONS] + ["world_size"]
     if not isinstance(identity, dict) or any(k not in identity for k in needed):
-        raise InputError(f"{checkpoint}: the checkpoint does not record the options of its run (written by an "
-                         "older graphshard): the model cannot be rebuilt")
+        raise InputError(
+            f"{checkpoint}: the checkpoint does not record the options of its run (written by an "
+            "older graphshard): the model cannot be rebuilt"
+        )
     recorded = {k: identity[k] for k in RESUME_OPTIONS if k in identity and k != "num_layers"}  # layers: fanouts
-    opts = TrainOptions(part_config=str(part_config), checkpoint=str(checkpoint), save_embeddings=str(out),
-                        timeout=timeout, heartbeat_timeout=heartbeat_timeout, embedding_layer=layer, **recorded)
+    opts = TrainOptions(
+        part_config=str(part_config),
+        checkpoint=str(checkpoint),
+        save_embeddings=str(out),
+        timeout=timeout,
+        heartbeat_timeout=heartbeat_timeout,
+        embedding_layer=layer,
+        **recorded,
+    )
     opts.check()
     return opts, int(identity["world_size"])
 
 
-def embed(part_config: str | os.PathLike, checkpoint: str | os.PathLike, out: str | os.PathLike,
-          num_procs: int | None = None, host: str = "127.0.0.1", timeout: float = 300.0, layer: str = "output",
-          heartbeat_timeout: float = DEFAULT_LOST_AFTER, verify: bool = True) -> None:
+def embed(
+    part_config: str | os.PathLike,
+    checkpoint: str | os.PathLike,
+    out: str | os.PathLike,
+    num_procs: int | None = None,
+    host: str = "127.0.0.1",
+    timeout: float = 300.0,
+    layer: str = "output",
+    heartbeat_timeout: float = DEFAULT_LOST_AFTER,
+    verify: bool = True,
+) -> None:
     """Write every node's output (as ``--save-embeddings`` does) from the checkpoint in ``checkpoint`` of a
     run on the partitions of ``part_config`` (``<checkpoint>/best`` of a run: its best validation epoch).
     ``num_procs``: start that many local ranks (the checkpoint's rank count); None: this process is one rank
@@ -60,13 +83,15 @@ def embed(part_config: str | os.PathLike, checkpoint: str | os.PathLike, out: st
     if num_procs is None:
         adopt_launcher_env()
     rank = 0 if num_procs is not None else int(os.environ.get("RANK", "0"))
-    opts, world = checkpoint_options(str(part_config), str(checkpoint), str(out), timeout, layer, heartbeat_timeout,
-                                     rank)
+    opts, world = checkpoint_options(
+        str(part_config), str(checkpoint), str(out), timeout, layer, heartbeat_timeout, rank
+    )
     opts = replace(opts, verify=verify)
     ranks = num_procs if num_procs is not None else int(os.environ.get("WORLD_SIZE", "1"))
     if ranks != world:
-        raise InputError(f"{checkpoint}: the checkpoint was written by {world} ranks; run embed on {world} "
-                         f"(got {ranks})")
+        raise InputError(
+            f"{checkpoint}: the checkpoint was written by {world} ranks; run embed on {world} (got {ranks})"
+        )
     check_embeddings_target(out)
     if num_procs is None:
         _rank(opts)
@@ -90,8 +115,12 @@ def _rank(opts: TrainOptions) -> None:
             model = link_model(opts, inputs, et)
             encoder, types = model.encoder, [et[0], et[2]]
         directory = f"{opts.checkpoint}/rank{s.rank}"
-        resumed = load_checkpoint(directory, model, torch.optim.Adam(model.parameters(), lr=opts.lr),
-                                  run_identity(g.config, opts, s.world_size))
+        resumed = load_checkpoint(
+            directory,
+            model,
+            torch.optim.Adam(model.parameters(), lr=opts.lr),
+            run_identity(g.config, opts, s.world_size),
+        )
         if resumed is None:
             raise InputError(f"{directory}: no checkpoint of rank {s.rank}")
         inputs.load_state(resumed[2])

@@ -34,21 +34,32 @@ def check_finite_features(g: DistGraph, feat_name: str = "feat") -> None:
             row = offset + int(bad[0])
             start = book.node_range(g.part_id, ntype)[0]
             orig = int(book.to_original(ntype, torch.tensor([start + row]))[0])
-            raise InputError(f"feature {feat_name!r} of {ntype!r} node {orig} (original ID) is not finite "
-                             f"({bad.shape[0]} such rows in partition {g.part_id}); fix the data, or pass "
-                             "--allow-nonfinite to train anyway")
+            raise InputError(
+                f"feature {feat_name!r} of {ntype!r} node {orig} (original ID) is not finite "
+                f"({bad.shape[0]} such rows in partition {g.part_id}); fix the data, or pass "
+                "--allow-nonfinite to train anyway"
+            )
 
 
 def check_loss(loss: torch.Tensor, epoch: int, step: int, rank: int) -> None:
     """Raise :class:`InputError` if the loss is NaN or infinite, naming the epoch, batch and rank."""
     value = float(loss.detach())
     if not np.isfinite(value):
-        raise InputError(f"the training loss is {value} at epoch {epoch}, batch {step} (rank {rank}); "
-                         "lower --lr or check the features, or pass --allow-nonfinite to continue")
+        raise InputError(
+            f"the training loss is {value} at epoch {epoch}, batch {step} (rank {rank}); "
+            "lower --lr or check the features, or pass --allow-nonfinite to continue"
+        )
 
 
-def num_classes_of(labels: np.ndarray, masks: dict[str, np.ndarray], declared: int | None, ntype: str,
-                   to_original=lambda ids: ids, source: str = "--num-classes", where=lambda node: "") -> int:
+def num_classes_of(
+    labels: np.ndarray,
+    masks: dict[str, np.ndarray],
+    declared: int | None,
+    ntype: str,
+    to_original=lambda ids: ids,
+    source: str = "--num-classes",
+    where=lambda node: "",
+) -> int:
     """The number of classes: ``declared`` (by ``source``: the flag, or the partition config recording the
     dataset's count) when given, else the largest label of a split node + 1. Every node in a split must carry
     a label in ``[0, classes)``; nodes outside the splits are not read. An inferred count larger than the
@@ -68,13 +79,17 @@ def num_classes_of(labels: np.ndarray, masks: dict[str, np.ndarray], declared: i
 
     if declared is None and top > max(1, int(used.sum())):
         node = int(np.flatnonzero(used & (labels == top - 1))[0])
-        raise InputError(f"{node_text(node)} has label {top - 1}, which would make {top} classes for "
-                         f"{int(used.sum())} labelled nodes: a label is out of range; give the number of classes "
-                         "(--num-classes) to check the labels against")
+        raise InputError(
+            f"{node_text(node)} has label {top - 1}, which would make {top} classes for "
+            f"{int(used.sum())} labelled nodes: a label is out of range; give the number of classes "
+            "(--num-classes) to check the labels against"
+        )
     bad = np.flatnonzero(used & ((labels < 0) | (labels >= classes)))
     if bad.size:
         node = int(bad[0])
-        what = f"the {classes} classes declared by {source}" if declared is not None else "the classes (labels are >= 0)"
+        what = (
+            f"the {classes} classes declared by {source}" if declared is not None else "the classes (labels are >= 0)"
+        )
         raise InputError(f"{node_text(node)} has label {int(labels[node])}, outside {what}")
     return classes
 
@@ -90,5 +105,5 @@ def _bad_rows(x) -> torch.Tensor | None:
         return None
     rows = x.reshape(x.shape[0], -1)
     step = max(1, (1 << 24) // max(rows.shape[1], 1))  # blocks of ~16 M values: the mask stays small
-    bad = [torch.nonzero(~torch.isfinite(rows[b: b + step]).all(dim=1))[:, 0] + b for b in range(0, len(rows), step)]
+    bad = [torch.nonzero(~torch.isfinite(rows[b : b + step]).all(dim=1))[:, 0] + b for b in range(0, len(rows), step)]
     return torch.cat(bad) if bad else torch.zeros(0, dtype=torch.int64)

@@ -17,7 +17,9 @@ from ..errors import InputError
 from .fields import coerce, shown, specs
 from .options import LaunchOptions, TrainOptions
 
-YAML_HINT = "reading YAML needs PyYAML (pip install pyyaml: it is a dependency of graphshard); a .json file needs nothing"
+YAML_HINT = (
+    "reading YAML needs PyYAML (pip install pyyaml: it is a dependency of graphshard); a .json file needs nothing"
+)
 
 
 def option_specs() -> dict[str, Any]:
@@ -73,8 +75,7 @@ def _yaml_value_error(yaml: Any, path: Path, text: str, exc: Exception) -> str:
             try:
                 loader.construct_object(node, deep=True)
             except (yaml.YAMLError, *_CONSTRUCTION) as err:
-                return (f"{path}, line {node.start_mark.line + 1}: YAML value {shown(node.value)} cannot be read "
-                        f"({err})")
+                return f"{path}, line {node.start_mark.line + 1}: YAML value {shown(node.value)} cannot be read ({err})"
         elif isinstance(node, yaml.SequenceNode):
             stack.extend(reversed(node.value))
         elif isinstance(node, yaml.MappingNode):
@@ -102,8 +103,10 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
         if name not in known or not known[name].cli:
             close = difflib.get_close_matches(name, [k for k, s in known.items() if s.cli], n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise InputError(f"{path}: unknown key {shown(key)}{hint}; the keys are the long flags of "
-                             "'graphshard train' (see --help or --print-config)")
+            raise InputError(
+                f"{path}: unknown key {shown(key)}{hint}; the keys are the long flags of "
+                "'graphshard train' (see --help or --print-config)"
+            )
         try:
             out[name] = coerce(known[name], value)
         except ValueError as exc:

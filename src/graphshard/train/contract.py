@@ -34,9 +34,11 @@ def held_data(cfg: PartitionConfig) -> Held:
 
 def describe(held: Held, types: list[str] | None = None) -> str:
     """``paper: feat (F32 x 128), label (I64); author: no node data``."""
+
     def one(t: str) -> str:
         items = [f"{n} ({d}{' x ' + 'x'.join(map(str, s)) if s else ''})" for n, (d, s) in sorted(held[t].items())]
         return f"{t}: {', '.join(items) if items else 'no node data'}"
+
     return "; ".join(one(t) for t in (types or list(held)))
 
 
@@ -55,8 +57,10 @@ def _target(opts: TrainOptions, cfg: PartitionConfig, held: Held, label: str | N
     names = [label] if label else list(LABEL_NAMES)
     labelled = [t for t in types if any(n in held[t] for n in names)]
     if len(labelled) != 1:
-        raise InputError(f"{cfg.path}: node types with labels {names}: {labelled}; choose one with --target "
-                         f"(the partitions hold {describe(held)})")
+        raise InputError(
+            f"{cfg.path}: node types with labels {names}: {labelled}; choose one with --target "
+            f"(the partitions hold {describe(held)})"
+        )
     return labelled[0]
 
 
@@ -64,26 +68,34 @@ def _check_node_data(opts: TrainOptions, cfg: PartitionConfig, held: Held, targe
     have = held[target]
     missing = [n for n in [label, *opts.split_masks] if n not in have]
     if missing:
-        raise InputError(f"{cfg.path}: node type {target!r} has no {', '.join(map(repr, missing))} (it holds "
-                         f"{describe(held, [target]).split(': ', 1)[1]}); name its data with --label and "
-                         "--split-masks")
+        raise InputError(
+            f"{cfg.path}: node type {target!r} has no {', '.join(map(repr, missing))} (it holds "
+            f"{describe(held, [target]).split(': ', 1)[1]}); name its data with --label and "
+            "--split-masks"
+        )
     code, shape = have[label]
     if code[0] not in "IU" or shape not in ((), (1,)):
-        raise InputError(f"{cfg.path}: label {label!r} of {target!r} must be one integer per node, got {code} "
-                         f"of row shape {list(shape)}")
+        raise InputError(
+            f"{cfg.path}: label {label!r} of {target!r} must be one integer per node, got {code} "
+            f"of row shape {list(shape)}"
+        )
     for name in opts.split_masks:
         code, shape = have[name]
         if code not in ("BOOL", "U8", "I8") or shape not in ((), (1,)):
-            raise InputError(f"{cfg.path}: split mask {name!r} of {target!r} must be one boolean per node, got "
-                             f"{code} of row shape {list(shape)}")
+            raise InputError(
+                f"{cfg.path}: split mask {name!r} of {target!r} must be one boolean per node, got "
+                f"{code} of row shape {list(shape)}"
+            )
 
 
 def _check_link(opts: TrainOptions, cfg: PartitionConfig, held: Held) -> None:
     require_link_split(opts)
     et = load_link_split(opts.link_split).etype
     if etype_str(et) not in cfg.etypes:
-        raise InputError(f"{opts.link_split}: held-out edges of type {etype_str(et)!r}, which {cfg.path} does not "
-                         f"have (edge types: {sorted(cfg.etypes)})")
+        raise InputError(
+            f"{opts.link_split}: held-out edges of type {etype_str(et)!r}, which {cfg.path} does not "
+            f"have (edge types: {sorted(cfg.etypes)})"
+        )
     if opts.model == "mlp" and len(cfg.ntypes) > 1 and et[0] != et[2]:
         raise InputError(f"model 'mlp' maps one node type; edge type {etype_str(et)!r} joins two: use --model rsage")
 
@@ -99,12 +111,15 @@ def check_model(opts: TrainOptions, cfg: PartitionConfig) -> None:
         return
     held = {key.rsplit("/", 1)[-1] for key in cfg.feature_schema.get("edge_feats", {})}
     if opts.edge_feat not in held:
-        raise InputError(f"{cfg.path}: no edge type has feature {opts.edge_feat!r} (edge features: "
-                         f"{', '.join(sorted(held)) or 'none'})")
+        raise InputError(
+            f"{cfg.path}: no edge type has feature {opts.edge_feat!r} (edge features: "
+            f"{', '.join(sorted(held)) or 'none'})"
+        )
     if not reads_edge_features(opts.model):
         readers = [n for n, b in BUILTIN.items() if b.edge_features]
-        raise InputError(f"--edge-feat: model {opts.model!r} reads no edge features ({', '.join(readers)} and your "
-                         "own model do)")
+        raise InputError(
+            f"--edge-feat: model {opts.model!r} reads no edge features ({', '.join(readers)} and your own model do)"
+        )
 
 
 def resolve_data(opts: TrainOptions, world_size: int, announce: bool = True) -> TrainOptions:
@@ -114,9 +129,11 @@ def resolve_data(opts: TrainOptions, world_size: int, announce: bool = True) -> 
     try:
         stored_per_process(cfg.num_parts, world_size)
     except InputError:
-        raise InputError(f"{world_size} processes cannot serve the {cfg.num_parts} partitions of {cfg.path} evenly: "
-                         f"start a multiple or a divisor of {cfg.num_parts} (every partition is served by as many "
-                         "processes, or every process serves as many partitions)") from None
+        raise InputError(
+            f"{world_size} processes cannot serve the {cfg.num_parts} partitions of {cfg.path} evenly: "
+            f"start a multiple or a divisor of {cfg.num_parts} (every partition is served by as many "
+            "processes, or every process serves as many partitions)"
+        ) from None
     held = held_data(cfg)
     present = {n for h in held.values() for n in h}
     feat = _pick(opts.feat, FEATURE_NAMES, present)
@@ -124,8 +141,10 @@ def resolve_data(opts: TrainOptions, world_size: int, announce: bool = True) -> 
         raise InputError(f"{cfg.path}: no node type has feature {feat!r}; the partitions hold {describe(held)}")
     for t, h in held.items():
         if feat in h and (h[feat][0] == "BOOL" or len(h[feat][1]) > 1):
-            raise InputError(f"{cfg.path}: feature {feat!r} of {t!r} must be numbers, one row per node, got "
-                             f"{h[feat][0]} of row shape {list(h[feat][1])}")
+            raise InputError(
+                f"{cfg.path}: feature {feat!r} of {t!r} must be numbers, one row per node, got "
+                f"{h[feat][0]} of row shape {list(h[feat][1])}"
+            )
     label, target = None, opts.target
     if opts.task == "node":
         target = _target(opts, cfg, held, opts.label)
@@ -137,6 +156,11 @@ def resolve_data(opts: TrainOptions, world_size: int, announce: bool = True) -> 
     check_model(opts, cfg)
     featureless = [t for t in held if feat not in held[t]]
     if featureless and announce:
-        notice.info("node types without feature %r get learnt %d-d input embeddings (sparse Adagrad, lr %g): %s",
-                    feat, opts.embed_dim or opts.hidden, opts.sparse_lr, ", ".join(featureless))
+        notice.info(
+            "node types without feature %r get learnt %d-d input embeddings (sparse Adagrad, lr %g): %s",
+            feat,
+            opts.embed_dim or opts.hidden,
+            opts.sparse_lr,
+            ", ".join(featureless),
+        )
     return replace(opts, feat=feat, label=label if opts.task == "node" else opts.label, target=target)

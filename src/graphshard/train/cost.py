@@ -47,18 +47,28 @@ def train_estimates(cfg: PartitionConfig, world: int, feat_width: int, hidden: i
         first = (rank // sharing) * group
         served = range(first, first + group)
         n = cfg.num_nodes
-        peak = TRAIN_BASE + min(BATCHES_CAP, BATCHES * n) + min(SETUP_CAP, SETUP * n) + PER_NODE * n \
+        peak = (
+            TRAIN_BASE
+            + min(BATCHES_CAP, BATCHES * n)
+            + min(SETUP_CAP, SETUP * n)
+            + PER_NODE * n
             + PER_NODE_SEGMENT * n * (group - 1)
+        )
         phase = "training"
         if layerwise:
             local = max(_local_nodes(cfg, p) for p in served) // sharing
             edges = max(sum(int(r[p, 1] - r[p, 0]) for r in cfg.edge_map.values()) for p in served) // sharing
             others = sum(inner[p] for p in served) - min(inner[p] for p in served)
-            peak += min(LAYERWISE_CHUNK_CAP, LAYERWISE_CHUNK * edges) + 8 * hidden * others \
-                + int(LAYERWISE_PER_LOCAL * (feat_width + hidden) * local) + LAYERWISE_SEGMENT * (group > 1)
+            peak += (
+                min(LAYERWISE_CHUNK_CAP, LAYERWISE_CHUNK * edges)
+                + 8 * hidden * others
+                + int(LAYERWISE_PER_LOCAL * (feat_width + hidden) * local)
+                + LAYERWISE_SEGMENT * (group > 1)
+            )
             phase = "layer-wise evaluation"
-        mapped = sum(cfg.part_path(p, k).stat().st_size for p in served for k in cfg.parts[p]
-                     if cfg.part_path(p, k).is_file())
+        mapped = sum(
+            cfg.part_path(p, k).stat().st_size for p in served for k in cfg.parts[p] if cfg.part_path(p, k).is_file()
+        )
         out.append(Estimate(f"rank {rank}", peak, 0, phase, mapped))
     return out
 
@@ -71,8 +81,11 @@ def _local_nodes(cfg: PartitionConfig, part: int) -> int:
 
 def feature_width(cfg: PartitionConfig, names: tuple[str, ...] = ("feat", "x")) -> int:
     """Input columns of the widest node type's features (0 when no type has any)."""
-    widths = [math.prod(shape) for key, (_, shape) in cfg.feature_schema.get("node_feats", {}).items()
-              if key.rsplit("/", 1)[1] in names]
+    widths = [
+        math.prod(shape)
+        for key, (_, shape) in cfg.feature_schema.get("node_feats", {}).items()
+        if key.rsplit("/", 1)[1] in names
+    ]
     return max(widths, default=0)
 
 
@@ -84,7 +97,9 @@ def check_train_fits(cfg: PartitionConfig, world: int, local: int, hidden: int, 
     if budget and need > budget:
         worst = max(per, key=lambda e: e.peak_bytes)
         hint = " or --eval-fanouts (sampled evaluation)" if layerwise else ""
-        raise InputError(f"training is predicted to need {gib(need)} on this machine ({local} processes; "
-                         f"{worst.method} {gib(worst.peak_bytes)} at its {worst.phase}), more than the "
-                         f"{gib(budget)} allowed (--memory); start fewer processes{hint}, or spread them over "
-                         f"machines (graphshard plan --part-config {cfg.path} for the table)")
+        raise InputError(
+            f"training is predicted to need {gib(need)} on this machine ({local} processes; "
+            f"{worst.method} {gib(worst.peak_bytes)} at its {worst.phase}), more than the "
+            f"{gib(budget)} allowed (--memory); start fewer processes{hint}, or spread them over "
+            f"machines (graphshard plan --part-config {cfg.path} for the table)"
+        )

@@ -32,8 +32,9 @@ Predict = Callable[[str, torch.Tensor], torch.Tensor]  # (node type, per-type ID
 notice = logging.getLogger("graphshard.notice")  # shown at the default log level
 
 
-def predict(g: DistGraph, model: torch.nn.Module, inputs: ModelInputs, ntype: str, ids: torch.Tensor,
-            opts: TrainOptions) -> torch.Tensor:
+def predict(
+    g: DistGraph, model: torch.nn.Module, inputs: ModelInputs, ntype: str, ids: torch.Tensor, opts: TrainOptions
+) -> torch.Tensor:
     """Model outputs for nodes ``ids`` of ``ntype`` (distinct; rows in the order of ``ids``), sampling
     ``opts.eval_fanouts`` (every in-edge by default)."""
     fanouts = opts.eval_fanouts or [-1] * opts.num_layers
@@ -41,9 +42,19 @@ def predict(g: DistGraph, model: torch.nn.Module, inputs: ModelInputs, ntype: st
     order = np.argsort(ids_np, kind="stable")
     out = None
     model.eval()
-    with torch.no_grad(), DistNeighborLoader(g, fanouts, ids, math.ceil(opts.eval_batch_size / g.group.world_size),
-                                             input_type=ntype if inputs.hetero else None, label_name=None,
-                                             seed=opts.seed, **inputs.loader_options()) as loader:
+    with (
+        torch.no_grad(),
+        DistNeighborLoader(
+            g,
+            fanouts,
+            ids,
+            math.ceil(opts.eval_batch_size / g.group.world_size),
+            input_type=ntype if inputs.hetero else None,
+            label_name=None,
+            seed=opts.seed,
+            **inputs.loader_options(),
+        ) as loader,
+    ):
         for batch in loader:
             n = batch[ntype].batch_size if inputs.hetero else batch.batch_size
             rows = rows_of(model(*inputs(batch)), ntype)[:n]
@@ -59,8 +70,16 @@ class Outputs:
     (exact, O(layers × edges); :mod:`graphshard.infer`) or, with ``opts.eval_fanouts``, by mini-batches
     sampling those fanouts. Recomputed only after :meth:`changed` (a training step); collective."""
 
-    def __init__(self, s: Session, g: DistGraph, model: torch.nn.Module, inputs: ModelInputs, opts: TrainOptions,
-                 types: list[str], name: str):
+    def __init__(
+        self,
+        s: Session,
+        g: DistGraph,
+        model: torch.nn.Module,
+        inputs: ModelInputs,
+        opts: TrainOptions,
+        types: list[str],
+        name: str,
+    ):
         self.s, self.g, self.model, self.inputs, self.opts = s, g, model, inputs, opts
         self.types, self.name = list(dict.fromkeys(types)), name
         self.tables: dict[str, DistTensor] = {}
@@ -76,21 +95,38 @@ class Outputs:
             for table in self.tables.values():
                 table.free()
             name = f"{self.name}{next(self.runs)}"
-            self.tables = every_output(self.s, self.g, self.model, self.inputs, self.opts, self.types, name,
-                                       sampled=self.opts.eval_fanouts is not None)
+            self.tables = every_output(
+                self.s,
+                self.g,
+                self.model,
+                self.inputs,
+                self.opts,
+                self.types,
+                name,
+                sampled=self.opts.eval_fanouts is not None,
+            )
             self.computed = self.version
             self.seconds += time.perf_counter() - start
         return self.tables
 
 
-def representations(g: DistGraph, model: torch.nn.Module, inputs: ModelInputs, opts: TrainOptions,
-                    outputs: Outputs) -> dict[str, DistTensor]:
+def representations(
+    g: DistGraph, model: torch.nn.Module, inputs: ModelInputs, opts: TrainOptions, outputs: Outputs
+) -> dict[str, DistTensor]:
     """What ``--save-embeddings`` writes for ``outputs``' node types: those outputs, or with
     ``opts.embedding_layer == "hidden"`` the hidden layer the last layer reads (computed layer by layer)."""
     if opts.embedding_layer == "output":
         return outputs.get()
-    return every_output(outputs.s, g, model, inputs, opts, outputs.types, f"{outputs.name}-hidden",
-                        layers=getattr(model, "num_layers", opts.num_layers) - 1)
+    return every_output(
+        outputs.s,
+        g,
+        model,
+        inputs,
+        opts,
+        outputs.types,
+        f"{outputs.name}-hidden",
+        layers=getattr(model, "num_layers", opts.num_layers) - 1,
+    )
 
 
 def has_layerwise(model: torch.nn.Module) -> bool:
@@ -98,9 +134,17 @@ def has_layerwise(model: torch.nn.Module) -> bool:
     return bool(getattr(model, "layerwise", hasattr(model, "layer")))
 
 
-def every_output(s: Session, g: DistGraph, model: torch.nn.Module, inputs: ModelInputs, opts: TrainOptions,
-                 types: list[str], name: str, layers: int | None = None, sampled: bool = False
-                 ) -> dict[str, DistTensor]:
+def every_output(
+    s: Session,
+    g: DistGraph,
+    model: torch.nn.Module,
+    inputs: ModelInputs,
+    opts: TrainOptions,
+    types: list[str],
+    name: str,
+    layers: int | None = None,
+    sampled: bool = False,
+) -> dict[str, DistTensor]:
     """``model``'s output (or, with ``layers``, that layer's) for every node of ``types``: layer by layer
     (exact), or by mini-batches over sampled neighbourhoods (``opts.eval_fanouts``; every in-edge by
     default) when ``sampled`` or when the model offers no layer-wise inference (said once). Collective."""
@@ -108,22 +152,32 @@ def every_output(s: Session, g: DistGraph, model: torch.nn.Module, inputs: Model
         edge_rows = inputs.edge_rows if inputs.edge_feat else None
         return layerwise_inference(g, model, inputs.rows, name, types, layers=layers, edge_rows=edge_rows)[0]
     if layers is not None:
-        raise InputError(f"model {opts.model!r} offers no layer-wise inference, so no hidden layer's output: "
-                         "use --embedding-layer output")
+        raise InputError(
+            f"model {opts.model!r} offers no layer-wise inference, so no hidden layer's output: "
+            "use --embedding-layer output"
+        )
     if not sampled and not getattr(model, "said_sampled", False):
         model.said_sampled = True
         if s.rank == 0:
-            notice.info("model %s offers no layer-wise inference: every node is computed from its sampled full "
-                        "neighbourhood instead", opts.model)
-    return {t: embed_all(s, g, lambda nt, ids: predict(g, model, inputs, nt, ids, opts), t, f"{name}/{t}")
-            for t in types}
+            notice.info(
+                "model %s offers no layer-wise inference: every node is computed from its sampled full "
+                "neighbourhood instead",
+                opts.model,
+            )
+    return {
+        t: embed_all(s, g, lambda nt, ids: predict(g, model, inputs, nt, ids, opts), t, f"{name}/{t}") for t in types
+    }
 
 
 def my_share(s: Session, g: DistGraph, ntype: str) -> torch.Tensor:
     """The nodes of ``ntype`` this rank computes outputs for (an even split of all of them)."""
-    return node_split(np.ones(g.num_nodes(ntype), dtype=bool), g.get_partition_book(),
-                      ntype=ntype if len(g.ntypes) > 1 else None, rank=s.rank, world_size=s.world_size)
-
+    return node_split(
+        np.ones(g.num_nodes(ntype), dtype=bool),
+        g.get_partition_book(),
+        ntype=ntype if len(g.ntypes) > 1 else None,
+        rank=s.rank,
+        world_size=s.world_size,
+    )
 
 
 def embed_all(s: Session, g: DistGraph, predict: Predict, ntype: str, name: str) -> DistTensor:
@@ -132,8 +186,9 @@ def embed_all(s: Session, g: DistGraph, predict: Predict, ntype: str, name: str)
     rows = predict(ntype, mine)
     dims = g.group.all_gather(str(int(rows.shape[1]) if rows.numel() else -1).encode(), f"{name} width")
     dim = max(int(d) for d in dims)  # a rank with no nodes of the type has no rows to tell the width
-    table = DistTensor(g.group, g.get_partition_book(), (g.num_nodes(ntype), dim), torch.float32, f"{name}#{g.key}",
-                       ntype=ntype)
+    table = DistTensor(
+        g.group, g.get_partition_book(), (g.num_nodes(ntype), dim), torch.float32, f"{name}#{g.key}", ntype=ntype
+    )
     if mine.numel():
         table[mine] = rows
     g.barrier()

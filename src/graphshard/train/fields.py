@@ -37,9 +37,14 @@ class Spec:
 
     def wanted(self) -> str:
         """What a valid value looks like, for error messages."""
-        base = {"int": "an integer", "float": "a number", "str": "a string", "bool": "true or false",
-                "ints": "a list of integers (or comma-separated text such as 10,10)",
-                "strs": "a list of names (or comma-separated text)"}[self.kind]
+        base = {
+            "int": "an integer",
+            "float": "a number",
+            "str": "a string",
+            "bool": "true or false",
+            "ints": "a list of integers (or comma-separated text such as 10,10)",
+            "strs": "a list of names (or comma-separated text)",
+        }[self.kind]
         if self.choices:
             base = f"one of {', '.join(self.choices)}"
         if self.low is not None or self.high is not None:

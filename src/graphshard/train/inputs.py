@@ -34,8 +34,11 @@ class ModelInputs:
         self.sparse_x = projects_inputs(opts.model, self.hetero)
         self.ntypes, self.etypes = g.ntypes, g.canonical_etypes
         self.edge_feat = opts.edge_feat if opts.edge_feat and reads_edge_features(opts.model) else None
-        self.edge_dims = {et: _width(g.edges[et].data[self.edge_feat].shape) for et in self.etypes
-                          if self.edge_feat and self.edge_feat in g.edges[et].data.keys()}
+        self.edge_dims = {
+            et: _width(g.edges[et].data[self.edge_feat].shape)
+            for et in self.etypes
+            if self.edge_feat and self.edge_feat in g.edges[et].data.keys()
+        }
         self.dims: dict[str, int] = {}
         self.embeddings: dict[str, DistEmbedding] = {}
         embed_dim = opts.embed_dim or opts.hidden
@@ -45,8 +48,9 @@ class ModelInputs:
                 shape = data[feat_name].shape
                 self.dims[t] = int(shape[1]) if len(shape) > 1 else 1
             else:
-                self.embeddings[t] = DistEmbedding(g.group, g.book, g.num_nodes(t), embed_dim, f"embed/{t}#{g.key}",
-                                                   ntype=t, seed=opts.seed * 1009 + i)
+                self.embeddings[t] = DistEmbedding(
+                    g.group, g.book, g.num_nodes(t), embed_dim, f"embed/{t}#{g.key}", ntype=t, seed=opts.seed * 1009 + i
+                )
                 self.dims[t] = embed_dim
         self.optimizer = SparseAdagrad(list(self.embeddings.values()), opts.sparse_lr) if self.embeddings else None
 
@@ -59,8 +63,12 @@ class ModelInputs:
     def loader_options(self) -> dict[str, Any]:
         """What the run's loaders fetch for this model: its features (sparse where it takes them so), its
         edge feature, no other node data."""
-        return {"feat_name": self.feat_name, "sparse_x": self.sparse_x, "edge_feat_name": self.edge_feat,
-                "node_attrs": ()}
+        return {
+            "feat_name": self.feat_name,
+            "sparse_x": self.sparse_x,
+            "edge_feat_name": self.edge_feat,
+            "node_attrs": (),
+        }
 
     def edge_rows(self, et: Any, ids: torch.Tensor) -> torch.Tensor:
         """Edge feature rows of edges ``ids`` of ``et`` (for layer-wise inference)."""
@@ -83,15 +91,20 @@ class ModelInputs:
             return out + (_as_rows(batch.edge_attr.float()),) if self.edge_dims and "edge_attr" in batch else out
         present_n, present_e = set(batch.node_types), set(batch.edge_types)
         x = {t: self._x(batch[t], t) if t in present_n else torch.zeros((0, self.dims[t])) for t in self.ntypes}
-        edges = {et: batch[et].edge_index if et in present_e else torch.zeros((2, 0), dtype=torch.long)
-                 for et in self.etypes}
+        edges = {
+            et: batch[et].edge_index if et in present_e else torch.zeros((2, 0), dtype=torch.long) for et in self.etypes
+        }
         nodes = {t: list(batch[t].num_sampled_nodes) for t in present_n if "num_sampled_nodes" in batch[t]}
         hops = {et: list(batch[et].num_sampled_edges) for et in present_e if "num_sampled_edges" in batch[et]}
         out = (x, edges, (nodes, hops) if nodes else None)
         if not self.edge_dims:
             return out
-        attrs = {et: _as_rows(batch[et].edge_attr.float()) if et in present_e and "edge_attr" in batch[et]
-                 else torch.zeros((0, d)) for et, d in self.edge_dims.items()}
+        attrs = {
+            et: _as_rows(batch[et].edge_attr.float())
+            if et in present_e and "edge_attr" in batch[et]
+            else torch.zeros((0, d))
+            for et, d in self.edge_dims.items()
+        }
         return out + (attrs,)
 
     def step(self) -> None:
@@ -120,13 +133,17 @@ class ModelInputs:
             if rows is None:
                 raise FormatError(f"{directory}: the checkpoint has no embedding rows of node type {t!r}")
             if rows.shape != held.rows.shape or rows.dtype != held.rows.dtype:
-                raise FormatError(f"{directory}: the checkpoint's embedding rows of node type {t!r} are {rows.dtype} "
-                                  f"{tuple(rows.shape)}, this rank holds {held.rows.dtype} {tuple(held.rows.shape)}")
+                raise FormatError(
+                    f"{directory}: the checkpoint's embedding rows of node type {t!r} are {rows.dtype} "
+                    f"{tuple(rows.shape)}, this rank holds {held.rows.dtype} {tuple(held.rows.shape)}"
+                )
             for k, v in tensors.items():
                 name = k.rsplit("/", 1)[1]
                 if k.startswith(f"embed/{t}/") and name in held.state and v.shape != held.state[name].shape:
-                    raise FormatError(f"{directory}: the checkpoint's {k} is {tuple(v.shape)}, this rank's "
-                                      f"{tuple(held.state[name].shape)}")
+                    raise FormatError(
+                        f"{directory}: the checkpoint's {k} is {tuple(v.shape)}, this rank's "
+                        f"{tuple(held.state[name].shape)}"
+                    )
 
     def load_state(self, tensors: dict[str, torch.Tensor]) -> None:
         """Restore what :meth:`state` recorded (call on every rank, then barrier)."""
@@ -137,15 +154,31 @@ class ModelInputs:
             if f"embed/{t}/rows" not in tensors:
                 raise InputError(f"the checkpoint has no embedding rows of node type {t!r}")
             held.rows.copy_(tensors[f"embed/{t}/rows"])
-            held.state.update({k.rsplit("/", 1)[1]: v.clone() for k, v in tensors.items()
-                               if k.startswith(f"embed/{t}/") and not k.endswith("/rows")})
+            held.state.update(
+                {
+                    k.rsplit("/", 1)[1]: v.clone()
+                    for k, v in tensors.items()
+                    if k.startswith(f"embed/{t}/") and not k.endswith("/rows")
+                }
+            )
 
 
 def model_spec(opts: TrainOptions, inputs: ModelInputs, out_dim: int, targets: list[str]) -> ModelSpec:
     """What the model of a run is built for (see :class:`~graphshard.models.spec.ModelSpec`)."""
-    return ModelSpec(dict(inputs.dims), out_dim, list(inputs.ntypes), list(inputs.etypes), list(dict.fromkeys(targets)),
-                     opts.hidden, opts.num_layers, opts.dropout, opts.heads, opts.attn_dropout, dict(inputs.edge_dims),
-                     opts)
+    return ModelSpec(
+        dict(inputs.dims),
+        out_dim,
+        list(inputs.ntypes),
+        list(inputs.etypes),
+        list(dict.fromkeys(targets)),
+        opts.hidden,
+        opts.num_layers,
+        opts.dropout,
+        opts.heads,
+        opts.attn_dropout,
+        dict(inputs.edge_dims),
+        opts,
+    )
 
 
 def build_model(opts: TrainOptions, inputs: ModelInputs, out_dim: int, targets: list[str]) -> nn.Module:
@@ -180,8 +213,9 @@ def cache_summary(s: Any, cache: FeatureCache | None) -> dict[str, Any]:
     rows and bytes summed over ranks, build time per rank."""
     if cache is None:
         return {}
-    rows, nbytes, seconds = all_reduce_sum(s.ctx, np.array([cache.num_rows, cache.nbytes, cache.build_s]),
-                                           "cache summary")
+    rows, nbytes, seconds = all_reduce_sum(
+        s.ctx, np.array([cache.num_rows, cache.nbytes, cache.build_s]), "cache summary"
+    )
     return {"cache_rows": int(rows), "cache_bytes": int(nbytes), "cache_build_s": float(seconds) / s.world_size}
 
 

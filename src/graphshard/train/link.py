@@ -29,10 +29,10 @@ from . import timing
 from .checks import check_finite_features
 from .embeddings import Outputs, representations, save_tables
 from .inputs import ModelInputs, build_model, cache_summary, feature_cache
-from .model_check import check_custom_model
 from .link_metrics import FIGURES, figures, is_known, known_edges, rank_sums
 from .link_split import LinkSplit, load_link_split, require_link_split
 from .loop import Trainer, open_graph
+from .model_check import check_custom_model
 from .options import TrainOptions
 
 log = logging.getLogger(__name__)
@@ -53,8 +53,16 @@ class LinkEvaluator:
     """MRR, AUC and Hits@K of held-out edges, raw and with ``opts.filtered`` also filtered
     (:mod:`.link_metrics`; see the module docstring)."""
 
-    def __init__(self, s: Session, g: DistGraph, model: LinkModel, inputs: ModelInputs, et: EType,
-                 opts: TrainOptions, held: LinkSplit):
+    def __init__(
+        self,
+        s: Session,
+        g: DistGraph,
+        model: LinkModel,
+        inputs: ModelInputs,
+        et: EType,
+        opts: TrainOptions,
+        held: LinkSplit,
+    ):
         self.s, self.g, self.model, self.inputs, self.et, self.opts = s, g, model, inputs, et, opts
         self.outputs = Outputs(s, g, model.encoder, inputs, opts, [et[0], et[2]], "link-outputs")
         self.known = known_edges(s, g, et, [held.val, held.test]) if opts.filtered else None
@@ -67,7 +75,7 @@ class LinkEvaluator:
         self.model.eval()
         with torch.no_grad():
             for c in range(chunks * s.rank // s.world_size, chunks * (s.rank + 1) // s.world_size):
-                block = pairs[:, c * _CHUNK:(c + 1) * _CHUNK]
+                block = pairs[:, c * _CHUNK : (c + 1) * _CHUNK]
                 rng = np.random.default_rng([self.opts.seed, tag, c])
                 neg = rng.integers(0, g.num_nodes(et[2]), (block.shape[1], self.opts.eval_negatives))
                 src = self.tables[et[0]][book.from_original(et[0], block[0])]
@@ -116,13 +124,30 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
         return F.binary_cross_entropy_with_logits(scores, store.edge_label.float())
 
     trainer = Trainer(s, g, opts, model, inputs, metric="val_mrr_filtered" if opts.filtered else "val_mrr")
-    loader = DistLinkNeighborLoader(g, opts.fanouts, mine, math.ceil(opts.batch_size / s.world_size),
-                                    edge_type=et, neg_sampling="binary", neg_amount=opts.neg_ratio, shuffle=True,
-                                    num_workers=opts.num_workers, seed=opts.seed, exclude_seed_edges=True,
-                                    wire_dtype=opts.wire_dtype, **inputs.loader_options())
+    loader = DistLinkNeighborLoader(
+        g,
+        opts.fanouts,
+        mine,
+        math.ceil(opts.batch_size / s.world_size),
+        edge_type=et,
+        neg_sampling="binary",
+        neg_amount=opts.neg_ratio,
+        shuffle=True,
+        num_workers=opts.num_workers,
+        seed=opts.seed,
+        exclude_seed_edges=True,
+        wire_dtype=opts.wire_dtype,
+        **inputs.loader_options(),
+    )
     history = trainer.fit(loader, loss, lambda: {f"val_{k}": v for k, v in evaluate(held.val, 1).items()})
-    metrics = {"task": "link", "edge_type": list(et), "epochs": history, "world_size": s.world_size,
-               "num_parts": g.served.stored_book.num_partitions(), "random_mrr": _random_mrr(opts.eval_negatives)}
+    metrics = {
+        "task": "link",
+        "edge_type": list(et),
+        "epochs": history,
+        "world_size": s.world_size,
+        "num_parts": g.served.stored_book.num_partitions(),
+        "random_mrr": _random_mrr(opts.eval_negatives),
+    }
     metrics |= trainer.final_test(lambda: evaluate(held.test, 2), evaluate.outputs.changed)
     if opts.save_embeddings:  # of the selected epoch's encoder (the test evaluation computed the outputs)
         with timing.phase("embeddings_s"):

@@ -25,15 +25,19 @@ def rank_sums(pos: torch.Tensor, negs: torch.Tensor, k: int, keep: torch.Tensor 
     above = ((negs > pos[:, None]) & keep).sum(1) + 0.5 * ((negs == pos[:, None]) & keep).sum(1)
     rank = 1.0 + above
     pairs = keep.sum()
-    return np.array([float((1.0 / rank).sum()), pos.shape[0], float(pairs - above.sum()), float(pairs),
-                     float((rank <= k).sum())])
+    return np.array(
+        [float((1.0 / rank).sum()), pos.shape[0], float(pairs - above.sum()), float(pairs), float((rank <= k).sum())]
+    )
 
 
 def figures(total: np.ndarray, k: int, suffix: str = "") -> dict[str, float]:
     """MRR, AUC and Hits@``k`` from summed :func:`rank_sums` (over lists and ranks)."""
     rr, count, wins, pairs, hits = (float(v) for v in total)
-    return {f"mrr{suffix}": rr / max(1.0, count), f"auc{suffix}": wins / max(1.0, pairs),
-            f"hits@{k}{suffix}": hits / max(1.0, count)}
+    return {
+        f"mrr{suffix}": rr / max(1.0, count),
+        f"auc{suffix}": wins / max(1.0, pairs),
+        f"hits@{k}{suffix}": hits / max(1.0, count),
+    }
 
 
 def known_edges(s: Session, g: DistGraph, et: EType, held: list[np.ndarray]) -> np.ndarray:

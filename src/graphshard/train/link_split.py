@@ -28,8 +28,9 @@ class LinkSplit:
     test: np.ndarray  # (2, E_test) original IDs
 
 
-def split_edges(g: Graph, etype: EType | None = None, val_frac: float = 0.05, test_frac: float = 0.1,
-                seed: int = 0) -> tuple[Graph, LinkSplit]:
+def split_edges(
+    g: Graph, etype: EType | None = None, val_frac: float = 0.05, test_frac: float = 0.1, seed: int = 0
+) -> tuple[Graph, LinkSplit]:
     """``g`` without the held-out edges of ``etype`` (the only edge type by default), and those edges.
 
     A relation between nodes of one type is taken as undirected: the pairs ``(u, v)`` and ``(v, u)``
@@ -50,7 +51,7 @@ def split_edges(g: Graph, etype: EType | None = None, val_frac: float = 0.05, te
     perm = np.random.default_rng(seed).permutation(keys.shape[0])
     n_val, n_test = int(round(val_frac * keys.shape[0])), int(round(test_frac * keys.shape[0]))
     held = np.zeros(keys.shape[0], dtype=bool)
-    held[perm[:n_val + n_test]] = True
+    held[perm[: n_val + n_test]] = True
     keep = ~held[inverse.reshape(-1)]
     edges = dict(g.edges)
     edges[etype] = (src[keep], dst[keep])
@@ -62,25 +63,32 @@ def split_edges(g: Graph, etype: EType | None = None, val_frac: float = 0.05, te
         k = np.sort(keys[idx])
         return np.stack([k // width, k % width])
 
-    split = LinkSplit(etype, pairs(perm[:n_val]), pairs(perm[n_val:n_val + n_test]))
+    split = LinkSplit(etype, pairs(perm[:n_val]), pairs(perm[n_val : n_val + n_test]))
     return Graph(dict(g.num_nodes), edges, g.node_feats, edge_feats), split
 
 
 def require_link_split(opts: TrainOptions) -> None:
     """Refuse link prediction without its held-out edges file."""
     if opts.task == "link" and not opts.link_split:
-        raise InputError("link prediction on a partition config needs its held-out edges: pass --link-split "
-                         "FILE (see graphshard.train.link_split), or train from --dataset (which holds edges "
-                         "out before partitioning)")
+        raise InputError(
+            "link prediction on a partition config needs its held-out edges: pass --link-split "
+            "FILE (see graphshard.train.link_split), or train from --dataset (which holds edges "
+            "out before partitioning)"
+        )
 
 
 def save_link_split(split: LinkSplit, path: str | os.PathLike) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
-    save_file({"val": torch.from_numpy(np.ascontiguousarray(split.val)),
-               "test": torch.from_numpy(np.ascontiguousarray(split.test))},
-              str(tmp), metadata={"edge_type": etype_str(split.etype)})
+    save_file(
+        {
+            "val": torch.from_numpy(np.ascontiguousarray(split.val)),
+            "test": torch.from_numpy(np.ascontiguousarray(split.test)),
+        },
+        str(tmp),
+        metadata={"edge_type": etype_str(split.etype)},
+    )
     os.replace(tmp, target)
 
 

@@ -29,8 +29,18 @@ from ..distributed.liveness import doing
 from ..distributed.runtime import Session
 from ..format.config import read_config
 from . import timing
-from .checkpoint import (STAGED, STATE, TENSORS, check_agreement, check_weights, load_checkpoint, rank_status,
-                         read_weights, run_identity, save_checkpoint)
+from .checkpoint import (
+    STAGED,
+    STATE,
+    TENSORS,
+    check_agreement,
+    check_weights,
+    load_checkpoint,
+    rank_status,
+    read_weights,
+    run_identity,
+    save_checkpoint,
+)
 from .checks import check_loss
 from .inputs import ModelInputs
 from .options import TrainOptions
@@ -42,8 +52,19 @@ log = logging.getLogger(__name__)
 notice = logging.getLogger("graphshard.notice")  # shown at the default log level
 
 # per-rank sums kept for an epoch, in this order (then the batch count)
-_SUMS = ("wall_s", "wait_s", "sample_s", "fetch_s", "compute_s", "comm_s", "loss", "fetch_bytes", "cache_hits", "cache_misses",
-         "cache_bytes_saved")
+_SUMS = (
+    "wall_s",
+    "wait_s",
+    "sample_s",
+    "fetch_s",
+    "compute_s",
+    "comm_s",
+    "loss",
+    "fetch_bytes",
+    "cache_hits",
+    "cache_misses",
+    "cache_bytes_saved",
+)
 _COUNTS = ("fetch_bytes", "cache_hits", "cache_misses", "cache_bytes_saved")  # summed over ranks, not averaged
 
 
@@ -87,8 +108,9 @@ class Trainer:
     are kept (in memory, and in ``<checkpoint>/best/`` with checkpoints); :meth:`restore_best` puts them
     back. With ``opts.patience``, training stops once that many epochs passed without a better metric."""
 
-    def __init__(self, s: Session, g: DistGraph, opts: TrainOptions, model: torch.nn.Module,
-                 inputs: ModelInputs, metric: str):
+    def __init__(
+        self, s: Session, g: DistGraph, opts: TrainOptions, model: torch.nn.Module, inputs: ModelInputs, metric: str
+    ):
         from torch.nn.parallel import DistributedDataParallel
 
         self.s, self.g, self.opts, self.inputs = s, g, opts, inputs
@@ -171,16 +193,23 @@ class Trainer:
         if epoch is None or epoch == self.history[-1]["epoch"]:
             return epoch
         if self.best is None or self.best[0] != epoch:
-            log.warning("the weights of the best validation epoch %d are not at hand (a checkpoint without "
-                        "best/); the last epoch's are used", epoch)
+            log.warning(
+                "the weights of the best validation epoch %d are not at hand (a checkpoint without "
+                "best/); the last epoch's are used",
+                epoch,
+            )
             return self.history[-1]["epoch"]
         self.model.load_state_dict(self.best[1])
         self.inputs.load_state(self.best[2])
         self.g.barrier()  # every embedding shard is restored before anyone reads it
         return epoch
 
-    def fit(self, loader: Any, loss: Callable[[torch.nn.Module, Any], torch.Tensor],
-            evaluate: Callable[[], dict[str, float]]) -> list[dict[str, Any]]:
+    def fit(
+        self,
+        loader: Any,
+        loss: Callable[[torch.nn.Module, Any], torch.Tensor],
+        evaluate: Callable[[], dict[str, float]],
+    ) -> list[dict[str, Any]]:
         """Train from the resumed epoch to ``opts.epochs``; ``evaluate()`` adds validation metrics after
         every ``opts.eval_every``-th epoch and after the last."""
         loader.epoch = self.start_epoch
@@ -220,8 +249,10 @@ class Trainer:
             return None
         record["stopped_early"] = True
         value = next(r[self.metric] for r in self.history if r["epoch"] == best)
-        return (f"stopping early after epoch {record['epoch']}: {self.metric} has not improved on epoch {best}'s "
-                f"{value:.4f} for {patience} epoch{'s' if patience > 1 else ''} (--patience)")
+        return (
+            f"stopping early after epoch {record['epoch']}: {self.metric} has not improved on epoch {best}'s "
+            f"{value:.4f} for {patience} epoch{'s' if patience > 1 else ''} (--patience)"
+        )
 
     def final_test(self, test: Callable[[], dict[str, float]], changed: Callable[[], None]) -> dict[str, Any]:
         """Test at the best validation epoch (collective): ``test()`` gives the test figures of the current
@@ -232,8 +263,11 @@ class Trainer:
         with timing.phase("evaluation_s"):
             chosen = self.best_epoch
             if chosen is not None and chosen != last["epoch"]:
-                out["last_epoch"] = {"epoch": last["epoch"], **_prefixed(last, "val_", "val_"),
-                                     **_prefixed(test(), "", "test_")}
+                out["last_epoch"] = {
+                    "epoch": last["epoch"],
+                    **_prefixed(last, "val_", "val_"),
+                    **_prefixed(test(), "", "test_"),
+                }
                 chosen = self.restore_best()
                 changed()
             chosen = last["epoch"] if chosen is None else chosen
@@ -244,7 +278,6 @@ class Trainer:
         if self.runlog is not None:
             self.runlog.close({f"test/{k}": v for k, v in result.items()}, chosen)
         return out
-
 
     def _report(self, record: dict[str, Any]) -> None:
         """Rank 0 shows the epoch as it ends and rewrites the metrics file with the history so far."""
@@ -267,8 +300,12 @@ class Trainer:
         sums = dict.fromkeys(_SUMS, 0.0)
         self.comm["comm_s"] = 0.0
         start = time.perf_counter()
-        bar = tqdm(total=len(loader), desc=f"epoch {epoch}", leave=False,
-                   disable=None if self.opts.progress and self.s.rank == 0 else True)  # None: on a terminal only
+        bar = tqdm(
+            total=len(loader),
+            desc=f"epoch {epoch}",
+            leave=False,
+            disable=None if self.opts.progress and self.s.rank == 0 else True,
+        )  # None: on a terminal only
         done = start
         for step, batch in enumerate(loader):
             doing(f"training epoch {epoch}, batch {step}")
@@ -296,8 +333,12 @@ class Trainer:
         sums["wall_s"] = time.perf_counter() - start
         sums["comm_s"] = self.comm["comm_s"]
         sums["compute_s"] -= sums["comm_s"]
-        total = dict(zip([*_SUMS, "batches"], all_reduce_sum(
-            self.s.ctx, np.array([sums[k] for k in _SUMS] + [len(loader)]), "epoch metrics")))
+        total = dict(
+            zip(
+                [*_SUMS, "batches"],
+                all_reduce_sum(self.s.ctx, np.array([sums[k] for k in _SUMS] + [len(loader)]), "epoch metrics"),
+            )
+        )
         ranks = self.s.world_size
         out: dict[str, Any] = {"epoch": epoch, "lr": lr, "background": bool(getattr(loader, "background", False))}
         out.update({k: float(v) / ranks for k, v in total.items() if k.endswith("_s")})
@@ -309,4 +350,4 @@ class Trainer:
 
 def _prefixed(d: dict[str, Any], having: str, prefix: str) -> dict[str, Any]:
     """The entries of ``d`` whose key starts with ``having``, renamed to start with ``prefix`` instead."""
-    return {prefix + k[len(having):]: v for k, v in d.items() if k.startswith(having)}
+    return {prefix + k[len(having) :]: v for k, v in d.items() if k.startswith(having)}

@@ -19,15 +19,30 @@ from .options import TrainOptions
 PROBE_SEEDS = 8
 
 
-def check_custom_model(g: DistGraph, opts: TrainOptions, model: torch.nn.Module, inputs: ModelInputs, ntype: str,
-                       out_dim: int, seeds: torch.Tensor) -> None:
+def check_custom_model(
+    g: DistGraph,
+    opts: TrainOptions,
+    model: torch.nn.Module,
+    inputs: ModelInputs,
+    ntype: str,
+    out_dim: int,
+    seeds: torch.Tensor,
+) -> None:
     """:class:`InputError` naming the factory unless ``model`` (the encoder of a link model) maps a batch
     sampled around ``seeds`` of ``ntype`` to one ``out_dim`` row per node of the batch, depending on it."""
     if not is_custom(opts.model):
         return
     ids = seeds[:PROBE_SEEDS] if seeds.numel() else torch.arange(min(PROBE_SEEDS, g.num_nodes(ntype)))
-    with DistNeighborLoader(g, opts.fanouts, ids, PROBE_SEEDS, input_type=ntype if inputs.hetero else None,
-                            label_name=None, seed=opts.seed, **inputs.loader_options()) as loader:
+    with DistNeighborLoader(
+        g,
+        opts.fanouts,
+        ids,
+        PROBE_SEEDS,
+        input_type=ntype if inputs.hetero else None,
+        label_name=None,
+        seed=opts.seed,
+        **inputs.loader_options(),
+    ) as loader:
         batch = next(iter(loader))
     args = inputs(batch)
     rows = (batch[ntype] if inputs.hetero else batch).num_nodes
@@ -38,8 +53,10 @@ def check_custom_model(g: DistGraph, opts: TrainOptions, model: torch.nn.Module,
             out = _output(opts.model, model, args, ntype, rows, out_dim)
             moved = _output(opts.model, model, _changed(args), ntype, rows, out_dim)
         if torch.equal(out, moved):
-            raise InputError(f"--model {opts.model}: the output does not depend on the batch (the same rows for "
-                             "other inputs and no edges)")
+            raise InputError(
+                f"--model {opts.model}: the output does not depend on the batch (the same rows for "
+                "other inputs and no edges)"
+            )
         model.train()
         rows_of(model(*args), ntype).sum().backward()
         unused = [n for n, p in model.named_parameters() if p.requires_grad and p.grad is None]
@@ -59,8 +76,10 @@ def _output(name: str, model: torch.nn.Module, args: tuple, ntype: str, rows: in
     out = rows_of(out, ntype)
     if not isinstance(out, torch.Tensor) or out.dim() != 2 or tuple(out.shape) != (rows, out_dim):
         shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-        raise InputError(f"--model {name}: the output for a batch of {rows} nodes of type {ntype!r} is {shape}; "
-                         f"expected ({rows}, {out_dim}): one row of {out_dim} per node of the batch")
+        raise InputError(
+            f"--model {name}: the output for a batch of {rows} nodes of type {ntype!r} is {shape}; "
+            f"expected ({rows}, {out_dim}): one row of {out_dim} per node of the batch"
+        )
     return out
 
 
@@ -77,6 +96,10 @@ def _changed(args: tuple) -> tuple:
         return e[:, :0]
 
     if isinstance(x, dict):
-        return ({t: other(v) for t, v in x.items()}, {et: no_edges(e) for et, e in edge_index.items()}, *rest[:1],
-                *({et: a[:0] for et, a in r.items()} for r in rest[1:]))
+        return (
+            {t: other(v) for t, v in x.items()},
+            {et: no_edges(e) for et, e in edge_index.items()},
+            *rest[:1],
+            *({et: a[:0] for et, a in r.items()} for r in rest[1:]),
+        )
     return (other(x), no_edges(edge_index), *rest[:1], *(r[:0] for r in rest[1:]))

@@ -50,8 +50,6 @@ def _full(g: DistGraph, ntype: str, name: str) -> np.ndarray:
     return data[name][torch.arange(g.num_nodes(ntype))].numpy()
 
 
-
-
 def node_task(g: DistGraph, opts: TrainOptions) -> tuple[str, np.ndarray, dict[str, np.ndarray], int]:
     """The node type to classify, its labels and split masks, and the number of classes."""
     label = opts.label or "label"
@@ -60,12 +58,16 @@ def node_task(g: DistGraph, opts: TrainOptions) -> tuple[str, np.ndarray, dict[s
     labels = _full(g, target, label).astype(np.int64)
     masks = {k: _full(g, target, name).astype(bool) for k, name in opts.mask_names.items()}
     cfg = g.config
-    declared, source = ((opts.num_classes, "--num-classes") if opts.num_classes is not None
-                        else (cfg.num_classes, f"the partition config {cfg.path}"))
+    declared, source = (
+        (opts.num_classes, "--num-classes")
+        if opts.num_classes is not None
+        else (cfg.num_classes, f"the partition config {cfg.path}")
+    )
 
     def where(node: int) -> str:
         part = int(g.served.stored_book.nid2partid(np.array([node]), target)[0])
         return f", label read from {cfg.part_path(part, 'node_feats')}"
+
     classes = num_classes_of(labels, masks, declared, target, lambda ids: book.to_original(target, ids), source, where)
     return target, labels, masks, classes
 
@@ -107,11 +109,26 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
         return F.cross_entropy(out, y[store.n_id[: store.batch_size]])
 
     trainer = Trainer(s, g, opts, model, inputs, metric="val_acc")
-    loader = DistNeighborLoader(g, opts.fanouts, split["train"], math.ceil(opts.batch_size / world), input_type=ntype,
-                                shuffle=True, num_workers=opts.num_workers, seed=opts.seed, label_name=None,
-                                wire_dtype=opts.wire_dtype, **inputs.loader_options())
+    loader = DistNeighborLoader(
+        g,
+        opts.fanouts,
+        split["train"],
+        math.ceil(opts.batch_size / world),
+        input_type=ntype,
+        shuffle=True,
+        num_workers=opts.num_workers,
+        seed=opts.seed,
+        label_name=None,
+        wire_dtype=opts.wire_dtype,
+        **inputs.loader_options(),
+    )
     history = trainer.fit(loader, loss, lambda: {"val_acc": evaluate(split["val"])})
-    metrics = {"task": "node", "epochs": history, "world_size": world, "num_parts": g.served.stored_book.num_partitions()}
+    metrics = {
+        "task": "node",
+        "epochs": history,
+        "world_size": world,
+        "num_parts": g.served.stored_book.num_partitions(),
+    }
     metrics |= trainer.final_test(lambda: {"acc": evaluate(split["test"])}, outputs.changed)
     if opts.save_embeddings:  # of the selected epoch's weights (the test evaluation computed the outputs)
         with timing.phase("embeddings_s"):

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..distributed.liveness import DEFAULT_LOST_AFTER
+from ..distributed.wire import WIRE_DTYPES
 from ..errors import InputError
 from ..models.registry import check_name, model_help
 from ..partition.methods import METHODS
-from ..distributed.wire import WIRE_DTYPES
 from .fields import check_fields, option
 from .schedule import SCHEDULES
 
@@ -29,88 +29,188 @@ class TrainOptions:
     gradients, so 1 rank and W ranks optimise alike. Call :meth:`check` to validate (``train`` does,
     before starting any process)."""
 
-    part_config: str | None = option(None, "str", "partition config JSON (from 'partition' or 'dispatch')", optional=True)
-    task: str = option("node", "str", "node classification, or link prediction (held-out edges ranked by "
-                       "MRR/AUC)", choices=TASKS)
-    model: str = option("sage", "str", f"{model_help()}; or your own, package.module:factory (a function given the "
-                        "sizes and types, returning a torch.nn.Module: see the docs)", metavar="NAME")
+    part_config: str | None = option(
+        None, "str", "partition config JSON (from 'partition' or 'dispatch')", optional=True
+    )
+    task: str = option(
+        "node", "str", "node classification, or link prediction (held-out edges ranked by MRR/AUC)", choices=TASKS
+    )
+    model: str = option(
+        "sage",
+        "str",
+        f"{model_help()}; or your own, package.module:factory (a function given the "
+        "sizes and types, returning a torch.nn.Module: see the docs)",
+        metavar="NAME",
+    )
     heads: int = option(4, "int", "attention heads of gat, rgat and hgt (the hidden width must be a multiple)", low=1)
-    attn_dropout: float = option(0.0, "float", "dropout of the attention coefficients of gat and rgat", low=0,
-                                 high=1, open_high=True)
-    edge_feat: str | None = option(None, "str", "edge feature given to the models that read one (gat, gin, your "
-                                   "own) as edge_attr (default: none)", optional=True)
-    fanouts: list[int] = option([10, 10], "ints", "neighbours sampled per layer, comma-separated (-1: all); one "
-                                "value per layer, so this also sets the number of layers", int_items=(1, -1))
-    batch_size: int = option(1024, "int", "global mini-batch size, seed nodes or positive edges (split across "
-                             "ranks)", low=1)
+    attn_dropout: float = option(
+        0.0, "float", "dropout of the attention coefficients of gat and rgat", low=0, high=1, open_high=True
+    )
+    edge_feat: str | None = option(
+        None,
+        "str",
+        "edge feature given to the models that read one (gat, gin, your own) as edge_attr (default: none)",
+        optional=True,
+    )
+    fanouts: list[int] = option(
+        [10, 10],
+        "ints",
+        "neighbours sampled per layer, comma-separated (-1: all); one "
+        "value per layer, so this also sets the number of layers",
+        int_items=(1, -1),
+    )
+    batch_size: int = option(
+        1024, "int", "global mini-batch size, seed nodes or positive edges (split across ranks)", low=1
+    )
     hidden: int = option(64, "int", "hidden width", low=1)
     dropout: float = option(0.5, "float", "dropout probability", low=0, high=1, open_high=True)
     epochs: int = option(10, "int", "training epochs (at most: see --patience)", low=1)
     lr: float = option(0.01, "float", "learning rate (Adam)", **POSITIVE, **FINITE)
     weight_decay: float = option(0.0, "float", "L2 penalty on the weights (Adam)", **NON_NEGATIVE, **FINITE)
-    lr_schedule: str = option("constant", "str", "learning rate over the epochs: constant; cosine from --lr towards "
-                              "0 over --epochs; step: x --lr-gamma every --lr-step epochs", choices=SCHEDULES)
+    lr_schedule: str = option(
+        "constant",
+        "str",
+        "learning rate over the epochs: constant; cosine from --lr towards "
+        "0 over --epochs; step: x --lr-gamma every --lr-step epochs",
+        choices=SCHEDULES,
+    )
     lr_step: int = option(10, "int", "step schedule: epochs between decays", low=1)
     lr_gamma: float = option(0.5, "float", "step schedule: factor per decay", low=0, high=1, open_low=True)
-    patience: int = option(0, "int", "stop after this many epochs without a better validation metric (0: never; "
-                           "counted at the validations, see --eval-every)", low=0)
+    patience: int = option(
+        0,
+        "int",
+        "stop after this many epochs without a better validation metric (0: never; "
+        "counted at the validations, see --eval-every)",
+        low=0,
+    )
     num_workers: int = option(0, "int", "sampler worker processes per rank", low=0)
     seed: int = option(0, "int", "random seed", low=0)
-    feat: str | None = option(None, "str", "node feature name (default: feat, or x where the partitions hold x, "
-                              "as Graph.from_pyg makes them)", optional=True)
+    feat: str | None = option(
+        None,
+        "str",
+        "node feature name (default: feat, or x where the partitions hold x, as Graph.from_pyg makes them)",
+        optional=True,
+    )
     label: str | None = option(None, "str", "node: label name (default: label, or y)", optional=True)
-    split_masks: list[str] = option(["train_mask", "val_mask", "test_mask"], "strs", "node: names of the train, "
-                                    "validation and test masks, comma-separated")
-    target: str | None = option(None, "str", "node type to classify (default: the only node type with labels)",
-                                optional=True)
-    num_classes: int | None = option(None, "int", "node: number of label classes (default: the dataset's "
-                                     "num_classes, else the largest label in the splits + 1); a split label outside "
-                                     "them is an error", optional=True, low=1)
-    embed_dim: int = option(0, "int", "width of the learnt inputs of node types without features (0: --hidden)",
-                            low=0)
+    split_masks: list[str] = option(
+        ["train_mask", "val_mask", "test_mask"],
+        "strs",
+        "node: names of the train, validation and test masks, comma-separated",
+    )
+    target: str | None = option(
+        None, "str", "node type to classify (default: the only node type with labels)", optional=True
+    )
+    num_classes: int | None = option(
+        None,
+        "int",
+        "node: number of label classes (default: the dataset's "
+        "num_classes, else the largest label in the splits + 1); a split label outside "
+        "them is an error",
+        optional=True,
+        low=1,
+    )
+    embed_dim: int = option(0, "int", "width of the learnt inputs of node types without features (0: --hidden)", low=0)
     sparse_lr: float = option(0.05, "float", "learning rate of those inputs (sparse Adagrad)", **POSITIVE, **FINITE)
-    cache_ratio: float = option(0.0, "float", "cache the features of the remote nodes each rank's batches read "
-                                "most, this many x the partition's own nodes in rows (0: no cache)", metavar="ALPHA",
-                                **NON_NEGATIVE, **FINITE)
-    cache_mb: float = option(0.0, "float", "the same cache, sized in megabytes per rank", metavar="MB",
-                             **NON_NEGATIVE, **FINITE)
-    wire_dtype: str = option("stored", "str", "how training batches receive other ranks' dense float feature rows: "
-                             "as stored, or compact: floats as float16/bfloat16 (half the bytes on the network, "
-                             "rounded), integers in the narrowest type that holds them (exact)", choices=WIRE_DTYPES)
+    cache_ratio: float = option(
+        0.0,
+        "float",
+        "cache the features of the remote nodes each rank's batches read "
+        "most, this many x the partition's own nodes in rows (0: no cache)",
+        metavar="ALPHA",
+        **NON_NEGATIVE,
+        **FINITE,
+    )
+    cache_mb: float = option(
+        0.0, "float", "the same cache, sized in megabytes per rank", metavar="MB", **NON_NEGATIVE, **FINITE
+    )
+    wire_dtype: str = option(
+        "stored",
+        "str",
+        "how training batches receive other ranks' dense float feature rows: "
+        "as stored, or compact: floats as float16/bfloat16 (half the bytes on the network, "
+        "rounded), integers in the narrowest type that holds them (exact)",
+        choices=WIRE_DTYPES,
+    )
     decoder: str = option("dot", "str", "link: how a node pair is scored", choices=DECODERS)
     neg_ratio: float = option(1.0, "float", "link: random negative edges per positive", **POSITIVE, **FINITE)
     eval_negatives: int = option(100, "int", "link: random destinations each held-out edge is ranked against", low=1)
     hits_k: int = option(10, "int", "link: K of Hits@K (share of held-out edges ranked K or better)", low=1)
-    filtered: bool = option(False, "bool", "link: also filtered MRR and Hits@K, the candidates that are known "
-                            "edges (training, validation, test) left out of each list; selects on filtered MRR")
-    edge_type: str | None = option(None, "str", "link, with --dataset: the edge type to predict, src:rel:dst (needed "
-                                   "when the graph has several)", optional=True)
-    link_split: str | None = option(None, "str", "link, with --part-config: the held-out edges file (safetensors)",
-                                    optional=True)
+    filtered: bool = option(
+        False,
+        "bool",
+        "link: also filtered MRR and Hits@K, the candidates that are known "
+        "edges (training, validation, test) left out of each list; selects on filtered MRR",
+    )
+    edge_type: str | None = option(
+        None,
+        "str",
+        "link, with --dataset: the edge type to predict, src:rel:dst (needed when the graph has several)",
+        optional=True,
+    )
+    link_split: str | None = option(
+        None, "str", "link, with --part-config: the held-out edges file (safetensors)", optional=True
+    )
     eval_every: int = option(1, "int", "validate after every n-th epoch (0: after the last only)", low=0)
-    eval_fanouts: list[int] | None = option(None, "ints", "neighbours sampled per layer when evaluating (default: "
-                                            "all, computed layer by layer)", optional=True, int_items=(1, -1))
+    eval_fanouts: list[int] | None = option(
+        None,
+        "ints",
+        "neighbours sampled per layer when evaluating (default: all, computed layer by layer)",
+        optional=True,
+        int_items=(1, -1),
+    )
     eval_batch_size: int = option(4096, "int", "seeds per evaluation batch with --eval-fanouts", low=1)
-    metrics_out: str | None = option(None, "str", "write per-epoch metrics (rewritten after every epoch) and the final "
-                                     "test figures to this JSON file", optional=True)
-    log_dir: str | None = option(None, "str", "write TensorBoard event files (where the tensorboard package is "
-                                 "installed) and metrics.csv to this directory, live", optional=True)
-    save_embeddings: str | None = option(None, "str", "write every node's representation (of the best validation "
-                                         "epoch) in original ID order: a .npy file, or for a heterogeneous graph a "
-                                         "directory of <node type>.npy", optional=True)
-    embedding_layer: str = option("output", "str", "what --save-embeddings writes: the model's output (node: class "
-                                  "scores; link: the encoder's output) or the hidden layer before it",
-                                  choices=EMBEDDING_LAYERS)
-    checkpoint: str | None = option(None, "str", "directory for checkpoints (and best/, the best validation epoch); "
-                                    "an interrupted run resumes from it", optional=True)
+    metrics_out: str | None = option(
+        None,
+        "str",
+        "write per-epoch metrics (rewritten after every epoch) and the final test figures to this JSON file",
+        optional=True,
+    )
+    log_dir: str | None = option(
+        None,
+        "str",
+        "write TensorBoard event files (where the tensorboard package is "
+        "installed) and metrics.csv to this directory, live",
+        optional=True,
+    )
+    save_embeddings: str | None = option(
+        None,
+        "str",
+        "write every node's representation (of the best validation "
+        "epoch) in original ID order: a .npy file, or for a heterogeneous graph a "
+        "directory of <node type>.npy",
+        optional=True,
+    )
+    embedding_layer: str = option(
+        "output",
+        "str",
+        "what --save-embeddings writes: the model's output (node: class "
+        "scores; link: the encoder's output) or the hidden layer before it",
+        choices=EMBEDDING_LAYERS,
+    )
+    checkpoint: str | None = option(
+        None,
+        "str",
+        "directory for checkpoints (and best/, the best validation epoch); an interrupted run resumes from it",
+        optional=True,
+    )
     timeout: float = option(300.0, "float", "seconds any distributed wait may take", **POSITIVE)
-    heartbeat_timeout: float = option(DEFAULT_LOST_AFTER, "float", "seconds without a heartbeat after which a rank (its link, "
-                                      "process or host) is lost and the run stops, naming it (0: off)",
-                                      **NON_NEGATIVE, **FINITE)
-    verify: bool = option(True, "bool", "check the partition files each rank serves against the sha256 checksums "
-                          "of the partition config before training on them (--no-verify skips it)")
-    allow_nonfinite: bool = option(False, "bool", "train on NaN or infinite features and losses instead of stopping "
-                                   "with an error")
+    heartbeat_timeout: float = option(
+        DEFAULT_LOST_AFTER,
+        "float",
+        "seconds without a heartbeat after which a rank (its link, "
+        "process or host) is lost and the run stops, naming it (0: off)",
+        **NON_NEGATIVE,
+        **FINITE,
+    )
+    verify: bool = option(
+        True,
+        "bool",
+        "check the partition files each rank serves against the sha256 checksums "
+        "of the partition config before training on them (--no-verify skips it)",
+    )
+    allow_nonfinite: bool = option(
+        False, "bool", "train on NaN or infinite features and losses instead of stopping with an error"
+    )
     progress: bool = option(True, "bool", "progress bars", cli=False)
     print_epochs: bool = option(False, "bool", "rank 0 prints each epoch's line as it ends", cli=False)
 
@@ -134,8 +234,9 @@ class TrainOptions:
         if len(self.split_masks) != 3:
             raise InputError(f"split_masks needs 3 names (train, validation, test), got {self.split_masks}")
         if self.eval_fanouts is not None and len(self.eval_fanouts) != self.num_layers:
-            raise InputError(f"{len(self.eval_fanouts)} evaluation fanouts for {self.num_layers} layers "
-                             f"(fanouts {self.fanouts})")
+            raise InputError(
+                f"{len(self.eval_fanouts)} evaluation fanouts for {self.num_layers} layers (fanouts {self.fanouts})"
+            )
         if self.cache_ratio and self.cache_mb:
             raise InputError("give cache_ratio (--cache-ratio) or cache_mb (--cache-mb), not both")
         if self.embedding_layer == "hidden" and self.num_layers < 2:
@@ -150,18 +251,32 @@ class TrainOptions:
 class LaunchOptions:
     """Where the ranks run and on what: the rest of a ``graphshard train`` configuration."""
 
-    dataset: str | None = option(None, "str", "dataset directory (meta.json) or chunked graph, partitioned into "
-                                 "--work-dir first (instead of --part-config)", optional=True)
+    dataset: str | None = option(
+        None,
+        "str",
+        "dataset directory (meta.json) or chunked graph, partitioned into --work-dir first (instead of --part-config)",
+        optional=True,
+    )
     work_dir: str = option("out/train", "str", "where --dataset is partitioned")
     method: str = option("metis", "str", "how --dataset is partitioned", choices=METHODS)
-    num_procs: int | None = option(None, "int", "start this many local ranks (omit under torchrun)", optional=True,
-                                   low=1)
-    host: str = option("127.0.0.1", "str", "address every socket of the run listens on (127.0.0.1: this machine "
-                       "only). The transport has no authentication (torch RPC unpickles requests): give another "
-                       "address only on a trusted network")
-    memory: str | None = option(None, "str", "memory the processes started here may use together, e.g. 16G "
-                                "(default: the machine's); a run predicted to need more is refused before it starts "
-                                "(see 'graphshard plan --part-config')", optional=True)
+    num_procs: int | None = option(
+        None, "int", "start this many local ranks (omit under torchrun)", optional=True, low=1
+    )
+    host: str = option(
+        "127.0.0.1",
+        "str",
+        "address every socket of the run listens on (127.0.0.1: this machine "
+        "only). The transport has no authentication (torch RPC unpickles requests): give another "
+        "address only on a trusted network",
+    )
+    memory: str | None = option(
+        None,
+        "str",
+        "memory the processes started here may use together, e.g. 16G "
+        "(default: the machine's); a run predicted to need more is refused before it starts "
+        "(see 'graphshard plan --part-config')",
+        optional=True,
+    )
 
     def check(self) -> None:
         try:

@@ -41,8 +41,13 @@ log = logging.getLogger(__name__)
 notice = logging.getLogger("graphshard.notice")  # shown at the default log level
 
 
-def _rank_main(opts: TrainOptions, result_path: str | None, dataset: tuple | None = None,
-               log_level: int | None = None, launched_at: float | None = None) -> dict[str, Any]:
+def _rank_main(
+    opts: TrainOptions,
+    result_path: str | None,
+    dataset: tuple | None = None,
+    log_level: int | None = None,
+    launched_at: float | None = None,
+) -> dict[str, Any]:
     """One rank. ``dataset``: ``partition_dataset`` arguments, run by the first process of each host
     (``LOCAL_RANK`` 0) while the others wait at a barrier (torchrun with ``--dataset``). ``log_level``: the
     launching process's (``graphshard -v``); default: this process's. ``launched_at``: the launcher's
@@ -106,8 +111,9 @@ def rank_log(s: Any, directory: str) -> None:
     log.info("run started (rank %d of %d)", s.rank, s.world_size)
 
 
-def _paths(dataset: str, out_dir: str, num_parts: int, method: str, seed: int, link: bool,
-           edge_type: str | None) -> tuple[Path, Path, str | None]:
+def _paths(
+    dataset: str, out_dir: str, num_parts: int, method: str, seed: int, link: bool, edge_type: str | None
+) -> tuple[Path, Path, str | None]:
     """Where :func:`partition_dataset` puts ``dataset``: (directory, config, held-out edges file).
 
     The directory is keyed by the dataset's content (see :mod:`graphshard.fingerprint`) and every option
@@ -133,14 +139,25 @@ def _partition_announced(job: tuple, announce: bool = True, memory: int | str | 
     made = not _paths(*job)[1].is_file()
     config, _ = partition_dataset(*job, memory=memory)
     if announce:
-        notice.info("partitions of %s: %s (%s; give it as --part-config to embed, or to train without "
-                    "partitioning again)", job[0], config, "made now" if made else "made by an earlier run, reused")
+        notice.info(
+            "partitions of %s: %s (%s; give it as --part-config to embed, or to train without partitioning again)",
+            job[0],
+            config,
+            "made now" if made else "made by an earlier run, reused",
+        )
     return config
 
 
-def partition_dataset(dataset: str, out_dir: str, num_parts: int, method: str = "metis", seed: int = 0,
-                      link: bool = False, edge_type: str | None = None, memory: int | str | None = None
-                      ) -> tuple[str, str | None]:
+def partition_dataset(
+    dataset: str,
+    out_dir: str,
+    num_parts: int,
+    method: str = "metis",
+    seed: int = 0,
+    link: bool = False,
+    edge_type: str | None = None,
+    memory: int | str | None = None,
+) -> tuple[str, str | None]:
     """Partition a dataset directory (shared-data layout) unless ``out_dir`` holds it already; returns the
     partition config and, with ``link``, the held-out edges file. Heterogeneous graphs get reverse edge
     types (see :func:`graphshard.graph.with_reverse_edges`) so messages flow both ways; with ``link`` the
@@ -157,8 +174,16 @@ def partition_dataset(dataset: str, out_dir: str, num_parts: int, method: str = 
             save_link_split(held_out, split_file)
         if not g.is_homogeneous:
             g = with_reverse_edges(g)
-        partition_graph(g, config.stem, num_parts, out, part_method=method, seed=seed,
-                        num_classes=None if link else _declared_classes(dataset), memory=memory)
+        partition_graph(
+            g,
+            config.stem,
+            num_parts,
+            out,
+            part_method=method,
+            seed=seed,
+            num_classes=None if link else _declared_classes(dataset),
+            memory=memory,
+        )
     return str(config), split_file
 
 
@@ -171,9 +196,15 @@ def _declared_classes(dataset: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def train(opts: TrainOptions, num_procs: int | None = None, dataset: str | None = None,
-          work_dir: str = "out/train", part_method: str = "metis", host: str = "127.0.0.1",
-          memory: int = 0) -> dict[str, Any]:
+def train(
+    opts: TrainOptions,
+    num_procs: int | None = None,
+    dataset: str | None = None,
+    work_dir: str = "out/train",
+    part_method: str = "metis",
+    host: str = "127.0.0.1",
+    memory: int = 0,
+) -> dict[str, Any]:
     """Train as ``opts`` says and return the metrics. ``num_procs``: start that many local ranks (one
     partition each); None: this process is one rank of a torchrun job. ``dataset``: partition it into
     ``work_dir`` first (into ``num_procs`` parts, or ``WORLD_SIZE`` under torchrun). ``memory``: bytes the
@@ -195,8 +226,15 @@ def train(opts: TrainOptions, num_procs: int | None = None, dataset: str | None 
     return metrics
 
 
-def _train(opts: TrainOptions, num_procs: int | None, dataset: str | None, work_dir: str, part_method: str,
-           host: str, memory: int = 0) -> tuple[dict[str, Any], dict[str, float]]:
+def _train(
+    opts: TrainOptions,
+    num_procs: int | None,
+    dataset: str | None,
+    work_dir: str,
+    part_method: str,
+    host: str,
+    memory: int = 0,
+) -> tuple[dict[str, Any], dict[str, float]]:
     """:func:`train`'s work: the metrics and the launcher's phases of the time account."""
     launcher: dict[str, float] = {}
     began = time.time()  # ranks count "starting processes" from here, less partitioning and compiling
@@ -219,8 +257,11 @@ def _train(opts: TrainOptions, num_procs: int | None, dataset: str | None, work_
             _partition_announced(job, memory=allowed(memory))
         opts = _with_partitions(opts, job)
     # the data's names, the partition count and the held-out edges: checked before starting any process
-    opts = resolve_data(opts, num_procs or int(os.environ.get("WORLD_SIZE", "1")),
-                        announce=bool(num_procs) or os.environ.get("RANK", "0") == "0")
+    opts = resolve_data(
+        opts,
+        num_procs or int(os.environ.get("WORLD_SIZE", "1")),
+        announce=bool(num_procs) or os.environ.get("RANK", "0") == "0",
+    )
     if num_procs:
         cfg = read_config(opts.part_config)  # read once for both checks
         # predicted not to fit this machine: refused now, with the numbers
@@ -234,7 +275,11 @@ def _train(opts: TrainOptions, num_procs: int | None, dataset: str | None, work_
     with tempfile.TemporaryDirectory() as tmp:
         result = str(Path(tmp) / "metrics.json")
         began += sum(launcher.values())
-        launch(_rank_main, num_procs, (opts, result, None, logging.getLogger().getEffectiveLevel(), began),
-               host, opts.timeout)
+        launch(
+            _rank_main,
+            num_procs,
+            (opts, result, None, logging.getLogger().getEffectiveLevel(), began),
+            host,
+            opts.timeout,
+        )
         return json.loads(Path(result).read_text()), launcher
-

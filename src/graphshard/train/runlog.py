@@ -40,8 +40,12 @@ def check_log_dir(path: str) -> None:
     """Refuse a directory that is not new, empty or ours (before any work); say if only the CSV can be written."""
     check_output_dir(path, KIND)
     if not tensorboard_available():
-        notice.info("--log-dir %s: the tensorboard package is not installed, so only %s is written there "
-                    "(pip install tensorboard for event files)", path, CSV)
+        notice.info(
+            "--log-dir %s: the tensorboard package is not installed, so only %s is written there "
+            "(pip install tensorboard for event files)",
+            path,
+            CSV,
+        )
 
 
 def scalars(record: dict[str, Any]) -> dict[str, float]:

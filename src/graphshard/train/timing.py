@@ -11,11 +11,28 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-PHASES = ("partition_s", "compile_s", "spawn_s", "startup_s", "epochs_s", "evaluation_s", "embeddings_s", "checkpoint_s",
-          "shutdown_s")
-LABELS = {"partition_s": "partitioning", "compile_s": "kernel compilation", "spawn_s": "starting processes", "startup_s": "start-up",
-          "epochs_s": "training epochs", "evaluation_s": "evaluation", "embeddings_s": "embeddings",
-          "checkpoint_s": "checkpoints", "shutdown_s": "shutdown"}
+PHASES = (
+    "partition_s",
+    "compile_s",
+    "spawn_s",
+    "startup_s",
+    "epochs_s",
+    "evaluation_s",
+    "embeddings_s",
+    "checkpoint_s",
+    "shutdown_s",
+)
+LABELS = {
+    "partition_s": "partitioning",
+    "compile_s": "kernel compilation",
+    "spawn_s": "starting processes",
+    "startup_s": "start-up",
+    "epochs_s": "training epochs",
+    "evaluation_s": "evaluation",
+    "embeddings_s": "embeddings",
+    "checkpoint_s": "checkpoints",
+    "shutdown_s": "shutdown",
+}
 
 _SPENT: dict[str, float] = {}
 _STARTED: list[float] = []

@@ -51,8 +51,9 @@ def solo():
     """A process group of this process alone (rank 0 of 1), torn down afterwards."""
     import torch.distributed as dist
 
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1,
-                            timeout=datetime.timedelta(seconds=60))
+    dist.init_process_group(
+        "gloo", store=dist.HashStore(), rank=0, world_size=1, timeout=datetime.timedelta(seconds=60)
+    )
     try:
         yield DistContext(0, 1, None, 60.0)
     finally:

@@ -64,10 +64,10 @@ def test_one_hop_halo_is_empty(tiny, solo):
 
 def test_serve_answers_in_the_order_asked_across_partitions():
     # partition 0: nodes 0-1, partition 1: nodes 2-4; CSCs over inner nodes with (new eid, src, original eid)
-    own = {0: (OwnInEdges(np.array([0, 2, 3]), np.array([10, 11, 12]), np.array([3, 4, 2])),
-               np.array([100, 101, 102])),
-           1: (OwnInEdges(np.array([0, 0, 1, 3]), np.array([20, 21, 22]), np.array([0, 1, 0])),
-               np.array([200, 201, 202]))}
+    own = {
+        0: (OwnInEdges(np.array([0, 2, 3]), np.array([10, 11, 12]), np.array([3, 4, 2])), np.array([100, 101, 102])),
+        1: (OwnInEdges(np.array([0, 0, 1, 3]), np.array([20, 21, 22]), np.array([0, 1, 0])), np.array([200, 201, 202])),
+    }
     deg, rec = serve_in_edges(np.array([4, 0, 2, 3]), own, np.array([0, 2, 5]), np.array([[0, 2], [2, 5]]))
     assert deg.tolist() == [2, 2, 0, 1]
     assert rec.tolist() == [[21, 1, 201], [22, 0, 202], [10, 3, 100], [11, 4, 101], [20, 0, 200]]
@@ -75,6 +75,7 @@ def test_serve_answers_in_the_order_asked_across_partitions():
 
 def _table_fetch(table: dict[int, list[tuple[int, int, int]]], asked_log: list[list[int]]):
     """A fetch answering from a table node -> [(new eid, new src, original eid)], recording what is asked."""
+
     def fetch(nodes):
         asked_log.append(nodes.tolist())
 
@@ -82,7 +83,9 @@ def _table_fetch(table: dict[int, list[tuple[int, int, int]]], asked_log: list[l
             recs = [rec for n in asked.tolist() for rec in table[n]]
             cols = np.array(recs, dtype=np.int64).reshape(-1, 3)
             return np.array([len(table[n]) for n in asked.tolist()], np.int64), cols[:, 0], cols[:, 1], cols[:, 2]
+
         return lookup
+
     return fetch
 
 

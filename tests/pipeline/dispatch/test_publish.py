@@ -14,8 +14,14 @@ from tests.pipeline.dispatch.conftest import EDGE_COUNTS, one_rank
 
 def _template(tiny):
     state = DispatchState.load(tiny, one_rank())
-    rl = Relabelling(2, state.new2old, state.old2new, np.zeros(0, np.int64), state.node_bounds,
-                     edge_bounds_from_counts(np.array(EDGE_COUNTS)))
+    rl = Relabelling(
+        2,
+        state.new2old,
+        state.old2new,
+        np.zeros(0, np.int64),
+        state.node_bounds,
+        edge_bounds_from_counts(np.array(EDGE_COUNTS)),
+    )
     return config_template(state, rl, state.out / "t.json")
 
 
@@ -33,20 +39,35 @@ def test_template_describes_the_id_space_before_any_file_exists(tiny):
 
 def test_final_config_lists_files_in_canonical_order_and_sorts_checksums(tiny):
     markers = {
-        1: {"files": ["orig_nids", "part_graph", "edge_feats"],
-            "checksums": {"part1/orig_nids.safetensors": "c", "part1/graph.safetensors": "b",
-                          "part1/edge_feats.safetensors": "a"}},
-        0: {"files": ["node_feats", "part_graph"],
-            "checksums": {"part0/node_feats.safetensors": "e", "part0/graph.safetensors": "d"}},
+        1: {
+            "files": ["orig_nids", "part_graph", "edge_feats"],
+            "checksums": {
+                "part1/orig_nids.safetensors": "c",
+                "part1/graph.safetensors": "b",
+                "part1/edge_feats.safetensors": "a",
+            },
+        },
+        0: {
+            "files": ["node_feats", "part_graph"],
+            "checksums": {"part0/node_feats.safetensors": "e", "part0/graph.safetensors": "d"},
+        },
     }
     cfg = final_config(_template(tiny), markers)
     assert [list(entry.items()) for entry in cfg.parts] == [
         [("part_graph", "part0/graph.safetensors"), ("node_feats", "part0/node_feats.safetensors")],
-        [("part_graph", "part1/graph.safetensors"), ("edge_feats", "part1/edge_feats.safetensors"),
-         ("orig_nids", "part1/orig_nids.safetensors")]]
+        [
+            ("part_graph", "part1/graph.safetensors"),
+            ("edge_feats", "part1/edge_feats.safetensors"),
+            ("orig_nids", "part1/orig_nids.safetensors"),
+        ],
+    ]
     assert list(cfg.checksums.items()) == [
-        ("part0/graph.safetensors", "d"), ("part0/node_feats.safetensors", "e"),
-        ("part1/edge_feats.safetensors", "a"), ("part1/graph.safetensors", "b"), ("part1/orig_nids.safetensors", "c")]
+        ("part0/graph.safetensors", "d"),
+        ("part0/node_feats.safetensors", "e"),
+        ("part1/edge_feats.safetensors", "a"),
+        ("part1/graph.safetensors", "b"),
+        ("part1/orig_nids.safetensors", "c"),
+    ]
 
 
 def test_part_method_comes_from_the_assignment_meta(tmp_path, tiny):

@@ -21,8 +21,11 @@ def test_fingerprint_changes_with_options_and_input_content_only(tiny):
     base = _fp(tiny)
     assert _fp(tiny) == base
     assert _fp(replace(tiny, out_dir=tiny.out_dir / "elsewhere", overwrite=True)) == base  # not inputs
-    for changed in (replace(tiny, num_hops=1), replace(tiny, save_orig_nids=False),
-                    replace(tiny, save_orig_eids=False)):
+    for changed in (
+        replace(tiny, num_hops=1),
+        replace(tiny, save_orig_nids=False),
+        replace(tiny, save_orig_eids=False),
+    ):
         assert _fp(changed) != base
     (tiny.in_dir / "notes.txt").write_text("not an input")
     assert _fp(tiny) == base

@@ -34,6 +34,7 @@ def _interrupt_at_partition_1(tiny, solo, monkeypatch):
         if p == 1:
             raise OSError("disk gone while writing partition 1")
         return original(self, p, *args)
+
     with monkeypatch.context() as m:
         m.setattr(PartWriter, "write_structure", write)
         with pytest.raises(OSError, match="disk gone"):

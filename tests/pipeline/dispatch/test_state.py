@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from graphshard.errors import InputError
-from graphshard.pipeline.dispatch.state import (DispatchState, chunk_share, owned_partitions, owner_rank,
-                                                phase_groups)
+from graphshard.pipeline.dispatch.state import DispatchState, chunk_share, owned_partitions, owner_rank, phase_groups
 from tests.pipeline.dispatch.conftest import NEW2OLD, NODE_BOUNDS, one_rank
 
 

@@ -27,14 +27,24 @@ from tests.pipeline.dispatch.conftest import EDGE_COUNTS, one_rank
 @pytest.fixture
 def setup(tiny):
     state = DispatchState.load(replace(tiny, num_hops=1), one_rank(1, 2))
-    rl = Relabelling(2, state.new2old, state.old2new, np.zeros(0, np.int64), state.node_bounds,
-                     edge_bounds_from_counts(np.array(EDGE_COUNTS)))
+    rl = Relabelling(
+        2,
+        state.new2old,
+        state.old2new,
+        np.zeros(0, np.int64),
+        state.node_bounds,
+        edge_bounds_from_counts(np.array(EDGE_COUNTS)),
+    )
     identity = config_template(state, rl, state.out / "t.json")
     resume = ResumeArea(state.out / ".dispatch-t", "fp")
     resume.root.mkdir(parents=True)
     # partition 1's edges as received: 0 (a0->b1), 2 (a1->b1), 4 (b0->a0), 6 (b1->a2), homogeneous node IDs
-    edges = PartEdges(np.array([0, 2, 4, 6], np.int32), np.array([0, 1, 3, 4], np.int32),
-                      np.array([4, 4, 0, 2], np.int32), {"a:x:b/w": np.array([10.0, 12.0])})
+    edges = PartEdges(
+        np.array([0, 2, 4, 6], np.int32),
+        np.array([0, 1, 3, 4], np.int32),
+        np.array([4, 4, 0, 2], np.int32),
+        {"a:x:b/w": np.array([10.0, 12.0])},
+    )
     node_feats = {"a/f": np.array([[0, 1], [4, 5]], np.float32)}
     return state, rl, identity, resume, PartWriter(state, resume, identity), edges, node_feats
 
@@ -86,6 +96,7 @@ def test_failed_write_names_the_file_and_removes_the_staging(setup, monkeypatch)
         if len(calls) == 2:  # node_feats is written, edge_feats finds the disk full
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(path, *args)
+
     monkeypatch.setattr(write_module, "write_tensors", full)
     with pytest.raises(WriteError, match=r"part1\.tmp-\d+/edge_feats\.safetensors: No space left on device"):
         writer.write_features(1, edges, rl, node_feats)

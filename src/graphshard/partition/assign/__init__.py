@@ -23,15 +23,14 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError
+from ...graph import to_numpy
 from ..homogenize import HomoView
+from ..methods import METHODS
 from .adjacency import undirected_csr
 from .kaminpar import kaminpar_partition
 from .metis import metis_kway
 from .random import random_assignment
 from .stream import in_memory_blocks, stream_partition
-
-from ..methods import METHODS
-from ...graph import to_numpy
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +59,10 @@ def balance_classes(classes: np.ndarray | None, num_nodes: int) -> np.ndarray | 
         raise InputError(f"balance_ntypes must hold integers, got dtype {arr.dtype}")
     bad = np.flatnonzero(arr < 0)
     if bad.size:
-        raise InputError(f"balance_ntypes: node {int(bad[0])} has negative class {int(arr[bad[0]])}; classes are "
-                         "non-negative integers")
+        raise InputError(
+            f"balance_ntypes: node {int(bad[0])} has negative class {int(arr[bad[0]])}; classes are "
+            "non-negative integers"
+        )
     return np.unique(arr, return_inverse=True)[1].astype(np.int64).reshape(-1)
 
 
@@ -93,8 +94,14 @@ def assign(
     in_degree = np.bincount(view.dst, minlength=view.num_nodes) if balance_edges else None
     if method == "stream":
         csr = undirected_csr(view.src, view.dst, view.num_nodes)
-        fine = stream_partition(in_memory_blocks(csr.xadj, csr.adjncy), view.num_nodes, int(csr.adjncy.shape[0]),
-                                fine_parts, balance_ntypes, in_degree).astype(np.int64)
+        fine = stream_partition(
+            in_memory_blocks(csr.xadj, csr.adjncy),
+            view.num_nodes,
+            int(csr.adjncy.shape[0]),
+            fine_parts,
+            balance_ntypes,
+            in_degree,
+        ).astype(np.int64)
         return Assignment(fine // trainers, fine if trainers > 1 else None)
     if method == "metis":
         csr = undirected_csr(view.src, view.dst, view.num_nodes)
@@ -102,8 +109,12 @@ def assign(
         fine = metis_kway(csr, fine_parts, metis_weights(balance_ntypes, in_degree), objtype, seed)
     else:
         start = time.perf_counter()
-        fine = kaminpar_partition(lambda: undirected_csr(view.src, view.dst, view.num_nodes), fine_parts,
-                                  None if in_degree is None else in_degree + 1, seed)
+        fine = kaminpar_partition(
+            lambda: undirected_csr(view.src, view.dst, view.num_nodes),
+            fine_parts,
+            None if in_degree is None else in_degree + 1,
+            seed,
+        )
     log.info("%s partitioner call: %.2f s", method, time.perf_counter() - start)
     return Assignment(fine // trainers, fine if trainers > 1 else None)
 
@@ -126,13 +137,19 @@ def metis_weights(classes: np.ndarray | None, in_degree: np.ndarray | None) -> n
     return np.ascontiguousarray(w[:, w.sum(axis=0) > 0])
 
 
-def _explicit(view: HomoView, parts: Any, num_parts: int, trainers: int, classes: Any, balance_edges: bool) -> np.ndarray:
+def _explicit(
+    view: HomoView, parts: Any, num_parts: int, trainers: int, classes: Any, balance_edges: bool
+) -> np.ndarray:
     if trainers > 1 or classes is not None or balance_edges:
-        raise InputError("an explicit assignment cannot be combined with num_trainers_per_machine > 1, "
-                         "balance_ntypes or balance_edges")
+        raise InputError(
+            "an explicit assignment cannot be combined with num_trainers_per_machine > 1, "
+            "balance_ntypes or balance_edges"
+        )
     arr = to_numpy(parts)
     if arr.ndim != 1 or arr.shape[0] != view.num_nodes:
-        raise InputError(f"explicit assignment must be a 1-D array of {view.num_nodes} partition IDs, got shape {arr.shape}")
+        raise InputError(
+            f"explicit assignment must be a 1-D array of {view.num_nodes} partition IDs, got shape {arr.shape}"
+        )
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
         raise InputError(f"explicit assignment must hold integers, got dtype {arr.dtype}")
     arr = arr.astype(np.int64, copy=False)

@@ -8,7 +8,6 @@ import numba
 import numpy as np
 
 from ...jit import kernel
-
 from ..kernels import chunk_bounds, chunk_positions
 
 

@@ -24,16 +24,17 @@ COARSE_PASSES = 10
 GAMMA = 1.5
 
 
-def contract(blocks: Blocks, cid: np.ndarray, num_clusters: int, max_entries: int
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def contract(
+    blocks: Blocks, cid: np.ndarray, num_clusters: int, max_entries: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The contracted graph as a weighted CSR ``(xadj, adjncy, weights)`` over clusters ``cid`` (dense
     0..C-1 per node): one entry per ordered pair of distinct clusters joined by an edge, weighted by how
     many edges join them. None when it would hold more than ``max_entries`` entries."""
     C = np.int64(num_clusters)
     keys, counts = np.zeros(0, np.int64), np.zeros(0, np.int64)
     for lo, r0, r1, xadj, adj in _slices(blocks):
-        rows = np.repeat(np.arange(lo + r0, lo + r1, dtype=np.int64), np.diff(xadj[r0: r1 + 1]))
-        cu, cv = cid[rows], cid[adj[xadj[r0]: xadj[r1]]]
+        rows = np.repeat(np.arange(lo + r0, lo + r1, dtype=np.int64), np.diff(xadj[r0 : r1 + 1]))
+        cu, cv = cid[rows], cid[adj[xadj[r0] : xadj[r1]]]
         keep = cu != cv
         k, c = np.unique(cu[keep].astype(np.int64) * C + cv[keep], return_counts=True)
         keys, inverse = np.unique(np.concatenate([keys, k]), return_inverse=True)
@@ -60,8 +61,16 @@ def _slices(blocks: Blocks) -> Iterator[tuple[int, int, int, np.ndarray, np.ndar
             r0 = r1
 
 
-def coarse_parts(xadj: np.ndarray, adjncy: np.ndarray, weights: np.ndarray, sizes: np.ndarray, k: int,
-                 cap: int, num_nodes: int, passes: int = COARSE_PASSES) -> np.ndarray:
+def coarse_parts(
+    xadj: np.ndarray,
+    adjncy: np.ndarray,
+    weights: np.ndarray,
+    sizes: np.ndarray,
+    k: int,
+    cap: int,
+    num_nodes: int,
+    passes: int = COARSE_PASSES,
+) -> np.ndarray:
     """Restreamed Fennel over the contracted graph: the part (int32) of every cluster, clusters of ``sizes``
     nodes placed largest first, each part holding at most ``cap`` nodes when a part can take it."""
     parts = np.full(sizes.shape[0], -1, dtype=np.int32)
@@ -69,8 +78,18 @@ def coarse_parts(xadj: np.ndarray, adjncy: np.ndarray, weights: np.ndarray, size
     alpha = math.sqrt(k) * (weights.sum() / 2) / max(1.0, num_nodes) ** GAMMA
     order = np.argsort(-sizes, kind="stable")
     for _ in range(passes):
-        _place_weighted(xadj, adjncy, weights.astype(np.float64), sizes.astype(np.int64), parts, load, cap,
-                        alpha * GAMMA, np.zeros(k, dtype=np.float64), order)
+        _place_weighted(
+            xadj,
+            adjncy,
+            weights.astype(np.float64),
+            sizes.astype(np.int64),
+            parts,
+            load,
+            cap,
+            alpha * GAMMA,
+            np.zeros(k, dtype=np.float64),
+            order,
+        )
     return parts
 
 

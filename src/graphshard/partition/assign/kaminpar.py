@@ -23,8 +23,9 @@ def write_parhip(path: str, csr: UndirectedCSR, node_weights: np.ndarray | None 
     write_parhip_blocks(path, csr.num_nodes, [csr.xadj], [csr.adjncy], node_weights)
 
 
-def write_parhip_blocks(path: str, num_nodes: int, xadj_chunks, adjncy_chunks,
-                        node_weights: np.ndarray | None = None) -> None:
+def write_parhip_blocks(
+    path: str, num_nodes: int, xadj_chunks, adjncy_chunks, node_weights: np.ndarray | None = None
+) -> None:
     """Write a ParHIP binary graph from pieces (for adjacency held on disk): ``xadj_chunks`` yields
     consecutive pieces of ``xadj`` (n + 1 entries in all, int64), ``adjncy_chunks`` of ``adjncy``."""
     version = 3 if node_weights is None else 1  # bit 0: no edge weights, bit 1: no node weights
@@ -32,8 +33,9 @@ def write_parhip_blocks(path: str, num_nodes: int, xadj_chunks, adjncy_chunks,
         f.write(np.array([version, num_nodes, 0], dtype=np.uint64).tobytes())  # m patched below
         m = 0
         for piece in xadj_chunks:
-            f.write(memoryview((np.asarray(piece, dtype=np.int64) * 8 + (_HEADER + (num_nodes + 1) * 8))
-                               .astype(np.uint64)))
+            f.write(
+                memoryview((np.asarray(piece, dtype=np.int64) * 8 + (_HEADER + (num_nodes + 1) * 8)).astype(np.uint64))
+            )
             m = int(piece[-1])
         for piece in adjncy_chunks:
             f.write(memoryview(np.ascontiguousarray(piece, dtype=np.int64)))
@@ -43,8 +45,9 @@ def write_parhip_blocks(path: str, num_nodes: int, xadj_chunks, adjncy_chunks,
         f.write(np.array([m], dtype=np.uint64).tobytes())
 
 
-def kaminpar_from_file(path: str, num_nodes: int, num_parts: int, seed: int = 0, imbalance: float = 0.03,
-                       num_threads: int | None = None) -> np.ndarray:
+def kaminpar_from_file(
+    path: str, num_nodes: int, num_parts: int, seed: int = 0, imbalance: float = 0.03, num_threads: int | None = None
+) -> np.ndarray:
     """Partition the ParHIP graph file ``path`` (loaded compressed) into ``num_parts`` blocks."""
     import kaminpar
 

@@ -83,10 +83,23 @@ def metis_kway(
     nvtxs, nparts, objval = (np.array([v], dtype=np.int64) for v in (n, num_parts, 0))
     part = np.zeros(n, dtype=np.int64)
     status = lib.METIS_PartGraphKway(
-        _ptr(nvtxs), _ptr(ncon), _ptr(xadj), _ptr(adjncy), _ptr(vwgt), None, None,
-        _ptr(nparts), None, None, _ptr(options), _ptr(objval), _ptr(part),
+        _ptr(nvtxs),
+        _ptr(ncon),
+        _ptr(xadj),
+        _ptr(adjncy),
+        _ptr(vwgt),
+        None,
+        None,
+        _ptr(nparts),
+        None,
+        None,
+        _ptr(options),
+        _ptr(objval),
+        _ptr(part),
     )
     if status != 1:
-        raise MetisError(f"METIS_PartGraphKway failed with {_STATUS.get(status, status)} "
-                         f"({n} nodes, {num_parts} parts, {int(ncon[0])} constraints)")
+        raise MetisError(
+            f"METIS_PartGraphKway failed with {_STATUS.get(status, status)} "
+            f"({n} nodes, {num_parts} parts, {int(ncon[0])} constraints)"
+        )
     return part

@@ -37,9 +37,17 @@ DEFAULT_PASSES = 8
 GAMMA = 1.5
 
 
-def stream_partition(blocks: Blocks, num_nodes: int, num_entries: int, num_parts: int,
-                     classes: np.ndarray | None = None, weights: np.ndarray | None = None,
-                     passes: int = DEFAULT_PASSES, imbalance: float = 0.03, seeding: str = "auto") -> np.ndarray:
+def stream_partition(
+    blocks: Blocks,
+    num_nodes: int,
+    num_entries: int,
+    num_parts: int,
+    classes: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
+    passes: int = DEFAULT_PASSES,
+    imbalance: float = 0.03,
+    seeding: str = "auto",
+) -> np.ndarray:
     """The part (int32) of every node. ``blocks()`` yields the adjacency in node order (called once per
     pass); ``num_entries``: its total length (2 × undirected edges); ``classes``: balance class per node
     (dense 0..C-1); ``weights``: a second balanced quantity per node (e.g. in-degree); ``seeding``:
@@ -105,7 +113,9 @@ def _place(lo, xadj, adj, parts, cls, w, sizes, cls_sizes, wsizes, cap, cls_caps
         if best < 0:  # every part is at a cap (only with several caps at once): the least loaded
             best = 0
             for i in range(1, k):
-                if cls_sizes[c, i] < cls_sizes[c, best] or (cls_sizes[c, i] == cls_sizes[c, best] and sizes[i] < sizes[best]):
+                if cls_sizes[c, i] < cls_sizes[c, best] or (
+                    cls_sizes[c, i] == cls_sizes[c, best] and sizes[i] < sizes[best]
+                ):
                     best = i
         parts[v] = best
         sizes[best] += 1
@@ -134,8 +144,16 @@ def _ranges_cut(lo, xadj, adj, n, k):
     return out
 
 
-def _seed_from_clusters(blocks: Blocks, n: int, k: int, parts: np.ndarray, cls: np.ndarray, w: np.ndarray,
-                        state: tuple[np.ndarray, np.ndarray, np.ndarray], cap: int) -> int:
+def _seed_from_clusters(
+    blocks: Blocks,
+    n: int,
+    k: int,
+    parts: np.ndarray,
+    cls: np.ndarray,
+    w: np.ndarray,
+    state: tuple[np.ndarray, np.ndarray, np.ndarray],
+    cap: int,
+) -> int:
     """Size-constrained label propagation, then the clusters contracted and placed by Fennel on the weighted
     cluster graph (:mod:`.coarse`; dealt to parts in stream order when that graph would not stay O(nodes));
     fills ``parts`` and the part sizes in ``state``; returns the largest part (the cap the passes then keep)."""
@@ -182,7 +200,11 @@ def _lp_round(lo, xadj, adj, cluster, size, score, touched, limit):
         best, best_score = own, score[own]
         for i in range(t):
             c = touched[i]
-            if c != own and size[c] < limit and (score[c] > best_score or (score[c] == best_score and size[c] < size[best])):
+            if (
+                c != own
+                and size[c] < limit
+                and (score[c] > best_score or (score[c] == best_score and size[c] < size[best]))
+            ):
                 best, best_score = c, score[c]
         for i in range(t):
             score[touched[i]] = 0.0

@@ -30,19 +30,31 @@ PER_EDGE = 19  # a phase's received edges, their CSC and the written structure, 
 FEATURE_COPIES = 1.0  # a phase's node and edge rows, as received
 
 
-def dispatch_estimates(num_nodes: int, part_edges: np.ndarray, part_feature_bytes: np.ndarray, world: int,
-                       num_hops: int = 1) -> list[Estimate]:
+def dispatch_estimates(
+    num_nodes: int, part_edges: np.ndarray, part_feature_bytes: np.ndarray, world: int, num_hops: int = 1
+) -> list[Estimate]:
     """One estimate per rank (``method`` = ``"rank r"``) of dispatching partitions with ``part_edges``
     edges and ``part_feature_bytes`` bytes of node and edge data each, on ``world`` ranks."""
     out = []
     for r in range(world):
         phases = [[p for p in group if p % world == r] for group in phase_groups(len(part_edges), world, num_hops)]
-        load = [min(IN_FLIGHT_CAP, IN_FLIGHT * int(part_edges[g].sum())) + PER_EDGE * int(part_edges[g].sum())
-                + int(FEATURE_COPIES * part_feature_bytes[g].sum()) for g in phases if g]
+        load = [
+            min(IN_FLIGHT_CAP, IN_FLIGHT * int(part_edges[g].sum()))
+            + PER_EDGE * int(part_edges[g].sum())
+            + int(FEATURE_COPIES * part_feature_bytes[g].sum())
+            for g in phases
+            if g
+        ]
         peak = max(load, default=0)
         phase = phases[load.index(peak)] if load else []
-        out.append(Estimate(f"rank {r}", DISPATCH_BASE + PER_NODE * num_nodes + peak, 0,
-                            f"building partition{'s' if len(phase) > 1 else ''} {', '.join(map(str, phase))}"))
+        out.append(
+            Estimate(
+                f"rank {r}",
+                DISPATCH_BASE + PER_NODE * num_nodes + peak,
+                0,
+                f"building partition{'s' if len(phase) > 1 else ''} {', '.join(map(str, phase))}",
+            )
+        )
     return out
 
 
@@ -51,8 +63,9 @@ def even_split(total: int, parts: int) -> np.ndarray:
     return np.array([total * (p + 1) // parts - total * p // parts for p in range(parts)], dtype=np.int64)
 
 
-def counted_estimates(in_dir: str, assignment: str | None, num_parts: int, world: int, num_hops: int = 1
-                      ) -> tuple[list[Estimate], bool]:
+def counted_estimates(
+    in_dir: str, assignment: str | None, num_parts: int, world: int, num_hops: int = 1
+) -> tuple[list[Estimate], bool]:
     """Per-rank estimates for dispatching the chunked graph at ``in_dir``: with an ``assignment`` directory,
     every partition's edges are counted (one pass over the edges, as dispatch's own first pass); without
     one, nodes and edges are assumed evenly shared. Returns the estimates and whether they were counted."""
@@ -61,10 +74,12 @@ def counted_estimates(in_dir: str, assignment: str | None, num_parts: int, world
     edge_row = {et: sum(row_bytes(s) for s in meta.edge_data.get(et, {}).values()) for et in meta.etypes}
     if assignment is None:
         edges = sum(even_split(meta.num_edges[et], num_parts) for et in meta.etypes)
-        feats = sum(even_split(meta.num_nodes[t] * node_row[t], num_parts) for t in meta.ntypes) + \
-            sum(even_split(meta.num_edges[et] * edge_row[et], num_parts) for et in meta.etypes)
-        return dispatch_estimates(sum(meta.num_nodes.values()), np.asarray(edges), np.asarray(feats), world,
-                                  num_hops), False
+        feats = sum(even_split(meta.num_nodes[t] * node_row[t], num_parts) for t in meta.ntypes) + sum(
+            even_split(meta.num_edges[et] * edge_row[et], num_parts) for et in meta.etypes
+        )
+        return dispatch_estimates(
+            sum(meta.num_nodes.values()), np.asarray(edges), np.asarray(feats), world, num_hops
+        ), False
     per_type, num_parts = read_assignment(assignment, meta.num_nodes)
     edges, feats = np.zeros(num_parts, np.int64), np.zeros(num_parts, np.int64)
     for t in meta.ntypes:

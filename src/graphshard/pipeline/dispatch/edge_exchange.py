@@ -38,9 +38,9 @@ def split_by_rank(dest: np.ndarray, blocks: list[np.ndarray], world: int) -> lis
 def place_block(e: PartEdges, triples: np.ndarray, feats: dict[str, np.ndarray], at: int, feat_at: int) -> None:
     """Put received ``(eid, src, dst)`` rows at ``at`` in ``e``, and their feature rows at ``feat_at``."""
     n = triples.shape[0]
-    e.orig[at:at + n], e.src[at:at + n], e.dst[at:at + n] = triples[:, 0], triples[:, 1], triples[:, 2]
+    e.orig[at : at + n], e.src[at : at + n], e.dst[at : at + n] = triples[:, 0], triples[:, 1], triples[:, 2]
     for key, rows in feats.items():
-        e.feats[key][feat_at:feat_at + n] = rows
+        e.feats[key][feat_at : feat_at + n] = rows
 
 
 def gather_edges(state: DispatchState, plan: EdgePlan, reader: EdgeReader, phase: list[int]) -> dict[int, PartEdges]:
@@ -55,8 +55,9 @@ def gather_edges(state: DispatchState, plan: EdgePlan, reader: EdgeReader, phase
         by_rank = [[j for j, pc in enumerate(plan.pieces[r]) if pc[3] == w] for w in range(world)]
         for k in range(max(len(b) for b in by_rank)):  # round k: every rank sends its k-th piece (or nothing)
             if k < len(by_rank[rank]):
-                send = _route_piece(state, plan, reader, r, et, by_rank[rank][k], in_phase,
-                                    [b.shape[1:] for b in empty[1:]])
+                send = _route_piece(
+                    state, plan, reader, r, et, by_rank[rank][k], in_phase, [b.shape[1:] for b in empty[1:]]
+                )
             else:
                 send = [list(empty) for _ in range(world)]
             got = [exchange(state.ctx, [s[i] for s in send], f"edges of {etype_str(et)!r}") for i in range(len(empty))]
@@ -71,12 +72,14 @@ def _allocate(state: DispatchState, plan: EdgePlan, mine: list[int]) -> dict[int
     itype = np.int32 if state.num_nodes < 2**31 else np.int64
     etype_ = np.int32 if int(state.edge_off[-1]) < 2**31 else np.int64
     total = {p: int(plan.counts[p].sum()) for p in mine}
-    return {p: PartEdges(np.empty(total[p], etype_), np.empty(total[p], itype), np.empty(total[p], itype))
-            for p in mine}
+    return {
+        p: PartEdges(np.empty(total[p], etype_), np.empty(total[p], itype), np.empty(total[p], itype)) for p in mine
+    }
 
 
-def _empty_blocks(state: DispatchState, plan: EdgePlan, et: EType, r: int,
-                  edges: dict[int, PartEdges]) -> list[np.ndarray]:
+def _empty_blocks(
+    state: DispatchState, plan: EdgePlan, et: EType, r: int, edges: dict[int, PartEdges]
+) -> list[np.ndarray]:
     """Zero-row blocks [triples, feature rows...] of ``et`` (sent when this rank has no piece in a round);
     allocates the feature buffers of ``et`` in ``edges`` on the way."""
     empty = [np.zeros((0, 3), np.int64)]
@@ -89,8 +92,16 @@ def _empty_blocks(state: DispatchState, plan: EdgePlan, et: EType, r: int,
     return empty
 
 
-def _route_piece(state: DispatchState, plan: EdgePlan, reader: EdgeReader, r: int, et: EType, j: int,
-                 in_phase: np.ndarray, row_shapes: list[tuple[int, ...]]) -> list[list[np.ndarray]]:
+def _route_piece(
+    state: DispatchState,
+    plan: EdgePlan,
+    reader: EdgeReader,
+    r: int,
+    et: EType,
+    j: int,
+    in_phase: np.ndarray,
+    row_shapes: list[tuple[int, ...]],
+) -> list[list[np.ndarray]]:
     """Per destination rank: [triples (eid, src, dst), feature rows...] of piece ``j``'s edges in the phase
     (``row_shapes``: of each edge data, in order)."""
     c, lo, hi, _ = plan.pieces[r][j]
@@ -106,8 +117,16 @@ def _route_piece(state: DispatchState, plan: EdgePlan, reader: EdgeReader, r: in
     return split_by_rank(state.owner_rank(part[keep]), blocks, state.ctx.world_size)
 
 
-def _place(state: DispatchState, plan: EdgePlan, r: int, et: EType, j: int, blocks: list[np.ndarray],
-           edges: dict[int, PartEdges], base_of: dict[int, np.ndarray]) -> None:
+def _place(
+    state: DispatchState,
+    plan: EdgePlan,
+    r: int,
+    et: EType,
+    j: int,
+    blocks: list[np.ndarray],
+    edges: dict[int, PartEdges],
+    base_of: dict[int, np.ndarray],
+) -> None:
     """Write piece ``j``'s block received from one rank at its final position in each owned partition."""
     triples = blocks[0]
     if triples.shape[0] == 0:

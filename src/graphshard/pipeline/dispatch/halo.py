@@ -34,8 +34,9 @@ def own_structure(state: DispatchState, p: int, e: PartEdges, edge_base: int) ->
     return OwnInEdges(indptr, pos + edge_base, new_src), e.orig[pos]
 
 
-def serve_in_edges(asked: np.ndarray, own: dict[int, Own], part_starts: np.ndarray,
-                   node_bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def serve_in_edges(
+    asked: np.ndarray, own: dict[int, Own], part_starts: np.ndarray, node_bounds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """In-degrees and in-edges ``(new eid, new src, original eid)`` of ``asked`` nodes (new IDs, all in
     partitions of ``own``), in ``asked`` order."""
     q = np.searchsorted(part_starts, asked, side="right") - 1
@@ -76,17 +77,20 @@ def fetch_in_edges(state: DispatchState, own: dict[int, Own], nodes: np.ndarray)
         idx = order[np.searchsorted(sorted_nodes, asked)]
         rec = all_rec[ragged_ranges(starts[idx], all_deg[idx])]
         return all_deg[idx], rec[:, 0], rec[:, 1], rec[:, 2]
+
     return lookup
 
 
 def halo_edges(state: DispatchState, own: dict[int, Own]) -> dict[int, Halo]:
     """HALO in-edges of every partition in ``own`` (a collective when ``num_hops > 1``)."""
-    return expand_halo(own, state.node_bounds, state.num_nodes, state.opts.num_hops,
-                       lambda nodes: fetch_in_edges(state, own, nodes))
+    return expand_halo(
+        own, state.node_bounds, state.num_nodes, state.opts.num_hops, lambda nodes: fetch_in_edges(state, own, nodes)
+    )
 
 
-def expand_halo(own: dict[int, Own], node_bounds: np.ndarray, num_nodes: int, num_hops: int,
-                fetch: Callable[[np.ndarray], Lookup]) -> dict[int, Halo]:
+def expand_halo(
+    own: dict[int, Own], node_bounds: np.ndarray, num_nodes: int, num_hops: int, fetch: Callable[[np.ndarray], Lookup]
+) -> dict[int, Halo]:
     """Breadth-first over in-edges: hop by hop, the in-edges of the sources not seen yet, from ``fetch``
     (called ``num_hops - 1`` times on every rank, even one owning no partition)."""
     if num_hops == 1:
@@ -95,7 +99,7 @@ def expand_halo(own: dict[int, Own], node_bounds: np.ndarray, num_nodes: int, nu
     found: dict[int, dict[str, list[np.ndarray]]] = {p: {k: [] for k in _FIELDS} for p in own}
     for p in own:
         seen[p] = np.zeros(num_nodes, dtype=bool)
-        seen[p][int(node_bounds[p, 0]):int(node_bounds[p, -1])] = True
+        seen[p][int(node_bounds[p, 0]) : int(node_bounds[p, -1])] = True
         frontier[p] = _unseen(own[p][0].src, seen[p])
     for _ in range(num_hops - 1):
         for p in own:

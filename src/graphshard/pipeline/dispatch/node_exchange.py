@@ -37,8 +37,15 @@ def gather_node_feats(state: DispatchState, plans: NodeDataPlans, phase: list[in
     return out
 
 
-def _read_piece(state: DispatchState, spec: FileSpec, offsets: np.ndarray, piece: Piece | None, ti: int,
-                in_phase: np.ndarray, sample: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _read_piece(
+    state: DispatchState,
+    spec: FileSpec,
+    offsets: np.ndarray,
+    piece: Piece | None,
+    ti: int,
+    in_phase: np.ndarray,
+    sample: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """Homogeneous node IDs and rows of ``piece`` whose node lies in the phase (none without a piece)."""
     if piece is None:
         return np.zeros(0, np.int64), sample
@@ -48,8 +55,9 @@ def _read_piece(state: DispatchState, spec: FileSpec, offsets: np.ndarray, piece
     return homo[keep], np.asarray(read_data_like(spec, c, sample.shape[1:]))[lo:hi][keep]
 
 
-def _place(state: DispatchState, out: dict[int, dict[str, np.ndarray]], key: str, ti: int, ids: np.ndarray,
-           rows: np.ndarray) -> None:
+def _place(
+    state: DispatchState, out: dict[int, dict[str, np.ndarray]], key: str, ti: int, ids: np.ndarray, rows: np.ndarray
+) -> None:
     """Store received rows of nodes ``ids`` (homogeneous original IDs, of type ``ti``) by new ID."""
     part = state.parts[ids]
     for p, feats in out.items():

@@ -52,8 +52,9 @@ def piece_starts(per_piece: np.ndarray) -> np.ndarray:
     return np.cumsum(per_piece, axis=0) - per_piece
 
 
-def chunk_offsets(state: DispatchState, spec: FileSpec, total: int, what: str,
-                  declared: list[int] | None = None) -> np.ndarray:
+def chunk_offsets(
+    state: DispatchState, spec: FileSpec, total: int, what: str, declared: list[int] | None = None
+) -> np.ndarray:
     """Row offsets of all chunks of ``spec``: each rank counts its own share, then the counts are summed."""
     counts = np.zeros(len(spec.paths), dtype=np.int64)
     for i in state.my_chunks(len(spec.paths)):

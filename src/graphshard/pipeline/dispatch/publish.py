@@ -29,21 +29,30 @@ def config_template(state: DispatchState, rl: Relabelling, config_path: Path) ->
     """The config without its file lists and checksums."""
     meta = state.meta
     return PartitionConfig(
-        path=config_path, graph_name=state.name, part_method=part_method(state.opts.partitions_dir),
-        num_parts=state.num_parts, halo_hops=state.opts.num_hops, num_nodes=state.num_nodes,
-        num_edges=int(state.edge_off[-1]), ntypes={t: i for i, t in enumerate(meta.ntypes)},
+        path=config_path,
+        graph_name=state.name,
+        part_method=part_method(state.opts.partitions_dir),
+        num_parts=state.num_parts,
+        halo_hops=state.opts.num_hops,
+        num_nodes=state.num_nodes,
+        num_edges=int(state.edge_off[-1]),
+        ntypes={t: i for i, t in enumerate(meta.ntypes)},
         etypes={etype_str(e): i for i, e in enumerate(meta.etypes)},
         node_map={t: rl.node_map()[i] for i, t in enumerate(meta.ntypes)},
         edge_map={etype_str(e): rl.edge_map()[i] for i, e in enumerate(meta.etypes)},
-        parts=[], extra={"num_trainers_per_machine": 1}, feature_schema=dispatched_schema(meta),
+        parts=[],
+        extra={"num_trainers_per_machine": 1},
+        feature_schema=dispatched_schema(meta),
     ).with_fingerprint()
 
 
 def dispatched_schema(meta: ChunkedMeta) -> Schema:
     """Names, dtypes and row shapes of the features dispatch writes (as it allocates them: from chunk 0)."""
+
     def spec(f: FileSpec) -> tuple[np.dtype, tuple[int, ...]]:
         sample = np.asarray(read_data(f, 0)[:0])
         return sample.dtype, sample.shape[1:]
+
     node = {f"{t}/{name}": spec(f) for t in meta.ntypes for name, f in meta.node_data.get(t, {}).items()}
     edge = {f"{etype_str(et)}/{name}": spec(f) for et in meta.etypes for name, f in meta.edge_data.get(et, {}).items()}
     return feature_schema(node, edge)
@@ -61,8 +70,11 @@ def final_config(template: PartitionConfig, markers: dict[int, dict]) -> Partiti
     """The template with every partition's file list and the checksums from the markers of all partitions."""
     p_all = range(template.num_parts)
     keys = {p: [k for k in FILE_NAMES if k in markers[p]["files"]] for p in p_all}
-    return replace(template, parts=[part_entry({k: f"part{p}/{FILE_NAMES[k]}" for k in keys[p]}) for p in p_all],
-                   checksums=dict(sorted(c for p in p_all for c in markers[p]["checksums"].items())))
+    return replace(
+        template,
+        parts=[part_entry({k: f"part{p}/{FILE_NAMES[k]}" for k in keys[p]}) for p in p_all],
+        checksums=dict(sorted(c for p in p_all for c in markers[p]["checksums"].items())),
+    )
 
 
 def publish(state: DispatchState, resume: ResumeArea, template: PartitionConfig) -> None:

@@ -36,8 +36,10 @@ def aligned_edge_data(spec: FileSpec, c: int, row_shape: tuple[int, ...], rows: 
     """Edge data chunk ``c``, which must hold exactly the ``rows`` rows of edge chunk ``c``."""
     arr = np.asarray(read_data_like(spec, c, row_shape))
     if arr.shape[0] != rows:
-        raise InputError(f"{spec.paths[c]}: {arr.shape[0]} rows, but edge chunk {c} holds {rows} edges "
-                         f"({spec.where}); edge data must be split exactly like the edge chunks")
+        raise InputError(
+            f"{spec.paths[c]}: {arr.shape[0]} rows, but edge chunk {c} holds {rows} edges "
+            f"({spec.where}); edge data must be split exactly like the edge chunks"
+        )
     return arr
 
 
@@ -45,5 +47,7 @@ def check_chunk_count(meta: ChunkedMeta, et: EType, spec: FileSpec) -> None:
     """Edge data ``spec`` of ``et`` must be split into as many chunks as the edges of ``et``."""
     edges = len(meta.edges[et].paths)
     if len(spec.paths) != edges:
-        raise InputError(f"{spec.where}: {len(spec.paths)} chunks, but the edges of {etype_str(et)!r} have "
-                         f"{edges}: edge data must align with the edge chunks")
+        raise InputError(
+            f"{spec.where}: {len(spec.paths)} chunks, but the edges of {etype_str(et)!r} have "
+            f"{edges}: edge data must align with the edge chunks"
+        )

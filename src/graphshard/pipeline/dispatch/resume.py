@@ -23,10 +23,14 @@ def input_fingerprint(opts: DispatchOptions, meta: ChunkedMeta) -> str:
     """Of every input file (metadata, chunks, assignment files: name, size, mtime, sampled content; see
     :mod:`graphshard.fingerprint`) and the options: a changed input is never answered by a stale partition."""
     d = Path(opts.partitions_dir)
-    specs = [*meta.edges.values(), *(s for t in meta.node_data.values() for s in t.values()),
-             *(s for t in meta.edge_data.values() for s in t.values())]
-    assignment = sorted(f for f in [d / META_NAME] + [d / f"{t}.{e}" for t in meta.ntypes for e in ("txt", "npy")]
-                        if f.is_file())
+    specs = [
+        *meta.edges.values(),
+        *(s for t in meta.node_data.values() for s in t.values()),
+        *(s for t in meta.edge_data.values() for s in t.values()),
+    ]
+    assignment = sorted(
+        f for f in [d / META_NAME] + [d / f"{t}.{e}" for t in meta.ntypes for e in ("txt", "npy")] if f.is_file()
+    )
     options = json.dumps([opts.num_hops, opts.save_orig_nids, opts.save_orig_eids])
     return files_fingerprint([meta.path, *(p for spec in specs for p in spec.paths), *assignment], options)
 
@@ -64,7 +68,8 @@ class ResumeArea:
         try:
             info = json.loads(marker.read_text())
             ok = info["fingerprint"] == self.fingerprint and all(
-                sha256_file(self.root / rel) == digest for rel, digest in info["checksums"].items())
+                sha256_file(self.root / rel) == digest for rel, digest in info["checksums"].items()
+            )
         except (OSError, ValueError, KeyError):
             ok = False
         if ok:

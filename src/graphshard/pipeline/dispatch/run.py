@@ -45,8 +45,14 @@ def dispatch(opts: DispatchOptions, ctx: DistContext) -> Path:
             check_memory(state, plan)  # refused here, before the output is touched or any data moves
         resume = ResumeArea(state.out / f".dispatch-{state.name}", input_fingerprint(opts, state.meta))
         config_path = _prepare_output(state, resume)
-        rl = Relabelling(state.num_parts, state.new2old, state.old2new, np.zeros(0, np.int64), state.node_bounds,
-                         edge_bounds_from_counts(plan.counts))
+        rl = Relabelling(
+            state.num_parts,
+            state.new2old,
+            state.old2new,
+            np.zeros(0, np.int64),
+            state.node_bounds,
+            edge_bounds_from_counts(plan.counts),
+        )
         writer = PartWriter(state, resume, config_template(state, rl, config_path))
         node_plans = NodeDataPlans(state)
         phases = state.phases()
@@ -86,8 +92,13 @@ def _prepare_output(state: DispatchState, resume: ResumeArea) -> Path:
     return config_path
 
 
-def _build_and_write(state: DispatchState, writer: PartWriter, rl: Relabelling, edges: dict[int, PartEdges],
-                     node_feats: dict[int, dict[str, np.ndarray]]) -> None:
+def _build_and_write(
+    state: DispatchState,
+    writer: PartWriter,
+    rl: Relabelling,
+    edges: dict[int, PartEdges],
+    node_feats: dict[int, dict[str, np.ndarray]],
+) -> None:
     """Write the partitions of one phase (those finished by an earlier run are kept), releasing their data."""
     rank = state.ctx.rank
     skip = {p for p in edges if writer.resume.reusable(p, rank)}
@@ -114,8 +125,13 @@ def _worker(opts: DispatchOptions, timeout: float, log_level: int, heartbeat_tim
         dispatch(opts, ctx)
 
 
-def run_dispatch(opts: DispatchOptions, num_procs: int | None = None, timeout: float = 300.0,
-                 host: str = "127.0.0.1", heartbeat_timeout: float | None = None) -> Path:
+def run_dispatch(
+    opts: DispatchOptions,
+    num_procs: int | None = None,
+    timeout: float = 300.0,
+    host: str = "127.0.0.1",
+    heartbeat_timeout: float | None = None,
+) -> Path:
     """Run dispatch: start ``num_procs`` local ranks, or (None) join as one rank of a torchrun (or srun, or
     PyTorchJob) job. ``heartbeat_timeout``: see :mod:`graphshard.distributed.liveness`."""
     level = logging.getLogger("graphshard").getEffectiveLevel()

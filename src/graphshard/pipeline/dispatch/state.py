@@ -69,7 +69,7 @@ class DispatchState:
     node_bounds: np.ndarray  # (P, NT + 1), see Relabelling
 
     @classmethod
-    def load(cls, opts: DispatchOptions, ctx: DistContext) -> "DispatchState":
+    def load(cls, opts: DispatchOptions, ctx: DistContext) -> DispatchState:
         """Read the metadata and the assignment, and renumber the nodes as ``partition_graph`` does."""
         check_hops(opts.num_hops)
         meta = read_metadata(opts.in_dir)
@@ -80,8 +80,7 @@ class DispatchState:
         new2old, old2new, node_bounds = relabel_nodes(parts, num_parts, ids.node_offsets)
         if int(ids.node_offsets[-1]) < 2**31:  # every rank holds these three: keep them narrow
             parts, new2old, old2new = (a.astype(np.int32) for a in (parts, new2old, old2new))
-        return cls(opts, ctx, meta, num_parts, parts, ids.node_offsets, ids.edge_offsets, new2old, old2new,
-                   node_bounds)
+        return cls(opts, ctx, meta, num_parts, parts, ids.node_offsets, ids.edge_offsets, new2old, old2new, node_bounds)
 
     @property
     def name(self) -> str:

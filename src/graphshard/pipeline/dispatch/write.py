@@ -29,8 +29,9 @@ class PartWriter:
     def __init__(self, state: DispatchState, resume: ResumeArea, identity: PartitionConfig) -> None:
         self.state, self.resume, self.identity = state, resume, identity
 
-    def write_features(self, p: int, e: PartEdges, rl: Relabelling,
-                       node_feats: dict[str, np.ndarray]) -> dict[str, str]:
+    def write_features(
+        self, p: int, e: PartEdges, rl: Relabelling, node_feats: dict[str, np.ndarray]
+    ) -> dict[str, str]:
         """Stage partition ``p``'s feature (and original-ID) files, releasing ``e``'s features; returns their
         checksums keyed ``part<p>/<file>``."""
         files = {"node_feats": node_feats, "edge_feats": e.feats, **self._orig_ids(p, e, rl)}
@@ -41,12 +42,14 @@ class PartWriter:
         e.feats = {}
         return sums
 
-    def write_structure(self, p: int, e: PartEdges, rl: Relabelling, view: HomoView, own: Own, halo: Halo,
-                        sums: dict[str, str]) -> None:
+    def write_structure(
+        self, p: int, e: PartEdges, rl: Relabelling, view: HomoView, own: Own, halo: Halo, sums: dict[str, str]
+    ) -> None:
         """Stage ``graph.safetensors`` of partition ``p``, then finish it in the resume area with its marker."""
         lo, hi = self.state.part_nodes(p)
         local = local_structure(lo, hi, own[0], halo[0], np.empty(self.state.num_nodes, dtype=np.int64))
         if own[1] is None:  # compact: local.eids are positions into the received (sorted) arrays
+
             def orig(a: int, b: int) -> np.ndarray:
                 return e.orig[local.eids[a:b]].astype(np.int64)
         else:
@@ -54,21 +57,27 @@ class PartWriter:
 
             def orig(a: int, b: int) -> np.ndarray:
                 return full[a:b]
+
         tmp = self.resume.staging_dir(p)
         sums[f"part{p}/{FILE_NAMES['part_graph']}"] = self._write(
-            p, tmp / FILE_NAMES["part_graph"], structure_arrays(local, view, rl, orig_eids=orig), "part_graph")
+            p, tmp / FILE_NAMES["part_graph"], structure_arrays(local, view, rl, orig_eids=orig), "part_graph"
+        )
         self.resume.finish(p, tmp, sums)
 
     def _orig_ids(self, p: int, e: PartEdges, rl: Relabelling) -> dict[str, dict[str, np.ndarray]]:
         """The original per-type node / edge IDs of partition ``p``, as far as the options ask for them."""
         s, files = self.state, {}
         if s.opts.save_orig_nids:
-            files["orig_nids"] = {t: s.new2old[s.node_bounds[p, i]: s.node_bounds[p, i + 1]] - s.node_off[i]
-                                  for i, t in enumerate(s.meta.ntypes)}
+            files["orig_nids"] = {
+                t: s.new2old[s.node_bounds[p, i] : s.node_bounds[p, i + 1]] - s.node_off[i]
+                for i, t in enumerate(s.meta.ntypes)
+            }
         if s.opts.save_orig_eids:
             base = int(rl.edge_bounds[p, 0])
-            files["orig_eids"] = {etype_str(et): e.orig[rl.edge_bounds[p, r] - base: rl.edge_bounds[p, r + 1] - base]
-                                  - s.edge_off[r] for r, et in enumerate(s.meta.etypes)}
+            files["orig_eids"] = {
+                etype_str(et): e.orig[rl.edge_bounds[p, r] - base : rl.edge_bounds[p, r + 1] - base] - s.edge_off[r]
+                for r, et in enumerate(s.meta.etypes)
+            }
         return files
 
     def _write(self, p: int, path: Path, tensors: dict, kind: str) -> str:
