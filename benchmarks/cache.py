@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from partition import machine  # noqa: E402
+from partition import machine
 
 RATIOS = (0.0, 0.2, 0.5, 1.0)
 

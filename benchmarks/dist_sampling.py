@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from partition import machine  # noqa: E402
+from partition import machine
 
 
 def _rank(config: str, fanouts: list[int], batch: int, batches: int, out: str) -> None:

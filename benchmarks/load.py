@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from partition import machine  # noqa: E402
+from partition import machine
 
 
 def best_of(fn, repeats: int) -> float:

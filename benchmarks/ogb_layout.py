@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from partition import machine  # noqa: E402  (shared helpers of the benchmarks)
+from partition import machine
 
 PEAK = "import sys; {code}; print(int(open('/proc/self/status').read().split('VmHWM:')[1].split()[0]) * 1024)"
 
@@ -85,7 +85,8 @@ def main() -> None:
         "growth_over_features": (whole - fixed) / feat,
     }
     print(
-        "| nodes | features | edges | feature MiB | edge MiB | chunk s | peak MiB | fixed MiB | (peak − fixed) / features |"
+        "| nodes | features | edges | feature MiB | edge MiB | chunk s | peak MiB | fixed MiB "
+        "| (peak − fixed) / features |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     print(

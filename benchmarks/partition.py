@@ -33,8 +33,8 @@ def peak_rss() -> int:
 
 
 def machine() -> dict:
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-    mem = next((int(l.split()[1]) * 1024 for l in open("/proc/meminfo") if l.startswith("MemTotal")), 0)
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
+    mem = next((int(line.split()[1]) * 1024 for line in open("/proc/meminfo") if line.startswith("MemTotal")), 0)
     return {"cpu": cpu, "cores": os.cpu_count(), "memory_bytes": mem, "python": platform.python_version()}
 
 
@@ -229,7 +229,8 @@ def print_table(r: dict) -> None:
     print(
         f"\nmachine: {r['machine']['cpu']}, {r['machine']['cores']} cores, {r['machine']['memory_bytes'] / gb:.0f} GiB"
     )
-    head = f"{'run':<18}{'time s':>9}{'partitioner s':>15}{'peak RSS GiB':>14}{'edge cut %':>12}{'node bal':>10}{'edge bal':>10}{'output GB':>11}"
+    head = f"{'run':<18}{'time s':>9}{'partitioner s':>15}{'peak RSS GiB':>14}{'edge cut %':>12}"
+    head += f"{'node bal':>10}{'edge bal':>10}{'output GB':>11}"
     print(head)
     for m, x in r["end_to_end"].items():
         print(

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from partition import machine, peak_rss  # noqa: E402  (shared helpers of the benchmarks)
+from partition import machine, peak_rss
 
 
 def child(args) -> dict:

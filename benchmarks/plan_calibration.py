@@ -17,16 +17,16 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from partition import machine  # noqa: E402  (shared helpers of the benchmarks)
+from partition import machine
 
-from graphshard.datasets.rmat_chunked import write_rmat_chunked  # noqa: E402
-from graphshard.format.config import read_config  # noqa: E402
-from graphshard.pipeline.assign import assign_chunked  # noqa: E402
-from graphshard.pipeline.dispatch.cost import counted_estimates  # noqa: E402
-from graphshard.plan.measure import peak_private  # noqa: E402
+from graphshard.datasets.rmat_chunked import write_rmat_chunked
+from graphshard.format.config import read_config
+from graphshard.pipeline.assign import assign_chunked
+from graphshard.pipeline.dispatch.cost import counted_estimates
+from graphshard.plan.measure import peak_private
 from graphshard.train.cost import (
-    feature_width,  # noqa: E402
-    train_estimates,  # noqa: E402
+    feature_width,
+    train_estimates,
 )
 
 GS = [sys.executable, "-m", "graphshard.cli"]

@@ -19,7 +19,7 @@ import numba
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from partition import machine  # noqa: E402
+from partition import machine
 
 
 def main() -> None:

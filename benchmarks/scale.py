@@ -33,9 +33,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from partition import machine, peak_rss  # noqa: E402  (shared helpers of the benchmarks)
+from partition import machine, peak_rss
 
-from graphshard.plan.measure import process_tree  # noqa: E402
+from graphshard.plan.measure import process_tree
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 METHODS = ("random", "stream", "kaminpar", "metis")
@@ -162,9 +162,9 @@ def watched(cmd: list[str], log: Path) -> dict:
                 except OSError:
                     continue
                 field = {
-                    l.split(":")[0]: int(l.split()[1]) * 1024
-                    for l in status.splitlines()
-                    if l.startswith(("VmHWM", "RssAnon"))
+                    line.split(":")[0]: int(line.split()[1]) * 1024
+                    for line in status.splitlines()
+                    if line.startswith(("VmHWM", "RssAnon"))
                 }
                 old = peaks.get(pid, [name, 0, 0])
                 peaks[pid] = [name, max(old[1], field.get("VmHWM", 0)), max(old[2], field.get("RssAnon", 0))]

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from partition import machine, write_result  # noqa: E402
+from partition import machine, write_result
 
 # (processes = partitions, partitioner, cache ratio)
 CONFIGS = [(1, "random", 0.0), (2, "metis", 0.0), (2, "metis", 0.2), (2, "metis", 1.0), (2, "random", 0.0)]
@@ -112,7 +112,8 @@ def _print(result: dict) -> None:
         f"{result['epochs']} epochs"
     )
     print(
-        f"{'procs x parts':>13}{'method':>8}{'cache':>6}{'epoch s':>8}{'wait':>5}{'sample':>7}{'fetch':>6}{'compute':>8}"
+        f"{'procs x parts':>13}{'method':>8}{'cache':>6}{'epoch s':>8}{'wait':>5}{'sample':>7}{'fetch':>6}"
+        f"{'compute':>8}"
         f"{'sync':>5}{'other':>6}{'remote MB':>10}{'hits':>6}{'build s':>8}{'infer s':>8}{'x epoch':>8}"
         f"{'eval s':>7}{'x epoch':>8}{'test acc':>9}"
     )

@@ -50,7 +50,7 @@ def assert_named_error(
         for word in mentions:
             assert word in text, f"{type(exc).__name__} does not mention {word!r}: {text}"
         return None, exc
-    except Exception as exc:  # noqa: BLE001 -- the point: anything else is a bug of the reader
+    except Exception as exc:  # the point: anything else is a bug of the reader
         raise AssertionError(
             f"raw {type(exc).__name__} instead of a named error: {str(exc)[:500]}\n"
             + "".join(traceback.format_exception(exc))[-3000:]

@@ -207,7 +207,8 @@ class RangePartitionBook:
         return _tensor(self._edges.part_ids(part_id, self._ename(etype)))
 
     def nid2localnid(self, nids: Any, part_id: int, ntype: str | None = None) -> torch.Tensor:
-        """Local IDs within ``part_id`` (homogeneous: local node ID; per-type: index among the partition's nodes of that type)."""
+        """Local IDs within ``part_id`` (homogeneous: local node ID; per-type: index among the partition's nodes
+        of that type)."""
         return _tensor(self._nodes.to_local(as_id_array(nids, "node IDs"), part_id, self._nname(ntype)))
 
     def eid2localeid(self, eids: Any, part_id: int, etype: EType | str | None = None) -> torch.Tensor:

@@ -79,7 +79,7 @@ def _one_host_and_across(
     partitions its ranks serve (launcher ``how``, ``per_host`` ranks a host); both runs' metrics."""
     n, world = len(c.hosts), len(c.hosts) * per_host
     parts = json.loads(config.read_text())["num_parts"]
-    mine = spread(config, c, [list(range(h * parts // n, (h + 1) * parts // n)) for h in range(n)], also=also)
+    spread(config, c, [list(range(h * parts // n, (h + 1) * parts // n)) for h in range(n)], also=also)
     spread(config, c, [list(range(parts))] + [[] for _ in range(n - 1)], sub="all", also=also)
     for name, cfg, ranks, hosts in (("one", "all", world, 1), ("across", "parts", per_host, n)):
         run = [a.replace("{dir}", cfg) for a in args]

@@ -113,7 +113,6 @@ def _hetero_worker(config):
 
     g = small_hetero()
     with session(timeout=30) as ctx:
-        group = ctx.group
         dg = DistGraph("h", config)
         _check_graph(g, dg, ctx.rank)
         _check_tensors(dg, ctx.rank)

@@ -67,7 +67,7 @@ def test_conversions_match_the_reference_and_carry_edge_rows(tmp_path):
         want[et] = (s, d, e, size)
     assert len(want[CITES][0]) > 0 and len(want[("author", "writes", "paper")][0]) > 0
     ours_coo, ref_coo = gs.coo(), ref.coo()
-    for et, (s, d, e, size) in want.items():
+    for et, (_, _, e, _) in want.items():
         row, col, perm = ours_coo[0][et], ours_coo[1][et], ours_coo[2][et]
         key = lambda r, c: sorted(zip(r.tolist(), c.tolist()))  # noqa: E731
         assert key(row, col) == key(ref_coo[0][et], ref_coo[1][et])
@@ -77,7 +77,7 @@ def test_conversions_match_the_reference_and_carry_edge_rows(tmp_path):
             want_w = g.edge_feats[CITES]["weight"][orig_edges(book, 1, CITES, perm)]
             assert np.array_equal(fs.get_tensor(et, "weight", index=perm).numpy(), want_w)
     for layout, mine, theirs in (("csr", gs.csr(), ref.csr()), ("csc", gs.csc(), ref.csc())):
-        for et, (s, d, e, size) in want.items():
+        for et in want:
             ptr_ours, ptr_ref = (mine[0][et], theirs[0][et]) if layout == "csr" else (mine[1][et], theirs[1][et])
             idx_ours, idx_ref = (mine[1][et], theirs[1][et]) if layout == "csr" else (mine[0][et], theirs[0][et])
             assert torch.equal(ptr_ours, ptr_ref) and sorted(idx_ours.tolist()) == sorted(idx_ref.tolist())

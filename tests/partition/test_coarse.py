@@ -28,14 +28,11 @@ def test_contracted_graph_counts_the_edges_between_clusters(monkeypatch):
     monkeypatch.setattr(coarse, "SLICE", 97)  # many slices per block
     csr = _graph()
     cid = np.random.default_rng(1).integers(0, 40, 300).astype(np.int32)
-    halves = (
-        lambda: iter(
-            [
-                (0, csr.xadj[:151], csr.adjncy[: csr.xadj[150]]),  # noqa: E731  two blocks
-                (150, csr.xadj[150:] - csr.xadj[150], csr.adjncy[csr.xadj[150] :]),
-            ]
-        )
-    )
+
+    def halves():  # two blocks
+        yield 0, csr.xadj[:151], csr.adjncy[: csr.xadj[150]]
+        yield 150, csr.xadj[150:] - csr.xadj[150], csr.adjncy[csr.xadj[150] :]
+
     xadj, adj, w = coarse.contract(halves, cid, 40, max_entries=10**6)
     src = np.repeat(np.arange(300), np.diff(csr.xadj))
     want = Counter((int(cid[u]), int(cid[v])) for u, v in zip(src, csr.adjncy) if cid[u] != cid[v])

@@ -181,7 +181,7 @@ def test_out_of_core_assignments_dispatch_into_valid_partitions(tmp_path, method
     assign_chunked(tmp_path / "c", tmp_path / "a", 3, method, memory_mb=1)
     per_type, _ = read_assignment(tmp_path / "a", g.num_nodes)
     assert not list(tmp_path.glob(".a.adjacency-*"))  # the work directory is gone
-    for t, a in per_type.items():
+    for a in per_type.values():
         assert ((a >= 0) & (a < 3)).all()
     config = run_dispatch(
         DispatchOptions(tmp_path / "c", tmp_path / "a", tmp_path / "p", 1, True, True), num_procs=2, timeout=120

@@ -5,6 +5,7 @@ Every error names the file and, where it applies, the line and the value at faul
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 from pathlib import Path
@@ -324,7 +325,7 @@ def first_bad_line(path: Path, delimiter: str, ncols: int | None, integers: bool
             if not ends.size or ends[-1] != arr.size - 1:
                 ends = np.append(ends, arr.size)  # the last line of a file without a final newline
             starts = np.concatenate(([0], ends[:-1] + 1))
-            line_of = lambda pos: np.searchsorted(ends, pos)  # noqa: E731
+            line_of = functools.partial(np.searchsorted, ends)  # the line of each byte position
             delims = np.concatenate(([0], np.cumsum(arr == delim, dtype=np.int64)))
             per_line = delims[ends] - delims[starts]  # delimiters on each line
             if expect is None:

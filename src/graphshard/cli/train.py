@@ -14,13 +14,13 @@ from .common import command, overwrite_flag, positive_int
 class _Given(argparse.Action):
     """Stores the value and records that the flag was given (so it overrides the config file)."""
 
-    def __call__(self, parser, namespace, values, option_string=None):  # noqa: ANN001 (argparse's signature)
+    def __call__(self, parser, namespace, values, option_string=None):  # argparse's signature
         setattr(namespace, self.dest, values)
         namespace.given = namespace.given | {self.dest}
 
 
 class _GivenBool(argparse.BooleanOptionalAction):
-    def __call__(self, parser, namespace, values, option_string=None):  # noqa: ANN001
+    def __call__(self, parser, namespace, values, option_string=None):
         super().__call__(parser, namespace, values, option_string)
         namespace.given = namespace.given | {self.dest}
 

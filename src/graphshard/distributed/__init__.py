@@ -1,5 +1,5 @@
-"""Distributed runtime (like ``torch.distributed``): launch and session, DistGraph, DistTensor/DistEmbedding, work split, distributed
-sampling and loaders. Names are imported on first use (torch is heavy)."""
+"""Distributed runtime (like ``torch.distributed``): launch and session, DistGraph, DistTensor/DistEmbedding,
+work split, distributed sampling and loaders. Names are imported on first use (torch is heavy)."""
 
 from importlib import import_module
 from typing import Any

@@ -12,6 +12,8 @@ cost, not their order)."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import torch
 
@@ -26,6 +28,16 @@ def _expand_remote(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     ids, w = registered(f"{_GRAPH}/{served}").expected_sources(gids.numpy(), weights.numpy(), fanouts.numpy())
     return torch.from_numpy(ids), torch.from_numpy(w)
+
+
+def _expand_local(
+    local: LocalSamplingGraph, ids: np.ndarray, w: np.ndarray, fanouts: np.ndarray, pos: np.ndarray
+) -> tuple:
+    return local.expected_sources(ids[pos], w[pos], fanouts)
+
+
+def _expand_args(key: str, ids: np.ndarray, w: np.ndarray, fan_t: torch.Tensor, pos: np.ndarray) -> tuple:
+    return key, torch.from_numpy(ids[pos]), torch.from_numpy(w[pos]), fan_t
 
 
 def expected_reads(
@@ -43,9 +55,9 @@ def expected_reads(
             group,
             book.nid2partid(ids).numpy(),
             book.num_partitions(),
-            lambda pos: local.expected_sources(ids[pos], w[pos], hop_fanouts),
+            partial(_expand_local, local, ids, w, hop_fanouts),
             _expand_remote,
-            lambda pos: (local.key, torch.from_numpy(ids[pos]), torch.from_numpy(w[pos]), fan_t),
+            partial(_expand_args, local.key, ids, w, fan_t),
             "access estimate",
         )
         got = [tuple(np.asarray(a) for a in res) for _, res in pieces]

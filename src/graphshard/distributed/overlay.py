@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Union
 
 import numpy as np
 import torch
@@ -22,7 +21,7 @@ from ..errors import InputError
 
 __all__ = ["Rows", "Written", "as_written_tensor", "full_or_rows", "num_rows"]
 
-Rows = Union[slice, int, torch.Tensor]
+Rows = slice | int | torch.Tensor
 
 
 def num_rows(rows: Rows, count: int) -> tuple[int, ...]:

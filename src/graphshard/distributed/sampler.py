@@ -87,23 +87,16 @@ class DistNeighborSampler:
     def _layer(self, ids: np.ndarray, times: np.ndarray | None, fanouts: np.ndarray, key: int):
         parts = self.book.nid2partid(ids).numpy()
         fan_t = torch.from_numpy(fanouts)
-        local = lambda pos: self.local.sample(
-            ids[pos],
-            fanouts,
-            self.replace,
-            key,  # noqa: E731
-            None if times is None else times[pos],
-            self.time_attr,
-        )
-        args = lambda pos: (
-            self.local.key,
-            torch.from_numpy(ids[pos]),
-            fan_t,
-            self.replace,
-            key,  # noqa: E731
-            None if times is None else torch.from_numpy(times[pos]),
-            self.time_attr,
-        )
+
+        def local(pos: np.ndarray):
+            return self.local.sample(
+                ids[pos], fanouts, self.replace, key, None if times is None else times[pos], self.time_attr
+            )
+
+        def args(pos: np.ndarray) -> tuple:
+            at = None if times is None else torch.from_numpy(times[pos])
+            return (self.local.key, torch.from_numpy(ids[pos]), fan_t, self.replace, key, at, self.time_attr)
+
         pieces = by_owner(self.group, parts, self.book.num_partitions(), local, _sample_remote, args, "sampling")
         blocks = []
         for pos, res in pieces:

@@ -10,7 +10,7 @@ in-memory overlay of each store object and never to the stored data (see :class:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -20,7 +20,7 @@ from ..errors import IDRangeError, InputError
 from ..graph import EType, parse_etype
 from .overlay import Rows, Written, as_written_tensor, full_or_rows, num_rows
 
-Group = Union[str, EType]
+Group = str | EType
 PYG_NAMES: Mapping[str, str] = {"feat": "x", "label": "y"}  # graphshard's node data names → PyG's
 _EDGE_NONE = (None, None)
 

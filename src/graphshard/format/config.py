@@ -339,9 +339,8 @@ class _Reader:
     def ranges(self, key: str, types: list[str], num_parts: int) -> dict[str, np.ndarray]:
         v = self.get(key)
         if not isinstance(v, dict) or set(v) != set(types):
-            raise FormatError(
-                f"{self.path}: key {key!r} must have one entry per type {types}, got {sorted(v) if isinstance(v, dict) else v!r}"
-            )
+            got = sorted(v) if isinstance(v, dict) else v
+            raise FormatError(f"{self.path}: key {key!r} must have one entry per type {types}, got {got!r}")
         out = {}
         for t in types:
             try:

@@ -89,7 +89,7 @@ def check_structure(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tenso
     _fail(path, "'indptr' decreases", indptr.diff() < 0)
     for b in _blocks(e):
         part = indices[b : b + BLOCK]
-        _fail(path, "'indices' holds a local node ID outside [0, %d)" % n, (part < 0) | (part >= n), part, b)
+        _fail(path, f"'indices' holds a local node ID outside [0, {n})", (part < 0) | (part >= n), part, b)
     nodes, edges = _Ranges(cfg.node_map, cfg.num_parts), _Ranges(cfg.edge_map, cfg.num_parts)
     n_inner = _check_nodes(cfg, part_id, t, path, nodes)
     _check_edges(cfg, part_id, t, path, edges, n_inner)

@@ -39,7 +39,7 @@ def build_custom(name: str, spec: ModelSpec) -> CustomModel:
         module = load_factory(name)(spec)
     except InputError:
         raise
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise InputError(f"--model {name}: the factory raised {type(exc).__name__}: {exc}") from None
     if not isinstance(module, nn.Module):
         raise InputError(f"--model {name}: the factory returned a {type(module).__name__}, not a torch.nn.Module")

@@ -68,7 +68,7 @@ def load_factory(name: str) -> Any:
     module_name, _, attr = name.partition(":")
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:  # noqa: BLE001 - any failure of the user's import is reported, not raised
+    except Exception as exc:  # any failure of the user's import is reported, not raised
         raise InputError(f"--model {name}: cannot import {module_name}: {type(exc).__name__}: {exc}") from None
     factory = getattr(module, attr, None)
     if not callable(factory):

@@ -1,5 +1,5 @@
-"""The cost model of in-memory partitioning (``graphshard partition``): the predicted peak of private memory for each method,
-from the dataset's node and edge counts and its size on disk.
+"""The cost model of in-memory partitioning (``graphshard partition``): the predicted peak of private memory for
+each method, from the dataset's node and edge counts and its size on disk.
 
 ``partition_graph`` holds the graph's structure (the dataset's arrays are memory-mapped; features stay
 in the page cache), its homogeneous form, the assignment, the relabelled structure and one partition

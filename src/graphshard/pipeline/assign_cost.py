@@ -1,5 +1,5 @@
-"""The cost model of assignment (step 1): the peak resident memory and disk use each assignment method needs for a chunked graph,
-which methods fit a memory budget, and which to use (``graphshard plan``; ``assign --memory`` refuses a
+"""The cost model of assignment (step 1): the peak resident memory and disk use each assignment method needs for a
+chunked graph, which methods fit a memory budget, and which to use (``graphshard plan``; ``assign --memory`` refuses a
 method that cannot fit before it starts).
 
 Predictions are sums of what each phase holds at once, from the graph's counts (nodes, edges, the

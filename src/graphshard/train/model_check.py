@@ -69,7 +69,7 @@ def check_custom_model(
 def _output(name: str, model: torch.nn.Module, args: tuple, ntype: str, rows: int, out_dim: int) -> torch.Tensor:
     try:
         out = model(*args)
-    except Exception as exc:  # noqa: BLE001 - the user's forward failing is reported, naming the factory
+    except Exception as exc:  # the user's forward failing is reported, naming the factory
         raise InputError(f"--model {name}: the model failed on a batch: {type(exc).__name__}: {exc}") from None
     if isinstance(out, dict) and ntype not in out:
         raise InputError(f"--model {name}: the output has no rows of node type {ntype!r} (it has {list(out)})")

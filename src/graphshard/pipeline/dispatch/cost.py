@@ -1,5 +1,5 @@
-"""The cost model of dispatch (step 2): each rank's predicted peak of private memory, from the edges and nodes of the partitions it
-builds in each phase (as counted by dispatch's first pass, or assumed even without an assignment).
+"""The cost model of dispatch (step 2): each rank's predicted peak of private memory, from the edges and nodes of
+the partitions it builds in each phase (as counted by dispatch's first pass, or assumed even without an assignment).
 
 A rank holds the node assignment and the relabelling of every node (``parts``, ``new2old``, ``old2new``
 and the exchange's routing), pieces of edges in flight (read, routed, exchanged: bounded by the piece
