@@ -2,13 +2,14 @@
 #   make demo   create .venv, install graphshard, run the main job on a built-in default
 #   make test   create/update .venv with the test extras, run the test suite
 #   make docs   install the docs extras into .venv, build the documentation site into site/ (warnings are errors)
+#   make lint   install the lint extras into .venv; ruff (lint and format check) and mypy, as CI runs them
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 # The CPU build of torch is pinned so that nothing pulls a CUDA build with gigabytes of packages.
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: demo test docs venv clean
+.PHONY: demo test docs lint venv clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +33,18 @@ $(VENV)/.docs-installed: pyproject.toml $(VENV)/.installed
 
 docs: $(VENV)/.docs-installed
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+$(VENV)/.lint-installed: pyproject.toml $(VENV)/.installed
+	$(PY) -m pip install --quiet -e ".[lint]" "$(TORCH_PIN)"
+	touch $@
+
+# What ruff and mypy check (mypy's files are set in pyproject.toml: src/graphshard)
+LINTED := src tests benchmarks docs
+
+lint: $(VENV)/.lint-installed
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info site

@@ -90,7 +90,8 @@ def _load(work: Path, mentions: tuple[str, ...] = ()) -> Graph | None:
 
 # -- an independent reading of the files -----------------------------------------------------------------------
 _INT_FIELD = re.compile(r'-?[0-9]+|"-?[0-9]+"')
-_FLOAT_FIELD = re.compile(r"-?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?|nan|NaN|inf|-inf|-?Infinity")  # as pyarrow reads them
+# the numbers pyarrow reads, "Infinity" among them
+_FLOAT_FIELD = re.compile(r"-?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?|nan|NaN|inf|-inf|-?Infinity")
 
 
 def _csv_lines(data: bytes) -> list[str]:
