@@ -122,7 +122,8 @@ def _chunk(
     e0, e1 = int(p.indptr[lo]), int(p.indptr[hi])
     src = p.pos_in_type[p.slot[p.indices[e0:e1]]]
     dst = np.repeat(chunk_pos, np.diff(p.indptr[lo : hi + 1]))  # edges are listed destination by destination
-    edges, picks = {}, {}
+    edges: dict[EType, torch.Tensor] = {}
+    picks: dict[EType, slice | np.ndarray] = {}  # the stored edges of each type: a run, or positions
     if len(p.etypes) == 1:
         edges[p.etypes[0]], picks[p.etypes[0]] = torch.from_numpy(np.stack([src, dst])), slice(e0, e1)
     else:
@@ -135,7 +136,9 @@ def _chunk(
     return at, model.layer(i, x, x_dst, edges, _context(p, at, picks, edge_rows))
 
 
-def _context(p: Plan, at: np.ndarray, picks: dict[EType, Any], edge_rows: EdgeRows | None) -> LayerContext:
+def _context(
+    p: Plan, at: np.ndarray, picks: dict[EType, slice | np.ndarray], edge_rows: EdgeRows | None
+) -> LayerContext:
     """What a model with ``layer_context`` learns of the chunk of destinations ``at`` (indices into ``need``)
     whose edges of each type are the stored edges ``picks[et]``."""
     ctx = LayerContext({})
@@ -232,8 +235,8 @@ def layerwise_inference(
                 x = None
             rows = out
             new = _publish(g, plans, rows, f"{name}/layer{i}")
-            for t in tables.values():
-                t.free()
+            for table in tables.values():
+                table.free()
             tables = new
     model.train(was_training)
     doing(context)

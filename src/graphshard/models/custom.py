@@ -17,7 +17,8 @@ is evaluated on every node's sampled full neighbourhood instead."""
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol, cast
 
 import torch
 from torch import nn
@@ -48,6 +49,19 @@ def build_custom(name: str, spec: ModelSpec) -> CustomModel:
     return CustomModel(module, name, spec)
 
 
+class _Layerwise(Protocol):
+    """The layer-wise protocol a user's module may offer (see the module docstring; ``layer_inputs`` is optional)."""
+
+    num_layers: int
+    layer: Callable[..., dict[str, torch.Tensor]]  # (i, x_src, x_dst, edges[, context])
+    layer_inputs: Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]]
+
+
+def _offered(module: nn.Module) -> _Layerwise:
+    """``module`` as the protocol it offers: duck-typed (torch types a module's own attributes Tensor | Module)."""
+    return cast(_Layerwise, module)
+
+
 def _parameters(module: nn.Module) -> list[str]:
     return list(inspect.signature(module.forward).parameters)
 
@@ -76,20 +90,21 @@ class CustomModel(nn.Module):
 
     @property
     def num_layers(self) -> int:
-        return int(self.module.num_layers)
+        return int(_offered(self.module).num_layers)
 
     def layer_inputs(self, x: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        return self.module.layer_inputs(x) if hasattr(self.module, "layer_inputs") else x
+        return _offered(self.module).layer_inputs(x) if hasattr(self.module, "layer_inputs") else x
 
     def layer(self, i: int, x_src: dict, x_dst: dict, edges: dict, context: LayerContext | None = None) -> dict:
         if not isinstance(self.module, BasicGNN):
             if getattr(self.module, "layer_context", False):
-                return self.module.layer(i, x_src, x_dst, edges, context)
-            return self.module.layer(i, x_src, x_dst, edges)
+                return _offered(self.module).layer(i, x_src, x_dst, edges, context)
+            return _offered(self.module).layer(i, x_src, x_dst, edges)
+        assert context is not None  # layer_context is set for a BasicGNN: layer-wise inference passes one
         (t,) = x_dst
         et = next(iter(edges), None)
         ei = edges[et] if et is not None else torch.zeros((2, 0), dtype=torch.long)
-        attr = context.edge_attr.get(et) if context is not None else None
+        attr = context.edge_attr.get(et) if et is not None else None
         conv = self.module.convs[i]
         out = conv_rows(conv, t, x_src[t], x_dst[t], ei, context, attr if self.module.supports_edge_attr else None)
         return {t: _between_layers(self.module, i, out)}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable
+from typing import Protocol, cast
 
 import torch
 import torch.nn.functional as F
@@ -21,6 +22,22 @@ from torch_geometric.nn import HeteroConv, SAGEConv
 from ..graph import EType
 from .aggregate import relu_dropout, sage_rows
 from .spec import ModelSpec
+
+
+class Relations(Protocol):
+    """A PyG ``HeteroConv``'s ``convs``: its conv of every relation, keyed by edge type (PyG's ``ModuleDict``
+    takes tuple keys)."""
+
+    def keys(self) -> Iterable[EType]: ...
+
+    def __getitem__(self, et: EType, /) -> nn.Module: ...
+
+    def __contains__(self, et: object, /) -> bool: ...
+
+
+def relations(conv: nn.Module) -> Relations:
+    """The per-relation convs of ``conv``, a PyG ``HeteroConv``."""
+    return cast(Relations, conv.convs)  # HeteroConv.convs (PyG is untyped; torch says Tensor | Module)
 
 
 def project(lin: nn.Linear, x: torch.Tensor) -> torch.Tensor:
@@ -85,25 +102,24 @@ class HeteroSAGE(nn.Module):
     def forward(
         self, x_dict: dict[str, torch.Tensor], edge_index_dict: dict[EType, torch.Tensor], hops=None
     ) -> dict[str, torch.Tensor]:
-        x = {t: project(lin, x_dict[t]) for t, lin in self.proj.items()}
+        x = {t: project(cast(nn.Linear, lin), x_dict[t]) for t, lin in self.proj.items()}  # proj: Linear layers
         depth = len(self.convs)
         if hops is not None and any(len(n) != depth + 1 for n in hops[0].values()):
             hops = None  # sampled for another depth: nothing to trim by
         for i, (conv, keep) in enumerate(zip(self.convs, self.keep)):
+            convs, kept = relations(conv), cast(nn.ModuleDict, keep)  # keep: a ModuleDict per layer
             if hops is None:  # every row and edge
                 rows = {t: v.shape[0] for t, v in x.items()}
-                rels = {et: edge_index_dict[et] for et in conv.convs.keys()}
+                rels = {et: edge_index_dict[et] for et in convs.keys()}
             else:  # drop the last i hops of edges and the last i + 1 hops of destinations
                 nodes, edges = hops
                 rows = {t: sum(nodes.get(t, [])[: depth - i]) for t in x}
                 rels = {
                     et: edge_index_dict[et][:, : sum(edges.get(et, [])[: len(edges.get(et, [])) - i])]
-                    for et in conv.convs.keys()
+                    for et in convs.keys()
                 }
-            out = _mean_by_type(
-                (et[2], conv.convs[et]((x[et[0]], x[et[2]][: rows[et[2]]]), ei)) for et, ei in rels.items()
-            )
-            out.update({t: lin(x[t][: rows[t]]) for t, lin in keep.items()})
+            out = _mean_by_type((et[2], convs[et]((x[et[0]], x[et[2]][: rows[et[2]]]), ei)) for et, ei in rels.items())
+            out.update({t: lin(x[t][: rows[t]]) for t, lin in kept.items()})
             if i < depth - 1:
                 out = {t: relu_dropout(v, self.dropout, self.training) for t, v in out.items()}
             x = out
@@ -115,18 +131,19 @@ class HeteroSAGE(nn.Module):
         return len(self.convs)
 
     def layer_inputs(self, x: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        return {t: project(self.proj[t], v) for t, v in x.items() if t in self.proj}
+        return {t: project(cast(nn.Linear, self.proj[t]), v) for t, v in x.items() if t in self.proj}  # Linear layers
 
     def layer(
         self, i: int, x_src: dict[str, torch.Tensor], x_dst: dict[str, torch.Tensor], edges: dict[EType, torch.Tensor]
     ) -> dict[str, torch.Tensor]:
         """Layer ``i`` for the destination rows of every type: the relations into a type averaged (as
         ``HeteroConv(aggr="mean")`` does), types no relation reaches through their own linear map."""
-        convs = self.convs[i].convs  # relations this model does not build are left out: nothing it outputs reads them
+        convs = relations(self.convs[i])  # relations not built are left out: nothing this model outputs reads them
         out = _mean_by_type(
             (et[2], sage_rows(convs[et], x_src[et[0]], x_dst[et[2]], ei)) for et, ei in edges.items() if et in convs
         )
-        out.update({t: lin(x_dst[t]) for t, lin in self.keep[i].items() if t in x_dst})
+        kept = cast(nn.ModuleDict, self.keep[i])  # keep: a ModuleDict per layer
+        out.update({t: lin(x_dst[t]) for t, lin in kept.items() if t in x_dst})
         return {t: F.relu(v) for t, v in out.items()} if i < len(self.convs) - 1 else out
 
 

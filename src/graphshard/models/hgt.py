@@ -18,6 +18,7 @@ skips of types it only reads from are dropped, so every parameter takes part in 
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -99,7 +100,7 @@ class HGT(nn.Module):
 
     def _conv(self, i: int) -> _HGTConv | None:
         """Layer ``i``'s conv (None: no relation of the layer is needed)."""
-        return self.convs[str(i)] if str(i) in self.convs else None
+        return cast(_HGTConv, self.convs[str(i)]) if str(i) in self.convs else None  # convs holds _HGTConvs only
 
     def _rels(self, i: int) -> list[EType]:
         conv = self._conv(i)
@@ -110,7 +111,8 @@ class HGT(nn.Module):
     ) -> dict[str, torch.Tensor]:
         """Layer ``i`` before its activation for the first ``rows[t]`` rows of each ``x[t]`` (the destinations;
         ``x`` holds sources and destinations in one index space per type)."""
-        out = {t: lin(x[t][: rows[t]]) for t, lin in self.keep[i].items() if t in x}
+        keep = cast(nn.ModuleDict, self.keep[i])  # keep: a ModuleDict per layer
+        out = {t: lin(x[t][: rows[t]]) for t, lin in keep.items() if t in x}
         conv = self._conv(i)
         if conv is not None:
             h = conv({t: x[t] for t in conv.node_types}, {et: edges.get(et, _NO_EDGES) for et in conv.edge_types})
@@ -138,7 +140,7 @@ class HGT(nn.Module):
         return len(self.keep)
 
     def layer_inputs(self, x: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        return {t: project(self.proj[t], v) for t, v in x.items() if t in self.proj}
+        return {t: project(cast(nn.Linear, self.proj[t]), v) for t, v in x.items() if t in self.proj}  # Linear layers
 
     def layer(
         self, i: int, x_src: dict[str, torch.Tensor], x_dst: dict[str, torch.Tensor], edges: dict[EType, torch.Tensor]

@@ -107,7 +107,9 @@ def builtin_for(name: str, hetero: bool) -> Factory:
     (see :func:`check_kind`)."""
     check_kind(name, hetero)
     entry = BUILTIN[name]
-    module, _, cls = (entry.heterogeneous if hetero else entry.homogeneous or "").partition(":")
+    path = entry.heterogeneous if hetero else entry.homogeneous
+    assert path is not None  # check_kind raised otherwise
+    module, _, cls = path.partition(":")
     return getattr(importlib.import_module(f"graphshard.models.{module}"), cls).from_spec
 
 

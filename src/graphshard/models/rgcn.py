@@ -22,6 +22,7 @@ plus per-type root skeleton that :class:`~graphshard.models.rgat.RGAT` reuses.""
 from __future__ import annotations
 
 import warnings
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -30,7 +31,7 @@ from torch_geometric.nn import HeteroConv, SAGEConv
 
 from ..graph import EType
 from .aggregate import mean_matrix, relu_dropout
-from .hetero import project
+from .hetero import project, relations
 from .spec import ModelSpec
 
 Hops = tuple[dict[str, list[int]], dict[EType, list[int]]]
@@ -135,9 +136,9 @@ class Relational(nn.Module):
         self, i: int, x_src: dict[str, torch.Tensor], x_dst: dict[str, torch.Tensor], edges: dict[EType, torch.Tensor]
     ) -> dict[str, torch.Tensor]:
         """Layer ``i`` before its activation, for the rows of ``x_dst`` of every type the layer writes."""
-        convs = self.convs[i].convs
-        fan_in = {t: sum(et[2] == t for et in convs.keys()) for t in self.roots[i]}  # relations built into each type
-        out = {t: root(x_dst[t]) for t, root in self.roots[i].items() if t in x_dst}
+        convs, roots = relations(self.convs[i]), cast(nn.ModuleDict, self.roots[i])  # roots: a ModuleDict per layer
+        fan_in = {t: sum(et[2] == t for et in convs.keys()) for t in roots}  # relations built into each type
+        out = {t: root(x_dst[t]) for t, root in roots.items() if t in x_dst}
         for et, ei in edges.items():
             if et in convs and et[2] in out:  # relations this model does not build: nothing it outputs reads them
                 out[et[2]] = out[et[2]] + self.message(convs[et], x_src[et[0]], x_dst[et[2]], ei) / fan_in[et[2]]
@@ -151,7 +152,7 @@ class Relational(nn.Module):
         depth = len(self.convs)
         hops = usable_hops(hops, depth)
         for i in range(depth):
-            rows, edges = hop_rows(hops, i, depth, x, edge_index_dict, self.convs[i].convs.keys())
+            rows, edges = hop_rows(hops, i, depth, x, edge_index_dict, relations(self.convs[i]).keys())
             x = self.step(i, x, {t: v[: rows[t]] for t, v in x.items()}, edges)
             if i < depth - 1:
                 x = {t: relu_dropout(v, self.dropout, self.training) for t, v in x.items()}
@@ -163,14 +164,14 @@ class Relational(nn.Module):
         return len(self.convs)
 
     def layer_inputs(self, x: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        return {t: project(self.proj[t], v) for t, v in x.items() if t in self.proj}
+        return {t: project(cast(nn.Linear, self.proj[t]), v) for t, v in x.items() if t in self.proj}  # Linear layers
 
     def layer(
         self, i: int, x_src: dict[str, torch.Tensor], x_dst: dict[str, torch.Tensor], edges: dict[EType, torch.Tensor]
     ) -> dict[str, torch.Tensor]:
         """Layer ``i`` (activated but the last) for the rows of ``x_dst``: sources ``x_src`` and destinations
         need not be aligned, as the relations are bipartite and the roots read ``x_dst``."""
-        x_src, edges = compact(x_src, {et: ei for et, ei in edges.items() if et in self.convs[i].convs})
+        x_src, edges = compact(x_src, {et: ei for et, ei in edges.items() if et in relations(self.convs[i])})
         out = self.step(i, x_src, x_dst, edges)
         return {t: F.relu(v) for t, v in out.items()} if i < len(self.convs) - 1 else out
 
@@ -188,7 +189,7 @@ class RGCN(Relational):
         if x_src.requires_grad:
             return conv((x_src, x_dst), ei)
         mean = mean_matrix(ei, x_src.shape[0], x_dst.shape[0])
-        lin = conv.lin_l
+        lin = cast(SAGEConv, conv).lin_l  # RGCN's relations are SAGEConvs (see relation)
         if not torch.is_grad_enabled() and lin.out_channels < lin.in_channels:
             return torch.sparse.mm(mean, lin(x_src))
         with torch.no_grad():

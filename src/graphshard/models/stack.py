@@ -80,7 +80,7 @@ class ConvStack(nn.Module):
         (t,) = x_dst
         et = next(iter(edges), None)
         ei = edges[et] if et is not None else torch.zeros((2, 0), dtype=torch.long)
-        attr = context.edge_attr.get(et) if self.uses_edge_attr else None
+        attr = context.edge_attr.get(et) if self.uses_edge_attr and et is not None else None
         out = conv_rows(self.convs[i], t, x_src[t], x_dst[t], ei, context, attr)
         return {t: F.relu(out) if i < len(self.convs) - 1 else out}
 

@@ -45,17 +45,21 @@ def to_hetero(
     hops_n, hops_e = len(out.num_sampled_nodes), len(out.num_sampled_edges)
     node_hop, edge_hop = _hop_of(out.num_sampled_nodes), _hop_of(out.num_sampled_edges)
     position = np.empty(out.node.shape[0], dtype=np.int64)
-    node, batch, n_nodes = {}, ({} if out.batch is not None else None), {}
+    node: dict[str, np.ndarray] = {}
+    batch: dict[str, np.ndarray] = {}  # per type when the sampler output has one (disjoint mode)
+    n_nodes: dict[str, list[int]] = {}
     for i, t in enumerate(ntypes):
         sel = np.flatnonzero(node_type == i)
         position[sel] = np.arange(sel.shape[0])
         node[t] = node_id[sel]
         n_nodes[t] = np.bincount(node_hop[sel], minlength=hops_n).tolist()
-        if batch is not None:
+        if out.batch is not None:
             batch[t] = out.batch[sel]
     row, col, edge, n_edges = {}, {}, {}, {}
     for r, et in enumerate(etypes):
         sel = np.flatnonzero(edge_type == r)
         row[et], col[et], edge[et] = position[out.row[sel]], position[out.col[sel]], edge_id[sel]
         n_edges[et] = np.bincount(edge_hop[sel], minlength=hops_e).tolist()
-    return HeteroSamplerOutput(node, row, col, edge, batch, n_nodes, n_edges, position)
+    return HeteroSamplerOutput(
+        node, row, col, edge, batch if out.batch is not None else None, n_nodes, n_edges, position
+    )

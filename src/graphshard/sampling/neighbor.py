@@ -158,12 +158,14 @@ def expand_hops(
     and de-duplicated in first-appearance order; without it every seed keeps a disjoint subtree.
     """
     disjoint = slot is None
-    if not disjoint:
+    if slot is not None:
         _, first = np.unique(seeds, return_index=True)
         seeds = seeds[np.sort(first)]
         slot[seeds] = np.arange(seeds.shape[0], dtype=np.int64)
     all_nodes, all_owner = seeds, np.arange(seeds.shape[0], dtype=np.int64)
-    known = {"keys": all_owner * num_nodes + seeds, "pos": all_owner.copy()} if disjoint else None
+    known: dict[str, np.ndarray] | None = (
+        {"keys": all_owner * num_nodes + seeds, "pos": all_owner.copy()} if disjoint else None
+    )
     frontier = np.arange(seeds.shape[0], dtype=np.int64)  # output positions of the nodes to expand
     rows, cols, edges, n_nodes, n_edges = [], [], [], [seeds.shape[0]], [0]
     try:
@@ -176,7 +178,8 @@ def expand_hops(
             dst = np.repeat(frontier, counts)
             src_owner = all_owner[dst]
             base = int(all_nodes.shape[0])
-            if disjoint:
+            if slot is None:
+                assert known is not None  # made above exactly when there is no slot (disjoint)
                 local, _, new_first = _relabel(src_owner * num_nodes + src_ids, known, base)
             else:
                 local, new_first = relabel_dense(src_ids, slot, base)
@@ -189,7 +192,7 @@ def expand_hops(
             n_nodes.append(int(new_first.shape[0]))
             n_edges.append(int(src_ids.shape[0]))
     finally:
-        if not disjoint:
+        if slot is not None:
             slot[all_nodes] = -1  # leave the workspace clean for the next batch
     cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64)  # noqa: E731
     return SamplerOutput(all_nodes, cat(rows), cat(cols), cat(edges), all_owner if disjoint else None, n_nodes, n_edges)
