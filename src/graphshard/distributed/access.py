@@ -20,7 +20,7 @@ import torch
 from ..book import RangePartitionBook
 from .rpc import RpcGroup, by_owner, registered
 from .sampler import _GRAPH
-from .sampling_graph import LocalSamplingGraph, sum_by_id
+from .sampling_graph import SamplingGraph, sum_by_id
 
 
 def _expand_remote(
@@ -30,9 +30,7 @@ def _expand_remote(
     return torch.from_numpy(ids), torch.from_numpy(w)
 
 
-def _expand_local(
-    local: LocalSamplingGraph, ids: np.ndarray, w: np.ndarray, fanouts: np.ndarray, pos: np.ndarray
-) -> tuple:
+def _expand_local(local: SamplingGraph, ids: np.ndarray, w: np.ndarray, fanouts: np.ndarray, pos: np.ndarray) -> tuple:
     return local.expected_sources(ids[pos], w[pos], fanouts)
 
 
@@ -41,7 +39,7 @@ def _expand_args(key: str, ids: np.ndarray, w: np.ndarray, fan_t: torch.Tensor, 
 
 
 def expected_reads(
-    group: RpcGroup, local: LocalSamplingGraph, book: RangePartitionBook, seeds: np.ndarray, fanouts: np.ndarray
+    group: RpcGroup, local: SamplingGraph, book: RangePartitionBook, seeds: np.ndarray, fanouts: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Distinct global homogeneous IDs read by batches of ``seeds`` (this rank's, homogeneous IDs) sampled
     with ``fanouts`` (a ``(hops, edge types)`` table), and each one's expected reads per epoch. Every member

@@ -19,7 +19,7 @@ from ..sparse import sparse_tensor
 from .feature import DistFeatureStore
 from .rpc import RpcGroup
 from .sampler import DistNeighborSampler
-from .sampling_graph import LocalSamplingGraph
+from .sampling_graph import SamplingGraph
 from .wire import STORED, check_wire
 
 
@@ -110,7 +110,7 @@ class BatchMaker:
         self,
         spec: BatchSpec,
         group: RpcGroup,
-        sampling_graph: LocalSamplingGraph,
+        sampling_graph: SamplingGraph,
         features: DistFeatureStore,
         book: RangePartitionBook,
     ):
@@ -161,7 +161,9 @@ class BatchMaker:
         return data
 
     def _link(self, req: BatchRequest) -> Data | HeteroData:
-        s_t, _, d_t = self.spec.edge_type
+        edge_type = self.spec.edge_type
+        assert edge_type is not None, "a link loader's batch (see __call__)"
+        s_t, _, d_t = edge_type
         src, dst = (np.asarray(a, dtype=np.int64) for a in req.seeds)
         rng = np.random.default_rng(req.key)
         n_pos, mode = src.shape[0], self.spec.neg_mode
@@ -193,15 +195,15 @@ class BatchMaker:
         data, position = self._collate(out)
         if position is not None:
             pos = position[pos]
-        pos = torch.from_numpy(pos)
+        at = torch.from_numpy(pos)
         n_src = src.shape[0]
-        store = data[self.spec.edge_type] if self.hetero else data
+        store = data[edge_type] if self.hetero else data
         if mode == "triplet":
-            store.src_index = pos[:n_src]
-            store.dst_pos_index = pos[n_src : 2 * n_src]
-            store.dst_neg_index = pos[2 * n_src :].view(n_src, -1).squeeze(-1)
+            store.src_index = at[:n_src]
+            store.dst_pos_index = at[n_src : 2 * n_src]
+            store.dst_neg_index = at[2 * n_src :].view(n_src, -1).squeeze(-1)
         else:
-            store.edge_label_index = torch.stack([pos[:n_src], pos[n_src : 2 * n_src]])
+            store.edge_label_index = torch.stack([at[:n_src], at[n_src : 2 * n_src]])
             store.edge_label = label
         store.input_id = torch.from_numpy(_input_id(req, n_pos))
         if req.time is not None:

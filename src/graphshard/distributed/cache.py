@@ -74,6 +74,7 @@ class FeatureCache:
         if not hit_pos.size:
             self._count(asked, 0, 0)
             return hit_pos, None, None
+        assert rows is not None, "hits come from the rows held (the branch above)"
         got = torch.index_select(rows, 0, torch.from_numpy(at[hit_pos].astype(np.int64)))
         self._count(asked, hit_pos.size, got.numel() * got.element_size())
         return hit_pos, got, np.flatnonzero(~hit)

@@ -6,6 +6,7 @@ arrival order, and the same update one process would make with the whole batch."
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -87,6 +88,13 @@ def _apply_adagrad(name: str, lr: float, eps: float) -> None:
     s.rows[rows] -= lr * grads / (state[rows].sqrt() + eps)
 
 
+def _stage_args(
+    name: str, rank: int, ids: np.ndarray, grads: torch.Tensor, pos: np.ndarray
+) -> tuple[str, int, torch.Tensor, torch.Tensor]:
+    """The arguments of :func:`_stage` for the gradients at ``pos``."""
+    return name, rank, torch.from_numpy(ids[pos]), grads[torch.from_numpy(pos)]
+
+
 class SparseAdagrad:
     """Adagrad on the rows of :class:`DistEmbedding` s that received gradients (state lives with each
     row's owner). Call :meth:`step` after ``backward`` on every rank of the group (it is collective);
@@ -110,12 +118,7 @@ class SparseAdagrad:
                 w.book.num_partitions(),
                 None,
                 _stage,
-                lambda pos, w=w, ids=ids, grads=grads: (
-                    w.name,
-                    group.rank,
-                    torch.from_numpy(ids[pos]),
-                    grads[torch.from_numpy(pos)],
-                ),
+                partial(_stage_args, w.name, group.rank, ids, grads),
                 f"embedding {w.name!r} gradients",
             )
         group.barrier("sparse gradients sent")

@@ -178,7 +178,7 @@ class DistFeatureStore(StoredFeatureStore):
 
         what = ", ".join(f"{p.group!r}/{p.name!r}" for p in plans)
         pieces = by_owner(self.group, parts, self.book.num_partitions(), local, _serve_many, args, f"feature {what}")
-        got = [[] for _ in plans]
+        got: list[list[tuple[np.ndarray, Any]]] = [[] for _ in plans]
         for pos, answers in pieces:
             for (a, sub), answer in zip(split(pos), answers):
                 got[a].append((sub, answer))
@@ -208,12 +208,16 @@ class DistFeatureStore(StoredFeatureStore):
         dtype, row_shape = self.schema[(ask.group, ask.name)]
         n = ask.ids.shape[0]
         if ask.todo is None and len(pieces) == 1 and pieces[0][0].shape[0] == n and ask.parts[0] == self.part_id:
-            return pieces[0][1] if not ask.sparse else densify(*pieces[0][1], int(row_shape[0]))  # local, in order
+            if not ask.sparse:
+                return pieces[0][1]  # local, in order
+            counts, cols, vals = pieces[0][1]
+            return densify(counts, cols, vals, int(row_shape[0]))
         out = torch.empty((n, *row_shape), dtype=dtype)
         for pos, got in pieces:
             received = got if isinstance(got, tuple) else (got,)
             if isinstance(got, tuple):  # a CSR feature's non-zeros
-                got = densify(*got, int(row_shape[0]))
+                counts, cols, vals = got
+                got = densify(counts, cols, vals, int(row_shape[0]))
             out.index_copy_(0, torch.from_numpy(pos if ask.todo is None else ask.todo[pos]), unpack(got, dtype))
             self._count_received(pos, ask.parts, received)
         for pos, got in ask.served:

@@ -55,7 +55,8 @@ class DataView:
     """``name → rows`` of one node or edge type: partition features and any DistTensors assigned."""
 
     def __init__(self, store: DistFeatureStore, group: Any):
-        self.store, self.group, self.extra = store, group, {}
+        self.store, self.group = store, group
+        self.extra: dict[str, DistTensor] = {}
 
     def keys(self) -> list[str]:
         names = self.store.attr_names(self.group)
@@ -267,16 +268,16 @@ class DistGraph:
         """Source and destination (per-type IDs) of the edges of ``etype`` this partition owns (those
         into its inner nodes); together over all partitions, every edge once."""
         et = self._etype(etype) if etype is not None else self._single("local_edges", self.canonical_etypes)
-        src, dst = [], []
+        srcs, dsts = [], []
         for g in self.local_graphs:
             indptr = g.indptr.numpy()
             keep = g.edata["inner_edge"].numpy().astype(bool) & (
                 g.edata["_TYPE"].numpy() == self.book.canonical_etypes.index(et)
             )
             gid = g.ndata["_ID"].numpy()
-            dst.append(gid[np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))[keep]])
-            src.append(gid[g.indices.numpy()[keep]])
-        src, dst = np.concatenate(src), np.concatenate(dst)
+            dsts.append(gid[np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))[keep]])
+            srcs.append(gid[g.indices.numpy()[keep]])
+        src, dst = np.concatenate(srcs), np.concatenate(dsts)
         return self.book.map_to_per_ntype(src)[1].numpy(), self.book.map_to_per_ntype(dst)[1].numpy()
 
     # -- degrees ----------------------------------------------------------------------------------

@@ -78,7 +78,7 @@ class LocalGraphStore(GraphStore):
         self._graph = g
         self._base = int(g.ndata["_ID"][0]) if g.num_nodes else 0  # homogeneous ID of local node 0
         self._entries: dict[tuple[Any, EdgeLayout], _Entry] = {
-            (et, EdgeLayout.CSC): _Entry(None, True, (self.ranges[et[0]].count, self.ranges[et[2]].count), stored=True)
+            (et, EdgeLayout.CSC): _Entry(None, True, (self.ranges[et[0]].size, self.ranges[et[2]].size), stored=True)
             for et in self.types.etypes
         }
 
@@ -87,14 +87,14 @@ class LocalGraphStore(GraphStore):
         """``(row, colptr, edge rows)`` of edge type ``et`` among own nodes, in the partition's CSC order."""
         g, r = self._graph, self.types.etypes.index(et)
         src_range, dst_range, e_range = self.ranges[et[0]], self.ranges[et[2]], self.ranges[et]
-        if dst_range.count == 0:
+        if dst_range.size == 0:
             none = torch.zeros(0, dtype=torch.int64)
             return none, torch.zeros(1, dtype=torch.int64), none
         lo_s, lo_d = src_range.homo - self._base, dst_range.homo - self._base  # local IDs of row 0
-        ptr = g.indptr[lo_d : lo_d + dst_range.count + 1]  # in-edges of own destinations of this type
+        ptr = g.indptr[lo_d : lo_d + dst_range.size + 1]  # in-edges of own destinations of this type
         a, b = int(ptr[0]), int(ptr[-1])
         src, eid = g.indices[a:b], g.edata["_ID"][a:b]
-        keep = (g.edata["_TYPE"][a:b] == r) & (src >= lo_s) & (src < lo_s + src_range.count)
+        keep = (g.edata["_TYPE"][a:b] == r) & (src >= lo_s) & (src < lo_s + src_range.size)
         if bool(keep.all()):  # views of the memory-mapped arrays wherever no shift is needed
             return src - lo_s if lo_s else src, ptr - a if a else ptr, eid - e_range.homo if e_range.homo else eid
         csum = torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(keep, 0, dtype=torch.int64)])
@@ -151,12 +151,12 @@ class LocalGraphStore(GraphStore):
             raise InputError(f"{what} must be two 1-D tensors, got shapes {tuple(row.shape)} and {tuple(col.shape)}")
         if (row.numel() and row.is_floating_point()) or (col.numel() and col.is_floating_point()):
             raise InputError(f"{what} must hold integers, got {row.dtype} and {col.dtype}")
-        own = (self.ranges[et[0]].count, self.ranges[et[2]].count) if et in self.types.etypes else None
+        own = (self.ranges[et[0]].size, self.ranges[et[2]].size) if et in self.types.etypes else None
         if own is not None and edge_attr.size is not None and tuple(edge_attr.size) != own:
             raise InputError(f"{what}: size {tuple(edge_attr.size)} is not the partition's own node counts {own}")
         layout = edge_attr.layout
-        ptr, ids = (row, col) if layout == EdgeLayout.CSR else (col, row) if layout == EdgeLayout.CSC else (None, None)
-        if ptr is not None:
+        if layout in (EdgeLayout.CSR, EdgeLayout.CSC):
+            ptr, ids = (row, col) if layout == EdgeLayout.CSR else (col, row)
             _check_ptr(ptr, ids.numel(), what, None if own is None else own[layout == EdgeLayout.CSC])
         if own is not None:
             ends = [(row, own[0], "source")] if layout != EdgeLayout.CSR else []

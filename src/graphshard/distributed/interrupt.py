@@ -182,6 +182,7 @@ def _raise(stop: Stop) -> None:
         stop.waited = True
         for wait in list(BEFORE_UNWINDING):
             wait()
+    assert stop.signum is not None, "every caller acts on a signal received (it is never unset)"
     raise Interrupted(stop.signum)
 
 
@@ -203,7 +204,9 @@ def _watch(stop: Stop, read: int) -> None:
     while time.monotonic() - start < stop.grace:  # the grace may grow meanwhile (see longer_grace)
         if stop.done.wait(0.05):
             return
-    frame = sys._current_frames().get(threading.main_thread().ident)
+    main = threading.main_thread().ident
+    assert main is not None, "the main thread started this one: it has an ident"
+    frame = sys._current_frames().get(main)
     log.info(
         "ending the process %.1f s after the signal; its main thread was at %s",
         stop.grace,
@@ -373,7 +376,7 @@ def _release_semaphores() -> None:
     try:
         from multiprocessing import util
 
-        util._run_finalizers(0)
+        util._run_finalizers(0)  # type: ignore[attr-defined]  # private: typeshed's stubs omit it
     except Exception:
         pass
 

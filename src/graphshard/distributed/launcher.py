@@ -15,12 +15,15 @@ import signal
 import time
 from collections.abc import Callable
 from multiprocessing.connection import wait
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import interrupt
 from .context import ERROR_KEY, PEER_FAILURE, STOPPED, DistError
 from .lifetime import UNGUARDED_EXIT, die_with_parent, refuse_spawn_reimport, unguarded_message
 from .network import host_store
+
+if TYPE_CHECKING:
+    from torch.multiprocessing.spawn import ProcessException, ProcessExitedException, ProcessRaisedException
 
 STOP_GRACE = 3.0  # seconds interrupted ranks have to end before they are killed
 
@@ -78,6 +81,7 @@ def launch(
                     _stop(procs.processes)
                 raise
     except (mp.ProcessRaisedException, mp.ProcessExitedException) as exc:
+        assert procs is not None, "raised by its join, in _supervise"
         raise DistError(_root_cause(dist.PrefixStore("graphshard/", store), procs.processes, exc)) from None
 
 
@@ -136,13 +140,13 @@ def run_script(path: str, argv: list[str]) -> None:
     runpy.run_path(path, run_name="__main__")
 
 
-def mp_exceptions() -> tuple[type, type]:
+def mp_exceptions() -> tuple[type[ProcessRaisedException], type[ProcessExitedException]]:
     import torch.multiprocessing as mp
 
     return mp.ProcessRaisedException, mp.ProcessExitedException
 
 
-def _root_cause(store: Any, processes: list, exc: Exception) -> str:
+def _root_cause(store: Any, processes: list, exc: ProcessException) -> str:
     reports = {}
     for r in range(len(processes)):
         key = f"{ERROR_KEY}{r}"

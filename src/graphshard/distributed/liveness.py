@@ -158,20 +158,25 @@ class Heartbeat:
         return self.address if rank == self.rank else self.peers[rank].address[0]
 
     def _send_all(self, kind: int, text: str) -> None:
+        sock = self._sock
+        if sock is None:  # closed by leave(): nothing to send from
+            return
         packet = _HEADER.pack(_MAGIC, kind, self.rank, self.nonce) + text.encode()[:_MAX_TEXT]
         for p in self.peers.values():
             if not p.gone:
                 try:
-                    self._sock.sendto(packet, p.address)
+                    sock.sendto(packet, p.address)
                 except OSError:  # link down, no route: the peer will miss us, and we it
                     pass
 
     def _run(self) -> None:
+        sock = self._sock
+        assert sock is not None, "start() follows open()"
         last_loop = next_beat = time.monotonic()
         while not self._stop.is_set():
             now = time.monotonic()
             if now - last_loop > self.lost_after / 2:  # this thread was held up: the silence may be ours
-                self._read()
+                self._read(sock)
                 for p in self.peers.values():
                     p.last = max(p.last, now)
             last_loop = now
@@ -179,16 +184,16 @@ class Heartbeat:
                 self._send_all(BEAT, now_doing())
                 next_beat = now + self.interval
             try:
-                select.select([self._sock], [], [], max(0.0, min(0.1, next_beat - now)))
+                select.select([sock], [], [], max(0.0, min(0.1, next_beat - now)))
             except (OSError, ValueError):  # closed under us by leave()
                 return
-            self._read()
+            self._read(sock)
             self._check(time.monotonic())
 
-    def _read(self) -> None:
+    def _read(self, sock: socket.socket) -> None:
         while True:
             try:
-                data, _ = self._sock.recvfrom(_HEADER.size + _MAX_TEXT)
+                data, _ = sock.recvfrom(_HEADER.size + _MAX_TEXT)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:

@@ -129,11 +129,15 @@ class _DistLoader:
         reqs = self.requests(self.epoch)
         if self._pool is not None:
             yield from self._pool.run(reqs)
-        elif self.prefetch > 0:
-            yield from prefetched(self._maker, reqs, self.prefetch, self.graph.group.timeout, f"rank {self.rank}: ")
         else:
-            for r in reqs:
-                yield self._maker(r)
+            maker = self._maker
+            if maker is None:  # built with workers, and closed since
+                raise InputError("the loader was closed: its sampler workers are gone")
+            if self.prefetch > 0:
+                yield from prefetched(maker, reqs, self.prefetch, self.graph.group.timeout, f"rank {self.rank}: ")
+            else:
+                for r in reqs:
+                    yield maker(r)
 
     def close(self) -> None:
         """Stop the sampler workers (all ranks close their loaders; call before leaving RPC)."""

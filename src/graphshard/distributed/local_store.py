@@ -23,7 +23,7 @@ from ..graph import parse_etype
 from ..ids import as_id_array
 from ..sparse import CSRRows
 from .graph_store import LocalGraphStore
-from .served import Served, Stacked, stacked_feats
+from .served import Served, Stacked, StoredTensor, stacked_feats
 from .store_base import Group, ReadOnlyStoreError, Rows, StoredFeatureStore, TypeNames, own_ranges
 
 __all__ = ["LocalFeatureStore", "LocalGraphStore", "ReadOnlyStoreError"]
@@ -43,6 +43,8 @@ class LocalFeatureStore(StoredFeatureStore):
     serving this partition to other ranks serves its stored data, never this overlay."""
 
     def __init__(self, part: Partition | Served, part_id: int, pyg_names: Mapping[str, str] | None = None):
+        node_feats: Mapping[str, StoredTensor]
+        edge_feats: Mapping[str, StoredTensor]
         if isinstance(part, Served):  # several stored partitions served as one: rows read piece by piece
             book, node_feats, edge_feats = (
                 part.book,
@@ -53,7 +55,7 @@ class LocalFeatureStore(StoredFeatureStore):
             book, node_feats, edge_feats = part.partition_book, part.node_feats, part.edge_feats
         self.part_id = part_id
         self.ranges = own_ranges(book, part_id)
-        self._tensors: dict[tuple[Group, str], torch.Tensor | Stacked] = {}
+        self._tensors: dict[tuple[Group, str], StoredTensor] = {}
         for feats, parse in ((node_feats, str), (edge_feats, parse_etype)):
             for key, tensor in feats.items():
                 group, name = key.rsplit("/", 1)
@@ -62,7 +64,7 @@ class LocalFeatureStore(StoredFeatureStore):
         super().__init__(
             TypeNames(book.ntypes, book.canonical_etypes),
             schema,
-            {g: r.count for g, r in self.ranges.items()},
+            {g: r.size for g, r in self.ranges.items()},
             pyg_names,
         )
 
@@ -118,7 +120,9 @@ class LocalFeatureStore(StoredFeatureStore):
         """The non-zeros of a stored CSR feature's rows for global per-type ``ids`` (see
         :meth:`CSRRows.nonzeros`; the overlay is not read)."""
         rows = self.to_rows(group, ids).numpy()
-        return self._tensors[self._stored_key(group, name)].nonzeros(rows)  # CSRRows or Stacked of them
+        t = self._tensors[self._stored_key(group, name)]
+        assert isinstance(t, (CSRRows, Stacked)), "asked only of CSR features (see stored_is_sparse)"
+        return t.nonzeros(rows)
 
     def _read(self, group: Group, name: str, rows: Rows) -> torch.Tensor:
         tensor = self._tensors[(group, name)]

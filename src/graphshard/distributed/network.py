@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import socket
-from typing import Any
+from typing import Any, cast
 
 from ..errors import InputError
 
@@ -37,7 +37,13 @@ def is_loopback(host: str) -> bool:
         infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     except socket.gaierror:
         return False
-    return bool(infos) and all(ipaddress.ip_address(i[4][0].split("%")[0]).is_loopback for i in infos)
+    return bool(infos) and all(_ip(i[4][0]).is_loopback for i in infos)
+
+
+def _ip(address: str | int) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """The address of a ``getaddrinfo`` entry's sockaddr (the zone of an IPv6 one dropped)."""
+    # a host name resolves to IPv4/IPv6 sockaddrs, whose first item is the address as text (int: other families)
+    return ipaddress.ip_address(cast(str, address).split("%")[0])
 
 
 def check_host(host: str) -> str:
@@ -46,7 +52,7 @@ def check_host(host: str) -> str:
         infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:
         raise InputError(f"--host {host!r} does not resolve to an address ({exc})") from None
-    if any(ipaddress.ip_address(i[4][0].split("%")[0]).is_unspecified for i in infos):
+    if any(_ip(i[4][0]).is_unspecified for i in infos):
         raise InputError(
             f"--host {host!r} would listen on every interface; give the one address to listen on "
             f"({LOOPBACK} for this machine only)"
@@ -85,7 +91,8 @@ def gloo_options(host: str) -> Any:
     """Process-group options that make gloo listen on ``host``."""
     import torch.distributed as dist
 
-    opts = dist.ProcessGroupGloo._Options()
+    # gloo's own options (with ``_devices``); torch's stubs lack ``_Options`` (their ``Options`` is Backend's)
+    opts = dist.ProcessGroupGloo._Options()  # type: ignore[attr-defined]
     opts._devices = [dist.ProcessGroupGloo.create_device(hostname=host)]
     return opts
 

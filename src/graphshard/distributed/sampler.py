@@ -16,12 +16,12 @@ from ..graph import parse_etype
 from ..sampling.hetero import HeteroSamplerOutput, to_hetero
 from ..sampling.neighbor import SamplerOutput, expand_hops
 from .rpc import RpcGroup, by_owner, register, registered
-from .sampling_graph import LocalSamplingGraph, assemble
+from .sampling_graph import SamplingGraph, assemble
 
 _GRAPH = "sampling-graph"
 
 
-def serve_sampling(local: LocalSamplingGraph, key: str = "") -> None:
+def serve_sampling(local: SamplingGraph, key: str = "") -> None:
     """Make this process answer sampling requests for ``local`` under ``key`` (the same on every
     member; call on every member, then barrier)."""
     local.key = key
@@ -70,7 +70,7 @@ class DistNeighborSampler:
     def __init__(
         self,
         group: RpcGroup,
-        local: LocalSamplingGraph,
+        local: SamplingGraph,
         book: RangePartitionBook,
         num_neighbors: list[int] | dict[Any, list[int]],
         replace: bool = False,

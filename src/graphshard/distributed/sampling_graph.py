@@ -4,7 +4,7 @@ the compiled kernels. Heterogeneous partitions keep each node's in-edges sorted 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,14 +45,15 @@ class LocalSamplingGraph:
             self.indices.shape[0],
             {"node/_ID": self.node_gid, "edge/_ID": self.edge_gid, "edge/_TYPE": graph.edata["_TYPE"].numpy()},
         )
-        self.etype = None
+        self.etype: np.ndarray | None = None  # with several edge types: each edge's, in-edges sorted by it
         if self.num_etypes > 1:
             self._sort_by_type(graph.edata["_TYPE"].numpy().astype(np.int64))
         ntid = {t: i for i, t in enumerate(book.ntypes)}
         self.dst_ntype = np.array([ntid[et[2]] for et in book.canonical_etypes], dtype=np.int64)
         lo, hi = book.node_range(part_id)
         self.start, self.count = (lo if hi > lo else 0), hi - lo
-        self._times_source, self._times = times, {}
+        self._times_source = times
+        self._times: dict[str, np.ndarray] = {}
         self.key = ""  # under which this process serves it (see sampler.serve_sampling)
 
     def _sort_by_type(self, etype: np.ndarray) -> None:
@@ -83,13 +84,13 @@ class LocalSamplingGraph:
                 np.full(gids.shape[0], fanouts[0], dtype=np.int64),
             )
         ntype = self.book.map_to_per_ntype(gids)[0].numpy()
-        node_idx, types = [], []
+        node_lists, type_lists = [], []
         for r in np.flatnonzero(fanouts != 0):
             sel = np.flatnonzero(ntype == self.dst_ntype[r])
-            node_idx.append(sel)
-            types.append(np.full(sel.shape[0], r, dtype=np.int64))
-        node_idx = np.concatenate(node_idx) if node_idx else np.zeros(0, np.int64)
-        types = np.concatenate(types) if types else np.zeros(0, np.int64)
+            node_lists.append(sel)
+            type_lists.append(np.full(sel.shape[0], r, dtype=np.int64))
+        node_idx = np.concatenate(node_lists) if node_lists else np.zeros(0, np.int64)
+        types = np.concatenate(type_lists) if type_lists else np.zeros(0, np.int64)
         order = np.argsort(node_idx, kind="stable")
         node_idx, types = node_idx[order], types[order]
         starts, ends = typed_ranges(self.indptr, self.etype, local[node_idx], types)
@@ -115,6 +116,7 @@ class LocalSamplingGraph:
         node_idx, starts, ends, slot_fanouts = self._slots(gids, local, np.asarray(fanouts, dtype=np.int64))
         node_time = slot_time = None
         if seed_time is not None:
+            assert time_attr is not None, "seed times come with their attribute (the sampler checks it)"
             node_time, slot_time = self.node_time(time_attr), np.asarray(seed_time, dtype=np.float64)[node_idx]
         counts, pos = sample_ranges(starts, ends, self.indices, slot_fanouts, replace, key, node_time, slot_time)
         if self.etype is None:  # one range per node, in node order
@@ -189,9 +191,13 @@ class ServedSamplingGraph:
         )
 
 
+# What one process serves sampling requests from: one partition's sampling graph, or several served as one.
+SamplingGraph = LocalSamplingGraph | ServedSamplingGraph
+
+
 def served_sampling_graph(
     served: Served, times: Callable[[str, np.ndarray], np.ndarray] | None = None
-) -> LocalSamplingGraph | ServedSamplingGraph:
+) -> SamplingGraph:
     """The sampling graph of what one process serves: one partition's, or several served as one."""
     if len(served.parts) == 1:
         return LocalSamplingGraph(served.parts[0].graph, served.book, served.part_id, times)
@@ -204,7 +210,7 @@ def served_sampling_graph(
 
 
 def assemble(
-    n: int, blocks: list[tuple[np.ndarray, tuple[np.ndarray, ...]]]
+    n: int, blocks: Sequence[tuple[np.ndarray, tuple[np.ndarray, ...]]]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(counts, neighbours, edges)`` of ``n`` requested nodes, listed node by node, from the answers
     ``(positions, (counts, neighbours, edges))`` for parts of the request."""

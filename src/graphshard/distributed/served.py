@@ -105,9 +105,9 @@ def load_served(part_config: str | os.PathLike | PartitionConfig, world_size: in
     part_id, stored = served_range(cfg.num_parts, world_size, lanes, rank)
     group, first = len(stored), stored.start
     parts = [load_partition(cfg, p) for p in stored]
-    stored = parts[0].partition_book if group == 1 else book_from_config(cfg)
-    book = stored if group == 1 else stored.grouped(group, part_id)
-    return Served(parts, book, stored, part_id, first)
+    stored_book = parts[0].partition_book if group == 1 else book_from_config(cfg)
+    book = stored_book if group == 1 else stored_book.grouped(group, part_id)
+    return Served(parts, book, stored_book, part_id, first)
 
 
 class Stacked:
@@ -146,7 +146,11 @@ class Stacked:
         return joined(parts, rows.shape[0], self.shape[1]).nonzeros(np.arange(rows.shape[0]))
 
 
-def stacked_feats(parts: list[Partition], kind: str) -> dict[str, torch.Tensor | Stacked]:
+# A stored feature as a store reads it: a (memory-mapped) tensor, CSR rows, or the rows of several partitions.
+StoredTensor = torch.Tensor | CSRRows | Stacked
+
+
+def stacked_feats(parts: list[Partition], kind: str) -> dict[str, StoredTensor]:
     """Each ``kind`` (``node_feats``/``edge_feats``) feature of ``parts``: the tensor itself for one part."""
     first = getattr(parts[0], kind)
     if len(parts) == 1:

@@ -7,13 +7,16 @@ ranks (trainers) per partition.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..book import RangePartitionBook
 from ..errors import InputError
 from ..graph import to_numpy
+
+if TYPE_CHECKING:
+    import torch
 
 
 def node_split(
@@ -23,7 +26,7 @@ def node_split(
     rank: int | None = None,
     world_size: int | None = None,
     force_even: bool = True,
-) -> torch.Tensor:  # noqa: F821
+) -> torch.Tensor:
     """IDs of the nodes selected by ``mask`` (boolean, one entry per node of ``ntype`` — homogeneous
     when None — in new-ID order) that rank ``rank`` of ``world_size`` should process.
 
@@ -44,7 +47,7 @@ def edge_split(
     rank: int | None = None,
     world_size: int | None = None,
     force_even: bool = True,
-) -> torch.Tensor:  # noqa: F821
+) -> torch.Tensor:
     """As :func:`node_split`, for edges (an edge belongs to its destination's partition)."""
     ids = np.flatnonzero(_bool_mask(mask, book.num_edges(etype), "edge"))
     return _split(ids, to_numpy(book.eid2partid(ids, etype)), book.num_partitions(), rank, world_size, force_even)
@@ -69,7 +72,9 @@ def _rank_world(rank: int | None, world: int | None) -> tuple[int, int]:
     return rank, world
 
 
-def _split(ids: np.ndarray, part: np.ndarray, num_parts: int, rank: int | None, world: int | None, force_even: bool):
+def _split(
+    ids: np.ndarray, part: np.ndarray, num_parts: int, rank: int | None, world: int | None, force_even: bool
+) -> torch.Tensor:
     import torch
 
     rank, world = _rank_world(rank, world)

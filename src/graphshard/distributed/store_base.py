@@ -10,7 +10,7 @@ in-memory overlay of each store object and never to the stored data (see :class:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import torch
@@ -26,11 +26,11 @@ _EDGE_NONE = (None, None)
 
 
 class OwnRange(NamedTuple):
-    """The items of one type a partition owns: global per-type IDs ``[start, start + count)``, the
+    """The items of one type a partition owns: global per-type IDs ``[start, start + size)``, the
     first of them ``homo`` as a homogeneous ID."""
 
     start: int
-    count: int
+    size: int  # not ``count``: a NamedTuple's field would hide tuple.count
     homo: int
 
 
@@ -57,7 +57,9 @@ class TypeNames:
     """The node and edge types of one graph, and how PyG names them."""
 
     def __init__(self, ntypes: list[str], etypes: list[EType]):
-        self.ntypes, self.etypes = list(ntypes), [tuple(e) for e in etypes]
+        self.ntypes = list(ntypes)
+        # canonical edge types: three names each (lists when they come from JSON), as tuples
+        self.etypes = [cast(EType, tuple(e)) for e in etypes]
         self.single = len(self.ntypes) == 1 and len(self.etypes) <= 1
 
     def group(self, name: Any) -> Group:

@@ -36,7 +36,8 @@ def apply_thread_budget() -> int:
 
     n = rank_threads()
     torch.set_num_threads(n)
-    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    # numba.config sets NUMBA_NUM_THREADS from the environment at import, through globals(): mypy cannot see it
+    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
     log.debug("intra-op threads per rank: %d", n)
     return n
 

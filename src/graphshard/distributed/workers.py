@@ -165,14 +165,14 @@ class WorkerPool:
     def _quiet_workers(self) -> None:
         """This rank was told to stop: its workers go quiet (bounded) before it tells its peers it is, so no
         worker's transport logs the connections that close next (see :mod:`.interrupt`)."""
-        procs = list(self.procs)
-        for p in procs:
+        pids = [p.pid for p in self.procs if p.pid is not None]  # all: each was started before it was listed
+        for pid in pids:
             try:
-                os.kill(p.pid, signal.SIGTERM)
+                os.kill(pid, signal.SIGTERM)
             except OSError:  # gone already
                 pass
         deadline = time.monotonic() + 0.5
-        while not all(is_quiet(p.pid) for p in procs) and time.monotonic() < deadline:
+        while not all(is_quiet(pid) for pid in pids) and time.monotonic() < deadline:
             time.sleep(0.005)  # polling the workers' standard error, against a deadline
 
     def _receive(self, what: str) -> tuple[str, int, Any]:
