@@ -9,7 +9,7 @@ Methods take tensors, arrays or lists and return int64 tensors; IDs out of range
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import torch
@@ -171,6 +171,10 @@ class RangePartitionBook:
     def _nname(self, ntype: str | None) -> str | None:
         return None if ntype is None or (ntype == DEFAULT_NTYPE and self.ntypes == [DEFAULT_NTYPE]) else ntype
 
+    @overload
+    def _ename(self, etype: EType | str) -> str: ...
+    @overload
+    def _ename(self, etype: EType | str | None) -> str | None: ...
     def _ename(self, etype: EType | str | None) -> str | None:
         if etype is None:
             return None

@@ -16,6 +16,7 @@ from .sparse import CSRRows
 EType = tuple[str, str, str]
 DEFAULT_NTYPE = "_N"
 DEFAULT_ETYPE: EType = ("_N", "_E", "_N")
+Feature = np.ndarray | CSRRows  # a feature's rows: dense, or sparse (bag-of-words, one-hot) kept as CSR
 
 
 def etype_str(etype: EType) -> str:
@@ -60,8 +61,8 @@ class Graph:
 
     num_nodes: dict[str, int]
     edges: dict[EType, tuple[np.ndarray, np.ndarray]]
-    node_feats: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
-    edge_feats: dict[EType, dict[str, np.ndarray]] = field(default_factory=dict)
+    node_feats: Mapping[str, Mapping[str, Feature]] = field(default_factory=dict)
+    edge_feats: Mapping[EType, Mapping[str, Feature]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.num_nodes = {str(t): _count(t, n) for t, n in self.num_nodes.items()}
@@ -152,11 +153,11 @@ class Graph:
         return src.astype(np.int64, copy=False), dst.astype(np.int64, copy=False)
 
     @staticmethod
-    def _check_feats(key: Any, feats: Mapping[str, Any], counts: Mapping[Any, int], kind: str) -> dict[str, np.ndarray]:
+    def _check_feats(key: Any, feats: Mapping[str, Any], counts: Mapping[Any, int], kind: str) -> dict[str, Feature]:
         name = etype_str(key) if isinstance(key, tuple) else key
         if key not in counts:
             raise InputError(f"{kind} features given for unknown {kind} type {name!r}")
-        out = {}
+        out: dict[str, Feature] = {}
         for fname, value in feats.items():
             _check_name(fname, f"{kind} feature name")
             arr = value if isinstance(value, CSRRows) else to_numpy(value)  # sparse features stay sparse
@@ -175,7 +176,7 @@ def _etype(key: Any) -> EType:
         return parse_etype(key)
     if not isinstance(key, tuple) or len(key) != 3:
         raise InputError(f"edge type {key!r} must be a (src, relation, dst) tuple")
-    return tuple(str(k) for k in key)  # type: ignore[return-value]
+    return str(key[0]), str(key[1]), str(key[2])
 
 
 def _count(ntype: Any, n: Any) -> int:

@@ -6,7 +6,8 @@ import argparse
 import difflib
 import re
 import sys
-from typing import Any, NoReturn
+from collections.abc import Iterable
+from typing import Any, NoReturn, TypeVar, overload
 
 from ..distributed.liveness import DEFAULT_LOST_AFTER
 from ..partition.methods import METHODS
@@ -17,6 +18,7 @@ HOST_HELP = (
 )
 # Old spellings, still accepted but not shown in --help: one name per concept.
 HIDDEN_ALIASES = {"--out-dir", "--in-dir", "--partitions-dir"}
+_N = TypeVar("_N")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -68,13 +70,23 @@ class Parser(argparse.ArgumentParser):
             message = self._unknown(unknown) if unknown else message
         self.exit(2, f"{self.short_usage()}\n{self.prog}: error: {message}\n")
 
-    def parse_known_args(self, args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
+    @overload
+    def parse_known_args(
+        self, args: Iterable[str] | None = None, namespace: None = None
+    ) -> tuple[argparse.Namespace, list[str]]: ...
+    @overload
+    def parse_known_args(self, args: Iterable[str] | None, namespace: _N) -> tuple[_N, list[str]]: ...
+    @overload
+    def parse_known_args(self, *, namespace: _N) -> tuple[_N, list[str]]: ...
+    def parse_known_args(
+        self, args: Iterable[str] | None = None, namespace: _N | None = None
+    ) -> tuple[argparse.Namespace | _N, list[str]]:
         given = list(sys.argv[1:] if args is None else args)
         self._given = given[: given.index("--")] if "--" in given else given
-        namespace, extras = super().parse_known_args(given, namespace)
+        parsed, extras = super().parse_known_args(given, namespace)
         if extras:  # what none of this parser's flags took (a sub-command, a Parser too, has reported its own)
             self.error(self._unknown(extras))
-        return namespace, extras
+        return parsed, extras
 
     def _is_unknown_flag(self, arg: str) -> bool:
         """``arg`` looks like a flag that is neither one of this parser's nor an unambiguous abbreviation."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from ..format.jsonfile import read_json_object
 from ..format.npyfile import read_npy
 from ..format.outputs import check_output_dir
 from ..format.staging import naming, staged_dir
-from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph, etype_str, parse_etype
+from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, EType, Feature, Graph, etype_str, parse_etype
 from ..limits import check_count
 from ..names import SUFFIX_ROOM, check_etype_names, check_path_name, inside
 from ..sparse import CSRRows
@@ -143,8 +144,8 @@ def load_dataset(path: str | os.PathLike) -> Dataset:
     d = require_dir(path)  # a typo is "no such directory", not a missing meta.json
     meta_path = d / "meta.json"
     if not meta_path.is_file() and (d / "metadata.json").is_file():
-        meta = read_metadata(d)
-        return Dataset(meta.graph_name, load_chunked_graph(meta), None)
+        chunked = read_metadata(d)
+        return Dataset(chunked.graph_name, load_chunked_graph(chunked), None)
     if not meta_path.is_file():
         if is_ogb_dir(d):
             return load_ogb(d)
@@ -163,7 +164,7 @@ def load_dataset(path: str | os.PathLike) -> Dataset:
 
 def _load_homo(d: Path, meta: dict[str, Any]) -> Dataset:
     n = check_count(meta["num_nodes"], f"{d}/meta.json: num_nodes")
-    feats: dict[str, np.ndarray] = {}
+    feats: dict[str, Feature] = {}
     x = _features(d, meta.get("feat_format", "none"), meta.get("feat_files", []), meta.get("feat_shape"), n)
     if x is not None:
         feats["feat"] = x
@@ -184,7 +185,7 @@ def _load_hetero(d: Path, meta: dict[str, Any]) -> Dataset:
     for i, t in enumerate(meta["node_types"]):  # they become file names below: checked before any is read
         check_path_name(t, f"{d}/meta.json: node_types[{i}]", extra=SUFFIX_ROOM)
     num_nodes = {t: check_count(meta["num_nodes"][t], f"{d}/meta.json: num_nodes[{t!r}]") for t in meta["node_types"]}
-    edges = {}
+    edges: dict[EType, tuple[np.ndarray, np.ndarray]] = {}
     for et_text in meta["edge_types"]:
         et = parse_etype(et_text)
         check_etype_names(et, f"{d}/meta.json: edge_types")
@@ -194,14 +195,15 @@ def _load_hetero(d: Path, meta: dict[str, Any]) -> Dataset:
             raise InputError(f"{d}/edges: edge file of {et_text!r} must have shape (2, E), got {arr.shape}")
         if et[0] not in num_nodes or et[2] not in num_nodes:
             raise InputError(f"{d}/meta.json: edge type {et_text!r} names a node type not in node_types")
-        edges[et] = tuple(
+        src, dst = (
             _node_ids(path, arr[row], num_nodes[t], f"row {row}: {t!r} node ID") for row, t in ((0, et[0]), (1, et[2]))
         )
+        edges[et] = (src, dst)
     target = meta.get("target_node_type")
-    node_feats: dict[str, dict[str, np.ndarray]] = {}
+    node_feats: dict[str, dict[str, Feature]] = {}
     for t in num_nodes:
         spec = meta.get("features", {}).get(t, {"format": "none"})
-        feats = {}
+        feats: dict[str, Feature] = {}
         x = _features(d, spec.get("format", "none"), spec.get("files", []), spec.get("shape"), num_nodes[t])
         if x is not None:
             feats["feat"] = x
@@ -249,7 +251,7 @@ def _save_npy(d: Path, name: str, arr: np.ndarray) -> None:
         np.save(path, np.asarray(arr), allow_pickle=False)
 
 
-def _save_arrays(d: Path, prefix: str, feats: dict[str, np.ndarray]) -> dict[str, Any]:
+def _save_arrays(d: Path, prefix: str, feats: Mapping[str, Feature]) -> dict[str, Any]:
     info: dict[str, Any] = {"format": "none", "files": []}
     x = feats.get("feat")
     if isinstance(x, CSRRows):
@@ -260,11 +262,14 @@ def _save_arrays(d: Path, prefix: str, feats: dict[str, np.ndarray]) -> dict[str
     elif x is not None:
         _save_npy(d, f"{prefix}feat.npy", x)
         info = {"format": "dense", "files": [f"{prefix}feat.npy"], "shape": list(x.shape)}
+    # labels and split masks are dense arrays in this layout
     if "label" in feats:
-        _save_npy(d, f"{prefix}label.npy", feats["label"])
+        _save_npy(d, f"{prefix}label.npy", np.asarray(feats["label"]))
     for split in SPLITS:
         if f"{split}_mask" in feats:
-            _save_npy(d, f"{prefix}{split}_idx.npy", np.flatnonzero(feats[f"{split}_mask"]).astype(np.int64))
+            _save_npy(
+                d, f"{prefix}{split}_idx.npy", np.flatnonzero(np.asarray(feats[f"{split}_mask"])).astype(np.int64)
+            )
     return info
 
 
@@ -287,8 +292,8 @@ def _save_homo(g: Graph, d: Path) -> dict[str, Any]:
 
 def _save_hetero(g: Graph, d: Path, target: str) -> dict[str, Any]:
     (d / "edges").mkdir()
-    for et, (s, t) in g.edges.items():
-        _save_npy(d / "edges", f"{et[0]}__{et[1]}__{et[2]}.npy", np.stack([s, t]))
+    for et, (src, dst) in g.edges.items():
+        _save_npy(d / "edges", f"{et[0]}__{et[1]}__{et[2]}.npy", np.stack([src, dst]))
     features, labels = {}, {}
     for t in g.ntypes:
         feats = g.node_feats.get(t, {})

@@ -99,8 +99,9 @@ def _node_chunks(
         lo, hi = n * i // k, n * (i + 1) // k
         rng = np.random.default_rng([seed, 2, i])
         x = rng.standard_normal((hi - lo, dim), dtype=np.float32) if dim else None
-        rows: dict[str, np.ndarray] = {"feat": x} if dim else {}
+        rows: dict[str, np.ndarray] = {"feat": x} if x is not None else {}
         if classes:
+            assert x is not None  # num_classes <= feat_dim (checked first): labels are read off the features
             rows["label"] = np.argmax(x[:, :classes], axis=1).astype(np.int64)
             r = rng.random(hi - lo)
             edges = np.cumsum((0.0, *fractions))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import os
@@ -324,7 +325,8 @@ class _Reader:
                 out[kind][name] = (spec["dtype"], tuple(shape))
         return out
 
-    def type_ids(self, key: str) -> dict[str, int]:
+    # from here on, str and int name the methods above: the types are builtins.str and builtins.int
+    def type_ids(self, key: builtins.str) -> dict[builtins.str, builtins.int]:
         v = self.get(key)
         if (
             not isinstance(v, dict)
@@ -336,7 +338,9 @@ class _Reader:
             )
         return dict(sorted(v.items(), key=lambda kv: kv[1]))
 
-    def ranges(self, key: str, types: list[str], num_parts: int) -> dict[str, np.ndarray]:
+    def ranges(
+        self, key: builtins.str, types: list[builtins.str], num_parts: builtins.int
+    ) -> dict[builtins.str, np.ndarray]:
         v = self.get(key)
         if not isinstance(v, dict) or set(v) != set(types):
             got = sorted(v) if isinstance(v, dict) else v
@@ -356,13 +360,13 @@ class _Reader:
             out[t] = arr
         return out
 
-    def part(self, i: int) -> dict[str, str]:
+    def part(self, i: builtins.int) -> dict[builtins.str, builtins.str]:
         entry = self.get(f"part-{i}")
         if not isinstance(entry, dict) or any(not isinstance(entry.get(k), str) for k in PART_FILES):
             raise FormatError(f"{self.path}: key 'part-{i}' must name {list(PART_FILES)} as relative paths")
         return dict(entry)
 
-    def checksums(self) -> dict[str, str]:
+    def checksums(self) -> dict[builtins.str, builtins.str]:
         v = self.raw.get("checksums", {})
         if not isinstance(v, dict) or not all(isinstance(x, str) for x in v.values()):
             raise FormatError(f"{self.path}: key 'checksums' must map file paths to sha256 hex strings")

@@ -9,6 +9,7 @@ schema either way."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from ..sparse import PARTS, CSRRows, from_tensors
 KEY = "sparse_features"
 
 
-def sparse_entry(node_feats: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def sparse_entry(node_feats: Mapping[str, Mapping[str, object]]) -> dict[str, Any]:
     """The config entry naming the CSR node features of a graph's ``node_feats`` (empty when none)."""
     keys = sorted(f"{t}/{n}" for t, feats in node_feats.items() for n, a in feats.items() if isinstance(a, CSRRows))
     return {KEY: {"node_feats": keys}} if keys else {}
@@ -64,7 +65,7 @@ def logical_schema(
     dtype, rows of ``width``), as the config's ``feature_schema`` records it."""
     out = dict(physical)
     for k, w in widths.items():
-        parts = [out.pop(f"{k}/{p}", None) for p in PARTS]
-        if None not in parts:
-            out[k] = (parts[2][0], (w,))
+        indptr, indices, data = [out.pop(f"{k}/{p}", None) for p in PARTS]
+        if indptr is not None and indices is not None and data is not None:
+            out[k] = (data[0], (w,))
     return out

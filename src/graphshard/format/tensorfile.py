@@ -10,10 +10,14 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import FormatError
+
+if TYPE_CHECKING:  # torch is imported by safetensors when a file is opened, not by this module
+    import torch
 
 _DTYPES = {
     np.dtype(np.float64): "F64",
@@ -89,7 +93,7 @@ def write_tensors(path: Path, tensors: dict[str, np.ndarray | Lazy], metadata: d
             digest.update(piece)
         for k in names:
             for block in _blocks(k, specs[k], path):
-                buf = memoryview(block.reshape(-1).view(np.uint8))
+                buf = block.reshape(-1).view(np.uint8).data  # its memoryview
                 for lo in range(0, len(buf), _CHUNK):
                     hashed = hasher.submit(digest.update, buf[lo : lo + _CHUNK])  # hashlib releases the GIL
                     f.write(buf[lo : lo + _CHUNK])
@@ -117,7 +121,7 @@ def _blocks(name: str, spec: np.ndarray | Lazy, path: Path) -> Iterator[np.ndarr
         yield block
 
 
-def read_tensors(path: Path, expect: dict[str, str] | None = None) -> dict[str, torch.Tensor]:  # noqa: F821
+def read_tensors(path: Path, expect: dict[str, str] | None = None) -> dict[str, torch.Tensor]:
     """Open ``path`` and return its tensors memory-mapped (copy-on-write; nothing is read up front).
 
     ``expect``: header metadata the file must carry (e.g. which run and partition wrote it).
@@ -134,7 +138,7 @@ def read_tensors(path: Path, expect: dict[str, str] | None = None) -> dict[str, 
 
 def load_tensor_file(
     path: str | os.PathLike, what: str = "tensor file"
-) -> tuple[dict[str, torch.Tensor], dict[str, str]]:  # noqa: F821
+) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
     """The tensors and the ``__metadata__`` of the safetensors file ``path`` (checkpoints, held-out edges):
     the one reader of every safetensors file graphshard did not write as part of a partition. Never
     unpickles anything: a ``torch.save`` file is refused as such.
@@ -159,7 +163,7 @@ def check_tensor_file(path: str | os.PathLike, what: str = "tensor file") -> dic
         raise FormatError(f"{path}: not a valid {what} ({exc.strerror or exc})") from None
 
 
-def _open_tensors(path: Path, what: str) -> dict[str, torch.Tensor]:  # noqa: F821
+def _open_tensors(path: Path, what: str) -> dict[str, torch.Tensor]:
     from safetensors import SafetensorError, safe_open
 
     try:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..format.tensorfile import Lazy
-from ..graph import Graph, etype_str
+from ..graph import Feature, Graph, etype_str
 from ..sparse import CSRRows
 from .halo import LocalStructure
 from .homogenize import HomoView
@@ -101,8 +101,14 @@ def feature_arrays(g: Graph, orig_nids: dict[str, np.ndarray], orig_eids: dict[s
         for name, arr in feats.items()
     }
     edge_feats = {
-        f"{etype_str(et)}/{name}": take_rows(arr, orig_eids[etype_str(et)])
+        f"{etype_str(et)}/{name}": _dense_rows(arr, orig_eids[etype_str(et)])
         for et, feats in g.edge_feats.items()
         for name, arr in feats.items()
     }
     return node_feats, edge_feats
+
+
+def _dense_rows(arr: Feature, ids: np.ndarray) -> np.ndarray:
+    """Rows ``ids`` of an edge feature: edge features are stored dense (CSR rows as their dense rows, as the
+    chunked format has them)."""
+    return arr[ids] if isinstance(arr, CSRRows) else take_rows(arr, ids)

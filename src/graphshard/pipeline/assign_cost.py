@@ -84,7 +84,7 @@ def _metis_per_edge(c: GraphCounts) -> int:
 
 
 def _peak(method: str, phases: dict[str, int], disk: int) -> Estimate:
-    phase = max(phases, key=phases.get)
+    phase = max(phases, key=phases.__getitem__)
     return Estimate(method, BASE + COMPILED + phases[phase], disk, phase)
 
 

@@ -172,8 +172,8 @@ def _sort_pass(out: Path, buckets: list[Path], bounds: np.ndarray, n: int, id_dt
             rows_at, pos = _row_starts(keys, n, int(bounds[b]), int(bounds[b + 1]), numba.get_num_threads())
             counts, kept = _rows(keys, n, int(bounds[b]), adj, rows_at, pos, marks, ascending)
             del keys
-            fx.write(memoryview(entries + np.cumsum(counts)))
-            fa.write(memoryview(adj[:kept]))
+            fx.write((entries + np.cumsum(counts)).data)
+            fa.write(adj[:kept].data)
             entries += kept
     return entries
 
@@ -191,7 +191,7 @@ def _distribute_pass(
         del src, dst
         for b in np.flatnonzero(np.diff(cuts)):
             with open(buckets[b], "ab") as f:
-                f.write(memoryview(keys[cuts[b] : cuts[b + 1]]))
+                f.write(keys[cuts[b] : cuts[b + 1]].data)
         del keys
 
 

@@ -82,10 +82,8 @@ def import_parmetis(
     node_off = meta.id_converter().node_offsets
     n = int(node_off[-1])
     pattern = re.compile(rf"^p(\d+)-{re.escape(name)}_nodes\.txt$")
-    files = sorted(
-        (p for p in Path(parmetis_dir).iterdir() if pattern.match(p.name)),
-        key=lambda p: int(pattern.match(p.name).group(1)),
-    )
+    numbered = [(int(m.group(1)), p) for p in Path(parmetis_dir).iterdir() if (m := pattern.match(p.name))]
+    files = [p for _, p in sorted(numbered, key=lambda e: e[0])]
     if not files:
         raise InputError(f"{parmetis_dir}: no ParMETIS output files p<i>-{name}_nodes.txt")
     parts = np.full(n, -1, dtype=np.int64)
@@ -108,8 +106,8 @@ def import_parmetis(
     if missing.size:
         raise InputError(f"{parmetis_dir}: {missing.size} nodes have no partition (first: node {int(missing[0])})")
     total = num_parts if num_parts is not None else int(parts.max()) + 1
-    per_type = {t: parts[node_off[i] : node_off[i + 1]] for i, t in enumerate(ntypes)}
-    return write_assignment(out_dir, per_type, total, "parmetis", fmt, {"graph_name": name}, overwrite=overwrite)
+    by_type = {t: parts[node_off[i] : node_off[i + 1]] for i, t in enumerate(ntypes)}
+    return write_assignment(out_dir, by_type, total, "parmetis", fmt, {"graph_name": name}, overwrite=overwrite)
 
 
 def _read_rows(path: Path, width: int) -> np.ndarray:

@@ -50,5 +50,6 @@ def peak_private(cmd: list[str], interval: float = 0.01) -> dict[int, int]:
                 continue
         time.sleep(interval)
     if proc.returncode:
+        assert proc.stderr is not None  # opened with stderr=PIPE
         raise InputError(f"{' '.join(cmd)} failed: {proc.stderr.read().strip()[-2000:]}")
     return peaks

@@ -49,6 +49,7 @@ def plan_report(
             + "\n\n"
             + process_table(f"dispatch on {procs} ranks ({how}):", ranks, budget)
         )
+    assert part_config is not None  # given when dataset is not (graphshard plan takes exactly one of them)
     cfg = read_config(part_config)
     width = feature_width(cfg) or hidden  # featureless types learn inputs of --embed-dim (--hidden by default)
     per = train_estimates(cfg, procs, width, hidden, not sampled_eval)

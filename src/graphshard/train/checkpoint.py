@@ -8,6 +8,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -363,7 +364,10 @@ def _optimizer_unfit(
             return f"'param_groups' hold {_shown(unknown)}, no settings of this optimiser"
     params = {i: p for s, g in zip(saved_groups, groups) for i, p in zip(s["params"], g["params"])}
     names: dict[Any, set[str]] = {}
-    entries = [(k.split("/", 2), v) for k, v in tensors.items() if k.startswith("opt/")]
+    # (opt, parameter index, state name) and the state: a tensor, or a scalar of the metadata (number, bool, None)
+    entries: list[tuple[Sequence[str], torch.Tensor | float | None]] = [
+        (k.split("/", 2), v) for k, v in tensors.items() if k.startswith("opt/")
+    ]
     entries += [
         ((("opt", *k.split("/", 1)) if "/" in k else ("opt", k, "")), v)
         for k, v in meta["optimizer"]["scalars"].items()

@@ -128,4 +128,5 @@ def _rank(opts: TrainOptions) -> None:
         doing("computing embeddings")
         hidden = getattr(encoder, "num_layers", opts.num_layers) - 1 if opts.embedding_layer == "hidden" else None
         tables = every_output(s, g, encoder, inputs, opts, types, "embed", layers=hidden)
+        assert opts.save_embeddings is not None  # set to embed's output by checkpoint_options
         save_tables(s, g, tables, opts.save_embeddings)

@@ -20,7 +20,8 @@ from ..sparse import CSRRows
 def check_finite_features(g: DistGraph, feat_name: str = "feat") -> None:
     """Raise :class:`InputError` naming the first node (type, original ID) of this rank's partition whose
     ``feat_name`` row holds NaN or infinity."""
-    book, before = g.get_partition_book(), {}
+    book = g.get_partition_book()
+    before: dict[str, int] = {}
     for key, x in ((k, x) for part in g.served.parts for k, x in part.node_feats.items()):
         ntype, name = key.rsplit("/", 1)
         offset = before.get(key, 0)  # rows of this type in the served partitions before this one

@@ -151,5 +151,6 @@ def option_defaults() -> dict[str, Any]:
     out = {}
     for cls in (TrainOptions, LaunchOptions):
         for f in fields(cls):
-            out[f.name] = f.default_factory() if f.default is MISSING else f.default  # type: ignore[misc]
+            # every option has a default or a default factory (a field cannot have both)
+            out[f.name] = f.default if f.default_factory is MISSING else f.default_factory()
     return out

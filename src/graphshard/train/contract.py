@@ -89,8 +89,7 @@ def _check_node_data(opts: TrainOptions, cfg: PartitionConfig, held: Held, targe
 
 
 def _check_link(opts: TrainOptions, cfg: PartitionConfig, held: Held) -> None:
-    require_link_split(opts)
-    et = load_link_split(opts.link_split).etype
+    et = load_link_split(require_link_split(opts)).etype
     if etype_str(et) not in cfg.etypes:
         raise InputError(
             f"{opts.link_split}: held-out edges of type {etype_str(et)!r}, which {cfg.path} does not "
@@ -125,6 +124,8 @@ def check_model(opts: TrainOptions, cfg: PartitionConfig) -> None:
 def resolve_data(opts: TrainOptions, world_size: int, announce: bool = True) -> TrainOptions:
     """``opts`` with the data names resolved and checked against its partitions (see the module docstring);
     raises :class:`InputError` naming the file and what it holds. ``announce``: log featureless types."""
+    if opts.part_config is None:
+        raise InputError("no partitions to train on: give part_config (--part-config) or a dataset (--dataset)")
     cfg = read_config(opts.part_config)
     try:
         stored_per_process(cfg.num_parts, world_size)

@@ -157,7 +157,8 @@ def every_output(
             "use --embedding-layer output"
         )
     if not sampled and not getattr(model, "said_sampled", False):
-        model.said_sampled = True
+        # torch types Module.__setattr__ for tensors and modules; any other value is kept as a plain attribute
+        model.said_sampled = True  # type: ignore[assignment]
         if s.rank == 0:
             notice.info(
                 "model %s offers no layer-wise inference: every node is computed from its sampled full "

@@ -72,6 +72,7 @@ class ModelInputs:
 
     def edge_rows(self, et: Any, ids: torch.Tensor) -> torch.Tensor:
         """Edge feature rows of edges ``ids`` of ``et`` (for layer-wise inference)."""
+        assert self.edge_feat is not None  # asked only of a model that reads an edge feature
         return _as_rows(self.g.edges[et].data[self.edge_feat][ids].float())
 
     def rows(self, ntype: str, ids: torch.Tensor) -> torch.Tensor:
@@ -87,7 +88,11 @@ class ModelInputs:
         ``hops`` = nodes and edges sampled per hop, for trimming (per node and edge type when
         heterogeneous, with every type present in ``x_dict`` and ``edge_index_dict``)."""
         if not self.hetero:
-            out = (self._x(batch, self.ntypes[0]), batch.edge_index, (batch.num_sampled_nodes, batch.num_sampled_edges))
+            out: tuple[Any, ...] = (
+                self._x(batch, self.ntypes[0]),
+                batch.edge_index,
+                (batch.num_sampled_nodes, batch.num_sampled_edges),
+            )
             return out + (_as_rows(batch.edge_attr.float()),) if self.edge_dims and "edge_attr" in batch else out
         present_n, present_e = set(batch.node_types), set(batch.edge_types)
         x = {t: self._x(batch[t], t) if t in present_n else torch.zeros((0, self.dims[t])) for t in self.ntypes}

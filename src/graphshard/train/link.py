@@ -101,8 +101,7 @@ def link_model(opts: TrainOptions, inputs: ModelInputs, et: EType) -> LinkModel:
 
 def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     """Train and evaluate; returns the metrics (the same on every rank)."""
-    require_link_split(opts)
-    held: LinkSplit = load_link_split(opts.link_split)
+    held: LinkSplit = load_link_split(require_link_split(opts))
     torch.manual_seed(opts.seed)
     g = open_graph(opts)
     et = g._etype(held.etype)

@@ -67,14 +67,15 @@ def split_edges(
     return Graph(dict(g.num_nodes), edges, g.node_feats, edge_feats), split
 
 
-def require_link_split(opts: TrainOptions) -> None:
-    """Refuse link prediction without its held-out edges file."""
-    if opts.task == "link" and not opts.link_split:
+def require_link_split(opts: TrainOptions) -> str:
+    """The held-out edges file of a link prediction run (``opts.link_split``); refused when missing."""
+    if not opts.link_split:
         raise InputError(
             "link prediction on a partition config needs its held-out edges: pass --link-split "
             "FILE (see graphshard.train.link_split), or train from --dataset (which holds edges "
             "out before partitioning)"
         )
+    return opts.link_split
 
 
 def save_link_split(split: LinkSplit, path: str | os.PathLike) -> None:

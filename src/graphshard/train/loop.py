@@ -71,6 +71,7 @@ _COUNTS = ("fetch_bytes", "cache_hits", "cache_misses", "cache_bytes_saved")  # 
 def open_graph(opts: TrainOptions) -> DistGraph:
     """The partitioned graph of ``opts.part_config`` (collective): its config is read once, here, and the
     loaded object is what the graph, its partitions and the checkpoints' identity use."""
+    assert opts.part_config is not None  # checked by resolve_data, set by checkpoint_options
     cfg = read_config(opts.part_config)
     return DistGraph(cfg.graph_name, cfg, verify=opts.verify)
 
@@ -80,7 +81,7 @@ def _timed_allreduce(state, bucket):  # no annotations: DDP checks them against 
     grads = bucket.buffer().div_(dist.get_world_size())
     dist.all_reduce(grads)
     state["comm_s"] += time.perf_counter() - start
-    fut: torch.futures.Future = torch.futures.Future()
+    fut = torch.futures.Future()
     fut.set_result(grads)
     return fut
 
@@ -116,13 +117,15 @@ class Trainer:
         self.s, self.g, self.opts, self.inputs = s, g, opts, inputs
         self.model = model
         self.optimizer = torch.optim.Adam(model.parameters(), lr=opts.lr, weight_decay=opts.weight_decay)
-        self.start_epoch, self.history, self.metric = 0, [], metric
+        self.start_epoch, self.metric = 0, metric
+        self.history: list[dict[str, Any]] = []
         self.best: tuple[int, dict, dict] | None = None  # (epoch, model state, embedding state)
         self.runlog: RunLog | None = None
-        self.identity = run_identity(g.config, opts, s.world_size) if opts.checkpoint else None
+        self.identity: dict[str, Any] | None = None
         if opts.checkpoint:
-            _agree_on_resume(s, self._dir(), self.identity)
-            resumed = load_checkpoint(self._dir(), model, self.optimizer, self.identity)
+            self.identity = identity = run_identity(g.config, opts, s.world_size)
+            _agree_on_resume(s, self._dir(), identity)
+            resumed = load_checkpoint(self._dir(), model, self.optimizer, identity)
             if resumed:
                 self.start_epoch, self.history, extra = resumed
                 inputs.check_state(extra, self._dir())
@@ -241,7 +244,7 @@ class Trainer:
         """Keep the weights if ``record`` is the best validation so far; if patience has run out, why training
         stops (else None). Every rank decides alike (the validation figures are summed over ranks)."""
         best = self.best_epoch
-        if record.get(self.metric) is not None and best == record["epoch"]:
+        if best is not None and record.get(self.metric) is not None and best == record["epoch"]:
             with timing.phase("checkpoint_s") if self.opts.checkpoint else nullcontext():  # in memory: "other"
                 self._keep_best(best)
         patience = self.opts.patience
@@ -258,7 +261,8 @@ class Trainer:
         """Test at the best validation epoch (collective): ``test()`` gives the test figures of the current
         weights, ``changed()`` says the weights changed. Returns ``best_epoch``, that epoch's ``val_*`` and
         ``test_*`` figures, and when the last epoch is another one, its figures under ``last_epoch``."""
-        last, out = self.history[-1], {}
+        last = self.history[-1]
+        out: dict[str, Any] = {}
         doing("testing")
         with timing.phase("evaluation_s"):
             chosen = self.best_epoch

@@ -63,7 +63,9 @@ def check_custom_model(
         model.zero_grad(set_to_none=True)
     finally:
         model.train(was)
-    model.find_unused = bool(unused)  # read by the trainer's DDP
+    # read by the trainer's DDP; torch types Module.__setattr__ for tensors and modules, any other value is
+    # kept as a plain attribute
+    model.find_unused = bool(unused)  # type: ignore[assignment]
 
 
 def _output(name: str, model: torch.nn.Module, args: tuple, ntype: str, rows: int, out_dim: int) -> torch.Tensor:

@@ -39,12 +39,14 @@ from .runlog import KIND, check_log_dir
 
 log = logging.getLogger(__name__)
 notice = logging.getLogger("graphshard.notice")  # shown at the default log level
+# partition_dataset's arguments: dataset, out_dir, num_parts, method, seed, link, edge_type
+PartitionJob = tuple[str, str, int, str, int, bool, str | None]
 
 
 def _rank_main(
     opts: TrainOptions,
     result_path: str | None,
-    dataset: tuple | None = None,
+    dataset: PartitionJob | None = None,
     log_level: int | None = None,
     launched_at: float | None = None,
 ) -> dict[str, Any]:
@@ -72,6 +74,7 @@ def _rank_main(
             opts = resolve_data(_with_partitions(opts, dataset), s.world_size, announce=s.rank == 0)
             timing.add("partition_s", time.perf_counter() - start)
         metrics = (train_link if opts.task == "link" else train_node)(s, opts)
+        assert opts.part_config is not None  # checked by resolve_data
         metrics["part_config"] = str(Path(opts.part_config).resolve())  # what embed (or another run) needs
         metrics["time"] = timing.rank_account() | ({"spawn_s": spawn_s} if spawn_s is not None else {})
         metrics["time"]["finished_at"] = time.time()
@@ -126,13 +129,13 @@ def _paths(
     return out, out / f"{name}.json", str(out / "link_split.safetensors") if link else None
 
 
-def _with_partitions(opts: TrainOptions, job: tuple) -> TrainOptions:
+def _with_partitions(opts: TrainOptions, job: PartitionJob) -> TrainOptions:
     """``opts`` on the partitions :func:`partition_dataset` made (or found) for ``job``, its arguments."""
     _, config, split = _paths(*job)
     return replace(opts, part_config=str(config), link_split=split or opts.link_split)
 
 
-def _partition_announced(job: tuple, announce: bool = True, memory: int | str | None = None) -> str:
+def _partition_announced(job: PartitionJob, announce: bool = True, memory: int | str | None = None) -> str:
     """:func:`partition_dataset` of ``job`` (its arguments); ``announce``: say in a notice where the partitions
     are (what ``graphshard embed --part-config`` needs), made now or reused; ``memory``: what partitioning may
     use (default: the machine's memory). Returns the partition config."""
@@ -171,6 +174,7 @@ def partition_dataset(
         if link:
             g, held_out = split_edges(g, parse_etype(edge_type) if edge_type else None, seed=seed)
             prepare_output_dir(out, "partitions")  # the held-out edges live beside the partitions they belong to
+            assert split_file is not None  # _paths names it for a link run
             save_link_split(held_out, split_file)
         if not g.is_homogeneous:
             g = with_reverse_edges(g)
@@ -248,7 +252,7 @@ def _train(
         out = f"{work_dir}/{parts}parts-{part_method}"
         if not num_procs:  # torchrun: each host partitions into its own directory, inside the job
             out += f"/host{os.environ.get('GROUP_RANK', '0')}"
-        job = (dataset, out, parts, part_method, opts.seed, opts.task == "link", opts.edge_type)
+        job: PartitionJob = (dataset, out, parts, part_method, opts.seed, opts.task == "link", opts.edge_type)
         if not num_procs:
             return _rank_main(opts, None, job), launcher
         if not _paths(*job)[1].is_file():  # to be partitioned here: refused first if it cannot fit
@@ -263,6 +267,7 @@ def _train(
         announce=bool(num_procs) or os.environ.get("RANK", "0") == "0",
     )
     if num_procs:
+        assert opts.part_config is not None  # checked by resolve_data
         cfg = read_config(opts.part_config)  # read once for both checks
         # predicted not to fit this machine: refused now, with the numbers
         check_train_fits(cfg, num_procs, num_procs, opts.hidden, opts.eval_fanouts is None, allowed(memory))

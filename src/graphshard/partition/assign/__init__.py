@@ -121,11 +121,9 @@ def assign(
 
 def metis_weights(classes: np.ndarray | None, in_degree: np.ndarray | None) -> np.ndarray | None:
     """METIS vertex weights (N, ncon): one indicator column per class, and in-degree (per class) columns."""
-    if classes is None and in_degree is None:
-        return None
-    n = len(classes) if classes is not None else len(in_degree)
     if classes is None:
-        return in_degree.reshape(n, 1).astype(np.int64)
+        return None if in_degree is None else in_degree.reshape(len(in_degree), 1).astype(np.int64)
+    n = len(classes)
     _, inverse = np.unique(classes, return_inverse=True)
     num_classes = int(inverse.max(initial=-1)) + 1
     columns = 2 * num_classes if in_degree is not None else num_classes

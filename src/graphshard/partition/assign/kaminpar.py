@@ -33,14 +33,12 @@ def write_parhip_blocks(
         f.write(np.array([version, num_nodes, 0], dtype=np.uint64).tobytes())  # m patched below
         m = 0
         for piece in xadj_chunks:
-            f.write(
-                memoryview((np.asarray(piece, dtype=np.int64) * 8 + (_HEADER + (num_nodes + 1) * 8)).astype(np.uint64))
-            )
+            f.write((np.asarray(piece, dtype=np.int64) * 8 + (_HEADER + (num_nodes + 1) * 8)).astype(np.uint64).data)
             m = int(piece[-1])
         for piece in adjncy_chunks:
-            f.write(memoryview(np.ascontiguousarray(piece, dtype=np.int64)))
+            f.write(np.ascontiguousarray(piece, dtype=np.int64).data)
         if node_weights is not None:
-            f.write(memoryview(np.ascontiguousarray(node_weights, dtype=np.int64)))
+            f.write(np.ascontiguousarray(node_weights, dtype=np.int64).data)
         f.seek(16)
         f.write(np.array([m], dtype=np.uint64).tobytes())
 

@@ -52,6 +52,7 @@ def serve_in_edges(
     rec = np.empty((int(deg.sum()), 3), dtype=np.int64)
     for part, (sel, first) in first_of.items():
         o, orig = own[part]
+        assert orig is not None  # asked only with a deeper HALO, whose partitions keep original IDs (own_structure)
         src_pos = ragged_ranges(first, deg[sel])
         dst_pos = ragged_ranges(out_start[sel], deg[sel])
         rec[dst_pos, 0], rec[dst_pos, 1], rec[dst_pos, 2] = o.eids[src_pos], o.src[src_pos], orig[src_pos]

@@ -22,8 +22,8 @@ def gather_node_feats(state: DispatchState, plans: NodeDataPlans, phase: list[in
             offsets, pieces = plans.get(t, name, spec)
             sample = np.asarray(read_data(spec, 0)[:0])
             for p in mine:
-                rows = int(state.node_bounds[p, ti + 1] - state.node_bounds[p, ti])
-                out[p][f"{t}/{name}"] = np.empty((rows, *sample.shape[1:]), sample.dtype)
+                count = int(state.node_bounds[p, ti + 1] - state.node_bounds[p, ti])
+                out[p][f"{t}/{name}"] = np.empty((count, *sample.shape[1:]), sample.dtype)
             by_rank = [[pc for pc in pieces if pc[3] == w] for w in range(world)]
             for k in range(max(len(b) for b in by_rank)):
                 piece = by_rank[rank][k] if k < len(by_rank[rank]) else None
