@@ -39,7 +39,7 @@ $(VENV)/.lint-installed: pyproject.toml $(VENV)/.installed
 	touch $@
 
 # What ruff and mypy check (mypy's files are set in pyproject.toml: src/graphshard)
-LINTED := src tests benchmarks docs
+LINTED := src tests benchmarks docs/_hooks
 
 lint: $(VENV)/.lint-installed
 	$(VENV)/bin/ruff check $(LINTED)

@@ -14,6 +14,7 @@ import torch
 from ..book import RangePartitionBook
 from ..errors import FormatError
 from ..graph import EType, parse_etype
+from ..sparse import CSRRows
 from .config import PartitionConfig, as_config
 from .sparse import assemble, logical_schema, sparse_widths
 from .tensorfile import header_schema, read_header, read_tensors, sha256_file
@@ -59,7 +60,7 @@ class PartitionGraph:
 
 class Partition(NamedTuple):
     graph: PartitionGraph
-    node_feats: dict[str, torch.Tensor]
+    node_feats: dict[str, torch.Tensor | CSRRows]  # a sparse feature is one CSRRows
     edge_feats: dict[str, torch.Tensor]
     partition_book: RangePartitionBook
     graph_name: str
@@ -87,7 +88,7 @@ def load_partition(
 
 def load_partition_feats(
     part_config: str | os.PathLike | PartitionConfig, part_id: int, verify: bool = False
-) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+) -> tuple[dict[str, torch.Tensor | CSRRows], dict[str, torch.Tensor]]:
     """Node and edge features of partition ``part_id``'s inner items, keyed ``"<type>/<name>"``."""
     cfg = as_config(part_config)
     _check_part(cfg, part_id)
