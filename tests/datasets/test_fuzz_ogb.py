@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import math
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -164,11 +165,18 @@ def test_junk_rows(pristine, data):
             _agrees(ds, d, rel, text)
 
 
+def _int(field: str) -> int:
+    """A field as pyarrow reads an integer: decimal, or unsigned hexadecimal ``0x...`` (a value beyond 64 bits
+    wraps there, to a negative ID the reader refuses as out of range)."""
+    hexa = re.fullmatch(r"\s*0[xX]([0-9a-fA-F]+)\s*", field)
+    return int(hexa.group(1), 16) if hexa else int(field)
+
+
 def _ints(text: str) -> list[list[int]] | None:
-    """The rows of ``text`` if every field is a plain integer, else None."""
+    """The rows of ``text`` if every field is an integer, else None."""
     rows = [line.split(",") for line in text.splitlines() if line.strip()]
     try:
-        return [[int(f) for f in row] for row in rows]
+        return [[_int(f) for f in row] for row in rows]
     except ValueError:
         return None
 

@@ -10,7 +10,7 @@ import json
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from graphshard.errors import InputError
@@ -98,7 +98,11 @@ VALID = st.lists(st.sampled_from(KEYS), max_size=8, unique=True).flatmap(
 @given(VALID, st.sampled_from(SUFFIXES), st.booleans())
 def test_valid_files_read_back_exactly(where, values, suffix, dashes):
     doc = {k.replace("_", "-") if dashes else k: v for k, v in values.items()}
-    assert _read(where, suffix, _dump(doc, suffix)) == values
+    data = _dump(doc, suffix)
+    # PyYAML's dumper writes a NEL (U+0085) as a raw line break, which any YAML reader folds into a space: such a
+    # file does not hold the values, so it is no case of reading them back
+    assume(suffix == ".json" or yaml.safe_load(data) == doc)
+    assert _read(where, suffix, data) == values
 
 
 # -- junk -------------------------------------------------------------------------------------------------------

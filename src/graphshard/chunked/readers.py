@@ -110,16 +110,32 @@ def count_rows(spec: FileSpec, i: int) -> int:
         if data.startswith((b"\n", b"\r\n"))
         else min((i + 1 for i in (data.find(b"\n\n"), data.find(b"\n\r\n")) if i >= 0), default=-1)
     )
-    if blank >= 0:
-        line = data[:blank].count(b"\n") + 1
+    lone_cr = _lone_cr(data)
+    if blank >= 0 or lone_cr is not None:  # an error, named at the chunk's first bad line (perhaps an earlier one)
+        found = first_bad_line(path, spec.delimiter, _columns(spec), spec.kind == "edges")
+        if found is not None:
+            raise InputError(_line_message(path, *found, spec.where))
+        line = data[:blank].count(b"\n") + 1 if blank >= 0 else lone_cr
         raise InputError(
-            f"{path}, line {line}: blank line ({spec.where}); a CSV chunk holds one row per line and nothing else"
+            f"{path}, line {line}: blank line or a carriage return inside a line ({spec.where}); a CSV chunk "
+            "holds one row per line and nothing else"
         )
     end = data.find(b"\n", 0, 1 << 16)
     first = data[: end if end >= 0 else 1 << 16].decode("utf-8", "replace").rstrip("\r")  # a header is short
     if _looks_like_header(first.split(spec.delimiter), _columns(spec)):
         raise InputError(_header_message(path, first, spec.where))
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def _lone_cr(data: bytes) -> int | None:
+    """The line (1-based) of the first carriage return that ends no line: one neither before a newline nor the
+    last byte. pyarrow would end a line there, and the row counts would no longer be the newlines'."""
+    if b"\r" not in data:
+        return None
+    arr = np.frombuffer(data, dtype=np.uint8)
+    cr = np.flatnonzero(arr[:-1] == 13)
+    lone = cr[arr[cr + 1] != 10]
+    return data.count(b"\n", 0, int(lone[0])) + 1 if lone.size else None
 
 
 def explain_csv_rows(spec: FileSpec, first: int = 0) -> str | None:
@@ -273,6 +289,8 @@ def _line_problem(line: str, lineno: int, delimiter: str, ncols: int | None, int
         line = line.removeprefix("\ufeff")  # pyarrow skips a byte order mark
     if not line.strip():
         return "blank line"
+    if "\r" in line:
+        return "a carriage return (\\r) inside the line; lines end with \\n or \\r\\n"
     fields = line.split(delimiter)
     if lineno == 1 and _looks_like_header(fields, ncols):
         return _header_problem(line)
@@ -363,6 +381,7 @@ def first_bad_line(path: Path, delimiter: str, ncols: int | None, integers: bool
                         line_of(bad_sign),
                         line_of(long_run),
                         line_of(empty),
+                        line_of(np.flatnonzero((arr[:-1] == 13) & (arr[1:] != 10))),  # a CR ending no line
                     )
                 )
             ).astype(np.int64)
