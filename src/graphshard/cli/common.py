@@ -197,6 +197,17 @@ def overwrite_flag(p: argparse.ArgumentParser) -> None:
     )
 
 
+def disk_check_flag(p: argparse.ArgumentParser) -> None:
+    """``--no-disk-check``: every writing step's override of its free-space check."""
+    p.add_argument(
+        "--no-disk-check",
+        dest="check_disk",
+        action="store_false",
+        help="skip the check that refuses to start when the predicted peak of disk (plus a margin of 5 %% and "
+        "64 MiB) exceeds the free space where the output goes (see 'graphshard plan')",
+    )
+
+
 def out_flag(p: argparse.ArgumentParser, help_text: str, required: bool = True, default: str | None = None) -> None:
     """``--out``: every command's output (``--out-dir`` is the old spelling)."""
     p.add_argument("--out", "--out-dir", dest="out", required=required, default=default, help=help_text)

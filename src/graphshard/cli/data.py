@@ -6,7 +6,16 @@ import argparse
 import time
 from typing import Any
 
-from .common import HelpFormatter, command, dataset_flag, out_flag, overwrite_flag, positive_int, seed_flag
+from .common import (
+    HelpFormatter,
+    command,
+    dataset_flag,
+    disk_check_flag,
+    out_flag,
+    overwrite_flag,
+    positive_int,
+    seed_flag,
+)
 
 
 def run_generate(args: argparse.Namespace) -> None:
@@ -26,6 +35,7 @@ def run_generate(args: argparse.Namespace) -> None:
             args.seed,
             args.num_classes,
             overwrite=args.overwrite,
+            check_disk=args.check_disk,
         )
         print(
             f"generated rmat (chunked, {args.num_chunks} chunks): {sum(meta.num_nodes.values()):,} nodes, "
@@ -84,6 +94,7 @@ def _generators(gen: argparse.ArgumentParser) -> None:
         "memory that does not grow with the edges (sampled edges in both directions, duplicates kept)",
     )
     r.add_argument("--num-chunks", type=positive_int, default=8, help="--chunked: edge and node-data chunks")
+    disk_check_flag(r)
     r.add_argument(
         "--num-classes",
         type=int,

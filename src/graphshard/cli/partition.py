@@ -11,7 +11,17 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .common import balance_flags, command, dataset_flag, method_flag, out_flag, overwrite_flag, positive_int, seed_flag
+from .common import (
+    balance_flags,
+    command,
+    dataset_flag,
+    disk_check_flag,
+    method_flag,
+    out_flag,
+    overwrite_flag,
+    positive_int,
+    seed_flag,
+)
 
 
 def dataset_balance(ds: Any, spec: str | None) -> np.ndarray | None:
@@ -26,11 +36,20 @@ def run_partition(args: argparse.Namespace) -> None:
     from ..datasets import load_dataset
     from ..memory import allowed
     from ..partition.api import partition_graph
-    from ..partition.cost import check_partition_fits
+    from ..partition.cost import check_partition_disk, check_partition_fits
     from ..stats import format_stats, partitioning_stats
 
     budget = allowed(args.memory)
     check_partition_fits(args.dataset, args.method, args.num_parts, budget)  # from the counts, before reading
+    check_partition_disk(
+        args.dataset,
+        args.out,
+        args.num_parts,
+        args.num_hops,
+        args.save_orig_ids,
+        args.trainers_per_machine,
+        args.check_disk,
+    )
     ds = load_dataset(args.dataset)
     name = args.graph_name or "".join(c if c.isalnum() else "_" for c in ds.name)
     start = time.perf_counter()
@@ -50,6 +69,7 @@ def run_partition(args: argparse.Namespace) -> None:
         overwrite=args.overwrite,
         num_classes=_declared_classes(ds.num_classes, args.dataset),
         memory=budget,
+        check_disk=args.check_disk,
     )
     print(f"partitioned in {time.perf_counter() - start:.1f} s -> {Path(args.out) / (name + '.json')}")
     print(format_stats(partitioning_stats(Path(args.out) / f"{name}.json")))
@@ -96,6 +116,7 @@ def register(sub: Any) -> None:
         help="memory this step may use, e.g. 16G (default: the machine's); "
         "a method predicted to need more is refused before the dataset is read (see 'graphshard plan')",
     )
+    disk_check_flag(part)
     overwrite_flag(part)
     part.set_defaults(func=run_partition)
 

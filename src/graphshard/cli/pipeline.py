@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ from .common import (
     cluster_flags,
     command,
     dataset_flag,
+    disk_check_flag,
     method_flag,
     out_flag,
     overwrite_flag,
@@ -40,6 +42,7 @@ def run_assign(args: argparse.Namespace) -> None:
         memory_mb=args.memory_mb,
         passes=args.passes,
         memory=args.memory,
+        check_disk=args.check_disk,
     )
     print(f"wrote {args.method} assignment into {args.num_parts} parts -> {path.parent}")
 
@@ -60,6 +63,7 @@ def run_dispatch(args: argparse.Namespace) -> None:
         eids,
         overwrite=args.overwrite,
         memory=parse_size(args.memory) if args.memory else 0,
+        check_disk=args.check_disk,
     )
     start = time.perf_counter()
     path = dispatch(opts, args.num_procs, args.timeout, args.host, args.heartbeat_timeout)
@@ -90,22 +94,23 @@ def run_parmetis(args: argparse.Namespace) -> None:
 
 def run_plan(args: argparse.Namespace) -> None:
     from ..memory import allowed
-    from ..plan.report import plan_report
+    from ..plan.report import plan_data, render
 
     budget = allowed(args.memory)
-    print(
-        plan_report(
-            args.dataset,
-            args.part_config,
-            args.assignment,
-            args.num_parts,
-            args.num_procs,
-            budget,
-            args.memory_mb,
-            args.hidden,
-            args.sampled_eval,
-        )
+    data = plan_data(
+        args.dataset,
+        args.part_config,
+        args.assignment,
+        args.num_parts,
+        args.num_procs,
+        budget,
+        args.memory_mb,
+        args.hidden,
+        args.sampled_eval,
+        args.out,
+        args.num_hops,
     )
+    print(json.dumps(data, indent=1) if args.json else render(data))
 
 
 def _plan(sub: Any) -> None:
@@ -113,12 +118,14 @@ def _plan(sub: Any) -> None:
         sub,
         "plan",
         "predict the peak memory and disk of assign, dispatch and train",
-        "With --dataset (a chunked graph): the peak memory and extra disk of assign --method "
-        "random/stream/kaminpar/metis, which fit --memory (default: this machine's) and a recommendation, "
-        "and the peak of every dispatch rank (--num-procs ranks; partitions counted from --assignment, or "
-        "assumed even). With --part-config: the peak of every training process. Memory is private "
+        "With --dataset (a chunked graph): the peak memory and peak disk of assign --method "
+        "random/stream/kaminpar/metis, which fit --memory (default: this machine's) and the free disk, and a "
+        "recommendation, and the peak of every dispatch rank (--num-procs ranks; partitions counted from "
+        "--assignment, or assumed even) with the disk of the partitions; with a dataset directory, the same "
+        "for graphshard partition. With --part-config: the peak of every training process. Memory is private "
         "(anonymous) memory; the partition files a process memory-maps are listed apart (page cache the "
-        "kernel can drop).",
+        "kernel can drop). Disk is the peak a step has on disk at once, where it lands (--out) and the free "
+        "space of that file system; every step refuses to start when it does not fit (--no-disk-check).",
     )
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument(
@@ -136,6 +143,14 @@ def _plan(sub: Any) -> None:
     p.add_argument("--memory", metavar="SIZE", help="memory budget, e.g. 16G (default: this machine's)")
     p.add_argument("--memory-mb", type=positive_int, default=1024, help="stream/kaminpar sort buffer (as assign)")
     p.add_argument("--hidden", type=positive_int, default=64, help="training: hidden width (as train)")
+    p.add_argument(
+        "--out",
+        default=".",
+        help="where the steps will write (their --out): disk is predicted there and compared with the free space "
+        "of its file system",
+    )
+    p.add_argument("--num-hops", type=positive_int, default=1, help="dispatch, partition: HALO depth (as dispatch)")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON (bytes) instead of tables")
     p.add_argument(
         "--sampled-eval",
         action="store_true",
@@ -170,6 +185,7 @@ def _assign(sub: Any) -> None:
     asg.add_argument("--format", default="txt", choices=["txt", "npy"], help="assignment file format")
     balance_flags(asg)
     seed_flag(asg)
+    disk_check_flag(asg)
     overwrite_flag(asg)
     asg.set_defaults(func=run_assign)
 
@@ -197,6 +213,7 @@ def _dispatch(sub: Any) -> None:
         "(default: the machine's); a run predicted to need more is refused after counting the edges, "
         "before any data moves (see 'graphshard plan --assignment')",
     )
+    disk_check_flag(dsp)
     overwrite_flag(dsp)
     dsp.set_defaults(func=run_dispatch, interrupted=dispatch_interrupted)
 

@@ -8,7 +8,8 @@ others'): the in-memory generator removes them, so its edge count is a little lo
 alike: ``feat`` (standard normal float32, ``feat_dim`` wide), and with ``num_classes``: ``label`` (the
 argmax of the first ``num_classes`` feature columns, so features predict it) and random
 ``train_mask``/``val_mask``/``test_mask`` (``fractions``). Memory: the scramble permutation (8 bytes per
-node) and one chunk of edges or node rows at a time."""
+node) and one chunk of edges or node rows at a time. Disk: :func:`rmat_chunked_disk` (checked before any
+work)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from ..chunked.spec import ChunkedMeta, FileSpec, read_metadata, write_metadata
+from ..disk import FILE_BYTES, DiskNeed
+from ..disk import check_disk as disk_guard
 from ..errors import InputError
 from ..format.outputs import check_output_dir
 from ..format.staging import naming, staged_dir
@@ -25,6 +28,29 @@ from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE
 from .synthetic import GRAPH500, _rmat_edges
 
 SPLITS = ("train_mask", "val_mask", "test_mask")
+
+
+def rmat_chunked_disk(
+    out_dir: str | os.PathLike,
+    scale: int,
+    edge_factor: int = 16,
+    feat_dim: int = 0,
+    num_chunks: int = 8,
+    num_classes: int = 0,
+) -> DiskNeed:
+    """What :func:`write_rmat_chunked` writes (staged inside ``out_dir``, then moved into place: no copy): every
+    sampled edge in both directions as two int64 (32 bytes per sampled edge; self-loops, dropped, make it a
+    little less), ``feat`` (float32), ``label`` (int64) and the three masks (one byte per node each), and a
+    header per chunk file."""
+    n, sampled = 1 << scale, edge_factor << scale
+    chunks = min(num_chunks, n)
+    files = num_chunks + chunks * ((1 if feat_dim else 0) + (4 if num_classes else 0))
+    parts = {
+        "edge chunks": 32 * sampled,
+        "node data": 4 * feat_dim * n + (11 * n if num_classes else 0),
+        "headers": FILE_BYTES * (files + 1),
+    }
+    return DiskNeed("generate rmat --chunked", Path(out_dir).expanduser().absolute(), parts)
 
 
 def write_rmat_chunked(
@@ -38,15 +64,20 @@ def write_rmat_chunked(
     fractions: tuple[float, float, float] = (0.1, 0.05, 0.05),
     graph_name: str | None = None,
     overwrite: bool = False,
+    check_disk: bool = True,
 ) -> ChunkedMeta:
     """Write the R-MAT graph of ``2**scale`` nodes as a chunked graph into ``out_dir`` (see the module
-    docstring); staged, then published with ``metadata.json`` last."""
+    docstring); staged, then published with ``metadata.json`` last. ``check_disk``: refuse before any work
+    when :func:`rmat_chunked_disk` does not fit the free space there (with a margin, see
+    :mod:`graphshard.disk`); False skips it."""
     if scale < 1 or scale > 40 or edge_factor < 1 or num_chunks < 1 or feat_dim < 0 or num_classes < 0:
         raise InputError("scale must be in [1, 40], edge_factor and num_chunks >= 1, feat_dim and num_classes >= 0")
     if num_classes and num_classes > feat_dim:
         raise InputError(f"num_classes ({num_classes}) needs feat_dim >= num_classes (labels are read off features)")
     name = graph_name or f"rmat{scale}"
     final = check_output_dir(out_dir, "chunked", overwrite, graph=name)
+    if check_disk:
+        disk_guard(rmat_chunked_disk(final, scale, edge_factor, feat_dim, num_chunks, num_classes), hint=" (--out)")
     n, sampled = 1 << scale, edge_factor << scale
     with staged_dir(final, "chunked") as tmp:
         scramble = np.random.default_rng([seed, 1]).permutation(n)

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from ..disk import check_disk as disk_guard
 from ..errors import InputError
 from ..format.config import PartitionConfig, check_graph_name, feature_schema
 from ..format.outputs import check_output_dir, claim_for_graph
@@ -21,7 +22,7 @@ from ..memory import allowed
 from ..progress import PhaseTimer
 from .assign import assign
 from .build import feature_arrays, inner_orig_ids, structure_arrays
-from .cost import graph_estimates, refuse_unfit
+from .cost import graph_data_bytes, graph_estimates, partition_disk, refuse_unfit
 from .halo import HaloInEdges, InEdges, check_hops, expand_dsts, local_structure, own_in_edges
 from .homogenize import HomoView, homogenize
 from .relabel import Relabelling, relabel
@@ -46,6 +47,7 @@ def partition_graph(
     overwrite: bool = False,
     num_classes: int | None = None,
     memory: int | str | None = None,
+    check_disk: bool = True,
 ) -> tuple[Any, Any] | None:
     """Partition ``g`` into ``num_parts`` parts and write partition format v1 to ``out_path``.
 
@@ -72,6 +74,8 @@ def partition_graph(
             split node's label against it.
         memory: what this step may use (bytes, or a size such as ``"16G"``; default: the machine's memory):
             a method predicted to need more is refused before any work (see :mod:`.cost`).
+        check_disk: refuse before any work when the partitions are predicted not to fit the free space of
+            the file system holding ``out_path`` (with a margin, see :mod:`graphshard.disk`); False skips it.
 
     Raises:
         InputError: invalid graph, name, counts or options.
@@ -80,6 +84,13 @@ def partition_graph(
     _check_args(g, graph_name, num_parts, num_hops, num_trainers_per_machine, seed)
     if isinstance(part_method, str):  # predicted not to fit: refused before any work
         refuse_unfit({e.method: e for e in graph_estimates(g.total_nodes, g.total_edges)}, part_method, allowed(memory))
+    if check_disk:
+        node_data, edge_data = graph_data_bytes(g)
+        node_data += 8 * g.total_nodes if num_trainers_per_machine > 1 else 0  # <ntype>/trainer_id
+        need = partition_disk(
+            out_path, g.total_nodes, g.total_edges, num_parts, node_data, edge_data, num_hops, save_orig_ids
+        )
+        disk_guard(need, hint=" (out_path)")
     if num_classes is not None and (
         isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1
     ):

@@ -1,5 +1,6 @@
 """The cost model of in-memory partitioning (``graphshard partition``): the predicted peak of private memory for
-each method, from the dataset's node and edge counts and its size on disk.
+each method, from the dataset's node and edge counts and its size on disk; and the disk the written partitions
+take (:func:`partition_bytes`, :func:`partitions_disk`), which dispatch's cost model shares.
 
 ``partition_graph`` holds the graph's structure (the dataset's arrays are memory-mapped; features stay
 in the page cache), its homogeneous form, the assignment, the relabelled structure and one partition
@@ -10,13 +11,18 @@ being built, plus the method's own working set. Coefficients fitted as an upper 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+from collections.abc import Sequence
+from pathlib import Path
 
 from ..chunked.counts import GraphCounts
 from ..chunked.spec import read_metadata
+from ..disk import FILE_BYTES, DiskNeed, check_disk
 from ..errors import InputError
 from ..format.inputs import require_dir
+from ..graph import Graph
 from ..memory import Estimate, gib
 
 PARTITION_BASE = 190 << 20  # interpreter, NumPy, numba, the partitioners' libraries (measured 186 MiB)
@@ -83,3 +89,145 @@ def refuse_unfit(options: dict[str, Estimate], method: str, budget: int) -> None
         f"{gib(budget)} allowed (--memory); methods that fit: {', '.join(fits) or 'none'}; graphs that "
         "do not fit in memory take the chunked pipeline (graphshard chunk, assign, dispatch)"
     )
+
+
+# --- disk: what the partitions take -------------------------------------------------------------------------------
+
+
+def structure_widths(nodes: int, edges: int) -> tuple[int, int]:
+    """(bytes of an ID, bytes of a type or partition ID) in ``graph.safetensors`` for a graph of ``nodes`` nodes and
+    ``edges`` edges: int64 and int64 in the format as first written; int32 (int64 from 2**31) and int8 with compact
+    structure (``graphshard.format.dtypes``, which is being introduced: its presence decides, so the model
+    follows the format the writers in this installation use; once it is settled this becomes the compact rule)."""
+    if importlib.util.find_spec(f"{__name__.rsplit('.', 2)[0]}.format.dtypes") is None:
+        return 8, 8
+    return (4 if max(nodes, edges) < 2**31 else 8), 1
+
+
+def partition_bytes(local_nodes: int, stored_edges: int, index_bytes: int = 8, small_bytes: int = 8) -> int:
+    """Bytes of the tensors of one partition's ``graph.safetensors``, the one place the format's integer widths
+    enter the cost models (``index_bytes``: an ID; ``small_bytes``: a type or partition ID; see
+    :func:`structure_widths`): per local node (inner and HALO) ``indptr``, ``node/_ID`` and ``node/orig_id`` (IDs),
+    ``node/part_id`` and ``node/_TYPE`` (small) and ``node/inner_node`` (1 byte); per stored edge ``indices``,
+    ``edge/_ID`` and ``edge/orig_id`` (IDs), ``edge/_TYPE`` (small) and ``edge/inner_edge`` (1 byte); and
+    ``indptr``'s last entry. Headers are :data:`~graphshard.disk.FILE_BYTES` per file, apart."""
+    per_node = 3 * index_bytes + 2 * small_bytes + 1
+    per_edge = 3 * index_bytes + small_bytes + 1
+    return local_nodes * per_node + stored_edges * per_edge + index_bytes
+
+
+def local_bounds(nodes: int, edges: int, inner: int, inner_edges: int, num_hops: int) -> tuple[int, int]:
+    """Upper bounds of one partition's local nodes and stored edges from its inner nodes and in-edges: with a
+    1-hop HALO every in-edge brings at most one HALO node (and there are ``nodes - inner`` others); deeper
+    HALOs are bounded by the whole graph (every node, every edge)."""
+    if num_hops == 1:
+        return inner + min(inner_edges, nodes - inner), inner_edges
+    return nodes, edges
+
+
+def even_counts(total: int, parts: int) -> list[int]:
+    """``total`` shared as evenly as possible among ``parts`` (the assumption without an assignment)."""
+    return [total * (p + 1) // parts - total * p // parts for p in range(parts)]
+
+
+def partitions_disk(
+    nodes: int,
+    edges: int,
+    part_nodes: Sequence[int],
+    part_edges: Sequence[int],
+    feature_bytes: int,
+    num_hops: int = 1,
+    orig_nids: bool = False,
+    orig_eids: bool = False,
+) -> dict[str, int]:
+    """What the partitions with ``part_nodes`` inner nodes and ``part_edges`` in-edges each take on disk, by
+    kind: structure (:func:`partition_bytes` of :func:`local_bounds`, and every file's header), features (their
+    inner nodes' and edges' rows: ``feature_bytes``) and original IDs (int64 per inner node and edge, when
+    written). ``nodes``, ``edges``: the whole graph's."""
+    widths = structure_widths(nodes, edges)
+    structure = sum(
+        partition_bytes(*local_bounds(nodes, edges, int(n), int(e), num_hops), *widths)
+        for n, e in zip(part_nodes, part_edges)
+    )
+    ids = 8 * sum(int(n) for n in part_nodes) * orig_nids + 8 * sum(int(e) for e in part_edges) * orig_eids
+    files = len(part_nodes) * (3 + orig_nids + orig_eids)
+    return {"structure": structure + FILE_BYTES * files, "features": int(feature_bytes), "original IDs": ids}
+
+
+def graph_data_bytes(g: Graph) -> tuple[int, int]:
+    """Bytes of every node feature and every edge feature of an in-memory graph (CSR rows: their arrays)."""
+    node = sum(int(a.nbytes) for feats in g.node_feats.values() for a in feats.values())
+    edge = sum(int(a.nbytes) for feats in g.edge_feats.values() for a in feats.values())
+    return node, edge
+
+
+def partition_disk(
+    out: str | os.PathLike,
+    nodes: int,
+    edges: int,
+    num_parts: int,
+    node_data_bytes: int,
+    edge_data_bytes: int,
+    num_hops: int = 1,
+    orig_ids: bool = False,
+) -> DiskNeed:
+    """The predicted peak of disk of ``partition_graph`` writing into ``out``: the partitions, staged inside
+    ``out`` and moved into place (no copy; an earlier output replaced is removed only at the end, so it is
+    already counted as used). Inner nodes and edges are assumed evenly shared (their totals do not depend on
+    the assignment; only the HALO bound does)."""
+    parts = partitions_disk(
+        nodes,
+        edges,
+        even_counts(nodes, num_parts),
+        even_counts(edges, num_parts),
+        node_data_bytes + edge_data_bytes,
+        num_hops,
+        orig_ids,
+        orig_ids,
+    )
+    return DiskNeed("partition", Path(out).expanduser().absolute(), {f"partitions' {k}": v for k, v in parts.items()})
+
+
+def dataset_data_bytes(path: str | os.PathLike) -> tuple[int, int]:
+    """(node data, edge data) bytes of a dataset directory or chunked graph, from its files, before reading it:
+    a dataset's arrays other than its edges and split index lists, plus one byte per node for each of the
+    three split masks the partitions store; a chunked graph's node and edge data files."""
+    d = require_dir(path)
+    if (d / "metadata.json").is_file():
+        meta = read_metadata(d)
+        size = lambda specs: sum(os.path.getsize(p) for s in specs for p in s.paths if os.path.exists(p))  # noqa: E731
+        return (
+            size(s for t in meta.node_data.values() for s in t.values()),
+            size(s for t in meta.edge_data.values() for s in t.values()),
+        )
+    nodes, _, _ = dataset_counts(d)
+    structure = {"src.npy", "dst.npy"}
+    data = sum(
+        f.stat().st_size
+        for f in d.rglob("*.npy")
+        if f.name not in structure and f.parent.name != "edges" and not f.name.endswith("_idx.npy")
+    )
+    masks = 3 * nodes if any(d.rglob("*_idx.npy")) else 0
+    return data + masks, 0
+
+
+def check_partition_disk(
+    dataset: str | os.PathLike,
+    out: str | os.PathLike,
+    num_parts: int,
+    num_hops: int = 1,
+    orig_ids: bool = False,
+    trainers: int = 1,
+    check: bool = True,
+) -> None:
+    """Raise :class:`InputError` when ``graphshard partition`` is predicted not to fit the free disk at ``out``
+    (checked from the dataset's counts and file sizes, before it is read)."""
+    if not check:
+        return
+    try:
+        nodes, edges, _ = dataset_counts(dataset)
+        node_data, edge_data = dataset_data_bytes(dataset)
+    except (InputError, OSError):
+        return  # no counts to plan with: reading the dataset reports what is wrong with it
+    node_data += 8 * nodes if trainers > 1 else 0
+    check_disk(partition_disk(out, nodes, edges, num_parts, node_data, edge_data, num_hops, orig_ids), hint=" (--out)")

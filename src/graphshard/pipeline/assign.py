@@ -11,8 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..chunked.counts import GraphCounts
 from ..chunked.load import load_chunked_graph, read_feature
 from ..chunked.spec import ChunkedMeta, read_metadata
+from ..disk import DiskNeed
+from ..disk import check_disk as disk_guard
 from ..errors import InputError
 from ..format.outputs import check_output_dir
 from ..memory import allowed
@@ -22,7 +25,7 @@ from ..partition.assign.random import random_assignment
 from ..partition.assign.stream import DEFAULT_PASSES, stream_partition
 from ..partition.balance import option_classes
 from ..partition.homogenize import homogenize
-from .assign_cost import PREFERENCE, check_fits, surely_fits
+from .assign_cost import PREFERENCE, assign_disk, check_fits, parhip_disk_parts, surely_fits
 from .assignment_files import write_assignment
 from .disk_csr import DiskCSR, build_disk_csr
 
@@ -43,6 +46,7 @@ def assign_chunked(
     memory_mb: int = 1024,
     passes: int = DEFAULT_PASSES,
     memory: int | str | None = None,
+    check_disk: bool = True,
 ) -> Path:
     """Write one assignment file per node type and ``partition_meta.json`` for the chunked graph in ``in_dir``.
 
@@ -57,6 +61,9 @@ def assign_chunked(
     ``train_mask`` nodes balanced apart), or a ``.npy`` path. ``out_dir`` must be new, empty or an earlier
     assignment output unless ``overwrite``. ``memory``: what this step may use (bytes or a size such as
     ``16G``; default: the machine's memory): a method predicted to need more is refused before any work.
+    ``check_disk``: refuse before any work when the predicted peak of disk (:func:`.assign_cost.assign_disk`: the
+    out-of-core adjacency beside ``out_dir``, the assignment files) does not fit the free space there (with a
+    margin, see :mod:`graphshard.disk`); False skips it.
     """
     meta = read_metadata(in_dir)
     check_output_dir(out_dir, "assignment", overwrite, graph=meta.graph_name)  # refuse before any work
@@ -68,6 +75,11 @@ def assign_chunked(
     budget = allowed(memory)
     if budget and method in PREFERENCE and not surely_fits(meta, method, num_parts, budget, memory_mb):
         check_fits(in_dir, method, num_parts, budget, memory_mb, meta)  # refused before any work if it cannot fit
+    if check_disk and method in PREFERENCE:  # from counts; KaMinPar's ParHIP file is checked once its size is known
+        need = assign_disk(
+            GraphCounts.of(meta, shape=False), method, num_parts, out_dir, memory_mb, fmt, balance_edges, False
+        )
+        disk_guard(need, hint=" (--out)")
     if isinstance(balance_ntypes, (str, os.PathLike)):
         balance_ntypes = option_classes(
             str(balance_ntypes), meta.ntypes, meta.num_nodes, lambda t: _train_mask(meta, t)
@@ -78,7 +90,7 @@ def assign_chunked(
         per_type = _random(meta, num_parts, seed, balance_ntypes)
     elif method in ("stream", "kaminpar"):
         per_type = _out_of_core(
-            meta, Path(out_dir), method, num_parts, seed, balance_ntypes, balance_edges, memory_mb, passes
+            meta, Path(out_dir), method, num_parts, seed, balance_ntypes, balance_edges, memory_mb, passes, check_disk
         )
     elif method == "metis":
         g = load_chunked_graph(meta, features=False)
@@ -104,6 +116,7 @@ def _out_of_core(
     balance_edges: bool,
     memory_mb: int,
     passes: int,
+    check_disk: bool = True,
 ) -> dict[str, np.ndarray]:
     """``stream`` or ``kaminpar`` over the adjacency built out of core in a work directory beside ``out_dir``
     (removed afterwards, also on failure)."""
@@ -131,6 +144,10 @@ def _out_of_core(
         else:
             weights = None if csr.in_degree is None else csr.in_degree + 1
             path = str(work / "graph.parhip")
+            if check_disk:  # the adjacency's entries are known now: refused before the file is written
+                parhip = parhip_disk_parts(total, csr.num_entries, weights is not None)
+                parhip.pop("adjacency (CSR)")  # on disk already: the free space counts it
+                disk_guard(DiskNeed("assign --method kaminpar", work, parhip), hint=" (--out)")
             write_parhip_blocks(path, total, _xadj_pieces(csr), (adj for _, _, adj in csr.blocks(1 << 20)), weights)
             parts = kaminpar_from_file(path, total, num_parts, seed)
         log.info("%s assignment in %.2f s", method, time.perf_counter() - start)

@@ -1,6 +1,7 @@
 """The cost model of assignment (step 1): the peak resident memory and disk use each assignment method needs for a
 chunked graph, which methods fit a memory budget, and which to use (``graphshard plan``; ``assign --memory`` refuses a
-method that cannot fit before it starts).
+method that cannot fit before it starts, and every method is refused when its peak of disk does not fit the free
+space beside ``--out``: :func:`assign_disk`).
 
 Predictions are sums of what each phase holds at once, from the graph's counts (nodes, edges, the
 largest edge chunk, adjacency entries estimated from the first chunk) and the out-of-core sort buffer,
@@ -14,13 +15,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from pathlib import Path
 
 from ..chunked.counts import GraphCounts
 from ..chunked.spec import ChunkedMeta, read_metadata
+from ..disk import FILE_BYTES, DiskNeed
 from ..errors import InputError
 from ..memory import Estimate, gib
 from ..partition.assign.coarse import SLICE
 from .disk_csr import BLOCK_NODES, BYTES_PER_KEY, bucket_keys, dedup_chunks
+
+OUT_OF_CORE = ("stream", "kaminpar")  # methods that build the adjacency on disk, beside the output
 
 BASE = 100 << 20  # a graphshard process before it reads the graph (measured: 98 MB)
 COMPILED = 50 << 20  # more once numba's kernels (LLVM, threads) or METIS/KaMinPar are loaded (measured 49-57)
@@ -60,7 +65,7 @@ def estimates(c: GraphCounts, num_parts: int, memory_mb: int = 1024) -> list[Est
     """Predicted peaks of ``random``, ``stream``, ``kaminpar`` and ``metis`` on ``c`` into ``num_parts``."""
     buf = memory_mb << 20
     build = _out_of_core(c, buf)
-    adjacency_disk = 8 * 2 * c.edges + 4 * c.entries + 8 * c.nodes  # bucket files (2E keys), the CSR
+    disk = {m: sum(assign_disk_parts(c, m, num_parts, memory_mb).values()) for m in PREFERENCE}
     # the passes' state and a block of the adjacency; on ordered graphs also the contraction of the clusters
     # (a slice of entries at a time) and the contracted graph (at most 2 entries per node, 24 bytes each)
     contraction = 32 * min(SLICE, c.entries) + 48 * c.nodes if c.ordered else 0
@@ -71,10 +76,10 @@ def estimates(c: GraphCounts, num_parts: int, memory_mb: int = 1024) -> list[Est
     growing = min(int(KAMINPAR_GROWING * c.entries), KAMINPAR_GROWING_CAP)
     kaminpar = build | {"kaminpar": KAMINPAR_FIXED + 24 * c.nodes + int(KAMINPAR_BYTES_PER_ENTRY * c.entries) + growing}
     out = [
-        Estimate("random", BASE + 24 * c.nodes, 0, "assign"),
-        _peak("stream", stream, adjacency_disk),
-        _peak("kaminpar", kaminpar, adjacency_disk + 8 * c.entries + 8 * c.nodes),
-        Estimate("metis", BASE + COMPILED + _metis_per_edge(c) * c.edges + 16 * c.nodes, 0, "METIS"),
+        Estimate("random", BASE + 24 * c.nodes, disk["random"], "assign"),
+        _peak("stream", stream, disk["stream"]),
+        _peak("kaminpar", kaminpar, disk["kaminpar"]),
+        Estimate("metis", BASE + COMPILED + _metis_per_edge(c) * c.edges + 16 * c.nodes, disk["metis"], "METIS"),
     ]
     return out
 
@@ -128,3 +133,68 @@ def check_fits(
             f"{', '.join(fits) or 'none'} (graphshard plan --dataset {in_dir} for the table)"
         )
     return mine
+
+
+def assignment_bytes(nodes: int, num_parts: int, fmt: str = "txt", ntypes: int = 1) -> int:
+    """The assignment files: a line of the partition's digits per node (``txt``), or int64 per node (``npy``),
+    and ``partition_meta.json``."""
+    per_node = len(str(max(0, num_parts - 1))) + 1 if fmt == "txt" else 8
+    return per_node * nodes + FILE_BYTES * (ntypes + 1)
+
+
+def assign_disk_parts(
+    c: GraphCounts,
+    method: str,
+    num_parts: int,
+    memory_mb: int = 1024,
+    fmt: str = "txt",
+    balance_edges: bool = False,
+    parhip: bool = True,
+) -> dict[str, int]:
+    """What is on disk at the peak of ``assign --method``, by kind. ``stream`` and ``kaminpar`` first build the
+    adjacency (:mod:`.disk_csr`) in a work directory beside the output: every stored edge in both directions
+    as an 8-byte key in the bucket files (16 bytes per edge; the sort pass deletes each bucket as it appends
+    its rows to ``xadj.bin``, 8 bytes per node, and ``adjncy.bin``, so the peak is when the last key is
+    written); ``kaminpar`` then writes the ParHIP file beside the CSR (8 bytes per node and per entry, node
+    weights with ``balance_edges``). The work directory is removed before the assignment files are written,
+    so the peak is the largest of these phases, not their sum. ``parhip=False`` leaves KaMinPar's phase out (its
+    size depends on the adjacency entries, known exactly once the CSR is built: ``assign`` checks it then, before
+    writing the file; the estimate of ``c.entries`` needs a sample of the first chunk, whose memory would add to
+    the step's peak)."""
+    phases = [{"assignment files": assignment_bytes(c.nodes, num_parts, fmt)}]
+    if method in OUT_OF_CORE:
+        buckets = max(1, -(-2 * c.edges // bucket_keys(memory_mb << 20)))
+        phases.append(
+            {"adjacency bucket files": 16 * c.edges + FILE_BYTES * buckets, "adjacency rows": 8 * (c.nodes + 1)}
+        )
+        if method == "kaminpar" and parhip:
+            phases.append(parhip_disk_parts(c.nodes, c.entries, balance_edges))
+    return max(phases, key=lambda p: sum(p.values()))
+
+
+def parhip_disk_parts(nodes: int, entries: int, weights: bool) -> dict[str, int]:
+    """KaMinPar's phase: the adjacency's CSR (``xadj`` int64, ``adjncy`` int32 below 2**31 nodes) and the ParHIP
+    file written beside it (8 bytes per node and per entry, and per node again with node weights)."""
+    width = 4 if nodes < 2**31 else 8
+    parhip = 24 + 8 * (nodes + 1) + 8 * entries + (8 * nodes if weights else 0)
+    return {"adjacency (CSR)": 8 * (nodes + 1) + width * entries + FILE_BYTES, "ParHIP file": parhip}
+
+
+def assign_disk(
+    c: GraphCounts,
+    method: str,
+    num_parts: int,
+    out: str | os.PathLike,
+    memory_mb: int = 1024,
+    fmt: str = "txt",
+    balance_edges: bool = False,
+    parhip: bool = True,
+) -> DiskNeed:
+    """The predicted peak of disk of ``assign --method`` writing to ``out`` (see :func:`assign_disk_parts`):
+    beside ``out`` (its parent directory) for the out-of-core methods, in ``out`` otherwise."""
+    where = Path(out).expanduser().absolute()
+    return DiskNeed(
+        f"assign --method {method}",
+        where.parent if method in OUT_OF_CORE else where,
+        assign_disk_parts(c, method, num_parts, memory_mb, fmt, balance_edges, parhip),
+    )

@@ -19,7 +19,7 @@ from ...format.outputs import check_output_dir, claim_for_graph, prepare_output_
 from ...partition.homogenize import HomoView
 from ...partition.relabel import Relabelling, edge_bounds_from_counts
 from ...progress import PhaseTimer, peak_rss_bytes
-from .budget import check_memory
+from .budget import check_disk_space, check_memory
 from .edge_exchange import PartEdges, gather_edges
 from .halo import halo_edges, own_structure
 from .node_exchange import gather_node_feats
@@ -43,6 +43,7 @@ def dispatch(opts: DispatchOptions, ctx: DistContext) -> Path:
             reader = EdgeReader(state.meta, state.node_off)
             plan = plan_edges(state, reader)
             check_memory(state, plan)  # refused here, before the output is touched or any data moves
+            check_disk_space(state, plan)
         resume = ResumeArea(state.out / f".dispatch-{state.name}", input_fingerprint(opts, state.meta))
         config_path = _prepare_output(state, resume)
         rl = Relabelling(

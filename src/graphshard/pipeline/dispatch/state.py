@@ -28,6 +28,7 @@ class DispatchOptions:
     save_orig_eids: bool = False
     overwrite: bool = False
     memory: int = 0  # bytes the ranks on one machine may use together (0: the machine's memory)
+    check_disk: bool = True  # refuse a run whose partitions are predicted not to fit the free space of out_dir
 
 
 def owner_rank(partition: np.ndarray, world: int) -> np.ndarray:
