@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import numpy as np
+
 from .errors import InputError
 
 # bytes per node that any graphshard step holds at the least (an ID map and a mask or assignment)
@@ -31,3 +33,18 @@ def check_count(value: Any, where: str, error: type[Exception] = InputError) -> 
             f"arrays alone, more than this machine has ({limit} nodes at most); is the count right?"
         )
     return value
+
+
+# the largest value of each compact integer type (module constants, so a test can lower INT32_MAX to see the
+# int64 path without a graph of 2**31 items)
+INT8_MAX, INT16_MAX, INT32_MAX = 2**7 - 1, 2**15 - 1, 2**31 - 1
+
+
+def smallest_int(lo: int, hi: int, least: Any = np.int8) -> np.dtype:
+    """The smallest signed integer dtype, ``least`` or wider, holding every value of ``[lo, hi]``: int8, int16,
+    int32 or int64 (partition files store IDs in int32 when they fit, type IDs in int8, ...)."""
+    start = np.dtype(least).itemsize
+    for dtype, top in ((np.int8, INT8_MAX), (np.int16, INT16_MAX), (np.int32, INT32_MAX)):
+        if np.dtype(dtype).itemsize >= start and -top - 1 <= lo and hi <= top:
+            return np.dtype(dtype)
+    return np.dtype(np.int64)

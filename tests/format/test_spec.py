@@ -30,7 +30,8 @@ def test_graph_tensors_match_doc(tmp_path):
     documented = {row[0]: row[1] for row in _table("`graph.safetensors`")}
     assert set(documented) == set(tensors)
     for name, dtype in documented.items():
-        assert str(tensors[name].dtype) == dtype, name
+        allowed = re.findall(r"bool|int\d+", dtype.split(":")[0])
+        assert str(tensors[name].dtype) == allowed[0], name  # a small graph: the smallest listed type
 
 
 def test_json_keys_match_doc(tmp_path):
@@ -43,7 +44,8 @@ def test_json_keys_match_doc(tmp_path):
         num_trainers_per_machine=2,
         save_orig_ids=True,
         num_classes=3,
-    )  # with a CSR feature: every documented key is written
+        feat_dtype="float16",
+    )  # with a CSR feature and 16-bit features: every documented key is written
     meta = json.loads((tmp_path / "s.json").read_text())
     documented = {row[0] for row in _table("`<graph_name>.json`")}
     actual = {re.sub(r"^part-\d+$", "part-<i>", k) for k in meta}

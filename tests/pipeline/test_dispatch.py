@@ -31,13 +31,17 @@ def _compare(reference, dispatched, name):
             assert a[rel] == b[rel], f"{rel} differs"
 
 
-def _run(tmp_path, g, chunks, parts, ranks, hops=1, fmt="numpy", orig=True):
+def _run(tmp_path, g, chunks, parts, ranks, hops=1, fmt="numpy", orig=True, feat_dtype=None):
     chunk_graph(g, tmp_path / "chunked", chunks, fmt, graph_name="g")
     assign_chunked(tmp_path / "chunked", tmp_path / "assign", parts, "random", seed=3)
     per_type, _ = read_assignment(tmp_path / "assign", g.num_nodes)
     explicit = np.concatenate([per_type[t] for t in g.ntypes])
-    partition_graph(g, "g", parts, tmp_path / "ref", num_hops=hops, part_method=explicit, save_orig_ids=orig)
-    opts = DispatchOptions(tmp_path / "chunked", tmp_path / "assign", tmp_path / "out", hops, orig, orig)
+    partition_graph(
+        g, "g", parts, tmp_path / "ref", num_hops=hops, part_method=explicit, save_orig_ids=orig, feat_dtype=feat_dtype
+    )
+    opts = DispatchOptions(
+        tmp_path / "chunked", tmp_path / "assign", tmp_path / "out", hops, orig, orig, feat_dtype=feat_dtype
+    )
     run_dispatch(opts, num_procs=ranks, timeout=60)
     _compare(tmp_path / "ref", tmp_path / "out", "g")
 
@@ -45,6 +49,16 @@ def _run(tmp_path, g, chunks, parts, ranks, hops=1, fmt="numpy", orig=True):
 @pytest.mark.parametrize("chunks,parts,ranks", [(4, 4, 4), (8, 4, 2), (9, 6, 3), (1, 4, 2), (11, 4, 1)])
 def test_hetero_with_features_equals_partition_graph(tmp_path, chunks, parts, ranks):
     _run(tmp_path, small_hetero(), chunks, parts, ranks, hops=2 if parts == 6 else 1)
+
+
+@pytest.mark.parametrize("feat_dtype", ["float16", "bfloat16"])
+def test_reduced_precision_features_equal_partition_graph(tmp_path, feat_dtype):
+    """Compact structure and 16-bit features: the two writers still agree byte for byte."""
+    _run(tmp_path, small_hetero(), 4, 3, 2, hops=2, feat_dtype=feat_dtype)
+    cfg = json.loads((tmp_path / "out" / "g.json").read_text())
+    assert cfg["feat_dtype"] == feat_dtype
+    code = {"float16": "F16", "bfloat16": "BF16"}[feat_dtype]
+    assert cfg["feature_schema"]["node_feats"]["paper/feat"]["dtype"] == code
 
 
 @pytest.mark.parametrize("hops", [1, 2])

@@ -219,9 +219,9 @@ def test_halo_node_beyond_the_hops_is_refused(tmp_path):
         ("indptr", lambda a: a.__setitem__(1, a[2] + 1), "'indptr' decreases: first at position 1"),
         (
             "node/_ID",
-            lambda a: a.__setitem__(-1, 10**12),
+            lambda a: a.__setitem__(-1, 10**9),  # within int32, which node IDs of 88 nodes are stored in
             r"node/_ID outside \[0, 88\): first at position \d+ "
-            r"\(value 1000000000000\)",
+            r"\(value 1000000000\)",
         ),
         ("node/part_id", lambda a: a.__setitem__(-1, (a[-1] + 1) % 3), "node/part_id differs from the owner"),
         ("node/_TYPE", lambda a: a.__setitem__(0, (a[0] + 1) % 4), "node/_TYPE differs"),
@@ -256,8 +256,16 @@ def test_inconsistent_file_with_updated_checksum(parts, tensor, change, message)
 
 
 def test_wrong_dtype_is_refused(parts):
-    rewrite(parts / "part0" / "graph.safetensors", lambda t: t.update({"node/_TYPE": t["node/_TYPE"].astype(np.int32)}))
-    with pytest.raises(FormatError, match="'node/_TYPE' has dtype torch.int32, expected torch.int64"):
+    path = parts / "part0" / "graph.safetensors"
+    rewrite(path, lambda t: t.update({"node/_TYPE": t["node/_TYPE"].astype(np.float32)}))
+    with pytest.raises(FormatError, match="'node/_TYPE' has dtype torch.float32, expected torch.int8 or torch.int16"):
+        load_partition(parts / "h.json", 0)
+
+
+def test_ids_narrower_than_int32_are_refused(parts):
+    """Part and type IDs may be int8, IDs only int32 or int64 (what the writers choose from)."""
+    rewrite(parts / "part0" / "graph.safetensors", lambda t: t.update({"indices": t["indices"].astype(np.int16)}))
+    with pytest.raises(FormatError, match="'indices' has dtype torch.int16, expected torch.int32 or torch.int64"):
         load_partition(parts / "h.json", 0)
 
 

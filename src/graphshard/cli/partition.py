@@ -23,6 +23,12 @@ from .common import (
     seed_flag,
 )
 
+FEAT_DTYPE_HELP = (
+    "store floating-point node and edge features in this type (half the bytes of float32, rounded; recorded in "
+    "the config's feat_dtype and feature_schema; training and embed upcast them to float32 at the model's input; "
+    "CSR features keep theirs). Default: as given"
+)
+
 
 def dataset_balance(ds: Any, spec: str | None) -> np.ndarray | None:
     """``--balance-ntypes`` for a dataset held in memory."""
@@ -69,6 +75,7 @@ def run_partition(args: argparse.Namespace) -> None:
         overwrite=args.overwrite,
         num_classes=_declared_classes(ds.num_classes, args.dataset),
         memory=budget,
+        feat_dtype=args.feat_dtype,
         check_disk=args.check_disk,
     )
     print(f"partitioned in {time.perf_counter() - start:.1f} s -> {Path(args.out) / (name + '.json')}")
@@ -110,6 +117,7 @@ def register(sub: Any) -> None:
     )
     seed_flag(part)
     part.add_argument("--save-orig-ids", action="store_true", help="also write orig_nids/orig_eids files")
+    part.add_argument("--feat-dtype", choices=["float16", "bfloat16"], help=FEAT_DTYPE_HELP)
     part.add_argument(
         "--memory",
         metavar="SIZE",

@@ -24,6 +24,12 @@ from .common import (
 
 CHUNKED_HELP = "input graph: a chunked graph directory (metadata.json; write one with 'graphshard chunk')"
 
+FEAT_DTYPE_HELP = (
+    "store floating-point node and edge features in this type (half the bytes of float32, rounded; recorded in "
+    "the config's feat_dtype and feature_schema; training and embed upcast them to float32 at the model's input; "
+    "CSR features keep theirs). Default: as given"
+)
+
 
 def run_assign(args: argparse.Namespace) -> None:
     from ..pipeline.assign import assign_chunked
@@ -63,6 +69,7 @@ def run_dispatch(args: argparse.Namespace) -> None:
         eids,
         overwrite=args.overwrite,
         memory=parse_size(args.memory) if args.memory else 0,
+        feat_dtype=args.feat_dtype,
         check_disk=args.check_disk,
     )
     start = time.perf_counter()
@@ -205,6 +212,7 @@ def _dispatch(sub: Any) -> None:
     dsp.add_argument("--save-orig-ids", action="store_true", help="also write orig_nids/orig_eids files")
     dsp.add_argument("--save-orig-nids", action="store_true", help=argparse.SUPPRESS)
     dsp.add_argument("--save-orig-eids", action="store_true", help=argparse.SUPPRESS)
+    dsp.add_argument("--feat-dtype", choices=["float16", "bfloat16"], help=FEAT_DTYPE_HELP)
     cluster_flags(dsp, "start this many local ranks (omit under torchrun)")
     dsp.add_argument(
         "--memory",

@@ -93,7 +93,7 @@ class LocalGraphStore(GraphStore):
         lo_s, lo_d = src_range.homo - self._base, dst_range.homo - self._base  # local IDs of row 0
         ptr = g.indptr[lo_d : lo_d + dst_range.size + 1]  # in-edges of own destinations of this type
         a, b = int(ptr[0]), int(ptr[-1])
-        src, eid = g.indices[a:b], g.edata["_ID"][a:b]
+        src, eid = g.indices[a:b], g.edata["_ID"][a:b]  # as stored (int32 in compact partitions), memory-mapped
         keep = (g.edata["_TYPE"][a:b] == r) & (src >= lo_s) & (src < lo_s + src_range.size)
         if bool(keep.all()):  # views of the memory-mapped arrays wherever no shift is needed
             return src - lo_s if lo_s else src, ptr - a if a else ptr, eid - e_range.homo if e_range.homo else eid

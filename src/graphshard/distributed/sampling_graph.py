@@ -47,7 +47,7 @@ class LocalSamplingGraph:
         )
         self.etype: np.ndarray | None = None  # with several edge types: each edge's, in-edges sorted by it
         if self.num_etypes > 1:
-            self._sort_by_type(graph.edata["_TYPE"].numpy().astype(np.int64))
+            self._sort_by_type(graph.edata["_TYPE"].numpy())  # as stored (int8 in compact partitions)
         ntid = {t: i for i, t in enumerate(book.ntypes)}
         self.dst_ntype = np.array([ntid[et[2]] for et in book.canonical_etypes], dtype=np.int64)
         lo, hi = book.node_range(part_id)
@@ -123,7 +123,8 @@ class LocalSamplingGraph:
             per_node = np.asarray(counts, dtype=np.int64)
         else:
             per_node = np.bincount(node_idx, weights=counts, minlength=gids.shape[0]).astype(np.int64)
-        return per_node, self.node_gid[self.indices[pos]], self.edge_gid[pos]
+        # edge IDs may be stored int32: the answer is int64 like every ID the runtime passes on
+        return per_node, self.node_gid[self.indices[pos]], self.edge_gid[pos].astype(np.int64)
 
     def expected_sources(
         self, gids: np.ndarray, weights: np.ndarray, fanouts: np.ndarray
@@ -251,7 +252,9 @@ def feature_times(
         for i, t in enumerate(book.ntypes):
             sel = np.flatnonzero(ntype == i)
             if sel.size and has(t, attr):
-                out[sel] = np.asarray(lookup(t, attr, per_type[sel]), dtype=np.float64).reshape(-1)
+                got = lookup(t, attr, per_type[sel])
+                got = got.double() if hasattr(got, "double") else got  # bfloat16 (feat_dtype) has no NumPy type
+                out[sel] = np.asarray(got, dtype=np.float64).reshape(-1)
         return out
 
     return times

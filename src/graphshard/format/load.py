@@ -18,7 +18,7 @@ from ..sparse import CSRRows
 from .config import PartitionConfig, as_config
 from .sparse import assemble, logical_schema, sparse_widths
 from .tensorfile import header_schema, read_header, read_tensors, sha256_file
-from .validate import check_structure
+from .validate import check_dtypes, check_structure
 
 NODE_KEYS = ("node/_ID", "node/inner_node", "node/orig_id", "node/part_id", "node/_TYPE")
 EDGE_KEYS = ("edge/_ID", "edge/inner_edge", "edge/orig_id", "edge/_TYPE")
@@ -27,6 +27,9 @@ EDGE_KEYS = ("edge/_ID", "edge/inner_edge", "edge/orig_id", "edge/_TYPE")
 @dataclass(frozen=True)
 class PartitionGraph:
     """One partition's local graph: CSC in-adjacency over local IDs plus node/edge data.
+
+    ``indptr`` and ``ndata["_ID"]`` are int64; the other integer tensors are as the file stores them
+    (``indices`` and edge IDs int32 or int64, type and part IDs possibly int8: see :mod:`.dtypes`), memory-mapped.
 
     Local IDs ``[0, num_inner_nodes)`` are inner nodes in new-ID order, then HALO nodes.
     ``ndata``/``edata`` are keyed without their ``node/``/``edge/`` prefix (``_ID``, ``inner_node``, ...).
@@ -188,6 +191,8 @@ def _read_graph(cfg: PartitionConfig, part_id: int, verify: bool) -> PartitionGr
         want = n if key.startswith("node/") else e
         if t[key].shape != (want,):
             raise FormatError(f"{path}: tensor {key!r} has shape {tuple(t[key].shape)}, expected ({want},)")
+    check_dtypes(t, path)
+    t = widen_nodes(t)
     lo, hi = _part_range(cfg.node_map, part_id)
     n_inner = hi - lo
     ids = t["node/_ID"][:n_inner].numpy()
@@ -202,6 +207,17 @@ def _read_graph(cfg: PartitionConfig, part_id: int, verify: bool) -> PartitionGr
         )
     check_structure(cfg, part_id, t, path)
     return PartitionGraph(t["indptr"], t["indices"], {k[5:]: t[k] for k in NODE_KEYS}, {k[5:]: t[k] for k in EDGE_KEYS})
+
+
+def widen_nodes(t: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``t`` with ``indptr`` and ``node/_ID`` as int64, whatever compact type the file stores them in: they are
+    per-node (small), and consumers do offset arithmetic on them (edge positions, global IDs) that must not
+    overflow. Everything else stays as stored, memory-mapped: ``indices`` and ``edge/...`` may be int32,
+    ``_TYPE`` and ``part_id`` int8 (see :mod:`.dtypes`)."""
+    out = dict(t)
+    for key in ("indptr", "node/_ID"):
+        out[key] = out[key].long()  # the tensor itself when it already is int64
+    return out
 
 
 def _part_range(ranges: dict[str, np.ndarray], part_id: int) -> tuple[int, int]:
@@ -279,7 +295,7 @@ def original_piece(cfg: PartitionConfig, kind: str, type_name: str, part_id: int
     g = _read_graph(cfg, part_id, False)
     if kind == "node":
         base = _part_range(cfg.node_map, part_id)[0]
-        return g.ndata["orig_id"][lo - base : hi - base].numpy()
+        return g.ndata["orig_id"][lo - base : hi - base].numpy().astype(np.int64)
     return _inner_edge_orig_ids({f"edge/{k}": v for k, v in g.edata.items()}, lo, hi)
 
 
@@ -325,5 +341,5 @@ def _inner_edge_orig_ids(t: dict[str, torch.Tensor], lo: int, hi: int) -> np.nda
     ids = t["edge/_ID"].numpy()
     sel = (ids >= lo) & (ids < hi) & t["edge/inner_edge"].numpy()
     out = np.empty(hi - lo, dtype=np.int64)
-    out[ids[sel] - lo] = t["edge/orig_id"].numpy()[sel]
+    out[ids[sel].astype(np.int64) - lo] = t["edge/orig_id"].numpy()[sel]
     return out

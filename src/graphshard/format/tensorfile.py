@@ -19,7 +19,10 @@ from ..errors import FormatError
 if TYPE_CHECKING:  # torch is imported by safetensors when a file is opened, not by this module
     import torch
 
+# bfloat16, which NumPy lacks: its raw bits as a 2-byte record (distinct from uint16, so the files say "BF16")
+BFLOAT16 = np.dtype([("bfloat16", "<u2")])
 _DTYPES = {
+    BFLOAT16: "BF16",
     np.dtype(np.float64): "F64",
     np.dtype(np.float32): "F32",
     np.dtype(np.float16): "F16",

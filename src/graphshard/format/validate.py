@@ -2,7 +2,8 @@
 corrupt or inconsistent file is an error naming it, never a wrong answer or a crash downstream.
 
 What is checked against the config JSON (the partition book) and the format's rules:
-- dtypes: every ID tensor int64, ``inner_node``/``inner_edge`` bool;
+- dtypes: ID tensors int32 or int64, ``part_id``/``_TYPE`` int8, int16, int32 or int64 (see :mod:`.dtypes`),
+  ``inner_node``/``inner_edge`` bool;
 - CSC: ``indptr`` starts at 0, never decreases, ends at ``len(indices)``; ``indices`` within the local nodes;
 - nodes: inner nodes are the local prefix with this partition's new IDs; HALO IDs lie in other
   partitions, in increasing order (so none repeats); ``part_id`` and ``_TYPE`` agree with the ranges
@@ -31,6 +32,7 @@ import torch
 from ..errors import FormatError
 from ..graph import parse_etype
 from .config import PartitionConfig
+from .dtypes import ID_DTYPES, ID_KEYS, SMALL_DTYPES
 
 INT_KEYS = (
     "indptr",
@@ -59,7 +61,7 @@ class _Ranges:
 
     def locate(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(partition, type ID) owning each ID (IDs must already be in ``[0, total)``)."""
-        idx = torch.searchsorted(self.starts, ids, right=True) - 1
+        idx = torch.searchsorted(self.starts, ids.long(), right=True) - 1
         return self.part_of[idx], self.type_of[idx]
 
 
@@ -78,12 +80,29 @@ def _fail(path: Path, what: str, bad: torch.Tensor, values: torch.Tensor | None 
         raise FormatError(f"{path}: {what}: first at position {offset + i}{shown}")
 
 
-def check_structure(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tensor], path: Path) -> None:
-    """Raise :class:`FormatError` naming ``path`` if partition ``part_id``'s structure breaks a rule above."""
+def check_dtypes(t: dict[str, torch.Tensor], path: Path) -> None:
+    """Raise :class:`FormatError` naming ``path`` and the tensor if a structure tensor has a dtype the format
+    does not allow (IDs int32 or int64, part and type IDs any signed integer type, the flags bool)."""
     for key in INT_KEYS + BOOL_KEYS:
-        want = torch.bool if key in BOOL_KEYS else torch.int64
-        if t[key].dtype != want:
-            raise FormatError(f"{path}: tensor {key!r} has dtype {t[key].dtype}, expected {want}")
+        got = t[key].dtype
+        if key in BOOL_KEYS:
+            allowed = [torch.bool]
+        else:
+            allowed = [_TORCH_INT[d] for d in (ID_DTYPES if key in ID_KEYS else SMALL_DTYPES)]
+        if got not in allowed:
+            raise FormatError(
+                f"{path}: tensor {key!r} has dtype {got}, expected " + " or ".join(str(a) for a in allowed)
+            )
+
+
+_TORCH_INT = {np.dtype(np.int8): torch.int8, np.dtype(np.int16): torch.int16}
+_TORCH_INT.update({np.dtype(np.int32): torch.int32, np.dtype(np.int64): torch.int64})
+
+
+def check_structure(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tensor], path: Path) -> None:
+    """Raise :class:`FormatError` naming ``path`` if partition ``part_id``'s structure breaks a rule above.
+    Edge-sized tensors may be compact (int32 IDs, int8 types): they are widened a block at a time only."""
+    check_dtypes(t, path)
     indptr, indices = t["indptr"], t["indices"]
     n, e = indptr.shape[0] - 1, indices.shape[0]
     _fail(path, "'indptr' decreases", indptr.diff() < 0)
@@ -184,7 +203,7 @@ def _check_edges(
     _fail(path, "edge/inner_edge is true for an in-edge of a HALO node", inner[n_own:])
     seen = torch.zeros(n_own, dtype=torch.bool)
     for b in _blocks(eids.shape[0]):
-        ids = eids[b : b + BLOCK]
+        ids = eids[b : b + BLOCK].long()  # compared with counts that need not fit the stored type
         own, halo = ids[: max(n_own - b, 0)], ids[max(n_own - b, 0) :]
         _fail(path, f"inner edge/_ID outside this partition's range [{elo}, {ehi})", (own < elo) | (own >= ehi), own, b)
         seen[own - elo] = True  # in range (checked above): each of the partition's edge IDs must appear once
@@ -223,11 +242,11 @@ def _check_endpoint_types(cfg: PartitionConfig, t: dict[str, torch.Tensor], path
         return
     etype, node_type, indptr, indices = t["edge/_TYPE"], t["node/_TYPE"], t["indptr"], t["indices"]
     for b in _blocks(indices.shape[0]):
-        et = etype[b : b + BLOCK]
+        et = etype[b : b + BLOCK].long()  # int8 type IDs cannot index
         _fail(
             path,
             "an edge's source node has another type than its edge type's source",
-            node_type[indices[b : b + BLOCK]] != ends[et, 0],
+            node_type[indices[b : b + BLOCK].long()] != ends[et, 0],
             None,
             b,
         )

@@ -150,7 +150,7 @@ def _context(
             ctx.dst_degree[t] = p.degree[t][ctx.dst_in_src[t]]
     if edge_rows is not None and p.edge_ids is not None:
         for et, pick in picks.items():
-            ctx.edge_attr[et] = edge_rows(et, torch.from_numpy(p.edge_ids[pick]))
+            ctx.edge_attr[et] = edge_rows(et, torch.from_numpy(p.edge_ids[pick].astype(np.int64)))
     return ctx
 
 

@@ -14,12 +14,14 @@ from tqdm.auto import tqdm
 from ..disk import check_disk as disk_guard
 from ..errors import InputError
 from ..format.config import PartitionConfig, check_graph_name, feature_schema
+from ..format.feat_dtype import check_feat_dtype, feat_dtype_entry, narrow_feats, stored_dtype
 from ..format.outputs import check_output_dir, claim_for_graph
 from ..format.sparse import sparse_entry
 from ..format.write import PartitionWriter
 from ..graph import Graph, etype_str, to_numpy
 from ..memory import allowed
 from ..progress import PhaseTimer
+from ..sparse import CSRRows
 from .assign import assign
 from .build import feature_arrays, inner_orig_ids, structure_arrays
 from .cost import graph_data_bytes, graph_estimates, partition_disk, refuse_unfit
@@ -47,6 +49,7 @@ def partition_graph(
     overwrite: bool = False,
     num_classes: int | None = None,
     memory: int | str | None = None,
+    feat_dtype: str | None = None,
     check_disk: bool = True,
 ) -> tuple[Any, Any] | None:
     """Partition ``g`` into ``num_parts`` parts and write partition format v1 to ``out_path``.
@@ -74,6 +77,9 @@ def partition_graph(
             split node's label against it.
         memory: what this step may use (bytes, or a size such as ``"16G"``; default: the machine's memory):
             a method predicted to need more is refused before any work (see :mod:`.cost`).
+        feat_dtype: ``"float16"`` or ``"bfloat16"``: floating-point node and edge features are stored in that
+            type (half the bytes of float32; recorded in the config and its ``feature_schema``; models upcast
+            them to float32 at their input). CSR features keep their dtype. Default: as given.
         check_disk: refuse before any work when the partitions are predicted not to fit the free space of
             the file system holding ``out_path`` (with a margin, see :mod:`graphshard.disk`); False skips it.
 
@@ -82,6 +88,7 @@ def partition_graph(
     """
     g = g if isinstance(g, Graph) else Graph.from_pyg(g)
     _check_args(g, graph_name, num_parts, num_hops, num_trainers_per_machine, seed)
+    check_feat_dtype(feat_dtype)
     if isinstance(part_method, str):  # predicted not to fit: refused before any work
         refuse_unfit({e.method: e for e in graph_estimates(g.total_nodes, g.total_edges)}, part_method, allowed(memory))
     if check_disk:
@@ -112,12 +119,12 @@ def partition_graph(
             adj = InEdges.build(view, rl) if num_hops > 1 else None
         method = part_method if isinstance(part_method, str) else "explicit"
         cfg = _config(
-            out_dir, g, graph_name, method, num_hops, rl, num_trainers_per_machine, result.trainer_ids
+            out_dir, g, graph_name, method, num_hops, rl, num_trainers_per_machine, result.trainer_ids, feat_dtype
         ).with_fingerprint()
         cfg = replace(cfg, num_classes=num_classes)
         with PartitionWriter(out_path, graph_name, overwrite, identity=cfg) as writer:
             with timer.phase("build+write"):
-                _write_parts(writer, g, view, rl, adj, num_hops, result.trainer_ids, save_orig_ids)
+                _write_parts(writer, g, view, rl, adj, num_hops, result.trainer_ids, save_orig_ids, feat_dtype)
             with timer.phase("commit"):
                 cfg = writer.commit(cfg)
     finally:
@@ -173,6 +180,7 @@ def _write_parts(
     num_hops: int,
     trainer_ids: np.ndarray | None,
     save_orig: bool,
+    feat_dtype: str | None = None,
 ) -> None:
     scratch = np.empty(view.num_nodes, dtype=np.int64)
     for p in tqdm(range(rl.num_parts), desc="write partitions", unit="part", disable=None, leave=False):
@@ -182,8 +190,8 @@ def _write_parts(
         if trainer_ids is not None:
             for t, name in enumerate(g.ntypes):
                 node_feats[f"{name}/trainer_id"] = trainer_ids[nids[name] + view.node_offsets[t]]
-        writer.write_file(p, "node_feats", node_feats)
-        writer.write_file(p, "edge_feats", edge_feats)
+        writer.write_file(p, "node_feats", narrow_feats(node_feats, feat_dtype))
+        writer.write_file(p, "edge_feats", narrow_feats(edge_feats, feat_dtype))
         del node_feats, edge_feats
         if save_orig:
             writer.write_file(p, "orig_nids", nids)
@@ -205,9 +213,14 @@ def _config(
     rl: Relabelling,
     trainers: int,
     trainer_ids: np.ndarray | None,
+    feat_dtype: str | None = None,
 ) -> PartitionConfig:
     node_map, edge_map = rl.node_map(), rl.edge_map()
-    node = {f"{t}/{n}": (a.dtype, a.shape[1:]) for t, feats in g.node_feats.items() for n, a in feats.items()}
+
+    def dtype(a: Any) -> Any:  # what a feature is stored as (CSR features keep theirs)
+        return a.dtype if isinstance(a, CSRRows) else stored_dtype(a.dtype, feat_dtype)
+
+    node = {f"{t}/{n}": (dtype(a), a.shape[1:]) for t, feats in g.node_feats.items() for n, a in feats.items()}
     if trainer_ids is not None:  # written by _write_parts next to the features
         node |= {f"{t}/trainer_id": (trainer_ids.dtype, ()) for t in g.ntypes}
     edge = {
@@ -226,7 +239,7 @@ def _config(
         node_map={t: node_map[i] for i, t in enumerate(g.ntypes)},
         edge_map={etype_str(et): edge_map[i] for i, et in enumerate(g.canonical_etypes)},
         parts=[],
-        extra={"num_trainers_per_machine": trainers, **sparse_entry(g.node_feats)},
+        extra={"num_trainers_per_machine": trainers, **sparse_entry(g.node_feats), **feat_dtype_entry(feat_dtype)},
         feature_schema=feature_schema(node, edge),
     )
 

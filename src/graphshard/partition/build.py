@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..format.dtypes import structure_dtypes
 from ..format.tensorfile import Lazy
 from ..graph import Feature, Graph, etype_str
 from ..sparse import CSRRows
@@ -32,9 +33,11 @@ def structure_arrays(
 ) -> dict[str, np.ndarray | Lazy]:
     """The tensors of ``graph.safetensors`` for one partition; edge-sized derived ones are lazy.
 
-    Original homogeneous edge IDs of local edges ``[lo, hi)`` come from ``rl.perm`` unless
-    ``orig_eids(lo, hi)`` gives them (the dispatch pipeline has them but no global ``perm``).
-    Compact (int32 or offset) edge IDs and indices are widened to int64 chunk by chunk."""
+    Every integer tensor has the smallest dtype that holds its values (:func:`~graphshard.format.dtypes.
+    structure_dtypes`, from the counts alone, so the in-memory and dispatch writers choose alike): int32 IDs
+    when they fit, int8 type IDs, ... Original homogeneous edge IDs of local edges ``[lo, hi)`` come from
+    ``rl.perm`` unless ``orig_eids(lo, hi)`` gives them (the dispatch pipeline has them but no global
+    ``perm``). Arrays held in another dtype (or as offsets) are converted chunk by chunk."""
 
     def orig(lo: int, hi: int) -> np.ndarray:
         if orig_eids is not None:
@@ -45,24 +48,38 @@ def structure_arrays(
     m = (local.eids.shape[0],)
     inner_edges = local.num_inner_edges
     starts = rl.part_starts()
+    dt = structure_dtypes(
+        n[0],
+        m[0],
+        view.num_nodes,
+        int(view.edge_offsets[-1]),
+        int(np.diff(view.node_offsets).max(initial=0)),
+        int(np.diff(view.edge_offsets).max(initial=0)),
+        rl.num_parts,
+        view.node_offsets.shape[0] - 1,
+        view.edge_offsets.shape[0] - 1,
+    )
 
     def orig_nodes(lo: int, hi: int) -> np.ndarray:
         return rl.new2old[local.node_ids[lo:hi]]
 
+    def lazy(key: str, shape: tuple[int], make: Callable[[int, int], np.ndarray]) -> Lazy:
+        return Lazy(dt[key], shape, lambda lo, hi: make(lo, hi).astype(dt[key], copy=False))
+
     return {
-        "indptr": local.indptr,
-        "indices": _int64(local.indices),
-        "node/_ID": local.node_ids,
+        "indptr": _as(local.indptr, dt["indptr"]),
+        "indices": _as(local.indices, dt["indices"]),
+        "node/_ID": _as(local.node_ids, dt["node/_ID"]),
         "node/inner_node": Lazy(np.dtype(bool), n, lambda lo, hi: np.arange(lo, hi) < local.num_inner),
-        "node/orig_id": Lazy(np.dtype(np.int64), n, lambda lo, hi: _per_type(view, orig_nodes(lo, hi))),
-        "node/part_id": Lazy(
-            np.dtype(np.int64), n, lambda lo, hi: np.searchsorted(starts, local.node_ids[lo:hi], side="right") - 1
+        "node/orig_id": lazy("node/orig_id", n, lambda lo, hi: _per_type(view, orig_nodes(lo, hi))),
+        "node/part_id": lazy(
+            "node/part_id", n, lambda lo, hi: np.searchsorted(starts, local.node_ids[lo:hi], side="right") - 1
         ),
-        "node/_TYPE": Lazy(np.dtype(np.int64), n, lambda lo, hi: view.node_types(orig_nodes(lo, hi))),
-        "edge/_ID": _int64(local.eids, local.eid_base),
+        "node/_TYPE": lazy("node/_TYPE", n, lambda lo, hi: view.node_types(orig_nodes(lo, hi))),
+        "edge/_ID": _as(local.eids, dt["edge/_ID"], local.eid_base),
         "edge/inner_edge": Lazy(np.dtype(bool), m, lambda lo, hi: np.arange(lo, hi) < inner_edges),
-        "edge/orig_id": Lazy(np.dtype(np.int64), m, lambda lo, hi: view.per_type_eids(orig(lo, hi))),
-        "edge/_TYPE": Lazy(np.dtype(np.int64), m, lambda lo, hi: view.edge_types(orig(lo, hi))),
+        "edge/orig_id": lazy("edge/orig_id", m, lambda lo, hi: view.per_type_eids(orig(lo, hi))),
+        "edge/_TYPE": lazy("edge/_TYPE", m, lambda lo, hi: view.edge_types(orig(lo, hi))),
     }
 
 
@@ -70,11 +87,12 @@ def _per_type(view: HomoView, homo: np.ndarray) -> np.ndarray:
     return homo - view.node_offsets[view.node_types(homo)]
 
 
-def _int64(ids: np.ndarray, base: int = 0) -> np.ndarray | Lazy:
-    """``base + ids`` as int64: the array itself when it already is, else widened lazily."""
-    if ids.dtype == np.int64 and base == 0:
+def _as(ids: np.ndarray, dtype: np.dtype, base: int = 0) -> np.ndarray | Lazy:
+    """``base + ids`` in ``dtype``: the array itself when it already is, else converted lazily (the sum in
+    int64, so an offset never overflows the stored type before the cast)."""
+    if ids.dtype == dtype and base == 0:
         return ids
-    return Lazy(np.dtype(np.int64), ids.shape, lambda lo, hi: ids[lo:hi].astype(np.int64) + base)
+    return Lazy(dtype, ids.shape, lambda lo, hi: (ids[lo:hi].astype(np.int64) + base).astype(dtype, copy=False))
 
 
 def inner_orig_ids(

@@ -41,11 +41,12 @@ class CSCGraph:
 
 
 def check_csc(indptr: np.ndarray, indices: np.ndarray, where: str) -> None:
-    """The bounds the compiled samplers rely on (checked once per graph, never per edge): a 1-D int64
-    ``indptr`` starting at 0, never decreasing, ending at ``len(indices)``; ``indices`` within the nodes."""
+    """The bounds the compiled samplers rely on (checked once per graph, never per edge): a 1-D int32 or
+    int64 ``indptr`` starting at 0, never decreasing, ending at ``len(indices)``; ``indices`` (int32 or int64:
+    partitions store them compact) within the nodes."""
     for name, arr in (("indptr", indptr), ("indices", indices)):
-        if not isinstance(arr, np.ndarray) or arr.ndim != 1 or arr.dtype != np.int64:
-            raise InputError(f"{where}: {name} must be a 1-D int64 array")
+        if not isinstance(arr, np.ndarray) or arr.ndim != 1 or arr.dtype not in (np.int32, np.int64):
+            raise InputError(f"{where}: {name} must be a 1-D int32 or int64 array")
     if indptr.shape[0] < 1 or indptr[0] != 0 or indptr[-1] != indices.shape[0]:
         raise InputError(f"{where}: indptr must start at 0 and end at len(indices) = {indices.shape[0]}")
     bad = np.flatnonzero(np.diff(indptr) < 0)

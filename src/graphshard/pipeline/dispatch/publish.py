@@ -16,6 +16,7 @@ from ...chunked.readers import read_data
 from ...chunked.spec import ChunkedMeta, FileSpec
 from ...distributed.collectives import all_gather_bytes, barrier
 from ...format.config import PartitionConfig, Schema, feature_schema, write_config
+from ...format.feat_dtype import feat_dtype_entry, stored_dtype
 from ...format.load import load_partition
 from ...format.write import FILE_NAMES, part_entry, replace_dir
 from ...graph import etype_str
@@ -41,17 +42,18 @@ def config_template(state: DispatchState, rl: Relabelling, config_path: Path) ->
         node_map={t: rl.node_map()[i] for i, t in enumerate(meta.ntypes)},
         edge_map={etype_str(e): rl.edge_map()[i] for i, e in enumerate(meta.etypes)},
         parts=[],
-        extra={"num_trainers_per_machine": 1},
-        feature_schema=dispatched_schema(meta),
+        extra={"num_trainers_per_machine": 1, **feat_dtype_entry(state.opts.feat_dtype)},
+        feature_schema=dispatched_schema(meta, state.opts.feat_dtype),
     ).with_fingerprint()
 
 
-def dispatched_schema(meta: ChunkedMeta) -> Schema:
-    """Names, dtypes and row shapes of the features dispatch writes (as it allocates them: from chunk 0)."""
+def dispatched_schema(meta: ChunkedMeta, feat_dtype: str | None = None) -> Schema:
+    """Names, dtypes and row shapes of the features dispatch writes (as it allocates them: from chunk 0;
+    floating point in ``feat_dtype`` when given)."""
 
     def spec(f: FileSpec) -> tuple[np.dtype, tuple[int, ...]]:
         sample = np.asarray(read_data(f, 0)[:0])
-        return sample.dtype, sample.shape[1:]
+        return stored_dtype(sample.dtype, feat_dtype), sample.shape[1:]
 
     node = {f"{t}/{name}": spec(f) for t in meta.ntypes for name, f in meta.node_data.get(t, {}).items()}
     edge = {f"{etype_str(et)}/{name}": spec(f) for et in meta.etypes for name, f in meta.edge_data.get(et, {}).items()}

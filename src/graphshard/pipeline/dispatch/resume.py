@@ -31,7 +31,8 @@ def input_fingerprint(opts: DispatchOptions, meta: ChunkedMeta) -> str:
     assignment = sorted(
         f for f in [d / META_NAME] + [d / f"{t}.{e}" for t in meta.ntypes for e in ("txt", "npy")] if f.is_file()
     )
-    options = json.dumps([opts.num_hops, opts.save_orig_nids, opts.save_orig_eids])
+    chosen = [opts.num_hops, opts.save_orig_nids, opts.save_orig_eids]
+    options = json.dumps(chosen + ([opts.feat_dtype] if opts.feat_dtype else []))
     return files_fingerprint([meta.path, *(p for spec in specs for p in spec.paths), *assignment], options)
 
 

@@ -15,6 +15,7 @@ from ...distributed.collectives import barrier
 from ...distributed.context import DistContext
 from ...distributed.launcher import launch
 from ...distributed.liveness import doing
+from ...format.feat_dtype import check_feat_dtype
 from ...format.outputs import check_output_dir, claim_for_graph, prepare_output_dir
 from ...partition.homogenize import HomoView
 from ...partition.relabel import Relabelling, edge_bounds_from_counts
@@ -136,6 +137,7 @@ def run_dispatch(
     """Run dispatch: start ``num_procs`` local ranks, or (None) join as one rank of a torchrun (or srun, or
     PyTorchJob) job. ``heartbeat_timeout``: see :mod:`graphshard.distributed.liveness`."""
     level = logging.getLogger("graphshard").getEffectiveLevel()
+    check_feat_dtype(opts.feat_dtype)
     if not opts.overwrite:  # a refusal is reported before any process starts
         claim_for_graph(check_output_dir(opts.out_dir, "partitions"), read_metadata(opts.in_dir).graph_name, False)
     if num_procs is None:

@@ -29,6 +29,7 @@ class DispatchOptions:
     overwrite: bool = False
     memory: int = 0  # bytes the ranks on one machine may use together (0: the machine's memory)
     check_disk: bool = True  # refuse a run whose partitions are predicted not to fit the free space of out_dir
+    feat_dtype: str | None = None  # floating-point features stored as "float16" or "bfloat16" (None: as given)
 
 
 def owner_rank(partition: np.ndarray, world: int) -> np.ndarray:

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ...format.config import PartitionConfig
+from ...format.feat_dtype import narrow_feats
 from ...format.outputs import write_failure
 from ...format.tensorfile import write_tensors
 from ...format.write import FILE_NAMES
@@ -34,7 +35,12 @@ class PartWriter:
     ) -> dict[str, str]:
         """Stage partition ``p``'s feature (and original-ID) files, releasing ``e``'s features; returns their
         checksums keyed ``part<p>/<file>``."""
-        files = {"node_feats": node_feats, "edge_feats": e.feats, **self._orig_ids(p, e, rl)}
+        fd = self.state.opts.feat_dtype
+        files = {
+            "node_feats": narrow_feats(node_feats, fd),
+            "edge_feats": narrow_feats(e.feats, fd),
+            **self._orig_ids(p, e, rl),
+        }
         tmp = self.resume.staging_dir(p)
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)

@@ -1,0 +1,54 @@
+"""The integer dtypes of ``graph.safetensors``: each structure tensor in the smallest integer type that holds
+its values, decided from the counts the values lie below (so both writers, in memory and dispatch, choose
+alike, and the choice needs no pass over the data).
+
+IDs (``indptr``, ``indices``, ``_ID``, ``orig_id``) are int32 when every value fits (< 2**31), else int64;
+type IDs (``_TYPE``) and ``node/part_id`` are int8, int16 or int32, the smallest that holds the counts.
+Readers accept these and int64 (partitions written before compact structure)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..limits import smallest_int
+
+ID_KEYS = ("indptr", "indices", "node/_ID", "node/orig_id", "edge/_ID", "edge/orig_id")
+SMALL_KEYS = ("node/part_id", "node/_TYPE", "edge/_TYPE")
+ID_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
+SMALL_DTYPES = (np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32), np.dtype(np.int64))
+
+
+def structure_dtypes(
+    num_local_nodes: int,
+    num_local_edges: int,
+    num_nodes: int,
+    num_edges: int,
+    type_nodes: int,
+    type_edges: int,
+    num_parts: int,
+    num_ntypes: int,
+    num_etypes: int,
+) -> dict[str, np.dtype]:
+    """The dtype of every integer tensor of one partition's ``graph.safetensors``.
+
+    ``num_local_nodes``/``num_local_edges``: the partition's local counts; ``num_nodes``/``num_edges``: the
+    graph's; ``type_nodes``/``type_edges``: the most nodes (edges) of one type (original per-type IDs lie
+    below); ``num_parts``, ``num_ntypes``, ``num_etypes``: the counts part and type IDs lie below."""
+
+    def ids(below: int) -> np.dtype:
+        return smallest_int(0, max(below - 1, 0), np.int32)
+
+    def small(below: int) -> np.dtype:
+        return smallest_int(0, max(below - 1, 0), np.int8)
+
+    return {
+        "indptr": smallest_int(0, num_local_edges, np.int32),
+        "indices": ids(num_local_nodes),
+        "node/_ID": ids(num_nodes),
+        "node/orig_id": ids(type_nodes),
+        "node/part_id": small(num_parts),
+        "node/_TYPE": small(num_ntypes),
+        "edge/_ID": ids(num_edges),
+        "edge/orig_id": ids(type_edges),
+        "edge/_TYPE": small(num_etypes),
+    }
