@@ -224,7 +224,7 @@ def _config(
     if trainer_ids is not None:  # written by _write_parts next to the features
         node |= {f"{t}/trainer_id": (trainer_ids.dtype, ()) for t in g.ntypes}
     edge = {
-        f"{etype_str(et)}/{n}": (a.dtype, a.shape[1:]) for et, feats in g.edge_feats.items() for n, a in feats.items()
+        f"{etype_str(et)}/{n}": (dtype(a), a.shape[1:]) for et, feats in g.edge_feats.items() for n, a in feats.items()
     }
     return PartitionConfig(
         path=out_dir / f"{name}.json",
