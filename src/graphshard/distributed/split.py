@@ -14,9 +14,12 @@ import numpy as np
 from ..book import RangePartitionBook
 from ..errors import InputError
 from ..graph import to_numpy
+from .collectives import all_reduce_sum, exchange
 
 if TYPE_CHECKING:
     import torch
+
+    from .context import DistContext
 
 
 def node_split(
@@ -72,35 +75,80 @@ def _rank_world(rank: int | None, world: int | None) -> tuple[int, int]:
     return rank, world
 
 
+Piece = tuple[int, int, int]  # (partition, start, stop): positions in that partition's selection, ascending
+
+
+def split_plan(counts: np.ndarray, world: int, force_even: bool = True) -> list[list[Piece]]:
+    """Each rank's pieces of the partitions' selections, from the number of selected items of each partition
+    alone (``counts[p]``): the deal :func:`node_split` makes. Rank ``r``'s local candidates are its
+    partition's selection cut evenly among the partition's trainers; with ``force_even`` it keeps as many as
+    its quota (sizes differ by at most one) allows, and the candidates nobody kept are dealt, in order, to the
+    ranks short of their quota."""
+    counts = np.asarray(counts, dtype=np.int64)
+    num_parts = counts.shape[0]
+    if world % num_parts:
+        raise InputError(f"world size {world} must be a multiple of the number of partitions {num_parts}")
+    trainers = world // num_parts
+    starts = np.concatenate(([0], np.cumsum(counts)))
+    part = np.arange(world) // trainers  # each rank's partition
+    t = np.arange(world) % trainers
+    size = counts[part]
+    lo = starts[part] + size * t // trainers  # global positions of each rank's local candidates
+    hi = starts[part] + size * (t + 1) // trainers
+    if not force_even:
+        return [_pieces(int(part[r]), int(lo[r]), int(hi[r]), starts) for r in range(world)]
+    n = int(starts[-1])
+    quota = np.array([n * (r + 1) // world - n * r // world for r in range(world)], dtype=np.int64)
+    take = np.minimum(quota, hi - lo)
+    rest_at = np.concatenate(([0], np.cumsum(hi - lo - take)))  # where each rank's leftovers start among all
+    want_at = np.concatenate(([0], np.cumsum(quota - take)))  # where each rank's extra share starts among them
+    plan = []
+    for r in range(world):  # loops over ranks, never over items
+        pieces = _pieces(int(part[r]), int(lo[r]), int(lo[r] + take[r]), starts)
+        for q in np.flatnonzero((rest_at[1:] > want_at[r]) & (rest_at[:-1] < want_at[r + 1])):
+            a, b = max(want_at[r], rest_at[q]) - rest_at[q], min(want_at[r + 1], rest_at[q + 1]) - rest_at[q]
+            pieces += _pieces(int(part[q]), int(lo[q] + take[q] + a), int(lo[q] + take[q] + b), starts)
+        plan.append(pieces)
+    return plan
+
+
+def _pieces(p: int, a: int, b: int, starts: np.ndarray) -> list[Piece]:
+    return [(p, a - int(starts[p]), b - int(starts[p]))] if b > a else []
+
+
 def _split(
     ids: np.ndarray, part: np.ndarray, num_parts: int, rank: int | None, world: int | None, force_even: bool
 ) -> torch.Tensor:
     import torch
 
     rank, world = _rank_world(rank, world)
+    starts = np.searchsorted(part, np.arange(num_parts + 1))  # ids are ascending, so grouped by partition
+    plan = split_plan(np.diff(starts), world, force_even)[rank]
+    mine = [ids[starts[p] + a : starts[p] + b] for p, a, b in plan]
+    return torch.from_numpy(np.sort(np.concatenate([np.zeros(0, ids.dtype), *mine])))
+
+
+def split_owned(
+    ctx: DistContext, selected: np.ndarray, num_parts: int, force_even: bool = True, what: str = "split"
+) -> np.ndarray:
+    """This rank's piece of a selection, the same as :func:`node_split` deals from the whole mask, when each
+    rank knows only its own partition's selected IDs (``selected``, ascending; the same on every trainer of
+    partition ``rank // (world / num_parts)``). Memory and traffic are O(this partition's selection + the
+    items dealt across partitions), never O(all items). Collective."""
+    world, rank = ctx.world_size, ctx.rank
     if world % num_parts:
         raise InputError(f"world size {world} must be a multiple of the number of partitions {num_parts}")
     trainers = world // num_parts
-    # each rank's local candidates: its partition's selected IDs, cut evenly among the partition's trainers
-    starts = np.searchsorted(part, np.arange(num_parts + 1))  # ids are ascending, so grouped by partition
-    local_lo = np.empty(world, np.int64)
-    local_hi = np.empty(world, np.int64)
-    for r in range(world):  # loop over ranks, not items
-        p, t = divmod(r, trainers)
-        a, b = starts[p], starts[p + 1]
-        local_lo[r], local_hi[r] = a + (b - a) * t // trainers, a + (b - a) * (t + 1) // trainers
-    if not force_even:
-        return torch.from_numpy(ids[local_lo[rank] : local_hi[rank]].copy())
-    n = ids.shape[0]
-    quota = np.array([n * (r + 1) // world - n * r // world for r in range(world)], dtype=np.int64)
-    take = np.minimum(quota, local_hi - local_lo)
-    taken = np.zeros(n, dtype=bool)
-    for r in range(world):
-        taken[local_lo[r] : local_lo[r] + take[r]] = True
-    rest = np.flatnonzero(~taken)  # positions of nodes nobody took locally, ascending
-    deficit = quota - take
-    rest_lo = np.concatenate([[0], np.cumsum(deficit)])
-    mine = np.concatenate(
-        [ids[local_lo[rank] : local_lo[rank] + take[rank]], ids[rest[rest_lo[rank] : rest_lo[rank + 1]]]]
-    )
-    return torch.from_numpy(np.sort(mine))
+    part, first = rank // trainers, rank % trainers == 0
+    counts = np.zeros(num_parts, dtype=np.int64)
+    counts[part] = selected.shape[0] if first else 0  # told once per partition
+    plan = split_plan(all_reduce_sum(ctx, counts, f"{what} (counts)"), world, force_even)
+    selected = np.asarray(selected, dtype=np.int64)
+    send = [np.zeros(0, dtype=np.int64) for _ in range(world)]
+    if first:  # the partition's first trainer sends its items dealt to ranks of other partitions
+        for m in range(world):
+            mine = [selected[a:b] for p, a, b in plan[m] if p == part and m // trainers != part]
+            send[m] = np.concatenate([send[m], *mine])
+    got = exchange(ctx, send, f"{what} (items dealt across partitions)")
+    own = [selected[a:b] for p, a, b in plan[rank] if p == part]
+    return np.sort(np.concatenate([np.zeros(0, dtype=np.int64), *own, *got]))

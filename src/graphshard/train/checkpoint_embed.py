@@ -105,8 +105,9 @@ def _rank(opts: TrainOptions) -> None:
         g = open_graph(opts)
         inputs = ModelInputs(g, opts)
         if opts.task == "node":
-            target, _, _, classes = node_task(g, opts)
-            model = encoder = build_model(opts, inputs, classes, [target])
+            task = node_task(s, g, opts)
+            target = task.target
+            model = encoder = build_model(opts, inputs, task.classes, [target])
             types = [target]
         else:
             if opts.edge_type is None and len(g.canonical_etypes) > 1:

@@ -9,6 +9,8 @@ backward pass, so a bad value never reaches the weights.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import torch
 
@@ -52,6 +54,65 @@ def check_loss(loss: torch.Tensor, epoch: int, step: int, rank: int) -> None:
         )
 
 
+LabelSummary = tuple[int, int, int]  # labelled nodes, largest label + 1 (0: none), smallest node with that label
+
+
+def label_summary(ids: np.ndarray, labels: np.ndarray) -> LabelSummary:
+    """What the class count needs of some split nodes ``ids`` (distinct) with ``labels``."""
+    if not ids.size:
+        return 0, 0, -1
+    top = int(labels.max()) + 1
+    return int(ids.size), top, int(ids[labels == top - 1].min())
+
+
+def merge_summaries(summaries: list[LabelSummary]) -> LabelSummary:
+    """The summary of disjoint sets of split nodes together."""
+    used, top = sum(s[0] for s in summaries), max(s[1] for s in summaries)
+    return used, top, min((s[2] for s in summaries if s[0] and s[1] == top), default=-1)
+
+
+def classes_of(summary: LabelSummary, declared: int | None, node_text: Callable[[int], str]) -> int:
+    """``declared`` when given, else the largest label + 1; an inferred count larger than the number of labelled
+    nodes cannot be real classes (see :func:`num_classes_of`)."""
+    used, top, node = summary
+    top = top if used else 1
+    if declared is None and top > max(1, used):
+        raise InputError(
+            f"{node_text(node)} has label {top - 1}, which would make {top} classes for "
+            f"{used} labelled nodes: a label is out of range; give the number of classes "
+            "(--num-classes) to check the labels against"
+        )
+    return declared if declared is not None else top
+
+
+def out_of_range(ids: np.ndarray, labels: np.ndarray, classes: int) -> tuple[int, int] | None:
+    """The smallest node of ``ids`` whose label is outside ``[0, classes)``, and its label (None: none is)."""
+    bad = np.flatnonzero((labels < 0) | (labels >= classes))
+    if not bad.size:
+        return None
+    first = bad[np.argmin(ids[bad])]
+    return int(ids[first]), int(labels[first])
+
+
+def refuse_out_of_range(
+    found: tuple[int, int] | None, classes: int, declared: int | None, source: str, node_text: Callable[[int], str]
+) -> None:
+    if found is None:
+        return
+    what = f"the {classes} classes declared by {source}" if declared is not None else "the classes (labels are >= 0)"
+    raise InputError(f"{node_text(found[0])} has label {found[1]}, outside {what}")
+
+
+def split_node_text(ntype: str, to_original: Callable, where: Callable[[int], str]) -> Callable[[int], str]:
+    """How an error names a split node: by type and original ID, and (``where``) the file of its label."""
+
+    def text(node: int) -> str:
+        orig = int(to_original(torch.tensor([node]))[0])
+        return f"{ntype!r} node {orig} (original ID{where(node)}) of a train/val/test split"
+
+    return text
+
+
 def num_classes_of(
     labels: np.ndarray,
     masks: dict[str, np.ndarray],
@@ -66,32 +127,15 @@ def num_classes_of(
     a label in ``[0, classes)``; nodes outside the splits are not read. An inferred count larger than the
     number of split nodes cannot be real classes (some label is out of range, and the output layer would
     silently grow to fit it): that is an error asking for the count. Errors name the node by original ID and,
-    through ``where(node)``, the file its label was read from."""
+    through ``where(node)``, the file its label was read from. (Training spreads the same checks over the
+    ranks, each reading its own partition's labels: :func:`label_summary`, :func:`out_of_range`.)"""
     used = np.zeros(labels.shape[0], dtype=bool)
     for mask in masks.values():
         used |= mask
-    seen = labels[used]
-    top = int(seen.max()) + 1 if seen.size else 1
-    classes = declared if declared is not None else top
-
-    def node_text(node: int) -> str:
-        orig = int(to_original(torch.tensor([node]))[0])
-        return f"{ntype!r} node {orig} (original ID{where(node)}) of a train/val/test split"
-
-    if declared is None and top > max(1, int(used.sum())):
-        node = int(np.flatnonzero(used & (labels == top - 1))[0])
-        raise InputError(
-            f"{node_text(node)} has label {top - 1}, which would make {top} classes for "
-            f"{int(used.sum())} labelled nodes: a label is out of range; give the number of classes "
-            "(--num-classes) to check the labels against"
-        )
-    bad = np.flatnonzero(used & ((labels < 0) | (labels >= classes)))
-    if bad.size:
-        node = int(bad[0])
-        what = (
-            f"the {classes} classes declared by {source}" if declared is not None else "the classes (labels are >= 0)"
-        )
-        raise InputError(f"{node_text(node)} has label {int(labels[node])}, outside {what}")
+    ids = np.flatnonzero(used)
+    text = split_node_text(ntype, to_original, where)
+    classes = classes_of(label_summary(ids, labels[ids]), declared, text)
+    refuse_out_of_range(out_of_range(ids, labels[ids], classes), classes, declared, source, text)
     return classes
 
 

@@ -15,11 +15,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..book import RangePartitionBook
 from ..distributed.graph import DistGraph
 from ..distributed.interrupt import atomic, deferred
 from ..distributed.loader import DistNeighborLoader
 from ..distributed.runtime import Session
-from ..distributed.split import node_split
+from ..distributed.split import split_owned
 from ..distributed.tensor import DistTensor
 from ..errors import InputError
 from ..format.outputs import MARKER, check_output_dir, mark_output_dir
@@ -171,14 +172,14 @@ def every_output(
 
 
 def my_share(s: Session, g: DistGraph, ntype: str) -> torch.Tensor:
-    """The nodes of ``ntype`` this rank computes outputs for (an even split of all of them)."""
-    return node_split(
-        np.ones(g.num_nodes(ntype), dtype=bool),
-        g.get_partition_book(),
-        ntype=ntype if len(g.ntypes) > 1 else None,
-        rank=s.rank,
-        world_size=s.world_size,
-    )
+    """The nodes of ``ntype`` this rank computes outputs for (an even split of all of them, its own partition's
+    first; known from the partition ranges, never a list of all nodes). Collective."""
+    book = g.get_partition_book()
+    num_parts = book.num_partitions()
+    if s.world_size % num_parts:
+        raise InputError(f"world size {s.world_size} must be a multiple of the number of partitions {num_parts}")
+    lo, hi = book.node_range(s.rank // (s.world_size // num_parts), ntype if len(g.ntypes) > 1 else None)
+    return torch.from_numpy(split_owned(s.ctx, np.arange(lo, hi, dtype=np.int64), num_parts, what=f"{ntype} nodes"))
 
 
 def embed_all(s: Session, g: DistGraph, predict: Predict, ntype: str, name: str) -> DistTensor:
@@ -224,11 +225,8 @@ def save_tables(s: Session, g: DistGraph, tables: dict[str, DistTensor], path: s
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir()
         for t, table in tables.items():
-            ids = torch.arange(g.num_nodes(t))
-            out = np.empty(table.shape, dtype=np.float32)
-            out[book.to_original(t, ids).numpy()] = table[ids].numpy()
             with naming(target):  # a full disk is "No space left on device", naming the output
-                np.save(tmp / f"{t}.npy" if hetero else tmp, out)
+                _save_in_original_order(tmp / f"{t}.npy" if hetero else tmp, table, book, t)
         if hetero:
             mark_output_dir(tmp, "embeddings", sorted(f"{t}.npy" for t in tables))
         with deferred(), atomic():  # an interrupt never leaves the files of two runs under one marker
@@ -239,3 +237,20 @@ def save_tables(s: Session, g: DistGraph, tables: dict[str, DistTensor], path: s
             else:
                 os.replace(tmp, target)
     g.barrier()
+
+
+SAVE_BLOCK_BYTES = 64 << 20  # rows fetched and written at a time
+
+
+def _save_in_original_order(path: Path, table: DistTensor, book: RangePartitionBook, ntype: str) -> None:
+    """``table``'s rows as a float32 ``.npy`` file, row ``i`` for original node ID ``i``: written front to back
+    a block of original IDs at a time, each block's rows fetched from their owners, so the writer holds one
+    block, never the whole table (a full disk is an OSError on write, not a fault in a memory map)."""
+    n, width = int(table.shape[0]), int(np.prod(table.shape[1:], dtype=np.int64))
+    block = max(1, SAVE_BLOCK_BYTES // max(1, 4 * width))
+    header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)), "fortran_order": False}
+    with open(path, "wb") as f:
+        np.lib.format.write_array_header_1_0(f, header | {"shape": tuple(int(d) for d in table.shape)})
+        for lo in range(0, n, block):  # a loop over blocks
+            ids = book.from_original(ntype, torch.arange(lo, min(n, lo + block)))
+            f.write(np.ascontiguousarray(table[ids].numpy(), dtype=np.float32).tobytes())

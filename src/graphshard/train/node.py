@@ -4,22 +4,33 @@ Evaluation computes every node's output layer by layer (exact; or by sampled min
 
 from __future__ import annotations
 
+import json
 import logging
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..distributed.collectives import all_reduce_sum
+from ..distributed.collectives import all_gather_bytes, all_reduce_sum
 from ..distributed.graph import DistGraph
 from ..distributed.loader import DistNeighborLoader
 from ..distributed.runtime import Session
-from ..distributed.split import node_split
+from ..distributed.split import split_owned
+from ..distributed.tensor import DistTensor
 from ..errors import InputError
 from . import timing
-from .checks import check_finite_features, num_classes_of
+from .checks import (
+    check_finite_features,
+    classes_of,
+    label_summary,
+    merge_summaries,
+    out_of_range,
+    refuse_out_of_range,
+    split_node_text,
+)
 from .embeddings import Outputs, predict, representations, save_tables
 from .inputs import ModelInputs, build_model, cache_summary, feature_cache, rows_of
 from .loop import Trainer, open_graph
@@ -43,21 +54,65 @@ def target_type(g: DistGraph, opts: TrainOptions, label: str) -> str:
     raise InputError(f"node types with {label!r}: {labelled}; choose one with --target")
 
 
-def _full(g: DistGraph, ntype: str, name: str) -> np.ndarray:
+@dataclass
+class NodeTask:
+    """Node classification as one rank sees it: the target type, the class count, and this rank's nodes of each
+    split with their labels only. Each rank reads the masks of its own partition and the labels of its own
+    split nodes: O(its partition), however large the graph (the labels of nodes dealt to it from another
+    partition come from their owners)."""
+
+    target: str
+    classes: int
+    split: dict[str, torch.Tensor]  # this rank's nodes of each split: per-type new IDs, ascending
+    ids: np.ndarray  # every node of this rank's splits, ascending
+    labels: np.ndarray  # their labels (int64)
+
+    def labels_of(self, ids: np.ndarray) -> np.ndarray:
+        """The labels of nodes of this rank's splits."""
+        return self.labels[np.searchsorted(self.ids, ids)]
+
+
+def _data(g: DistGraph, ntype: str, names: list[str]) -> dict[str, DistTensor]:
     data = g.nodes[ntype].data
-    if name not in data:
-        raise InputError(f"node type {ntype!r} has no {name!r} data (it has {data.keys()})")
-    return data[name][torch.arange(g.num_nodes(ntype))].numpy()
+    for name in names:
+        if name not in data:
+            raise InputError(f"node type {ntype!r} has no {name!r} data (it has {data.keys()})")
+    return {name: data[name] for name in names}
 
 
-def node_task(g: DistGraph, opts: TrainOptions) -> tuple[str, np.ndarray, dict[str, np.ndarray], int]:
-    """The node type to classify, its labels and split masks, and the number of classes."""
+def node_task(s: Session, g: DistGraph, opts: TrainOptions) -> NodeTask:
+    """The node type to classify, this rank's split nodes and their labels, and the number of classes
+    (every split node's label checked against it, each partition's by one rank). Collective."""
     label = opts.label or "label"
     target = target_type(g, opts, label)
-    book = g.get_partition_book()
-    labels = _full(g, target, label).astype(np.int64)
-    masks = {k: _full(g, target, name).astype(bool) for k, name in opts.mask_names.items()}
-    cfg = g.config
+    book, ntype = g.get_partition_book(), (target if len(g.ntypes) > 1 else None)
+    num_parts, world = book.num_partitions(), s.world_size
+    if world % num_parts:
+        raise InputError(f"world size {world} must be a multiple of the number of partitions {num_parts}")
+    part, trainer = divmod(s.rank, world // num_parts)
+    data = _data(g, target, [label, *opts.mask_names.values()])
+    lo, hi = book.node_range(part, ntype)
+    own = torch.arange(lo, hi)
+    masks = {k: data[name][own].numpy().astype(bool) for k, name in opts.mask_names.items()}
+    split = {
+        k: torch.from_numpy(split_owned(s.ctx, lo + np.flatnonzero(m), num_parts, what=f"{k} split"))
+        for k, m in masks.items()
+    }
+    used = np.zeros(0, dtype=np.int64)  # the partition's split nodes, whose labels its first trainer checks
+    if masks and trainer == 0:
+        used = lo + np.flatnonzero(np.logical_or.reduce(list(masks.values())))
+    classes = _class_count(s, g, target, used, data[label][torch.from_numpy(used)].numpy().astype(np.int64), opts)
+    ids = np.unique(np.concatenate([np.zeros(0, dtype=np.int64), *(v.numpy() for v in split.values())]))
+    labels = data[label][torch.from_numpy(ids)].numpy().astype(np.int64)
+    return NodeTask(target, classes, split, ids, labels)
+
+
+def _class_count(
+    s: Session, g: DistGraph, target: str, used: np.ndarray, labels: np.ndarray, opts: TrainOptions
+) -> int:
+    """The number of classes, from every partition's split nodes (``used``: this rank's share of them, with
+    their ``labels``): the checks of :func:`num_classes_of`, the same error on every rank."""
+    cfg, book = g.config, g.get_partition_book()
     declared, source = (
         (opts.num_classes, "--num-classes")
         if opts.num_classes is not None
@@ -68,18 +123,22 @@ def node_task(g: DistGraph, opts: TrainOptions) -> tuple[str, np.ndarray, dict[s
         part = int(g.served.stored_book.nid2partid(np.array([node]), target)[0])
         return f", label read from {cfg.part_path(part, 'node_feats')}"
 
-    classes = num_classes_of(labels, masks, declared, target, lambda ids: book.to_original(target, ids), source, where)
-    return target, labels, masks, classes
+    text = split_node_text(target, lambda ids: book.to_original(target, ids), where)
+    told = all_gather_bytes(s.ctx, json.dumps(label_summary(used, labels)).encode(), "label check")
+    classes = classes_of(merge_summaries([tuple(json.loads(t)) for t in told]), declared, text)
+    told = all_gather_bytes(s.ctx, json.dumps(out_of_range(used, labels, classes)).encode(), "label check")
+    found = [tuple(f) for f in (json.loads(t) for t in told) if f is not None]
+    refuse_out_of_range(min(found) if found else None, classes, declared, source, text)
+    return classes
 
 
 def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
     """Train and evaluate; returns the metrics (the same on every rank)."""
     torch.manual_seed(opts.seed)
     g = open_graph(opts)
-    target, labels, masks, classes = node_task(g, opts)
-    book, world = g.get_partition_book(), s.world_size
+    task = node_task(s, g, opts)
+    target, classes, split, world = task.target, task.classes, task.split, s.world_size
     ntype = target if len(g.ntypes) > 1 else None
-    split = {k: node_split(m, book, ntype, rank=s.rank, world_size=world) for k, m in masks.items()}
     if not opts.allow_nonfinite:
         check_finite_features(g, opts.feat or "feat")
     cache = feature_cache(g, opts, {target: split["train"].numpy()})
@@ -88,7 +147,6 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
     check_custom_model(g, opts, model, inputs, target, classes, split["train"])
 
     outputs = Outputs(s, g, model, inputs, opts, [target], "node-outputs")
-    y = torch.from_numpy(labels)  # every rank holds all labels: batches need not fetch them
 
     def evaluate(ids: torch.Tensor) -> float:
         """Accuracy of the current weights on ``ids`` (this rank's share; counts summed over ranks). Sampled
@@ -99,14 +157,16 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
         else:
             pred = outputs.get()[target][ids].argmax(1).numpy()
         own = ids.numpy()
-        counts = all_reduce_sum(s.ctx, np.array([(pred == labels[own]).sum(), own.size], dtype=np.int64), "evaluation")
+        right = (pred == task.labels_of(own)).sum()
+        counts = all_reduce_sum(s.ctx, np.array([right, own.size], dtype=np.int64), "evaluation")
         return float(counts[0] / max(1, counts[1]))
 
     def loss(ddp: torch.nn.Module, batch: Any) -> torch.Tensor:
         outputs.changed()  # a training step follows: outputs computed before it are stale
         store = batch[target] if inputs.hetero else batch
         out = rows_of(ddp(*inputs(batch)), target)[: store.batch_size]
-        return F.cross_entropy(out, y[store.n_id[: store.batch_size]])
+        y = torch.from_numpy(task.labels_of(store.n_id[: store.batch_size].numpy()))  # seeds: this rank's
+        return F.cross_entropy(out, y)
 
     trainer = Trainer(s, g, opts, model, inputs, metric="val_acc")
     loader = DistNeighborLoader(
