@@ -174,13 +174,15 @@ def relabel_dense(ids: np.ndarray, slot: np.ndarray, base: int) -> tuple[np.ndar
 def warm_up() -> None:
     """Compile the sampling kernels (and DistGraph's degree kernels) for the argument types training passes (or
     load them from the cache), so ranks started afterwards load them from the cache instead of each compiling
-    them at once."""
-    indptr, indices, nodes = np.array([0, 1, 2], np.int64), np.array([1, 0], np.int64), np.array([0, 1], np.int64)
-    starts, ends, fanouts = indptr[nodes], indptr[nodes + 1], np.ones(2, np.int64)
-    sample_ranges(starts, ends, indices, fanouts, False, 1)
-    sample_ranges(starts, ends, indices, fanouts, False, 1, np.zeros(2), np.zeros(2))  # temporal: float64 times
-    typed_ranges(indptr, np.zeros(2, np.int64), nodes, np.zeros(2, np.int64))
-    relabel_dense(indices, np.full(2, -1, np.int64), 0)
-    etype = np.zeros(2, np.int64)
-    in_degree_table(indptr, etype, 2, 2)
-    source_counts(indptr, indices, etype, 2, 2, 1)
+    them at once: for partitions whose edge-sized tensors are int64 and for compact ones (int32 source IDs, int8
+    edge types; the format stores each in the smallest type that holds it)."""
+    indptr, nodes, fanouts = np.array([0, 1, 2], np.int64), np.array([0, 1], np.int64), np.ones(2, np.int64)
+    starts, ends = indptr[nodes], indptr[nodes + 1]
+    relabel_dense(np.array([1, 0], np.int64), np.full(2, -1, np.int64), 0)
+    for index_type, type_type in ((np.int64, np.int64), (np.int32, np.int8)):
+        indices, etype = np.array([1, 0], index_type), np.zeros(2, type_type)
+        sample_ranges(starts, ends, indices, fanouts, False, 1)
+        sample_ranges(starts, ends, indices, fanouts, False, 1, np.zeros(2), np.zeros(2))  # temporal: float64 times
+        typed_ranges(indptr, etype, nodes, np.zeros(2, np.int64))
+        in_degree_table(indptr, etype, 2, 2)
+        source_counts(indptr, indices, etype, 2, 2, 1)
