@@ -39,6 +39,34 @@ class Ended:
         return [ln for ln in self.stderr.splitlines() if ln.strip() and NOTICE not in ln]
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _sigint_as_from_a_terminal():
+    """A command run in the background by a non-interactive shell (``cmd &``, as a CI script may run the tests)
+    starts with SIGINT ignored, and graphshard leaves an inherited ignored signal ignored, as nohup expects;
+    the runs these tests interrupt start with SIGINT at its default, as from a terminal."""
+    before = signal.getsignal(signal.SIGINT)
+    if before is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # reset to the default in the children
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_an_ignored_sigint_stays_ignored(tmp_path):
+    """Started with SIGINT ignored (in the background, or under nohup), a run goes on through a SIGINT."""
+    code = (
+        "import os, signal, time\n"
+        "from graphshard.distributed import interrupt\n"
+        "with interrupt.handled(speak=False):\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    time.sleep(0.2)\n"
+        "print('went on')\n"
+    )
+    ignore = "import signal, subprocess, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    ignore += "sys.exit(subprocess.run([sys.executable, '-c', sys.argv[1]]).returncode)"
+    done = subprocess.run([sys.executable, "-c", ignore, code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == "went on\n", done.stderr
+
+
 def _alive(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
