@@ -127,7 +127,24 @@ def test_sampler_object_reuses_workspace_consistently():
         ref = sample_neighbors(g, seeds, [3, 2], seed=b)
         assert np.array_equal(out.node, ref.node) and np.array_equal(out.edge, ref.edge)
         assert np.array_equal(out.node[out.row], src[out.edge]) and np.array_equal(out.node[out.col], dst[out.edge])
-        assert (sampler._slot == -1).all()
+        assert (sampler._slot.slot == -1).all()
+
+
+def test_hash_workspace_relabels_as_the_dense_one():
+    """The table a distributed sampler uses on a large graph (it grows, from a tiny one, as batches need) gives
+    the batches the slot per node gives: same nodes, in the same order, same edges."""
+    from graphshard.sampling.neighbor import HashSlot
+
+    g, src, dst = _graph(5, n=3000, m=40000)
+    table = HashSlot(capacity=4)
+    for b in range(6):
+        seeds = np.random.default_rng(b).integers(0, 3000, 50 * (b + 1))
+        out = sample_neighbors(g, seeds, [8, 4, -1], seed=b, _slot=table)
+        ref = sample_neighbors(g, seeds, [8, 4, -1], seed=b)
+        for field in ("node", "row", "col", "edge"):
+            assert np.array_equal(getattr(out, field), getattr(ref, field)), field
+        assert np.array_equal(out.node[out.row], src[out.edge]) and np.array_equal(out.node[out.col], dst[out.edge])
+        assert (table.keys == -1).all() and table.keys.shape[0] >= 2 * out.node.shape[0]
 
 
 def test_temporal_multi_hop_respects_each_seeds_own_time():

@@ -171,6 +171,29 @@ def relabel_dense(ids: np.ndarray, slot: np.ndarray, base: int) -> tuple[np.ndar
     return local, first[:count]
 
 
+@kernel()
+def relabel_hashed(ids, keys, vals, base):
+    """As :func:`relabel_dense`, with an open-addressing table (``keys``: node IDs, -1 = empty, a power of two
+    long and at most half full; ``vals``: their positions) instead of a slot over every node: memory follows
+    the batch, not the graph. The caller sizes the table (:class:`graphshard.sampling.neighbor.HashSlot`)."""
+    mask = keys.shape[0] - 1
+    local = np.empty(ids.shape[0], dtype=np.int64)
+    first = np.empty(ids.shape[0], dtype=np.int64)
+    count = 0
+    for i in range(ids.shape[0]):
+        v = ids[i]
+        h = int((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)) & mask
+        while keys[h] != v and keys[h] >= 0:
+            h = (h + 1) & mask
+        if keys[h] < 0:
+            keys[h] = v
+            vals[h] = base + count
+            first[count] = i
+            count += 1
+        local[i] = vals[h]
+    return local, first[:count]
+
+
 def warm_up() -> None:
     """Compile the sampling kernels (and DistGraph's degree kernels) for the argument types training passes (or
     load them from the cache), so ranks started afterwards load them from the cache instead of each compiling
@@ -179,6 +202,7 @@ def warm_up() -> None:
     indptr, nodes, fanouts = np.array([0, 1, 2], np.int64), np.array([0, 1], np.int64), np.ones(2, np.int64)
     starts, ends = indptr[nodes], indptr[nodes + 1]
     relabel_dense(np.array([1, 0], np.int64), np.full(2, -1, np.int64), 0)
+    relabel_hashed(np.array([1, 0], np.int64), np.full(4, -1, np.int64), np.zeros(4, np.int64), 0)
     for index_type, type_type in ((np.int64, np.int64), (np.int32, np.int8)):
         indices, etype = np.array([1, 0], index_type), np.zeros(2, type_type)
         sample_ranges(starts, ends, indices, fanouts, False, 1)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
-from .kernels import relabel_dense, sample_layer
+from .kernels import relabel_dense, relabel_hashed, sample_layer
 
 
 @dataclass(frozen=True)
@@ -85,12 +85,64 @@ class SamplerOutput:
     num_sampled_edges: list[int]
 
 
+class DenseSlot:
+    """The relabelling workspace of a batch: a position per node ID of the graph (-1: not in the batch).
+    O(nodes of the graph) once, then the fastest lookup: for a sampler of one graph held whole."""
+
+    def __init__(self, num_nodes: int):
+        self.slot = np.full(num_nodes, -1, dtype=np.int64)
+
+    def seed(self, seeds: np.ndarray) -> None:
+        self.slot[seeds] = np.arange(seeds.shape[0], dtype=np.int64)
+
+    def relabel(self, ids: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray]:
+        return relabel_dense(ids, self.slot, base)
+
+    def clear(self, nodes: np.ndarray) -> None:
+        self.slot[nodes] = -1
+
+
+class HashSlot:
+    """The relabelling workspace of a batch as an open-addressing table that grows with the batch: memory
+    follows the batch, not the graph (a distributed sampler's IDs span the whole graph)."""
+
+    def __init__(self, capacity: int = 1 << 12):
+        self.keys = np.full(capacity, -1, dtype=np.int64)
+        self.vals = np.zeros(capacity, dtype=np.int64)
+        self.size = 0  # positions handed out
+
+    def _reserve(self, count: int) -> None:
+        if 2 * count <= self.keys.shape[0]:
+            return
+        occupied = np.flatnonzero(self.keys >= 0)
+        ids = self.keys[occupied][np.argsort(self.vals[occupied])]  # in position order: 0, 1, 2, ...
+        capacity = 1 << int(2 * count - 1).bit_length()
+        self.keys, self.vals = np.full(capacity, -1, dtype=np.int64), np.zeros(capacity, dtype=np.int64)
+        relabel_hashed(ids, self.keys, self.vals, 0)
+
+    def seed(self, seeds: np.ndarray) -> None:
+        self.relabel(seeds, 0)
+
+    def relabel(self, ids: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray]:
+        self._reserve(base + ids.shape[0])
+        local, first = relabel_hashed(np.ascontiguousarray(ids, dtype=np.int64), self.keys, self.vals, base)
+        self.size = base + first.shape[0]
+        return local, first
+
+    def clear(self, nodes: np.ndarray) -> None:
+        self.keys.fill(-1)
+        self.size = 0
+
+
+Slot = DenseSlot | HashSlot
+
+
 class NeighborSampler:
     """Samples many mini-batches from one graph, reusing an O(N) relabelling workspace."""
 
     def __init__(self, graph: CSCGraph, fanouts: list[int], replace: bool = False, disjoint: bool = False):
         self.graph, self.fanouts, self.replace, self.disjoint = graph, list(fanouts), replace, disjoint
-        self._slot = np.full(graph.num_nodes, -1, dtype=np.int64)
+        self._slot = DenseSlot(graph.num_nodes)
 
     def sample(self, seeds: np.ndarray, seed: int = 0, seed_time: np.ndarray | None = None) -> SamplerOutput:
         """One mini-batch: see :func:`sample_neighbors`."""
@@ -107,7 +159,7 @@ def sample_neighbors(
     seed: int = 0,
     disjoint: bool = False,
     seed_time: np.ndarray | None = None,
-    _slot: np.ndarray | None = None,
+    _slot: Slot | None = None,
 ) -> SamplerOutput:
     """Sample ``len(fanouts)`` hops of in-neighbours of ``seeds`` (fanout ``-1``: every in-edge).
 
@@ -141,7 +193,7 @@ def sample_neighbors(
         )
         return counts, graph.indices[pos], pos if graph.edge_ids is None else graph.edge_ids[pos]
 
-    slot = None if disjoint else (_slot if _slot is not None else np.full(graph.num_nodes, -1, dtype=np.int64))
+    slot = None if disjoint else (_slot if _slot is not None else DenseSlot(graph.num_nodes))
     return expand_hops(seeds, fanouts, layer, graph.num_nodes, slot)
 
 
@@ -149,20 +201,20 @@ Layer = Callable[[np.ndarray, np.ndarray, int, int], tuple[np.ndarray, np.ndarra
 
 
 def expand_hops(
-    seeds: np.ndarray, fanouts: list[int], layer: Layer, num_nodes: int, slot: np.ndarray | None
+    seeds: np.ndarray, fanouts: list[int], layer: Layer, num_nodes: int, slot: Slot | None
 ) -> SamplerOutput:
     """The hop loop shared by the local and distributed samplers.
 
     ``layer(ids, owner, fanout, hop)`` samples in-edges of the frontier nodes ``ids`` (``owner``: the seed
     index each descends from) and returns ``(counts per node, source IDs, edge IDs)`` listed node by node.
-    With ``slot`` (an all ``-1`` int64 array over node IDs, left clean) nodes are shared across seeds
-    and de-duplicated in first-appearance order; without it every seed keeps a disjoint subtree.
+    With ``slot`` (a relabelling workspace, :class:`DenseSlot` or :class:`HashSlot`, left clean) nodes are shared
+    across seeds and de-duplicated in first-appearance order; without it every seed keeps a disjoint subtree.
     """
     disjoint = slot is None
     if slot is not None:
         _, first = np.unique(seeds, return_index=True)
         seeds = seeds[np.sort(first)]
-        slot[seeds] = np.arange(seeds.shape[0], dtype=np.int64)
+        slot.seed(seeds)
     all_nodes, all_owner = seeds, np.arange(seeds.shape[0], dtype=np.int64)
     known: dict[str, np.ndarray] | None = (
         {"keys": all_owner * num_nodes + seeds, "pos": all_owner.copy()} if disjoint else None
@@ -183,7 +235,7 @@ def expand_hops(
                 assert known is not None  # made above exactly when there is no slot (disjoint)
                 local, _, new_first = _relabel(src_owner * num_nodes + src_ids, known, base)
             else:
-                local, new_first = relabel_dense(src_ids, slot, base)
+                local, new_first = slot.relabel(src_ids, base)
             all_nodes = np.concatenate([all_nodes, src_ids[new_first]])
             all_owner = np.concatenate([all_owner, src_owner[new_first]])
             frontier = np.arange(base, all_nodes.shape[0], dtype=np.int64)
@@ -194,7 +246,7 @@ def expand_hops(
             n_edges.append(int(src_ids.shape[0]))
     finally:
         if slot is not None:
-            slot[all_nodes] = -1  # leave the workspace clean for the next batch
+            slot.clear(all_nodes)  # leave the workspace clean for the next batch
     cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64)  # noqa: E731
     return SamplerOutput(all_nodes, cat(rows), cat(cols), cat(edges), all_owner if disjoint else None, n_nodes, n_edges)
 
