@@ -2,7 +2,7 @@
 
     python benchmarks/scale.py                      # R-MAT scale 21 and cnr-2000, k = 4 and 8
     python benchmarks/scale.py --graphs cnr2000 --parts 4
-    python benchmarks/scale.py --big                # R-MAT 24, 64-d features: generate, assign, dispatch, train
+    python benchmarks/scale.py --big                # R-MAT 24: generate, plan, assign, dispatch, train, embed
 
 Each graph is written once in the chunked format under --work (R-MAT with ``generate rmat --chunked``'s
 writer; cnr-2000 from ../shared/data/cnr2000, skipped when absent). Every (graph, method, k) runs
@@ -13,18 +13,24 @@ mean). Prints a table and writes JSON (machine named). Run it alone: the timings
 
 ``--big`` runs the whole pipeline on a graph METIS cannot hold here, each step a ``graphshard`` command
 whose processes are watched (sampled every 0.1 s, per process) for their peak RSS (VmHWM: private memory
-and the resident pages of memory-mapped files) and their peak private memory (RssAnon: what must fit):
-generate R-MAT (``--scale``, default 24) chunked with features, ``assign`` with ``stream`` and
-``kaminpar``, ``dispatch`` of the stream assignment to 4 partitions on 2 ranks, and one epoch of
-GraphSAGE on 2 processes (each serving two partitions) with sampled evaluation; then the edge cut of both
-assignments, the sizes on disk and the planner's predictions for every step (assign per method; dispatch
-per rank from the counted partitions; train per process).
+and the resident pages of memory-mapped files), their peak private memory (RssAnon: what must fit) and the
+peak disk the run has written: generate R-MAT (``--scale``, default 24; ``--feat-dim``, default 16)
+chunked with features and labels, ``graphshard plan`` (its JSON: memory and disk of every step),
+``assign`` with ``stream`` and ``kaminpar`` (refused when the planner says it cannot fit: said, not
+fatal), ``dispatch`` of the stream assignment to 4 partitions (``--dispatch-procs`` ranks), one epoch of
+GraphSAGE on ``--procs`` processes with sampled evaluation and a checkpoint, and ``embed`` of every node;
+then the edge cut of the assignments, test accuracy, the sizes on disk, bytes per stored edge of
+partition, and the planner's predictions beside the measurements.
+
+    python benchmarks/scale.py --big --scale 25             # issue 28's run: 33.5 M nodes, ~1 B stored edges
+    python benchmarks/scale.py --big --scale 24 --feat-dim 64 --procs 2 --assign stream kaminpar
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -147,14 +153,17 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def watched(cmd: list[str], log: Path) -> dict:
+def watched(cmd: list[str], log: Path, disk_at: Path, disk_base: int) -> dict:
     """Run ``cmd``; its wall time and, per process (by command line), the peak RSS (VmHWM) and the peak
-    private memory (RssAnon, sampled)."""
+    private memory (RssAnon, sampled), and the peak disk use of the file system of ``disk_at`` above
+    ``disk_base`` (bytes used before the benchmark wrote anything)."""
     peaks: dict[int, list] = {}
+    disk = 0
     start = time.perf_counter()
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
         while proc.poll() is None:
+            disk = max(disk, shutil.disk_usage(disk_at).used - disk_base)
             for pid in process_tree(proc.pid):
                 try:
                     status = Path(f"/proc/{pid}/status").read_text()
@@ -178,14 +187,17 @@ def watched(cmd: list[str], log: Path) -> dict:
         "peak_rss": [p[1] for p in top],
         "peak_private": [p[2] for p in top],
         "processes": [p[0] for p in top],
+        "peak_disk": max(disk, shutil.disk_usage(disk_at).used - disk_base),
     }
 
 
 def du(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def predictions(w: Path, data: Path, scale: int) -> dict:
+def predictions(w: Path, data: Path, scale: int, procs: int, dispatch_procs: int) -> dict:
     """The planner's predicted peaks (private memory, bytes) of every step: assign per method, dispatch per
     rank (partitions counted from the stream assignment), train per process (with its mapped files)."""
     from graphshard.chunked.spec import read_metadata
@@ -196,127 +208,87 @@ def predictions(w: Path, data: Path, scale: int) -> dict:
 
     out = {"assign": {e.method: e.peak_bytes for e in estimates(GraphCounts.of(read_metadata(data)), 4)}}
     if (w / "stream" / "partition_meta.json").is_file():
-        out["dispatch"] = [e.peak_bytes for e in counted_estimates(str(data), str(w / "stream"), 4, 2)[0]]
+        per_rank = counted_estimates(str(data), str(w / "stream"), 4, dispatch_procs)[0]
+        out["dispatch"] = [e.peak_bytes for e in per_rank]
     config = w / "parts" / f"rmat{scale}.json"
     if config.is_file():
         cfg = read_config(config)
-        per = train_estimates(cfg, 2, feature_width(cfg), 64, layerwise=False)
+        per = train_estimates(cfg, procs, feature_width(cfg), 64, layerwise=False)
         out["train"] = [e.peak_bytes for e in per]
         out["train_mapped"] = [e.mapped_bytes for e in per]
-        out["train_layerwise"] = [e.peak_bytes for e in train_estimates(cfg, 2, feature_width(cfg), 64, True)]
+        out["train_layerwise"] = [e.peak_bytes for e in train_estimates(cfg, procs, feature_width(cfg), 64, True)]
     return out
 
 
+def big_commands(args, w: Path, data: Path) -> dict[str, list[str]]:
+    """The steps of the ``--big`` run, each a ``graphshard`` command."""
+    gs, config = [sys.executable, "-m", "graphshard.cli"], str(w / "parts" / f"rmat{args.scale}.json")
+    every = ["--timeout", "7200"]
+    return {
+        "generate": [*gs, "generate", "rmat", "--scale", str(args.scale), "--feat-dim", str(args.feat_dim)]
+        + ["--num-classes", "8", "--chunked", "--num-chunks", "32", "--out", str(data), "--overwrite"],
+        "plan": [*gs, "plan", "--dataset", str(data), "--num-parts", "4", "--num-procs", str(args.procs)]
+        + ["--out", str(w / "parts"), "--sampled-eval", "--json"],
+        **{
+            f"assign {m}": [*gs, "-v", "assign", "--dataset", str(data), "--out", str(w / m), "--num-parts", "4"]
+            + ["--method", m, "--overwrite"]
+            for m in args.assign
+        },
+        "dispatch": [*gs, "-v", "dispatch", "--dataset", str(data), "--assignment", str(w / "stream")]
+        + ["--out", str(w / "parts"), "--num-procs", str(args.dispatch_procs), *every, "--overwrite"],
+        # evaluation by sampled batches of the evaluated nodes; the checkpoint is what embed computes from
+        "train": [*gs, "train", "--part-config", config, "--num-procs", str(args.procs), "--epochs", "1"]
+        + ["--fanouts", "10,10", "--batch-size", "1024", "--eval-fanouts", "10,10", *every]
+        + ["--checkpoint", str(w / "ckpt"), "--metrics-out", str(w / "train.json")],
+        "embed": [*gs, "embed", "--part-config", config, "--checkpoint", str(w / "ckpt"), "--out", str(w / "emb.npy")]
+        + ["--num-procs", str(args.procs), *every],
+    }
+
+
 def big(args) -> None:
-    w, gs = args.work / f"big-rmat{args.scale}", [sys.executable, "-m", "graphshard.cli"]
+    w = args.work / f"big-rmat{args.scale}"
     w.mkdir(parents=True, exist_ok=True)
     data, steps = w / "data", {}
-    commands = {
-        "generate": [
-            *gs,
-            "generate",
-            "rmat",
-            "--scale",
-            str(args.scale),
-            "--feat-dim",
-            "64",
-            "--num-classes",
-            "8",
-            "--chunked",
-            "--num-chunks",
-            "32",
-            "--out",
-            str(data),
-            "--overwrite",
-        ],
-        "assign stream": [
-            *gs,
-            "-v",
-            "assign",
-            "--dataset",
-            str(data),
-            "--out",
-            str(w / "stream"),
-            "--num-parts",
-            "4",
-            "--method",
-            "stream",
-            "--overwrite",
-        ],
-        "assign kaminpar": [
-            *gs,
-            "-v",
-            "assign",
-            "--dataset",
-            str(data),
-            "--out",
-            str(w / "kaminpar"),
-            "--num-parts",
-            "4",
-            "--method",
-            "kaminpar",
-            "--overwrite",
-        ],
-        "dispatch": [
-            *gs,
-            "-v",
-            "dispatch",
-            "--dataset",
-            str(data),
-            "--assignment",
-            str(w / "stream"),
-            "--out",
-            str(w / "parts"),
-            "--num-procs",
-            "2",
-            "--timeout",
-            "7200",
-            "--overwrite",
-        ],
-        # 4 partitions on 2 processes, each serving two; evaluation by sampled batches of the evaluated nodes
-        "train": [
-            *gs,
-            "train",
-            "--part-config",
-            str(w / "parts" / f"rmat{args.scale}.json"),
-            "--num-procs",
-            "2",
-            "--epochs",
-            "1",
-            "--fanouts",
-            "10,10",
-            "--batch-size",
-            "1024",
-            "--eval-fanouts",
-            "10,10",
-            "--timeout",
-            "7200",
-            "--metrics-out",
-            str(w / "train.json"),
-        ],
-    }
-    for name, cmd in commands.items():
+    base = shutil.disk_usage(w).used - sum(
+        du(w / d) for d in ("data", "parts", "stream", "kaminpar") if (w / d).is_dir()
+    )
+    for name, cmd in big_commands(args, w, data).items():
         if name in args.skip:
             continue
-        steps[name] = watched(cmd, w / f"{name.replace(' ', '-')}.log")
+        steps[name] = watched(cmd, w / f"{name.replace(' ', '-')}.log", w, base)
         print(
             f"{name}: {steps[name]['seconds']:.0f} s, peak RSS {[round(b / 2**30, 2) for b in steps[name]['peak_rss']]}"
             f" GiB, private {[round(b / 2**30, 2) for b in steps[name]['peak_private']]} GiB, "
-            f"exit {steps[name]['returncode']}",
+            f"disk {steps[name]['peak_disk'] / 1e9:.1f} GB, exit {steps[name]['returncode']}",
             flush=True,
         )
-        if steps[name]["returncode"] != 0:
+        if name == "plan" and steps[name]["returncode"] == 0:
+            steps[name]["plan"] = json.loads((w / "plan.log").read_text())
+        if steps[name]["returncode"] != 0 and name != "assign kaminpar":  # kaminpar may be refused: said, not fatal
             break
-    for method in ("stream", "kaminpar"):
+    for method in args.assign:
         if (w / method / "partition_meta.json").is_file() and f"assign {method}" in steps:
             steps[f"assign {method}"] |= quality(data, w / method, 4)
-    sizes = {d: du(w / d) for d in ("data", "parts") if (w / d).is_dir()}
+    if (w / "train.json").is_file():
+        steps.setdefault("train", {})["metrics"] = json.loads((w / "train.json").read_text())
+    sizes = {d: du(w / d) for d in ("data", "parts", "emb.npy") if (w / d).exists()}
+    parts = w / "parts" / f"rmat{args.scale}.json"
+    if parts.is_file():
+        from graphshard.format.config import read_config
+        from graphshard.format.tensorfile import read_header
+
+        cfg = read_config(parts)
+        stored = sum(int(read_header(cfg.part_path(p, "part_graph"))["indices"]["shape"][0]) for p in range(4))
+        sizes["stored_edges"] = stored
+        sizes["bytes_per_stored_edge"] = sizes["parts"] / stored
     result = {
         "machine": machine(),
         "scale": args.scale,
+        "feat_dim": args.feat_dim,
         "steps": steps,
         "disk_bytes": sizes,
-        "predicted": predictions(w, data, args.scale),
+        "predicted": predictions(w, data, args.scale, args.procs, args.dispatch_procs),
+        "wall_s": sum(s.get("seconds", 0) for s in steps.values()),
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     (args.json.parent / f"scale-big-{args.scale}.json").write_text(json.dumps(result, indent=1))
@@ -333,6 +305,10 @@ def main() -> None:
     p.add_argument("--big", action="store_true", help="the whole pipeline on one large R-MAT graph")
     p.add_argument("--scale", type=int, default=24, help="--big: R-MAT scale")
     p.add_argument("--skip", nargs="*", default=[], help="--big: steps already done")
+    p.add_argument("--feat-dim", type=int, default=16, help="--big: feature width (the R-MAT 24 run used 64)")
+    p.add_argument("--procs", type=int, default=4, help="--big: training and embed processes")
+    p.add_argument("--dispatch-procs", type=int, default=2, help="--big: dispatch ranks")
+    p.add_argument("--assign", nargs="+", default=["stream", "kaminpar"], help="--big: assignment methods")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--chunked", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--out", type=Path, help=argparse.SUPPRESS)
