@@ -24,6 +24,14 @@ PHASES = (
 )
 
 
+def _float(value) -> float:
+    """A metric as a float; NaN for an integer beyond any float (an edited file)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.nan
+
+
 def epoch_table(metrics: str | os.PathLike | dict[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """The per-epoch columns of a metrics file or dict, and the whole metrics dict.
 
@@ -68,7 +76,7 @@ def epoch_table(metrics: str | os.PathLike | dict[str, Any]) -> tuple[dict[str, 
     measured = sum(cols[k] for k, _, _ in PHASES)
     cols["other_s"] = np.clip(cols["wall_s"] - measured, 0.0, None)
     for key in val_keys:
-        cols[key] = np.array([float(rec[key]) if rec.get(key) is not None else math.nan for rec in epochs])
+        cols[key] = np.array([_float(rec[key]) if rec.get(key) is not None else math.nan for rec in epochs])
     return cols, data
 
 
@@ -113,7 +121,7 @@ def _validation(ax: Any, x: np.ndarray, cols: dict[str, np.ndarray], data: dict[
         seen = np.isfinite(cols[key])
         (line,) = ax.plot(x[seen], cols[key][seen], marker="o", markersize=3, label=f"val {name}")
         test = data.get(f"test_{name}")
-        if isinstance(test, (int, float)) and not isinstance(test, bool) and math.isfinite(test):
+        if isinstance(test, (int, float)) and not isinstance(test, bool) and math.isfinite(_float(test)):
             ax.axhline(test, linestyle="--", linewidth=1, color=line.get_color(), label=f"test {name}: {test:.4f}")
     ax.set(xlabel="epoch", ylabel="score")
     integer_ticks(ax.xaxis)

@@ -110,6 +110,16 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _finite_number(value: Any) -> bool:
+    """A number a float can hold: finite, and no integer beyond any float (``math.isfinite`` raises on those)."""
+    if not _number(value):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def _state_problem(meta: Any) -> str | None:
     """What makes a parsed ``checkpoint.json`` no checkpoint's (None: nothing)."""
     if not isinstance(meta, dict):
@@ -405,13 +415,9 @@ def _settings_problem(optimizer: torch.optim.Optimizer) -> str | None:
             if isinstance(default, bool):
                 ok = isinstance(v, bool)
             elif _number(default):
-                ok = _number(v) and math.isfinite(v)
+                ok = _finite_number(v)
             elif isinstance(default, (tuple, list)):
-                ok = (
-                    isinstance(v, (tuple, list))
-                    and len(v) == len(default)
-                    and all(_number(x) and math.isfinite(x) for x in v)
-                )
+                ok = isinstance(v, (tuple, list)) and len(v) == len(default) and all(_finite_number(x) for x in v)
             elif default is None:
                 ok = v is None or isinstance(v, bool)
             else:
