@@ -53,6 +53,10 @@ def test_embed_from_a_checkpoint_writes_what_training_saved(tmp_path, capsys):
         embed(config, ckpt, tmp_path / "x.npy", num_procs=1)
     with pytest.raises(InputError, match="no checkpoint here"):
         embed(config, tmp_path / "nothing", tmp_path / "x.npy", num_procs=2)
+    # predicted not to fit (the planner's layer-wise figure, which is hundreds of MiB a rank): refused at once
+    with pytest.raises(InputError, match=r"embed is predicted to need .* than the 0\.10 GiB allowed .*spread the"):
+        embed(config, ckpt, tmp_path / "x.npy", num_procs=2, memory="100M")
+    assert not (tmp_path / "x.npy").exists()
 
 
 def test_embed_heterogeneous_with_learnt_inputs(tmp_path):

@@ -23,6 +23,7 @@ def run_embed(args: argparse.Namespace) -> None:
         args.embedding_layer,
         args.heartbeat_timeout,
         args.verify,
+        args.memory,
     )
     print(f"wrote every node's output in {time.perf_counter() - start:.1f} s -> {args.out}")
 
@@ -59,6 +60,12 @@ def register(sub: Any) -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="check the partition files each rank serves against the config's sha256 checksums first",
+    )
+    p.add_argument(
+        "--memory",
+        metavar="SIZE",
+        help="memory the ranks started here may use together, e.g. 16G (default: the machine's); ranks predicted "
+        "to need more (layer-wise inference: see 'graphshard plan --part-config') are refused before they start",
     )
     out_flag(p, "output .npy file (homogeneous) or directory (heterogeneous)")
     cluster_flags(p, "start this many local ranks: the training run's rank count (omit under torchrun)")

@@ -16,8 +16,11 @@ from ..distributed.lifetime import refuse_spawn_reimport
 from ..distributed.liveness import DEFAULT_LOST_AFTER, doing
 from ..distributed.runtime import session
 from ..errors import InputError
+from ..format.config import read_config
+from ..memory import allowed
 from ..sampling.kernels import warm_up
 from .checkpoint import LATER_OPTIONS, RESUME_OPTIONS, load_checkpoint, read_state, run_identity
+from .cost import check_train_fits
 from .embeddings import check_embeddings_target, every_output, save_tables
 from .inputs import ModelInputs, build_model
 from .link import link_model
@@ -72,13 +75,17 @@ def embed(
     layer: str = "output",
     heartbeat_timeout: float = DEFAULT_LOST_AFTER,
     verify: bool = True,
+    memory: int | str | None = None,
 ) -> None:
     """Write every node's output (as ``--save-embeddings`` does) from the checkpoint in ``checkpoint`` of a
     run on the partitions of ``part_config`` (``<checkpoint>/best`` of a run: its best validation epoch).
     ``num_procs``: start that many local ranks (the checkpoint's rank count); None: this process is one rank
     of a torchrun job of that size. ``layer``: ``output``, or ``hidden`` (the layer the last one reads).
     ``heartbeat_timeout``: see :mod:`graphshard.distributed.liveness`. ``verify``: check the partition files
-    against their checksums first (see :class:`~graphshard.distributed.graph.DistGraph`)."""
+    against their checksums first (see :class:`~graphshard.distributed.graph.DistGraph`). ``memory``: what the
+    processes started here may use together (bytes or a size such as ``16G``; default: the machine's memory):
+    ``num_procs`` ranks predicted to need more (layer-wise inference, see ``graphshard plan``) are refused
+    before any starts."""
     refuse_spawn_reimport()
     if num_procs is None:
         adopt_launcher_env()
@@ -96,6 +103,9 @@ def embed(
     if num_procs is None:
         _rank(opts)
         return
+    assert opts.part_config is not None  # set by checkpoint_options
+    cfg = read_config(opts.part_config)
+    check_train_fits(cfg, num_procs, num_procs, opts.hidden, True, allowed(memory), step="embed")
     warm_up()
     launch(_rank, num_procs, (opts,), host, timeout)
 

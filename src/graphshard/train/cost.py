@@ -89,17 +89,21 @@ def feature_width(cfg: PartitionConfig, names: tuple[str, ...] = ("feat", "x")) 
     return max(widths, default=0)
 
 
-def check_train_fits(cfg: PartitionConfig, world: int, local: int, hidden: int, layerwise: bool, budget: int) -> None:
+def check_train_fits(
+    cfg: PartitionConfig, world: int, local: int, hidden: int, layerwise: bool, budget: int, step: str = "training"
+) -> None:
     """Raise :class:`InputError` when the ``local`` processes started on this machine (of ``world``) are
-    predicted to need more than ``budget`` bytes together."""
+    predicted to need more than ``budget`` bytes together (``step``: ``training``, or ``embed``, whose rank
+    count is the checkpoint's)."""
     per = train_estimates(cfg, world, feature_width(cfg) or hidden, hidden, layerwise)[:local]
     need = sum(e.peak_bytes for e in per)
     if budget and need > budget:
         worst = max(per, key=lambda e: e.peak_bytes)
         hint = " or --eval-fanouts (sampled evaluation)" if layerwise else ""
+        fix = f"start fewer processes{hint}, or spread them" if step == "training" else "spread the ranks"
         raise InputError(
-            f"training is predicted to need {gib(need)} on this machine ({local} processes; "
+            f"{step} is predicted to need {gib(need)} on this machine ({local} processes; "
             f"{worst.method} {gib(worst.peak_bytes)} at its {worst.phase}), more than the "
-            f"{gib(budget)} allowed (--memory); start fewer processes{hint}, or spread them over "
-            f"machines (graphshard plan --part-config {cfg.path} for the table)"
+            f"{gib(budget)} allowed (--memory); {fix} over machines (graphshard plan --part-config "
+            f"{cfg.path} for the table)"
         )
