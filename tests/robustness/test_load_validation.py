@@ -161,7 +161,10 @@ def test_edge_map_retiled_consistently_but_wrongly(parts):
         (3, 2, r"stores in-edges of a HALO node more than halo_hops - 1 = 1 hops .* halo_hops = 2; node/_ID"),
     ],
 )
-def test_halo_hops_not_matching_the_files(tmp_path, written, claimed, message):
+@pytest.mark.parametrize("block", [None, 7])  # 7: the per-edge checks cross many block boundaries
+def test_halo_hops_not_matching_the_files(tmp_path, monkeypatch, written, claimed, message, block):
+    if block:
+        monkeypatch.setattr("graphshard.format.validate.BLOCK", block)
     partition_graph(small_homo(), "g", 2, tmp_path, part_method="random", num_hops=written)
     load_partition(tmp_path / "g.json", 0)
     _json(tmp_path / "g.json", lambda raw: raw.__setitem__("halo_hops", claimed))

@@ -133,9 +133,7 @@ def _check_halo_depth(k: int, t: dict[str, torch.Tensor], path: Path, n_inner: i
                 beyond,
                 ids,
             )
-        src = indices[: int(indptr[n_inner])] if hop == 1 else indices[torch.repeat_interleave(frontier, degree)]
-        frontier = torch.zeros(n, dtype=torch.bool)
-        frontier[src] = True
+        frontier = _sources_of(frontier, indptr, indices, int(indptr[n_inner]) if hop == 1 else None)
         frontier &= ~reached
         reached |= frontier
     _fail(
@@ -144,6 +142,22 @@ def _check_halo_depth(k: int, t: dict[str, torch.Tensor], path: Path, n_inner: i
         ~reached,
         ids,
     )
+
+
+def _sources_of(
+    nodes: torch.Tensor, indptr: torch.Tensor, indices: torch.Tensor, prefix: int | None = None
+) -> torch.Tensor:
+    """Which nodes are the source of an in-edge of ``nodes`` (a bool mask; ``prefix``: of the first ``prefix``
+    edges instead, the in-edges of the inner nodes), a block of edges at a time: indices stored compact are
+    widened per block, never whole."""
+    out = torch.zeros(nodes.shape[0], dtype=torch.bool)
+    for b in _blocks(indices.shape[0] if prefix is None else prefix):
+        end = min(b + BLOCK, indices.shape[0] if prefix is None else prefix)
+        src = indices[b:end]
+        if prefix is None:  # CSC: an edge's destination is the node whose run of in-edges holds it
+            src = src[nodes[torch.searchsorted(indptr, torch.arange(b, end), right=True) - 1]]
+        out[src.long()] = True
+    return out
 
 
 def _check_nodes(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tensor], path: Path, nodes: _Ranges) -> int:
@@ -199,8 +213,11 @@ def _check_edges(
             f"{path}: holds {n_own} in-edges of inner nodes, but the config's edge_map gives this "
             f"partition {ehi - elo} edges (missing or extra 1-hop structure)"
         )
-    _fail(path, "edge/inner_edge is false for an in-edge of an inner node", ~inner[:n_own])
-    _fail(path, "edge/inner_edge is true for an in-edge of a HALO node", inner[n_own:])
+    for b in _blocks(inner.shape[0]):
+        block = inner[b : b + BLOCK]
+        own = max(0, min(n_own - b, block.shape[0]))
+        _fail(path, "edge/inner_edge is false for an in-edge of an inner node", ~block[:own], None, b)
+        _fail(path, "edge/inner_edge is true for an in-edge of a HALO node", block[own:], None, b + own)
     seen = torch.zeros(n_own, dtype=torch.bool)
     for b in _blocks(eids.shape[0]):
         ids = eids[b : b + BLOCK].long()  # compared with counts that need not fit the stored type
@@ -220,7 +237,9 @@ def _check_edges(
             f"{path}: inner edge/_ID {missing} is missing (another ID of this partition's range [{elo}, {ehi}) repeats)"
         )
     if len(cfg.etypes) == 1:  # one edge type (and endpoints of its node types, checked per node): no look-up
-        _fail(path, "edge/_TYPE is not 0, the only edge type", t["edge/_TYPE"] != 0, t["edge/_TYPE"])
+        for b in _blocks(eids.shape[0]):
+            given = t["edge/_TYPE"][b : b + BLOCK]
+            _fail(path, "edge/_TYPE is not 0, the only edge type", given != 0, given, b)
         if len(cfg.ntypes) == 1:
             return
     else:
