@@ -215,9 +215,9 @@ def _check_edges(
         )
     for b in _blocks(inner.shape[0]):
         block = inner[b : b + BLOCK]
-        own = max(0, min(n_own - b, block.shape[0]))
-        _fail(path, "edge/inner_edge is false for an in-edge of an inner node", ~block[:own], None, b)
-        _fail(path, "edge/inner_edge is true for an in-edge of a HALO node", block[own:], None, b + own)
+        cut = max(0, min(n_own - b, block.shape[0]))  # where the block's HALO edges start
+        _fail(path, "edge/inner_edge is false for an in-edge of an inner node", ~block[:cut], None, b)
+        _fail(path, "edge/inner_edge is true for an in-edge of a HALO node", block[cut:], None, b + cut)
     seen = torch.zeros(n_own, dtype=torch.bool)
     for b in _blocks(eids.shape[0]):
         ids = eids[b : b + BLOCK].long()  # compared with counts that need not fit the stored type
