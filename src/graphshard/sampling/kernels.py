@@ -197,13 +197,14 @@ def relabel_hashed(ids, keys, vals, base):
 def warm_up() -> None:
     """Compile the sampling kernels (and DistGraph's degree kernels) for the argument types training passes (or
     load them from the cache), so ranks started afterwards load them from the cache instead of each compiling
-    them at once: for partitions whose edge-sized tensors are int64 and for compact ones (int32 source IDs, int8
-    edge types; the format stores each in the smallest type that holds it)."""
+    them at once: for compact partitions (int32 source IDs, int8 edge types: what the format stores below 2^31
+    local nodes and 128 edge types). Partitions of other types (written before compact storage) compile their
+    variants in each rank the first time, once per machine (numba caches them on disk)."""
     indptr, nodes, fanouts = np.array([0, 1, 2], np.int64), np.array([0, 1], np.int64), np.ones(2, np.int64)
     starts, ends = indptr[nodes], indptr[nodes + 1]
     relabel_dense(np.array([1, 0], np.int64), np.full(2, -1, np.int64), 0)
     relabel_hashed(np.array([1, 0], np.int64), np.full(4, -1, np.int64), np.zeros(4, np.int64), 0)
-    for index_type, type_type in ((np.int64, np.int64), (np.int32, np.int8)):
+    for index_type, type_type in ((np.int32, np.int8),):
         indices, etype = np.array([1, 0], index_type), np.zeros(2, type_type)
         sample_ranges(starts, ends, indices, fanouts, False, 1)
         sample_ranges(starts, ends, indices, fanouts, False, 1, np.zeros(2), np.zeros(2))  # temporal: float64 times
