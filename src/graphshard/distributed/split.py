@@ -75,6 +75,18 @@ def _rank_world(rank: int | None, world: int | None) -> tuple[int, int]:
     return rank, world
 
 
+def trainers_per_partition(world: int, num_parts: int) -> int:
+    """Ranks per partition (``world / num_parts``); an :class:`InputError` unless that is a whole number."""
+    if world % num_parts:
+        raise InputError(f"world size {world} must be a multiple of the number of partitions {num_parts}")
+    return world // num_parts
+
+
+def rank_partition(rank: int, world: int, num_parts: int) -> tuple[int, int]:
+    """``(partition, trainer index within it)`` of rank ``rank``: ranks ``r`` belong to partition ``r // T``."""
+    return divmod(rank, trainers_per_partition(world, num_parts))
+
+
 Piece = tuple[int, int, int]  # (partition, start, stop): positions in that partition's selection, ascending
 
 
@@ -86,9 +98,7 @@ def split_plan(counts: np.ndarray, world: int, force_even: bool = True) -> list[
     ranks short of their quota."""
     counts = np.asarray(counts, dtype=np.int64)
     num_parts = counts.shape[0]
-    if world % num_parts:
-        raise InputError(f"world size {world} must be a multiple of the number of partitions {num_parts}")
-    trainers = world // num_parts
+    trainers = trainers_per_partition(world, num_parts)
     starts = np.concatenate(([0], np.cumsum(counts)))
     part = np.arange(world) // trainers  # each rank's partition
     t = np.arange(world) % trainers
@@ -136,10 +146,9 @@ def split_owned(
     partition ``rank // (world / num_parts)``). Memory and traffic are O(this partition's selection + the
     items dealt across partitions), never O(all items). Collective."""
     world, rank = ctx.world_size, ctx.rank
-    if world % num_parts:
-        raise InputError(f"world size {world} must be a multiple of the number of partitions {num_parts}")
-    trainers = world // num_parts
-    part, first = rank // trainers, rank % trainers == 0
+    trainers = trainers_per_partition(world, num_parts)
+    part, trainer = rank_partition(rank, world, num_parts)
+    first = trainer == 0
     counts = np.zeros(num_parts, dtype=np.int64)
     counts[part] = selected.shape[0] if first else 0  # told once per partition
     plan = split_plan(all_reduce_sum(ctx, counts, f"{what} (counts)"), world, force_even)

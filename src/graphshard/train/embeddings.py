@@ -20,7 +20,7 @@ from ..distributed.graph import DistGraph
 from ..distributed.interrupt import atomic, deferred
 from ..distributed.loader import DistNeighborLoader
 from ..distributed.runtime import Session
-from ..distributed.split import split_owned
+from ..distributed.split import rank_partition, split_owned
 from ..distributed.tensor import DistTensor
 from ..errors import InputError
 from ..format.outputs import MARKER, check_output_dir, mark_output_dir
@@ -176,9 +176,8 @@ def my_share(s: Session, g: DistGraph, ntype: str) -> torch.Tensor:
     first; known from the partition ranges, never a list of all nodes). Collective."""
     book = g.get_partition_book()
     num_parts = book.num_partitions()
-    if s.world_size % num_parts:
-        raise InputError(f"world size {s.world_size} must be a multiple of the number of partitions {num_parts}")
-    lo, hi = book.node_range(s.rank // (s.world_size // num_parts), ntype if len(g.ntypes) > 1 else None)
+    part, _ = rank_partition(s.rank, s.world_size, num_parts)
+    lo, hi = book.node_range(part, ntype if len(g.ntypes) > 1 else None)
     return torch.from_numpy(split_owned(s.ctx, np.arange(lo, hi, dtype=np.int64), num_parts, what=f"{ntype} nodes"))
 
 

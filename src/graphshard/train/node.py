@@ -18,7 +18,7 @@ from ..distributed.collectives import all_gather_bytes, all_reduce_sum
 from ..distributed.graph import DistGraph
 from ..distributed.loader import DistNeighborLoader
 from ..distributed.runtime import Session
-from ..distributed.split import split_owned
+from ..distributed.split import rank_partition, split_owned
 from ..distributed.tensor import DistTensor
 from ..errors import InputError
 from . import timing
@@ -86,10 +86,8 @@ def node_task(s: Session, g: DistGraph, opts: TrainOptions) -> NodeTask:
     label = opts.label or "label"
     target = target_type(g, opts, label)
     book, ntype = g.get_partition_book(), (target if len(g.ntypes) > 1 else None)
-    num_parts, world = book.num_partitions(), s.world_size
-    if world % num_parts:
-        raise InputError(f"world size {world} must be a multiple of the number of partitions {num_parts}")
-    part, trainer = divmod(s.rank, world // num_parts)
+    num_parts = book.num_partitions()
+    part, trainer = rank_partition(s.rank, s.world_size, num_parts)
     data = _data(g, target, [label, *opts.mask_names.values()])
     lo, hi = book.node_range(part, ntype)
     own = torch.arange(lo, hi)
