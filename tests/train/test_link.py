@@ -7,12 +7,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
+from safetensors.torch import save_file
 
 from graphshard.datasets import community_graph, save_dataset
 from graphshard.errors import FormatError
 from graphshard.format.load import load_partition
 from graphshard.train import TrainOptions, train
-from graphshard.train.link_split import load_link_split, save_link_split, split_edges
+from graphshard.train.link_split import (
+    LinkSplit,
+    load_link_split,
+    open_link_split,
+    read_held_out,
+    save_link_split,
+    split_edges,
+)
 from graphshard.train.run import partition_dataset
 from tests.graphs import shared_dataset
 from tests.train.torchrun import torchrun_train
@@ -38,6 +47,26 @@ def test_split_edges_holds_out_both_directions_of_a_link(tmp_path):
     save_link_split(held, tmp_path / "split.safetensors")
     back = load_link_split(tmp_path / "split.safetensors")
     assert back.etype == et and np.array_equal(back.val, held.val) and np.array_equal(back.test, held.test)
+
+
+def test_held_out_edges_are_read_in_slices_and_checked(tmp_path):
+    held = LinkSplit(("a", "r", "b"), np.array([[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]), np.array([[4], [12]]))
+    save_link_split(held, tmp_path / "split.safetensors")
+    split = open_link_split(tmp_path / "split.safetensors")
+    assert (split.etype, split.sizes) == (("a", "r", "b"), {"val": 5, "test": 1})
+    assert np.array_equal(read_held_out(split, "val", 1, 4, (5, 10)), held.val[:, 1:4])
+    assert read_held_out(split, "val", 5, 5).shape == (2, 0)
+    with pytest.raises(FormatError, match=r"split.safetensors: tensor 'test' gives edge 0 the destination node ID 12"):
+        read_held_out(split, "test", 0, 1, (5, 10))
+    with pytest.raises(FormatError, match=r"tensor 'val' gives edge 4 the source node ID 4, outside \[0, 4\)"):
+        read_held_out(split, "val", 2, 5, (4, 10))
+    save_file(
+        {"val": torch.zeros((2, 3), dtype=torch.int32), "test": torch.zeros((2, 1), dtype=torch.int64)},
+        str(tmp_path / "int32.safetensors"),
+        metadata={"edge_type": "a:r:b"},
+    )
+    with pytest.raises(FormatError, match=r"int32.safetensors: tensor 'val' must be int64 of shape \(2, E\)"):
+        open_link_split(tmp_path / "int32.safetensors")
 
 
 def test_a_damaged_link_split_is_refused(tmp_path):

@@ -14,7 +14,7 @@ from ..errors import InputError
 from ..format.config import PartitionConfig, read_config
 from ..graph import etype_str
 from ..models.registry import BUILTIN, check_kind, is_custom, load_factory, reads_edge_features
-from .link_split import load_link_split, require_link_split
+from .link_split import open_link_split, require_link_split
 from .options import TrainOptions
 
 notice = logging.getLogger("graphshard.notice")  # shown at the default log level
@@ -89,7 +89,7 @@ def _check_node_data(opts: TrainOptions, cfg: PartitionConfig, held: Held, targe
 
 
 def _check_link(opts: TrainOptions, cfg: PartitionConfig, held: Held) -> None:
-    et = load_link_split(require_link_split(opts)).etype
+    et = open_link_split(require_link_split(opts)).etype  # the header alone
     if etype_str(et) not in cfg.etypes:
         raise InputError(
             f"{opts.link_split}: held-out edges of type {etype_str(et)!r}, which {cfg.path} does not "

@@ -3,7 +3,11 @@ out of the graph, so no message passes along an edge the model is asked to predi
 
 On disk: one safetensors file with int64 tensors ``val`` and ``test`` of shape ``(2, E)`` (source and
 destination node IDs in the user's original per-type numbering) and the edge type in its metadata
-(``edge_type`` = ``"src:rel:dst"``). Written atomically."""
+(``edge_type`` = ``"src:rel:dst"``). Written atomically.
+
+Training reads it in pieces: every rank checks the header (:func:`open_link_split`: dtypes, shapes, edge
+type) and reads only the columns of the blocks it evaluates (:func:`read_held_out`, a slice of the file,
+its IDs checked against the graph's node counts), never both lists whole."""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ import torch
 from safetensors.torch import save_file
 
 from ..errors import FormatError, InputError
-from ..format.tensorfile import load_tensor_file
+from ..format.tensorfile import check_tensor_file
 from ..graph import EType, Graph, etype_str, parse_etype
 from .options import TrainOptions
 
@@ -93,12 +97,64 @@ def save_link_split(split: LinkSplit, path: str | os.PathLike) -> None:
     os.replace(tmp, target)
 
 
-def load_link_split(path: str | os.PathLike) -> LinkSplit:
-    tensors, meta = load_tensor_file(path, "link split file")
+@dataclass(frozen=True)
+class LinkSplitFile:
+    """A held-out edges file whose header was checked: its edge type and the edge count of each list."""
+
+    path: Path
+    etype: EType
+    sizes: dict[str, int]  # "val", "test" -> number of edges
+
+
+def open_link_split(path: str | os.PathLike) -> LinkSplitFile:
+    """The header of the held-out edges file ``path``, checked (no tensor read): ``val`` and ``test`` int64 of
+    shape ``(2, E)``, the edge type in the metadata; :class:`FormatError` naming the file and the key."""
+    header = check_tensor_file(path, "link split file")
+    sizes = {}
     for key in ("val", "test"):
-        t = tensors.get(key)
-        if t is None or t.dim() != 2 or t.shape[0] != 2 or t.dtype != torch.int64:
+        spec = header.get(key)
+        shape = spec["shape"] if isinstance(spec, dict) else []
+        if not isinstance(spec, dict) or spec["dtype"] != "I64" or len(shape) != 2 or shape[0] != 2:
             raise FormatError(f"{path}: tensor {key!r} must be int64 of shape (2, E)")
+        sizes[key] = int(shape[1])
+    meta = header.get("__metadata__") or {}
     if "edge_type" not in meta:
         raise FormatError(f"{path}: metadata key 'edge_type' is missing")
-    return LinkSplit(parse_etype(meta["edge_type"]), tensors["val"].numpy(), tensors["test"].numpy())
+    return LinkSplitFile(Path(path), parse_etype(meta["edge_type"]), sizes)
+
+
+def read_held_out(
+    split: LinkSplitFile, key: str, lo: int, hi: int, num_nodes: tuple[int, int] | None = None
+) -> np.ndarray:
+    """Edges ``[lo, hi)`` of list ``key`` (``(2, hi - lo)`` int64, original IDs), read as a slice of the file.
+    ``num_nodes``: the node counts of the edge type's source and destination types, which the IDs must be
+    below (:class:`FormatError` naming the file, the key and the first ID outside)."""
+    from safetensors import SafetensorError, safe_open
+
+    size = split.sizes[key]
+    if not 0 <= lo <= hi <= size:
+        raise InputError(f"{split.path}: edges [{lo}, {hi}) of {key!r} are outside its {size} edges")
+    try:
+        with safe_open(str(split.path), framework="pt") as f:
+            edges = f.get_slice(key)[:, lo:hi].numpy()
+    except (SafetensorError, OSError, RuntimeError, ValueError, TypeError) as exc:
+        raise FormatError(f"{split.path}: not a valid link split file ({exc})") from None
+    if edges.shape != (2, hi - lo) or edges.dtype != np.int64:
+        raise FormatError(f"{split.path}: tensor {key!r} read as {edges.dtype}{edges.shape}, not int64 (2, {hi - lo})")
+    for row, (end, ntype) in enumerate(zip(("source", "destination"), (split.etype[0], split.etype[2]))):
+        if num_nodes is None:
+            continue
+        bad = (edges[row] < 0) | (edges[row] >= num_nodes[row])
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise FormatError(
+                f"{split.path}: tensor {key!r} gives edge {lo + i} the {end} node ID {int(edges[row, i])}, "
+                f"outside [0, {num_nodes[row]}) (the graph's nodes of type {ntype!r})"
+            )
+    return edges
+
+
+def load_link_split(path: str | os.PathLike) -> LinkSplit:
+    """Both lists whole (tools and tests; training reads its blocks with :func:`read_held_out`)."""
+    split = open_link_split(path)
+    return LinkSplit(split.etype, *(read_held_out(split, k, 0, split.sizes[k]) for k in ("val", "test")))
