@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..book import RangePartitionBook
 from ..distributed.graph import DistGraph
 from ..distributed.interrupt import atomic, deferred
 from ..distributed.loader import DistNeighborLoader
+from ..distributed.original import OriginalIds
 from ..distributed.runtime import Session
 from ..distributed.split import rank_partition, split_owned
 from ..distributed.tensor import DistTensor
@@ -214,7 +214,8 @@ def check_embeddings_target(path: str | os.PathLike) -> None:
 
 def save_tables(s: Session, g: DistGraph, tables: dict[str, DistTensor], path: str) -> None:
     """Write per-node-type DistTensors as :func:`write_embeddings` describes (collective)."""
-    book, hetero = g.get_partition_book(), len(g.ntypes) > 1
+    hetero = len(g.ntypes) > 1
+    maps = {t: OriginalIds(g, t) for t in tables}  # original -> new IDs, sharded: the writer looks up its block
     if s.rank == 0:
         target = Path(path)
         check_embeddings_target(target)  # checked before training too; a directory made since is not lost
@@ -225,7 +226,7 @@ def save_tables(s: Session, g: DistGraph, tables: dict[str, DistTensor], path: s
             tmp.mkdir()
         for t, table in tables.items():
             with naming(target):  # a full disk is "No space left on device", naming the output
-                _save_in_original_order(tmp / f"{t}.npy" if hetero else tmp, table, book, t)
+                _save_in_original_order(tmp / f"{t}.npy" if hetero else tmp, table, maps[t])
         if hetero:
             mark_output_dir(tmp, "embeddings", sorted(f"{t}.npy" for t in tables))
         with deferred(), atomic():  # an interrupt never leaves the files of two runs under one marker
@@ -236,20 +237,23 @@ def save_tables(s: Session, g: DistGraph, tables: dict[str, DistTensor], path: s
             else:
                 os.replace(tmp, target)
     g.barrier()
+    for m in maps.values():
+        m.free()
 
 
-SAVE_BLOCK_BYTES = 64 << 20  # rows fetched and written at a time
+SAVE_BLOCK_BYTES = 64 << 20  # rows fetched and written at a time (and their IDs: 16 bytes a row at least)
 
 
-def _save_in_original_order(path: Path, table: DistTensor, book: RangePartitionBook, ntype: str) -> None:
+def _save_in_original_order(path: Path, table: DistTensor, to_new: OriginalIds) -> None:
     """``table``'s rows as a float32 ``.npy`` file, row ``i`` for original node ID ``i``: written front to back
-    a block of original IDs at a time, each block's rows fetched from their owners, so the writer holds one
-    block, never the whole table (a full disk is an OSError on write, not a fault in a memory map)."""
+    a block of original IDs at a time, the block's new IDs looked up in the sharded map ``to_new`` and its
+    rows fetched from their owners, so the writer holds one block, never the whole table nor a table of
+    every node's IDs (a full disk is an OSError on write, not a fault in a memory map)."""
     n, width = int(table.shape[0]), int(np.prod(table.shape[1:], dtype=np.int64))
-    block = max(1, SAVE_BLOCK_BYTES // max(1, 4 * width))
+    block = max(1, SAVE_BLOCK_BYTES // max(16, 4 * width))
     header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)), "fortran_order": False}
     with open(path, "wb") as f:
         np.lib.format.write_array_header_1_0(f, header | {"shape": tuple(int(d) for d in table.shape)})
         for lo in range(0, n, block):  # a loop over blocks
-            ids = book.from_original(ntype, torch.arange(lo, min(n, lo + block)))
+            ids = to_new(np.arange(lo, min(n, lo + block), dtype=np.int64))
             f.write(np.ascontiguousarray(table[ids].numpy(), dtype=np.float32).tobytes())
