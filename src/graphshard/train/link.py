@@ -7,7 +7,13 @@ Evaluation: every node's representation is computed with full neighbourhoods int
 held-out edge ``(u, v)`` is ranked against ``eval_negatives`` random destinations ``(u, v')``: MRR, AUC
 and Hits@K raw and, with ``--filtered``, also without the candidates that are known edges
 (:mod:`.link_metrics`; model selection then uses the filtered MRR). Negatives depend on the seed and
-original IDs only, so the figures do not depend on the number of ranks or the partitioning."""
+original IDs only, so the figures do not depend on the number of ranks or the partitioning.
+
+Held-out edges come in blocks of ``_CHUNK``; rank ``r`` of ``W`` evaluates blocks ``[B r / W, B (r + 1) / W)``
+of each list and reads only those columns of the held-out file. What a rank holds is O(its partition +
+its blocks), never O(total nodes or edges): its blocks translated to new IDs once (through the sharded
+map of :mod:`graphshard.distributed.original`; a block's negatives are translated as it is evaluated),
+and with ``--filtered`` its partition's shard of the known edges (:class:`.link_metrics.KnownEdges`)."""
 
 from __future__ import annotations
 
@@ -22,15 +28,17 @@ import torch.nn.functional as F
 from ..distributed.collectives import all_reduce_sum
 from ..distributed.graph import DistGraph
 from ..distributed.loader import DistLinkNeighborLoader
+from ..distributed.original import OriginalIds
 from ..distributed.runtime import Session
+from ..errors import FormatError
 from ..graph import EType
 from ..models import DotDecoder, LinkModel, MLPDecoder
 from . import timing
 from .checks import check_finite_features
 from .embeddings import Outputs, representations, save_tables
 from .inputs import ModelInputs, build_model, cache_summary, feature_cache
-from .link_metrics import FIGURES, figures, is_known, known_edges, rank_sums
-from .link_split import LinkSplit, load_link_split, require_link_split
+from .link_metrics import FIGURES, KnownEdges, figures, rank_sums
+from .link_split import LinkSplitFile, open_link_split, read_held_out, require_link_split
 from .loop import Trainer, open_graph
 from .model_check import check_custom_model
 from .options import TrainOptions
@@ -49,9 +57,17 @@ def _my_edges(s: Session, g: DistGraph, et: EType) -> np.ndarray:
     return np.stack([src[lo:hi], dst[lo:hi]])
 
 
+def my_blocks(rank: int, world: int, count: int) -> range:
+    """The blocks of ``_CHUNK`` edges rank ``rank`` of ``world`` evaluates among ``count`` held-out edges."""
+    chunks = math.ceil(count / _CHUNK)
+    return range(chunks * rank // world, chunks * (rank + 1) // world)
+
+
 class LinkEvaluator:
     """MRR, AUC and Hits@K of held-out edges, raw and with ``opts.filtered`` also filtered
-    (:mod:`.link_metrics`; see the module docstring)."""
+    (:mod:`.link_metrics`; see the module docstring). Construction is collective: it reads this rank's
+    blocks of ``held`` (the header checked by every rank, the IDs by the rank reading them; a bad file is
+    the same error on every rank), builds the original-ID maps and the known edges' shards."""
 
     def __init__(
         self,
@@ -61,35 +77,59 @@ class LinkEvaluator:
         inputs: ModelInputs,
         et: EType,
         opts: TrainOptions,
-        held: LinkSplit,
+        held: LinkSplitFile,
     ):
         self.s, self.g, self.model, self.inputs, self.et, self.opts = s, g, model, inputs, et, opts
         self.outputs = Outputs(s, g, model.encoder, inputs, opts, [et[0], et[2]], "link-outputs")
-        self.known = known_edges(s, g, et, [held.val, held.test]) if opts.filtered else None
+        counts = (g.num_nodes(et[0]), g.num_nodes(et[2]))
+        self.blocks = {k: my_blocks(s.rank, s.world_size, held.sizes[k]) for k in ("val", "test")}
+        problem, pairs = "", {}
+        try:
+            for k, blocks in self.blocks.items():
+                lo, hi = (min(held.sizes[k], b * _CHUNK) for b in (blocks.start, blocks.stop))
+                pairs[k] = read_held_out(held, k, lo, hi, counts)
+        except FormatError as exc:
+            problem = str(exc)
+        said = [b.decode() for b in g.group.all_gather(problem.encode(), "held-out edges read")]
+        if any(said):
+            raise FormatError(next(m for m in said if m))
+        self.maps = {t: OriginalIds(g, t) for t in dict.fromkeys((et[0], et[2]))}
+        self.pairs = {  # this rank's blocks, new IDs
+            k: np.stack([self.maps[et[0]](p[0]), self.maps[et[2]](p[1])]) for k, p in pairs.items()
+        }
+        self.known = KnownEdges(s, g, et, list(self.pairs.values())) if opts.filtered else None
 
-    def __call__(self, pairs: np.ndarray, tag: int) -> dict[str, float]:
-        s, g, et, book, k = self.s, self.g, self.et, self.g.get_partition_book(), self.opts.hits_k
+    def __call__(self, key: str, tag: int) -> dict[str, float]:
+        """The figures of list ``key`` (``"val"`` or ``"test"``); ``tag`` seeds its negatives. Collective."""
+        g, et, k, pairs = self.g, self.et, self.opts.hits_k, self.pairs[key]
         self.tables = self.outputs.get()
-        chunks = math.ceil(pairs.shape[1] / _CHUNK)
         sums = np.zeros((2, len(FIGURES)))  # raw, filtered
         self.model.eval()
         with torch.no_grad():
-            for c in range(chunks * s.rank // s.world_size, chunks * (s.rank + 1) // s.world_size):
-                block = pairs[:, c * _CHUNK : (c + 1) * _CHUNK]
+            for i, c in enumerate(self.blocks[key]):
+                block = pairs[:, i * _CHUNK : (i + 1) * _CHUNK]
                 rng = np.random.default_rng([self.opts.seed, tag, c])
                 neg = rng.integers(0, g.num_nodes(et[2]), (block.shape[1], self.opts.eval_negatives))
-                src = self.tables[et[0]][book.from_original(et[0], block[0])]
-                dst = self.tables[et[2]][book.from_original(et[2], block[1])]
-                h_neg = self.tables[et[2]][book.from_original(et[2], neg.reshape(-1))].view(*neg.shape, -1)
+                neg = self.maps[et[2]](neg.reshape(-1)).reshape(neg.shape)
+                src = self.tables[et[0]][block[0]]
+                dst = self.tables[et[2]][block[1]]
+                h_neg = self.tables[et[2]][neg.reshape(-1)].view(*neg.shape, -1)
                 pos = self.model.decoder(src, dst)
                 negs = self.model.decoder(src.unsqueeze(1).expand_as(h_neg), h_neg)
                 sums[0] += rank_sums(pos, negs, k)
                 if self.known is not None:
-                    keep = ~torch.from_numpy(is_known(self.known, block[0], neg, g.num_nodes(et[2])))
+                    keep = ~torch.from_numpy(self.known(block[0], neg))
                     sums[1] += rank_sums(pos, negs, k, keep)
-        total = all_reduce_sum(s.ctx, sums.reshape(-1), "link evaluation").reshape(sums.shape)
+        total = all_reduce_sum(self.s.ctx, sums.reshape(-1), "link evaluation").reshape(sums.shape)
         out = figures(total[0], k)
         return out | (figures(total[1], k, "_filtered") if self.known is not None else {})
+
+    def close(self) -> None:
+        """Free the maps and the known edges' shards (collective)."""
+        for m in self.maps.values():
+            m.free()
+        if self.known is not None:
+            self.known.free()
 
 
 def link_model(opts: TrainOptions, inputs: ModelInputs, et: EType) -> LinkModel:
@@ -101,7 +141,7 @@ def link_model(opts: TrainOptions, inputs: ModelInputs, et: EType) -> LinkModel:
 
 def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     """Train and evaluate; returns the metrics (the same on every rank)."""
-    held: LinkSplit = load_link_split(require_link_split(opts))
+    held = open_link_split(require_link_split(opts))
     torch.manual_seed(opts.seed)
     g = open_graph(opts)
     et = g._etype(held.etype)
@@ -138,7 +178,7 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
         wire_dtype=opts.wire_dtype,
         **inputs.loader_options(),
     )
-    history = trainer.fit(loader, loss, lambda: {f"val_{k}": v for k, v in evaluate(held.val, 1).items()})
+    history = trainer.fit(loader, loss, lambda: {f"val_{k}": v for k, v in evaluate("val", 1).items()})
     metrics = {
         "task": "link",
         "edge_type": list(et),
@@ -147,10 +187,11 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
         "num_parts": g.served.stored_book.num_partitions(),
         "random_mrr": _random_mrr(opts.eval_negatives),
     }
-    metrics |= trainer.final_test(lambda: evaluate(held.test, 2), evaluate.outputs.changed)
+    metrics |= trainer.final_test(lambda: evaluate("test", 2), evaluate.outputs.changed)
     if opts.save_embeddings:  # of the selected epoch's encoder (the test evaluation computed the outputs)
         with timing.phase("embeddings_s"):
             save_tables(s, g, representations(g, model.encoder, inputs, opts, evaluate.outputs), opts.save_embeddings)
+    evaluate.close()
     metrics["inference_s"] = evaluate.outputs.seconds
     metrics.update(cache_summary(s, cache))
     return metrics
