@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from safetensors import safe_open
+from safetensors.numpy import save_file
 
 from graphshard import partition_graph
 from graphshard.datasets import community_graph, hetero_graph
@@ -43,6 +46,12 @@ def _cases(root: Path) -> dict[str, dict]:
     partition_graph(rest, "four", 4, root / "four", part_method="random")
     partition_graph(rest, "one", 1, root / "one", part_method="random")
     partition_graph(with_reverse_edges(h_rest), "het", 2, root / "het", part_method="random", save_orig_ids=True)
+    shutil.copytree(root / "one", root / "dup")  # its node 1 given node 0's original ID: one ID missing, one twice
+    path = root / "dup" / "part0" / "graph.safetensors"
+    with safe_open(str(path), framework="np") as f:
+        tensors, meta = {k: f.get_tensor(k) for k in f.keys()}, f.metadata()
+    tensors["node/orig_id"][1] = tensors["node/orig_id"][0]
+    save_file(tensors, str(path), metadata=meta)
     (homo_et,) = homo.canonical_etypes
     return {
         "four": {"rest": rest, "held": held, "split": "homo.safetensors", "et": homo_et},
@@ -65,6 +74,11 @@ def _worker(root: str, names: list[str]) -> None:
     link._CHUNK = CHUNK  # several blocks per list, and ranks with different numbers of them
     out = Path(root)
     with session(timeout=60) as s:
+        g = open_graph(TrainOptions(part_config=str(out / "dup" / "one.json"), verify=False))  # no checksum check
+        try:
+            OriginalIds(g, "_N")
+        except FormatError as exc:
+            (out / f"dup-rank{s.rank}.txt").write_text(str(exc))
         for name in names:
             split = str(out / ("hetero.safetensors" if name == "het" else "homo.safetensors"))
             opts = TrainOptions(
@@ -191,6 +205,21 @@ def test_a_held_out_id_outside_the_graph_is_the_same_error_on_every_rank(run):
     assert said[0] == said[1]
     assert said[0].startswith(f"{root / 'bad.safetensors'}: tensor 'test' gives edge ")
     assert f"the destination node ID {n}, outside [0, {n})" in said[0]
+
+
+def test_original_ids_that_are_not_a_permutation_are_the_same_error_on_every_rank(run):
+    root, _ = run
+    said = [(root / f"dup-rank{r}.txt").read_text() for r in (0, 1)]
+    config = root / "dup" / "one.json"
+    missing = int(load_partition_book(root / "one" / "one.json").to_original("_N", [1])[0])
+    assert (
+        said[0]
+        == said[1]
+        == (
+            f"{config}: the original node IDs of type '_N' stored with its partitions are not a permutation: "
+            f"original ID {missing} is missing (another one repeats)"
+        )
+    )
 
 
 def test_the_original_id_map_refuses_ids_outside_the_type(run):
