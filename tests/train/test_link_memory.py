@@ -4,7 +4,7 @@ measured as the process's peak resident memory while it sets up the evaluation (
 held-out edges, builds the original-ID map and its shard of the known edges, ``--filtered``) and while it
 evaluates its blocks (negatives drawn over the whole graph, translated, looked up among the known edges).
 Whole tables, as ranks once held them (original IDs and their inverse, every partition's known edges in both
-directions), made rank 0's set-up 76 MB larger on the larger graph (15.7 -> 91.3 MB); now 12.4 MB on both."""
+directions), made rank 0's set-up 76 MB larger on the larger graph (15.7 -> 91.3 MB); now 6.7 MB on both."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 """Link evaluation with nothing of the whole graph on a rank (issue 28) gives the figures a single process
 computes the naive way: one launch of 2 ranks evaluates three partitionings (4 partitions served 2 per
 rank, a heterogeneous relation over 2 partitions with ``orig_nids`` files, and 1 partition served by both
-ranks) in blocks of 64 held-out edges, and saves the outputs it ranked with in original order; the test
-ranks the same edges against the same negatives from those outputs with whole tables of original IDs and
-known edges, as the code did before (equal within float32 sums: rank_sums adds in float32, and one
-candidate ranked otherwise would move a figure by 1e-6 or more). The sharded original-ID map is checked
-in the same launch: every original ID of every partition, from both ranks, and IDs outside the type
-refused."""
+ranks) in blocks of 64 held-out edges (the known edges sharded 300 at a time), and saves the outputs it
+ranked with in original order; the test ranks the same edges against the same negatives from those outputs
+with whole tables of original IDs and known edges, as the code did before (equal within float32 sums:
+rank_sums adds in float32, and one candidate ranked otherwise would move a figure by 1e-6 or more). The
+sharded original-ID map is checked in the same launch: every original ID of every partition, from both
+ranks, IDs outside the type refused, and stored original IDs that are not a permutation refused."""
 
 from __future__ import annotations
 
@@ -62,6 +62,7 @@ def _cases(root: Path) -> dict[str, dict]:
 
 def _worker(root: str, names: list[str]) -> None:
     import graphshard.train.link as link
+    import graphshard.train.link_metrics as link_metrics
     from graphshard.distributed.original import OriginalIds
     from graphshard.distributed.runtime import session
     from graphshard.errors import FormatError
@@ -72,6 +73,7 @@ def _worker(root: str, names: list[str]) -> None:
     from graphshard.train.options import TrainOptions
 
     link._CHUNK = CHUNK  # several blocks per list, and ranks with different numbers of them
+    link_metrics.BUILD_EDGES = 300  # the known edges are sharded in several rounds, of different sizes per rank
     out = Path(root)
     with session(timeout=60) as s:
         g = open_graph(TrainOptions(part_config=str(out / "dup" / "one.json"), verify=False))  # no checksum check

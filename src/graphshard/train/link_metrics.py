@@ -5,16 +5,15 @@ half); MRR is the mean of 1 / rank, Hits@K the share of edges ranked K or better
 are known edges themselves (training, validation or test), which would otherwise count against a
 model that rightly scores them high; raw figures keep them.
 
-The known edges are sharded (:class:`KnownEdges`): the keys ``src * n_dst + dst`` (new IDs) of the edges
-into a partition's nodes are held, sorted, by that partition's first process (8 bytes per edge of its
-own, its reverse edges when the relation joins one node type, and the held-out edges into its nodes); a
-candidate is looked up by one RPC per partition its destinations belong to. No rank gathers the keys of
-the whole graph."""
+The known edges are sharded (:class:`KnownEdges`): each partition's first process holds, sorted, the keys
+(new IDs) of some of them, 8 bytes per key, and a candidate is looked up by one RPC per partition holding
+its keys. No rank gathers the keys of the whole graph."""
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -24,6 +23,7 @@ from ..distributed.graph import DistGraph
 from ..distributed.rpc import by_owner
 from ..distributed.runtime import Session
 from ..errors import InputError
+from ..format.load import PartitionGraph
 from ..graph import EType
 
 FIGURES = ("rr", "count", "auc_wins", "auc_pairs", "hits")  # sums of one list of held-out edges
@@ -57,56 +57,65 @@ _SETS = itertools.count()  # construction is collective, so every rank names its
 
 
 class KnownEdges:
-    """The known edges of ``et`` (new per-type IDs), sharded by the partition of the destination: this
-    partition's training edges (the edges into its nodes, which it stores) and the ``held`` ``(2, E)`` pairs
-    this rank read (every held-out edge is read by one rank), both directions when ``et`` joins one node
-    type (a link is undirected there). Construction (all-to-all exchanges of ``BUILD_EDGES`` edges from each
-    rank at a time, as many on every rank) and :meth:`free` are collective; lookups (:meth:`__call__`) are
-    not. Held: 8 bytes per distinct key on the partition's first process."""
+    """The known edges of ``et`` (new per-type IDs), sharded over the partitions: the training edges (each
+    partition's, read from its stored edges a block at a time) and the ``held`` ``(2, E)`` pairs this rank read
+    (every held-out edge is read by one rank). Between two node types an edge ``(u, v)`` is the key
+    ``u * n_dst + v``, held by ``v``'s partition; within one node type a link is undirected: ``(u, v)`` and
+    ``(v, u)`` are one key ``min * n + max``, held by the partition of one of its ends chosen by the parity of
+    ``u + v`` (so the keys spread like the edges and a candidate in either direction finds it: one key per
+    link, where keys of both directions took two, or four when the graph stores both). Construction
+    (all-to-all exchanges of at most ``BUILD_EDGES`` edges from each rank at a time, as many on every rank)
+    and :meth:`free` are collective; lookups (:meth:`__call__`) are not."""
 
     def __init__(self, s: Session, g: DistGraph, et: EType, held: list[np.ndarray]):
-        self.g, self.et = g, et
+        self.g, self.et, self.undirected = g, et, et[0] == et[2]
         self.book, self.n_dst = g.get_partition_book(), g.num_nodes(et[2])
         self.name = f"known-edges{next(_SETS)}#{g.key}"
         per = g.group.per_part(self.book.num_partitions())
-        lists = [(h[0], h[1]) for h in (np.asarray(h, dtype=np.int64).reshape(2, -1) for h in held)]
-        if s.rank % per == 0:  # one rank per served partition contributes its edges
-            lists.append(g.local_edges(et))
-        starts = np.cumsum([0, *(a.shape[0] for a, _ in lists)])
+        first = s.rank % per == 0  # holds its partition's shard; contributes the partition's training edges
+        sources = [_pairs(np.asarray(h, dtype=np.int64).reshape(2, -1)) for h in held]
+        sources += _stored_edges(g, et) if first else []
+        starts = np.cumsum([0, *(n for n, _ in sources)])
         sizes = np.zeros(s.world_size, dtype=np.int64)
         sizes[s.rank] = starts[-1]
         rounds = math.ceil(int(all_reduce_sum(s.ctx, sizes, "known edges (counts)").max()) / BUILD_EDGES)
         got: list[np.ndarray] = []
         for r in range(rounds):  # the same number of exchanges on every rank; a loop over blocks of edges
             lo, hi = r * BUILD_EDGES, (r + 1) * BUILD_EDGES
-            src, dst = (
-                np.concatenate(
-                    [np.zeros(0, np.int64)] + [e[i][max(0, lo - a) : max(0, hi - a)] for e, a in zip(lists, starts)]
-                )
-                for i in (0, 1)
-            )
-            if et[0] == et[2]:
-                src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
-            owner = self.book.nid2partid(dst, et[2]).numpy() * per  # the first rank of the destination's partition
-            keys = src * self.n_dst + dst
-            order = np.argsort(owner, kind="stable")
-            bounds = np.searchsorted(owner[order], np.arange(s.world_size + 1))
+            pieces = [
+                edges(max(0, lo - a), min(n, hi - a)) for (n, edges), a in zip(sources, starts) if lo < a + n and a < hi
+            ]
+            src, dst = (np.concatenate([np.zeros(0, np.int64), *(p[i] for p in pieces)]) for i in (0, 1))
+            del pieces
+            keys, part = self._keys(src, dst)
+            rank = part * per  # the first rank of the partition holding the key
+            order = np.argsort(rank, kind="stable")
+            bounds = np.searchsorted(rank[order], np.arange(s.world_size + 1))
             send = [np.unique(keys[order[bounds[q] : bounds[q + 1]]]) for q in range(s.world_size)]  # over ranks
+            del keys, part, rank, order
             got += exchange(s.ctx, send, "known edges")
-        del lists
-        if s.rank % per == 0:
+        if first:
             _SHARDS[self.name] = _sorted_unique(got)
         g.group.barrier("known edges sharded")
+
+    def _keys(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The key of each pair ``(src[i], dst[i])`` and the partition that holds it (see the class docstring)."""
+        if not self.undirected:
+            return src * self.n_dst + dst, self.book.nid2partid(dst, self.et[2]).numpy()
+        lo, hi = np.minimum(src, dst), np.maximum(src, dst)
+        end = np.where((lo + hi) % 2 == 0, lo, hi)
+        return lo * self.n_dst + hi, self.book.nid2partid(end, self.et[2]).numpy()
 
     def __call__(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         """Whether each pair ``(src[i], dst[i, j])`` (new IDs) is a known edge (same shape as ``dst``)."""
         dst = np.asarray(dst, dtype=np.int64)
-        flat = dst.reshape(-1)
-        keys = (np.asarray(src, dtype=np.int64)[:, None] * self.n_dst + dst).reshape(-1)
+        keys, part = self._keys(
+            np.broadcast_to(np.asarray(src, dtype=np.int64)[:, None], dst.shape).reshape(-1), dst.reshape(-1)
+        )
         found = np.zeros(keys.shape[0], dtype=bool)
         for pos, hit in by_owner(
             self.g.group,
-            self.book.nid2partid(flat, self.et[2]).numpy(),
+            part,
             self.book.num_partitions(),
             None,
             _lookup,
@@ -120,6 +129,32 @@ class KnownEdges:
         """Drop the shards (collective: once no rank looks up any more)."""
         self.g.group.barrier("known edges freed")
         _SHARDS.pop(self.name, None)
+
+
+Edges = Callable[[int, int], tuple[np.ndarray, np.ndarray]]  # items [lo, hi) of a list -> (src, dst) of those kept
+
+
+def _pairs(held: np.ndarray) -> tuple[int, Edges]:
+    return held.shape[1], lambda lo, hi: (held[0, lo:hi], held[1, lo:hi])
+
+
+def _stored_edges(g: DistGraph, et: EType) -> list[tuple[int, Edges]]:
+    """The edges of ``et`` this process's partitions own (what :meth:`DistGraph.local_edges` returns), as one
+    list per stored partition of its stored edges (inner edges of ``et`` kept), read a block at a time."""
+    book, r = g.get_partition_book(), g.get_partition_book().canonical_etypes.index(et)
+    out: list[tuple[int, Edges]] = []
+    for part in g.local_graphs:
+
+        def edges(lo: int, hi: int, part: PartitionGraph = part) -> tuple[np.ndarray, np.ndarray]:
+            keep = part.edata["inner_edge"][lo:hi].numpy().astype(bool) & (part.edata["_TYPE"][lo:hi].numpy() == r)
+            at = lo + np.flatnonzero(keep)
+            gid = part.ndata["_ID"].numpy()
+            dst = gid[np.searchsorted(part.indptr.numpy(), at, side="right") - 1]  # CSC: edges grouped by destination
+            src = gid[part.indices[lo:hi].numpy()[keep]]
+            return book.map_to_per_ntype(src)[1].numpy(), book.map_to_per_ntype(dst)[1].numpy()
+
+        out.append((part.num_edges, edges))
+    return out
 
 
 def _sorted_unique(pieces: list[np.ndarray]) -> np.ndarray:
