@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from typing import Any
 
@@ -12,6 +13,7 @@ from .common import cluster_flags, command, out_flag
 def run_embed(args: argparse.Namespace) -> None:
     from ..train import embed
 
+    args.out_before = _stamp(args.out)
     start = time.perf_counter()
     embed(
         args.part_config,
@@ -29,8 +31,20 @@ def run_embed(args: argparse.Namespace) -> None:
 
 
 def interrupted_line(args: argparse.Namespace) -> str:
-    """What an interrupted ``embed`` says (its output is written whole at the end, or not at all)."""
+    """What an interrupted ``embed`` says (its output is written whole at the end, or not at all: a signal that
+    arrives while it is put in place is raised once it is, and then the output is this run's, complete)."""
+    if "out_before" in args and _stamp(args.out) not in (None, args.out_before):
+        return f"interrupted after writing {args.out} (complete)"
     return f"interrupted; run the same command again to write {args.out}"
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    """Which file (or directory) is at ``path`` now: its inode and change time, or None."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns
 
 
 def register(sub: Any) -> None:
