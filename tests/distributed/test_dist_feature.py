@@ -84,6 +84,7 @@ def _worker(config: str, check_error: bool, sparse: bool = False) -> None:
     g = sparse_hetero() if sparse else small_hetero()
     with DistContext.from_env(timeout=30) as ctx:
         group = init_rpc(ctx)
+        graceful = True
         try:
             part = load_partition(config, ctx.rank)
             book = part.partition_book
@@ -125,8 +126,11 @@ def _worker(config: str, check_error: bool, sparse: bool = False) -> None:
             else:
                 _pyg_checks(g, book, store)
                 _overlay_checks(g, book, store, ctx.rank)
+        except BaseException:
+            graceful = False  # a graceful shutdown would wait for the other rank, still at its checks
+            raise
         finally:
-            shutdown_rpc(group)
+            shutdown_rpc(group, graceful)
     os.environ.pop("RANK", None)
 
 
