@@ -18,7 +18,11 @@ from graphshard.train import TrainOptions, train
 from tests.graphs import small_hetero, small_homo
 
 
-def test_split_serves_remote_hits_and_counts():
+@pytest.mark.parametrize("dense", [True, False])
+def test_split_serves_remote_hits_and_counts(dense, monkeypatch):
+    """With a slot per node of the type, and on a type beyond ``DENSE_SLOT_NODES`` by searching the cached IDs
+    (no table of every node on a rank): the same rows."""
+    monkeypatch.setattr("graphshard.distributed.cache.DENSE_SLOT_NODES", 10 if dense else 9)
     rows = torch.arange(30, dtype=torch.float32).view(3, 10)
     cache = FeatureCache({"_N": np.array([2, 5, 7])}, {("_N", "feat"): rows}, {"_N": 10})
     ids = np.array([5, 1, 7, 7, 9, 2])
@@ -27,6 +31,7 @@ def test_split_serves_remote_hits_and_counts():
     assert hit.tolist() == [0, 3, 5] and todo.tolist() == [1, 2, 4]
     assert torch.equal(got, rows[[1, 2, 0]])
     assert cache.stats == {"lookups": 5, "hits": 3, "misses": 2, "bytes_saved": 3 * 10 * 4}
+    assert (cache._slots != {}) == dense
 
 
 def test_budget_by_ratio_or_megabytes():

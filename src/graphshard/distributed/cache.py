@@ -19,7 +19,7 @@ import torch
 
 from ..errors import InputError
 from .access import expected_reads
-from .sampler import fanout_table
+from .sampler import DENSE_SLOT_NODES, fanout_table
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +27,8 @@ log = logging.getLogger(__name__)
 @dataclass
 class FeatureCache:
     """Cached rows: ``ids[ntype]`` (sorted per-type IDs) and ``rows[(ntype, name)]`` in that order;
-    ``counts[ntype]``: nodes of the type (the size of its slot map, 4 bytes a node). ``stats``: ``lookups``
-    (rows of other partitions asked for) = ``hits`` + ``misses``; ``bytes_saved``."""
+    ``counts[ntype]``: nodes of the type (a slot map of 4 bytes a node up to ``DENSE_SLOT_NODES``, else a
+    search). ``stats``: ``lookups`` (rows of other partitions asked for) = ``hits`` + ``misses``; ``bytes_saved``."""
 
     ids: dict[str, np.ndarray]
     rows: dict[tuple[str, str], torch.Tensor]
@@ -50,13 +50,21 @@ class FeatureCache:
     def nbytes(self) -> int:
         return sum(v.numel() * v.element_size() for v in self.rows.values())
 
-    def _slot(self, ntype: str) -> np.ndarray:
-        """Row of every node of ``ntype`` in the cache, -1 where it has none."""
+    def _rows_of(self, ntype: str, ids: np.ndarray) -> np.ndarray:
+        """The cache row of each of ``ids`` (nodes of ``ntype``), -1 where it has none: through a slot per node of
+        the type (4 bytes a node) up to :data:`DENSE_SLOT_NODES` nodes, beyond that by a binary search of the
+        sorted cached IDs (O(cache), not O(graph), per rank)."""
+        cached = self.ids[ntype]
+        if self.counts[ntype] > DENSE_SLOT_NODES:
+            if not cached.shape[0]:
+                return np.full(ids.shape[0], -1, dtype=np.int64)
+            at = np.minimum(np.searchsorted(cached, ids), cached.shape[0] - 1)
+            return np.where(cached[at] == ids, at, -1)
         if ntype not in self._slots:
             slot = np.full(self.counts[ntype], -1, dtype=np.int32)
-            slot[self.ids[ntype]] = np.arange(self.ids[ntype].shape[0], dtype=np.int32)
+            slot[cached] = np.arange(cached.shape[0], dtype=np.int32)
             self._slots[ntype] = slot
-        return self._slots[ntype]
+        return self._slots[ntype][ids]
 
     def split(
         self, ntype: str, name: str, ids: np.ndarray, remote: np.ndarray
@@ -68,7 +76,7 @@ class FeatureCache:
         asked = int(remote.sum())
         hit_pos = np.zeros(0, np.int64)
         if rows is not None and rows.shape[0] and asked:
-            at = self._slot(ntype)[ids]
+            at = self._rows_of(ntype, ids)
             hit = remote & (at >= 0)
             hit_pos = np.flatnonzero(hit)
         if not hit_pos.size:
