@@ -21,7 +21,7 @@ import torch
 
 from ..distributed.graph import DistGraph
 from ..distributed.liveness import doing, now_doing
-from ..distributed.tensor import DistTensor
+from ..distributed.tensor import DistTensor, local_shard
 from ..format.load import PartitionGraph
 from ..graph import EType
 from ..ids import consecutive
@@ -56,6 +56,8 @@ class Plan:
     edge_ids: np.ndarray | None = None  # homogeneous ID of every stored edge (to read edge features)
     degree: dict[str, torch.Tensor] = field(default_factory=dict)  # per type: in-degree of each ``need`` row
     fetched: list[int] = field(default_factory=list)  # remote rows read per layer (inputs first)
+    prefix: dict[str, int] = field(default_factory=dict)  # per type: own rows that lead its need rows (_own_prefix)
+    storage: dict[str, torch.Tensor] = field(default_factory=dict)  # per type: a layer's outputs and next inputs
 
     def of_type(self, t: int) -> np.ndarray:
         return self.need_tid[self.need_type == t]
@@ -161,10 +163,12 @@ def _rows(x: torch.Tensor, pos: np.ndarray) -> torch.Tensor:
 
 
 def _layer(
-    model: Any, i: int, p: Plan, x: dict[str, torch.Tensor], edge_rows: EdgeRows | None = None
+    model: Any, i: int, p: Plan, x: dict[str, torch.Tensor], edge_rows: EdgeRows | None = None, grow: bool = False
 ) -> dict[str, torch.Tensor]:
     """Layer ``i`` for all destinations of the plan, in chunks of about :data:`EDGES_PER_CHUNK` edges,
-    written into one output tensor per type (no list of chunks to concatenate: half the peak)."""
+    written into one output tensor per type (no list of chunks to concatenate: half the peak). With ``grow``
+    (a layer follows), a type whose own rows lead its need rows (``p.prefix``) gets its outputs as the first
+    rows of a tensor of all its need rows (``p.storage``): the next layer's inputs, the rest read into it."""
     at = p.slot[p.dst_lo : p.dst_hi]
     count = {t: int((p.need_type[at] == ti).sum()) for ti, t in enumerate(p.ntypes)}
     out: dict[str, torch.Tensor] = {}
@@ -173,9 +177,33 @@ def _layer(
         _, rows = _chunk(model, i, p, x, lo, hi, edge_rows)
         for t, v in rows.items():
             if t not in out:
-                out[t] = torch.empty((count[t], *v.shape[1:]), dtype=v.dtype)
+                if grow and t in p.prefix and v.dtype == torch.float32:
+                    n_need = int((p.need_type == p.ntypes.index(t)).sum())
+                    p.storage[t] = torch.empty((n_need, *v.shape[1:]), dtype=v.dtype)
+                    out[t] = p.storage[t][: count[t]]
+                else:
+                    out[t] = torch.empty((count[t], *v.shape[1:]), dtype=v.dtype)
             out[t][filled[t] : filled[t] + v.shape[0]] = v
             filled[t] += v.shape[0]
+    return out
+
+
+def _own_prefix(g: DistGraph, p: Plan) -> dict[str, int]:
+    """Per node type: the number of this rank's destinations of the type, where they are exactly its shard of
+    a layer's table (one process per partition, one partition per process) and the first of the type's need
+    rows, in the same order; then one tensor holds the shard and, after it, the next layer's other inputs
+    (no copy of the shard in the inputs: at the peak one row per needed node, not one more per own node)."""
+    book = g.get_partition_book()
+    if g.group.per_part(book.num_partitions()) != 1 or len(g.local_graphs) != 1:
+        return {}
+    part = g.group.part_id(book.num_partitions())
+    out = {}
+    for ti, t in enumerate(p.ntypes):
+        lo, hi = book.node_range(part, t)
+        ids, mine = p.need_tid[p.need_type == ti], p.need_tid[_dst_types(p, ti)]
+        own = np.arange(lo, hi)
+        if np.array_equal(mine, own) and np.array_equal(ids[: hi - lo], own):
+            out[t] = hi - lo
     return out
 
 
@@ -217,6 +245,8 @@ def layerwise_inference(
     representation the last layer reads). Also returns the plan of each stored partition this rank serves.
     Collective over ``g``'s group."""
     plans, was_training = [plan(g, part) for part in g.local_graphs], model.training
+    for p in plans:
+        p.prefix = _own_prefix(g, p)
     depth = model.num_layers if layers is None else layers
     model.eval()
     context = now_doing()
@@ -225,19 +255,19 @@ def layerwise_inference(
     edge_rows = edge_rows if getattr(model, "uses_edge_attr", False) else None
     with torch.no_grad():
         tables: dict[str, DistTensor] = {}
-        rows: list[dict[str, torch.Tensor]] = []
+        rows: list[dict[str, torch.Tensor]]
         for i in range(depth):
             doing(f"{context}: layer-wise inference, layer {i + 1} of {depth}")
-            out = []
-            for k, p in enumerate(plans):  # one stored partition after another: one's inputs in memory at a time
-                x = model.layer_inputs(_fetch(p, inputs, p.ntypes)) if i == 0 else _next_inputs(p, rows[k], tables)
-                out.append(_layer(model, i, p, x, edge_rows))
+            rows = []
+            for p in plans:  # one stored partition after another: one's inputs in memory at a time
+                x = model.layer_inputs(_fetch(p, inputs, p.ntypes)) if i == 0 else _next_inputs(p, tables)
+                p.storage = {}  # x holds them now
+                rows.append(_layer(model, i, p, x, edge_rows, grow=i + 1 < depth))
                 x = None
-            rows = out
-            new = _publish(g, plans, rows, f"{name}/layer{i}")
-            for table in tables.values():
+            for table in tables.values():  # every rank has read its inputs: the layer before goes first
                 table.free()
-            tables = new
+            tables = _publish(g, plans, rows, f"{name}/layer{i}")
+            rows = []  # held by the new tables from now on
     model.train(was_training)
     doing(context)
     log.info(
@@ -256,17 +286,36 @@ def _publish(g: DistGraph, plans: list[Plan], rows: list[dict[str, torch.Tensor]
     """New DistTensors (one per node type) holding every rank's destination ``rows`` (collective)."""
     book = g.get_partition_book()
     width = _agreed_width(g, {t: v for r in rows for t, v in r.items()}, name)
+    held = {t: v for p, r in zip(plans, rows) for t, v in r.items() if _in_storage(p, t, v)}  # the shard as it is
     new = {
-        t: DistTensor(g.group, book, (g.num_nodes(t), width[t]), torch.float32, f"{name}/{t}#{g.key}", ntype=t)
+        t: DistTensor(
+            g.group,
+            book,
+            (g.num_nodes(t), width[t]),
+            torch.float32,
+            f"{name}/{t}#{g.key}",
+            ntype=t,
+            init=_given(held[t]) if t in held else None,
+        )
         for t in plans[0].ntypes
         if t in width
     }
     for p, r in zip(plans, rows):
         for ti, t in enumerate(p.ntypes):
-            if t in r and t in new:
+            if t in r and t in new and t not in held:
                 new[t][torch.from_numpy(p.need_tid[_dst_types(p, ti)])] = r[t].to(torch.float32)
     g.barrier()
     return new
+
+
+def _given(rows: torch.Tensor) -> Callable[[tuple[int, ...], torch.dtype], torch.Tensor]:
+    """A DistTensor ``init`` whose shard is ``rows`` themselves."""
+    return lambda shape, dtype: rows
+
+
+def _in_storage(p: Plan, t: str, rows: torch.Tensor) -> bool:
+    """Whether ``rows`` (outputs of type ``t``) are the leading rows of the plan's storage of ``t``."""
+    return t in p.storage and rows.data_ptr() == p.storage[t].data_ptr() and rows.shape[0] == p.prefix[t]
 
 
 def _count_degrees(g: DistGraph, plans: list[Plan], name: str) -> None:
@@ -274,8 +323,8 @@ def _count_degrees(g: DistGraph, plans: list[Plan], name: str) -> None:
     each rank counts its destinations' stored in-edges and the others' are read back (collective)."""
     rows = [_own_degrees(p) for p in plans]
     tables = _publish(g, plans, rows, f"{name}/degrees")
-    for p, r in zip(plans, rows):
-        p.degree = {t: v[:, 0] for t, v in _next_inputs(p, r, tables, count=False).items()}
+    for p in plans:
+        p.degree = {t: v[:, 0] for t, v in _next_inputs(p, tables, count=False).items()}
     g.barrier()  # every rank has read its rows before they are freed
     for t in tables.values():
         t.free()
@@ -295,28 +344,29 @@ def _own_degrees(p: Plan) -> dict[str, torch.Tensor]:
     }
 
 
-def _next_inputs(
-    p: Plan, rows: dict[str, torch.Tensor], tables: dict[str, DistTensor], count: bool = True
-) -> dict[str, torch.Tensor]:
-    """The next layer's input rows of every needed node, per type, in ``need`` order: this rank's own rows
-    from ``rows`` as they are, the others read from ``tables`` in one bulk read per type."""
-    own = np.zeros(p.need.shape[0], dtype=bool)
-    own[p.slot[p.dst_lo : p.dst_hi]] = True
+READ_BYTES = 64 << 20  # rows read from a layer's tables at a time, in bytes
+
+
+def _next_inputs(p: Plan, tables: dict[str, DistTensor], count: bool = True) -> dict[str, torch.Tensor]:
+    """The next layer's input rows of every needed node, per type, in ``need`` order, read from ``tables`` (this
+    rank's own rows where they are, the others from their owners) a block of :data:`READ_BYTES` at a time: the
+    rows of the layer before are not kept beside their table, and no second copy of every row is made."""
     if count:
         _count_remote(p, tables)
     x = {}
     for ti, t in enumerate(p.ntypes):
         if t not in tables:
             continue
-        of_type = p.need_type == ti
-        width = tables[t].shape[1]
-        out = torch.empty((int(of_type.sum()), width), dtype=torch.float32)
-        mine = _dst_types(p, ti)
-        if t in rows and mine.size:
-            out.index_copy_(0, torch.from_numpy(p.pos_in_type[mine]), rows[t])
-        other = np.flatnonzero(of_type & ~own)
-        if other.size:
-            out.index_copy_(0, torch.from_numpy(p.pos_in_type[other]), tables[t][torch.from_numpy(p.need_tid[other])])
+        ids = p.need_tid[p.need_type == ti]  # in need order: the rows' positions among their type's are 0, 1, ...
+        width = int(tables[t].shape[1])
+        shard = local_shard(tables[t].name)
+        if t in p.storage and shard is not None and _in_storage(p, t, shard.rows):
+            out, first = p.storage[t], p.prefix[t]  # the own rows are in place: the others follow them
+        else:
+            out, first = torch.empty((ids.shape[0], width), dtype=torch.float32), 0
+        block = max(1, READ_BYTES // (4 * max(1, width)))
+        for lo in range(first, ids.shape[0], block):  # a loop over blocks of rows
+            out[lo : lo + block] = tables[t][torch.from_numpy(ids[lo : lo + block])]
         x[t] = out
     return x
 
