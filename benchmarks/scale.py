@@ -45,6 +45,7 @@ from graphshard.plan.measure import process_tree
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 METHODS = ("random", "stream", "kaminpar", "metis")
+CLASSES = 8  # --big: R-MAT's planted labels (the checkpoint records the count: embed's planner knows its outputs)
 
 
 def child(args) -> dict:
@@ -216,7 +217,8 @@ def predictions(w: Path, data: Path, scale: int, procs: int, dispatch_procs: int
         per = train_estimates(cfg, procs, feature_width(cfg), 64, layerwise=False)
         out["train"] = [e.peak_bytes for e in per]
         out["train_mapped"] = [e.mapped_bytes for e in per]
-        out["train_layerwise"] = [e.peak_bytes for e in train_estimates(cfg, procs, feature_width(cfg), 64, True)]
+        # embed: layer-wise inference of both layers, the last one CLASSES wide (as train's --num-classes says)
+        out["embed"] = [e.peak_bytes for e in train_estimates(cfg, procs, feature_width(cfg), 64, True, 2, CLASSES)]
     return out
 
 
@@ -226,7 +228,7 @@ def big_commands(args, w: Path, data: Path) -> dict[str, list[str]]:
     every = ["--timeout", "7200"]
     return {
         "generate": [*gs, "generate", "rmat", "--scale", str(args.scale), "--feat-dim", str(args.feat_dim)]
-        + ["--num-classes", "8", "--chunked", "--num-chunks", "32", "--out", str(data), "--overwrite"],
+        + ["--num-classes", str(CLASSES), "--chunked", "--num-chunks", "32", "--out", str(data), "--overwrite"],
         "plan": [*gs, "plan", "--dataset", str(data), "--num-parts", "4", "--num-procs", str(args.procs)]
         + ["--out", str(w / "parts"), "--sampled-eval", "--json"],
         **{
@@ -238,7 +240,8 @@ def big_commands(args, w: Path, data: Path) -> dict[str, list[str]]:
         + ["--out", str(w / "parts"), "--num-procs", str(args.dispatch_procs), *every, "--overwrite"],
         # evaluation by sampled batches of the evaluated nodes; the checkpoint is what embed computes from
         "train": [*gs, "train", "--part-config", config, "--num-procs", str(args.procs), "--epochs", "1"]
-        + ["--fanouts", "10,10", "--batch-size", "1024", "--eval-fanouts", "10,10", *every]
+        + ["--fanouts", "10,10", "--batch-size", "1024", "--eval-fanouts", "10,10", "--num-classes", str(CLASSES)]
+        + every
         + ["--checkpoint", str(w / "ckpt"), "--metrics-out", str(w / "train.json")],
         "embed": [*gs, "embed", "--part-config", config, "--checkpoint", str(w / "ckpt"), "--out", str(w / "emb.npy")]
         + ["--num-procs", str(args.procs), *every],

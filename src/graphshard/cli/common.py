@@ -229,7 +229,11 @@ def balance_flags(p: argparse.ArgumentParser) -> None:
         help="'train': balance every node type and its training nodes; or a .npy of one integer "
         "class per node (node types in order); metis and random",
     )
-    p.add_argument("--balance-edges", action="store_true", help="balance in-degree across partitions too (metis)")
+    p.add_argument(
+        "--balance-edges",
+        action="store_true",
+        help="balance in-degree (the edges each partition stores) too: metis, kaminpar and stream",
+    )
     p.add_argument("--objtype", default="cut", choices=["cut", "vol"], help="METIS objective")
 
 

@@ -20,7 +20,7 @@ from ..format.config import read_config
 from ..memory import allowed
 from ..sampling.kernels import warm_up
 from .checkpoint import LATER_OPTIONS, RESUME_OPTIONS, load_checkpoint, read_state, run_identity
-from .cost import check_train_fits
+from .cost import check_train_fits, evaluated
 from .embeddings import check_embeddings_target, every_output, save_tables
 from .inputs import ModelInputs, build_model
 from .link import link_model
@@ -105,7 +105,8 @@ def embed(
         return
     assert opts.part_config is not None  # set by checkpoint_options
     cfg = read_config(opts.part_config)
-    check_train_fits(cfg, num_procs, num_procs, opts.hidden, True, allowed(memory), step="embed")
+    layers, outputs = evaluated(cfg, opts, opts.embedding_layer)
+    check_train_fits(cfg, num_procs, num_procs, opts.hidden, True, allowed(memory), "embed", layers, outputs)
     warm_up()
     launch(_rank, num_procs, (opts,), host, timeout)
 

@@ -2,13 +2,15 @@
 the partitions each process serves, their local node counts read from the file headers) and the model's
 widths, plus the partition files it memory-maps (counted apart: page cache the kernel can drop).
 
-A process holds tables over every node of the graph (labels, split masks, the sampler's slot table),
-degree tables of the nodes it serves, mini-batches, and at evaluation either sampled batches
-(``--eval-fanouts``) or the layer-wise inference's rows: the inputs of every local node of one stored
-partition at a time, and the layer outputs of the nodes it serves. Coefficients measured on R-MAT scale
-10-21 (64-d features, hidden 64, 2 and 4 partitions on 2 processes, ``benchmarks/plan_calibration.py``)
-and 24 (16.8 M nodes, 4 partitions on 2 processes, ``benchmarks/scale.py --big``), fitted as an upper
-bound: with sampled evaluation every run within +0-10 %. Parts that stop growing with the graph
+A process holds what grows with the partitions it serves (their widened ``indptr`` and node IDs, degree
+tables, its split nodes' labels and masks: per local node), the sampler's slot table (one per node of the
+graph up to ``DENSE_SLOT_NODES``, then a hash of the batch), mini-batches, and at evaluation either sampled
+batches (``--eval-fanouts``) or the layer-wise inference's rows: the plan and inputs of every local node of
+one stored partition at a time and the outputs of the nodes it serves (with one partition per process the
+outputs are the first rows of the next layer's inputs: one row per needed node). Nothing grows with the
+other partitions. Coefficients from R-MAT scale 16-21 (64-d features, hidden 64, 2 and 4 partitions on 2
+processes, ``benchmarks/plan_calibration.py``), fitted as an upper bound; checked on R-MAT 25
+(``benchmarks/scale.py --big --scale 25``, docs/benchmarks.md). Parts that stop growing with the graph
 (mini-batches, start-up work in bounded blocks, a chunk of a layer's edges) are capped terms.
 """
 
@@ -16,53 +18,69 @@ from __future__ import annotations
 
 import math
 
+from ..distributed.sampler import DENSE_SLOT_NODES
 from ..distributed.served import stored_per_process
 from ..errors import InputError
 from ..format.config import PartitionConfig
 from ..format.tensorfile import read_header
 from ..memory import Estimate, gib
+from .options import TrainOptions
 
 TRAIN_BASE = 275 << 20  # a training process: torch, PyG, RPC agent, model (measured 273 MiB on a tiny graph)
 BATCHES = 600  # per node of the graph, up to BATCHES_CAP: mini-batches in flight (they stop growing with the graph)
 BATCHES_CAP = 40 << 20
 SETUP = 160  # per node of the graph, up to SETUP_CAP: start-up work in bounded blocks (validation, degrees)
-SETUP_CAP = 300 << 20
-PER_NODE = 60  # per node of the graph, on every process (labels, masks, the sampler's slot table)
-PER_NODE_SEGMENT = 20  # and per node of the graph for every stored partition served beyond the first
+SETUP_CAP = 200 << 20
+SLOT = 8  # per node of the graph up to DENSE_SLOT_NODES: the sampler's slot table (int64)
+PER_LOCAL = 40  # per local node of every stored partition served: widened indptr and IDs, degrees, labels, masks
 LAYERWISE_CHUNK = 60  # per edge of a partition, up to LAYERWISE_CHUNK_CAP: one chunk of a layer's edges
 LAYERWISE_CHUNK_CAP = 120 << 20  # (graphshard.infer.layerwise.EDGES_PER_CHUNK)
-LAYERWISE_PER_LOCAL = 5.0  # per local node of a partition and per input+hidden column (float32 plus plan)
+LAYERWISE_PLAN = 48  # per local node of the partition being computed: its plan (needed rows, types, positions)
+LAYERWISE_ROWS = 1.1  # x the float32 rows a layer holds at its peak (inputs and outputs: see _layer_rows)
 LAYERWISE_SEGMENT = 64 << 20  # serving several partitions: their plans and rows held together (measured 3-110 MiB)
 
 
-def train_estimates(cfg: PartitionConfig, world: int, feat_width: int, hidden: int, layerwise: bool) -> list[Estimate]:
+def train_estimates(
+    cfg: PartitionConfig,
+    world: int,
+    feat_width: int,
+    hidden: int,
+    layerwise: bool,
+    layers: int = 2,
+    outputs: int | None = None,
+) -> list[Estimate]:
     """One estimate per process (``method`` = ``"rank r"``) of training on ``cfg``'s partitions with
     ``world`` processes; ``feat_width``: input columns; ``layerwise``: evaluation by layer-wise inference
-    (the default) rather than sampled batches."""
+    (the default) rather than sampled batches; ``layers``: the layers evaluated, ``outputs``: the last one's
+    width (default ``hidden``)."""
     group = stored_per_process(cfg.num_parts, world)
     sharing = max(1, world // cfg.num_parts)
     inner = [sum(int(r[p, 1] - r[p, 0]) for r in cfg.node_map.values()) for p in range(cfg.num_parts)]
+    local = [_local_nodes(cfg, p) for p in range(cfg.num_parts)]
+    n = cfg.num_nodes
     out = []
     for rank in range(world):
         first = (rank // sharing) * group
         served = range(first, first + group)
-        n = cfg.num_nodes
         peak = (
             TRAIN_BASE
             + min(BATCHES_CAP, BATCHES * n)
             + min(SETUP_CAP, SETUP * n)
-            + PER_NODE * n
-            + PER_NODE_SEGMENT * n * (group - 1)
+            + SLOT * min(n, DENSE_SLOT_NODES)
+            + PER_LOCAL * sum(local[p] for p in served)
         )
         phase = "training"
         if layerwise:
-            local = max(_local_nodes(cfg, p) for p in served) // sharing
             edges = max(sum(int(r[p, 1] - r[p, 0]) for r in cfg.edge_map.values()) for p in served) // sharing
             others = sum(inner[p] for p in served) - min(inner[p] for p in served)
+            need = max(local[p] for p in served) // sharing
+            dst = max(inner[p] for p in served) // sharing
+            aliased = group == 1 and sharing == 1
             peak += (
                 min(LAYERWISE_CHUNK_CAP, LAYERWISE_CHUNK * edges)
-                + 8 * hidden * others
-                + int(LAYERWISE_PER_LOCAL * (feat_width + hidden) * local)
+                + LAYERWISE_PLAN * need
+                + int(LAYERWISE_ROWS * _layer_rows(need, dst, feat_width, hidden, outputs or hidden, layers, aliased))
+                + 4 * hidden * others
                 + LAYERWISE_SEGMENT * (group > 1)
             )
             phase = "layer-wise evaluation"
@@ -71,6 +89,33 @@ def train_estimates(cfg: PartitionConfig, world: int, feat_width: int, hidden: i
         )
         out.append(Estimate(f"rank {rank}", peak, 0, phase, mapped))
     return out
+
+
+def _layer_rows(need: int, dst: int, feat: int, hidden: int, last: int, layers: int, aliased: bool) -> int:
+    """Bytes of float32 rows at the peak of a layer (graphshard.infer.layerwise): its inputs (one row per needed
+    node), its outputs (one per destination) and, unless ``aliased`` (the previous outputs are the first rows of
+    the inputs), the previous layer's shard while the inputs are read; ``last``: the last layer's output
+    width. With ``aliased`` the outputs are the first rows of a tensor of every needed node's row, whose other
+    rows are not touched (not resident) before the next layer reads them."""
+    peak = 0
+    for i in range(layers):
+        width_in = feat if i == 0 else hidden
+        width_out = hidden if i + 1 < layers else last
+        if aliased:  # the outputs' storage has a row per needed node, but only the own rows are written yet
+            held = need * width_in + dst * width_out
+        else:
+            held = need * width_in + dst * width_out + (dst * width_in if i else 0)
+        peak = max(peak, 4 * held)
+    return peak
+
+
+def evaluated(cfg: PartitionConfig, opts: TrainOptions, embedding_layer: str = "output") -> tuple[int, int]:
+    """The layers layer-wise inference computes for ``opts`` and the last one's width: the classes of node
+    classification, the hidden width for link prediction or the hidden embedding layer."""
+    if embedding_layer == "hidden":
+        return opts.num_layers - 1, opts.hidden
+    classes = opts.num_classes or cfg.num_classes
+    return opts.num_layers, (classes or opts.hidden) if opts.task == "node" else opts.hidden
 
 
 def _local_nodes(cfg: PartitionConfig, part: int) -> int:
@@ -90,12 +135,20 @@ def feature_width(cfg: PartitionConfig, names: tuple[str, ...] = ("feat", "x")) 
 
 
 def check_train_fits(
-    cfg: PartitionConfig, world: int, local: int, hidden: int, layerwise: bool, budget: int, step: str = "training"
+    cfg: PartitionConfig,
+    world: int,
+    local: int,
+    hidden: int,
+    layerwise: bool,
+    budget: int,
+    step: str = "training",
+    layers: int = 2,
+    outputs: int | None = None,
 ) -> None:
     """Raise :class:`InputError` when the ``local`` processes started on this machine (of ``world``) are
     predicted to need more than ``budget`` bytes together (``step``: ``training``, or ``embed``, whose rank
-    count is the checkpoint's)."""
-    per = train_estimates(cfg, world, feature_width(cfg) or hidden, hidden, layerwise)[:local]
+    count is the checkpoint's; ``layers`` evaluated and the last one's ``outputs``: see :func:`train_estimates`)."""
+    per = train_estimates(cfg, world, feature_width(cfg) or hidden, hidden, layerwise, layers, outputs)[:local]
     need = sum(e.peak_bytes for e in per)
     if budget and need > budget:
         worst = max(per, key=lambda e: e.peak_bytes)

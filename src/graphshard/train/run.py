@@ -28,7 +28,7 @@ from ..sampling.kernels import warm_up
 from . import timing
 from .checkpoint import check_checkpoints, run_identity
 from .contract import resolve_data
-from .cost import check_train_fits
+from .cost import check_train_fits, evaluated
 from .embeddings import check_embeddings_target
 from .link import train_link
 from .link_split import save_link_split, split_edges
@@ -270,7 +270,9 @@ def _train(
         assert opts.part_config is not None  # checked by resolve_data
         cfg = read_config(opts.part_config)  # read once for both checks
         # predicted not to fit this machine: refused now, with the numbers
-        check_train_fits(cfg, num_procs, num_procs, opts.hidden, opts.eval_fanouts is None, allowed(memory))
+        layers, outputs = evaluated(cfg, opts)
+        budget, layerwise = allowed(memory), opts.eval_fanouts is None
+        check_train_fits(cfg, num_procs, num_procs, opts.hidden, layerwise, budget, "training", layers, outputs)
         if opts.checkpoint:  # a checkpoint of another run, or ranks at different epochs: say so now
             check_checkpoints(opts.checkpoint, run_identity(cfg, opts, num_procs), num_procs)
     if not num_procs:
