@@ -51,13 +51,16 @@ def _edge_w(g, et, ids: torch.Tensor) -> torch.Tensor:
     return g.edges[et].data["w"][ids].float().view(-1, 1)
 
 
-def _rank(config: str, in_dims, out: str, kinds: tuple[str, ...] = ("sage",)) -> None:
+def _rank(jobs: list[tuple[str, str, object, str, tuple[str, ...]]]) -> None:
+    """One rank of a launch that runs every job ``(config, graph name, in_dims, out, model kinds)`` in turn:
+    one launch for all the models of a test, and for all the 2-rank cases of this module."""
     from graphshard.distributed import DistGraph, session
 
     with session(timeout=120) as s:
-        g = DistGraph("g", config)
-        for kind in kinds:  # one launch for all the models of a test
-            _infer(s, g, _model(in_dims, g.canonical_etypes, kind), f"{out}.{kind}")
+        for config, name, in_dims, out, kinds in jobs:
+            g = DistGraph(name, config)
+            for kind in kinds:
+                _infer(s, g, _model(in_dims, g.canonical_etypes, kind), f"{out}.{kind}")
 
 
 def _infer(s, g, model: torch.nn.Module, out: str) -> None:
@@ -92,24 +95,61 @@ def _infer(s, g, model: torch.nn.Module, out: str) -> None:
         table.free()
 
 
-def _check(tmp_path, graph, expected: dict[str, torch.Tensor], in_dims, parts: int, ranks: int, layers: int):
-    """Layer-wise outputs of the ``sage`` model against ``expected``, and its remote reads."""
-    _check_all(tmp_path, graph, {"sage": expected}, in_dims, parts, ranks, {"sage": layers})
+def _hetero_inputs(g: Graph) -> dict[str, torch.Tensor]:
+    return {
+        t: torch.from_numpy(g.node_feats[t]["feat"]).float()
+        if "feat" in g.node_feats.get(t, {})
+        else _featureless(t, torch.arange(g.num_nodes[t]))
+        for t in g.ntypes
+    }
 
 
-def _check_all(
-    tmp_path,
-    graph,
-    expected: dict[str, dict[str, torch.Tensor]],
-    in_dims,
-    parts: int,
-    ranks: int,
-    layers: dict[str, int],
-) -> None:
-    """Every model kind's layer-wise outputs (computed in one launch) against ``expected[kind]``."""
-    partition_graph(graph, "g", parts, tmp_path / "p", part_method="random")
-    out = str(tmp_path / "out")
-    launch(_rank, ranks, (str(tmp_path / "p" / "g.json"), in_dims, out, tuple(expected)), timeout=240)
+def _case(graph: str) -> tuple[Graph, object, tuple[str, ...]]:
+    """The graph of each test below, its models' input widths and the model kinds run on it."""
+    if graph == "homo":
+        g = small_homo()
+        return g, int(g.node_feats["_N"]["feat"].shape[1]), ("sage",)
+    if graph == "hetero":
+        g = small_hetero()
+        return g, {t: int(v.shape[1]) for t, v in _hetero_inputs(g).items()}, ("sage",)
+    g = _with_loops_and_repeats(small_homo())
+    return g, int(g.node_feats["_N"]["feat"].shape[1]), tuple(k for k in HOMOGENEOUS if k != "sage")
+
+
+# every 2-rank case of the tests below, (graph, parts): all run in one launch (a launch costs seconds of start-up)
+TWO_RANKS = [
+    *(("homo", parts) for parts in (2, 1, 4)),
+    *(("hetero", parts) for parts in (2, 1, 4)),
+    *(("models", parts) for parts in (2, 4)),
+]
+
+
+def _job(root, graph: str, parts: int) -> tuple[str, str, object, str, tuple[str, ...]]:
+    """``graph`` partitioned into ``parts`` under ``root``: the job :func:`_rank` runs on it."""
+    g, in_dims, kinds = _case(graph)
+    name = f"{graph}{parts}"
+    partition_graph(g, name, parts, root / name, part_method="random")
+    return str(root / name / f"{name}.json"), name, in_dims, str(root / name / "out"), kinds
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory):
+    """The layer-wise outputs of every 2-rank case, from one launch: ``<root>/<graph><parts>/out.<kind>...``."""
+    root = tmp_path_factory.mktemp("two-ranks")
+    launch(_rank, 2, ([_job(root, graph, parts) for graph, parts in TWO_RANKS],), timeout=240)
+    return root
+
+
+def _check(request, graph: str, expected: dict[str, dict[str, torch.Tensor]], parts: int, ranks: int, layers) -> None:
+    """Every model kind's layer-wise outputs for ``graph`` on ``parts`` partitions and ``ranks`` ranks (computed
+    in one launch) against ``expected[kind]``, and its remote reads (``layers[kind]`` tables read)."""
+    if (graph, parts) in TWO_RANKS and ranks == 2:
+        out = str(request.getfixturevalue("two_ranks") / f"{graph}{parts}" / "out")
+    else:
+        root = request.getfixturevalue("tmp_path")
+        job = _job(root, graph, parts)
+        launch(_rank, ranks, ([job],), timeout=240)
+        out = job[3]
     for kind, want_rows in expected.items():
         _check_kind(f"{out}.{kind}", want_rows, parts, ranks, layers[kind])
 
@@ -129,30 +169,24 @@ def _check_kind(out: str, expected: dict[str, torch.Tensor], parts: int, ranks: 
 
 
 @pytest.mark.parametrize("parts, ranks", [(1, 1), (2, 2), (3, 3), (1, 2), (4, 2)])
-def test_homogeneous_graphsage_equals_a_full_graph_forward(tmp_path, parts, ranks):
+def test_homogeneous_graphsage_equals_a_full_graph_forward(request, parts, ranks):
     g = small_homo()
     x = torch.from_numpy(g.node_feats["_N"]["feat"]).float()
     src, dst = g.edges[("_N", "_E", "_N")]
     model = _model(x.shape[1]).eval()
     with torch.no_grad():
         want = model(x, torch.from_numpy(np.stack([src, dst])).long())
-    _check(tmp_path, g, {"_N": want}, x.shape[1], parts, ranks, layers=3)
+    _check(request, "homo", {"sage": {"_N": want}}, parts, ranks, {"sage": 3})
 
 
 @pytest.mark.parametrize("parts, ranks", [(2, 2), (1, 2), (4, 2)])
-def test_heterogeneous_sage_equals_a_full_graph_forward(tmp_path, parts, ranks):
+def test_heterogeneous_sage_equals_a_full_graph_forward(request, parts, ranks):
     g = small_hetero()
-    x = {
-        t: torch.from_numpy(g.node_feats[t]["feat"]).float()
-        if "feat" in g.node_feats.get(t, {})
-        else _featureless(t, torch.arange(g.num_nodes[t]))
-        for t in g.ntypes
-    }
-    dims = {t: int(v.shape[1]) for t, v in x.items()}
-    model = _model(dims, list(g.edges)).eval()
+    x = _hetero_inputs(g)
+    model = _model({t: int(v.shape[1]) for t, v in x.items()}, list(g.edges)).eval()
     with torch.no_grad():
         want = model(x, {et: torch.from_numpy(np.stack(g.edges[et])).long() for et in g.edges})
-    _check(tmp_path, g, want, dims, parts, ranks, layers=2)
+    _check(request, "hetero", {"sage": want}, parts, ranks, {"sage": 2})
 
 
 def _with_loops_and_repeats(g: Graph) -> Graph:
@@ -166,7 +200,7 @@ def _with_loops_and_repeats(g: Graph) -> Graph:
 
 
 @pytest.mark.parametrize("parts", [2, 4])
-def test_homogeneous_models_equal_a_full_graph_forward(tmp_path, parts, ranks=2):
+def test_homogeneous_models_equal_a_full_graph_forward(request, parts, ranks=2):
     g = _with_loops_and_repeats(small_homo())
     x = torch.from_numpy(g.node_feats["_N"]["feat"]).float()
     src, dst = g.edges[("_N", "_E", "_N")]
@@ -180,4 +214,4 @@ def test_homogeneous_models_equal_a_full_graph_forward(tmp_path, parts, ranks=2)
             extra = {"edge_attr": w} if HOMOGENEOUS[kind][1] else {}
             expected[kind] = {"_N": model(x, torch.from_numpy(np.stack([src, dst])).long(), **extra)}
         layers[kind] = model.num_layers
-    _check_all(tmp_path, g, expected, x.shape[1], parts, ranks, layers)
+    _check(request, "models", expected, parts, ranks, layers)
