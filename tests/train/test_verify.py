@@ -30,7 +30,6 @@ def _partition(data, out) -> str:
 
 def test_corrupt_partition_is_refused_by_train_and_embed(data, tmp_path, capsys):
     config = _partition(data, tmp_path / "p")
-    train(TrainOptions(part_config=config, checkpoint=str(tmp_path / "ck"), **KW), num_procs=2)
     feats = read_config(config).part_path(0, "node_feats")
     raw = bytearray(feats.read_bytes())
     before = len(raw)
@@ -40,11 +39,12 @@ def test_corrupt_partition_is_refused_by_train_and_embed(data, tmp_path, capsys)
     culprit = rf"host 127\.0\.0\.1 \(rank0\): {feats}: sha256 does not match .*--no-verify skips this check"
     with pytest.raises(DistError, match=culprit):
         train(TrainOptions(part_config=config, **KW), num_procs=2)
+    # the explicit opt-out trains (and leaves the checkpoint embed is given below)
+    m = train(TrainOptions(part_config=config, verify=False, checkpoint=str(tmp_path / "ck"), **KW), num_procs=2)
+    assert m["complete"] and len(m["epochs"]) == 1
     with pytest.raises(DistError, match=culprit):
         embed(config, tmp_path / "ck", tmp_path / "emb.npy", num_procs=2, timeout=60)
     assert not (tmp_path / "emb.npy").exists()
-    m = train(TrainOptions(part_config=config, verify=False, **KW), num_procs=2)  # the explicit opt-out
-    assert m["complete"] and len(m["epochs"]) == 1
 
 
 def test_labels_are_checked_against_the_recorded_class_count(data, tmp_path):
