@@ -9,8 +9,9 @@ batches (``--eval-fanouts``) or the layer-wise inference's rows: the plan and in
 one stored partition at a time and the outputs of the nodes it serves (with one partition per process the
 outputs are the first rows of the next layer's inputs: one row per needed node). Nothing grows with the
 other partitions. Coefficients from R-MAT scale 16-21 (64-d features, hidden 64, 2 and 4 partitions on 2
-processes, ``benchmarks/plan_calibration.py``), fitted as an upper bound; checked on R-MAT 25
-(``benchmarks/scale.py --big --scale 25``, docs/benchmarks.md). Parts that stop growing with the graph
+processes, ``benchmarks/plan_calibration.py``) and R-MAT 25 (4 partitions of 4.7-938 M edges, 9.6-16.5 M local
+nodes, ``benchmarks/scale.py --big --scale 25``; its skewed partition set the per-edge and per-local-node
+start-up terms), fitted as an upper bound. Parts that stop growing with the graph
 (mini-batches, start-up work in bounded blocks, a chunk of a layer's edges) are capped terms.
 """
 
@@ -32,7 +33,8 @@ BATCHES_CAP = 40 << 20
 SETUP = 160  # per node of the graph, up to SETUP_CAP: start-up work in bounded blocks (validation, degrees)
 SETUP_CAP = 200 << 20
 SLOT = 8  # per node of the graph up to DENSE_SLOT_NODES: the sampler's slot table (int64)
-PER_LOCAL = 40  # per local node of every stored partition served: widened indptr and IDs, degrees, labels, masks
+PER_LOCAL = 60  # per local node of every stored partition served: widened indptr and IDs, degrees, labels, masks
+PER_EDGE = 1  # per stored edge of every partition served (measured at R-MAT 25: 938 M edges added ~0.9 GiB)
 LAYERWISE_CHUNK = 60  # per edge of a partition, up to LAYERWISE_CHUNK_CAP: one chunk of a layer's edges
 LAYERWISE_CHUNK_CAP = 120 << 20  # (graphshard.infer.layerwise.EDGES_PER_CHUNK)
 LAYERWISE_PLAN = 48  # per local node of the partition being computed: its plan (needed rows, types, positions)
@@ -57,6 +59,7 @@ def train_estimates(
     sharing = max(1, world // cfg.num_parts)
     inner = [sum(int(r[p, 1] - r[p, 0]) for r in cfg.node_map.values()) for p in range(cfg.num_parts)]
     local = [_local_nodes(cfg, p) for p in range(cfg.num_parts)]
+    stored = [sum(int(r[p, 1] - r[p, 0]) for r in cfg.edge_map.values()) for p in range(cfg.num_parts)]
     n = cfg.num_nodes
     out = []
     for rank in range(world):
@@ -68,10 +71,11 @@ def train_estimates(
             + min(SETUP_CAP, SETUP * n)
             + SLOT * min(n, DENSE_SLOT_NODES)
             + PER_LOCAL * sum(local[p] for p in served)
+            + PER_EDGE * sum(stored[p] for p in served)
         )
         phase = "training"
         if layerwise:
-            edges = max(sum(int(r[p, 1] - r[p, 0]) for r in cfg.edge_map.values()) for p in served) // sharing
+            edges = max(stored[p] for p in served) // sharing
             others = sum(inner[p] for p in served) - min(inner[p] for p in served)
             need = max(local[p] for p in served) // sharing
             dst = max(inner[p] for p in served) // sharing
