@@ -12,11 +12,11 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from graphshard import Graph, partition_graph
 from graphshard.distributed.launcher import launch
 from graphshard.train.link_split import LinkSplit, save_link_split
+from tests.memory import needs_peak_reset, peak_rss, restart_peak
 
 OWN, OWN_EDGES, HELD = 20_000, 60_000, 9_000  # partition 0: random edges, HELD of them validation, HELD test
 OTHER = {"small": 20_000, "large": 500_000}  # partition 1: a ring; the whole graph on a rank cost 80 MB more
@@ -39,16 +39,6 @@ def _graph(other: int, out: Path) -> tuple[str, str]:
     partition_graph(Graph.from_arrays(src, dst, n, node_feats=feats), "g", 2, out, part_method=owner)
     save_link_split(held, out / "held.safetensors")
     return str(out / "g.json"), str(out / "held.safetensors")
-
-
-def _peak_rss() -> int:
-    status = Path("/proc/self/status").read_text()
-    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM"))) * 1024
-
-
-def _restart_peak() -> int:
-    Path("/proc/self/clear_refs").write_text("5")  # the peak starts again from what the process holds now
-    return _peak_rss()
 
 
 def _worker(config: str, split: str, out: str) -> None:
@@ -76,19 +66,19 @@ def _worker(config: str, split: str, out: str) -> None:
         warm = OriginalIds(g, "_N")  # the first maps, RPCs and exchanges allocate their buffers once
         warm(np.arange(0, g.num_nodes("_N"), 1000))
         warm.free()
-        before = _restart_peak()
+        before = restart_peak()
         evaluate = LinkEvaluator(s, g, model, inputs, et, opts, held)
-        setup = _peak_rss() - before
+        setup = peak_rss() - before
         evaluate.outputs.get()  # every node's outputs (layer-wise inference, O(partition); not measured here)
-        before = _restart_peak()
+        before = restart_peak()
         figures = evaluate("val", 1) | evaluate("test", 2)
-        evaluation = _peak_rss() - before
+        evaluation = peak_rss() - before
         evaluate.close()
         record = {"setup": setup, "evaluation": evaluation, "blocks": len(evaluate.blocks["val"]), **figures}
         Path(out, f"rank{s.rank}.json").write_text(json.dumps(record))
 
 
-@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux's /proc/self/clear_refs")
+@needs_peak_reset
 def test_link_evaluation_memory_does_not_grow_with_the_other_partition(tmp_path):
     seen = {}
     for name, other in OTHER.items():

@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from graphshard import Graph, partition_graph
 from graphshard.distributed.launcher import launch
+from tests.memory import needs_peak_reset, peak_rss, restart_peak
 
 OWN = 20_000  # nodes of partition 0, the only ones in a split
 OTHER = {"small": 20_000, "large": 2_000_000}  # nodes of partition 1: O(total nodes) per rank would add ~38 MB
@@ -38,11 +38,6 @@ def _graph(other: int, out: Path) -> tuple[str, dict[str, int]]:
     return str(out / "g.json"), {k.removesuffix("_mask"): int(v.sum()) for k, v in feats.items() if k.endswith("mask")}
 
 
-def _peak_rss() -> int:
-    status = Path("/proc/self/status").read_text()
-    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM"))) * 1024
-
-
 def _worker(config: str, out: str) -> None:
     from graphshard.distributed.runtime import session
     from graphshard.train.embeddings import my_share
@@ -54,17 +49,16 @@ def _worker(config: str, out: str) -> None:
     with session(timeout=60) as s:
         g = open_graph(opts)
         my_share(s, g, "_N")  # warm: the first collectives and fetches allocate their buffers once
-        Path("/proc/self/clear_refs").write_text("5")  # the peak starts again from what the process holds now
-        before = _peak_rss()
+        before = restart_peak()
         task = node_task(s, g, opts)
         share = my_share(s, g, "_N")
-        growth = _peak_rss() - before
+        growth = peak_rss() - before
         sizes = {k: int(v.numel()) for k, v in task.split.items()}
         record = {"growth": growth, "split": sizes, "share": int(share.numel()), "classes": task.classes}
         Path(out, f"rank{s.rank}.json").write_text(json.dumps(record))
 
 
-@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux's /proc/self/clear_refs")
+@needs_peak_reset
 def test_rank_memory_does_not_grow_with_the_other_partition(tmp_path):
     seen = {}
     for name, other in OTHER.items():
