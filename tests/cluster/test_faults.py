@@ -13,10 +13,16 @@ from graphshard.chunked.writer import chunk_graph
 from graphshard.datasets import community_graph
 from graphshard.pipeline.assign import assign_chunked
 
-from .jobs import faulted, finish, spread, start
+from . import jobs
+from .jobs import finish, spread, start
 from .test_train import FAST, _partitions
 
-DETECTED = 10.0  # seconds from the fault to the survivor's line, at the default heartbeat timeout
+HEARTBEAT = 3.0  # --heartbeat-timeout of the faulted runs: what the survivors wait for is this bound, not its default
+DETECTED = HEARTBEAT + 4.0  # seconds from the fault to the survivor's line (the default 6 s would give 10)
+
+
+def faulted(c, args: list[str], kind: str, at: str) -> tuple[float, str, str]:
+    return jobs.faulted(c, [*args, "--heartbeat-timeout", str(HEARTBEAT)], kind, at)
 
 
 def _check_reported(line: str, output: str, doing: str, seconds: float) -> None:
