@@ -122,6 +122,9 @@ def test_loaders_match_the_original_graph(tmp_path):
     launch(_worker, 2, (str(tmp_path / "s" / "s.json"), str(tmp_path / "h" / "h.json")), timeout=240)
 
 
+DEAD_RANK_HEARTBEAT = 2.0  # seconds of silence after which the survivor names the dead rank (6 s by default)
+
+
 def _failing_worker(config, scenario):
     import os
 
@@ -129,7 +132,8 @@ def _failing_worker(config, scenario):
     from graphshard.distributed.loader import DistNeighborLoader
     from graphshard.distributed.runtime import session
 
-    with session(timeout=20) as s:
+    # a rank that dies is found by the heartbeat: the test waits for its bound, so the smallest sensible one
+    with session(timeout=20, heartbeat_timeout=DEAD_RANK_HEARTBEAT if scenario == "dead-rank" else None) as s:
         dg = DistGraph("s", config)
         seeds = dg.get_partition_book().partid2nids(s.rank).numpy()
         if scenario == "sampler-error":
