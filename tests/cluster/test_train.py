@@ -125,7 +125,9 @@ def test_link_prediction_under_a_pytorchjob_environment(cluster, tmp_path):
 
 
 def test_two_hosts_of_two_ranks(cluster, tmp_path):
-    c = cluster(2)
+    # two cores a host: the one-host reference runs 4 ranks, not on one core (each rank still has one thread:
+    # its share of the host's cores, as across the hosts)
+    c = cluster(2, cores_per_host=2)
     one, across = _one_host_and_across(
         c, _partitions(tmp_path, parts=4), [*FAST, "--epochs", "2"], "torchrun", per_host=2
     )
