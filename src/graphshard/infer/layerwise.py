@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 Rows = Callable[[str, torch.Tensor], torch.Tensor]  # (node type, per-type IDs) -> input rows
 EdgeRows = Callable[[EType, torch.Tensor], torch.Tensor]  # (edge type, per-type edge IDs) -> feature rows
 EDGES_PER_CHUNK = 1 << 21  # edges of one layer computed at once (their temporaries: ~120 MB)
+NODES_PER_CHUNK = 1 << 18  # and destinations at most (their rows' temporaries: a few of 64 MiB at 64 columns)
 
 
 @dataclass
@@ -207,12 +208,14 @@ def _own_prefix(g: DistGraph, p: Plan) -> dict[str, int]:
     return out
 
 
-def _chunks(p: Plan, edges: int) -> Iterator[tuple[int, int]]:
-    """This rank's destinations ``[lo, hi)`` in runs of about ``edges`` in-edges (at least one node each)."""
+def _chunks(p: Plan, edges: int, nodes: int = NODES_PER_CHUNK) -> Iterator[tuple[int, int]]:
+    """This rank's destinations ``[lo, hi)`` in runs of about ``edges`` in-edges and at most ``nodes`` nodes (at
+    least one node each): a layer's temporaries are rows of the chunk's destinations, so a partition of many
+    nodes and few edges (R-MAT's isolated nodes) must not become one chunk of every node."""
     lo = p.dst_lo
     while lo < p.dst_hi:
         hi = int(np.searchsorted(p.indptr, p.indptr[lo] + edges, side="right")) - 1
-        hi = min(max(hi, lo + 1), p.dst_hi)
+        hi = min(max(hi, lo + 1), p.dst_hi, lo + nodes)
         yield lo, hi
         lo = hi
 
