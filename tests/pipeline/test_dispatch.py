@@ -9,6 +9,7 @@ import pytest
 
 from graphshard import partition_graph
 from graphshard.chunked.writer import chunk_graph
+from graphshard.distributed.launcher import launch
 from graphshard.pipeline.assign import assign_chunked
 from graphshard.pipeline.assignment_files import read_assignment
 from graphshard.pipeline.dispatch import DispatchOptions, run_dispatch
@@ -31,41 +32,84 @@ def _compare(reference, dispatched, name):
             assert a[rel] == b[rel], f"{rel} differs"
 
 
-def _run(tmp_path, g, chunks, parts, ranks, hops=1, fmt="numpy", orig=True, feat_dtype=None):
-    chunk_graph(g, tmp_path / "chunked", chunks, fmt, graph_name="g")
-    assign_chunked(tmp_path / "chunked", tmp_path / "assign", parts, "random", seed=3)
-    per_type, _ = read_assignment(tmp_path / "assign", g.num_nodes)
+def _prepare(root, g, chunks, parts, hops=1, fmt="numpy", orig=True, feat_dtype=None) -> DispatchOptions:
+    """``g`` chunked into ``root/chunked``, assigned to ``parts`` partitions and partitioned with that assignment
+    by partition_graph into ``root/ref``: the options that dispatch it into ``root/out``."""
+    chunk_graph(g, root / "chunked", chunks, fmt, graph_name="g")
+    assign_chunked(root / "chunked", root / "assign", parts, "random", seed=3)
+    per_type, _ = read_assignment(root / "assign", g.num_nodes)
     explicit = np.concatenate([per_type[t] for t in g.ntypes])
     partition_graph(
-        g, "g", parts, tmp_path / "ref", num_hops=hops, part_method=explicit, save_orig_ids=orig, feat_dtype=feat_dtype
+        g, "g", parts, root / "ref", num_hops=hops, part_method=explicit, save_orig_ids=orig, feat_dtype=feat_dtype
     )
-    opts = DispatchOptions(
-        tmp_path / "chunked", tmp_path / "assign", tmp_path / "out", hops, orig, orig, feat_dtype=feat_dtype
-    )
-    run_dispatch(opts, num_procs=ranks, timeout=60)
-    _compare(tmp_path / "ref", tmp_path / "out", "g")
+    return DispatchOptions(root / "chunked", root / "assign", root / "out", hops, orig, orig, feat_dtype=feat_dtype)
+
+
+def _featureless_homo():
+    g = small_homo()
+    g.node_feats, g.edge_feats = {}, {}
+    return g
+
+
+# every 2-rank case of the tests below (name: graph, chunks, parts, options): all dispatched in one launch of
+# 2 ranks, one after the other (a launch costs seconds of start-up); the others go through run_dispatch
+TWO_RANKS = {
+    "hetero-8-4": (small_hetero, 8, 4, {}),
+    "hetero-1-4": (small_hetero, 1, 4, {}),
+    **{dtype: (small_hetero, 4, 3, {"hops": 2, "feat_dtype": dtype}) for dtype in ("float16", "bfloat16")},
+    **{f"homo-{hops}": (_featureless_homo, 3, 3, {"hops": hops, "fmt": "csv", "orig": False}) for hops in (1, 2)},
+}
+
+
+def _dispatch_all(jobs: list[DispatchOptions]) -> None:
+    """One rank: every dispatch of ``jobs`` in turn (each as run_dispatch's ranks run one)."""
+    from graphshard.distributed.context import DistContext
+    from graphshard.pipeline.dispatch import dispatch
+
+    with DistContext.from_env(timeout=60) as ctx:
+        for opts in jobs:
+            dispatch(opts, ctx)
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory):
+    root = tmp_path_factory.mktemp("two-ranks")
+    jobs = [_prepare(root / name, make(), chunks, parts, **kw) for name, (make, chunks, parts, kw) in TWO_RANKS.items()]
+    launch(_dispatch_all, 2, (jobs,), timeout=240)
+    return root
+
+
+def _dispatched(request, name: str, ranks: int, make, chunks: int, parts: int, **kw):
+    """The directory of case ``name``, dispatched (on ``ranks`` ranks) and compared with partition_graph's."""
+    if ranks == 2:
+        assert TWO_RANKS[name] == (make, chunks, parts, kw)
+        root = request.getfixturevalue("two_ranks") / name
+    else:
+        root = request.getfixturevalue("tmp_path")
+        run_dispatch(_prepare(root, make(), chunks, parts, **kw), num_procs=ranks, timeout=60)
+    _compare(root / "ref", root / "out", "g")
+    return root
 
 
 @pytest.mark.parametrize("chunks,parts,ranks", [(4, 4, 4), (8, 4, 2), (9, 6, 3), (1, 4, 2), (11, 4, 1)])
-def test_hetero_with_features_equals_partition_graph(tmp_path, chunks, parts, ranks):
-    _run(tmp_path, small_hetero(), chunks, parts, ranks, hops=2 if parts == 6 else 1)
+def test_hetero_with_features_equals_partition_graph(request, chunks, parts, ranks):
+    kw = {"hops": 2} if parts == 6 else {}
+    _dispatched(request, f"hetero-{chunks}-{parts}", ranks, small_hetero, chunks, parts, **kw)
 
 
 @pytest.mark.parametrize("feat_dtype", ["float16", "bfloat16"])
-def test_reduced_precision_features_equal_partition_graph(tmp_path, feat_dtype):
+def test_reduced_precision_features_equal_partition_graph(request, feat_dtype):
     """Compact structure and 16-bit features: the two writers still agree byte for byte."""
-    _run(tmp_path, small_hetero(), 4, 3, 2, hops=2, feat_dtype=feat_dtype)
-    cfg = json.loads((tmp_path / "out" / "g.json").read_text())
+    root = _dispatched(request, feat_dtype, 2, small_hetero, 4, 3, hops=2, feat_dtype=feat_dtype)
+    cfg = json.loads((root / "out" / "g.json").read_text())
     assert cfg["feat_dtype"] == feat_dtype
     code = {"float16": "F16", "bfloat16": "BF16"}[feat_dtype]
     assert cfg["feature_schema"]["node_feats"]["paper/feat"]["dtype"] == code
 
 
 @pytest.mark.parametrize("hops", [1, 2])
-def test_homogeneous_featureless_equals_partition_graph(tmp_path, hops):
-    g = small_homo()
-    g.node_feats, g.edge_feats = {}, {}
-    _run(tmp_path, g, 3, 3, 2, hops=hops, fmt="csv", orig=False)
+def test_homogeneous_featureless_equals_partition_graph(request, hops):
+    _dispatched(request, f"homo-{hops}", 2, _featureless_homo, 3, 3, hops=hops, fmt="csv", orig=False)
 
 
 def test_runs_unchanged_under_torchrun(tmp_path):
