@@ -4,7 +4,10 @@ original node IDs."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pytest
 
 from graphshard import partition_graph
 from graphshard.datasets import community_graph, save_dataset
@@ -42,40 +45,45 @@ def test_generated_graph_two_processes_match_one(tmp_path):
     assert one["test_acc"] > 0.8  # the structure carries the label: far above 1/8 chance
 
 
-def test_half_precision_on_the_wire_halves_the_bytes_and_keeps_the_accuracy(tmp_path):
-    save_dataset(community_graph(num_nodes=3000, noise=8.0, seed=3), tmp_path / "data")
-    runs = {
-        wire: train(
-            TrainOptions(fanouts=[5, 5], batch_size=256, epochs=4, wire_dtype=wire, progress=False),
-            num_procs=2,
-            dataset=str(tmp_path / "data"),
-            work_dir=str(tmp_path),
-        )
-        for wire in ("stored", "bfloat16")
-    }
+WIRE_KW = dict(fanouts=[5, 5], batch_size=256, epochs=4, progress=False)  # the default wire: rows as stored
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory) -> tuple[Path, dict]:
+    """A generated graph's dataset directory (also the work directory), and 4 epochs on it with the default
+    options: the reference of the half-precision wire and of the interrupted and resumed run."""
+    root = tmp_path_factory.mktemp("stored")
+    save_dataset(community_graph(num_nodes=3000, noise=8.0, seed=3), root / "data")
+    return root, train(TrainOptions(**WIRE_KW), num_procs=2, dataset=str(root / "data"), work_dir=str(root))
+
+
+def test_half_precision_on_the_wire_halves_the_bytes_and_keeps_the_accuracy(stored):
+    root, plain = stored
+    half = train(
+        TrainOptions(wire_dtype="bfloat16", **WIRE_KW), num_procs=2, dataset=str(root / "data"), work_dir=str(root)
+    )
+    runs = {"stored": plain, "bfloat16": half}
     fetched = {wire: sum(e["fetch_bytes"] for e in m["epochs"]) for wire, m in runs.items()}
     assert fetched["stored"] > 0 and fetched["bfloat16"] * 2 == fetched["stored"]  # the same rows, half the bytes
     assert abs(runs["stored"]["test_acc"] - runs["bfloat16"]["test_acc"]) <= 0.02, runs
     assert runs["bfloat16"]["test_acc"] > 0.7  # learnt: chance is 1/8
 
 
-def test_resume_after_interruption_gives_the_same_metrics(tmp_path):
-    save_dataset(community_graph(num_nodes=3000, noise=8.0, seed=2), tmp_path / "data")
-    kw = dict(fanouts=[5, 5], batch_size=256, progress=False)
-    whole = train(TrainOptions(epochs=4, **kw), num_procs=2, dataset=str(tmp_path / "data"), work_dir=str(tmp_path))
+def test_resume_after_interruption_gives_the_same_metrics(stored, tmp_path):
+    root, whole = stored  # 4 epochs without interruption
     ckpt = str(tmp_path / "ckpt")
     first = train(
-        TrainOptions(epochs=2, checkpoint=ckpt, **kw),
+        TrainOptions(**(WIRE_KW | dict(epochs=2)), checkpoint=ckpt),
         num_procs=2,
-        dataset=str(tmp_path / "data"),
-        work_dir=str(tmp_path),
+        dataset=str(root / "data"),
+        work_dir=str(root),
     )
     assert len(first["epochs"]) == 2
     resumed = train(
-        TrainOptions(epochs=4, checkpoint=ckpt, **kw),
+        TrainOptions(**WIRE_KW, checkpoint=ckpt),  # 4 epochs
         num_procs=2,
-        dataset=str(tmp_path / "data"),
-        work_dir=str(tmp_path),
+        dataset=str(root / "data"),
+        work_dir=str(root),
     )
     assert resumed["test_acc"] == whole["test_acc"]
     assert [e["train_loss"] for e in resumed["epochs"]] == [e["train_loss"] for e in whole["epochs"]]
