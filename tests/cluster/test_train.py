@@ -17,6 +17,10 @@ from graphshard.datasets import community_graph, hetero_graph, save_dataset
 from .jobs import finish, spread, start
 
 FAST = ["--fanouts", "5,5", "--batch-size", "256", "--hidden", "16", "--timeout", "60"]
+# Hosts of two cores each (both hosts on this machine's two), so the one-host reference runs do not put all
+# their ranks on one core; every rank still runs one intra-op thread, as it did with a core a host.
+CORES = 2
+ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 
 
 def _partitions(tmp_path: Path, parts: int = 2) -> Path:
@@ -37,12 +41,21 @@ def _same_run(a: dict, b: dict) -> None:
 
 
 def test_node_training_and_embed_across_two_hosts_equal_one_host(cluster, tmp_path):
-    c = cluster(2)
+    c = cluster(2, cores_per_host=CORES)
     config = _partitions(tmp_path)
     mine = spread(config, c, [[0], [1]])
     spread(config, c, [[0, 1], []], sub="all")  # the reference: every partition on host 0
     train = ["train", *FAST, "--epochs", "3", "--metrics-out", "metrics.json", "--checkpoint", "ckpt"]
-    finish(start(c, [*train[:1], "--part-config", "all/comm.json", *train[1:]], per_host=2, hosts=1, name="one"))
+    finish(
+        start(
+            c,
+            [*train[:1], "--part-config", "all/comm.json", *train[1:]],
+            per_host=2,
+            hosts=1,
+            name="one",
+            env=ONE_THREAD,
+        )
+    )
     one = _metrics(c.hosts[0].workdir / "metrics.json")
     finish(
         start(
@@ -51,12 +64,13 @@ def test_node_training_and_embed_across_two_hosts_equal_one_host(cluster, tmp_pa
             per_host=2,
             hosts=1,
             name="embed-one",
+            env=ONE_THREAD,
         )
     )
     for h in c.hosts:  # the one-host run's files are not the cross-host run's
         (h.workdir / "metrics.json").unlink(missing_ok=True)
     shutil.rmtree(c.hosts[0].workdir / "ckpt")
-    finish(start(c, ["train", "--part-config", mine, *train[1:]], name="two"))
+    finish(start(c, ["train", "--part-config", mine, *train[1:]], name="two", env=ONE_THREAD))
     _same_run(_metrics(c.hosts[0].workdir / "metrics.json"), one)
     held = sorted(str(p.relative_to(c.hosts[1].workdir)) for p in (c.hosts[1].workdir / "ckpt").glob("**/rank*"))
     assert held == ["ckpt/best/rank1", "ckpt/rank1"]  # each host writes and reads only its own ranks' part
@@ -65,6 +79,7 @@ def test_node_training_and_embed_across_two_hosts_equal_one_host(cluster, tmp_pa
             c,
             ["embed", "--part-config", mine, "--checkpoint", "ckpt", "--out", "two.npy", "--timeout", "60"],
             name="embed-two",
+            env=ONE_THREAD,
         )
     )
     two, ref = (np.load(c.hosts[0].workdir / f, allow_pickle=False) for f in ("two.npy", "one.npy"))
@@ -91,6 +106,7 @@ def _one_host_and_across(
                 hosts=hosts,
                 how=how,
                 name=name,
+                env=ONE_THREAD,
             )
         )
     return tuple(_metrics(c.hosts[0].workdir / f"{name}.json") for name in ("one", "across"))
@@ -102,7 +118,7 @@ def test_heterogeneous_node_training_under_slurm(cluster, tmp_path):
     ds = hetero_graph(num_papers=1200, num_authors=500, num_institutions=20, num_fields=10, noise=6.0, seed=3)
     save_dataset(ds, tmp_path / "data")
     config, _ = partition_dataset(str(tmp_path / "data"), str(tmp_path / "p"), 2)
-    c = cluster(2)
+    c = cluster(2, cores_per_host=CORES)
     one, across = _one_host_and_across(c, Path(config), [*FAST, "--epochs", "2"], "slurm")
     _same_run(across, one)
     assert across["world_size"] == 2
@@ -114,7 +130,7 @@ def test_link_prediction_under_a_pytorchjob_environment(cluster, tmp_path):
     ds = community_graph(num_nodes=2000, num_classes=4, avg_degree=8, feat_dim=16, noise=4.0, seed=4)
     save_dataset(ds, tmp_path / "data")
     config, split = partition_dataset(str(tmp_path / "data"), str(tmp_path / "p"), 2, link=True)
-    c = cluster(2)
+    c = cluster(2, cores_per_host=CORES)
     args = [*FAST, "--epochs", "2", "--task", "link", "--link-split", "{dir}/" + Path(split).name, "--filtered"]
     one, across = _one_host_and_across(c, Path(config), args, "env", also=(Path(split),))
     assert [e["train_loss"] for e in across["epochs"]] == pytest.approx(
@@ -125,9 +141,7 @@ def test_link_prediction_under_a_pytorchjob_environment(cluster, tmp_path):
 
 
 def test_two_hosts_of_two_ranks(cluster, tmp_path):
-    # two cores a host: the one-host reference runs 4 ranks, not on one core (each rank still has one thread:
-    # its share of the host's cores, as across the hosts)
-    c = cluster(2, cores_per_host=2)
+    c = cluster(2, cores_per_host=CORES)
     one, across = _one_host_and_across(
         c, _partitions(tmp_path, parts=4), [*FAST, "--epochs", "2"], "torchrun", per_host=2
     )
@@ -157,7 +171,7 @@ def test_heterogeneous_link_prediction_across_hosts(cluster, tmp_path):
     config, split = partition_dataset(
         str(tmp_path / "data"), str(tmp_path / "p"), 2, link=True, edge_type="author:writes:paper"
     )
-    c = cluster(2)
+    c = cluster(2, cores_per_host=CORES)
     args = [*FAST, "--epochs", "2", "--task", "link", "--link-split", "{dir}/" + Path(split).name]
     one, across = _one_host_and_across(c, Path(config), args, "torchrun", also=(Path(split),))
     assert across["edge_type"] == ["author", "writes", "paper"]
