@@ -87,7 +87,8 @@ def _rank_losing_its_worker(config: str) -> None:
     from graphshard.distributed.loader import DistNeighborLoader
     from graphshard.distributed.runtime import session
 
-    with session(timeout=30) as s:
+    # a rank that fails on a lost peer first gives the heartbeat its bound to name it: 2 s, not the default 6
+    with session(timeout=30, heartbeat_timeout=2.0) as s:
         dg = DistGraph("s", config)
         seeds = dg.get_partition_book().partid2nids(s.rank).numpy()
         with DistNeighborLoader(dg, [3, 3], seeds, batch_size=4, num_workers=1) as loader:
