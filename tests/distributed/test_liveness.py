@@ -99,14 +99,15 @@ def test_a_rank_held_up_itself_does_not_blame_its_peers():
         real = p.a._read
         held = threading.Event()
 
-        def stall() -> None:  # the thread's first read after start is held up for 3 x lost_after
+        def stall(sock) -> None:  # the thread's first read after start is held up for 3 x lost_after
             if not held.is_set():
                 held.set()
                 time.sleep(3.0)
-            real()
+            real(sock)
 
         p.a._read = stall
         time.sleep(4.0)  # past the stall (a wait that must pass)
+        assert held.is_set() and p.a._thread is not None and p.a._thread.is_alive()  # it stalled, and goes on
         assert p.lines == []
     finally:
         p.close()
