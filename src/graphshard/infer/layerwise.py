@@ -363,7 +363,7 @@ def _next_inputs(p: Plan, tables: dict[str, DistTensor], count: bool = True) -> 
         ids = p.need_tid[p.need_type == ti]  # in need order: the rows' positions among their type's are 0, 1, ...
         width = int(tables[t].shape[1])
         shard = local_shard(tables[t].name)
-        if t in p.storage and shard is not None and _in_storage(p, t, shard.rows):
+        if shard is not None and _in_storage(p, t, shard.rows):
             out, first = p.storage[t], p.prefix[t]  # the own rows are in place: the others follow them
         else:
             out, first = torch.empty((ids.shape[0], width), dtype=torch.float32), 0
