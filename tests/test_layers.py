@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("models",),  # the GNN models
     ("infer",),  # layer-wise inference
     ("train",),  # training, its evaluation, embeddings from checkpoints
-    ("plan", "plot"),  # reports: predicted memory of every step; figures
+    ("serve", "plan", "plot"),  # online inference over HTTP; reports: predicted memory of every step; figures
     ("cli",),  # the command line
 )
 

@@ -49,7 +49,7 @@ def test_embed_from_a_checkpoint_writes_what_training_saved(tmp_path, capsys):
     trained = np.load(tmp_path / "trained.npy", allow_pickle=False)
     assert trained.shape == (240, 4)
     np.testing.assert_array_equal(np.load(tmp_path / "e.npy", allow_pickle=False), trained)
-    with pytest.raises(InputError, match="written by 2 ranks; run embed on 2"):
+    with pytest.raises(InputError, match="written by 2 ranks; run it on 2"):
         embed(config, ckpt, tmp_path / "x.npy", num_procs=1)
     with pytest.raises(InputError, match="no checkpoint here"):
         embed(config, tmp_path / "nothing", tmp_path / "x.npy", num_procs=2)

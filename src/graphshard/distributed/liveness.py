@@ -82,6 +82,7 @@ class Peer:
     quiet: bool = False  # said it was told to stop and silenced itself (see .interrupt)
     failed: str | None = None  # the line naming its failure, until this rank stops on its own or is stopped
     failed_at: float = 0.0
+    lost: str | None = None  # the line naming why it is gone: failed, silent, or left (see Heartbeat.unavailable)
 
 
 class Heartbeat:
@@ -154,6 +155,19 @@ class Heartbeat:
             for _ in range(3):  # datagrams may be dropped; three make a lost one unlikely on a LAN
                 self._send_all(QUIET, "")
 
+    def unavailable(self) -> dict[int, str]:
+        """The peers that can no longer be asked anything, each with one line naming it, its host and why: it
+        failed, went silent for ``lost_after`` seconds, or left (a long-running service, where a peer that
+        leaves is as gone as a lost one). Safe from any thread."""
+        now, out = time.monotonic(), {}
+        for p in list(self.peers.values()):
+            silent = now - p.last
+            if p.lost is not None:
+                out[p.rank] = p.lost
+            elif not p.gone and silent > self.lost_after:
+                out[p.rank] = f"rank {p.rank} on host {p.address[0]}: no heartbeat for {silent:.1f} s"
+        return out
+
     def host_of(self, rank: int) -> str:
         return self.address if rank == self.rank else self.peers[rank].address[0]
 
@@ -210,6 +224,7 @@ class Heartbeat:
                 peer.doing = text
             elif kind == DONE:
                 peer.gone = True
+                peer.lost = peer.lost or f"rank {rank} on host {peer.address[0]} left (it was {peer.doing})"
             elif kind == QUIET:
                 peer.quiet = True
             elif kind == FAILED and not peer.gone:
@@ -218,6 +233,7 @@ class Heartbeat:
                     f"rank {rank} on host {peer.address[0]} failed while {peer.doing}: {text}; noticed by "
                     f"rank {self.rank} on {self.address} while {now_doing()}"
                 )
+                peer.lost = peer.failed
 
     def _check(self, now: float) -> None:
         for p in self.peers.values():
@@ -225,11 +241,12 @@ class Heartbeat:
                 self._fire(p.failed)  # this rank did not stop on its own (it may wait on the failed one)
             silent = now - p.last
             if not p.gone and silent > self.lost_after and not self._stop.is_set():
-                self._fire(
+                p.lost = (
                     f"lost rank {p.rank} on host {p.address[0]}: no heartbeat for {silent:.1f} s (link down, "
                     f"process frozen or killed) while it was {p.doing}; noticed by rank {self.rank} on "
                     f"{self.address} while {now_doing()}"
                 )
+                self._fire(p.lost)
                 p.gone = True
 
     def _fire(self, line: str) -> None:

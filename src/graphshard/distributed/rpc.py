@@ -13,6 +13,7 @@ import datetime
 import itertools
 import os
 import re
+import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,6 +44,14 @@ def registered(name: str) -> Any:
     return _REGISTRY[name]
 
 
+class PeerLost(DistError):
+    """A request needed a member that is lost (see :attr:`RpcGroup.unavailable`); ``member`` names it."""
+
+    def __init__(self, message: str, member: str):
+        super().__init__(message)
+        self.member = member
+
+
 @dataclass
 class RpcGroup:
     """Members ``names`` (in rank order) of one RPC group; this process is member ``rank``.
@@ -56,6 +65,9 @@ class RpcGroup:
     store: Any
     timeout: float
     lanes: int = 1
+    # member name -> why it can no longer be asked (None: it can); set by a long-running service whose ranks
+    # outlive a lost peer (graphshard serve): requests to it fail at once, and a wait on it ends when it is lost
+    unavailable: Callable[[str], str | None] | None = None
     _barriers: itertools.count = field(default_factory=itertools.count)
 
     @property
@@ -205,6 +217,7 @@ def by_owner(
         if p == mine and (local is not None or owner == group.names[group.rank]):
             own = pos
         else:
+            _refuse_lost(group, owner, what)
             pending.append((pos, owner, rpc.rpc_async(owner, remote, args=args(pos), timeout=group.timeout)))
     if own is not None:
         done.append((own, local(own) if local is not None else remote(*args(own))))
@@ -217,12 +230,32 @@ def rpc_call(group: RpcGroup, owner: str, remote: Callable[..., Any], args: tupl
     """``remote(*args)`` on member ``owner``, bounded by the group's timeout; errors name the member."""
     import torch.distributed.rpc as rpc
 
+    _refuse_lost(group, owner, what)
     return _result(group, owner, rpc.rpc_async(owner, remote, args=args, timeout=group.timeout), what)
+
+
+def _refuse_lost(group: RpcGroup, owner: str, what: str) -> None:
+    why = group.unavailable(owner) if group.unavailable is not None else None
+    if why is not None:
+        raise PeerLost(f"{group.names[group.rank]}: {PEER_FAILURE} {owner} is lost ({what} request): {why}", owner)
+
+
+def _wait(group: RpcGroup, owner: str, fut: Any, what: str) -> Any:
+    """``fut``'s value; where the group tracks lost members, the wait ends as soon as ``owner`` is lost."""
+    if group.unavailable is None:
+        return fut.wait()
+    done = threading.Event()
+    fut.add_done_callback(lambda _: done.set())
+    while not done.wait(0.1):  # woken by the answer at once; otherwise look again at the peer's state
+        _refuse_lost(group, owner, what)
+    return fut.wait()
 
 
 def _result(group: RpcGroup, owner: str, fut: Any, what: str) -> Any:
     try:
-        return fut.wait()
+        return _wait(group, owner, fut, what)
+    except PeerLost:
+        raise
     except Exception as exc:  # remote exceptions, dead peers and timeouts all arrive here
         raise_if_pending()  # this process was told to stop, so were its peers: that is why it failed
         me = group.names[group.rank]

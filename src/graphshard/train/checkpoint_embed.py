@@ -5,18 +5,20 @@ the outputs computed layer by layer, then written in the user's original node or
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 
 from ..distributed.environment import adopt_launcher_env
+from ..distributed.graph import DistGraph
 from ..distributed.launcher import launch
 from ..distributed.lifetime import refuse_spawn_reimport
 from ..distributed.liveness import DEFAULT_LOST_AFTER, doing
-from ..distributed.runtime import session
+from ..distributed.runtime import Session, session
 from ..errors import InputError
 from ..format.config import read_config
+from ..graph import EType
 from ..memory import allowed
 from ..sampling.kernels import warm_up
 from .checkpoint import LATER_OPTIONS, RESUME_OPTIONS, load_checkpoint, read_state, run_identity
@@ -32,7 +34,7 @@ from .options import TrainOptions
 def checkpoint_options(
     part_config: str,
     checkpoint: str,
-    out: str,
+    out: str | None,
     timeout: float = 300.0,
     layer: str = "output",
     heartbeat_timeout: float = DEFAULT_LOST_AFTER,
@@ -55,7 +57,7 @@ def checkpoint_options(
     opts = TrainOptions(
         part_config=str(part_config),
         checkpoint=str(checkpoint),
-        save_embeddings=str(out),
+        save_embeddings=None if out is None else str(out),
         timeout=timeout,
         heartbeat_timeout=heartbeat_timeout,
         embedding_layer=layer,
@@ -63,6 +65,31 @@ def checkpoint_options(
     )
     opts.check()
     return opts, int(identity["world_size"])
+
+
+def checkpoint_run(
+    part_config: str | os.PathLike,
+    checkpoint: str | os.PathLike,
+    num_procs: int | None,
+    out: str | None = None,
+    timeout: float = 300.0,
+    layer: str = "output",
+    heartbeat_timeout: float = DEFAULT_LOST_AFTER,
+    verify: bool = True,
+) -> TrainOptions:
+    """The options of the run that wrote ``checkpoint`` (see :func:`checkpoint_options`), once the ranks about
+    to use it are known to be as many as the run had: ``num_procs`` started here, or (None) the torchrun job
+    this process belongs to."""
+    if num_procs is None:
+        adopt_launcher_env()
+    rank = 0 if num_procs is not None else int(os.environ.get("RANK", "0"))
+    opts, world = checkpoint_options(str(part_config), str(checkpoint), out, timeout, layer, heartbeat_timeout, rank)
+    ranks = num_procs if num_procs is not None else int(os.environ.get("WORLD_SIZE", "1"))
+    if ranks != world:
+        raise InputError(
+            f"{checkpoint}: the checkpoint was written by {world} ranks; run it on {world} (got {ranks})"
+        )
+    return replace(opts, verify=verify)
 
 
 def embed(
@@ -87,18 +114,7 @@ def embed(
     ``num_procs`` ranks predicted to need more (layer-wise inference, see ``graphshard plan``) are refused
     before any starts."""
     refuse_spawn_reimport()
-    if num_procs is None:
-        adopt_launcher_env()
-    rank = 0 if num_procs is not None else int(os.environ.get("RANK", "0"))
-    opts, world = checkpoint_options(
-        str(part_config), str(checkpoint), str(out), timeout, layer, heartbeat_timeout, rank
-    )
-    opts = replace(opts, verify=verify)
-    ranks = num_procs if num_procs is not None else int(os.environ.get("WORLD_SIZE", "1"))
-    if ranks != world:
-        raise InputError(
-            f"{checkpoint}: the checkpoint was written by {world} ranks; run embed on {world} (got {ranks})"
-        )
+    opts = checkpoint_run(part_config, checkpoint, num_procs, str(out), timeout, layer, heartbeat_timeout, verify)
     check_embeddings_target(out)
     if num_procs is None:
         _rank(opts)
@@ -111,34 +127,57 @@ def embed(
     launch(_rank, num_procs, (opts,), host, timeout)
 
 
+@dataclass
+class Restored:
+    """A trained model as a checkpoint left it, on the graph it was trained on: ``model`` (for links, the
+    whole link model), ``encoder`` (the part that gives node outputs), the node types whose outputs the task
+    reads, the class count of node classification and the edge type of link prediction."""
+
+    g: DistGraph
+    inputs: ModelInputs
+    model: torch.nn.Module
+    encoder: torch.nn.Module
+    types: list[str]
+    classes: int | None = None
+    edge_type: EType | None = None
+
+
+def restore(s: Session, opts: TrainOptions) -> Restored:
+    """Open the graph, rebuild the model from ``opts`` (:func:`checkpoint_options`) and restore this rank's part
+    of the checkpoint: weights and learnt input embeddings (collective)."""
+    g = open_graph(opts)
+    inputs = ModelInputs(g, opts)
+    if opts.task == "node":
+        task = node_task(s, g, opts)
+        model = build_model(opts, inputs, task.classes, [task.target])
+        restored = Restored(g, inputs, model, model, [task.target], classes=task.classes)
+    else:
+        if opts.edge_type is None and len(g.canonical_etypes) > 1:
+            raise InputError("the checkpoint's link run names no edge type and the graph has several")
+        et = g._etype(opts.edge_type) if opts.edge_type else g.canonical_etypes[0]
+        model = link_model(opts, inputs, et)
+        restored = Restored(g, inputs, model, model.encoder, list(dict.fromkeys([et[0], et[2]])), edge_type=et)
+    directory = f"{opts.checkpoint}/rank{s.rank}"
+    resumed = load_checkpoint(
+        directory,
+        model,
+        torch.optim.Adam(model.parameters(), lr=opts.lr),
+        run_identity(g.config, opts, s.world_size),
+    )
+    if resumed is None:
+        raise InputError(f"{directory}: no checkpoint of rank {s.rank}")
+    inputs.check_state(resumed[2], directory)
+    inputs.load_state(resumed[2])
+    g.barrier()  # every embedding shard is restored before anyone reads it
+    model.eval()
+    return restored
+
+
 def _rank(opts: TrainOptions) -> None:
     with session(timeout=opts.timeout, heartbeat_timeout=opts.heartbeat_timeout) as s:
-        g = open_graph(opts)
-        inputs = ModelInputs(g, opts)
-        if opts.task == "node":
-            task = node_task(s, g, opts)
-            target = task.target
-            model = encoder = build_model(opts, inputs, task.classes, [target])
-            types = [target]
-        else:
-            if opts.edge_type is None and len(g.canonical_etypes) > 1:
-                raise InputError("the checkpoint's link run names no edge type and the graph has several")
-            et = g._etype(opts.edge_type) if opts.edge_type else g.canonical_etypes[0]
-            model = link_model(opts, inputs, et)
-            encoder, types = model.encoder, [et[0], et[2]]
-        directory = f"{opts.checkpoint}/rank{s.rank}"
-        resumed = load_checkpoint(
-            directory,
-            model,
-            torch.optim.Adam(model.parameters(), lr=opts.lr),
-            run_identity(g.config, opts, s.world_size),
-        )
-        if resumed is None:
-            raise InputError(f"{directory}: no checkpoint of rank {s.rank}")
-        inputs.load_state(resumed[2])
-        g.barrier()  # every embedding shard is restored before anyone reads it
+        r = restore(s, opts)
         doing("computing embeddings")
-        hidden = getattr(encoder, "num_layers", opts.num_layers) - 1 if opts.embedding_layer == "hidden" else None
-        tables = every_output(s, g, encoder, inputs, opts, types, "embed", layers=hidden)
+        layers = getattr(r.encoder, "num_layers", opts.num_layers) - 1 if opts.embedding_layer == "hidden" else None
+        tables = every_output(s, r.g, r.encoder, r.inputs, opts, r.types, "embed", layers=layers)
         assert opts.save_embeddings is not None  # set to embed's output by checkpoint_options
-        save_tables(s, g, tables, opts.save_embeddings)
+        save_tables(s, r.g, tables, opts.save_embeddings)

@@ -1,0 +1,126 @@
+"""``serve``: answer HTTP requests for predictions and embeddings with a training checkpoint's model."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .common import HOST_HELP, command, non_negative_float, positive_float, positive_int
+
+
+def run_serve(args: argparse.Namespace) -> None:
+    from ..serve import ServeOptions, serve
+
+    options = ServeOptions(
+        host=args.host,
+        port=args.port,
+        token_file=args.token_file,
+        embeddings=args.embeddings,
+        fanouts=args.fanouts,
+        max_batch_nodes=args.max_batch_nodes,
+        batch_wait=args.batch_wait_ms / 1000.0,
+        max_queue=args.max_queue,
+        max_nodes=args.max_nodes,
+        max_edges=args.max_nodes,
+        max_body=args.max_body_mb << 20,
+        request_timeout=args.request_timeout,
+    )
+    serve(
+        args.part_config,
+        args.checkpoint,
+        options,
+        args.num_procs,
+        args.rank_host,
+        args.timeout,
+        args.heartbeat_timeout,
+        args.verify,
+    )
+
+
+def _fanouts(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value < 65536:
+        raise argparse.ArgumentTypeError(f"expected a port 0..65535 (0: any free port), got {text!r}")
+    return value
+
+
+def register(sub: Any) -> None:
+    p = command(
+        sub,
+        "serve",
+        "answer HTTP requests for predictions and embeddings with a checkpoint's model",
+        "Start the ranks of a 'graphshard train --checkpoint DIR' run (as many as it had) on its partitions "
+        "and answer on rank 0: POST /v1/predict and /v1/embed for existing nodes by original ID "
+        '({"nodes": [...], "type": ...}) or new nodes with their features and edges ({"new": [...]}), '
+        "GET /healthz and GET /metrics (Prometheus). Runs until interrupted (Ctrl-C, SIGTERM).",
+    )
+    p.add_argument("--part-config", required=True, help="partition config JSON the run trained on")
+    p.add_argument(
+        "--checkpoint", required=True, help="the run's --checkpoint directory, or DIR/best (best validation epoch)"
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address the HTTP service listens on (127.0.0.1: this machine)")
+    p.add_argument("--port", type=_port, default=8080, help="HTTP port (0: any free port, printed at start)")
+    p.add_argument(
+        "--token-file",
+        help="file holding a bearer token (one line, 16+ characters) every request must carry; required when "
+        "--host is not a loopback address",
+    )
+    p.add_argument(
+        "--embeddings",
+        help="'graphshard embed' output of the same checkpoint: requests with \"stale\": true are answered "
+        "from it, without the model",
+    )
+    p.add_argument(
+        "--fanouts",
+        type=_fanouts,
+        help="neighbours sampled per layer, e.g. 10,10 (default: every in-edge: exactly what embed writes)",
+    )
+    p.add_argument("--max-batch-nodes", type=positive_int, default=1024, help="nodes per model batch at most")
+    p.add_argument(
+        "--batch-wait-ms",
+        type=non_negative_float,
+        default=2.0,
+        help="how long the first request of a batch waits for others to join it",
+    )
+    p.add_argument(
+        "--max-queue", type=positive_int, default=256, help="requests waiting at most; more are answered 503"
+    )
+    p.add_argument(
+        "--max-nodes", type=positive_int, default=10_000, help="nodes (or edges of a new node) per request at most"
+    )
+    p.add_argument("--max-body-mb", type=positive_int, default=4, help="request body size at most (MiB)")
+    p.add_argument(
+        "--request-timeout",
+        type=positive_float,
+        default=30.0,
+        help="seconds a request may wait for its answer before it is answered 503",
+    )
+    p.add_argument(
+        "--verify",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="check the partition files each rank serves against the config's sha256 checksums first",
+    )
+    p.add_argument("--num-procs", type=positive_int, help="start this many local ranks (omit under torchrun)")
+    p.add_argument("--rank-host", default="127.0.0.1", help=HOST_HELP)
+    p.add_argument("--timeout", type=positive_float, default=300.0, help="seconds any distributed wait may take")
+    from ..distributed.liveness import DEFAULT_LOST_AFTER
+
+    p.add_argument(
+        "--heartbeat-timeout",
+        type=non_negative_float,
+        default=DEFAULT_LOST_AFTER,
+        help="seconds without a heartbeat after which a rank is lost: /healthz and the requests that need its "
+        "partition then answer 503 naming it",
+    )
+    p.set_defaults(func=run_serve)

@@ -1,0 +1,220 @@
+"""The rows a batch of queries asks for, computed by the serving rank with the restored model.
+
+Existing nodes: their original IDs become graphshard's IDs through the sharded map
+(:class:`~graphshard.distributed.original.OriginalIds`), their L-hop neighbourhoods are sampled with the
+served fanouts (every in-edge by default) and their feature rows fetched from the partitions that own them,
+one request per owner; the model's forward pass over that subgraph gives their rows, which with every in-edge
+equal the layer-wise outputs ``graphshard embed`` writes. The queries of one batch share one subgraph per node
+type (at most ``chunk`` seeds each).
+
+New nodes (homogeneous graphs): the (L-1)-hop neighbourhoods of their in-neighbours are sampled, and the new
+nodes are added to that subgraph with their own rows and edges: in-edges from their in-neighbours, and
+out-edges to any sampled node they send to. Nothing is written to the stored graph. New nodes without
+out-edges share one subgraph (none changes another's inputs); each with out-edges gets its own.
+
+Stale rows: the precomputed outputs of ``graphshard embed`` (``--embeddings``), read from the memory-mapped
+file by original ID, without sampling or the model."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..distributed.batch import BatchMaker, BatchRequest, BatchSpec
+from ..distributed.original import OriginalIds
+from ..errors import FormatError
+from ..train.checkpoint_embed import Restored
+from ..train.inputs import rows_of
+from .queries import NewNode, Query
+
+
+@dataclass
+class Stats:
+    """What the answerer did, for the metrics: model batches (their seed counts) and remote rows fetched."""
+
+    batch_sizes: list[int] = field(default_factory=list)
+    remote_rows: int = 0
+
+
+class Answerer:
+    """Computes the rows of queries on the serving rank (see the module docstring). ``fanouts``: per layer,
+    -1 for every in-edge; ``stale``: per node type, the precomputed rows (original ID order); ``key``: the
+    sampling seed (answers do not change between identical requests)."""
+
+    def __init__(
+        self,
+        restored: Restored,
+        fanouts: list[int],
+        stale: dict[str, np.ndarray] | None = None,
+        key: int = 0,
+        chunk: int = 1024,
+    ):
+        self.r, self.fanouts, self.stale, self.key, self.chunk = restored, fanouts, stale or {}, key, chunk
+        g = restored.g
+        self.book = g.get_partition_book()
+        self.hetero = restored.inputs.hetero
+        self.maps: dict[str, OriginalIds] = {}  # built collectively at start (see open_maps)
+        self._makers: dict[tuple[str, int], BatchMaker] = {}
+        self.part = g.group.part_id(self.book.num_partitions())
+        self.stats = Stats()
+
+    def open_maps(self) -> None:
+        """Build the original-ID maps of the served node types (collective: every rank calls it at start)."""
+        self.maps = {t: OriginalIds(self.r.g, t) for t in self.r.types}
+
+    # -- a batch of queries -----------------------------------------------------------------------
+    def answer_each(self, queries: list[Query]) -> list[np.ndarray | Exception]:
+        """:meth:`answer`, or when the batch fails, each query on its own: a query fails (with its error in place
+        of its rows) only if it fails alone, so a lost partition fails just the queries that reach it."""
+        try:
+            return list(self.answer(queries))
+        except Exception:
+            if len(queries) == 1:
+                raise
+        out: list[np.ndarray | Exception] = []
+        for q in queries:
+            try:
+                out.append(self.answer([q])[0])
+            except Exception as exc:
+                out.append(exc)
+        return out
+
+    def answer(self, queries: list[Query]) -> list[np.ndarray]:
+        """One float32 array of rows per query, in its order (existing nodes, or its new nodes)."""
+        out: list[np.ndarray | None] = [None] * len(queries)
+        fresh: dict[str, list[int]] = {}
+        for i, q in enumerate(queries):
+            if q.stale:
+                out[i] = np.asarray(self.stale[q.ntype][q.ids], dtype=np.float32)
+            elif q.new:
+                out[i] = self._new_nodes(q.ntype, list(q.new))
+            else:
+                fresh.setdefault(q.ntype, []).append(i)
+        for ntype, which in fresh.items():
+            ids = np.concatenate([queries[i].ids for i in which])
+            rows = self._existing(ntype, self.maps[ntype](ids))
+            at = 0
+            for i in which:
+                n = int(queries[i].ids.shape[0])
+                out[i], at = rows[at : at + n], at + n
+        return [o if o is not None else np.zeros((0, 0), np.float32) for o in out]
+
+    # -- existing nodes ---------------------------------------------------------------------------
+    def _existing(self, ntype: str, ids: np.ndarray) -> np.ndarray:
+        """Rows of nodes ``ids`` (new per-type IDs, any order, repeats allowed)."""
+        seeds, inverse = np.unique(ids, return_inverse=True)
+        pieces = [self._forward(ntype, seeds[lo : lo + self.chunk]) for lo in range(0, seeds.shape[0], self.chunk)]
+        rows = np.concatenate(pieces) if pieces else np.zeros((0, 0), np.float32)
+        return rows[inverse.reshape(-1)]
+
+    def _forward(self, ntype: str, seeds: np.ndarray) -> np.ndarray:
+        batch = self._maker(ntype, len(self.fanouts))(BatchRequest(0, self.key, seeds))
+        self._count(batch, seeds.shape[0])
+        with torch.no_grad():
+            out = rows_of(self.r.encoder(*self.r.inputs(batch)), ntype)[: seeds.shape[0]]
+        return out.numpy().astype(np.float32, copy=False)
+
+    def _maker(self, ntype: str, hops: int) -> BatchMaker:
+        key = (ntype, hops)
+        if key not in self._makers:
+            g = self.r.g
+            spec = BatchSpec(
+                self.fanouts[:hops],
+                label_name=None,
+                input_type=ntype if self.hetero else None,
+                **self.r.inputs.loader_options(),
+            )
+            self._makers[key] = BatchMaker(spec, g.group, g.sampling_graph, g.features, g.book)
+        return self._makers[key]
+
+    def _count(self, batch: Any, seeds: int) -> None:
+        self.stats.batch_sizes.append(seeds)
+        stores = [(batch[t], t) for t in batch.node_types] if self.hetero else [(batch, None)]
+        for store, ntype in stores:
+            if "n_id" in store:
+                owners = self.book.nid2partid(store.n_id, ntype).numpy()
+                self.stats.remote_rows += int((owners != self.part).sum())
+
+    # -- new nodes --------------------------------------------------------------------------------
+    def _new_nodes(self, ntype: str, nodes: list[NewNode]) -> np.ndarray:
+        shared = [i for i, n in enumerate(nodes) if not n.out_edges.shape[0]]
+        alone = [i for i, n in enumerate(nodes) if n.out_edges.shape[0]]
+        rows: list[np.ndarray | None] = [None] * len(nodes)
+        for group in ([shared] if shared else []) + [[i] for i in alone]:
+            for i, row in zip(group, self._new_group(ntype, [nodes[i] for i in group])):
+                rows[i] = row
+        return np.stack([r for r in rows if r is not None])
+
+    def _new_group(self, ntype: str, nodes: list[NewNode]) -> np.ndarray:
+        """Rows of new nodes that may share one subgraph (none sends to a node another one reads)."""
+        k = len(nodes)
+        ins, outs = _split(
+            self.maps[ntype](np.concatenate([n.edges for n in nodes] + [n.out_edges for n in nodes])),
+            [n.edges.shape[0] for n in nodes] + [n.out_edges.shape[0] for n in nodes],
+        )
+        seeds = np.unique(np.concatenate([np.zeros(0, np.int64), *ins]))
+        x_new = torch.from_numpy(np.stack([n.features for n in nodes]))
+        if seeds.shape[0]:
+            batch = self._maker(ntype, len(self.fanouts) - 1)(BatchRequest(0, self.key, seeds))
+            self._count(batch, k)
+            n_id, x_old, edge_index = batch.n_id.numpy(), self.r.inputs(batch)[0], batch.edge_index
+        else:
+            self._count_empty(k)
+            n_id, x_old, edge_index = np.zeros(0, np.int64), x_new[:0], torch.zeros((2, 0), dtype=torch.long)
+        order = np.argsort(n_id, kind="stable")
+        src, dst = [], []
+        for j, (i_ids, o_ids) in enumerate(zip(ins, outs)):
+            src.append(k + _positions(n_id, order, i_ids))
+            dst.append(np.full(i_ids.shape[0], j))
+            present = o_ids[np.isin(o_ids, n_id)]  # nodes outside the subgraph do not reach node j
+            src.append(np.full(present.shape[0], j))
+            dst.append(k + _positions(n_id, order, present))
+        added = torch.from_numpy(np.stack([np.concatenate(src), np.concatenate(dst)]).astype(np.int64))
+        x = torch.cat([x_new, x_old.float()])
+        with torch.no_grad():
+            out = rows_of(self.r.encoder(x, torch.cat([edge_index + k, added], dim=1)), ntype)[:k]
+        return out.numpy().astype(np.float32, copy=False)
+
+    def _count_empty(self, k: int) -> None:
+        self.stats.batch_sizes.append(k)
+
+
+def _split(ids: np.ndarray, sizes: list[int]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """``ids`` cut into pieces of ``sizes``: the first half of the pieces, and the second."""
+    pieces = np.split(ids, np.cumsum(sizes)[:-1])
+    half = len(sizes) // 2
+    return pieces[:half], pieces[half:]
+
+
+def _positions(n_id: np.ndarray, order: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Where each of ``ids`` (all present) is in ``n_id`` (``order``: its argsort)."""
+    return order[np.searchsorted(n_id, ids, sorter=order)]
+
+
+def open_stale(path: str | os.PathLike, types: list[str], counts: dict[str, int], width: int) -> dict[str, np.ndarray]:
+    """The precomputed outputs ``graphshard embed`` wrote at ``path`` (a ``.npy`` file, or a directory of
+    ``<node type>.npy``), memory-mapped, each checked to be float32 rows of ``width`` for every node of its
+    type; a :class:`FormatError` names the file and what is wrong."""
+    base = Path(path)
+    files = {t: base / f"{t}.npy" for t in types} if base.is_dir() else {types[0]: base}
+    if not base.is_dir() and len(types) > 1:
+        raise FormatError(f"{path}: the model answers for node types {types}: give embed's directory of them")
+    out = {}
+    for t, f in files.items():
+        try:
+            arr = np.load(f, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise FormatError(f"{f}: not a readable .npy file of embeddings ({exc})") from None
+        want = (counts[t], width)
+        if arr.dtype != np.float32 or arr.shape != want:
+            raise FormatError(
+                f"{f}: expected float32 rows {want} (every node of type {t!r}, the model's output width; "
+                f"graphshard embed's output), found {arr.dtype} {arr.shape}"
+            )
+        out[t] = arr
+    return out

@@ -1,0 +1,201 @@
+"""The HTTP side of ``graphshard serve``: a Starlette application (ASGI, run by uvicorn) with
+
+- ``POST /v1/predict``: class scores and the predicted class of nodes (node classification checkpoints);
+- ``POST /v1/embed``: the model's output rows of nodes (for link prediction, the encoder's);
+- ``GET /healthz``: 200 while every rank is alive, 503 naming the lost ones;
+- ``GET /metrics``: Prometheus text.
+
+Every answer is JSON; an error is ``{"error": message, "field": the request field at fault or null}`` with a
+4xx status for what the client sent (400 no JSON object, 401 no or a wrong bearer token, 404 unknown node or
+path, 405 method, 413 too large, 422 a field of the wrong kind or size) and 503 for what the service cannot do
+now (queue full, a lost rank, not answered in time). The request handlers only parse, queue and render: the
+model runs in the micro-batcher's thread (:mod:`.batching`)."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from .batching import MicroBatcher, Overloaded
+from .metrics import Metrics
+from .queries import GraphFacts, Limits, Query, RequestError, parse_query
+
+log = logging.getLogger(__name__)
+
+
+class Unavailable(Exception):
+    """The service cannot answer now (HTTP 503): a lost rank the request needs, or no answer in time."""
+
+
+@dataclass
+class Service:
+    """What the handlers need: the batcher, the graph facts and limits for the checks, the class count (None:
+    the model predicts links, so ``/v1/predict`` is not served), ``health()`` (the lost ranks, each with its
+    line; empty when all are alive), how an error becomes a 503 line (``unavailable``: None when it is no
+    such error), the bearer token (None: none asked), the body limit and how long a request may wait."""
+
+    batcher: MicroBatcher
+    facts: GraphFacts
+    limits: Limits
+    classes: int | None
+    health: Callable[[], list[dict[str, Any]]]
+    unavailable: Callable[[BaseException], str | None]
+    metrics: Metrics
+    token: str | None = None
+    max_body: int = 4 << 20
+    timeout: float = 30.0
+    ranks: int = 1
+    partitions: int = 1
+
+
+def build_app(service: Service) -> Starlette:
+    """The ASGI application answering for ``service``."""
+
+    async def predict(request: Request) -> Response:
+        return await _answer(service, request, "predict")
+
+    async def embed(request: Request) -> Response:
+        return await _answer(service, request, "embed")
+
+    async def healthz(request: Request) -> Response:
+        lost = service.health()
+        service.metrics.lost_ranks.set(len(lost))
+        if lost:
+            return JSONResponse({"status": "unavailable", "lost": lost}, 503)
+        return JSONResponse({"status": "ok", "ranks": service.ranks, "partitions": service.partitions})
+
+    async def metrics(request: Request) -> Response:
+        service.metrics.queue_depth.set(service.batcher.depth())
+        service.metrics.lost_ranks.set(len(service.health()))
+        return Response(service.metrics.text(), media_type=service.metrics.content_type)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        return JSONResponse({"error": exc.detail, "field": None}, exc.status_code, headers=exc.headers)
+
+    routes = [
+        Route("/v1/predict", predict, methods=["POST"]),
+        Route("/v1/embed", embed, methods=["POST"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+    ]
+    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+    return _Guard(app, service.token, service.max_body)  # type: ignore[return-value]  # an ASGI app like it
+
+
+async def _answer(service: Service, request: Request, kind: str) -> Response:
+    start = time.perf_counter()
+    try:
+        body = await _body(request, service.max_body)
+        query = parse_query(body, kind, service.facts, service.limits)
+        if kind == "predict" and service.classes is None:
+            raise RequestError(
+                404, "the served model predicts links, not classes: ask /v1/embed for the nodes' embeddings"
+            )
+        rows = await _rows(service, query)
+        response = JSONResponse(_render(kind, query, rows))
+    except RequestError as exc:
+        response = JSONResponse(exc.body(), exc.status)
+    except Overloaded as exc:
+        response = JSONResponse({"error": str(exc), "field": None}, 503, headers={"Retry-After": "1"})
+    except Unavailable as exc:
+        response = JSONResponse({"error": str(exc), "field": None}, 503, headers={"Retry-After": "5"})
+    except Exception as exc:  # nothing a client sends may take the service down: say what failed, go on
+        log.exception("request to /v1/%s failed", kind)
+        response = JSONResponse({"error": f"internal error: {type(exc).__name__}: {exc}", "field": None}, 500)
+    endpoint = f"/v1/{kind}"
+    service.metrics.requests.labels(endpoint, str(response.status_code)).inc()
+    service.metrics.latency.labels(endpoint).observe(time.perf_counter() - start)
+    return response
+
+
+async def _body(request: Request, limit: int) -> Any:
+    """The request's JSON, read at most ``limit`` bytes far (413 beyond)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise RequestError(413, f"the request body has {int(declared)} bytes, more than the {limit} accepted")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise RequestError(413, f"the request body is longer than the {limit} bytes accepted")
+        chunks.append(chunk)
+    try:
+        return json.loads(b"".join(chunks))
+    except json.JSONDecodeError as exc:
+        raise RequestError(
+            400, f"the request body is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except (UnicodeDecodeError, RecursionError):
+        raise RequestError(400, "the request body is not JSON text (UTF-8)") from None
+
+
+async def _rows(service: Service, query: Query) -> np.ndarray:
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def done(result: Any) -> None:
+        loop.call_soon_threadsafe(_settle, future, result)
+
+    service.batcher.submit(query, done)
+    try:
+        result = await asyncio.wait_for(future, service.timeout)
+    except asyncio.TimeoutError:
+        raise Unavailable(f"not answered within {service.timeout:g} s") from None
+    if isinstance(result, BaseException):
+        why = service.unavailable(result)
+        if why is not None:
+            raise Unavailable(why) from result
+        raise result
+    return result
+
+
+def _settle(future: asyncio.Future[Any], result: Any) -> None:
+    if not future.done():  # a request that timed out has gone
+        future.set_result(result)
+
+
+def _render(kind: str, query: Query, rows: np.ndarray) -> dict[str, Any]:
+    nodes: list[Any] = query.ids.tolist() if not query.new else [None] * len(query.new)
+    head = {"type": query.ntype, "nodes": nodes, "stale": query.stale}
+    if kind == "embed":
+        return head | {"embeddings": rows.tolist()}
+    return head | {"predictions": rows.argmax(axis=1).tolist() if rows.shape[0] else [], "scores": rows.tolist()}
+
+
+class _Guard:
+    """ASGI middleware: a bearer token on every request when ``token`` is set (401 otherwise)."""
+
+    def __init__(self, app: Any, token: str | None, max_body: int):
+        self.app, self.token, self.max_body = app, token, max_body
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] == "http" and self.token is not None and not self._allowed(scope):
+            response = JSONResponse(
+                {"error": "a bearer token is required (Authorization: Bearer <token>)", "field": None},
+                401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _allowed(self, scope: dict) -> bool:
+        assert self.token is not None
+        for name, value in scope.get("headers", []):
+            if name == b"authorization":
+                return hmac.compare_digest(value, f"Bearer {self.token}".encode())
+        return False

@@ -1,0 +1,114 @@
+"""Micro-batching: concurrent requests share one model batch.
+
+Requests wait in a bounded queue; one thread takes the first, then whatever else arrives within ``wait``
+seconds (up to ``max_nodes`` nodes), answers them together and hands each its rows. A full queue refuses at
+once (:class:`Overloaded`: the service answers 503) rather than letting latency grow without end."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .queries import Query
+
+log = logging.getLogger(__name__)
+
+Done = Callable[[Any], None]  # called once with the rows of a query, or the exception that answers it
+
+
+class Overloaded(Exception):
+    """The queue is full: the request is refused (HTTP 503)."""
+
+
+@dataclass
+class Batch:
+    """One model batch, for the metrics: how many queries and nodes it held and how long it took."""
+
+    queries: int
+    nodes: int
+    seconds: float
+
+
+class MicroBatcher:
+    """``answer(queries)`` (one result per query: rows or an exception) run on batches of queued queries."""
+
+    def __init__(
+        self,
+        answer: Callable[[list[Query]], list[Any]],
+        max_nodes: int = 1024,
+        wait: float = 0.002,
+        max_queue: int = 256,
+        on_batch: Callable[[Batch], None] | None = None,
+    ):
+        self.answer, self.max_nodes, self.wait = answer, max_nodes, wait
+        self.on_batch = on_batch
+        self._queue: queue.Queue[tuple[Query, Done]] = queue.Queue(max_queue)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="graphshard-serve-batcher", daemon=True)
+
+    def start(self) -> MicroBatcher:
+        self._thread.start()
+        return self
+
+    def depth(self) -> int:
+        """Queries waiting now."""
+        return self._queue.qsize()
+
+    def submit(self, query: Query, done: Done) -> None:
+        """Queue ``query``; ``done`` gets its result later, from the batcher's thread. :class:`Overloaded` when the
+        queue is full."""
+        try:
+            self._queue.put_nowait((query, done))
+        except queue.Full:
+            raise Overloaded(f"the server is busy: {self._queue.maxsize} requests are waiting") from None
+
+    def stop(self, within: float = 5.0) -> None:
+        """Stop taking batches (the one in hand is finished, bounded by ``within``); queued queries are refused."""
+        self._stop.set()
+        self._thread.join(within)
+        while True:
+            try:
+                _, done = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            done(Overloaded("the server is stopping"))
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                first = self._queue.get(timeout=0.2)  # bounded, so a stop is seen
+            except queue.Empty:
+                continue
+            self._serve(self._gather(first))
+
+    def _gather(self, first: tuple[Query, Done]) -> list[tuple[Query, Done]]:
+        batch, nodes = [first], first[0].size
+        deadline = time.monotonic() + self.wait
+        while nodes < self.max_nodes:
+            left = deadline - time.monotonic()
+            try:
+                item = self._queue.get_nowait() if left <= 0 else self._queue.get(timeout=left)
+            except queue.Empty:
+                break
+            batch.append(item)
+            nodes += item[0].size
+        return batch
+
+    def _serve(self, batch: list[tuple[Query, Done]]) -> None:
+        start = time.perf_counter()
+        try:
+            results = self.answer([q for q, _ in batch])
+        except Exception as exc:  # the batch failed as a whole: every query in it gets the error
+            results = [exc] * len(batch)
+        for (_, done), result in zip(batch, results):
+            try:
+                done(result)
+            except Exception:  # a client that left: nothing to hand over
+                log.debug("could not hand a result over", exc_info=True)
+        if self.on_batch is not None:
+            self.on_batch(Batch(len(batch), sum(q.size for q, _ in batch), time.perf_counter() - start))

@@ -1,0 +1,208 @@
+"""What a client may ask of ``graphshard serve``, checked before anything is computed: the JSON body of
+``/v1/predict`` and ``/v1/embed`` becomes a :class:`Query`, or a :class:`RequestError` whose message names the
+field at fault (``nodes[3]``, ``new[0].features.feat``) and whose status is the HTTP answer (400 a body that is
+no JSON object, 404 an ID the graph does not have, 413 too many nodes, 422 a field of the wrong kind or size).
+
+A request::
+
+    {"nodes": [original IDs], "type": "<node type>"}        # existing nodes (type: optional when there is one)
+    {"new": [{"features": {"feat": [...]}, "edges": [IDs], "out_edges": [IDs]}], "type": ...}   # new nodes
+    {"nodes": [...], "stale": true}                          # rows of the precomputed embeddings (--embeddings)
+
+``edges`` of a new node are its in-neighbours (the nodes whose messages it receives), ``out_edges`` the nodes
+that receive its own (on a graph stored with both directions of every link, give the same list to both)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+KINDS = ("predict", "embed")
+
+
+class RequestError(Exception):
+    """A request that cannot be answered: ``status`` (4xx), ``field`` at fault (or None), ``message``."""
+
+    def __init__(self, status: int, message: str, field: str | None = None):
+        super().__init__(message)
+        self.status, self.field, self.message = status, field, message
+
+    def body(self) -> dict[str, Any]:
+        return {"error": self.message, "field": self.field}
+
+
+@dataclass(frozen=True)
+class NewNode:
+    """A node that is not in the graph: its feature row and its edges to existing nodes (original IDs)."""
+
+    features: np.ndarray  # float32, the model's input width
+    edges: np.ndarray  # in-neighbours (int64)
+    out_edges: np.ndarray  # nodes it sends to (int64)
+
+
+@dataclass(frozen=True)
+class Query:
+    """One request: ``ntype`` rows of existing nodes ``ids`` (original IDs, request order) or of ``new`` nodes."""
+
+    kind: str
+    ntype: str
+    ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    new: tuple[NewNode, ...] = ()
+    stale: bool = False
+
+    @property
+    def size(self) -> int:
+        return int(self.ids.shape[0]) + len(self.new)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may ask for: nodes (existing or new) and edges per new node."""
+
+    max_nodes: int = 10_000
+    max_edges: int = 10_000
+
+
+@dataclass(frozen=True)
+class GraphFacts:
+    """What the checks need to know of the served graph and model: node counts per type, the types a request
+    may name (those the model outputs), the input feature's name and width per type (None: the type has no
+    features, so a new node of it cannot be given), whether stale rows are on hand, and why new nodes are not
+    answered at all (None: they are)."""
+
+    counts: dict[str, int]
+    types: list[str]
+    feat_name: str
+    widths: dict[str, int | None]
+    stale: bool
+    no_new: str | None = None  # why new nodes are not answered (None: they are)
+
+
+def parse_query(body: Any, kind: str, facts: GraphFacts, limits: Limits) -> Query:
+    """The :class:`Query` in ``body`` (parsed JSON), or a :class:`RequestError` naming the field at fault."""
+    if not isinstance(body, dict):
+        raise RequestError(400, f"the request body must be a JSON object, got {_kind(body)}")
+    unknown = sorted(set(body) - {"nodes", "type", "new", "stale"})
+    if unknown:
+        raise RequestError(422, f"unknown field {unknown[0]!r} (fields: nodes, type, new, stale)", unknown[0])
+    ntype = _type(body.get("type"), facts)
+    stale = body.get("stale", False)
+    if not isinstance(stale, bool):
+        raise RequestError(422, f"'stale' must be true or false, got {_kind(stale)}", "stale")
+    has_nodes, has_new = body.get("nodes") is not None, body.get("new") is not None
+    if has_nodes == has_new:
+        raise RequestError(422, "give either 'nodes' (existing nodes) or 'new' (new nodes)", "nodes")
+    if stale and not facts.stale:
+        raise RequestError(
+            422, "no precomputed embeddings are served (start graphshard serve with --embeddings)", "stale"
+        )
+    if has_nodes:
+        ids = ids_of(body["nodes"], "nodes", ntype, facts, limits.max_nodes)
+        return Query(kind, ntype, ids, stale=stale)
+    if stale:
+        raise RequestError(422, "new nodes have no precomputed embeddings: leave out 'stale'", "stale")
+    items = body["new"] if isinstance(body["new"], list) else [body["new"]]
+    if not items:
+        raise RequestError(422, "'new' lists no node", "new")
+    if len(items) > limits.max_nodes:
+        raise RequestError(413, f"'new' has {len(items)} nodes, more than the {limits.max_nodes} served", "new")
+    return Query(kind, ntype, new=tuple(_new(item, f"new[{i}]", ntype, facts, limits) for i, item in enumerate(items)))
+
+
+def _type(value: Any, facts: GraphFacts) -> str:
+    if value is None:
+        if len(facts.types) == 1:
+            return facts.types[0]
+        raise RequestError(422, f"'type' is required: the model answers for node types {facts.types}", "type")
+    if not isinstance(value, str) or value not in facts.types:
+        raise RequestError(
+            422, f"'type' {value!r} is not a node type the model answers for (types: {facts.types})", "type"
+        )
+    return value
+
+
+def ids_of(value: Any, name: str, ntype: str, facts: GraphFacts, most: int) -> np.ndarray:
+    """The original node IDs listed in ``value`` (field ``name``), each checked to be an integer in range."""
+    if not isinstance(value, list):
+        raise RequestError(422, f"'{name}' must be a list of node IDs, got {_kind(value)}", name)
+    if len(value) > most:
+        raise RequestError(413, f"'{name}' has {len(value)} IDs, more than the {most} served", name)
+    ids = _integers(value, name)
+    count = facts.counts[ntype]
+    bad = (ids < 0) | (ids >= count)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise RequestError(
+            404,
+            f"{name}[{i}]: node {value[i]} of type {ntype!r} is not in the graph (IDs 0..{count - 1})",
+            f"{name}[{i}]",
+        )
+    return ids
+
+
+def _new(item: Any, where: str, ntype: str, facts: GraphFacts, limits: Limits) -> NewNode:
+    if not isinstance(item, dict):
+        raise RequestError(422, f"{where} must be an object with 'features' and 'edges', got {_kind(item)}", where)
+    unknown = sorted(set(item) - {"features", "edges", "out_edges"})
+    if unknown:
+        raise RequestError(422, f"{where}: unknown field {unknown[0]!r} (fields: features, edges, out_edges)", where)
+    if facts.no_new is not None:
+        raise RequestError(422, facts.no_new, "new")
+    width = facts.widths.get(ntype)
+    if width is None:
+        raise RequestError(
+            422,
+            f"nodes of type {ntype!r} have no input features (the model learnt one row per node): a new node "
+            "of it cannot be computed",
+            f"{where}.features",
+        )
+    feats = item.get("features")
+    if not isinstance(feats, dict) or facts.feat_name not in feats:
+        raise RequestError(
+            422, f"{where}.features must be an object with the node's {facts.feat_name!r} row", f"{where}.features"
+        )
+    row = _row(feats[facts.feat_name], f"{where}.features.{facts.feat_name}", width)
+    edges = ids_of(item.get("edges", []), f"{where}.edges", ntype, facts, limits.max_edges)
+    out_edges = ids_of(item.get("out_edges", []), f"{where}.out_edges", ntype, facts, limits.max_edges)
+    return NewNode(row, edges, out_edges)
+
+
+def _row(value: Any, name: str, width: int) -> np.ndarray:
+    if not isinstance(value, list):
+        raise RequestError(422, f"{name} must be a list of {width} numbers, got {_kind(value)}", name)
+    if len(value) != width:
+        raise RequestError(422, f"{name} has {len(value)} values; the model reads {width}", name)
+    row = np.asarray(value, dtype=np.float64) if set(map(type, value)) <= {int, float} else None
+    if row is None or not np.isfinite(row).all():
+        i = next(i for i, v in enumerate(value) if not _finite(v))  # on error only: find the first culprit
+        raise RequestError(422, f"{name}[{i}] must be a finite number, got {_kind(value[i])}", f"{name}[{i}]")
+    return row.astype(np.float32)
+
+
+def _integers(value: list, name: str) -> np.ndarray:
+    """``value`` as int64, or a :class:`RequestError` naming the first entry that is no integer of int64."""
+    if not value:
+        return np.zeros(0, dtype=np.int64)
+    if set(map(type, value)) == {int}:  # looked at in C, not by a Python loop
+        try:
+            return np.asarray(value, dtype=np.int64)
+        except OverflowError:
+            pass
+    for i, v in enumerate(value):  # on error only: find the first culprit
+        if type(v) is not int or not -(2**63) <= v < 2**63:
+            raise RequestError(422, f"{name}[{i}] must be an integer node ID, got {_kind(v)}", f"{name}[{i}]")
+    raise AssertionError("unreachable: some entry was not an int64")
+
+
+def _finite(v: Any) -> bool:
+    return type(v) in (int, float) and math.isfinite(v)
+
+
+def _kind(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    if type(value) in names:
+        return names[type(value)]
+    return repr(value) if isinstance(value, (int, float)) else type(value).__name__

@@ -1,0 +1,301 @@
+"""``graphshard serve``: the ranks of a training checkpoint serve their partitions as in training, and rank 0
+answers HTTP requests with the restored model (:mod:`.app`).
+
+Every rank restores its part of the checkpoint (weights, learnt input embeddings) and serves its partition's
+structure and features to the others. Rank 0 also runs the HTTP service (uvicorn, in a thread) and the
+micro-batcher; the other ranks wait until rank 0 tells them to stop, or leave (naming it) when it is lost.
+
+A lost rank does not stop the service: rank 0's heartbeat (:mod:`~graphshard.distributed.liveness`) marks it
+lost within ``heartbeat_timeout`` seconds; from then ``/healthz`` answers 503 naming it, and a request whose
+computation needs its partition answers 503 naming the partition at once (a request already waiting on it
+is released as soon as it is marked). Requests that need only live partitions are still answered."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+import threading
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ..distributed import rpc
+from ..distributed.lifetime import refuse_spawn_reimport
+from ..distributed.liveness import DEFAULT_LOST_AFTER, doing
+from ..distributed.network import LOOPBACK
+from ..distributed.runtime import Session, session
+from ..errors import DistError, InputError
+from ..train.checkpoint_embed import Restored, checkpoint_run, restore
+from ..train.options import TrainOptions
+from .answer import Answerer, open_stale
+from .queries import GraphFacts, Limits, Query
+
+log = logging.getLogger(__name__)
+notice = logging.getLogger("graphshard.notice")  # shown at the default log level
+
+STOP_KEY = "serve/stop"
+READY = "graphshard: serving"  # the line rank 0 prints once it answers (tests and scripts wait for it)
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """How the service answers: where it listens (``host``, ``port``; 0 picks a free one), the bearer token
+    file (required unless ``host`` is a loopback address), precomputed ``embeddings`` for stale answers, the
+    ``fanouts`` sampled per layer (None: every in-edge, exact), micro-batching (``max_batch_nodes`` per model
+    batch, ``batch_wait`` seconds to gather one, ``max_queue`` requests waiting), the limits of one request
+    (``max_nodes``, ``max_edges`` per new node, ``max_body`` bytes) and how long it may wait (``request_timeout``)."""
+
+    host: str = LOOPBACK
+    port: int = 8080
+    token_file: str | None = None
+    embeddings: str | None = None
+    fanouts: list[int] | None = None
+    max_batch_nodes: int = 1024
+    batch_wait: float = 0.002
+    max_queue: int = 256
+    max_nodes: int = 10_000
+    max_edges: int = 10_000
+    max_body: int = 4 << 20
+    request_timeout: float = 30.0
+
+    def check(self, layers: int) -> None:
+        """An :class:`InputError` naming the option at fault."""
+        if self.fanouts is not None and (len(self.fanouts) != layers or any(f == 0 or f < -1 for f in self.fanouts)):
+            raise InputError(f"--fanouts {self.fanouts}: give {layers} counts (one per layer), each > 0 or -1 (all)")
+        if not 0 <= self.port < 65536:
+            raise InputError(f"--port {self.port}: expected 0..65535 (0: any free port)")
+        if self.token_file is None and not _is_loopback(self.host):
+            raise InputError(
+                f"--host {self.host} is not a loopback address: give --token-file (a bearer token every request "
+                "must carry), so that nobody else on the network can query the model"
+            )
+
+
+def read_token(path: str) -> str:
+    """The bearer token in ``path`` (its first line, at least 16 characters)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"--token-file {path}: cannot be read ({exc})") from None
+    token = text.strip().splitlines()[0].strip() if text.strip() else ""
+    if len(token) < 16 or not re.fullmatch(r"[\x21-\x7e]+", token):
+        raise InputError(f"--token-file {path}: the token must be one line of at least 16 printable characters")
+    return token
+
+
+def serve(
+    part_config: str | os.PathLike,
+    checkpoint: str | os.PathLike,
+    options: ServeOptions = ServeOptions(),
+    num_procs: int | None = None,
+    rank_host: str = LOOPBACK,
+    timeout: float = 300.0,
+    heartbeat_timeout: float = DEFAULT_LOST_AFTER,
+    verify: bool = True,
+) -> None:
+    """Serve the model of ``checkpoint`` (a ``graphshard train --checkpoint DIR`` directory, or ``DIR/best``)
+    over HTTP until interrupted (see :mod:`graphshard.serve`). ``num_procs``: start that many local ranks (the
+    checkpoint's rank count); None: this process is one rank of a torchrun job of that size. ``rank_host``:
+    the address the ranks' own transports listen on (see ``--host`` of ``graphshard train``)."""
+    refuse_spawn_reimport()
+    opts = checkpoint_run(part_config, checkpoint, num_procs, None, timeout, "output", heartbeat_timeout, verify)
+    options.check(opts.num_layers)
+    token = read_token(options.token_file) if options.token_file else None
+    listener = None
+    if num_procs is None and int(os.environ.get("RANK", "0")) == 0 or num_procs is not None:
+        listener = _listen(options.host, options.port)  # taken now: a port in use is said before any rank starts
+    if num_procs is None:
+        _rank(opts, options, token, listener)
+        return
+    from ..distributed.launcher import launch
+    from ..sampling.kernels import warm_up
+
+    warm_up()
+    address = listener.getsockname() if listener is not None else None
+    if listener is not None:
+        listener.close()  # rank 0 binds the same address again (SO_REUSEADDR)
+    launch(
+        _rank,
+        num_procs,
+        (opts, replace(options, port=address[1]) if address else options, token, None),
+        rank_host,
+        timeout,
+    )
+
+
+def _rank(opts: TrainOptions, options: ServeOptions, token: str | None, listener: socket.socket | None) -> None:
+    with session(timeout=opts.timeout, heartbeat_timeout=opts.heartbeat_timeout) as s:
+        doing("loading the model")
+        restored = restore(s, opts)
+        answerer = Answerer(
+            restored, options.fanouts or [-1] * opts.num_layers, key=opts.seed, chunk=options.max_batch_nodes
+        )
+        answerer.open_maps()
+        if s.rank == 0:
+            _lead(s, opts, options, token, listener, restored, answerer)
+        else:
+            _follow(s)
+
+
+def _follow(s: Session) -> None:
+    """Serve this rank's partition until rank 0 says stop; a lost rank 0 ends this rank (naming it)."""
+    stop = threading.Event()
+    rpc.register(STOP_KEY, stop)
+    beat = s.ctx.heartbeat
+    if beat is not None:
+        beat.on_lost = lambda line: None  # another lost rank: the service goes on without it
+    doing("serving")
+    while not stop.wait(0.5):  # woken by rank 0's stop at once; otherwise look at rank 0's state
+        lost = beat.unavailable().get(0) if beat is not None else None
+        if lost is not None:
+            raise DistError(f"rank {s.rank}: the service's rank 0 is lost: {lost}")
+
+
+def _stop_serving() -> None:
+    rpc.registered(STOP_KEY).set()
+
+
+def _lead(
+    s: Session,
+    opts: TrainOptions,
+    options: ServeOptions,
+    token: str | None,
+    listener: socket.socket | None,
+    restored: Restored,
+    answerer: Answerer,
+) -> None:
+    import uvicorn
+
+    from .app import Service, build_app
+    from .batching import MicroBatcher
+    from .metrics import Metrics
+
+    g, beat = restored.g, s.ctx.heartbeat
+    book = g.get_partition_book()
+    num_parts, per_part = book.num_partitions(), s.group.per_part(book.num_partitions())
+    if beat is not None:
+        beat.on_lost = lambda line: log.warning("%s; the service answers 503 for its partition", line)
+        s.group.unavailable = lambda member: beat.unavailable().get(s.group.names.index(member))
+
+    def health() -> list[dict[str, Any]]:
+        lost = beat.unavailable() if beat is not None else {}
+        return [{"rank": r, "partition": r // per_part, "why": why} for r, why in sorted(lost.items())]
+
+    def unavailable(exc: BaseException) -> str | None:
+        if not isinstance(exc, rpc.PeerLost):
+            return None
+        r = s.group.names.index(exc.member)
+        why = (beat.unavailable().get(r) if beat is not None else None) or str(exc)
+        return f"partition {r // per_part} (rank {r}) is lost: {why}"
+
+    widths = {t: restored.inputs.dims[t] if t not in restored.inputs.embeddings else None for t in restored.types}
+    counts = {t: g.num_nodes(t) for t in restored.types}
+    stale, width = None, _first_answer(answerer, restored.types[0])
+    if options.embeddings:
+        stale = open_stale(options.embeddings, restored.types, counts, width)
+        answerer.stale = stale
+    no_new = (
+        "new nodes are answered on homogeneous graphs only"
+        if restored.inputs.hetero
+        else "the model reads edge features, which a new node's edges do not have"
+        if restored.inputs.edge_dims
+        else None
+    )
+    facts = GraphFacts(counts, restored.types, restored.inputs.feat_name, widths, stale is not None, no_new)
+    metrics = Metrics()
+    seen = [0]
+
+    def on_batch(b: Any) -> None:
+        metrics.batch(b, answerer.stats.remote_rows - seen[0])
+        seen[0] = answerer.stats.remote_rows
+
+    batcher = MicroBatcher(
+        answerer.answer_each, options.max_batch_nodes, options.batch_wait, options.max_queue, on_batch
+    ).start()
+    service = Service(
+        batcher,
+        facts,
+        Limits(options.max_nodes, options.max_edges),
+        restored.classes,
+        health,
+        unavailable,
+        metrics,
+        token,
+        options.max_body,
+        options.request_timeout,
+        s.world_size,
+        num_parts,
+    )
+    sock = listener or _listen(options.host, options.port)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            build_app(service), log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=2
+        )
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="graphshard-http", daemon=True)
+    thread.start()
+    try:
+        while not server.started and thread.is_alive():
+            thread.join(0.05)  # bounded: uvicorn starts in milliseconds, or its thread ends with the error
+        if not server.started:
+            raise DistError(f"the HTTP service on {options.host}:{sock.getsockname()[1]} did not start")
+        host, port = sock.getsockname()[:2]
+        doing("serving")
+        print(
+            f"{READY} {opts.model} ({opts.task}) on http://{_url_host(host)}:{port} with {s.world_size} ranks",
+            flush=True,
+        )
+        while thread.is_alive():
+            thread.join(0.5)  # until interrupted (SIGINT, SIGTERM) or the server ends
+    finally:
+        server.should_exit = True
+        thread.join(5.0)
+        batcher.stop()
+        lost = beat.unavailable() if beat is not None else {}
+        for r in range(1, s.world_size):
+            if r not in lost:
+                try:
+                    rpc.rpc_call(s.group, s.group.names[r], _stop_serving, (), "stop serving")
+                except DistError:
+                    pass
+        if lost:
+            raise DistError(f"served with rank(s) lost: {'; '.join(lost.values())}")
+
+
+def _first_answer(answerer: Answerer, ntype: str) -> int:
+    """Compute one node's rows (the first request then pays no start-up cost); returns the output's width."""
+    query = Query("embed", ntype, np.zeros(1, dtype=np.int64))
+    return int(answerer.answer([query])[0].shape[1])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (an :class:`InputError` naming them when it cannot be had)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(256)
+    except OSError as exc:
+        sock.close()
+        raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
