@@ -52,10 +52,17 @@ def _entry(index: int, fn: Callable[..., Any], args: tuple, host: str, port: int
 
 
 def launch(
-    fn: Callable[..., Any], num_procs: int, args: tuple = (), host: str = "127.0.0.1", timeout: float = 300.0
+    fn: Callable[..., Any],
+    num_procs: int,
+    args: tuple = (),
+    host: str = "127.0.0.1",
+    timeout: float = 300.0,
+    lead_only: bool = False,
 ) -> None:
     """Run ``fn(*args)`` in ``num_procs`` spawned processes that see torchrun-style environment
-    variables (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``)."""
+    variables (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``). ``lead_only``: only
+    rank 0 ending ends the run (a service whose rank 0 goes on without a lost rank: ``graphshard serve``);
+    otherwise any rank that fails does."""
     refuse_spawn_reimport()
     import torch.distributed as dist
     import torch.multiprocessing as mp
@@ -75,7 +82,7 @@ def launch(
                         join=False,
                         start_method="spawn",
                     )
-                _supervise(procs)
+                _supervise(procs, lead_only)
             except KeyboardInterrupt:  # Interrupted (SIGINT, SIGTERM) or Ctrl-C without graphshard's handlers
                 if procs is not None:
                     _stop(procs.processes)
@@ -85,14 +92,17 @@ def launch(
         raise DistError(_root_cause(dist.PrefixStore("graphshard/", store), procs.processes, exc)) from None
 
 
-def _supervise(procs: Any) -> None:
-    """Wait for every rank to end; after a failure, stop the others (torch's join raises it)."""
+def _supervise(procs: Any, lead_only: bool = False) -> None:
+    """Wait for every rank to end; after a failure, stop the others (torch's join raises it). With ``lead_only``,
+    the ranks but the first may end (fail) while it runs."""
     while True:
         running = [p for p in procs.processes if p.exitcode is None]
         ended = wait([p.sentinel for p in running]) if running else []  # until a rank ends
         for p in running:
             if p.sentinel in ended:
                 p.join(5)  # its sentinel closes just before it can be reaped: its exit code, not a guess
+        if lead_only and procs.processes[0].exitcode is None:
+            continue  # another rank ended: rank 0 goes on without it, and says so
         _stop_all_after_a_failure(procs.processes)  # before torch's join, which would wait 30 s on a stopped rank
         if procs.join(timeout=0):
             break

@@ -261,8 +261,8 @@ def _result(group: RpcGroup, owner: str, fut: Any, what: str) -> Any:
         me = group.names[group.rank]
         if not _raised_remotely(exc):  # the peer vanished or hung: it is at fault, say so for the launcher
             state = "did not answer" if "timeout" in str(exc).lower() else "is gone"
-            raise DistError(
-                f"{me}: {PEER_FAILURE} {owner} {state} ({what} request failed: {remote_error(exc)})"
+            raise PeerLost(
+                f"{me}: {PEER_FAILURE} {owner} {state} ({what} request failed: {remote_error(exc)})", owner
             ) from exc
         raise DistError(f"{me}: {what} request to {owner} failed: {remote_error(exc)}") from exc
 

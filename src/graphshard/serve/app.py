@@ -19,7 +19,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -45,7 +45,8 @@ class Service:
     """What the handlers need: the batcher, the graph facts and limits for the checks, the class count (None:
     the model predicts links, so ``/v1/predict`` is not served), ``health()`` (the lost ranks, each with its
     line; empty when all are alive), how an error becomes a 503 line (``unavailable``: None when it is no
-    such error), the bearer token (None: none asked), the body limit and how long a request may wait."""
+    such error), the bearer token (None: none asked), the body limit, how long a request may wait, and the
+    ranks (for ``/healthz``)."""
 
     batcher: MicroBatcher
     facts: GraphFacts
@@ -57,8 +58,7 @@ class Service:
     token: str | None = None
     max_body: int = 4 << 20
     timeout: float = 30.0
-    ranks: int = 1
-    partitions: int = 1
+    ranks: list[dict[str, Any]] = field(default_factory=list)  # rank, partition, host, pid of every rank
 
 
 def build_app(service: Service) -> Starlette:
@@ -75,7 +75,7 @@ def build_app(service: Service) -> Starlette:
         service.metrics.lost_ranks.set(len(lost))
         if lost:
             return JSONResponse({"status": "unavailable", "lost": lost}, 503)
-        return JSONResponse({"status": "ok", "ranks": service.ranks, "partitions": service.partitions})
+        return JSONResponse({"status": "ok", "ranks": service.ranks})
 
     async def metrics(request: Request) -> Response:
         service.metrics.queue_depth.set(service.batcher.depth())

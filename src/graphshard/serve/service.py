@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..distributed import rpc
+from ..distributed.context import PROCESS_KEY
 from ..distributed.lifetime import refuse_spawn_reimport
 from ..distributed.liveness import DEFAULT_LOST_AFTER, doing
 from ..distributed.network import LOOPBACK
@@ -118,13 +119,8 @@ def serve(
     address = listener.getsockname() if listener is not None else None
     if listener is not None:
         listener.close()  # rank 0 binds the same address again (SO_REUSEADDR)
-    launch(
-        _rank,
-        num_procs,
-        (opts, replace(options, port=address[1]) if address else options, token, None),
-        rank_host,
-        timeout,
-    )
+    served = replace(options, port=address[1]) if address else options
+    launch(_rank, num_procs, (opts, served, token, None), rank_host, timeout, lead_only=True)
 
 
 def _rank(opts: TrainOptions, options: ServeOptions, token: str | None, listener: socket.socket | None) -> None:
@@ -175,8 +171,7 @@ def _lead(
     from .metrics import Metrics
 
     g, beat = restored.g, s.ctx.heartbeat
-    book = g.get_partition_book()
-    num_parts, per_part = book.num_partitions(), s.group.per_part(book.num_partitions())
+    per_part = s.group.per_part(g.get_partition_book().num_partitions())
     if beat is not None:
         beat.on_lost = lambda line: log.warning("%s; the service answers 503 for its partition", line)
         s.group.unavailable = lambda member: beat.unavailable().get(s.group.names.index(member))
@@ -227,8 +222,7 @@ def _lead(
         token,
         options.max_body,
         options.request_timeout,
-        s.world_size,
-        num_parts,
+        _ranks(s, per_part),
     )
     sock = listener or _listen(options.host, options.port)
     server = uvicorn.Server(
@@ -264,6 +258,15 @@ def _lead(
                     pass
         if lost:
             raise DistError(f"served with rank(s) lost: {'; '.join(lost.values())}")
+
+
+def _ranks(s: Session, per_part: int) -> list[dict[str, Any]]:
+    """Every rank's partition, host and process ID (as each published them when it joined)."""
+    out = []
+    for r in range(s.world_size):
+        host, pid = s.ctx.store.get(f"{PROCESS_KEY}{r}").decode().split()
+        out.append({"rank": r, "partition": r // per_part, "host": host, "pid": int(pid)})
+    return out
 
 
 def _first_answer(answerer: Answerer, ntype: str) -> int:
