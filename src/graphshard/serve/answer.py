@@ -18,7 +18,7 @@ file by original ID, without sampling or the model."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +85,33 @@ class Answerer:
         return out
 
     def answer(self, queries: list[Query]) -> list[np.ndarray]:
-        """One float32 array of rows per query, in its order (existing nodes, or its new nodes)."""
+        """One float32 array per query, in its order: rows of its nodes (existing, or its new nodes), or for
+        ``pairs`` one score per pair (the link model's decoder on both ends' rows)."""
+        flat: list[Query] = []
+        for q in queries:
+            flat += self._ends(q) if q.pairs is not None else [q]
+        rows, out, k = self._rows(flat), [], 0
+        for q in queries:
+            if q.pairs is None:
+                out.append(rows[k])
+                k += 1
+            else:
+                out.append(self._score(rows[k], rows[k + 1]))
+                k += 2
+        return out
+
+    def _ends(self, q: Query) -> list[Query]:
+        """The two ends of ``q``'s pairs as queries of rows."""
+        assert q.pairs is not None and self.r.edge_type is not None
+        s_type, _, d_type = self.r.edge_type
+        return [replace(q, ntype=t, ids=q.pairs[end], pairs=None) for end, t in enumerate((s_type, d_type))]
+
+    def _score(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        decoder: Any = self.r.model.decoder  # a LinkModel's (nn.Module attributes are typed as tensors too)
+        with torch.no_grad():
+            return decoder(torch.from_numpy(src), torch.from_numpy(dst)).view(-1).numpy().astype(np.float32)
+
+    def _rows(self, queries: list[Query]) -> list[np.ndarray]:
         out: list[np.ndarray | None] = [None] * len(queries)
         fresh: dict[str, list[int]] = {}
         for i, q in enumerate(queries):

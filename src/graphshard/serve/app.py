@@ -1,6 +1,7 @@
 """The HTTP side of ``graphshard serve``: a Starlette application (ASGI, run by uvicorn) with
 
-- ``POST /v1/predict``: class scores and the predicted class of nodes (node classification checkpoints);
+- ``POST /v1/predict``: class scores and the predicted class of nodes (node classification checkpoints), or
+  the scores of node pairs (link prediction checkpoints);
 - ``POST /v1/embed``: the model's output rows of nodes (for link prediction, the encoder's);
 - ``GET /healthz``: 200 while every rank is alive, 503 naming the lost ones;
 - ``GET /metrics``: Prometheus text.
@@ -43,7 +44,7 @@ class Unavailable(Exception):
 @dataclass
 class Service:
     """What the handlers need: the batcher, the graph facts and limits for the checks, the class count (None:
-    the model predicts links, so ``/v1/predict`` is not served), ``health()`` (the lost ranks, each with its
+    the model predicts links), ``health()`` (the lost ranks, each with its
     line; empty when all are alive), how an error becomes a 503 line (``unavailable``: None when it is no
     such error), the bearer token (None: none asked), the body limit, how long a request may wait, and the
     ranks (for ``/healthz``)."""
@@ -101,10 +102,6 @@ async def _answer(service: Service, request: Request, kind: str) -> Response:
     try:
         body = await _body(request, service.max_body)
         query = parse_query(body, kind, service.facts, service.limits)
-        if kind == "predict" and service.classes is None:
-            raise RequestError(
-                404, "the served model predicts links, not classes: ask /v1/embed for the nodes' embeddings"
-            )
         rows = await _rows(service, query)
         response = JSONResponse(_render(kind, query, rows))
     except RequestError as exc:
@@ -169,6 +166,10 @@ def _settle(future: asyncio.Future[Any], result: Any) -> None:
 
 
 def _render(kind: str, query: Query, rows: np.ndarray) -> dict[str, Any]:
+    if query.pairs is not None:
+        probability = 1.0 / (1.0 + np.exp(-rows.astype(np.float64)))
+        pairs = query.pairs.T.tolist()
+        return {"pairs": pairs, "stale": query.stale, "scores": rows.tolist(), "probabilities": probability.tolist()}
     nodes: list[Any] = query.ids.tolist() if not query.new else [None] * len(query.new)
     head = {"type": query.ntype, "nodes": nodes, "stale": query.stale}
     if kind == "embed":

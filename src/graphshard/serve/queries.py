@@ -8,6 +8,7 @@ A request::
     {"nodes": [original IDs], "type": "<node type>"}        # existing nodes (type: optional when there is one)
     {"new": [{"features": {"feat": [...]}, "edges": [IDs], "out_edges": [IDs]}], "type": ...}   # new nodes
     {"nodes": [...], "stale": true}                          # rows of the precomputed embeddings (--embeddings)
+    {"pairs": [[u, v], ...]}                                 # link scores (/v1/predict of a link checkpoint)
 
 ``edges`` of a new node are its in-neighbours (the nodes whose messages it receives), ``out_edges`` the nodes
 that receive its own (on a graph stored with both directions of every link, give the same list to both)."""
@@ -52,10 +53,11 @@ class Query:
     ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     new: tuple[NewNode, ...] = ()
     stale: bool = False
+    pairs: np.ndarray | None = None  # (2, n) original IDs of sources and destinations: link scores
 
     @property
     def size(self) -> int:
-        return int(self.ids.shape[0]) + len(self.new)
+        return int(self.ids.shape[0]) + len(self.new) + (0 if self.pairs is None else int(self.pairs.size))
 
 
 @dataclass(frozen=True)
@@ -79,26 +81,31 @@ class GraphFacts:
     widths: dict[str, int | None]
     stale: bool
     no_new: str | None = None  # why new nodes are not answered (None: they are)
+    pair_types: tuple[str, str] | None = None  # a link model's source and destination types: it scores pairs
 
 
 def parse_query(body: Any, kind: str, facts: GraphFacts, limits: Limits) -> Query:
     """The :class:`Query` in ``body`` (parsed JSON), or a :class:`RequestError` naming the field at fault."""
     if not isinstance(body, dict):
         raise RequestError(400, f"the request body must be a JSON object, got {_kind(body)}")
-    unknown = sorted(set(body) - {"nodes", "type", "new", "stale"})
+    unknown = sorted(set(body) - {"nodes", "type", "new", "stale", "pairs"})
     if unknown:
-        raise RequestError(422, f"unknown field {unknown[0]!r} (fields: nodes, type, new, stale)", unknown[0])
-    ntype = _type(body.get("type"), facts)
+        raise RequestError(422, f"unknown field {unknown[0]!r} (fields: nodes, type, new, stale, pairs)", unknown[0])
     stale = body.get("stale", False)
     if not isinstance(stale, bool):
         raise RequestError(422, f"'stale' must be true or false, got {_kind(stale)}", "stale")
-    has_nodes, has_new = body.get("nodes") is not None, body.get("new") is not None
-    if has_nodes == has_new:
-        raise RequestError(422, "give either 'nodes' (existing nodes) or 'new' (new nodes)", "nodes")
     if stale and not facts.stale:
         raise RequestError(
             422, "no precomputed embeddings are served (start graphshard serve with --embeddings)", "stale"
         )
+    if kind == "predict" and facts.pair_types is not None:
+        return _pairs_query(body, stale, facts, limits)
+    if body.get("pairs") is not None:
+        raise RequestError(422, "'pairs' are scored by /v1/predict of a link prediction model", "pairs")
+    ntype = _type(body.get("type"), facts)
+    has_nodes, has_new = body.get("nodes") is not None, body.get("new") is not None
+    if has_nodes == has_new:
+        raise RequestError(422, "give either 'nodes' (existing nodes) or 'new' (new nodes)", "nodes")
     if has_nodes:
         ids = ids_of(body["nodes"], "nodes", ntype, facts, limits.max_nodes)
         return Query(kind, ntype, ids, stale=stale)
@@ -110,6 +117,44 @@ def parse_query(body: Any, kind: str, facts: GraphFacts, limits: Limits) -> Quer
     if len(items) > limits.max_nodes:
         raise RequestError(413, f"'new' has {len(items)} nodes, more than the {limits.max_nodes} served", "new")
     return Query(kind, ntype, new=tuple(_new(item, f"new[{i}]", ntype, facts, limits) for i, item in enumerate(items)))
+
+
+def _pairs_query(body: dict, stale: bool, facts: GraphFacts, limits: Limits) -> Query:
+    """A link model's ``/v1/predict``: ``pairs`` of (source, destination) original IDs of its edge type."""
+    assert facts.pair_types is not None
+    extra = sorted(set(body) - {"pairs", "stale"})
+    if extra:
+        raise RequestError(422, f"a link prediction model scores 'pairs' only: leave out {extra[0]!r}", extra[0])
+    value = body.get("pairs")
+    if not isinstance(value, list) or not value:
+        raise RequestError(422, "'pairs' must be a non-empty list of [source, destination] node IDs", "pairs")
+    if len(value) > limits.max_nodes:
+        raise RequestError(413, f"'pairs' has {len(value)} pairs, more than the {limits.max_nodes} served", "pairs")
+    try:
+        arr = np.array(value, dtype=object)
+    except ValueError:  # ragged
+        arr = np.zeros((0,), dtype=object)
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        i = next((i for i, p in enumerate(value) if not (isinstance(p, list) and len(p) == 2)), 0)  # the culprit
+        raise RequestError(422, f"pairs[{i}] must be [source, destination], got {_kind(value[i])}", f"pairs[{i}]")
+    flat = arr.ravel().tolist()
+    try:
+        ids = _integers(flat, "pairs").reshape(-1, 2)
+    except RequestError as exc:
+        assert exc.field is not None
+        k = int(exc.field[len("pairs[") : -1])
+        raise RequestError(
+            422, f"pairs[{k // 2}][{k % 2}] must be an integer node ID", f"pairs[{k // 2}][{k % 2}]"
+        ) from None
+    for end, t in enumerate(facts.pair_types):
+        count = facts.counts[t]
+        bad = (ids[:, end] < 0) | (ids[:, end] >= count)
+        if bad.any():
+            i = int(np.argmax(bad))
+            where = f"pairs[{i}][{end}]"
+            raise RequestError(404, f"{where}: node {ids[i, end]} of type {t!r} is not in the graph", where)
+    s_type = facts.pair_types[0]
+    return Query("predict", s_type, stale=stale, pairs=np.ascontiguousarray(ids.T))
 
 
 def _type(value: Any, facts: GraphFacts) -> str:

@@ -200,7 +200,9 @@ def _lead(
         if restored.inputs.edge_dims
         else None
     )
-    facts = GraphFacts(counts, restored.types, restored.inputs.feat_name, widths, stale is not None, no_new)
+    et = restored.edge_type
+    pair_types = (et[0], et[2]) if et is not None else None
+    facts = GraphFacts(counts, restored.types, restored.inputs.feat_name, widths, stale is not None, no_new, pair_types)
     metrics = Metrics()
     seen = [0]
 

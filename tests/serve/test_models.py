@@ -1,0 +1,64 @@
+"""``graphshard serve`` for the other kinds of checkpoint: link prediction (embeddings and pair scores) and a
+heterogeneous graph (the target type's predictions), each checked against ``graphshard embed``'s output."""
+
+from __future__ import annotations
+
+import httpx
+import numpy as np
+
+from graphshard.cli import main
+from graphshard.datasets import community_graph, hetero_graph, save_dataset
+from graphshard.train import TrainOptions, train
+from tests.serve.service import running
+
+
+def _trained(tmp, ds, task: str) -> tuple[str, str]:
+    """Train 1 epoch on 2 ranks from a dataset directory; the partition config and the checkpoint."""
+    save_dataset(ds, tmp / "data")
+    ckpt = str(tmp / "ckpt")
+    opts = TrainOptions(task=task, checkpoint=ckpt, fanouts=[3, 3], batch_size=128, hidden=8, epochs=1, progress=False)
+    train(opts, num_procs=2, dataset=str(tmp / "data"), work_dir=str(tmp / "w"))
+    (config,) = [p for p in (tmp / "w").rglob("*.json") if p.parent.name == task and not p.name.startswith(".")]
+    return str(config), ckpt
+
+
+def test_a_link_model_serves_embeddings_and_scores_pairs(tmp_path):
+    config, ckpt = _trained(tmp_path, community_graph(num_nodes=300, avg_degree=6, feat_dim=8, seed=0), "link")
+    args = ["--part-config", config, "--checkpoint", ckpt]
+    assert main(["embed", *args, "--out", str(tmp_path / "e.npy"), "--num-procs", "2"]) == 0
+    want = np.load(tmp_path / "e.npy")
+    with running([*args, "--num-procs", "2", "--embeddings", str(tmp_path / "e.npy")], tmp_path) as (url, _):
+        r = httpx.post(f"{url}/v1/embed", json={"nodes": list(range(300))}, timeout=30)
+        np.testing.assert_allclose(np.array(r.json()["embeddings"]), want, atol=1e-5)
+        pairs = [[1, 2], [3, 299], [7, 7]]
+        for stale in (False, True):
+            r = httpx.post(f"{url}/v1/predict", json={"pairs": pairs, "stale": stale}, timeout=30)
+            assert r.status_code == 200, r.text
+            u, v = np.array(pairs).T
+            dot = (want[u] * want[v]).sum(axis=1)  # the dot decoder on embed's rows
+            np.testing.assert_allclose(r.json()["scores"], dot, atol=1e-5)
+            np.testing.assert_allclose(r.json()["probabilities"], 1 / (1 + np.exp(-dot)), atol=1e-5)
+        for body, field in [
+            ({"nodes": [1]}, "nodes"),
+            ({"pairs": [[1, 2], [3]]}, "pairs[1]"),
+            ({"pairs": [[1, 2], [3, "x"]]}, "pairs[1][1]"),
+            ({"pairs": [[1, 300]]}, "pairs[0][1]"),
+        ]:
+            r = httpx.post(f"{url}/v1/predict", json=body, timeout=30)
+            assert 400 <= r.status_code < 500 and r.json()["field"] == field, r.text
+
+
+def test_a_heterogeneous_model_answers_for_its_target_type(tmp_path):
+    ds = hetero_graph(num_papers=400, num_authors=150, num_institutions=10, num_fields=8, seed=1)
+    config, ckpt = _trained(tmp_path, ds, "node")
+    args = ["--part-config", config, "--checkpoint", ckpt]
+    assert main(["embed", *args, "--out", str(tmp_path / "e"), "--num-procs", "2"]) == 0
+    want = np.load(tmp_path / "e" / "paper.npy")
+    with running([*args, "--num-procs", "2"], tmp_path) as (url, _):
+        nodes = np.random.default_rng(0).permutation(400).tolist()
+        r = httpx.post(f"{url}/v1/predict", json={"nodes": nodes, "type": "paper"}, timeout=30)
+        np.testing.assert_allclose(np.array(r.json()["scores"]), want[nodes], atol=1e-5)
+        r = httpx.post(f"{url}/v1/predict", json={"nodes": [0], "type": "author"}, timeout=30)
+        assert (r.status_code, r.json()["field"]) == (422, "type")
+        r = httpx.post(f"{url}/v1/predict", json={"new": {"features": {"feat": [1.0]}}}, timeout=30)
+        assert (r.status_code, r.json()["field"]) == (422, "new") and "homogeneous" in r.json()["error"]
