@@ -105,9 +105,10 @@ def serve(
     refuse_spawn_reimport()
     opts = checkpoint_run(part_config, checkpoint, num_procs, None, timeout, "output", heartbeat_timeout, verify)
     options.check(opts.num_layers)
-    token = read_token(options.token_file) if options.token_file else None
-    listener = None
-    if num_procs is None and int(os.environ.get("RANK", "0")) == 0 or num_procs is not None:
+    lead = num_procs is not None or int(os.environ.get("RANK", "0")) == 0  # starts rank 0, or is rank 0
+    token, listener = None, None
+    if lead:  # what only rank 0 uses is read and taken by its host alone (the others may not have the file)
+        token = read_token(options.token_file) if options.token_file else None
         listener = _listen(options.host, options.port)  # taken now: a port in use is said before any rank starts
     if num_procs is None:
         _rank(opts, options, token, listener)
@@ -233,6 +234,7 @@ def _lead(
         )
     )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="graphshard-http", daemon=True)
+    doing("serving")  # said before the first request can arrive
     thread.start()
     try:
         while not server.started and thread.is_alive():
@@ -240,7 +242,6 @@ def _lead(
         if not server.started:
             raise DistError(f"the HTTP service on {options.host}:{sock.getsockname()[1]} did not start")
         host, port = sock.getsockname()[:2]
-        doing("serving")
         print(
             f"{READY} {opts.model} ({opts.task}) on http://{_url_host(host)}:{port} with {s.world_size} ranks",
             flush=True,
