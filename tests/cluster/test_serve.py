@@ -5,6 +5,8 @@ naming it within the heartbeat bound, and the service goes on answering."""
 from __future__ import annotations
 
 import json
+import shutil
+import signal
 import time
 from pathlib import Path
 
@@ -41,8 +43,6 @@ def test_serving_across_hosts_names_the_partition_a_cut_link_took(cluster, tmp_p
     mine = spread(config, c, [[0], [1]])
     for i, h in enumerate(c.hosts):  # each host gets its own rank's checkpoint only
         (h.workdir / "ckpt").mkdir()
-        import shutil
-
         shutil.copytree(tmp_path / "ckpt" / "best" / f"rank{i}", h.workdir / "ckpt" / f"rank{i}")
     (c.hosts[0].workdir / "token").write_text(TOKEN + "\n")
     address = c.hosts[0].address
@@ -84,7 +84,7 @@ def test_serving_across_hosts_names_the_partition_a_cut_link_took(cluster, tmp_p
     assert lost["status"] == 503 and "partition 1 (rank 1) is lost" in lost["body"]["error"], lost
     assert lost["seconds"] < 2.0, lost
     assert service[0].popen.poll() is None  # still serving
-    c.signal(0, 2, match="torch.distributed.run")  # SIGINT: rank 0 stops, naming the lost rank
+    c.signal(0, signal.SIGINT, match="torch.distributed.run")  # SIGINT: rank 0 stops, naming the lost rank
     assert service[0].wait(60) != 0
     assert "lost rank 1 on host 198.18.0.2" in service[0].output(), service[0].tail()
     c.kill(1)

@@ -1,31 +1,35 @@
 """``graphshard serve`` for the other kinds of checkpoint: link prediction (embeddings and pair scores) and a
-heterogeneous graph (the target type's predictions), each checked against ``graphshard embed``'s output."""
+heterogeneous graph (the target type's predictions), each checked against the outputs the training run saved
+of its best epoch (``--save-embeddings``: what ``graphshard embed`` writes of ``ckpt/best``)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import httpx
 import numpy as np
 
-from graphshard.cli import main
 from graphshard.datasets import community_graph, hetero_graph, save_dataset
 from graphshard.train import TrainOptions, train
 from tests.serve.service import running
 
 
 def _trained(tmp, ds, task: str) -> tuple[str, str]:
-    """Train 1 epoch on 2 ranks from a dataset directory; the partition config and the checkpoint."""
+    """Train 1 epoch on 2 ranks from a dataset directory, saving every node's output to ``tmp/e(.npy)``; the
+    partition config and the best epoch's checkpoint."""
     save_dataset(ds, tmp / "data")
-    ckpt = str(tmp / "ckpt")
-    opts = TrainOptions(task=task, checkpoint=ckpt, fanouts=[3, 3], batch_size=128, hidden=8, epochs=1, progress=False)
-    train(opts, num_procs=2, dataset=str(tmp / "data"), work_dir=str(tmp / "w"))
+    ckpt, saved = str(tmp / "ckpt"), str(tmp / ("e.npy" if task == "link" else "e"))
+    opts = TrainOptions(
+        task=task, checkpoint=ckpt, save_embeddings=saved, fanouts=[3, 3], batch_size=128, hidden=8, epochs=1
+    )
+    train(replace(opts, progress=False), num_procs=2, dataset=str(tmp / "data"), work_dir=str(tmp / "w"))
     (config,) = [p for p in (tmp / "w").rglob("*.json") if p.parent.name == task and not p.name.startswith(".")]
-    return str(config), ckpt
+    return str(config), f"{ckpt}/best"
 
 
 def test_a_link_model_serves_embeddings_and_scores_pairs(tmp_path):
     config, ckpt = _trained(tmp_path, community_graph(num_nodes=300, avg_degree=6, feat_dim=8, seed=0), "link")
     args = ["--part-config", config, "--checkpoint", ckpt]
-    assert main(["embed", *args, "--out", str(tmp_path / "e.npy"), "--num-procs", "2"]) == 0
     want = np.load(tmp_path / "e.npy")
     with running([*args, "--num-procs", "2", "--embeddings", str(tmp_path / "e.npy")], tmp_path) as (url, _):
         r = httpx.post(f"{url}/v1/embed", json={"nodes": list(range(300))}, timeout=30)
@@ -52,7 +56,6 @@ def test_a_heterogeneous_model_answers_for_its_target_type(tmp_path):
     ds = hetero_graph(num_papers=400, num_authors=150, num_institutions=10, num_fields=8, seed=1)
     config, ckpt = _trained(tmp_path, ds, "node")
     args = ["--part-config", config, "--checkpoint", ckpt]
-    assert main(["embed", *args, "--out", str(tmp_path / "e"), "--num-procs", "2"]) == 0
     want = np.load(tmp_path / "e" / "paper.npy")
     with running([*args, "--num-procs", "2"], tmp_path) as (url, _):
         nodes = np.random.default_rng(0).permutation(400).tolist()
