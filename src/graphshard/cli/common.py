@@ -237,17 +237,34 @@ def balance_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--objtype", default="cut", choices=["cut", "vol"], help="METIS objective")
 
 
-def cluster_flags(p: argparse.ArgumentParser, num_procs_help: str | None, required: bool = False) -> None:
-    """``--num-procs`` (unless ``num_procs_help`` is None), ``--host``, ``--timeout``: how a multi-process
-    command starts its ranks."""
+def cluster_flags(
+    p: argparse.ArgumentParser,
+    num_procs_help: str | None,
+    required: bool = False,
+    host_flag: str = "--host",
+    lost: str = "the run stops, naming it",
+) -> None:
+    """``--num-procs`` (unless ``num_procs_help`` is None), ``--host`` (or ``host_flag``: where a command's own
+    ``--host`` means something else), ``--timeout``, ``--heartbeat-timeout`` (``lost``: what a lost rank
+    brings): how a multi-process command starts its ranks."""
     if num_procs_help is not None:
         p.add_argument("--num-procs", type=positive_int, required=required, help=num_procs_help)
-    p.add_argument("--host", default="127.0.0.1", help=HOST_HELP)
+    what = HOST_HELP if host_flag == "--host" else HOST_HELP.replace("every socket of the run", "the ranks' own sockets")
+    p.add_argument(host_flag, default="127.0.0.1", help=what)
     p.add_argument("--timeout", type=positive_float, default=300.0, help="seconds any distributed wait may take")
     p.add_argument(
         "--heartbeat-timeout",
         type=non_negative_float,
         default=DEFAULT_LOST_AFTER,
-        help="seconds without a heartbeat after which a rank (its link, process or host) is lost and the "
-        "run stops, naming it (0: off)",
+        help=f"seconds without a heartbeat after which a rank (its link, process or host) is lost and {lost} (0: off)",
+    )
+
+
+def verify_flag(p: argparse.ArgumentParser) -> None:
+    """``--verify/--no-verify``: check the served partition files against their checksums first."""
+    p.add_argument(
+        "--verify",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="check the partition files each rank serves against the config's sha256 checksums first",
     )

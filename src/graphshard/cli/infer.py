@@ -7,7 +7,7 @@ import os
 import time
 from typing import Any
 
-from .common import cluster_flags, command, out_flag
+from .common import cluster_flags, command, out_flag, verify_flag
 
 
 def run_embed(args: argparse.Namespace) -> None:
@@ -69,12 +69,7 @@ def register(sub: Any) -> None:
         choices=["output", "hidden"],
         help="the model's output, or the hidden layer the last layer reads",
     )
-    p.add_argument(
-        "--verify",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="check the partition files each rank serves against the config's sha256 checksums first",
-    )
+    verify_flag(p)
     p.add_argument(
         "--memory",
         metavar="SIZE",

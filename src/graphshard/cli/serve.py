@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import HOST_HELP, command, non_negative_float, positive_float, positive_int
+from .common import cluster_flags, command, non_negative_float, positive_float, positive_int, verify_flag
 
 
 def run_serve(args: argparse.Namespace) -> None:
@@ -105,22 +105,11 @@ def register(sub: Any) -> None:
         default=30.0,
         help="seconds a request may wait for its answer before it is answered 503",
     )
-    p.add_argument(
-        "--verify",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="check the partition files each rank serves against the config's sha256 checksums first",
-    )
-    p.add_argument("--num-procs", type=positive_int, help="start this many local ranks (omit under torchrun)")
-    p.add_argument("--rank-host", default="127.0.0.1", help=HOST_HELP)
-    p.add_argument("--timeout", type=positive_float, default=300.0, help="seconds any distributed wait may take")
-    from ..distributed.liveness import DEFAULT_LOST_AFTER
-
-    p.add_argument(
-        "--heartbeat-timeout",
-        type=non_negative_float,
-        default=DEFAULT_LOST_AFTER,
-        help="seconds without a heartbeat after which a rank is lost: /healthz and the requests that need its "
-        "partition then answer 503 naming it",
+    verify_flag(p)
+    cluster_flags(
+        p,
+        "start this many local ranks: the training run's rank count (omit under torchrun)",
+        host_flag="--rank-host",
+        lost="/healthz and the requests that need its partition answer 503, naming it",
     )
     p.set_defaults(func=run_serve)
