@@ -86,9 +86,7 @@ def checkpoint_run(
     opts, world = checkpoint_options(str(part_config), str(checkpoint), out, timeout, layer, heartbeat_timeout, rank)
     ranks = num_procs if num_procs is not None else int(os.environ.get("WORLD_SIZE", "1"))
     if ranks != world:
-        raise InputError(
-            f"{checkpoint}: the checkpoint was written by {world} ranks; run it on {world} (got {ranks})"
-        )
+        raise InputError(f"{checkpoint}: the checkpoint was written by {world} ranks; run it on {world} (got {ranks})")
     return replace(opts, verify=verify)
 
 
