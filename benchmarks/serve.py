@@ -496,7 +496,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--fanouts", default="10,10", help="training fanouts")
     p.add_argument("--serve-fanouts", help="graphshard serve --fanouts (default: every in-edge)")
     p.add_argument("--max-batch-nodes", type=int, default=1024)
-    p.add_argument("--batch-wait-ms", type=float, default=2.0)
+    p.add_argument("--batch-wait-ms", type=float, default=0.0)
     p.add_argument("--max-queue", type=int, default=256)
     p.add_argument("--rate", type=float, default=100.0, help="open loop: requests/s")
     p.add_argument("--seconds", type=float, default=20.0, help="open loop: duration")

@@ -249,7 +249,11 @@ def cluster_flags(
     brings): how a multi-process command starts its ranks."""
     if num_procs_help is not None:
         p.add_argument("--num-procs", type=positive_int, required=required, help=num_procs_help)
-    what = HOST_HELP if host_flag == "--host" else HOST_HELP.replace("every socket of the run listens", "the ranks' own sockets listen")
+    what = (
+        HOST_HELP
+        if host_flag == "--host"
+        else HOST_HELP.replace("every socket of the run listens", "the ranks' own sockets listen")
+    )
     p.add_argument(host_flag, default="127.0.0.1", help=what)
     p.add_argument("--timeout", type=positive_float, default=300.0, help="seconds any distributed wait may take")
     p.add_argument(

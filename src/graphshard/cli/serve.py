@@ -89,8 +89,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--batch-wait-ms",
         type=non_negative_float,
-        default=2.0,
-        help="how long the first request of a batch waits for others to join it",
+        default=0.0,
+        help="how long the first request of a batch waits for others to join it (0: requests that queued while "
+        "the last batch ran join the next, and a lone request does not wait)",
     )
     p.add_argument(
         "--max-queue", type=positive_int, default=256, help="requests waiting at most; more are answered 503"

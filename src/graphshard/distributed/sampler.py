@@ -17,6 +17,7 @@ from ..sampling.hetero import HeteroSamplerOutput, to_hetero
 from ..sampling.neighbor import DenseSlot, HashSlot, SamplerOutput, Slot, expand_hops
 from .rpc import RpcGroup, by_owner, register, registered
 from .sampling_graph import SamplingGraph, assemble
+from .threads import budget_this_thread
 
 _GRAPH = "sampling-graph"
 
@@ -37,6 +38,7 @@ def _sample_remote(
     seed_time: torch.Tensor | None,
     time_attr: str | None,
 ) -> tuple[torch.Tensor, ...]:
+    budget_this_thread()  # an RPC worker thread: numba's setting is per thread
     st = None if seed_time is None else seed_time.numpy()
     out = registered(f"{_GRAPH}/{served}").sample(gids.numpy(), fanouts.numpy(), replace, key, st, time_attr)
     return tuple(torch.from_numpy(a) for a in out)
@@ -119,6 +121,7 @@ class DistNeighborSampler:
     def sample(self, seeds: Any, seed: int = 0, seed_time: Any = None) -> SamplerOutput:
         """Sample ``len(fanouts)`` hops of in-neighbours of global homogeneous ``seeds`` (seeds first;
         de-duplicated unless disjoint). Deterministic for a given ``seed``, whatever the partitioning."""
+        budget_this_thread()  # the caller may be any thread (a loader's, a service's)
         seeds = np.asarray(seeds, dtype=np.int64)
         times = None
         if seed_time is not None:

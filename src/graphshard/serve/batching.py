@@ -1,7 +1,9 @@
 """Micro-batching: concurrent requests share one model batch.
 
-Requests wait in a bounded queue; one thread takes the first, then whatever else arrives within ``wait``
-seconds (up to ``max_nodes`` nodes), answers them together and hands each its rows. A full queue refuses at
+Requests wait in a bounded queue; one thread takes the first, then whatever else is queued or arrives within
+``wait`` seconds (up to ``max_nodes`` nodes), answers them together and hands each its rows. With no wait (the
+default), a lone request is answered at once, and under load the requests that queued while a batch ran form
+the next one. A full queue refuses at
 once (:class:`Overloaded`: the service answers 503) rather than letting latency grow without end."""
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ class MicroBatcher:
         self,
         answer: Callable[[list[Query]], list[Any]],
         max_nodes: int = 1024,
-        wait: float = 0.002,
+        wait: float = 0.0,
         max_queue: int = 256,
         on_batch: Callable[[Batch], None] | None = None,
     ):
