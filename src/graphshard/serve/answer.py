@@ -32,6 +32,24 @@ from ..train.checkpoint_embed import Restored
 from ..train.inputs import rows_of
 from .queries import NewNode, Query
 
+WHOLE_MAP_NODES = 1 << 24  # original-ID maps held whole by the serving rank up to this many nodes (128 MiB)
+READ_BLOCK = 1 << 20  # map entries read at a time when one is copied whole
+
+
+class WholeMap:
+    """An original-ID map (:class:`OriginalIds`) copied whole into this process: the same lookups, from memory."""
+
+    def __init__(self, sharded: OriginalIds):
+        self.ntype, self.count = sharded.ntype, sharded.count
+        self.table = np.empty(self.count, dtype=np.int64)
+        for lo in range(0, self.count, READ_BLOCK):  # a loop over blocks
+            hi = min(self.count, lo + READ_BLOCK)
+            self.table[lo:hi] = sharded(np.arange(lo, hi, dtype=np.int64))
+
+    def __call__(self, orig: np.ndarray) -> np.ndarray:
+        """New per-type IDs of original IDs ``orig`` (checked to be in range by the request's parser)."""
+        return self.table[orig]
+
 
 @dataclass
 class Stats:
@@ -58,7 +76,7 @@ class Answerer:
         g = restored.g
         self.book = g.get_partition_book()
         self.hetero = restored.inputs.hetero
-        self.maps: dict[str, OriginalIds] = {}  # built collectively at start (see open_maps)
+        self.maps: dict[str, OriginalIds | WholeMap] = {}  # built collectively at start (see open_maps)
         self._makers: dict[tuple[str, int], BatchMaker] = {}
         self.part = g.group.part_id(self.book.num_partitions())
         self.stats = Stats()
@@ -66,6 +84,13 @@ class Answerer:
     def open_maps(self) -> None:
         """Build the original-ID maps of the served node types (collective: every rank calls it at start)."""
         self.maps = {t: OriginalIds(self.r.g, t) for t in self.r.types}
+
+    def hold_maps(self, most: int = WHOLE_MAP_NODES) -> None:
+        """Hold the maps of types of at most ``most`` nodes whole in this process (8 bytes a node): a request then
+        finds its nodes without a round trip to the partitions (not collective)."""
+        for t, sharded in list(self.maps.items()):
+            if isinstance(sharded, OriginalIds) and sharded.count <= most:
+                self.maps[t] = WholeMap(sharded)
 
     # -- a batch of queries -----------------------------------------------------------------------
     def answer_each(self, queries: list[Query]) -> list[np.ndarray | Exception]:

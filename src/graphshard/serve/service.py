@@ -190,6 +190,7 @@ def _lead(
 
     widths = {t: restored.inputs.dims[t] if t not in restored.inputs.embeddings else None for t in restored.types}
     counts = {t: g.num_nodes(t) for t in restored.types}
+    answerer.hold_maps()
     stale, width = None, _first_answer(answerer, restored.types[0])
     if options.embeddings:
         stale = open_stale(options.embeddings, restored.types, counts, width)
