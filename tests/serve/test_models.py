@@ -63,5 +63,26 @@ def test_a_heterogeneous_model_answers_for_its_target_type(tmp_path):
         np.testing.assert_allclose(np.array(r.json()["scores"]), want[nodes], atol=1e-5)
         r = httpx.post(f"{url}/v1/predict", json={"nodes": [0], "type": "author"}, timeout=30)
         assert (r.status_code, r.json()["field"]) == (422, "type")
-        r = httpx.post(f"{url}/v1/predict", json={"new": {"features": {"feat": [1.0]}}}, timeout=30)
-        assert (r.status_code, r.json()["field"]) == (422, "new") and "homogeneous" in r.json()["error"]
+        # a new paper with the features and in-edges of existing ones (and no out-edges, so nothing it reads
+        # changes) is answered as they are: what embed wrote for them
+        copies = [7, 123, 398]
+        g, new = ds.graph, []
+        for p in copies:  # its in-edges: the relations into papers, and the reverses training adds (rev_<name>)
+            edges = {
+                f"{s},{r},{d}": src[dst == p].tolist() for (s, r, d), (src, dst) in g.edges.items() if d == "paper"
+            }
+            for (s, r, d), (src, dst) in g.edges.items():
+                if s == "paper" and d != "paper":
+                    edges[f"{d},rev_{r},paper"] = dst[src == p].tolist()
+            new.append({"features": {"feat": g.node_feats["paper"]["feat"][p].tolist()}, "edges": edges})
+        r = httpx.post(f"{url}/v1/predict", json={"new": new, "type": "paper"}, timeout=30)
+        assert r.status_code == 200, r.text
+        np.testing.assert_allclose(np.array(r.json()["scores"]), want[copies], atol=1e-5)
+        one = {"features": {"feat": [1.0] * 32}, "edges": [1]}  # a bare list: which of the 3 edge types into papers?
+        r = httpx.post(f"{url}/v1/predict", json={"new": one, "type": "paper"}, timeout=30)
+        assert r.status_code == 422 and "3 edge types end at node type 'paper'" in r.json()["error"], r.text
+        one["edges"] = {"cites": [1], "writes": [149]}
+        assert httpx.post(f"{url}/v1/predict", json={"new": one, "type": "paper"}, timeout=30).status_code == 200
+        one["edges"] = {"writes": [150]}  # authors are 0..149
+        r = httpx.post(f"{url}/v1/predict", json={"new": one, "type": "paper"}, timeout=30)
+        assert (r.status_code, r.json()["field"]) == (404, "new[0].edges.writes[0]"), r.text

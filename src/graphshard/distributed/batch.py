@@ -139,6 +139,14 @@ class BatchMaker:
         cache = self.features.cache
         return (0, 0, 0) if cache is None else (cache.stats["hits"], cache.stats["misses"], cache.stats["bytes_saved"])
 
+    def around(self, seeds: np.ndarray, key: int) -> Data | HeteroData:
+        """The sampled neighbourhood of global homogeneous ``seeds`` (of any types; distinct) as a batch with
+        every node's ``n_id`` (per-type IDs) and inputs: no seed bookkeeping (for callers that add nodes
+        of their own, as ``graphshard serve`` does for new nodes)."""
+        self._fetch_time = 0.0
+        data, _ = self._collate(self.sampler.sample(np.asarray(seeds, dtype=np.int64), seed=key))
+        return data
+
     # -- seeds ------------------------------------------------------------------------------------
     def _homo(self, ids: np.ndarray, ntype: str) -> np.ndarray:
         return self.book.map_to_homo_nid(ids, ntype).numpy() if self.hetero else np.asarray(ids, dtype=np.int64)

@@ -32,7 +32,7 @@ from ..train.checkpoint_embed import Restored
 from ..train.inputs import rows_of
 from .queries import NewNode, Query
 
-WHOLE_MAP_NODES = 1 << 24  # original-ID maps held whole by the serving rank up to this many nodes (128 MiB)
+WHOLE_MAP_NODES = 1 << 24  # original-ID maps held whole by the serving rank: this many nodes together (128 MiB)
 READ_BLOCK = 1 << 20  # map entries read at a time when one is copied whole
 
 
@@ -82,15 +82,18 @@ class Answerer:
         self.stats = Stats()
 
     def open_maps(self) -> None:
-        """Build the original-ID maps of the served node types (collective: every rank calls it at start)."""
-        self.maps = {t: OriginalIds(self.r.g, t) for t in self.r.types}
+        """Build the original-ID maps of every node type (requests name nodes of the answered types, new nodes'
+        edges those of any type; collective: every rank calls it at start)."""
+        self.maps = {t: OriginalIds(self.r.g, t) for t in self.r.g.ntypes}
 
     def hold_maps(self, most: int = WHOLE_MAP_NODES) -> None:
-        """Hold the maps of types of at most ``most`` nodes whole in this process (8 bytes a node): a request then
-        finds its nodes without a round trip to the partitions (not collective)."""
-        for t, sharded in list(self.maps.items()):
-            if isinstance(sharded, OriginalIds) and sharded.count <= most:
-                self.maps[t] = WholeMap(sharded)
+        """Hold maps whole in this process (8 bytes a node), the answered types' first, while they come to at
+        most ``most`` nodes together: a request then finds its nodes without a round trip (not collective)."""
+        held = 0
+        for t in sorted(self.maps, key=lambda t: t not in self.r.types):
+            sharded = self.maps[t]
+            if isinstance(sharded, OriginalIds) and held + sharded.count <= most:
+                self.maps[t], held = WholeMap(sharded), held + sharded.count
 
     # -- a batch of queries -----------------------------------------------------------------------
     def answer_each(self, queries: list[Query]) -> list[np.ndarray | Exception]:
@@ -193,8 +196,8 @@ class Answerer:
 
     # -- new nodes --------------------------------------------------------------------------------
     def _new_nodes(self, ntype: str, nodes: list[NewNode]) -> np.ndarray:
-        shared = [i for i, n in enumerate(nodes) if not n.out_edges.shape[0]]
-        alone = [i for i, n in enumerate(nodes) if n.out_edges.shape[0]]
+        shared = [i for i, n in enumerate(nodes) if not n.out_edges]
+        alone = [i for i, n in enumerate(nodes) if n.out_edges]
         rows: list[np.ndarray | None] = [None] * len(nodes)
         for group in ([shared] if shared else []) + [[i] for i in alone]:
             for i, row in zip(group, self._new_group(ntype, [nodes[i] for i in group])):
@@ -202,48 +205,67 @@ class Answerer:
         return np.stack([r for r in rows if r is not None])
 
     def _new_group(self, ntype: str, nodes: list[NewNode]) -> np.ndarray:
-        """Rows of new nodes that may share one subgraph (none sends to a node another one reads)."""
-        k = len(nodes)
-        ins, outs = _split(
-            self.maps[ntype](np.concatenate([n.edges for n in nodes] + [n.out_edges for n in nodes])),
-            [n.edges.shape[0] for n in nodes] + [n.out_edges.shape[0] for n in nodes],
-        )
-        seeds = np.unique(np.concatenate([np.zeros(0, np.int64), *ins]))
-        x_new = torch.from_numpy(np.stack([n.features for n in nodes]))
-        if seeds.shape[0]:
-            batch = self._maker(ntype, len(self.fanouts) - 1)(BatchRequest(0, self.key, seeds))
-            self._count(batch, k)
-            n_id, x_old, edge_index = batch.n_id.numpy(), self.r.inputs(batch)[0], batch.edge_index
-        else:
-            self._count_empty(k)
-            n_id, x_old, edge_index = np.zeros(0, np.int64), x_new[:0], torch.zeros((2, 0), dtype=torch.long)
-        order = np.argsort(n_id, kind="stable")
-        src, dst = [], []
-        for j, (i_ids, o_ids) in enumerate(zip(ins, outs)):
-            src.append(k + _positions(n_id, order, i_ids))
-            dst.append(np.full(i_ids.shape[0], j))
-            present = o_ids[np.isin(o_ids, n_id)]  # nodes outside the subgraph do not reach node j
-            src.append(np.full(present.shape[0], j))
-            dst.append(k + _positions(n_id, order, present))
-        added = torch.from_numpy(np.stack([np.concatenate(src), np.concatenate(dst)]).astype(np.int64))
-        x = torch.cat([x_new, x_old.float()])
+        """Rows of new nodes that may share one subgraph (none sends to a node another one reads): the
+        (L-1)-hop neighbourhood of their in-neighbours, with the new nodes appended to their type's rows and
+        their edges added."""
+        ins = [{et: self.maps[et[0]](ids) for et, ids in n.edges.items()} for n in nodes]
+        outs = [{et: self.maps[et[2]](ids) for et, ids in n.out_edges.items()} for n in nodes]
+        x, edges, n_id = self._neighbourhood(ntype, ins)
+        base = x[ntype].shape[0]
+        x[ntype] = torch.cat([x[ntype], torch.from_numpy(np.stack([n.features for n in nodes]))])
+        added: dict[Any, list[np.ndarray]] = {}
+        for j, (i_lists, o_lists) in enumerate(zip(ins, outs)):
+            me = base + j
+            for et, ids in i_lists.items():
+                added.setdefault(et, []).append(np.stack([_positions(n_id[et[0]], ids), np.full(ids.shape[0], me)]))
+            for et, ids in o_lists.items():
+                present = ids[np.isin(ids, n_id[et[2]])]  # nodes outside the subgraph do not reach node j
+                added.setdefault(et, []).append(
+                    np.stack([np.full(present.shape[0], me), _positions(n_id[et[2]], present)])
+                )
+        for et, pieces in added.items():
+            more = torch.from_numpy(np.concatenate(pieces, axis=1).astype(np.int64))
+            edges[et] = torch.cat([edges[et], more], dim=1)
         with torch.no_grad():
-            out = rows_of(self.r.encoder(x, torch.cat([edge_index + k, added], dim=1)), ntype)[:k]
-        return out.numpy().astype(np.float32, copy=False)
+            if self.hetero:
+                out = self.r.encoder(x, edges, None)
+            else:
+                (xs,), (ei,) = x.values(), edges.values()
+                out = self.r.encoder(xs, ei)
+        return rows_of(out, ntype)[base : base + len(nodes)].numpy().astype(np.float32, copy=False)
+
+    def _neighbourhood(
+        self, ntype: str, ins: list[dict[Any, np.ndarray]]
+    ) -> tuple[dict[str, torch.Tensor], dict[Any, torch.Tensor], dict[str, np.ndarray]]:
+        """The model's inputs over the (L-1)-hop neighbourhood of the in-neighbours ``ins`` (new IDs per edge
+        type), per node type and edge type, and each type's sampled nodes (per-type IDs, in row order)."""
+        by_type: dict[str, list[np.ndarray]] = {}
+        for lists in ins:
+            for et, ids in lists.items():
+                by_type.setdefault(et[0], []).append(ids)
+        homo = [self.book.map_to_homo_nid(np.concatenate(v), t).numpy() for t, v in by_type.items()]
+        seeds = np.unique(np.concatenate(homo)) if homo else np.zeros(0, np.int64)
+        types, etypes = self.r.inputs.ntypes, self.r.inputs.etypes
+        if not seeds.shape[0]:
+            x = {t: torch.zeros((0, self.r.inputs.dims[t])) for t in types}
+            edges = {et: torch.zeros((2, 0), dtype=torch.long) for et in etypes}
+            self._count_empty(len(ins))
+            return x, edges, {t: np.zeros(0, np.int64) for t in types}
+        batch = self._maker(ntype, len(self.fanouts) - 1).around(seeds, self.key)
+        self._count(batch, len(ins))
+        got = self.r.inputs(batch)
+        if self.hetero:
+            n_id = {t: batch[t].n_id.numpy() if t in batch.node_types else np.zeros(0, np.int64) for t in types}
+            return dict(got[0]), dict(got[1]), n_id
+        return {types[0]: got[0].float()}, {etypes[0]: got[1]}, {types[0]: batch.n_id.numpy()}
 
     def _count_empty(self, k: int) -> None:
         self.stats.batch_sizes.append(k)
 
 
-def _split(ids: np.ndarray, sizes: list[int]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """``ids`` cut into pieces of ``sizes``: the first half of the pieces, and the second."""
-    pieces = np.split(ids, np.cumsum(sizes)[:-1])
-    half = len(sizes) // 2
-    return pieces[:half], pieces[half:]
-
-
-def _positions(n_id: np.ndarray, order: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Where each of ``ids`` (all present) is in ``n_id`` (``order``: its argsort)."""
+def _positions(n_id: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Where each of ``ids`` (all present) is in ``n_id``."""
+    order = np.argsort(n_id, kind="stable")
     return order[np.searchsorted(n_id, ids, sorter=order)]
 
 

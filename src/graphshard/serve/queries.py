@@ -35,13 +35,18 @@ class RequestError(Exception):
         return {"error": self.message, "field": self.field}
 
 
+EType = tuple[str, str, str]
+
+
 @dataclass(frozen=True)
 class NewNode:
-    """A node that is not in the graph: its feature row and its edges to existing nodes (original IDs)."""
+    """A node that is not in the graph: its feature row and its edges to existing nodes (original IDs), by edge
+    type: ``edges[et]`` its in-neighbours over ``et`` (sources of type ``et[0]``), ``out_edges[et]`` the nodes
+    of type ``et[2]`` it sends to."""
 
     features: np.ndarray  # float32, the model's input width
-    edges: np.ndarray  # in-neighbours (int64)
-    out_edges: np.ndarray  # nodes it sends to (int64)
+    edges: dict[EType, np.ndarray]
+    out_edges: dict[EType, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,7 @@ class GraphFacts:
     stale: bool
     no_new: str | None = None  # why new nodes are not answered (None: they are)
     pair_types: tuple[str, str] | None = None  # a link model's source and destination types: it scores pairs
+    etypes: list[EType] = field(default_factory=list)  # the graph's edge types (new nodes' edges name them)
 
 
 def parse_query(body: Any, kind: str, facts: GraphFacts, limits: Limits) -> Query:
@@ -210,9 +216,42 @@ def _new(item: Any, where: str, ntype: str, facts: GraphFacts, limits: Limits) -
             422, f"{where}.features must be an object with the node's {facts.feat_name!r} row", f"{where}.features"
         )
     row = _row(feats[facts.feat_name], f"{where}.features.{facts.feat_name}", width)
-    edges = ids_of(item.get("edges", []), f"{where}.edges", ntype, facts, limits.max_edges)
-    out_edges = ids_of(item.get("out_edges", []), f"{where}.out_edges", ntype, facts, limits.max_edges)
-    return NewNode(row, edges, out_edges)
+    ins = _edge_lists(item.get("edges", []), f"{where}.edges", ntype, 2, facts, limits)
+    outs = _edge_lists(item.get("out_edges", []), f"{where}.out_edges", ntype, 0, facts, limits)
+    return NewNode(row, ins, outs)
+
+
+def _edge_lists(value: Any, name: str, ntype: str, end: int, facts: GraphFacts, limits: Limits) -> dict:
+    """A new node's edges of one direction (``end``: 2 in-edges, the node is the destination; 0 out-edges):
+    a list of IDs where one edge type fits, else an object ``{edge type: [IDs]}`` (``"src,rel,dst"`` or the
+    relation's name), each list's IDs checked against the other end's type."""
+    fits = [et for et in facts.etypes if et[end] == ntype]
+    if isinstance(value, list):  # one list: the one edge type that fits
+        if not value:
+            return {}
+        if len(fits) != 1:
+            raise RequestError(
+                422,
+                f"{name}: {len(fits)} edge types {'end' if end == 2 else 'start'} at node type {ntype!r}: give an "
+                "object {edge type: [IDs]}",
+                name,
+            )
+        return {fits[0]: ids_of(value, name, fits[0][2 - end], facts, limits.max_edges)}
+    if not isinstance(value, dict):
+        raise RequestError(422, f"{name} must be a list of node IDs or an object {{edge type: [IDs]}}", name)
+    out: dict[EType, np.ndarray] = {}
+    for key, ids in value.items():
+        et = _edge_type(key, fits, f"{name}.{key}")
+        out[et] = ids_of(ids, f"{name}.{key}", et[2 - end], facts, limits.max_edges)
+    return out
+
+
+def _edge_type(key: str, fits: list[EType], where: str) -> EType:
+    found = [et for et in fits if key in (",".join(et), et[1])]
+    if len(found) != 1:
+        names = [",".join(et) for et in fits]
+        raise RequestError(422, f"{where}: not one edge type of this end of the node (these are: {names})", where)
+    return found[0]
 
 
 def _row(value: Any, name: str, width: int) -> np.ndarray:

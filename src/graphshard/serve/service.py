@@ -189,22 +189,19 @@ def _lead(
         return f"partition {r // per_part} (rank {r}) is lost: {why}"
 
     widths = {t: restored.inputs.dims[t] if t not in restored.inputs.embeddings else None for t in restored.types}
-    counts = {t: g.num_nodes(t) for t in restored.types}
+    counts = {t: g.num_nodes(t) for t in g.ntypes}
     answerer.hold_maps()
     stale, width = None, _first_answer(answerer, restored.types[0])
     if options.embeddings:
         stale = open_stale(options.embeddings, restored.types, counts, width)
         answerer.stale = stale
     no_new = (
-        "new nodes are answered on homogeneous graphs only"
-        if restored.inputs.hetero
-        else "the model reads edge features, which a new node's edges do not have"
-        if restored.inputs.edge_dims
-        else None
+        "the model reads edge features, which a new node's edges do not have" if restored.inputs.edge_dims else None
     )
     et = restored.edge_type
     pair_types = (et[0], et[2]) if et is not None else None
-    facts = GraphFacts(counts, restored.types, restored.inputs.feat_name, widths, stale is not None, no_new, pair_types)
+    feat, etypes = restored.inputs.feat_name, list(g.canonical_etypes)
+    facts = GraphFacts(counts, restored.types, feat, widths, stale is not None, no_new, pair_types, etypes)
     metrics = Metrics()
     seen = [0]
 
