@@ -14,13 +14,20 @@ from graphshard.train import TrainOptions, train
 from tests.serve.service import running
 
 
-def _trained(tmp, ds, task: str) -> tuple[str, str]:
+def _trained(tmp, ds, task: str, model: str = "sage") -> tuple[str, str]:
     """Train 1 epoch on 2 ranks from a dataset directory, saving every node's output to ``tmp/e(.npy)``; the
     partition config and the best epoch's checkpoint."""
     save_dataset(ds, tmp / "data")
     ckpt, saved = str(tmp / "ckpt"), str(tmp / ("e.npy" if task == "link" else "e"))
     opts = TrainOptions(
-        task=task, checkpoint=ckpt, save_embeddings=saved, fanouts=[3, 3], batch_size=128, hidden=8, epochs=1
+        task=task,
+        model=model,
+        checkpoint=ckpt,
+        save_embeddings=saved,
+        fanouts=[3, 3],
+        batch_size=128,
+        hidden=8,
+        epochs=1,
     )
     train(replace(opts, progress=False), num_procs=2, dataset=str(tmp / "data"), work_dir=str(tmp / "w"))
     (config,) = [p for p in (tmp / "w").rglob("*.json") if p.parent.name == task and not p.name.startswith(".")]
@@ -28,12 +35,20 @@ def _trained(tmp, ds, task: str) -> tuple[str, str]:
 
 
 def test_a_link_model_serves_embeddings_and_scores_pairs(tmp_path):
-    config, ckpt = _trained(tmp_path, community_graph(num_nodes=300, avg_degree=6, feat_dim=8, seed=0), "link")
+    """A GCN encoder: it normalises by in-degrees, which a node's own neighbourhood shows only with one hop
+    more; one node at a time, the answers still equal embed's (layer-wise, whole-graph degrees)."""
+    ds = community_graph(num_nodes=300, avg_degree=6, feat_dim=8, seed=0)
+    config, ckpt = _trained(tmp_path, ds, "link", model="gcn")
     args = ["--part-config", config, "--checkpoint", ckpt]
     want = np.load(tmp_path / "e.npy")
     with running([*args, "--num-procs", "2", "--embeddings", str(tmp_path / "e.npy")], tmp_path) as (url, _):
         r = httpx.post(f"{url}/v1/embed", json={"nodes": list(range(300))}, timeout=30)
         np.testing.assert_allclose(np.array(r.json()["embeddings"]), want, atol=1e-5)
+        with httpx.Client(timeout=30) as client:
+            alone = [
+                client.post(f"{url}/v1/embed", json={"nodes": [i]}).json()["embeddings"][0] for i in range(0, 300, 7)
+            ]
+        np.testing.assert_allclose(np.array(alone), want[::7], atol=1e-5)
         pairs = [[1, 2], [3, 299], [7, 7]]
         for stale in (False, True):
             r = httpx.post(f"{url}/v1/predict", json={"pairs": pairs, "stale": stale}, timeout=30)

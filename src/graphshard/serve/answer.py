@@ -73,6 +73,7 @@ class Answerer:
         chunk: int = 1024,
     ):
         self.r, self.fanouts, self.stale, self.key, self.chunk = restored, fanouts, stale or {}, key, chunk
+        self.exact = all(f == -1 for f in fanouts)  # every in-edge: the answers are layer-wise inference's
         g = restored.g
         self.book = g.get_partition_book()
         self.hetero = restored.inputs.hetero
@@ -167,18 +168,26 @@ class Answerer:
         return rows[inverse.reshape(-1)]
 
     def _forward(self, ntype: str, seeds: np.ndarray) -> np.ndarray:
-        batch = self._maker(ntype, len(self.fanouts))(BatchRequest(0, self.key, seeds))
+        batch = self._maker(ntype, 0)(BatchRequest(0, self.key, seeds))
         self._count(batch, seeds.shape[0])
         with torch.no_grad():
             out = rows_of(self.r.encoder(*self.r.inputs(batch)), ntype)[: seeds.shape[0]]
         return out.numpy().astype(np.float32, copy=False)
 
-    def _maker(self, ntype: str, hops: int) -> BatchMaker:
-        key = (ntype, hops)
+    def _hops(self, first: int) -> list[int]:
+        """The fanouts sampled from hop ``first`` of the answer's computation (0: the answered nodes; 1: the
+        in-neighbours of new nodes) on: the model's layers from there, and one hop more of every in-edge for a
+        model normalising by in-degrees (GCN), so that every node whose row the answer reads has its whole
+        in-degree in the subgraph, as layer-wise inference has it (when every in-edge is sampled)."""
+        extra = [-1] if self.exact and getattr(self.r.encoder, "wants_degrees", False) else []
+        return self.fanouts[first:] + extra
+
+    def _maker(self, ntype: str, first: int) -> BatchMaker:
+        key = (ntype, first)
         if key not in self._makers:
             g = self.r.g
             spec = BatchSpec(
-                self.fanouts[:hops],
+                self._hops(first),
                 label_name=None,
                 input_type=ntype if self.hetero else None,
                 **self.r.inputs.loader_options(),
@@ -212,16 +221,18 @@ class Answerer:
         outs = [{et: self.maps[et[2]](ids) for et, ids in n.out_edges.items()} for n in nodes]
         x, edges, n_id = self._neighbourhood(ntype, ins)
         base = x[ntype].shape[0]
-        x[ntype] = torch.cat([x[ntype], torch.from_numpy(np.stack([n.features for n in nodes]))])
+        rows = torch.from_numpy(np.stack([n.features for n in nodes]))
+        x[ntype] = torch.cat([x[ntype], rows.to_sparse() if x[ntype].is_sparse else rows])
+        where = {t: (ids, np.argsort(ids, kind="stable")) for t, ids in n_id.items()}
         added: dict[Any, list[np.ndarray]] = {}
         for j, (i_lists, o_lists) in enumerate(zip(ins, outs)):
             me = base + j
             for et, ids in i_lists.items():
-                added.setdefault(et, []).append(np.stack([_positions(n_id[et[0]], ids), np.full(ids.shape[0], me)]))
+                added.setdefault(et, []).append(np.stack([_positions(*where[et[0]], ids), np.full(ids.shape[0], me)]))
             for et, ids in o_lists.items():
                 present = ids[np.isin(ids, n_id[et[2]])]  # nodes outside the subgraph do not reach node j
                 added.setdefault(et, []).append(
-                    np.stack([np.full(present.shape[0], me), _positions(n_id[et[2]], present)])
+                    np.stack([np.full(present.shape[0], me), _positions(*where[et[2]], present)])
                 )
         for et, pieces in added.items():
             more = torch.from_numpy(np.concatenate(pieces, axis=1).astype(np.int64))
@@ -251,7 +262,7 @@ class Answerer:
             edges = {et: torch.zeros((2, 0), dtype=torch.long) for et in etypes}
             self._count_empty(len(ins))
             return x, edges, {t: np.zeros(0, np.int64) for t in types}
-        batch = self._maker(ntype, len(self.fanouts) - 1).around(seeds, self.key)
+        batch = self._maker(ntype, 1).around(seeds, self.key)
         self._count(batch, len(ins))
         got = self.r.inputs(batch)
         if self.hetero:
@@ -263,9 +274,8 @@ class Answerer:
         self.stats.batch_sizes.append(k)
 
 
-def _positions(n_id: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Where each of ``ids`` (all present) is in ``n_id``."""
-    order = np.argsort(n_id, kind="stable")
+def _positions(n_id: np.ndarray, order: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Where each of ``ids`` (all present) is in ``n_id`` (``order``: its argsort)."""
     return order[np.searchsorted(n_id, ids, sorter=order)]
 
 

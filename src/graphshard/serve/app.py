@@ -8,9 +8,10 @@
 
 Every answer is JSON; an error is ``{"error": message, "field": the request field at fault or null}`` with a
 4xx status for what the client sent (400 no JSON object, 401 no or a wrong bearer token, 404 unknown node or
-path, 405 method, 413 too large, 422 a field of the wrong kind or size) and 503 for what the service cannot do
-now (queue full, a lost rank, not answered in time). The request handlers only parse, queue and render: the
-model runs in the micro-batcher's thread (:mod:`.batching`)."""
+path, 405 method, 408 a body that did not arrive in time, 413 too large, 422 a field of the wrong kind or
+size) and 503 for what the service cannot do now (queue full, a lost rank, not answered in time). The
+request handlers only parse, queue and render: the model runs in the micro-batcher's thread
+(:mod:`.batching`)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -62,8 +63,8 @@ class Service:
     ranks: list[dict[str, Any]] = field(default_factory=list)  # rank, partition, host, pid of every rank
 
 
-def build_app(service: Service) -> Starlette:
-    """The ASGI application answering for ``service``."""
+def build_app(service: Service) -> Any:
+    """The ASGI application answering for ``service`` (Starlette's routes behind the bearer-token guard)."""
 
     async def predict(request: Request) -> Response:
         return await _answer(service, request, "predict")
@@ -94,13 +95,14 @@ def build_app(service: Service) -> Starlette:
         Route("/metrics", metrics, methods=["GET"]),
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
-    return _Guard(app, service.token, service.max_body)  # type: ignore[return-value]  # an ASGI app like it
+    return _Guard(app, service.token)
 
 
 async def _answer(service: Service, request: Request, kind: str) -> Response:
     start = time.perf_counter()
+    response: Response
     try:
-        body = await _body(request, service.max_body)
+        body = await _body(request, service.max_body, service.timeout)
         query = parse_query(body, kind, service.facts, service.limits)
         rows = await _rows(service, query)
         response = JSONResponse(_render(kind, query, rows))
@@ -110,34 +112,44 @@ async def _answer(service: Service, request: Request, kind: str) -> Response:
         response = JSONResponse({"error": str(exc), "field": None}, 503, headers={"Retry-After": "1"})
     except Unavailable as exc:
         response = JSONResponse({"error": str(exc), "field": None}, 503, headers={"Retry-After": "5"})
-    except Exception as exc:  # nothing a client sends may take the service down: say what failed, go on
+    except ClientDisconnect:  # the client left before its body arrived: nobody to answer
+        response = Response(status_code=499)
+    except Exception:  # nothing a client sends may take the service down: log it, answer, go on
         log.exception("request to /v1/%s failed", kind)
-        response = JSONResponse({"error": f"internal error: {type(exc).__name__}: {exc}", "field": None}, 500)
+        response = JSONResponse({"error": "internal error (logged by the service's rank 0)", "field": None}, 500)
     endpoint = f"/v1/{kind}"
     service.metrics.requests.labels(endpoint, str(response.status_code)).inc()
     service.metrics.latency.labels(endpoint).observe(time.perf_counter() - start)
     return response
 
 
-async def _body(request: Request, limit: int) -> Any:
-    """The request's JSON, read at most ``limit`` bytes far (413 beyond)."""
+async def _body(request: Request, limit: int, within: float) -> Any:
+    """The request's JSON, read at most ``limit`` bytes far (413 beyond) and within ``within`` seconds (408)."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise RequestError(413, f"the request body has {int(declared)} bytes, more than the {limit} accepted")
+    try:
+        raw = await asyncio.wait_for(_read(request, limit), within)
+    except asyncio.TimeoutError:
+        raise RequestError(408, f"the request body did not arrive within {within:g} s") from None
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise RequestError(
+            400, f"the request body is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except (ValueError, RecursionError):  # not UTF-8 text, an integer of too many digits, nested too deep
+        raise RequestError(400, "the request body is not JSON this service reads (UTF-8, nested < 1000)") from None
+
+
+async def _read(request: Request, limit: int) -> bytes:
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
             raise RequestError(413, f"the request body is longer than the {limit} bytes accepted")
         chunks.append(chunk)
-    try:
-        return json.loads(b"".join(chunks))
-    except json.JSONDecodeError as exc:
-        raise RequestError(
-            400, f"the request body is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from None
-    except (UnicodeDecodeError, RecursionError):
-        raise RequestError(400, "the request body is not JSON text (UTF-8)") from None
+    return b"".join(chunks)
 
 
 async def _rows(service: Service, query: Query) -> np.ndarray:
@@ -147,7 +159,7 @@ async def _rows(service: Service, query: Query) -> np.ndarray:
     def done(result: Any) -> None:
         loop.call_soon_threadsafe(_settle, future, result)
 
-    service.batcher.submit(query, done)
+    service.batcher.submit(query, done, time.monotonic() + service.timeout)
     try:
         result = await asyncio.wait_for(future, service.timeout)
     except asyncio.TimeoutError:
@@ -166,6 +178,8 @@ def _settle(future: asyncio.Future[Any], result: Any) -> None:
 
 
 def _render(kind: str, query: Query, rows: np.ndarray) -> dict[str, Any]:
+    if not np.isfinite(rows).all():  # JSON has no NaN: say so rather than fail to encode
+        raise RequestError(422, "the model's output for these nodes is not finite (features far out of range?)")
     if query.pairs is not None:
         probability = 1.0 / (1.0 + np.exp(-rows.astype(np.float64)))
         pairs = query.pairs.T.tolist()
@@ -180,8 +194,8 @@ def _render(kind: str, query: Query, rows: np.ndarray) -> dict[str, Any]:
 class _Guard:
     """ASGI middleware: a bearer token on every request when ``token`` is set (401 otherwise)."""
 
-    def __init__(self, app: Any, token: str | None, max_body: int):
-        self.app, self.token, self.max_body = app, token, max_body
+    def __init__(self, app: Any, token: str | None):
+        self.app, self.token = app, token
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] == "http" and self.token is not None and not self._allowed(scope):

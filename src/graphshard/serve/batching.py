@@ -49,7 +49,7 @@ class MicroBatcher:
     ):
         self.answer, self.max_nodes, self.wait = answer, max_nodes, wait
         self.on_batch = on_batch
-        self._queue: queue.Queue[tuple[Query, Done]] = queue.Queue(max_queue)
+        self._queue: queue.Queue[tuple[Query, Done, float]] = queue.Queue(max_queue)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="graphshard-serve-batcher", daemon=True)
 
@@ -61,11 +61,12 @@ class MicroBatcher:
         """Queries waiting now."""
         return self._queue.qsize()
 
-    def submit(self, query: Query, done: Done) -> None:
-        """Queue ``query``; ``done`` gets its result later, from the batcher's thread. :class:`Overloaded` when the
-        queue is full."""
+    def submit(self, query: Query, done: Done, deadline: float = float("inf")) -> None:
+        """Queue ``query``; ``done`` gets its result later, from the batcher's thread (nothing is computed for it
+        once ``time.monotonic()`` has passed ``deadline``: its client has had its answer). :class:`Overloaded`
+        when the queue is full."""
         try:
-            self._queue.put_nowait((query, done))
+            self._queue.put_nowait((query, done, deadline))
         except queue.Full:
             raise Overloaded(f"the server is busy: {self._queue.maxsize} requests are waiting") from None
 
@@ -75,10 +76,10 @@ class MicroBatcher:
         self._thread.join(within)
         while True:
             try:
-                _, done = self._queue.get_nowait()
+                _, done, _ = self._queue.get_nowait()
             except queue.Empty:
                 return
-            done(Overloaded("the server is stopping"))
+            _hand(done, Overloaded("the server is stopping"))
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -86,9 +87,12 @@ class MicroBatcher:
                 first = self._queue.get(timeout=0.2)  # bounded, so a stop is seen
             except queue.Empty:
                 continue
-            self._serve(self._gather(first))
+            now = time.monotonic()
+            batch = [item for item in self._gather(first) if item[2] > now]  # the others' clients have gone
+            if batch:
+                self._serve(batch)
 
-    def _gather(self, first: tuple[Query, Done]) -> list[tuple[Query, Done]]:
+    def _gather(self, first: tuple[Query, Done, float]) -> list[tuple[Query, Done, float]]:
         batch, nodes = [first], first[0].size
         deadline = time.monotonic() + self.wait
         while nodes < self.max_nodes:
@@ -101,16 +105,20 @@ class MicroBatcher:
             nodes += item[0].size
         return batch
 
-    def _serve(self, batch: list[tuple[Query, Done]]) -> None:
+    def _serve(self, batch: list[tuple[Query, Done, float]]) -> None:
         start = time.perf_counter()
         try:
-            results = self.answer([q for q, _ in batch])
+            results = self.answer([q for q, _, _ in batch])
         except Exception as exc:  # the batch failed as a whole: every query in it gets the error
             results = [exc] * len(batch)
-        for (_, done), result in zip(batch, results):
-            try:
-                done(result)
-            except Exception:  # a client that left: nothing to hand over
-                log.debug("could not hand a result over", exc_info=True)
+        for (_, done, _), result in zip(batch, results):
+            _hand(done, result)
         if self.on_batch is not None:
-            self.on_batch(Batch(len(batch), sum(q.size for q, _ in batch), time.perf_counter() - start))
+            self.on_batch(Batch(len(batch), sum(q.size for q, _, _ in batch), time.perf_counter() - start))
+
+
+def _hand(done: Done, result: Any) -> None:
+    try:
+        done(result)
+    except Exception:  # a client that left, an event loop already closed: nothing to hand over
+        log.debug("could not hand a result over", exc_info=True)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 KINDS = ("predict", "embed")
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 class RequestError(Exception):
@@ -32,7 +33,9 @@ class RequestError(Exception):
         self.status, self.field, self.message = status, field, message
 
     def body(self) -> dict[str, Any]:
-        return {"error": self.message, "field": self.field}
+        """The JSON answer; text the client sent (a field name) is escaped where it is no valid Unicode."""
+        field = None if self.field is None else _printable(self.field)
+        return {"error": _printable(self.message), "field": field}
 
 
 EType = tuple[str, str, str]
@@ -67,10 +70,11 @@ class Query:
 
 @dataclass(frozen=True)
 class Limits:
-    """What one request may ask for: nodes (existing or new) and edges per new node."""
+    """What one request may ask for: nodes (existing or new), edges per new node, new nodes with out-edges."""
 
     max_nodes: int = 10_000
     max_edges: int = 10_000
+    max_sending: int = 64  # new nodes with out-edges (each computed on a subgraph of its own)
 
 
 @dataclass(frozen=True)
@@ -122,7 +126,16 @@ def parse_query(body: Any, kind: str, facts: GraphFacts, limits: Limits) -> Quer
         raise RequestError(422, "'new' lists no node", "new")
     if len(items) > limits.max_nodes:
         raise RequestError(413, f"'new' has {len(items)} nodes, more than the {limits.max_nodes} served", "new")
-    return Query(kind, ntype, new=tuple(_new(item, f"new[{i}]", ntype, facts, limits) for i, item in enumerate(items)))
+    new = tuple(_new(item, f"new[{i}]", ntype, facts, limits) for i, item in enumerate(items))
+    sending = sum(1 for n in new if n.out_edges)
+    if sending > limits.max_sending:
+        raise RequestError(
+            413,
+            f"'new' has {sending} nodes with out_edges, more than the {limits.max_sending} served a request "
+            "(each is computed on a subgraph of its own)",
+            "new",
+        )
+    return Query(kind, ntype, new=new)
 
 
 def _pairs_query(body: dict, stale: bool, facts: GraphFacts, limits: Limits) -> Query:
@@ -259,10 +272,15 @@ def _row(value: Any, name: str, width: int) -> np.ndarray:
         raise RequestError(422, f"{name} must be a list of {width} numbers, got {_kind(value)}", name)
     if len(value) != width:
         raise RequestError(422, f"{name} has {len(value)} values; the model reads {width}", name)
-    row = np.asarray(value, dtype=np.float64) if set(map(type, value)) <= {int, float} else None
-    if row is None or not np.isfinite(row).all():
+    try:
+        row = np.asarray(value, dtype=np.float64) if set(map(type, value)) <= {int, float} else None
+    except OverflowError:  # an integer beyond any float
+        row = None
+    if row is None or not (np.abs(row) <= FLOAT32_MAX).all():  # NaN, infinities, beyond float32 too
         i = next(i for i, v in enumerate(value) if not _finite(v))  # on error only: find the first culprit
-        raise RequestError(422, f"{name}[{i}] must be a finite number, got {_kind(value[i])}", f"{name}[{i}]")
+        raise RequestError(
+            422, f"{name}[{i}] must be a finite number within float32's range, got {_kind(value[i])}", f"{name}[{i}]"
+        )
     return row.astype(np.float32)
 
 
@@ -282,11 +300,20 @@ def _integers(value: list, name: str) -> np.ndarray:
 
 
 def _finite(v: Any) -> bool:
-    return type(v) in (int, float) and math.isfinite(v)
+    try:
+        return type(v) in (int, float) and math.isfinite(v) and abs(v) <= FLOAT32_MAX
+    except OverflowError:  # an integer beyond any float
+        return False
+
+
+def _printable(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _kind(value: Any) -> str:
     names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
     if type(value) in names:
         return names[type(value)]
+    if isinstance(value, int) and abs(value) >= 10**30:
+        return f"an integer of {value.bit_length()} bits"
     return repr(value) if isinstance(value, (int, float)) else type(value).__name__

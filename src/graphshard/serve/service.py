@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 notice = logging.getLogger("graphshard.notice")  # shown at the default log level
 
 STOP_KEY = "serve/stop"
+CONNECTIONS_PER_QUEUED = 4  # open connections and requests in flight allowed per request the queue holds
 READY = "graphshard: serving"  # the line rank 0 prints once it answers (tests and scripts wait for it)
 
 
@@ -228,7 +229,12 @@ def _lead(
     sock = listener or _listen(options.host, options.port)
     server = uvicorn.Server(
         uvicorn.Config(
-            build_app(service), log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=2
+            build_app(service),
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=2,
+            limit_concurrency=CONNECTIONS_PER_QUEUED * options.max_queue,  # beyond: 503 at once
         )
     )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="graphshard-http", daemon=True)
