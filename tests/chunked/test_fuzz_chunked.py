@@ -90,8 +90,8 @@ def _load(work: Path, mentions: tuple[str, ...] = ()) -> Graph | None:
 
 # -- an independent reading of the files -----------------------------------------------------------------------
 _INT_FIELD = re.compile(r'-?[0-9]+|"-?[0-9]+"')
-# the numbers pyarrow reads, "Infinity" among them
-_FLOAT_FIELD = re.compile(r"-?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?|nan|NaN|inf|-inf|-?Infinity")
+# the numbers pyarrow reads, "Infinity" among them, and a leading "+" (hypothesis found "+1" read as 1.0)
+_FLOAT_FIELD = re.compile(r"[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?|\+?(nan|NaN)|[-+]?(inf|Infinity)")
 
 
 def _csv_lines(data: bytes) -> list[str]:
