@@ -8,8 +8,12 @@ from dataclasses import replace
 
 import httpx
 import numpy as np
+import pytest
 
+from graphshard.cli import main
 from graphshard.datasets import community_graph, hetero_graph, save_dataset
+from graphshard.errors import InputError
+from graphshard.serve import ServeOptions, serve
 from graphshard.train import TrainOptions, train
 from tests.serve.service import running
 
@@ -65,6 +69,22 @@ def test_a_link_model_serves_embeddings_and_scores_pairs(tmp_path):
         ]:
             r = httpx.post(f"{url}/v1/predict", json=body, timeout=30)
             assert 400 <= r.status_code < 500 and r.json()["field"] == field, r.text
+    # the hidden layer the last layer reads, as embed writes it
+    hidden = str(tmp_path / "h.npy")
+    assert main(["embed", *args, "--embedding-layer", "hidden", "--out", hidden, "--num-procs", "2"]) == 0
+    want_h = np.load(hidden)
+    served = [*args, "--num-procs", "2", "--embedding-layer", "hidden", "--embeddings", hidden]
+    with running(served, tmp_path) as (url, _), httpx.Client(timeout=30) as client:
+        r = client.post(f"{url}/v1/embed", json={"nodes": list(range(300))})
+        np.testing.assert_allclose(np.array(r.json()["embeddings"]), want_h, atol=1e-5)
+        alone = [client.post(f"{url}/v1/embed", json={"nodes": [i]}).json()["embeddings"][0] for i in (0, 150, 299)]
+        np.testing.assert_allclose(np.array(alone), want_h[[0, 150, 299]], atol=1e-5)
+        stale = client.post(f"{url}/v1/embed", json={"nodes": [4], "stale": True}).json()["embeddings"]
+        np.testing.assert_array_equal(np.array(stale, dtype=np.float32), want_h[[4]])
+        r = client.post(f"{url}/v1/predict", json={"pairs": [[1, 2]]})  # pairs: the output layer still
+        np.testing.assert_allclose(r.json()["scores"], [(want[1] * want[2]).sum()], atol=1e-5)
+        r = client.post(f"{url}/v1/predict", json={"pairs": [[1, 2]], "stale": True})
+        assert (r.status_code, r.json()["field"]) == (422, "stale"), r.text
 
 
 def test_a_heterogeneous_model_answers_for_its_target_type(tmp_path):
@@ -72,6 +92,8 @@ def test_a_heterogeneous_model_answers_for_its_target_type(tmp_path):
     config, ckpt = _trained(tmp_path, ds, "node")
     args = ["--part-config", config, "--checkpoint", ckpt]
     want = np.load(tmp_path / "e" / "paper.npy")
+    with pytest.raises(InputError, match="--embedding-layer hidden: model 'sage' \\(heterogeneous"):
+        serve(config, ckpt, ServeOptions(embedding_layer="hidden", port=0), num_procs=2)
     with running([*args, "--num-procs", "2"], tmp_path) as (url, _):
         nodes = np.random.default_rng(0).permutation(400).tolist()
         r = httpx.post(f"{url}/v1/predict", json={"nodes": nodes, "type": "paper"}, timeout=30)

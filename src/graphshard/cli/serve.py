@@ -24,6 +24,7 @@ def run_serve(args: argparse.Namespace) -> None:
         max_edges=args.max_nodes,
         max_body=args.max_body_mb << 20,
         request_timeout=args.request_timeout,
+        embedding_layer=args.embedding_layer,
     )
     serve(
         args.part_config,
@@ -76,9 +77,16 @@ def register(sub: Any) -> None:
         "--host is not a loopback address",
     )
     p.add_argument(
+        "--embedding-layer",
+        default="output",
+        choices=["output", "hidden"],
+        help="what /v1/embed answers: the model's output, or the hidden layer its last layer reads (as "
+        "'graphshard embed --embedding-layer' writes them)",
+    )
+    p.add_argument(
         "--embeddings",
-        help="'graphshard embed' output of the same checkpoint: requests with \"stale\": true are answered "
-        "from it, without the model",
+        help="'graphshard embed' output of the same checkpoint (and --embedding-layer): requests with "
+        '"stale": true are answered from it, without the model',
     )
     p.add_argument(
         "--fanouts",

@@ -17,6 +17,7 @@ file by original ID, without sampling or the model."""
 
 from __future__ import annotations
 
+import copy
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,13 +25,15 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 
 from ..distributed.batch import BatchMaker, BatchRequest, BatchSpec
 from ..distributed.original import OriginalIds
 from ..errors import FormatError
+from ..models.stack import ConvStack
 from ..train.checkpoint_embed import Restored
 from ..train.inputs import rows_of
-from .queries import NewNode, Query
+from .queries import NewNode, Query, RequestError
 
 WHOLE_MAP_NODES = 1 << 24  # original-ID maps held whole by the serving rank: this many nodes together (128 MiB)
 READ_BLOCK = 1 << 20  # map entries read at a time when one is copied whole
@@ -49,6 +52,33 @@ class WholeMap:
     def __call__(self, orig: np.ndarray) -> np.ndarray:
         """New per-type IDs of original IDs ``orig`` (checked to be in range by the request's parser)."""
         return self.table[orig]
+
+
+@dataclass(frozen=True)
+class Head:
+    """What answers a query: ``module`` (the encoder, or its hidden-layer view) and the layers it runs."""
+
+    module: Any
+    layers: int
+
+
+class HiddenLayer(nn.Module):
+    """A :class:`~graphshard.models.stack.ConvStack` up to the hidden layer its last layer reads, after its ReLU
+    (what ``embed --embedding-layer hidden`` writes): the same convolutions, one fewer."""
+
+    def __init__(self, stack: ConvStack):
+        super().__init__()
+        self.stack = copy.copy(stack)
+        self.stack._modules = dict(stack._modules)  # its own module table: the original keeps every layer
+        self.stack.convs = nn.ModuleList(list(stack.convs)[:-1])
+
+    def forward(self, x: Any, edge_index: Any, hops: Any = None, edge_attr: Any = None) -> torch.Tensor:
+        return torch.relu(self.stack(x, edge_index, hops, edge_attr))
+
+
+def hidden_layer(encoder: nn.Module) -> HiddenLayer | None:
+    """The hidden-layer view of ``encoder`` (None where it has none: not a stack of 2+ convolutions)."""
+    return HiddenLayer(encoder) if isinstance(encoder, ConvStack) and encoder.num_layers >= 2 else None
 
 
 @dataclass
@@ -71,14 +101,17 @@ class Answerer:
         stale: dict[str, np.ndarray] | None = None,
         key: int = 0,
         chunk: int = 1024,
+        hidden: HiddenLayer | None = None,
     ):
         self.r, self.fanouts, self.stale, self.key, self.chunk = restored, fanouts, stale or {}, key, chunk
         self.exact = all(f == -1 for f in fanouts)  # every in-edge: the answers are layer-wise inference's
+        self.output = Head(restored.encoder, len(fanouts))
+        self.hidden = None if hidden is None else Head(hidden, len(fanouts) - 1)  # /v1/embed's rows, if set
         g = restored.g
         self.book = g.get_partition_book()
         self.hetero = restored.inputs.hetero
         self.maps: dict[str, OriginalIds | WholeMap] = {}  # built collectively at start (see open_maps)
-        self._makers: dict[tuple[str, int], BatchMaker] = {}
+        self._makers: dict[tuple[str, int, int], BatchMaker] = {}
         self.part = g.group.part_id(self.book.num_partitions())
         self.stats = Stats()
 
@@ -140,19 +173,25 @@ class Answerer:
         with torch.no_grad():
             return decoder(torch.from_numpy(src), torch.from_numpy(dst)).view(-1).numpy().astype(np.float32)
 
+    def _head(self, q: Query) -> Head:
+        """``/v1/embed`` answers the hidden layer when the service was started so; everything else the output."""
+        return self.hidden if q.kind == "embed" and self.hidden is not None else self.output
+
     def _rows(self, queries: list[Query]) -> list[np.ndarray]:
         out: list[np.ndarray | None] = [None] * len(queries)
-        fresh: dict[str, list[int]] = {}
+        fresh: dict[tuple[str, Head], list[int]] = {}
         for i, q in enumerate(queries):
+            if q.stale and q.kind == "predict" and self.hidden is not None:
+                raise RequestError(422, "the precomputed rows are the hidden layer's: no stale predictions", "stale")
             if q.stale:
                 out[i] = np.asarray(self.stale[q.ntype][q.ids], dtype=np.float32)
             elif q.new:
-                out[i] = self._new_nodes(q.ntype, list(q.new))
+                out[i] = self._new_nodes(q.ntype, list(q.new), self._head(q))
             else:
-                fresh.setdefault(q.ntype, []).append(i)
-        for ntype, which in fresh.items():
+                fresh.setdefault((q.ntype, self._head(q)), []).append(i)
+        for (ntype, head), which in fresh.items():
             ids = np.concatenate([queries[i].ids for i in which])
-            rows = self._existing(ntype, self.maps[ntype](ids))
+            rows = self._existing(ntype, self.maps[ntype](ids), head)
             at = 0
             for i in which:
                 n = int(queries[i].ids.shape[0])
@@ -160,34 +199,35 @@ class Answerer:
         return [o if o is not None else np.zeros((0, 0), np.float32) for o in out]
 
     # -- existing nodes ---------------------------------------------------------------------------
-    def _existing(self, ntype: str, ids: np.ndarray) -> np.ndarray:
+    def _existing(self, ntype: str, ids: np.ndarray, head: Head) -> np.ndarray:
         """Rows of nodes ``ids`` (new per-type IDs, any order, repeats allowed)."""
         seeds, inverse = np.unique(ids, return_inverse=True)
-        pieces = [self._forward(ntype, seeds[lo : lo + self.chunk]) for lo in range(0, seeds.shape[0], self.chunk)]
+        cuts = range(0, seeds.shape[0], self.chunk)
+        pieces = [self._forward(ntype, seeds[lo : lo + self.chunk], head) for lo in cuts]
         rows = np.concatenate(pieces) if pieces else np.zeros((0, 0), np.float32)
         return rows[inverse.reshape(-1)]
 
-    def _forward(self, ntype: str, seeds: np.ndarray) -> np.ndarray:
-        batch = self._maker(ntype, 0)(BatchRequest(0, self.key, seeds))
+    def _forward(self, ntype: str, seeds: np.ndarray, head: Head) -> np.ndarray:
+        batch = self._maker(ntype, 0, head.layers)(BatchRequest(0, self.key, seeds))
         self._count(batch, seeds.shape[0])
         with torch.no_grad():
-            out = rows_of(self.r.encoder(*self.r.inputs(batch)), ntype)[: seeds.shape[0]]
+            out = rows_of(head.module(*self.r.inputs(batch)), ntype)[: seeds.shape[0]]
         return out.numpy().astype(np.float32, copy=False)
 
-    def _hops(self, first: int) -> list[int]:
+    def _hops(self, first: int, layers: int) -> list[int]:
         """The fanouts sampled from hop ``first`` of the answer's computation (0: the answered nodes; 1: the
-        in-neighbours of new nodes) on: the model's layers from there, and one hop more of every in-edge for a
-        model normalising by in-degrees (GCN), so that every node whose row the answer reads has its whole
-        in-degree in the subgraph, as layer-wise inference has it (when every in-edge is sampled)."""
+        in-neighbours of new nodes) to hop ``layers``, and one hop more of every in-edge for a model
+        normalising by in-degrees (GCN), so that every node whose row the answer reads has its whole in-degree
+        in the subgraph, as layer-wise inference has it (when every in-edge is sampled)."""
         extra = [-1] if self.exact and getattr(self.r.encoder, "wants_degrees", False) else []
-        return self.fanouts[first:] + extra
+        return self.fanouts[first:layers] + extra
 
-    def _maker(self, ntype: str, first: int) -> BatchMaker:
-        key = (ntype, first)
+    def _maker(self, ntype: str, first: int, layers: int) -> BatchMaker:
+        key = (ntype, first, layers)
         if key not in self._makers:
             g = self.r.g
             spec = BatchSpec(
-                self._hops(first),
+                self._hops(first, layers),
                 label_name=None,
                 input_type=ntype if self.hetero else None,
                 **self.r.inputs.loader_options(),
@@ -204,22 +244,22 @@ class Answerer:
                 self.stats.remote_rows += int((owners != self.part).sum())
 
     # -- new nodes --------------------------------------------------------------------------------
-    def _new_nodes(self, ntype: str, nodes: list[NewNode]) -> np.ndarray:
+    def _new_nodes(self, ntype: str, nodes: list[NewNode], head: Head) -> np.ndarray:
         shared = [i for i, n in enumerate(nodes) if not n.out_edges]
         alone = [i for i, n in enumerate(nodes) if n.out_edges]
         rows: list[np.ndarray | None] = [None] * len(nodes)
         for group in ([shared] if shared else []) + [[i] for i in alone]:
-            for i, row in zip(group, self._new_group(ntype, [nodes[i] for i in group])):
+            for i, row in zip(group, self._new_group(ntype, [nodes[i] for i in group], head)):
                 rows[i] = row
         return np.stack([r for r in rows if r is not None])
 
-    def _new_group(self, ntype: str, nodes: list[NewNode]) -> np.ndarray:
+    def _new_group(self, ntype: str, nodes: list[NewNode], head: Head) -> np.ndarray:
         """Rows of new nodes that may share one subgraph (none sends to a node another one reads): the
         (L-1)-hop neighbourhood of their in-neighbours, with the new nodes appended to their type's rows and
         their edges added."""
         ins = [{et: self.maps[et[0]](ids) for et, ids in n.edges.items()} for n in nodes]
         outs = [{et: self.maps[et[2]](ids) for et, ids in n.out_edges.items()} for n in nodes]
-        x, edges, n_id = self._neighbourhood(ntype, ins)
+        x, edges, n_id = self._neighbourhood(ntype, ins, head.layers)
         base = x[ntype].shape[0]
         rows = torch.from_numpy(np.stack([n.features for n in nodes]))
         x[ntype] = torch.cat([x[ntype], rows.to_sparse() if x[ntype].is_sparse else rows])
@@ -239,14 +279,14 @@ class Answerer:
             edges[et] = torch.cat([edges[et], more], dim=1)
         with torch.no_grad():
             if self.hetero:
-                out = self.r.encoder(x, edges, None)
+                out = head.module(x, edges, None)
             else:
                 (xs,), (ei,) = x.values(), edges.values()
-                out = self.r.encoder(xs, ei)
+                out = head.module(xs, ei)
         return rows_of(out, ntype)[base : base + len(nodes)].numpy().astype(np.float32, copy=False)
 
     def _neighbourhood(
-        self, ntype: str, ins: list[dict[Any, np.ndarray]]
+        self, ntype: str, ins: list[dict[Any, np.ndarray]], layers: int
     ) -> tuple[dict[str, torch.Tensor], dict[Any, torch.Tensor], dict[str, np.ndarray]]:
         """The model's inputs over the (L-1)-hop neighbourhood of the in-neighbours ``ins`` (new IDs per edge
         type), per node type and edge type, and each type's sampled nodes (per-type IDs, in row order)."""
@@ -262,7 +302,7 @@ class Answerer:
             edges = {et: torch.zeros((2, 0), dtype=torch.long) for et in etypes}
             self._count_empty(len(ins))
             return x, edges, {t: np.zeros(0, np.int64) for t in types}
-        batch = self._maker(ntype, 1).around(seeds, self.key)
+        batch = self._maker(ntype, 1, layers).around(seeds, self.key)
         self._count(batch, len(ins))
         got = self.r.inputs(batch)
         if self.hetero:

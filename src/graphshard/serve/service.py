@@ -29,9 +29,10 @@ from ..distributed.liveness import DEFAULT_LOST_AFTER, doing
 from ..distributed.network import LOOPBACK
 from ..distributed.runtime import Session, session
 from ..errors import DistError, InputError
+from ..format.config import read_config
 from ..train.checkpoint_embed import Restored, checkpoint_run, restore
 from ..train.options import TrainOptions
-from .answer import Answerer, open_stale
+from .answer import Answerer, HiddenLayer, hidden_layer, open_stale
 from .queries import GraphFacts, Limits, Query
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,8 @@ class ServeOptions:
     file (required unless ``host`` is a loopback address), precomputed ``embeddings`` for stale answers, the
     ``fanouts`` sampled per layer (None: every in-edge, exact), micro-batching (``max_batch_nodes`` per model
     batch, ``batch_wait`` seconds to gather one, ``max_queue`` requests waiting), the limits of one request
-    (``max_nodes``, ``max_edges`` per new node, ``max_body`` bytes) and how long it may wait (``request_timeout``)."""
+    (``max_nodes``, ``max_edges`` per new node, ``max_body`` bytes), how long it may wait (``request_timeout``),
+    and what ``/v1/embed`` answers: the model's ``output`` or the ``hidden`` layer its last layer reads."""
 
     host: str = LOOPBACK
     port: int = 8080
@@ -62,11 +64,14 @@ class ServeOptions:
     max_edges: int = 10_000
     max_body: int = 4 << 20
     request_timeout: float = 30.0
+    embedding_layer: str = "output"
 
     def check(self, layers: int) -> None:
         """An :class:`InputError` naming the option at fault."""
         if self.fanouts is not None and (len(self.fanouts) != layers or any(f == 0 or f < -1 for f in self.fanouts)):
             raise InputError(f"--fanouts {self.fanouts}: give {layers} counts (one per layer), each > 0 or -1 (all)")
+        if self.embedding_layer not in ("output", "hidden"):
+            raise InputError(f"--embedding-layer {self.embedding_layer!r}: 'output' or 'hidden'")
         if not 0 <= self.port < 65536:
             raise InputError(f"--port {self.port}: expected 0..65535 (0: any free port)")
         if self.token_file is None and not _is_loopback(self.host):
@@ -106,6 +111,8 @@ def serve(
     refuse_spawn_reimport()
     opts = checkpoint_run(part_config, checkpoint, num_procs, None, timeout, "output", heartbeat_timeout, verify)
     options.check(opts.num_layers)
+    if options.embedding_layer == "hidden":
+        _check_hidden(opts)
     lead = num_procs is not None or int(os.environ.get("RANK", "0")) == 0  # starts rank 0, or is rank 0
     token, listener = None, None
     if lead:  # what only rank 0 uses is read and taken by its host alone (the others may not have the file)
@@ -129,14 +136,40 @@ def _rank(opts: TrainOptions, options: ServeOptions, token: str | None, listener
     with session(timeout=opts.timeout, heartbeat_timeout=opts.heartbeat_timeout) as s:
         doing("loading the model")
         restored = restore(s, opts)
-        answerer = Answerer(
-            restored, options.fanouts or [-1] * opts.num_layers, key=opts.seed, chunk=options.max_batch_nodes
-        )
+        hidden = _hidden(restored, options.embedding_layer)
+        fanouts = options.fanouts or [-1] * opts.num_layers
+        answerer = Answerer(restored, fanouts, key=opts.seed, chunk=options.max_batch_nodes, hidden=hidden)
         answerer.open_maps()
         if s.rank == 0:
             _lead(s, opts, options, token, listener, restored, answerer)
         else:
             _follow(s)
+
+
+HIDDEN_MODELS = ("sage", "gcn", "gat", "gin")  # the homogeneous stacks: their hidden layer is served
+
+
+def _check_hidden(opts: TrainOptions) -> None:
+    """An :class:`InputError`, before any rank starts, where ``/v1/embed`` cannot answer the hidden layer."""
+    assert opts.part_config is not None  # set by checkpoint_options
+    cfg = read_config(opts.part_config)
+    hetero = len(cfg.ntypes) > 1 or len(cfg.etypes) > 1
+    if hetero or opts.model not in HIDDEN_MODELS or opts.num_layers < 2:
+        raise InputError(
+            f"--embedding-layer hidden: model {opts.model!r} ({'heterogeneous' if hetero else 'homogeneous'}, "
+            f"{opts.num_layers} layers) has no hidden layer graphshard serve computes (the homogeneous "
+            f"{', '.join(HIDDEN_MODELS)} of 2+ layers have); 'graphshard embed --embedding-layer hidden' "
+            "writes it for any model, to serve as stale rows"
+        )
+
+
+def _hidden(restored: Restored, layer: str) -> HiddenLayer | None:
+    """The hidden-layer view ``/v1/embed`` answers with (None: the output; checked by :func:`_check_hidden`)."""
+    if layer == "output":
+        return None
+    hidden = hidden_layer(restored.encoder)
+    assert hidden is not None, "checked before the ranks started"
+    return hidden
 
 
 def _follow(s: Session) -> None:
