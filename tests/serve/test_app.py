@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import statistics
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,7 +24,7 @@ from graphshard.serve.app import Service, build_app
 from graphshard.serve.batching import MicroBatcher
 from graphshard.serve.metrics import Metrics
 from graphshard.serve.queries import GraphFacts, Limits, Query
-from graphshard.serve.service import ServeOptions, read_token
+from graphshard.serve.service import ServeOptions, read_token, require_extra
 from graphshard.serve.service import _listen as listen
 
 FACTS = GraphFacts({"n": 100}, ["n"], "feat", {"n": 3}, False)
@@ -140,6 +141,16 @@ def test_batches_hold_what_was_queued_up_to_the_node_bound():
     finally:
         batcher.stop()
     assert sizes == [1, 6, 6] and len(got) == 7  # 3 queries (6 nodes: the bound is passed by the last), then 3
+
+
+def test_without_the_serve_extra_the_command_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # what an absent package looks like to an import
+    with pytest.raises(
+        InputError, match=r"needs the serve extra \(missing: uvicorn\): pip install 'graphshard\[serve\]'"
+    ):
+        require_extra()
+    monkeypatch.undo()
+    require_extra()
 
 
 def test_options_and_tokens_are_checked(tmp_path):

@@ -81,6 +81,27 @@ class ServeOptions:
             )
 
 
+EXTRA = ("starlette", "uvicorn", "prometheus_client")  # what 'graphshard[serve]' installs for the service
+
+
+def require_extra() -> None:
+    """An :class:`InputError` naming the missing packages when the ``serve`` extra is not installed."""
+    import importlib.util
+
+    missing = []
+    for name in EXTRA:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):  # a module set to None, or one without a spec
+            found = False
+        if not found:
+            missing.append(name)
+    if missing:
+        raise InputError(
+            f"graphshard serve needs the serve extra (missing: {', '.join(missing)}): pip install 'graphshard[serve]'"
+        )
+
+
 def read_token(path: str) -> str:
     """The bearer token in ``path`` (its first line, at least 16 characters)."""
     try:
@@ -109,6 +130,7 @@ def serve(
     checkpoint's rank count); None: this process is one rank of a torchrun job of that size. ``rank_host``:
     the address the ranks' own transports listen on (see ``--host`` of ``graphshard train``)."""
     refuse_spawn_reimport()
+    require_extra()
     opts = checkpoint_run(part_config, checkpoint, num_procs, None, timeout, "output", heartbeat_timeout, verify)
     options.check(opts.num_layers)
     if options.embedding_layer == "hidden":
