@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ class WholeMap:
     """An original-ID map (:class:`OriginalIds`) copied whole into this process: the same lookups, from memory."""
 
     def __init__(self, sharded: OriginalIds):
-        self.ntype, self.count = sharded.ntype, sharded.count
+        self.count = sharded.count
         self.table = np.empty(self.count, dtype=np.int64)
         for lo in range(0, self.count, READ_BLOCK):  # a loop over blocks
             hi = min(self.count, lo + READ_BLOCK)
@@ -81,14 +81,6 @@ def hidden_layer(encoder: nn.Module) -> HiddenLayer | None:
     return HiddenLayer(encoder) if isinstance(encoder, ConvStack) and encoder.num_layers >= 2 else None
 
 
-@dataclass
-class Stats:
-    """What the answerer did, for the metrics: model batches (their seed counts) and remote rows fetched."""
-
-    batch_sizes: list[int] = field(default_factory=list)
-    remote_rows: int = 0
-
-
 class Answerer:
     """Computes the rows of queries on the serving rank (see the module docstring). ``fanouts``: per layer,
     -1 for every in-edge; ``stale``: per node type, the precomputed rows (original ID order); ``key``: the
@@ -113,7 +105,7 @@ class Answerer:
         self.maps: dict[str, OriginalIds | WholeMap] = {}  # built collectively at start (see open_maps)
         self._makers: dict[tuple[str, int, int], BatchMaker] = {}
         self.part = g.group.part_id(self.book.num_partitions())
-        self.stats = Stats()
+        self.remote_rows = 0  # sampled rows owned by other partitions, since the metrics last took them
 
     def open_maps(self) -> None:
         """Build the original-ID maps of every node type (requests name nodes of the answered types, new nodes'
@@ -128,6 +120,11 @@ class Answerer:
             sharded = self.maps[t]
             if isinstance(sharded, OriginalIds) and held + sharded.count <= most:
                 self.maps[t], held = WholeMap(sharded), held + sharded.count
+
+    def take_remote_rows(self) -> int:
+        """The remote rows counted since the last call (for the metrics, from the batcher's thread)."""
+        rows, self.remote_rows = self.remote_rows, 0
+        return rows
 
     # -- a batch of queries -----------------------------------------------------------------------
     def answer_each(self, queries: list[Query]) -> list[np.ndarray | Exception]:
@@ -209,7 +206,7 @@ class Answerer:
 
     def _forward(self, ntype: str, seeds: np.ndarray, head: Head) -> np.ndarray:
         batch = self._maker(ntype, 0, head.layers)(BatchRequest(0, self.key, seeds))
-        self._count(batch, seeds.shape[0])
+        self._count(batch)
         with torch.no_grad():
             out = rows_of(head.module(*self.r.inputs(batch)), ntype)[: seeds.shape[0]]
         return out.numpy().astype(np.float32, copy=False)
@@ -235,13 +232,12 @@ class Answerer:
             self._makers[key] = BatchMaker(spec, g.group, g.sampling_graph, g.features, g.book)
         return self._makers[key]
 
-    def _count(self, batch: Any, seeds: int) -> None:
-        self.stats.batch_sizes.append(seeds)
+    def _count(self, batch: Any) -> None:
         stores = [(batch[t], t) for t in batch.node_types] if self.hetero else [(batch, None)]
         for store, ntype in stores:
             if "n_id" in store:
                 owners = self.book.nid2partid(store.n_id, ntype).numpy()
-                self.stats.remote_rows += int((owners != self.part).sum())
+                self.remote_rows += int((owners != self.part).sum())
 
     # -- new nodes --------------------------------------------------------------------------------
     def _new_nodes(self, ntype: str, nodes: list[NewNode], head: Head) -> np.ndarray:
@@ -300,18 +296,14 @@ class Answerer:
         if not seeds.shape[0]:
             x = {t: torch.zeros((0, self.r.inputs.dims[t])) for t in types}
             edges = {et: torch.zeros((2, 0), dtype=torch.long) for et in etypes}
-            self._count_empty(len(ins))
             return x, edges, {t: np.zeros(0, np.int64) for t in types}
         batch = self._maker(ntype, 1, layers).around(seeds, self.key)
-        self._count(batch, len(ins))
+        self._count(batch)
         got = self.r.inputs(batch)
         if self.hetero:
             n_id = {t: batch[t].n_id.numpy() if t in batch.node_types else np.zeros(0, np.int64) for t in types}
             return dict(got[0]), dict(got[1]), n_id
         return {types[0]: got[0].float()}, {etypes[0]: got[1]}, {types[0]: batch.n_id.numpy()}
-
-    def _count_empty(self, k: int) -> None:
-        self.stats.batch_sizes.append(k)
 
 
 def _positions(n_id: np.ndarray, order: np.ndarray, ids: np.ndarray) -> np.ndarray:

@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-KINDS = ("predict", "embed")
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 

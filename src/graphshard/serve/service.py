@@ -259,11 +259,9 @@ def _lead(
     feat, etypes = restored.inputs.feat_name, list(g.canonical_etypes)
     facts = GraphFacts(counts, restored.types, feat, widths, stale is not None, no_new, pair_types, etypes)
     metrics = Metrics()
-    seen = [0]
 
     def on_batch(b: Any) -> None:
-        metrics.batch(b, answerer.stats.remote_rows - seen[0])
-        seen[0] = answerer.stats.remote_rows
+        metrics.batch(b, answerer.take_remote_rows())
 
     batcher = MicroBatcher(
         answerer.answer_each, options.max_batch_nodes, options.batch_wait, options.max_queue, on_batch
