@@ -1,16 +1,16 @@
 """The rows a batch of queries asks for, computed by the serving rank with the restored model.
 
-Existing nodes: their original IDs become graphshard's IDs through the sharded map
-(:class:`~graphshard.distributed.original.OriginalIds`), their L-hop neighbourhoods are sampled with the
-served fanouts (every in-edge by default) and their feature rows fetched from the partitions that own them,
-one request per owner; the model's forward pass over that subgraph gives their rows, which with every in-edge
-equal the layer-wise outputs ``graphshard embed`` writes. The queries of one batch share one subgraph per node
-type (at most ``chunk`` seeds each).
+Existing nodes: their original IDs become graphshard's IDs through the original-ID map (held whole by this
+rank up to :data:`WHOLE_MAP_NODES`, else sharded: :class:`~graphshard.distributed.original.OriginalIds`),
+their L-hop neighbourhoods are sampled with the served fanouts (every in-edge by default) and their feature
+rows fetched from the partitions that own them, one request per owner; the model's forward pass over that
+subgraph gives their rows, which with every in-edge equal the layer-wise outputs ``graphshard embed`` writes.
+The queries of one batch share one subgraph per node type (at most ``chunk`` seeds each).
 
-New nodes (homogeneous graphs): the (L-1)-hop neighbourhoods of their in-neighbours are sampled, and the new
-nodes are added to that subgraph with their own rows and edges: in-edges from their in-neighbours, and
-out-edges to any sampled node they send to. Nothing is written to the stored graph. New nodes without
-out-edges share one subgraph (none changes another's inputs); each with out-edges gets its own.
+New nodes: the (L-1)-hop neighbourhoods of their in-neighbours (of any types) are sampled, and the new nodes
+are appended to their type's rows of that subgraph with their own rows and edges: in-edges from their
+in-neighbours, and out-edges to any sampled node they send to. Nothing is written to the stored graph. New
+nodes without out-edges share one subgraph (none changes another's inputs); each with out-edges gets its own.
 
 Stale rows: the precomputed outputs of ``graphshard embed`` (``--embeddings``), read from the memory-mapped
 file by original ID, without sampling or the model."""
@@ -328,7 +328,7 @@ def open_stale(path: str | os.PathLike, types: list[str], counts: dict[str, int]
         want = (counts[t], width)
         if arr.dtype != np.float32 or arr.shape != want:
             raise FormatError(
-                f"{f}: expected float32 rows {want} (every node of type {t!r}, the model's output width; "
+                f"{f}: expected float32 rows {want} (every node of type {t!r}, as wide as the served layer; "
                 f"graphshard embed's output), found {arr.dtype} {arr.shape}"
             )
         out[t] = arr

@@ -244,20 +244,8 @@ def _lead(
         why = (beat.unavailable().get(r) if beat is not None else None) or str(exc)
         return f"partition {r // per_part} (rank {r}) is lost: {why}"
 
-    widths = {t: restored.inputs.dims[t] if t not in restored.inputs.embeddings else None for t in restored.types}
-    counts = {t: g.num_nodes(t) for t in g.ntypes}
     answerer.hold_maps()
-    stale, width = None, _first_answer(answerer, restored.types[0])
-    if options.embeddings:
-        stale = open_stale(options.embeddings, restored.types, counts, width)
-        answerer.stale = stale
-    no_new = (
-        "the model reads edge features, which a new node's edges do not have" if restored.inputs.edge_dims else None
-    )
-    et = restored.edge_type
-    pair_types = (et[0], et[2]) if et is not None else None
-    feat, etypes = restored.inputs.feat_name, list(g.canonical_etypes)
-    facts = GraphFacts(counts, restored.types, feat, widths, stale is not None, no_new, pair_types, etypes)
+    facts = _facts(restored, answerer, options.embeddings)
     metrics = Metrics()
 
     def on_batch(b: Any) -> None:
@@ -320,6 +308,30 @@ def _lead(
             raise DistError(f"served with rank(s) lost: {'; '.join(lost.values())}")
 
 
+def _facts(restored: Restored, answerer: Answerer, embeddings: str | None) -> GraphFacts:
+    """What the request checks need to know of the served graph and model; with ``embeddings``, the stale rows
+    are opened (checked to be as wide as the served layer) and handed to ``answerer``."""
+    g, inputs = restored.g, restored.inputs
+    counts = {t: g.num_nodes(t) for t in g.ntypes}
+    width = _first_answer(answerer, restored.types[0])
+    if embeddings:
+        answerer.stale = open_stale(embeddings, restored.types, counts, width)
+    widths = {t: inputs.dims[t] if t not in inputs.embeddings else None for t in restored.types}
+    no_new = "the model reads edge features, which a new node's edges do not have" if inputs.edge_dims else None
+    et = restored.edge_type
+    pair_types = (et[0], et[2]) if et is not None else None
+    return GraphFacts(
+        counts,
+        restored.types,
+        inputs.feat_name,
+        widths,
+        bool(embeddings),
+        no_new,
+        pair_types,
+        list(g.canonical_etypes),
+    )
+
+
 def _ranks(s: Session, per_part: int) -> list[dict[str, Any]]:
     """Every rank's partition, host and process ID (as each published them when it joined)."""
     out = []
@@ -330,7 +342,8 @@ def _ranks(s: Session, per_part: int) -> list[dict[str, Any]]:
 
 
 def _first_answer(answerer: Answerer, ntype: str) -> int:
-    """Compute one node's rows (the first request then pays no start-up cost); returns the output's width."""
+    """Compute one node's rows (the first request then pays no start-up cost); returns the width /v1/embed
+    answers."""
     query = Query("embed", ntype, np.zeros(1, dtype=np.int64))
     return int(answerer.answer([query])[0].shape[1])
 
