@@ -30,6 +30,31 @@ def _run(data, tag, **kw):
     return train(TrainOptions(**KW, **kw), num_procs=2, dataset=str(data / "data"), work_dir=str(data / "work"))
 
 
+def _cli(data, work: str, ckpt, metrics) -> list[str]:
+    """``graphshard train`` on the fixture's dataset (2 ranks), checkpointing to ``ckpt``, without --epochs."""
+    return [
+        "train",
+        "--dataset",
+        str(data / "data"),
+        "--work-dir",
+        str(data / work),
+        "--num-procs",
+        "2",
+        "--checkpoint",
+        str(ckpt),
+        "--fanouts",
+        "4,4",
+        "--batch-size",
+        "128",
+        "--lr",
+        "0.05",
+        "--hidden",
+        "16",
+        "--metrics-out",
+        str(metrics),
+    ]
+
+
 def test_best_epoch_of_a_hand_computed_history():
     history = [
         {"epoch": 0, "val_acc": 0.5},
@@ -72,27 +97,7 @@ def test_resuming_is_announced_and_keeps_the_best_epoch(data, long, capfd):
     best = long["best_epoch"]
     assert best >= 1, "the fixture should not peak at its first epoch"
     ckpt = str(data / "resume")
-    argv = [
-        "train",
-        "--dataset",
-        str(data / "data"),
-        "--work-dir",
-        str(data / "work"),
-        "--num-procs",
-        "2",
-        "--checkpoint",
-        ckpt,
-        "--fanouts",
-        "4,4",
-        "--batch-size",
-        "128",
-        "--lr",
-        "0.05",
-        "--hidden",
-        "16",
-        "--metrics-out",
-        str(data / "resumed.json"),
-    ]
+    argv = _cli(data, "work", ckpt, data / "resumed.json")
     assert main([*argv, "--epochs", str(best)]) == 0  # epochs 0 to best - 1
     capfd.readouterr()
     for resumed_after, stop in ((best - 1, best + 1), (best, 6)):  # the best epoch after the resume, then before
@@ -181,27 +186,7 @@ def test_a_resumed_run_reports_this_runs_epochs_and_its_partitions(data, capfd):
     from graphshard.cli import main
 
     ckpt, metrics = data / "resume-report", data / "resume-report.json"
-    argv = [
-        "train",
-        "--dataset",
-        str(data / "data"),
-        "--work-dir",
-        str(data / "work-report"),
-        "--num-procs",
-        "2",
-        "--checkpoint",
-        str(ckpt),
-        "--fanouts",
-        "4,4",
-        "--batch-size",
-        "128",
-        "--lr",
-        "0.05",
-        "--hidden",
-        "16",
-        "--metrics-out",
-        str(metrics),
-    ]
+    argv = _cli(data, "work-report", ckpt, metrics)
     said = (
         r"graphshard: partitions of {}: (\S+) \(({}); give it as --part-config to embed, or to train without "
         r"partitioning again\)"
