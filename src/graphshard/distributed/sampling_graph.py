@@ -13,7 +13,7 @@ from ..book import RangePartitionBook
 from ..errors import InputError
 from ..format.load import PartitionGraph
 from ..partition.kernels import ragged_ranges
-from ..sampling.kernels import sample_ranges, typed_ranges
+from ..sampling.kernels import neighbour_ids, sample_ranges, typed_ranges
 from ..sampling.neighbor import check_aligned, check_csc
 from .context import DistError
 from .served import Served
@@ -124,7 +124,7 @@ class LocalSamplingGraph:
         else:
             per_node = np.bincount(node_idx, weights=counts, minlength=gids.shape[0]).astype(np.int64)
         # edge IDs may be stored int32: the answer is int64 like every ID the runtime passes on
-        return per_node, self.node_gid[self.indices[pos]], self.edge_gid[pos].astype(np.int64)
+        return (per_node, *neighbour_ids(pos, self.indices, self.node_gid, self.edge_gid))
 
     def expected_sources(
         self, gids: np.ndarray, weights: np.ndarray, fanouts: np.ndarray

@@ -127,6 +127,19 @@ def sample_layer(
 
 
 @kernel(parallel=True, nogil=True)
+def neighbour_ids(pos, indices, node_gid, edge_gid):
+    """``(node_gid[indices[pos]], edge_gid[pos])`` as int64, in one pass over the sampled positions (no
+    intermediate arrays; the arrays may be stored narrower)."""
+    nbrs = np.empty(pos.shape[0], dtype=np.int64)
+    edges = np.empty(pos.shape[0], dtype=np.int64)
+    for i in numba.prange(pos.shape[0]):
+        e = pos[i]
+        nbrs[i] = node_gid[indices[e]]
+        edges[i] = edge_gid[e]
+    return nbrs, edges
+
+
+@kernel(parallel=True, nogil=True)
 def typed_ranges(indptr, etypes, nodes, types):
     """Edge ranges of type ``types[i]`` among the in-edges of ``nodes[i]``, where each node's in-edges are
     sorted by edge type (``etypes``, aligned with ``indices``). Returns ``(starts, ends)``."""
@@ -209,5 +222,7 @@ def warm_up() -> None:
         sample_ranges(starts, ends, indices, fanouts, False, 1)
         sample_ranges(starts, ends, indices, fanouts, False, 1, np.zeros(2), np.zeros(2))  # temporal: float64 times
         typed_ranges(indptr, etype, nodes, np.zeros(2, np.int64))
+        for edge_type in (np.int32, np.int64):
+            neighbour_ids(nodes, indices, nodes, nodes.astype(edge_type))
         in_degree_table(indptr, etype, 2, 2)
         source_counts(indptr, indices, etype, 2, 2, 1)
