@@ -92,7 +92,7 @@ def _cache_worker(homo_config, hetero_config):
 
     with session(timeout=90) as s:
         for name, config, ntype in (("s", homo_config, None), ("h", hetero_config, "paper")):
-            dg = DistGraph(name, config)
+            dg = DistGraph(name, config, colocated=False)  # the cache holds rows that come over RPC
             t = ntype or dg.ntypes[0]
             seeds = dg.get_partition_book().partid2nids(s.rank, ntype).numpy()
             before = dg.features.stats["bytes_received"]
@@ -166,7 +166,7 @@ def test_access_estimate_equals_the_dense_definition(tmp_path):
 
 def test_training_with_a_cache_gives_the_same_result(tmp_path):
     save_dataset(community_graph(num_nodes=3000, noise=8.0, seed=4), tmp_path / "data")
-    kw = dict(fanouts=[5, 5], batch_size=256, epochs=2, progress=False)
+    kw = dict(fanouts=[5, 5], batch_size=256, epochs=2, progress=False, colocated=False)  # rows over RPC
     runs = [
         train(
             TrainOptions(cache_ratio=ratio, **kw), num_procs=2, dataset=str(tmp_path / "data"), work_dir=str(tmp_path)

@@ -73,7 +73,7 @@ def _worker(config: str) -> None:
 
     g = _graph()
     with session(timeout=60):
-        dg = DistGraph("w", config)
+        dg = DistGraph("w", config, colocated=False)  # the other partition comes over RPC
         book, store = dg.get_partition_book(), dg.features
         ids = torch.arange(g.num_nodes["_N"])
         orig = book.to_original("_N", ids).numpy()

@@ -45,7 +45,8 @@ def test_generated_graph_two_processes_match_one(tmp_path):
     assert one["test_acc"] > 0.8  # the structure carries the label: far above 1/8 chance
 
 
-WIRE_KW = dict(fanouts=[5, 5], batch_size=256, epochs=4, progress=False)  # the default wire: rows as stored
+# the default wire (rows as stored); the other rank's rows come over RPC, not read in-process (co-located)
+WIRE_KW = dict(fanouts=[5, 5], batch_size=256, epochs=4, progress=False, colocated=False)
 
 
 @pytest.fixture(scope="module")

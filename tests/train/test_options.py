@@ -191,7 +191,7 @@ def test_every_option_is_a_flag_and_a_key():
     keys = {line.split(":")[0] for line in text.splitlines() if not line.startswith("#")}
     assert flags - {"--config", "--print-config", "--verbose", "--help", "--in-dir"} == {
         f"--{k.replace('_', '-')}" for k in keys
-    } | {"--no-allow-nonfinite", "--no-filtered", "--no-verify"}
+    } | {"--no-allow-nonfinite", "--no-filtered", "--no-verify", "--no-colocated"}
 
 
 def test_pyg_names_are_found_and_featureless_types_announced(tmp_path, caplog):

@@ -264,11 +264,18 @@ def cluster_flags(
     )
 
 
-def verify_flag(p: argparse.ArgumentParser) -> None:
-    """``--verify/--no-verify``: check the served partition files against their checksums first."""
+def partition_flags(p: argparse.ArgumentParser) -> None:
+    """``--verify/--no-verify``: check the served partition files against their checksums first;
+    ``--colocated/--no-colocated``: read the same host's other partitions in-process."""
     p.add_argument(
         "--verify",
         action=argparse.BooleanOptionalAction,
         default=True,
         help="check the partition files each rank serves against the config's sha256 checksums first",
+    )
+    p.add_argument(
+        "--colocated",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="read the partitions of other ranks on this host from the same files in-process instead of over RPC",
     )

@@ -7,7 +7,7 @@ import os
 import time
 from typing import Any
 
-from .common import cluster_flags, command, out_flag, verify_flag
+from .common import cluster_flags, command, out_flag, partition_flags
 
 
 def run_embed(args: argparse.Namespace) -> None:
@@ -26,6 +26,7 @@ def run_embed(args: argparse.Namespace) -> None:
         args.heartbeat_timeout,
         args.verify,
         args.memory,
+        args.colocated,
     )
     print(f"wrote every node's output in {time.perf_counter() - start:.1f} s -> {args.out}")
 
@@ -69,7 +70,7 @@ def register(sub: Any) -> None:
         choices=["output", "hidden"],
         help="the model's output, or the hidden layer the last layer reads",
     )
-    verify_flag(p)
+    partition_flags(p)
     p.add_argument(
         "--memory",
         metavar="SIZE",

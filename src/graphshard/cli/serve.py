@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import cluster_flags, command, non_negative_float, positive_float, positive_int, verify_flag
+from .common import cluster_flags, command, non_negative_float, partition_flags, positive_float, positive_int
 
 
 def run_serve(args: argparse.Namespace) -> None:
@@ -35,6 +35,7 @@ def run_serve(args: argparse.Namespace) -> None:
         args.timeout,
         args.heartbeat_timeout,
         args.verify,
+        args.colocated,
     )
 
 
@@ -114,7 +115,7 @@ def register(sub: Any) -> None:
         default=30.0,
         help="seconds a request may wait for its answer before it is answered 503",
     )
-    verify_flag(p)
+    partition_flags(p)
     cluster_flags(
         p,
         "start this many local ranks: the training run's rank count (omit under torchrun)",

@@ -91,6 +91,7 @@ def print_metrics(m: dict, epochs: bool = False) -> None:
         "compute_s",
         "comm_s",
         "fetch_bytes",
+        "colocated_rows",
         "cache_hits",
         "cache_misses",
     )
@@ -131,8 +132,13 @@ def print_metrics(m: dict, epochs: bool = False) -> None:
     print(
         f"{_trained(ran, first)} {total['wall_s']:.1f} s = {batches} + compute {total['compute_s']:.1f} + "
         f"gradient sync {total['comm_s']:.1f} + other {other:.1f}; {total['fetch_bytes'] / 1e6:.1f} MB of features "
-        f"fetched from other ranks{cache}"
+        f"fetched from other ranks{_colocated(total['colocated_rows'])}{cache}"
     )
+
+
+def _colocated(rows: float) -> str:
+    """What the summary says of the rows read in-process from co-located partitions (nothing if none)."""
+    return f", {rows / 1e6:.1f} M rows read in-process from co-located partitions" if rows else ""
 
 
 def _trained(ran: list[dict], first: int) -> str:

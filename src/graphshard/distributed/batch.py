@@ -113,23 +113,32 @@ class BatchMaker:
         sampling_graph: SamplingGraph,
         features: DistFeatureStore,
         book: RangePartitionBook,
+        near: dict[int, SamplingGraph] | None = None,
     ):
         self.spec, self.features, self.book = spec, features, book
         self.sampler = DistNeighborSampler(
-            group, sampling_graph, book, spec.num_neighbors, spec.replace, spec.disjoint, spec.time_attr
+            group, sampling_graph, book, spec.num_neighbors, spec.replace, spec.disjoint, spec.time_attr, near
         )
         self.hetero = len(book.ntypes) > 1 or len(book.canonical_etypes) > 1
 
     def __call__(self, req: BatchRequest) -> Data | HeteroData:
         """The batch, with ``sample_time``/``fetch_time`` (seconds spent sampling / fetching features),
-        ``fetch_bytes`` (feature bytes that came from other processes) and ``cache_hits``/``cache_misses``/
+        ``fetch_bytes`` (feature bytes that came from other processes), ``colocated_rows`` (rows read in-process
+        from co-located partitions) and ``cache_hits``/``cache_misses``/
         ``cache_bytes_saved`` (remote rows served by the remote-feature cache or not) as plain attributes."""
-        start, fetched, cached = time.perf_counter(), self.features.stats["bytes_received"], self._cache_counts()
+        stats = self.features.stats
+        start, fetched, near, cached = (
+            time.perf_counter(),
+            stats["bytes_received"],
+            stats["colocated_rows"],
+            self._cache_counts(),
+        )
         self._fetch_time = 0.0
         data = self._link(req) if self.spec.edge_type is not None else self._node(req)
         data.fetch_time = self._fetch_time
         data.sample_time = time.perf_counter() - start - self._fetch_time
-        data.fetch_bytes = self.features.stats["bytes_received"] - fetched
+        data.fetch_bytes = stats["bytes_received"] - fetched
+        data.colocated_rows = stats["colocated_rows"] - near
         data.cache_hits, data.cache_misses, data.cache_bytes_saved = (
             a - b for a, b in zip(self._cache_counts(), cached)
         )

@@ -132,7 +132,7 @@ def build_cache(
     ids = np.concatenate(homo) if homo else np.zeros(0, np.int64)
     # every rank takes part in the estimate (it answers the others' requests), even with no budget itself
     reads_ids, reads = expected_reads(g.group, g.sampling_graph, book, ids, fanout_table(fanouts, g.canonical_etypes))
-    remote = book.nid2partid(reads_ids).numpy() != g.part_id
+    remote = g.features.remote(book.nid2partid(reads_ids).numpy())  # co-located partitions are read in-process
     reads_ids, reads = reads_ids[remote], reads[remote]
     ntype, tid = (t.numpy() for t in book.map_to_per_ntype(reads_ids))
     cacheable = np.isin(ntype, [i for i, t in enumerate(g.ntypes) if present[t]])

@@ -58,15 +58,26 @@ class DistFeatureStore(StoredFeatureStore):
     ``LocalFeatureStore`` given here is served as stored too, whatever its own overlay holds. So when
     every rank needs, say, a placeholder ``x`` for a featureless type or a ``time`` attribute, every rank
     puts it (each holding all rows); nothing is sent, and the partition files are never written.
+
+    ``near``: stores of other partitions this process reads itself (co-located, see :mod:`.colocated`),
+    by runtime partition: their stored rows are read in-process, as the owner would serve them.
     """
 
-    def __init__(self, group: RpcGroup, local: LocalFeatureStore, book: RangePartitionBook, key: str = ""):
+    def __init__(
+        self,
+        group: RpcGroup,
+        local: LocalFeatureStore,
+        book: RangePartitionBook,
+        key: str = "",
+        near: dict[int, LocalFeatureStore] | None = None,
+    ):
         counts = {t: book.num_nodes(t) for t in book.ntypes} | {et: book.num_edges(et) for et in book.canonical_etypes}
         super().__init__(local.types, local.schema, counts, local.pyg_names)
         self.group, self.local, self.book, self.key = group, local, book, key
         self.part_id = group.part_id(book.num_partitions())
+        self.near = dict(near or {})
         register(f"{_STORE}/{key}", local)
-        self.stats = {"rows": 0, "remote_rows": 0, "bytes_received": 0}
+        self.stats = {"rows": 0, "remote_rows": 0, "bytes_received": 0, "colocated_rows": 0}
         self.cache: FeatureCache | None = None
         group.barrier("feature stores registered")
 
@@ -78,6 +89,11 @@ class DistFeatureStore(StoredFeatureStore):
         """Bytes of one row of ``group``/``name``."""
         dtype, shape = self._spec(self._key(TensorAttr(group, name)))
         return int(np.prod(shape, dtype=np.int64)) * torch.empty((), dtype=dtype).element_size()
+
+    def remote(self, parts: np.ndarray) -> np.ndarray:
+        """Which of the owning partitions ``parts`` are read over RPC (neither this process's nor co-located)."""
+        far = parts != self.part_id
+        return far & ~np.isin(parts, list(self.near)) if self.near else far
 
     def _owner_parts(self, group: Group, ids: np.ndarray) -> np.ndarray:
         if isinstance(group, tuple):
@@ -117,14 +133,20 @@ class DistFeatureStore(StoredFeatureStore):
             _serve_nonzeros,
             lambda pos: (self.key, group, name, torch.from_numpy(ids_np[pos])),
             f"feature {group!r}/{name!r}",
+            {p: (lambda pos, s=s: s.nonzeros_from_global_id(group, name, ids_np[pos])) for p, s in self.near.items()},
         )
         for pos, got in pieces:
             self._count_received(pos, parts, got)
         return joined(pieces, ids_np.shape[0], width)
 
     def _count_received(self, pos: np.ndarray, parts: np.ndarray, tensors: tuple[torch.Tensor, ...]) -> None:
-        """Count the rows at ``pos`` and the bytes of ``tensors`` (their answer) when another partition sent them."""
-        if pos.size and parts[pos[0]] != self.part_id:
+        """Count the rows at ``pos`` and the bytes of ``tensors`` (their answer) when another partition sent them
+        (rows read from a co-located partition are counted apart)."""
+        if not pos.size or parts[pos[0]] == self.part_id:
+            return
+        if int(parts[pos[0]]) in self.near:
+            self.stats["colocated_rows"] += int(pos.size)
+        else:
             self.stats["remote_rows"] += int(pos.size)
             self.stats["bytes_received"] += sum(t.numel() * t.element_size() for t in tensors)
 
@@ -166,8 +188,8 @@ class DistFeatureStore(StoredFeatureStore):
             cut = np.flatnonzero(np.diff(which[pos])) + 1
             return [(int(which[c[0]]), c - starts[which[c[0]]]) for c in np.split(pos, cut) if c.size]
 
-        def local(pos: np.ndarray) -> list:
-            return [self._read_local(plans[a], sub) for a, sub in split(pos)]
+        def local(pos: np.ndarray, store: LocalFeatureStore = self.local) -> list:
+            return [self._read_local(store, plans[a], sub) for a, sub in split(pos)]
 
         def args(pos: np.ndarray) -> tuple:
             items = [
@@ -177,7 +199,10 @@ class DistFeatureStore(StoredFeatureStore):
             return self.key, items, wire
 
         what = ", ".join(f"{p.group!r}/{p.name!r}" for p in plans)
-        pieces = by_owner(self.group, parts, self.book.num_partitions(), local, _serve_many, args, f"feature {what}")
+        near = {p: (lambda pos, s=s: local(pos, s)) for p, s in self.near.items()}
+        pieces = by_owner(
+            self.group, parts, self.book.num_partitions(), local, _serve_many, args, f"feature {what}", near
+        )
         got: list[list[tuple[np.ndarray, Any]]] = [[] for _ in plans]
         for pos, answers in pieces:
             for (a, sub), answer in zip(split(pos), answers):
@@ -192,16 +217,17 @@ class DistFeatureStore(StoredFeatureStore):
         self.stats["rows"] += int(ids_np.shape[0])
         ask = _Ask(group, name, ids_np, parts, self.local.stored_is_sparse(group, name))
         if self.cache is not None and not isinstance(group, tuple):
-            hit_pos, hit_rows, todo = self.cache.split(group, name, ids_np, parts != self.part_id)
+            hit_pos, hit_rows, todo = self.cache.split(group, name, ids_np, self.remote(parts))
             ask.served = [(hit_pos, hit_rows)] if hit_pos.size else []
             if todo is not None:  # None: the cache served none of them, every row is still to fetch
                 ask.todo, ask.asked, ask.parts = todo, ids_np[todo], parts[todo]
         return ask
 
-    def _read_local(self, ask: _Ask, sub: np.ndarray) -> Any:
+    @staticmethod
+    def _read_local(store: LocalFeatureStore, ask: _Ask, sub: np.ndarray) -> Any:
         if ask.sparse:
-            return self.local.nonzeros_from_global_id(ask.group, ask.name, ask.asked[sub])
-        return self.local.stored_from_global_id(ask.group, ask.name, ask.asked[sub])
+            return store.nonzeros_from_global_id(ask.group, ask.name, ask.asked[sub])
+        return store.stored_from_global_id(ask.group, ask.name, ask.asked[sub])
 
     def _assemble(self, ask: _Ask, pieces: list[tuple[np.ndarray, Any]]) -> torch.Tensor:
         """The ask's rows in the order asked, from each owner's answer and the cache's hits."""

@@ -18,6 +18,7 @@ from ..format.load import PartitionGraph, original_ids, original_piece, original
 from ..graph import EType, parse_etype
 from ..ids import as_id_array
 from ..sampling.degrees import DegreeTable, in_degree_table, source_counts
+from .colocated import colocated_parts, load_colocated
 from .feature import DistFeatureStore
 from .local_store import LocalFeatureStore
 from .network import own_address
@@ -120,7 +121,9 @@ class DistGraph:
     serves ``P/W`` consecutive partitions as one (:mod:`~graphshard.distributed.served`): the book then
     counts ``W`` partitions. Construction is collective. ``verify``: first check the files of the partitions
     served against the config's sha256 checksums (a run stops, naming the host and file, before corrupt data is
-    used; the hashing reads each file once: about 0.6 s per GB from the page cache, 2 s from disk here)."""
+    used; the hashing reads each file once: about 0.6 s per GB from the page cache, 2 s from disk here).
+    ``colocated``: read the partitions of other processes of this host that hold the same files in-process
+    (sampling and stored features; see :mod:`.colocated`) instead of over RPC."""
 
     def __init__(
         self,
@@ -128,6 +131,7 @@ class DistGraph:
         part_config: str | os.PathLike | PartitionConfig,
         group: RpcGroup | None = None,
         verify: bool = True,
+        colocated: bool = True,
     ):
         self.group = group if group is not None else current_group()
         cfg = as_config(part_config)  # a path is read here, once; a loaded config is used as it is
@@ -144,10 +148,18 @@ class DistGraph:
             id(b): b for b in (self.book, self.served.stored_book, *(p.partition_book for p in self.served.parts))
         }.values():
             book.set_original_loader(self._original_ids)
-        self.features = DistFeatureStore(self.group, LocalFeatureStore(self.served, self.part_id), self.book, self.key)
-        self.sampling_graph = served_sampling_graph(
-            self.served, feature_times(self.features.lookup, self.features.has, self.book)
+        self.colocated = colocated
+        near = load_colocated(cfg, self.group, colocated_parts(cfg, self.group)) if colocated else {}
+        self.features = DistFeatureStore(
+            self.group,
+            LocalFeatureStore(self.served, self.part_id),
+            self.book,
+            self.key,
+            {p: LocalFeatureStore(s, p) for p, s in near.items()},
         )
+        times = feature_times(self.features.lookup, self.features.has, self.book)
+        self.sampling_graph = served_sampling_graph(self.served, times)
+        self.near_graphs = {p: served_sampling_graph(s, times) for p, s in near.items()}  # co-located partitions
         serve_sampling(self.sampling_graph, self.key)
         self._count_degrees()
         self._ndata = {t: DataView(self.features, t) for t in self.book.ntypes}

@@ -70,7 +70,7 @@ class _DistLoader:
         self.num_batches = (self.epoch_size // batch_size) if drop_last else math.ceil(self.epoch_size / batch_size)
         self.rank = graph.group.rank
         self._maker = (
-            BatchMaker(spec, graph.group, graph.sampling_graph, graph.features, graph.book)
+            BatchMaker(spec, graph.group, graph.sampling_graph, graph.features, graph.book, graph.near_graphs)
             if num_workers == 0
             else None
         )
@@ -84,6 +84,7 @@ class _DistLoader:
                 prefetch,
                 graph.group.timeout,
                 cache=graph.features.cache,
+                colocated=graph.colocated,
             )
             if num_workers > 0
             else None

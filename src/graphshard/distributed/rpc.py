@@ -15,7 +15,7 @@ import os
 import re
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -199,31 +199,46 @@ def by_owner(
     remote: Callable[..., Any],
     args: Callable[[np.ndarray], tuple],
     what: str,
+    near: Mapping[int, Callable[[np.ndarray], Any]] | None = None,
 ) -> list[tuple[np.ndarray, Any]]:
     """Route the items whose owning partitions are ``parts``: this process's own partition is served
-    by ``local(positions)`` (unless ``local`` is None), every other partition by one asynchronous
-    ``remote(*args(positions))`` call to its server, all in flight at once and sent before the local work
-    starts (which then overlaps their round trips). Returns ``(positions, result)`` per partition touched;
-    raises :class:`DistError` naming a failed server."""
+    by ``local(positions)`` (unless ``local`` is None), a partition ``p`` this process reads itself
+    (co-located, see :mod:`.colocated`) by ``near[p](positions)``, every other partition by one asynchronous
+    ``remote(*args(positions))`` call to its server, all in flight at once and sent before the in-process
+    work starts (which then overlaps their round trips). Returns ``(positions, result)`` per partition
+    touched; raises :class:`DistError` naming a failed server."""
     import torch.distributed.rpc as rpc
 
-    order = np.argsort(parts, kind="stable")
-    bounds = np.searchsorted(parts[order], np.arange(num_parts + 1))
     mine = group.part_id(num_parts)
-    done, pending, own = [], [], None
-    for p in np.flatnonzero(np.diff(bounds)):
-        pos = order[bounds[p] : bounds[p + 1]]
-        owner = group.owner(int(p), num_parts)
+    done, pending, here = [], [], []
+    for p, pos in _by_part(parts, num_parts):
+        owner = group.owner(p, num_parts)
         if p == mine and (local is not None or owner == group.names[group.rank]):
-            own = pos
+            here.append((pos, local if local is not None else lambda at: remote(*args(at))))
+        elif near is not None and p in near:
+            here.append((pos, near[p]))
         else:
             _refuse_lost(group, owner, what)
             pending.append((pos, owner, rpc.rpc_async(owner, remote, args=args(pos), timeout=group.timeout)))
-    if own is not None:
-        done.append((own, local(own) if local is not None else remote(*args(own))))
+    for pos, serve in here:
+        done.append((pos, serve(pos)))
     for pos, owner, fut in pending:
         done.append((pos, _result(group, owner, fut, what)))
     return done
+
+
+# Up to this many partitions, a batch's items are grouped by one comparison pass per partition (about 20 x
+# faster than a stable sort of 50,000 owners for 2 partitions); beyond, by one stable sort.
+_PASSES = 8
+
+
+def _by_part(parts: np.ndarray, num_parts: int) -> list[tuple[int, np.ndarray]]:
+    """``(partition, positions in ascending order)`` of every partition among ``parts``."""
+    if num_parts <= _PASSES:
+        return [(p, pos) for p in range(num_parts) for pos in [np.flatnonzero(parts == p)] if pos.size]
+    order = np.argsort(parts, kind="stable")
+    bounds = np.searchsorted(parts[order], np.arange(num_parts + 1))
+    return [(int(p), order[bounds[p] : bounds[p + 1]]) for p in np.flatnonzero(np.diff(bounds))]
 
 
 def rpc_call(group: RpcGroup, owner: str, remote: Callable[..., Any], args: tuple, what: str) -> Any:

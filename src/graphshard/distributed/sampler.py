@@ -72,7 +72,8 @@ class DistNeighborSampler:
     """Layer-wise sampling over all partitions (in-edges; fanout ``-1`` = all). ``disjoint`` gives every
     seed its own subtree; temporal sampling (``seed_time`` with ``time_attr``, a node attribute) keeps
     only neighbours not newer than their seed and implies disjoint mode. Every member of ``group`` must
-    serve its partition (:func:`serve_sampling`) before requests start."""
+    serve its partition (:func:`serve_sampling`) before requests start. ``near``: sampling graphs of other
+    partitions this process reads itself (co-located, see :mod:`.colocated`), by runtime partition."""
 
     def __init__(
         self,
@@ -83,21 +84,29 @@ class DistNeighborSampler:
         replace: bool = False,
         disjoint: bool = False,
         time_attr: str | None = None,
+        near: dict[int, SamplingGraph] | None = None,
     ):
-        self.group, self.local, self.book = group, local, book
+        self.group, self.local, self.book, self.near = group, local, book, dict(near or {})
         self.fanouts = fanout_table(num_neighbors, book.canonical_etypes)
         self.replace, self.disjoint, self.time_attr = replace, disjoint, time_attr
         self.part_id = group.part_id(book.num_partitions())
         n = book.num_nodes()  # IDs span the whole graph: a slot per node only while that stays small
         self._slot: Slot = DenseSlot(n) if n <= DENSE_SLOT_NODES else HashSlot()
-        self.stats = {"seeds": 0, "remote_seeds": 0, "remote_requests": 0, "bytes_sent": 0, "bytes_received": 0}
+        self.stats = {
+            "seeds": 0,
+            "remote_seeds": 0,
+            "remote_requests": 0,
+            "bytes_sent": 0,
+            "bytes_received": 0,
+            "colocated_seeds": 0,
+        }
 
     def _layer(self, ids: np.ndarray, times: np.ndarray | None, fanouts: np.ndarray, key: int):
         parts = self.book.nid2partid(ids).numpy()
         fan_t = torch.from_numpy(fanouts)
 
-        def local(pos: np.ndarray):
-            return self.local.sample(
+        def local(pos: np.ndarray, graph: SamplingGraph = self.local):
+            return graph.sample(
                 ids[pos], fanouts, self.replace, key, None if times is None else times[pos], self.time_attr
             )
 
@@ -105,11 +114,14 @@ class DistNeighborSampler:
             at = None if times is None else torch.from_numpy(times[pos])
             return (self.local.key, torch.from_numpy(ids[pos]), fan_t, self.replace, key, at, self.time_attr)
 
-        pieces = by_owner(self.group, parts, self.book.num_partitions(), local, _sample_remote, args, "sampling")
+        near = {p: (lambda pos, g=g: local(pos, g)) for p, g in self.near.items()}
+        pieces = by_owner(self.group, parts, self.book.num_partitions(), local, _sample_remote, args, "sampling", near)
         blocks = []
         for pos, res in pieces:
             res = tuple(a.numpy() if isinstance(a, torch.Tensor) else a for a in res)
-            if parts[pos[0]] != self.part_id:
+            if int(parts[pos[0]]) in self.near:
+                self.stats["colocated_seeds"] += int(pos.size)
+            elif parts[pos[0]] != self.part_id:
                 self.stats["remote_seeds"] += int(pos.size)
                 self.stats["remote_requests"] += 1
                 self.stats["bytes_sent"] += int(pos.size) * (16 if times is not None else 8)

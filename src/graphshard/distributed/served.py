@@ -59,11 +59,17 @@ class Served:
         return range(self.first, self.first + len(self.parts))
 
 
+def members_per_part(num_parts: int, world_size: int, lanes: int) -> int:
+    """Members of a group of ``world_size`` (``lanes`` per server process) that serve each runtime partition
+    of a graph stored in ``num_parts`` partitions."""
+    return world_size // (num_parts // stored_per_process(num_parts, world_size // lanes))
+
+
 def served_range(num_parts: int, world_size: int, lanes: int, rank: int) -> tuple[int, range]:
     """The runtime partition ID member ``rank`` of a group of ``world_size`` members (``lanes`` per server
     process) serves, and the stored partitions it is made of."""
     group = stored_per_process(num_parts, world_size // lanes)
-    part_id = rank // (world_size // (num_parts // group))
+    part_id = rank // members_per_part(num_parts, world_size, lanes)
     return part_id, range(part_id * group, (part_id + 1) * group)
 
 
@@ -80,7 +86,7 @@ def verify_served(cfg: PartitionConfig, world_size: int, lanes: int, rank: int) 
     """Check the files member ``rank`` serves against the config's checksums (only the first member of each
     partition hashes them: the others serve the same files). Returns the first failure's message, or None."""
     _, stored = served_range(cfg.num_parts, world_size, lanes, rank)
-    if rank % (world_size // (cfg.num_parts // len(stored))):  # members per runtime partition
+    if rank % members_per_part(cfg.num_parts, world_size, lanes):
         return None
     start, hashed = time.perf_counter(), 0
     try:

@@ -17,7 +17,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..format.config import as_config
 from .batch import BatchMaker, BatchRequest, BatchSpec
+from .colocated import colocated_parts, load_colocated
 from .context import DistError
 from .feature import DistFeatureStore
 from .interrupt import handled, is_quiet, starting_children, when_signalled
@@ -48,6 +50,7 @@ class WorkerSetup:
     timeout: float
     spec: BatchSpec
     cache: Any = None  # the rank's FeatureCache (rows in shared memory), or None
+    colocated: bool = True  # read the co-located partitions' files in-process (see colocated.py)
 
 
 def _connect_store(s: WorkerSetup) -> Any:
@@ -64,14 +67,23 @@ def _build(s: WorkerSetup) -> tuple[Any, BatchMaker]:
     me = s.rank * s.num_workers + s.index
     store = _connect_store(s)
     group = join_group(names, me, store, f"{s.pool_key}/port", s.timeout, s.rpc_host, lanes=s.num_workers)
-    served = load_served(s.part_config, group.world_size, group.lanes, group.rank)
+    cfg = as_config(s.part_config)
+    served = load_served(cfg, group.world_size, group.lanes, group.rank)
+    near = load_colocated(cfg, group, colocated_parts(cfg, group)) if s.colocated else {}
     book = served.book
-    features = DistFeatureStore(group, LocalFeatureStore(served, served.part_id), book)
+    features = DistFeatureStore(
+        group,
+        LocalFeatureStore(served, served.part_id),
+        book,
+        near={p: LocalFeatureStore(n, p) for p, n in near.items()},
+    )
     features.attach_cache(s.cache)
-    graph = served_sampling_graph(served, feature_times(features.lookup, features.has, book))
+    times = feature_times(features.lookup, features.has, book)
+    graph = served_sampling_graph(served, times)
     serve_sampling(graph)
     group.barrier("sampler workers ready")
-    return group, BatchMaker(s.spec, group, graph, features, book)
+    near_graphs = {p: served_sampling_graph(n, times) for p, n in near.items()}
+    return group, BatchMaker(s.spec, group, graph, features, book, near_graphs)
 
 
 def worker_main(setup: WorkerSetup, requests: Any, results: Any) -> None:
@@ -122,6 +134,7 @@ class WorkerPool:
         timeout: float = 300.0,
         rpc_host: str = "127.0.0.1",
         cache: Any = None,
+        colocated: bool = True,
     ):
         import torch
         import torch.multiprocessing as mp
@@ -151,6 +164,7 @@ class WorkerPool:
                     timeout,
                     spec,
                     cache.share_memory_() if cache is not None else None,
+                    colocated,
                 )
                 p = mp_ctx.Process(target=worker_main, args=(setup, self.requests[i], self.results), daemon=True)
                 p.start()

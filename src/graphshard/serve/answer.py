@@ -229,7 +229,7 @@ class Answerer:
                 input_type=ntype if self.hetero else None,
                 **self.r.inputs.loader_options(),
             )
-            self._makers[key] = BatchMaker(spec, g.group, g.sampling_graph, g.features, g.book)
+            self._makers[key] = BatchMaker(spec, g.group, g.sampling_graph, g.features, g.book, g.near_graphs)
         return self._makers[key]
 
     def _count(self, batch: Any) -> None:

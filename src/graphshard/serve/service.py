@@ -124,14 +124,18 @@ def serve(
     timeout: float = 300.0,
     heartbeat_timeout: float = DEFAULT_LOST_AFTER,
     verify: bool = True,
+    colocated: bool = True,
 ) -> None:
     """Serve the model of ``checkpoint`` (a ``graphshard train --checkpoint DIR`` directory, or ``DIR/best``)
     over HTTP until interrupted (see :mod:`graphshard.serve`). ``num_procs``: start that many local ranks (the
     checkpoint's rank count); None: this process is one rank of a torchrun job of that size. ``rank_host``:
-    the address the ranks' own transports listen on (see ``--host`` of ``graphshard train``)."""
+    the address the ranks' own transports listen on (see ``--host`` of ``graphshard train``). ``verify``,
+    ``colocated``: see :class:`~graphshard.distributed.graph.DistGraph`."""
     refuse_spawn_reimport()
     require_extra()
-    opts = checkpoint_run(part_config, checkpoint, num_procs, None, timeout, "output", heartbeat_timeout, verify)
+    opts = checkpoint_run(
+        part_config, checkpoint, num_procs, None, timeout, "output", heartbeat_timeout, verify, colocated
+    )
     options.check(opts.num_layers)
     if options.embedding_layer == "hidden":
         _check_hidden(opts)

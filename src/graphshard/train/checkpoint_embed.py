@@ -76,6 +76,7 @@ def checkpoint_run(
     layer: str = "output",
     heartbeat_timeout: float = DEFAULT_LOST_AFTER,
     verify: bool = True,
+    colocated: bool = True,
 ) -> TrainOptions:
     """The options of the run that wrote ``checkpoint`` (see :func:`checkpoint_options`), once the ranks about
     to use it are known to be as many as the run had: ``num_procs`` started here, or (None) the torchrun job
@@ -87,7 +88,7 @@ def checkpoint_run(
     ranks = num_procs if num_procs is not None else int(os.environ.get("WORLD_SIZE", "1"))
     if ranks != world:
         raise InputError(f"{checkpoint}: the checkpoint was written by {world} ranks; run it on {world} (got {ranks})")
-    return replace(opts, verify=verify)
+    return replace(opts, verify=verify, colocated=colocated)
 
 
 def embed(
@@ -101,6 +102,7 @@ def embed(
     heartbeat_timeout: float = DEFAULT_LOST_AFTER,
     verify: bool = True,
     memory: int | str | None = None,
+    colocated: bool = True,
 ) -> None:
     """Write every node's output (as ``--save-embeddings`` does) from the checkpoint in ``checkpoint`` of a
     run on the partitions of ``part_config`` (``<checkpoint>/best`` of a run: its best validation epoch).
@@ -110,9 +112,11 @@ def embed(
     against their checksums first (see :class:`~graphshard.distributed.graph.DistGraph`). ``memory``: what the
     processes started here may use together (bytes or a size such as ``16G``; default: the machine's memory):
     ``num_procs`` ranks predicted to need more (layer-wise inference, see ``graphshard plan``) are refused
-    before any starts."""
+    before any starts. ``colocated``: see :class:`~graphshard.distributed.graph.DistGraph`."""
     refuse_spawn_reimport()
-    opts = checkpoint_run(part_config, checkpoint, num_procs, str(out), timeout, layer, heartbeat_timeout, verify)
+    opts = checkpoint_run(
+        part_config, checkpoint, num_procs, str(out), timeout, layer, heartbeat_timeout, verify, colocated
+    )
     check_embeddings_target(out)
     if num_procs is None:
         _rank(opts)
@@ -120,7 +124,9 @@ def embed(
     assert opts.part_config is not None  # set by checkpoint_options
     cfg = read_config(opts.part_config)
     layers, outputs = evaluated(cfg, opts, opts.embedding_layer)
-    check_train_fits(cfg, num_procs, num_procs, opts.hidden, True, allowed(memory), "embed", layers, outputs)
+    check_train_fits(
+        cfg, num_procs, num_procs, opts.hidden, True, allowed(memory), "embed", layers, outputs, opts.colocated
+    )
     warm_up()
     launch(_rank, num_procs, (opts,), host, timeout)
 

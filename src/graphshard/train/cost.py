@@ -8,7 +8,8 @@ graph up to ``DENSE_SLOT_NODES``, then a hash of the batch), mini-batches, and a
 batches (``--eval-fanouts``) or the layer-wise inference's rows: the plan and inputs of every local node of
 one stored partition at a time and the outputs of the nodes it serves (with one partition per process the
 outputs are the first rows of the next layer's inputs: one row per needed node). Nothing grows with the
-other partitions. Coefficients from R-MAT scale 16-21 (64-d features, hidden 64, 2 and 4 partitions on 2
+other partitions, except where ranks of one host read each other's partitions in-process (co-located): then a
+rank also holds the widened ``indptr`` and node IDs of those partitions (the files are shared page cache). Coefficients from R-MAT scale 16-21 (64-d features, hidden 64, 2 and 4 partitions on 2
 processes, ``benchmarks/plan_calibration.py``) and R-MAT 25 (4 partitions of 4.7-938 M edges, 9.6-16.5 M local
 nodes, ``benchmarks/scale.py --big --scale 25``; its skewed partition set the per-edge and per-local-node
 start-up terms), fitted as an upper bound. Parts that stop growing with the graph
@@ -34,6 +35,7 @@ SETUP = 160  # per node of the graph, up to SETUP_CAP: start-up work in bounded 
 SETUP_CAP = 200 << 20
 SLOT = 8  # per node of the graph up to DENSE_SLOT_NODES: the sampler's slot table (int64)
 PER_LOCAL = 60  # per local node of every stored partition served: widened indptr and IDs, degrees, labels, masks
+NEAR_LOCAL = 16  # per local node of every co-located partition read in-process: its widened indptr and node IDs
 PER_EDGE = 1  # per stored edge of every partition served (measured at R-MAT 25: 938 M edges added ~0.9 GiB)
 LAYERWISE_CHUNK = 60  # per edge of a partition, up to LAYERWISE_CHUNK_CAP: one chunk of a layer's edges
 LAYERWISE_CHUNK_CAP = 120 << 20  # (graphshard.infer.layerwise.EDGES_PER_CHUNK)
@@ -50,11 +52,13 @@ def train_estimates(
     layerwise: bool,
     layers: int = 2,
     outputs: int | None = None,
+    host_ranks: int = 1,
 ) -> list[Estimate]:
     """One estimate per process (``method`` = ``"rank r"``) of training on ``cfg``'s partitions with
     ``world`` processes; ``feat_width``: input columns; ``layerwise``: evaluation by layer-wise inference
     (the default) rather than sampled batches; ``layers``: the layers evaluated, ``outputs``: the last one's
-    width (default ``hidden``)."""
+    width (default ``hidden``); ``host_ranks``: consecutive ranks per host that read each other's partitions
+    in-process (co-located; 1: none)."""
     group = stored_per_process(cfg.num_parts, world)
     sharing = max(1, world // cfg.num_parts)
     inner = [sum(int(r[p, 1] - r[p, 0]) for r in cfg.node_map.values()) for p in range(cfg.num_parts)]
@@ -65,12 +69,15 @@ def train_estimates(
     for rank in range(world):
         first = (rank // sharing) * group
         served = range(first, first + group)
+        host = range(rank - rank % host_ranks, min(world, rank - rank % host_ranks + host_ranks))
+        near = {(r // sharing) * group + k for r in host for k in range(group)} - set(served)
         peak = (
             TRAIN_BASE
             + min(BATCHES_CAP, BATCHES * n)
             + min(SETUP_CAP, SETUP * n)
             + SLOT * min(n, DENSE_SLOT_NODES)
             + PER_LOCAL * sum(local[p] for p in served)
+            + NEAR_LOCAL * sum(local[p] for p in near)
             + PER_EDGE * sum(stored[p] for p in served)
         )
         phase = "training"
@@ -148,11 +155,15 @@ def check_train_fits(
     step: str = "training",
     layers: int = 2,
     outputs: int | None = None,
+    colocated: bool = True,
 ) -> None:
     """Raise :class:`InputError` when the ``local`` processes started on this machine (of ``world``) are
     predicted to need more than ``budget`` bytes together (``step``: ``training``, or ``embed``, whose rank
-    count is the checkpoint's; ``layers`` evaluated and the last one's ``outputs``: see :func:`train_estimates`)."""
-    per = train_estimates(cfg, world, feature_width(cfg) or hidden, hidden, layerwise, layers, outputs)[:local]
+    count is the checkpoint's; ``layers`` evaluated and the last one's ``outputs``: see :func:`train_estimates`;
+    ``colocated``: they read each other's partitions in-process)."""
+    width = feature_width(cfg) or hidden
+    host_ranks = local if colocated else 1
+    per = train_estimates(cfg, world, width, hidden, layerwise, layers, outputs, host_ranks)[:local]
     need = sum(e.peak_bytes for e in per)
     if budget and need > budget:
         worst = max(per, key=lambda e: e.peak_bytes)

@@ -61,11 +61,13 @@ _SUMS = (
     "comm_s",
     "loss",
     "fetch_bytes",
+    "colocated_rows",
     "cache_hits",
     "cache_misses",
     "cache_bytes_saved",
 )
-_COUNTS = ("fetch_bytes", "cache_hits", "cache_misses", "cache_bytes_saved")  # summed over ranks, not averaged
+# summed over ranks, not averaged
+_COUNTS = ("fetch_bytes", "colocated_rows", "cache_hits", "cache_misses", "cache_bytes_saved")
 
 
 def open_graph(opts: TrainOptions) -> DistGraph:
@@ -73,7 +75,7 @@ def open_graph(opts: TrainOptions) -> DistGraph:
     loaded object is what the graph, its partitions and the checkpoints' identity use."""
     assert opts.part_config is not None  # checked by resolve_data, set by checkpoint_options
     cfg = read_config(opts.part_config)
-    return DistGraph(cfg.graph_name, cfg, verify=opts.verify)
+    return DistGraph(cfg.graph_name, cfg, verify=opts.verify, colocated=opts.colocated)
 
 
 def _timed_allreduce(state, bucket):  # no annotations: DDP checks them against its own types

@@ -208,6 +208,12 @@ class TrainOptions:
         "check the partition files each rank serves against the sha256 checksums "
         "of the partition config before training on them (--no-verify skips it)",
     )
+    colocated: bool = option(
+        True,
+        "bool",
+        "read the partitions of other ranks on the same host from their files in-process (shared page "
+        "cache) instead of over RPC, when they are the same files (--no-colocated: always RPC)",
+    )
     allow_nonfinite: bool = option(
         False, "bool", "train on NaN or infinite features and losses instead of stopping with an error"
     )

@@ -272,7 +272,9 @@ def _train(
         # predicted not to fit this machine: refused now, with the numbers
         layers, outputs = evaluated(cfg, opts)
         budget, layerwise = allowed(memory), opts.eval_fanouts is None
-        check_train_fits(cfg, num_procs, num_procs, opts.hidden, layerwise, budget, "training", layers, outputs)
+        check_train_fits(
+            cfg, num_procs, num_procs, opts.hidden, layerwise, budget, "training", layers, outputs, opts.colocated
+        )
         if opts.checkpoint:  # a checkpoint of another run, or ranks at different epochs: say so now
             check_checkpoints(opts.checkpoint, run_identity(cfg, opts, num_procs), num_procs)
     if not num_procs:
