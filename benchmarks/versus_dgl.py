@@ -16,7 +16,9 @@ Cells: ``one`` is one host, 2 ranks on both cores (``graphshard train --num-proc
 tests/cluster/harness.py; one core per host, links capped at RATE by a token bucket), each holding only its
 own partitions; DGL's anchor runs 2 machines of 1 trainer, so it has no figure for other layouts.
 ``busy`` is ``one`` with one busy-looping process pinned to each core for the whole run of both tools.
-``+bf16`` after a cell adds graphshard with ``--wire-dtype bfloat16`` (DGL has no such option).
+``+bf16`` after a cell adds graphshard with ``--wire-dtype bfloat16`` (DGL has no such option); ``+rpc`` adds
+graphshard with ``--no-colocated`` (ranks of one host ask each other over RPC instead of reading each other's
+partition files in-process; it changes nothing across emulated hosts, which hold their own copies).
 
 Without ``--dgl`` only graphshard runs. Needs root for the emulated hosts. Prints a table and writes JSON.
 """
@@ -42,30 +44,33 @@ from tests.cluster.jobs import finish, spread, start  # noqa: E402
 
 ANCHOR = ROOT.parent / "shared" / "anchors" / "dgl" / "run_dgl_dist_train.py"
 SPLIT = ("sample_s", "fetch_s", "compute_s", "comm_s")
+# further graphshard runs a cell may add: the flags they add to the same command
+VARIANTS = {"bf16": ["--wire-dtype", "bfloat16"], "rpc": ["--no-colocated"]}
 
 
 @dataclass(frozen=True)
 class Cell:
     """One column of conditions: ``hosts`` x ``ranks`` (0 hosts: one plain host), link ``rate``, ``busy``
-    cores, and whether graphshard also runs with a bfloat16 wire."""
+    cores, and the further graphshard runs (``variants``: ``bf16``, ``rpc``; see :data:`VARIANTS`)."""
 
     name: str
     hosts: int = 0
     ranks: int = 2
     rate: str | None = None
     busy: bool = False
-    bf16: bool = False
+    variants: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, text: str) -> Cell:
-        bf16 = text.endswith("+bf16")
-        core = text.removesuffix("+bf16")
+        core, *variants = text.split("+")
+        if any(v not in VARIANTS for v in variants):
+            raise SystemExit(f"cell {text!r}: variants are {', '.join('+' + v for v in VARIANTS)}")
         if core in ("one", "busy"):
-            return cls(text, busy=core == "busy", bf16=bf16)
+            return cls(text, busy=core == "busy", variants=tuple(variants))
         m = re.fullmatch(r"(\d+)x(\d+)(?:@(\w+))?", core)
         if not m:
-            raise SystemExit(f"cell {text!r}: one, busy, or HOSTSxRANKS[@RATE] (e.g. 2x1@1gbit), optionally +bf16")
-        return cls(text, int(m[1]), int(m[2]), m[3], bf16=bf16)
+            raise SystemExit(f"cell {text!r}: one, busy, or HOSTSxRANKS[@RATE] (e.g. 2x1@1gbit), optionally +bf16/+rpc")
+        return cls(text, int(m[1]), int(m[2]), m[3], variants=tuple(variants))
 
     @property
     def dgl_runs(self) -> bool:
@@ -76,7 +81,7 @@ def _epoch(record: dict, keys: dict[str, str]) -> dict:
     return {k: float(record[v]) for k, v in keys.items()}
 
 
-def _ours(args, configs: dict[int, Path], cell: Cell, wire: str) -> dict:
+def _ours(args, configs: dict[int, Path], cell: Cell, extra: list[str]) -> dict:
     metrics = args.work / "ours.json"
     metrics.unlink(missing_ok=True)
     common = [
@@ -90,10 +95,9 @@ def _ours(args, configs: dict[int, Path], cell: Cell, wire: str) -> dict:
         "1024",
         "--hidden",
         "64",
-        "--wire-dtype",
-        wire,
         "--timeout",
         "900",
+        *extra,
     ]
     if cell.hosts == 0:
         cmd = [
@@ -234,7 +238,7 @@ def main() -> None:
     p.add_argument(
         "--cells",
         default="one,2x1,2x1@10gbit,2x1@1gbit,busy",
-        help="comma-separated: one, busy, HOSTSxRANKS[@RATE], each optionally +bf16",
+        help="comma-separated: one, busy, HOSTSxRANKS[@RATE], each optionally +bf16 and/or +rpc",
     )
     p.add_argument("--repeats", type=int, default=1, help="A B rounds per cell")
     p.add_argument("--work", type=Path, default=Path("bench-out/versus-dgl"))
@@ -251,9 +255,9 @@ def main() -> None:
         for cell in args.cells:
             for rep in range(args.repeats):
                 with _Busy(cell.busy):
-                    runs = {"graphshard": _ours(args, configs, cell, "stored")}
-                    if cell.bf16:
-                        runs["graphshard bf16"] = _ours(args, configs, cell, "bfloat16")
+                    runs = {"graphshard": _ours(args, configs, cell, [])}
+                    for v in cell.variants:
+                        runs[f"graphshard {v}"] = _ours(args, configs, cell, VARIANTS[v])
                     if dgl_config is not None and cell.dgl_runs:
                         runs["DGL 2.1"] = _dgl(args, dgl_config, cell, f"f{dim}-{cell.name.replace('@', '-')}-{rep}")
                 for system, r in runs.items():
