@@ -18,6 +18,7 @@ from ..ids import as_id_array
 from ..sparse import CSRRows, densify, joined
 from .cache import FeatureCache
 from .local_store import LocalFeatureStore
+from .rows import put_rows
 from .rpc import RpcGroup, by_owner, register, registered
 from .store_base import Group, Rows, StoredFeatureStore, as_rows
 from .wire import STORED, check_wire, pack, unpack
@@ -244,10 +245,10 @@ class DistFeatureStore(StoredFeatureStore):
             if isinstance(got, tuple):  # a CSR feature's non-zeros
                 counts, cols, vals = got
                 got = densify(counts, cols, vals, int(row_shape[0]))
-            out.index_copy_(0, torch.from_numpy(pos if ask.todo is None else ask.todo[pos]), unpack(got, dtype))
+            put_rows(out, torch.from_numpy(pos if ask.todo is None else ask.todo[pos]), unpack(got, dtype))
             self._count_received(pos, ask.parts, received)
         for pos, got in ask.served:
-            out.index_copy_(0, torch.from_numpy(pos), got)
+            put_rows(out, torch.from_numpy(pos), got)
         return out
 
 

@@ -23,6 +23,7 @@ from ..graph import parse_etype
 from ..ids import as_id_array
 from ..sparse import CSRRows
 from .graph_store import LocalGraphStore
+from .rows import take_rows
 from .served import Served, Stacked, StoredTensor, stacked_feats
 from .store_base import Group, ReadOnlyStoreError, Rows, StoredFeatureStore, TypeNames, own_ranges
 
@@ -131,7 +132,7 @@ class LocalFeatureStore(StoredFeatureStore):
         if isinstance(tensor, CSRRows):
             return tensor.read(rows) if isinstance(rows, torch.Tensor) else torch.from_numpy(tensor[rows])
         if isinstance(rows, torch.Tensor):
-            return torch.index_select(tensor, 0, rows)  # 2x faster than tensor[rows]
+            return take_rows(tensor, rows)  # see rows.py: faster than tensor[rows] and index_select
         return tensor[rows]  # a view of the memory-mapped file
 
 
