@@ -6,6 +6,7 @@ remote ranks are always served stored data (see :class:`DistFeatureStore`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -126,15 +127,19 @@ class DistFeatureStore(StoredFeatureStore):
         width = int(self.schema[(group, name)][1][0])
         parts = self._owner_parts(group, ids_np)
         self.stats["rows"] += int(ids_np.shape[0])
+
+        def read(pos: np.ndarray, store: LocalFeatureStore = self.local) -> tuple[torch.Tensor, ...]:
+            return store.nonzeros_from_global_id(group, name, ids_np[pos])
+
         pieces = by_owner(
             self.group,
             parts,
             self.book.num_partitions(),
-            lambda pos: self.local.nonzeros_from_global_id(group, name, ids_np[pos]),
+            read,
             _serve_nonzeros,
             lambda pos: (self.key, group, name, torch.from_numpy(ids_np[pos])),
             f"feature {group!r}/{name!r}",
-            {p: (lambda pos, s=s: s.nonzeros_from_global_id(group, name, ids_np[pos])) for p, s in self.near.items()},
+            {p: partial(read, store=s) for p, s in self.near.items()},
         )
         for pos, got in pieces:
             self._count_received(pos, parts, got)
@@ -200,7 +205,7 @@ class DistFeatureStore(StoredFeatureStore):
             return self.key, items, wire
 
         what = ", ".join(f"{p.group!r}/{p.name!r}" for p in plans)
-        near = {p: (lambda pos, s=s: local(pos, s)) for p, s in self.near.items()}
+        near = {p: partial(local, store=s) for p, s in self.near.items()}
         pieces = by_owner(
             self.group, parts, self.book.num_partitions(), local, _serve_many, args, f"feature {what}", near
         )

@@ -5,6 +5,7 @@ IDs; :meth:`DistNeighborSampler.to_hetero` regroups an output by node and edge t
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -114,7 +115,7 @@ class DistNeighborSampler:
             at = None if times is None else torch.from_numpy(times[pos])
             return (self.local.key, torch.from_numpy(ids[pos]), fan_t, self.replace, key, at, self.time_attr)
 
-        near = {p: (lambda pos, g=g: local(pos, g)) for p, g in self.near.items()}
+        near = {p: partial(local, graph=g) for p, g in self.near.items()}
         pieces = by_owner(self.group, parts, self.book.num_partitions(), local, _sample_remote, args, "sampling", near)
         blocks = []
         for pos, res in pieces:

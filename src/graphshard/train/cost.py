@@ -9,10 +9,11 @@ batches (``--eval-fanouts``) or the layer-wise inference's rows: the plan and in
 one stored partition at a time and the outputs of the nodes it serves (with one partition per process the
 outputs are the first rows of the next layer's inputs: one row per needed node). Nothing grows with the
 other partitions, except where ranks of one host read each other's partitions in-process (co-located): then a
-rank also holds the widened ``indptr`` and node IDs of those partitions (the files are shared page cache). Coefficients from R-MAT scale 16-21 (64-d features, hidden 64, 2 and 4 partitions on 2
-processes, ``benchmarks/plan_calibration.py``) and R-MAT 25 (4 partitions of 4.7-938 M edges, 9.6-16.5 M local
-nodes, ``benchmarks/scale.py --big --scale 25``; its skewed partition set the per-edge and per-local-node
-start-up terms), fitted as an upper bound. Parts that stop growing with the graph
+rank also holds the widened ``indptr`` and node IDs of those partitions (the files are shared page cache).
+Coefficients from R-MAT scale 16-21 (64-d features, hidden 64, 2 and 4 partitions on 2 processes,
+``benchmarks/plan_calibration.py``) and R-MAT 25 (4 partitions of 4.7-938 M edges, 9.6-16.5 M local nodes,
+``benchmarks/scale.py --big --scale 25``; its skewed partition set the per-edge and per-local-node start-up
+terms), fitted as an upper bound. Parts that stop growing with the graph
 (mini-batches, start-up work in bounded blocks, a chunk of a layer's edges) are capped terms.
 """
 
