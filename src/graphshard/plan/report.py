@@ -87,7 +87,7 @@ def plan_data(
     assert part_config is not None  # given when dataset is not (graphshard plan takes exactly one of them)
     cfg = read_config(part_config)
     width = feature_width(cfg) or hidden  # featureless types learn inputs of --embed-dim (--hidden by default)
-    per = train_estimates(cfg, procs, width, hidden, not sampled_eval)
+    per = train_estimates(cfg, procs, width, hidden, not sampled_eval, host_ranks=procs)  # on this host: co-located
     title = (
         f"train on {procs} processes x {cfg.num_parts} partitions ({width} input columns, hidden "
         f"{hidden}, {'sampled' if sampled_eval else 'layer-wise'} evaluation):"
