@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 from ..distributed.sampler import DENSE_SLOT_NODES
-from ..distributed.served import stored_per_process
+from ..distributed.served import served_range, stored_per_process
 from ..errors import InputError
 from ..format.config import PartitionConfig
 from ..format.tensorfile import read_header
@@ -68,10 +68,9 @@ def train_estimates(
     n = cfg.num_nodes
     out = []
     for rank in range(world):
-        first = (rank // sharing) * group
-        served = range(first, first + group)
+        served = served_range(cfg.num_parts, world, 1, rank)[1]
         host = range(rank - rank % host_ranks, min(world, rank - rank % host_ranks + host_ranks))
-        near = {(r // sharing) * group + k for r in host for k in range(group)} - set(served)
+        near = {p for r in host for p in served_range(cfg.num_parts, world, 1, r)[1]} - set(served)
         peak = (
             TRAIN_BASE
             + min(BATCHES_CAP, BATCHES * n)
