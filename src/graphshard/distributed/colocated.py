@@ -73,8 +73,12 @@ def colocated_parts(cfg: PartitionConfig, group: RpcGroup) -> list[int]:
     return sorted(near)
 
 
-def load_colocated(cfg: PartitionConfig, group: RpcGroup, parts: list[int]) -> dict[int, Served]:
-    """What the first server of each of ``parts`` serves, loaded (memory-mapped) in this process."""
+def load_colocated(cfg: PartitionConfig, group: RpcGroup, on: bool = True) -> dict[int, Served]:
+    """What the first server of each co-located partition (:func:`colocated_parts`) serves, loaded (memory-mapped)
+    in this process, by runtime partition; nothing when not ``on``. Collective over ``group`` when ``on``."""
+    if not on:
+        return {}
+    parts = colocated_parts(cfg, group)
     per_part = members_per_part(cfg.num_parts, group.world_size, group.lanes)
     loaded = {p: load_served(cfg, group.world_size, group.lanes, p * per_part) for p in parts}
     if loaded:

@@ -18,7 +18,7 @@ from ..format.load import PartitionGraph, original_ids, original_piece, original
 from ..graph import EType, parse_etype
 from ..ids import as_id_array
 from ..sampling.degrees import DegreeTable, in_degree_table, source_counts
-from .colocated import colocated_parts, load_colocated
+from .colocated import load_colocated
 from .feature import DistFeatureStore
 from .local_store import LocalFeatureStore
 from .network import own_address
@@ -149,7 +149,7 @@ class DistGraph:
         }.values():
             book.set_original_loader(self._original_ids)
         self.colocated = colocated
-        near = load_colocated(cfg, self.group, colocated_parts(cfg, self.group)) if colocated else {}
+        near = load_colocated(cfg, self.group, colocated)
         self.features = DistFeatureStore(
             self.group,
             LocalFeatureStore(self.served, self.part_id),

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..format.config import as_config
 from .batch import BatchMaker, BatchRequest, BatchSpec
-from .colocated import colocated_parts, load_colocated
+from .colocated import load_colocated
 from .context import DistError
 from .feature import DistFeatureStore
 from .interrupt import handled, is_quiet, starting_children, when_signalled
@@ -69,7 +69,7 @@ def _build(s: WorkerSetup) -> tuple[Any, BatchMaker]:
     group = join_group(names, me, store, f"{s.pool_key}/port", s.timeout, s.rpc_host, lanes=s.num_workers)
     cfg = as_config(s.part_config)
     served = load_served(cfg, group.world_size, group.lanes, group.rank)
-    near = load_colocated(cfg, group, colocated_parts(cfg, group)) if s.colocated else {}
+    near = load_colocated(cfg, group, s.colocated)
     book = served.book
     features = DistFeatureStore(
         group,
