@@ -37,7 +37,9 @@ class Metrics:
             "graphshard_batch_seconds", "time to answer one model batch", buckets=LATENCY_BUCKETS, registry=r
         )
         self.remote_rows = Counter(
-            "graphshard_remote_rows", "feature rows fetched from other partitions' ranks", registry=r
+            "graphshard_remote_rows",
+            "rows of sampled nodes owned by other partitions (asked of their ranks, or read in-process if co-located)",
+            registry=r,
         )
         self.queue_depth = Gauge("graphshard_queue_depth", "requests waiting for a model batch", registry=r)
         self.lost_ranks = Gauge("graphshard_lost_ranks", "ranks lost (the service answers 503 for them)", registry=r)
