@@ -142,7 +142,7 @@ def test_a_save_cut_between_its_two_files_is_completed_on_resume(tmp_path):
 
 
 def test_best_weights_of_another_model_are_refused_when_read(tmp_path):
-    from graphshard.train.checkpoint import check_weights
+    from graphshard.train.checkpoint_fit import check_weights
 
     model, _, path = _saved(tmp_path)
     epoch, weights, _ = read_weights(path.parent)

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ from safetensors.torch import save_file
 from ..errors import FormatError, InputError
 from ..format.config import PartitionConfig, as_config, run_fingerprint
 from ..format.tensorfile import check_tensor_file, load_tensor_file, sha256_file
+from .checkpoint_fit import is_number, model_unfit, optimizer_unfit, settings_problem, shown
 
 STATE = "checkpoint.json"
 TENSORS = "checkpoint.safetensors"
@@ -101,49 +100,30 @@ def read_state(directory: str | os.PathLike) -> dict[str, Any] | None:
     return meta
 
 
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _finite_number(value: Any) -> bool:
-    """A number a float can hold: finite, and no integer beyond any float (``math.isfinite`` raises on those)."""
-    if not _number(value):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
-
-
 def _state_problem(meta: Any) -> str | None:
     """What makes a parsed ``checkpoint.json`` no checkpoint's (None: nothing)."""
     if not isinstance(meta, dict):
         return "not a JSON object"
     epoch = meta.get("epoch")
     if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 0:
-        return f"'epoch' must be the last finished epoch, an integer >= 0; got {_shown(epoch)}"
+        return f"'epoch' must be the last finished epoch, an integer >= 0; got {shown(epoch)}"
     history = meta.get("history")
     if not isinstance(history, list) or not history:
-        return f"'history' must list a record per finished epoch; got {_shown(history)}"
+        return f"'history' must list a record per finished epoch; got {shown(history)}"
     last = -1
     for i, record in enumerate(history):
         if not isinstance(record, dict) or not all(v is None or isinstance(v, (int, float)) for v in record.values()):
-            return f"'history'[{i}] must be a record of numbers; got {_shown(record)}"
+            return f"'history'[{i}] must be a record of numbers; got {shown(record)}"
         at = record.get("epoch")
         if not isinstance(at, int) or isinstance(at, bool) or not last < at <= epoch:
             return (
                 f"'history'[{i}]: 'epoch' must be an epoch after the record before it, up to the checkpoint's "
-                f"epoch {epoch}; got {_shown(at)}"
+                f"epoch {epoch}; got {shown(at)}"
             )
         last = at
     digest = meta.get("tensors_sha256")
     if digest is not None and not (isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest)):
-        return f"'tensors_sha256' must be a sha256 in hex; got {_shown(digest)}"
+        return f"'tensors_sha256' must be a sha256 in hex; got {shown(digest)}"
     opt = meta.get("optimizer")
     if (
         not isinstance(opt, dict)
@@ -151,10 +131,10 @@ def _state_problem(meta: Any) -> str | None:
         or not all(isinstance(g, dict) for g in opt["param_groups"])
         or not isinstance(opt.get("scalars"), dict)
     ):
-        return f"'optimizer' must hold 'param_groups' (a list of objects) and 'scalars' (an object); got {_shown(opt)}"
+        return f"'optimizer' must hold 'param_groups' (a list of objects) and 'scalars' (an object); got {shown(opt)}"
     for k, v in opt["scalars"].items():
-        if not (_number(v) or isinstance(v, bool) or v is None):
-            return f"'optimizer' 'scalars' {k!r} must be a number; got {_shown(v)}"
+        if not (is_number(v) or isinstance(v, bool) or v is None):
+            return f"'optimizer' 'scalars' {k!r} must be a number; got {shown(v)}"
     return None
 
 
@@ -283,7 +263,7 @@ def _check_tensor_header(path: Path) -> None:
     other = [k for k in header if k != "__metadata__" and not _NAME.fullmatch(k)]
     if other:
         raise FormatError(
-            f"{path}: not a valid checkpoint file (tensor {_shown(other[0])} is none of a checkpoint's "
+            f"{path}: not a valid checkpoint file (tensor {shown(other[0])} is none of a checkpoint's "
             "model/, opt/, extra/ and rng/torch tensors)"
         )
 
@@ -321,112 +301,6 @@ def finish_interrupted_save(directory: str | os.PathLike, staged: str = STAGED) 
     return True
 
 
-def _model_unfit(tensors: dict[str, torch.Tensor], model: torch.nn.Module) -> str | None:
-    """A saved model tensor of another dtype than the model's (loading would cast it: int32 bytes read as
-    float32 values); None when there is none."""
-    own = model.state_dict()
-    for k, v in tensors.items():
-        if k.startswith("model/") and k[len("model/") :] in own and v.dtype != own[k[len("model/") :]].dtype:
-            return f"{k} is {v.dtype}, the model's {own[k[len('model/') :]].dtype}"
-    return None
-
-
-def check_weights(directory: str | os.PathLike, weights: dict[str, torch.Tensor], model: torch.nn.Module) -> None:
-    """:class:`FormatError` naming ``directory`` unless ``weights`` (of :func:`read_weights`) are exactly the
-    model's tensors: the same names, shapes and dtypes (checked when a run resumes, not when it ends)."""
-    own = model.state_dict()
-    missing, extra = sorted(set(own) - set(weights)), sorted(set(weights) - set(own))
-    wrong = [k for k in own if k in weights and (weights[k].shape != own[k].shape or weights[k].dtype != own[k].dtype)]
-    if missing or extra or wrong:
-        what = (
-            f"missing {_shown(missing[0])}"
-            if missing
-            else f"unexpected {_shown(extra[0])}"
-            if extra
-            else f"{_shown(wrong[0])} is {weights[wrong[0]].dtype} {tuple(weights[wrong[0]].shape)}, the model's "
-            f"{own[wrong[0]].dtype} {tuple(own[wrong[0]].shape)}"
-        )
-        raise FormatError(f"{directory}: not a valid checkpoint of this model (tensor {what})")
-
-
-def _optimizer_unfit(
-    tensors: dict[str, torch.Tensor], meta: dict[str, Any], optimizer: torch.optim.Optimizer
-) -> str | None:
-    """Why the saved optimiser state and settings cannot be this optimiser's, where loading them would not
-    say so (it takes state of any shape, dtype or name, and settings of any name, which the first step would
-    trip over or ignore); None when they fit."""
-    saved_groups = meta["optimizer"]["param_groups"]
-    groups = optimizer.param_groups
-    ids = [i for s in saved_groups for i in (s.get("params") if isinstance(s.get("params"), list) else [None])]
-    if (
-        len(saved_groups) != len(groups)
-        or any(
-            not isinstance(s.get("params"), list) or len(s["params"]) != len(g["params"])
-            for s, g in zip(saved_groups, groups)
-        )
-        or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
-        or len(set(ids)) != len(ids)
-    ):
-        return "'param_groups' do not list this optimiser's parameters"
-    for g in saved_groups:
-        unknown = sorted(set(g) - set(optimizer.defaults) - {"params"}, key=str)
-        if unknown:  # a misspelt setting: loading would keep it aside and take the default
-            return f"'param_groups' hold {_shown(unknown)}, no settings of this optimiser"
-    params = {i: p for s, g in zip(saved_groups, groups) for i, p in zip(s["params"], g["params"])}
-    names: dict[Any, set[str]] = {}
-    # (opt, parameter index, state name) and the state: a tensor, or a scalar of the metadata (number, bool, None)
-    entries: list[tuple[Sequence[str], torch.Tensor | float | None]] = [
-        (k.split("/", 2), v) for k, v in tensors.items() if k.startswith("opt/")
-    ]
-    entries += [
-        ((("opt", *k.split("/", 1)) if "/" in k else ("opt", k, "")), v)
-        for k, v in meta["optimizer"]["scalars"].items()
-    ]
-    for parts, v in entries:
-        idx = int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
-        if idx not in params:
-            return f"optimiser state {'/'.join(parts)!r} is of no parameter of this model"
-        names.setdefault(idx, set()).add(parts[2])
-        if (
-            isinstance(v, torch.Tensor)
-            and parts[2] != "step"
-            and (v.shape, v.dtype) != (params[idx].shape, params[idx].dtype)
-        ):
-            return (
-                f"optimiser state {'/'.join(parts)!r} is {v.dtype}{list(v.shape)}, its parameter "
-                f"{params[idx].dtype}{list(params[idx].shape)}"
-            )
-        if isinstance(v, torch.Tensor) and parts[2] == "step" and (v.dim() or not v.is_floating_point()):
-            return f"optimiser state {'/'.join(parts)!r} must be a floating-point number, is {v.dtype}{list(v.shape)}"
-    if len({frozenset(n) for n in names.values()}) > 1:
-        kinds = sorted({", ".join(sorted(n)) for n in names.values()})
-        return f"the parameters' optimiser states differ in kind ({'; '.join(kinds)})"
-    return None
-
-
-def _settings_problem(optimizer: torch.optim.Optimizer) -> str | None:
-    """A loaded optimiser setting of another type than the optimiser's default (a string as lr, a number as
-    betas, a missing eps): the first step would fail, far from the file."""
-    for g in optimizer.param_groups:
-        for k, default in optimizer.defaults.items():
-            if k not in g:
-                return f"'param_groups' lack {k!r}"
-            v = g[k]
-            if isinstance(default, bool):
-                ok = isinstance(v, bool)
-            elif _number(default):
-                ok = _finite_number(v)
-            elif isinstance(default, (tuple, list)):
-                ok = isinstance(v, (tuple, list)) and len(v) == len(default) and all(_finite_number(x) for x in v)
-            elif default is None:
-                ok = v is None or isinstance(v, bool)
-            else:
-                ok = True
-            if not ok:
-                return f"'param_groups' {k!r} is {_shown(v)}, not like the optimiser's {_shown(default)}"
-    return None
-
-
 def load_checkpoint(
     directory: str | os.PathLike,
     model: torch.nn.Module,
@@ -443,11 +317,11 @@ def load_checkpoint(
         check_identity(d, meta, identity)
     tensors = _read_tensors(d, meta)
     try:
-        unfit = _model_unfit(tensors, model)
+        unfit = model_unfit(tensors, model)
         if unfit:
             raise ValueError(unfit)
         model.load_state_dict({k[len("model/") :]: v for k, v in tensors.items() if k.startswith("model/")})
-        unfit = _optimizer_unfit(tensors, meta, optimizer)
+        unfit = optimizer_unfit(tensors, meta, optimizer)
         if unfit:
             raise ValueError(unfit)
         state: dict[int, dict[str, Any]] = {}
@@ -459,7 +333,7 @@ def load_checkpoint(
             idx, name = k.split("/", 1)
             state.setdefault(int(idx), {})[name] = v
         optimizer.load_state_dict({"state": state, "param_groups": meta["optimizer"]["param_groups"]})
-        unfit = _settings_problem(optimizer)
+        unfit = settings_problem(optimizer)
         if unfit:
             raise ValueError(unfit)
         torch.set_rng_state(tensors["rng/torch"])

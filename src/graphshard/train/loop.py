@@ -34,13 +34,13 @@ from .checkpoint import (
     STATE,
     TENSORS,
     check_agreement,
-    check_weights,
     load_checkpoint,
     rank_status,
     read_weights,
     run_identity,
     save_checkpoint,
 )
+from .checkpoint_fit import check_weights
 from .checks import check_loss
 from .inputs import ModelInputs
 from .options import TrainOptions
