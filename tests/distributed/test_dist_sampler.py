@@ -4,6 +4,7 @@ with fanout k every sampled edge is an original edge and each seed has at most k
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from graphshard import partition_graph
 from graphshard.distributed.launcher import launch
@@ -26,7 +27,7 @@ def _reference(g, seeds_orig, fanouts, seed_time=None):
     return sample_neighbors(csc, seeds_orig, fanouts, seed_time=seed_time)
 
 
-def _worker(config: str) -> None:
+def _worker(config: str, colocated: bool = True, channels: bool = True) -> None:
     from graphshard.distributed.graph import DistGraph
     from graphshard.distributed.runtime import session
     from graphshard.distributed.sampler import DistNeighborSampler
@@ -35,11 +36,12 @@ def _worker(config: str) -> None:
     src, dst = g.edges[("_N", "_E", "_N")]
     with session(timeout=30) as ctx:
         group = ctx.group
-        dg = DistGraph("s", config)
+        dg = DistGraph("s", config, colocated=colocated)
         book = dg.get_partition_book()
+        near = dg.near_graphs  # empty unless co-located
         seeds_orig = np.array([5, 17, 100, 233, 5]) + ctx.rank
         seeds = book.from_original("_N", seeds_orig).numpy()
-        full = DistNeighborSampler(group, dg.sampling_graph, book, [-1, -1]).sample(seeds)
+        full = DistNeighborSampler(group, dg.sampling_graph, book, [-1, -1], near=near).sample(seeds)
         ref = _reference(g, seeds_orig, [-1, -1])
         to_orig = lambda ids: book.to_original("_N", ids).numpy()  # noqa: E731
         assert to_orig(full.node).tolist() == ref.node.tolist()  # same nodes, same order
@@ -48,26 +50,35 @@ def _worker(config: str) -> None:
         assert sorted(eorig.tolist()) == sorted(ref.edge.tolist())
         assert np.array_equal(to_orig(full.node[full.row]), src[eorig])
         assert np.array_equal(to_orig(full.node[full.col]), dst[eorig])
-        few = DistNeighborSampler(group, dg.sampling_graph, book, [2, 2]).sample(seeds, seed=3)
+        few = DistNeighborSampler(group, dg.sampling_graph, book, [2, 2], near=near).sample(seeds, seed=3)
         eorig = book.to_original_eids("_N:_E:_N", few.edge).numpy()
         assert np.array_equal(to_orig(few.node[few.row]), src[eorig])
         assert np.bincount(few.col, minlength=len(few.node)).max() <= 2
-        rep = DistNeighborSampler(group, dg.sampling_graph, book, [3, 3], replace=True).sample(seeds, seed=4)
+        rep = DistNeighborSampler(group, dg.sampling_graph, book, [3, 3], replace=True, near=near).sample(seeds, seed=4)
         indeg = np.bincount(dst, minlength=240)[to_orig(rep.node)]
         expanded = np.arange(len(rep.node)) < sum(rep.num_sampled_nodes[:2])  # nodes of hops 0 and 1
         per_node = np.bincount(rep.col, minlength=len(rep.node))
         assert np.array_equal(per_node[expanded], np.where(indeg[expanded] > 0, 3, 0))
         # temporal: the same seed twice with different times; every hop obeys its own seed's time
         seed_time = np.array([3, 8, 5, 9, 1])
-        tmp = DistNeighborSampler(group, dg.sampling_graph, book, [-1, -1], time_attr="time")
+        tmp = DistNeighborSampler(group, dg.sampling_graph, book, [-1, -1], time_attr="time", near=near)
         out = tmp.sample(seeds, seed_time=seed_time)
         times = g.node_feats["_N"]["time"]
         assert (times[to_orig(out.node[out.row])] <= seed_time[out.batch[out.row]]).all()
         ref = _reference(g, seeds_orig, [-1, -1], seed_time)
         assert to_orig(out.node).tolist() == ref.node.tolist() and out.batch.tolist() == ref.batch.tolist()
         assert book.to_original_eids("_N:_E:_N", out.edge).tolist() == ref.edge.tolist()
+        # the requests went the way asked: in-process, through channels, or through TensorPipe
+        sent = 0 if group.channels is None else group.channels.stats["requests"]
+        assert (group.channels is not None) == channels and (sent > 0) == (channels and not colocated)
 
 
-def test_distributed_sampling_equals_single_process(tmp_path):
+@pytest.mark.parametrize(
+    "colocated, channels", [(True, True), (False, True), (False, False)], ids=["in-process", "channels", "tensorpipe"]
+)
+def test_distributed_sampling_equals_single_process(tmp_path, monkeypatch, colocated, channels):
+    """Whichever way the other partition is read: in-process (co-located), over the direct channels, or over
+    TensorPipe (``GRAPHSHARD_CHANNELS=0``)."""
+    monkeypatch.setenv("GRAPHSHARD_CHANNELS", "1" if channels else "0")
     partition_graph(_graph(), "s", 2, tmp_path, part_method="metis", num_hops=1)
-    launch(_worker, 2, (str(tmp_path / "s.json"),), timeout=60)
+    launch(_worker, 2, (str(tmp_path / "s.json"), colocated, channels), timeout=60)

@@ -17,6 +17,7 @@ from ..book import RangePartitionBook
 from ..errors import InputError
 from ..ids import as_id_array
 from ..sparse import CSRRows, densify, joined
+from . import channel
 from .cache import FeatureCache
 from .local_store import LocalFeatureStore
 from .rows import put_rows
@@ -27,11 +28,13 @@ from .wire import STORED, check_wire, pack, unpack
 _STORE = "feature-store"
 
 
+@channel.handler
 def _serve_nonzeros(key: str, group: Any, name: str, ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """RPC handler: the non-zeros of a CSR feature's rows (made dense by the caller: only they travel)."""
     return registered(f"{_STORE}/{key}").nonzeros_from_global_id(group, name, ids)
 
 
+@channel.handler
 def _serve_many(key: str, items: list[tuple[Any, str, torch.Tensor, bool]], wire: str = STORED) -> list[Any]:
     """RPC handler: for each ``(group, name, ids, sparse)``, the rows (packed for the wire) or a CSR
     feature's non-zeros."""

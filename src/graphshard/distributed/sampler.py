@@ -16,6 +16,7 @@ from ..errors import InputError
 from ..graph import parse_etype
 from ..sampling.hetero import HeteroSamplerOutput, to_hetero
 from ..sampling.neighbor import DenseSlot, HashSlot, SamplerOutput, Slot, expand_hops
+from . import channel
 from .rpc import RpcGroup, by_owner, register, registered
 from .sampling_graph import SamplingGraph, assemble
 from .threads import budget_this_thread
@@ -30,6 +31,7 @@ def serve_sampling(local: SamplingGraph, key: str = "") -> None:
     register(f"{_GRAPH}/{key}", local)
 
 
+@channel.handler
 def _sample_remote(
     served: str,
     gids: torch.Tensor,

@@ -1,0 +1,358 @@
+"""Direct TCP channels between the members of an RPC group, for the requests every training batch makes
+(neighbour sampling, feature rows).
+
+A request names a handler registered here (:func:`handler`) and carries its arguments as a short JSON
+header followed by the raw bytes of its tensors; the answer travels the same way. Nothing is pickled, and
+nothing passes through TensorPipe's loop and worker threads: measured on this project's 2-core machine, a
+TensorPipe RPC costs about 0.4 ms of CPU on each side before any work, and 2.6 ms in all to send 14,000
+rows of 32 floats (0.25 ms of which is the gather). Here a request is a ``sendmsg`` on one side and a
+``recv_into`` preallocated tensors on the other.
+
+Each member listens on its address of the run's network (the interface TensorPipe uses, loopback by
+default), publishes ``ip:port`` in the group's store, and connects to a peer on first use. A connection
+carries one request at a time, so concurrent callers (a prefetch thread, a service's workers) each take
+their own; a thread on the serving side answers each connection in turn. Every wait is bounded (the
+group's timeout), a wait on a member the caller tracks ends when it is lost (``check``), and a closed
+connection raises :class:`ChannelLost`. Handler errors come back as :class:`RemoteFailure` with the
+first line of the error.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from .network import listen_socket
+
+log = logging.getLogger(__name__)
+
+_HANDLERS: dict[str, Callable[..., Any]] = {}
+_DTYPES = {
+    str(t).removeprefix("torch."): t
+    for t in (
+        torch.float64,
+        torch.float32,
+        torch.float16,
+        torch.bfloat16,
+        torch.int64,
+        torch.int32,
+        torch.int16,
+        torch.int8,
+        torch.uint8,
+        torch.bool,
+    )
+}
+_LENGTH = struct.Struct("<I")
+_MAX_HEADER = 1 << 24  # a header lists arrays and scalars; 16 MiB means the stream is not ours
+_POLL = 0.1  # seconds between looks at a tracked peer's state while waiting for its answer
+_IOV = 512  # buffers per sendmsg (Linux allows 1024)
+
+
+class ChannelLost(ConnectionError):
+    """The peer closed the connection, could not be reached, or did not answer in time (``timed_out``)."""
+
+    def __init__(self, message: str, timed_out: bool = False):
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+class RemoteFailure(RuntimeError):
+    """The peer's handler raised; the message is the first line of its error (``Type: message``)."""
+
+
+def handler(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Register ``fn`` as a request any member may send through a channel (by its module and name)."""
+    name = f"{fn.__module__}.{fn.__qualname__}"
+    _HANDLERS[name] = fn
+    fn.channel_name = name  # type: ignore[attr-defined]
+    return fn
+
+
+def handler_name(fn: Callable[..., Any]) -> str | None:
+    """The name ``fn`` is registered under, or None if it is not a channel handler."""
+    return getattr(fn, "channel_name", None)
+
+
+# ----------------------------------------------------------------------------------------------- encoding
+
+
+def encode(value: Any, arrays: list[torch.Tensor]) -> Any:
+    """``value`` as JSON, its tensors and arrays appended to ``arrays`` (by reference, made contiguous):
+    tensors become ``{"T": i}``, NumPy arrays ``{"N": i}``, tuples ``{"(": [...]}``."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, torch.Tensor):
+        arrays.append(value.detach().contiguous())
+        return {"T": len(arrays) - 1}
+    if isinstance(value, np.ndarray):
+        arrays.append(torch.from_numpy(np.ascontiguousarray(value)))
+        return {"N": len(arrays) - 1}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, tuple):
+        return {"(": [encode(v, arrays) for v in value]}
+    if isinstance(value, list):
+        return [encode(v, arrays) for v in value]
+    raise TypeError(f"a channel cannot carry {type(value).__name__}")
+
+
+def decode(tree: Any, arrays: list[torch.Tensor]) -> Any:
+    """The value :func:`encode` turned into ``tree``, with its arrays."""
+    if isinstance(tree, list):
+        return [decode(v, arrays) for v in tree]
+    if isinstance(tree, dict):
+        if "T" in tree:
+            return arrays[tree["T"]]
+        if "N" in tree:
+            return arrays[tree["N"]].numpy()
+        return tuple(decode(v, arrays) for v in tree["("])
+    return tree
+
+
+def _frame(header: dict, arrays: list[torch.Tensor]) -> list[memoryview]:
+    header["a"] = [[str(a.dtype).removeprefix("torch."), list(a.shape)] for a in arrays]
+    head = json.dumps(header, separators=(",", ":")).encode()
+    return [memoryview(_LENGTH.pack(len(head)) + head)] + [_bytes_of(a) for a in arrays if a.numel()]
+
+
+def _bytes_of(t: torch.Tensor) -> memoryview:
+    return t.reshape(-1).view(torch.uint8).numpy().data
+
+
+# ----------------------------------------------------------------------------------------------- sockets
+
+
+def _send(sock: socket.socket, bufs: list[memoryview]) -> None:
+    while bufs:
+        sent = sock.sendmsg(bufs[:_IOV])
+        while sent:
+            if sent >= len(bufs[0]):
+                sent -= len(bufs[0])
+                bufs.pop(0)
+            else:
+                bufs[0] = bufs[0][sent:]
+                sent = 0
+
+
+class _Reader:
+    """Reads whole frames from ``sock``; ``deadline``/``check`` bound each wait (None: wait for ever)."""
+
+    def __init__(self, sock: socket.socket, deadline: float | None = None, check: Callable[[], None] | None = None):
+        self.sock, self.deadline, self.check = sock, deadline, check
+
+    def exactly(self, view: memoryview) -> None:
+        got = 0
+        while got < len(view):
+            try:
+                n = self.sock.recv_into(view[got:])
+            except TimeoutError:
+                self._waited()
+                continue
+            if n == 0:
+                raise ChannelLost("the connection was closed")
+            got += n
+
+    def _waited(self) -> None:
+        if self.check is not None:
+            self.check()
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise ChannelLost("no answer in time", timed_out=True)
+
+    def frame(self) -> tuple[dict, list[torch.Tensor]]:
+        raw = bytearray(_LENGTH.size)
+        self.exactly(memoryview(raw))
+        (size,) = _LENGTH.unpack(raw)
+        if size > _MAX_HEADER:
+            raise ChannelLost(f"a frame header of {size} bytes: not a graphshard channel")
+        head = bytearray(size)
+        self.exactly(memoryview(head))
+        header = json.loads(head)
+        arrays = []
+        for dtype, shape in header.get("a", []):
+            if dtype not in _DTYPES:
+                raise ChannelLost(f"a frame names the unknown dtype {dtype!r}")
+            t = torch.empty(shape, dtype=_DTYPES[dtype])
+            if t.numel():
+                self.exactly(_bytes_of(t))
+            arrays.append(t)
+        return header, arrays
+
+
+# ----------------------------------------------------------------------------------------------- the serving side
+
+
+class _Server:
+    """Accepts connections on ``listener``; a thread per connection answers its requests in turn."""
+
+    def __init__(self, listener: socket.socket, who: str):
+        self.listener, self.who = listener, who
+        self.conns: set[socket.socket] = set()
+        self.lock = threading.Lock()
+        self.closed = False
+        threading.Thread(target=self._accept, name="graphshard-channel-accept", daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:  # closed
+                return
+            with self.lock:
+                if self.closed:
+                    conn.close()
+                    return
+                self.conns.add(conn)
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            threading.Thread(target=self._answer, args=(conn,), name="graphshard-channel", daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        reader = _Reader(conn)
+        try:
+            while True:
+                header, arrays = reader.frame()
+                _send(conn, _frame(*_call(header, arrays)))
+        except Exception as exc:  # the caller went away, or sent what is not a frame
+            if not self.closed and not isinstance(exc, ChannelLost):
+                log.debug("%s: channel connection dropped: %s", self.who, exc)
+        finally:
+            with self.lock:
+                self.conns.discard(conn)
+            conn.close()
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+            conns = list(self.conns)
+        _close(self.listener)
+        for c in conns:
+            _close(c)
+
+
+def _call(header: dict, arrays: list[torch.Tensor]) -> tuple[dict, list[torch.Tensor]]:
+    """Run the request's handler; its answer, or its error as ``{"e": line}``."""
+    out: list[torch.Tensor] = []
+    try:
+        fn = _HANDLERS.get(header.get("h", ""))
+        if fn is None:
+            raise LookupError(f"no channel handler named {header.get('h')!r}")
+        value = encode(fn(*decode(header["v"], arrays)), out)
+    except Exception as exc:  # the caller raises it, naming this member
+        return {"e": f"{type(exc).__name__}: {exc}".splitlines()[0]}, []
+    return {"v": value}, out
+
+
+def _close(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    sock.close()
+
+
+# ----------------------------------------------------------------------------------------------- the calling side
+
+
+class Pending:
+    """A request in flight on one connection; :meth:`result` waits for its answer."""
+
+    def __init__(self, channels: Channels, member: int, sock: socket.socket, deadline: float):
+        self.channels, self.member, self.deadline = channels, member, deadline
+        self.sock: socket.socket | None = sock
+
+    def cancel(self) -> None:
+        """Drop the request unread (its connection is closed; the peer's answer goes nowhere)."""
+        if self.sock is not None:
+            _close(self.sock)
+            self.sock = None
+
+    def result(self, check: Callable[[], None] | None = None) -> Any:
+        """The handler's value. Raises :class:`RemoteFailure`, or :class:`ChannelLost` (the connection is
+        dropped); ``check`` is called while waiting, and may raise to end the wait."""
+        sock, self.sock = self.sock, None
+        if sock is None:
+            raise ChannelLost("the request was already answered or cancelled")
+        try:
+            sock.settimeout(_POLL if check is not None else max(_POLL, self.deadline - time.monotonic()))
+            header, arrays = _Reader(sock, self.deadline, check).frame()
+        except BaseException:
+            _close(sock)
+            raise
+        self.channels._idle(self.member, sock)
+        if "e" in header:
+            raise RemoteFailure(header["e"])
+        return decode(header["v"], arrays)
+
+
+class Channels:
+    """This member's end of the group's channels: a listener, and connections to peers made on first use.
+    ``address_of(member)`` gives a peer's ``(ip, port)`` (from the group's store)."""
+
+    def __init__(self, host: str, who: str, timeout: float, address_of: Callable[[int], tuple[str, int]]):
+        self.who, self.timeout, self.address_of = who, timeout, address_of
+        listener = listen_socket(host, 0)
+        self.address: tuple[str, int] = listener.getsockname()[:2]
+        self._server = _Server(listener, who)
+        self._idle_socks: dict[int, list[socket.socket]] = {}
+        self._addresses: dict[int, tuple[str, int]] = {}
+        self._lock = threading.Lock()
+        self.stats = {"requests": 0}  # sent by this member (answers are counted by the caller's own stats)
+
+    def send(self, member: int, fn: Callable[..., Any], args: tuple) -> Pending:
+        """Send ``fn(*args)`` (a :func:`handler`) to ``member``; the answer is read by :meth:`Pending.result`."""
+        name = handler_name(fn)
+        if name is None:
+            raise TypeError(f"{fn.__qualname__} is not a channel handler")
+        arrays: list[torch.Tensor] = []
+        bufs = _frame({"h": name, "v": encode(args, arrays)}, arrays)
+        deadline = time.monotonic() + self.timeout
+        sock = self._connection(member)
+        try:
+            sock.settimeout(self.timeout)
+            _send(sock, bufs)
+        except TimeoutError:
+            _close(sock)
+            raise ChannelLost("it did not take the request in time", timed_out=True) from None
+        except OSError as exc:
+            _close(sock)
+            raise ChannelLost(f"sending failed ({exc})") from None
+        self.stats["requests"] += 1
+        return Pending(self, member, sock, deadline)
+
+    def _connection(self, member: int) -> socket.socket:
+        with self._lock:
+            idle = self._idle_socks.get(member)
+            if idle:
+                return idle.pop()
+            address = self._addresses.get(member)
+        if address is None:
+            address = self.address_of(member)
+            with self._lock:
+                self._addresses[member] = address
+        try:
+            sock = socket.create_connection(address, timeout=self.timeout)
+        except OSError as exc:
+            raise ChannelLost(f"cannot connect to {address[0]}:{address[1]} ({exc})") from None
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+
+    def _idle(self, member: int, sock: socket.socket) -> None:
+        with self._lock:
+            self._idle_socks.setdefault(member, []).append(sock)
+
+    def close(self) -> None:
+        """Stop answering and drop every connection."""
+        self._server.close()
+        with self._lock:
+            socks = [s for idle in self._idle_socks.values() for s in idle]
+            self._idle_socks.clear()
+        for s in socks:
+            _close(s)

@@ -1,0 +1,183 @@
+"""Direct channels: values and tensors of every dtype arrive equal; handler errors, unknown handlers, closed
+peers and silent peers are raised as such, each within its bound; concurrent callers get their own answers;
+the listener binds to the address given and survives a stream that is not a channel's."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+import torch
+
+from graphshard.distributed import channel
+from graphshard.distributed.channel import ChannelLost, Channels, RemoteFailure, decode, encode
+
+RELEASE = threading.Event()
+
+
+@channel.handler
+def _echo(*args):
+    return args
+
+
+@channel.handler
+def _scaled(rows: torch.Tensor, by: float) -> list:
+    return [rows * by, (rows.shape[0], None)]
+
+
+@channel.handler
+def _fails(what: str):
+    raise ValueError(f"no feature {what!r}\nsecond line")
+
+
+@channel.handler
+def _blocks():
+    RELEASE.wait(30)  # released by the test; bounded so a failed test cannot leave it waiting
+    return 1
+
+
+def _not_a_handler():
+    return 1
+
+
+@pytest.fixture
+def pair():
+    """Two members on loopback: ``a`` asks ``b`` (member 1)."""
+    b = Channels("127.0.0.1", "b", 5.0, lambda m: None)
+    a = Channels("127.0.0.1", "a", 5.0, lambda m: b.address)
+    yield a, b
+    RELEASE.set()
+    a.close()
+    b.close()
+    RELEASE.clear()
+
+
+def _tensors() -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    out = [torch.randn(7, 3, generator=g).to(t) for t in (torch.float64, torch.float32, torch.float16, torch.bfloat16)]
+    out += [torch.randint(-100, 100, (11,), generator=g).to(t) for t in (torch.int64, torch.int32, torch.int16)]
+    out += [torch.randint(0, 100, (2, 2, 2), generator=g).to(torch.int8), torch.tensor([0, 255], dtype=torch.uint8)]
+    out += [torch.tensor([True, False, True]), torch.empty(0, 4), torch.tensor(3.5), torch.arange(12).reshape(3, 4).T]
+    return out
+
+
+def test_encoding_keeps_structure_and_every_dtype():
+    value = ("key", [1, 2.5, None, True], (np.int64(4), np.float32(0.5)), np.arange(5, dtype=np.int32), _tensors())
+    arrays: list[torch.Tensor] = []
+    back = decode(encode(value, arrays), arrays)
+    assert back[0] == "key" and back[1] == [1, 2.5, None, True] and back[2] == (4, 0.5)
+    assert isinstance(back[3], np.ndarray) and back[3].tolist() == [0, 1, 2, 3, 4]
+    for got, want in zip(back[4], _tensors()):
+        assert got.dtype == want.dtype and torch.equal(got, want)
+    with pytest.raises(TypeError, match="cannot carry dict"):
+        encode({"a": 1}, [])
+
+
+def test_a_request_returns_the_handlers_value_over_the_wire(pair):
+    a, b = pair
+    tensors = _tensors()
+    got = a.send(1, _echo, ("x", tensors, np.arange(4))).result()
+    assert got[0] == "x" and got[2].tolist() == [0, 1, 2, 3]
+    for g, w in zip(got[1], tensors):  # received into fresh, writable memory: not views of what was sent
+        assert g.dtype == w.dtype and torch.equal(g, w) and (not g.numel() or g.data_ptr() != w.data_ptr())
+    rows = torch.arange(20_000 * 32, dtype=torch.float32).reshape(20_000, 32)  # larger than a socket buffer
+    scaled, (n, none) = a.send(1, _scaled, (rows, 0.5)).result()
+    assert torch.equal(scaled, rows * 0.5) and n == 20_000 and none is None
+    assert a.stats["requests"] == 2 and a.address[0] == "127.0.0.1" and b.address[0] == "127.0.0.1"
+
+
+def test_handler_errors_come_back_as_their_last_line_and_the_connection_stays_usable(pair):
+    a, _ = pair
+    with pytest.raises(RemoteFailure, match=r"^ValueError: no feature 'x'$"):
+        a.send(1, _fails, ("x",)).result()
+    assert a.send(1, _echo, (1,)).result() == (1,)
+    with pytest.raises(TypeError, match="not a channel handler"):
+        a.send(1, _not_a_handler, ())
+
+
+def test_a_closed_peer_is_lost_at_once(pair):
+    a, b = pair
+    assert a.send(1, _echo, (1,)).result() == (1,)  # a connection is open and idle
+    b.close()
+    start = time.monotonic()
+    with pytest.raises(ChannelLost) as lost:
+        a.send(1, _echo, (2,)).result()
+    assert not lost.value.timed_out and time.monotonic() - start < 2
+
+
+def test_no_listener_is_lost_at_once():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        free = s.getsockname()  # bound, not listening: connections are refused
+        a = Channels("127.0.0.1", "a", 5.0, lambda m: free)
+        try:
+            with pytest.raises(ChannelLost, match="cannot connect to 127.0.0.1"):
+                a.send(1, _echo, ())
+        finally:
+            a.close()
+
+
+def test_a_silent_peer_times_out_and_a_check_ends_the_wait_sooner():
+    b = Channels("127.0.0.1", "b", 5.0, lambda m: None)
+    a = Channels("127.0.0.1", "a", 0.5, lambda m: b.address)
+    try:
+        start = time.monotonic()
+        with pytest.raises(ChannelLost) as lost:
+            a.send(1, _blocks, ()).result()
+        assert lost.value.timed_out and 0.5 <= time.monotonic() - start < 3
+
+        class Gone(Exception):
+            pass
+
+        def check():
+            if time.monotonic() - start > 0.2:
+                raise Gone
+
+        a.timeout = 30.0
+        start = time.monotonic()
+        with pytest.raises(Gone):
+            a.send(1, _blocks, ()).result(check)
+        assert time.monotonic() - start < 2
+    finally:
+        RELEASE.set()
+        a.close()
+        b.close()
+        RELEASE.clear()
+
+
+def test_concurrent_callers_get_their_own_answers(pair):
+    a, _ = pair
+
+    def ask(i: int) -> bool:
+        rows = torch.full((1000 + i, 8), float(i))
+        return all(torch.equal(a.send(1, _echo, (rows, i)).result()[0], rows) for _ in range(5))
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(ask, range(16)))
+
+
+def test_a_stream_that_is_not_a_channels_is_dropped_and_the_listener_lives_on(pair):
+    a, b = pair
+    heads = [b"{nope", b'{"h":"x","a":[["complex",[1]]]}', b'{"h":"x","a":[["int64","x"]]}']
+    for junk in [b"\xff\xff\xff\xff" + b"x" * 8] + [len(h).to_bytes(4, "little") + h for h in heads]:
+        with socket.create_connection(b.address, timeout=5) as s:
+            s.sendall(junk)
+            s.shutdown(socket.SHUT_WR)
+            try:
+                assert s.recv(1) == b""  # the server closed it...
+            except ConnectionResetError:  # ...before reading all of it
+                pass
+    assert a.send(1, _echo, ("ok",)).result() == ("ok",)
+
+
+def test_a_cancelled_request_frees_nothing_it_should_not(pair):
+    a, _ = pair
+    pending = a.send(1, _echo, (torch.arange(10),))
+    pending.cancel()  # the caller failed before reading the answer: its connection is closed, not reused
+    with pytest.raises(ChannelLost, match="already answered or cancelled"):
+        pending.result()
+    assert a.send(1, _echo, (2,)).result() == (2,)
