@@ -49,6 +49,7 @@ def _worker(homo: str, hetero: str) -> None:
     from graphshard.distributed.loader import DistNeighborLoader
     from graphshard.distributed.runtime import session
     from graphshard.distributed.sampler import DistNeighborSampler
+    from graphshard.distributed.threads import rank_threads
 
     g = _graph()
     with session(timeout=60) as s:
@@ -70,10 +71,14 @@ def _worker(homo: str, hetero: str) -> None:
         assert sampler.stats["remote_requests"] == 0 and sampler.stats["colocated_seeds"] > 0
         # a loader's batches are the same whether the other partition is read in-process or over RPC
         seeds = book.partid2nids(s.rank).numpy()
-        batches = []
+        batches, ahead = [], []
         for graph in (near, far):
             with DistNeighborLoader(graph, [3, 2], seeds, batch_size=16, shuffle=True, seed=5) as loader:
                 batches.append(list(loader))
+                ahead.append(loader.prefetch)
+        # over RPC the next batches are built ahead (their answers awaited while the model computes); in-process,
+        # only with a core to spare per rank
+        assert ahead == [2 if rank_threads() >= 2 else 0, 2], ahead
         for a, b in zip(*batches, strict=True):
             for key in ("n_id", "x", "y", "edge_index", "e_id"):
                 assert torch.equal(a[key], b[key]), key

@@ -7,7 +7,7 @@ are built by sampler worker processes (``num_workers > 0``) or in the training p
 (``num_workers=0``): by a background thread, ``prefetch`` batches ahead of the training loop (its
 compute overlaps their sampling and fetching), or in-line with ``prefetch=0``. By default
 (``prefetch=None``) workers keep 2 batches in flight each, and the training process builds ahead only
-when its rank has a core to spare (see :mod:`.threads`).
+when its rank has a core to spare or asks another process for some partition's data (see :mod:`.threads`).
 Randomness depends on ``(seed, epoch, batch, rank)`` only, so the batches are the same either way.
 """
 
@@ -52,7 +52,8 @@ class _DistLoader:
         self.graph, self.spec, self.seeds = graph, spec, seeds
         self.batch_size, self.shuffle, self.seed, self.epoch = batch_size, shuffle, seed, 0
         if prefetch is None:
-            prefetch = 2 if num_workers > 0 else prefetch_depth()
+            remote = len(graph.near_graphs) + 1 < graph.book.num_partitions()  # some partition is asked for
+            prefetch = 2 if num_workers > 0 else prefetch_depth(remote)
         self.prefetch = prefetch
         count = seeds.shape[-1]
         self.time = None if time is None else to_numpy(time)
