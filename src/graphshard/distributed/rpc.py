@@ -15,7 +15,7 @@ import os
 import re
 import threading
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -262,11 +262,16 @@ def by_owner(
         for pos, owner, fut in pending:
             done.append((pos, _result(group, owner, fut, what)))
     except BaseException:
-        for _, _, fut in pending:
-            if isinstance(fut, Pending):
-                fut.cancel()  # no-op for those already answered
+        _cancel(fut for _, _, fut in pending)
         raise
     return done
+
+
+def _cancel(futures: Iterable[Any]) -> None:
+    """Drop the channel requests among ``futures`` unread (a no-op for those already answered)."""
+    for fut in futures:
+        if isinstance(fut, Pending):
+            fut.cancel()
 
 
 # Up to this many partitions, a batch's items are grouped by one comparison pass per partition (about 20 x
@@ -286,6 +291,19 @@ def _by_part(parts: np.ndarray, num_parts: int) -> list[tuple[int, np.ndarray]]:
 def rpc_call(group: RpcGroup, owner: str, remote: Callable[..., Any], args: tuple, what: str) -> Any:
     """``remote(*args)`` on member ``owner``, bounded by the group's timeout; errors name the member."""
     return _result(group, owner, _send(group, owner, remote, args, what), what)
+
+
+def rpc_calls(group: RpcGroup, calls: list[tuple[str, Callable[..., Any], tuple]], what: str) -> list[Any]:
+    """``remote(*args)`` on ``owner`` for every ``(owner, remote, args)``, all in flight at once; their values
+    in order. Bounded and named as :func:`rpc_call`."""
+    sent: list[tuple[str, Any]] = []
+    try:
+        for owner, remote, args in calls:
+            sent.append((owner, _send(group, owner, remote, args, what)))
+        return [_result(group, owner, fut, what) for owner, fut in sent]
+    except BaseException:
+        _cancel(fut for _, fut in sent)
+        raise
 
 
 def _send(group: RpcGroup, owner: str, remote: Callable[..., Any], args: tuple, what: str) -> Any:

@@ -26,6 +26,7 @@ from ..distributed.collectives import all_gather_bytes, all_reduce_sum, barrier
 from ..distributed.graph import DistGraph
 from ..distributed.interrupt import atomic, deferred
 from ..distributed.liveness import doing
+from ..distributed.reduce import ChannelSum, fits
 from ..distributed.runtime import Session
 from ..format.config import read_config
 from . import timing
@@ -81,7 +82,11 @@ def open_graph(opts: TrainOptions) -> DistGraph:
 def _timed_allreduce(state, bucket):  # no annotations: DDP checks them against its own types
     start = time.perf_counter()
     grads = bucket.buffer().div_(dist.get_world_size())
-    dist.all_reduce(grads)
+    total = state["sum"]
+    if total is not None and fits(total.group, grads.numel() * grads.element_size()):
+        grads = total(grads)  # small: exchanged over the ranks' direct channels, not gloo's all-reduce
+    else:
+        dist.all_reduce(grads)
     state["comm_s"] += time.perf_counter() - start
     fut = torch.futures.Future()
     fut.set_result(grads)
@@ -139,8 +144,10 @@ class Trainer:
         # what its outputs read), so DDP need not search the graph for unused ones; the user's model may
         # leave some unused (found on a trial batch, train.model_check)
         unused = any(getattr(m, "find_unused", False) for m in model.modules())
+        # registered before DDP's construction, a collective: no rank sends its gradients before all can take them
+        total = ChannelSum(s.group, "gradients") if s.group.channels is not None else None
         self.ddp = DistributedDataParallel(model, find_unused_parameters=unused)
-        self.comm = {"comm_s": 0.0}
+        self.comm: dict[str, Any] = {"comm_s": 0.0, "sum": total}
         self.ddp.register_comm_hook(self.comm, _timed_allreduce)
 
     def _dir(self, best: bool = False) -> str:
