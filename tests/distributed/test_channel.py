@@ -40,6 +40,11 @@ def _blocks():
     return 1
 
 
+@channel.handler
+def _as_dict():
+    return {"a": 1}
+
+
 def _not_a_handler():
     return 1
 
@@ -62,11 +67,16 @@ def _tensors() -> list[torch.Tensor]:
     out += [torch.randint(-100, 100, (11,), generator=g).to(t) for t in (torch.int64, torch.int32, torch.int16)]
     out += [torch.randint(0, 100, (2, 2, 2), generator=g).to(torch.int8), torch.tensor([0, 255], dtype=torch.uint8)]
     out += [torch.tensor([True, False, True]), torch.empty(0, 4), torch.tensor(3.5), torch.arange(12).reshape(3, 4).T]
+    out += [torch.tensor([0, 2**16 - 1, 2**32 - 1, 2**40], dtype=torch.int64).to(t) for t in (torch.uint64,)]
+    out += [torch.tensor([0, 2**16 - 1], dtype=torch.int32).to(torch.uint16), torch.tensor([7], dtype=torch.uint32)]
     return out
 
 
 def test_encoding_keeps_structure_and_every_dtype():
     value = ("key", [1, 2.5, None, True], (np.int64(4), np.float32(0.5)), np.arange(5, dtype=np.int32), _tensors())
+    zero_d = np.array(5.0)
+    arrays0: list[torch.Tensor] = []
+    assert decode(encode(zero_d, arrays0), arrays0).shape == ()
     arrays: list[torch.Tensor] = []
     back = decode(encode(value, arrays), arrays)
     assert back[0] == "key" and back[1] == [1, 2.5, None, True] and back[2] == (4, 0.5)
@@ -97,6 +107,11 @@ def test_handler_errors_come_back_as_their_last_line_and_the_connection_stays_us
     assert a.send(1, _echo, (1,)).result() == (1,)
     with pytest.raises(TypeError, match="not a channel handler"):
         a.send(1, _not_a_handler, ())
+    with pytest.raises(TypeError, match="cannot carry tensors of complex64"):  # refused before sending
+        a.send(1, _echo, (torch.zeros(2, dtype=torch.complex64),))
+    with pytest.raises(RemoteFailure, match="^TypeError: a channel cannot carry dict$"):  # an answer it cannot frame
+        a.send(1, _as_dict, ()).result()
+    assert a.send(1, _echo, (3,)).result() == (3,)
 
 
 def test_a_closed_peer_is_lost_at_once(pair):

@@ -48,6 +48,9 @@ _DTYPES = {
         torch.int16,
         torch.int8,
         torch.uint8,
+        torch.uint16,
+        torch.uint32,
+        torch.uint64,
         torch.bool,
     )
 }
@@ -94,7 +97,7 @@ def encode(value: Any, arrays: list[torch.Tensor]) -> Any:
         arrays.append(value.detach().contiguous())
         return {"T": len(arrays) - 1}
     if isinstance(value, np.ndarray):
-        arrays.append(torch.from_numpy(np.ascontiguousarray(value)))
+        arrays.append(torch.from_numpy(np.ascontiguousarray(value).reshape(value.shape)))
         return {"N": len(arrays) - 1}
     if isinstance(value, np.generic):
         return value.item()
@@ -120,6 +123,9 @@ def decode(tree: Any, arrays: list[torch.Tensor]) -> Any:
 
 def _frame(header: dict, arrays: list[torch.Tensor]) -> list[memoryview]:
     header["a"] = [[str(a.dtype).removeprefix("torch."), list(a.shape)] for a in arrays]
+    unknown = sorted({d for d, _ in header["a"] if d not in _DTYPES})
+    if unknown:
+        raise TypeError(f"a channel cannot carry tensors of {', '.join(unknown)}")
     head = json.dumps(header, separators=(",", ":")).encode()
     return [memoryview(_LENGTH.pack(len(head)) + head)] + [_bytes_of(a) for a in arrays if a.numel()]
 
@@ -157,6 +163,8 @@ class _Reader:
             except TimeoutError:
                 self._waited()
                 continue
+            except OSError as exc:  # reset, or closed under us
+                raise ChannelLost(f"the connection failed ({exc})") from None
             if n == 0:
                 raise ChannelLost("the connection was closed")
             got += n
@@ -193,8 +201,9 @@ class _Reader:
 class _Server:
     """Accepts connections on ``listener``; a thread per connection answers its requests in turn."""
 
-    def __init__(self, listener: socket.socket, who: str):
-        self.listener, self.who = listener, who
+    def __init__(self, listener: socket.socket, who: str, timeout: float):
+        self.listener, self.who, self.timeout = listener, who, timeout
+        self.stopped = threading.Event()
         self.conns: set[socket.socket] = set()
         self.lock = threading.Lock()
         self.closed = False
@@ -204,8 +213,12 @@ class _Server:
         while True:
             try:
                 conn, _ = self.listener.accept()
-            except OSError:  # closed
-                return
+            except OSError as exc:
+                if self.closed:
+                    return
+                log.debug("%s: accepting a channel connection failed: %s", self.who, exc)
+                self.stopped.wait(0.05)  # e.g. out of file descriptors: try again shortly
+                continue
             with self.lock:
                 if self.closed:
                     conn.close()
@@ -219,7 +232,9 @@ class _Server:
         try:
             while True:
                 header, arrays = reader.frame()
-                _send(conn, _frame(*_call(header, arrays)))
+                conn.settimeout(self.timeout)  # a caller that stops reading frees this thread in time
+                _send(conn, _answer_frame(header, arrays))
+                conn.settimeout(None)  # then wait for its next request, however long
         except Exception as exc:  # the caller went away, or sent what is not a frame
             if not self.closed and not isinstance(exc, ChannelLost):
                 log.debug("%s: channel connection dropped: %s", self.who, exc)
@@ -232,9 +247,19 @@ class _Server:
         with self.lock:
             self.closed = True
             conns = list(self.conns)
+        self.stopped.set()
         _close(self.listener)
         for c in conns:
             _close(c)
+
+
+def _answer_frame(header: dict, arrays: list[torch.Tensor]) -> list[memoryview]:
+    """The frame answering a request: the handler's value, or an error line (also when the value cannot
+    be framed)."""
+    try:
+        return _frame(*_call(header, arrays))
+    except Exception as exc:
+        return _frame({"e": f"{type(exc).__name__}: {exc}".splitlines()[0]}, [])
 
 
 def _call(header: dict, arrays: list[torch.Tensor]) -> tuple[dict, list[torch.Tensor]]:
@@ -300,7 +325,7 @@ class Channels:
         self.who, self.timeout, self.address_of = who, timeout, address_of
         listener = listen_socket(host, 0)
         self.address: tuple[str, int] = listener.getsockname()[:2]
-        self._server = _Server(listener, who)
+        self._server = _Server(listener, who, timeout)
         self._idle_socks: dict[int, list[socket.socket]] = {}
         self._addresses: dict[int, tuple[str, int]] = {}
         self._lock = threading.Lock()
@@ -340,13 +365,18 @@ class Channels:
         try:
             sock = socket.create_connection(address, timeout=self.timeout)
         except OSError as exc:
-            raise ChannelLost(f"cannot connect to {address[0]}:{address[1]} ({exc})") from None
+            raise ChannelLost(
+                f"cannot connect to {address[0]}:{address[1]} ({exc})", timed_out=isinstance(exc, TimeoutError)
+            ) from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return sock
 
     def _idle(self, member: int, sock: socket.socket) -> None:
         with self._lock:
-            self._idle_socks.setdefault(member, []).append(sock)
+            if not self._server.closed:
+                self._idle_socks.setdefault(member, []).append(sock)
+                return
+        _close(sock)  # answered after close(): not kept
 
     def close(self) -> None:
         """Stop answering and drop every connection."""

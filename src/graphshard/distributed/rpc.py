@@ -199,7 +199,11 @@ def _open_channels(names: list[str], rank: int, store: Any, key: str, timeout: f
         return ip, int(port)
 
     channels = Channels(host, names[rank], timeout, address_of)
-    store.set(f"{key}/channel/{rank}", f"{channels.address[0]}:{channels.address[1]}")
+    try:
+        store.set(f"{key}/channel/{rank}", f"{channels.address[0]}:{channels.address[1]}")
+    except BaseException:
+        channels.close()
+        raise
     return channels
 
 

@@ -7,6 +7,7 @@ is measured apart from ``compute_s`` (forward, backward, optimiser step)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -79,6 +80,9 @@ def open_graph(opts: TrainOptions) -> DistGraph:
     return DistGraph(cfg.graph_name, cfg, verify=opts.verify, colocated=opts.colocated)
 
 
+_TRAINERS = itertools.count()  # trainers made in this process (in the same order on every rank): their sums' keys
+
+
 def _timed_allreduce(state, bucket):  # no annotations: DDP checks them against its own types
     start = time.perf_counter()
     grads = bucket.buffer().div_(dist.get_world_size())
@@ -144,8 +148,11 @@ class Trainer:
         # what its outputs read), so DDP need not search the graph for unused ones; the user's model may
         # leave some unused (found on a trial batch, train.model_check)
         unused = any(getattr(m, "find_unused", False) for m in model.modules())
-        # registered before DDP's construction, a collective: no rank sends its gradients before all can take them
-        total = ChannelSum(s.group, "gradients") if s.group.channels is not None else None
+        # registered before the ranks agree (a collective): no rank sends its gradients before all can take them;
+        # every rank takes the same path, gloo's all-reduce unless all have channels
+        total = ChannelSum(s.group, f"gradients/{next(_TRAINERS)}") if s.group.channels is not None else None
+        if not all(b == b"1" for b in all_gather_bytes(s.ctx, b"1" if total else b"0", "gradient channels")):
+            total = None
         self.ddp = DistributedDataParallel(model, find_unused_parameters=unused)
         self.comm: dict[str, Any] = {"comm_s": 0.0, "sum": total}
         self.ddp.register_comm_hook(self.comm, _timed_allreduce)
