@@ -320,14 +320,24 @@ def _send(group: RpcGroup, owner: str, remote: Callable[..., Any], args: tuple, 
         try:
             return group.channels.send(group.member(owner), remote, args)
         except ChannelLost as exc:
-            raise _lost(group, owner, what, exc) from None
+            raise _lost(group, owner, what, exc.timed_out, str(exc)) from None
     return rpc.rpc_async(owner, remote, args=args, timeout=group.timeout)
 
 
-def _lost(group: RpcGroup, owner: str, what: str, exc: ChannelLost) -> PeerLost:
+def _lost(group: RpcGroup, owner: str, what: str, timed_out: bool, detail: str) -> PeerLost:
+    """The error of a request whose peer vanished or hung (it is at fault: said so for the launcher), over
+    either transport."""
     raise_if_pending()  # this process was told to stop, so were its peers: that is why it failed
-    state = "did not answer" if exc.timed_out else "is gone"
-    return PeerLost(f"{group.names[group.rank]}: {PEER_FAILURE} {owner} {state} ({what} request failed: {exc})", owner)
+    state = "did not answer" if timed_out else "is gone"
+    return PeerLost(
+        f"{group.names[group.rank]}: {PEER_FAILURE} {owner} {state} ({what} request failed: {detail})", owner
+    )
+
+
+def _failed(group: RpcGroup, owner: str, what: str, detail: str) -> DistError:
+    """The error of a request whose handler raised on the peer, over either transport."""
+    raise_if_pending()
+    return DistError(f"{group.names[group.rank]}: {what} request to {owner} failed: {detail}")
 
 
 def _refuse_lost(group: RpcGroup, owner: str, what: str) -> None:
@@ -355,14 +365,9 @@ def _result(group: RpcGroup, owner: str, fut: Any, what: str) -> Any:
     except PeerLost:
         raise
     except Exception as exc:  # remote exceptions, dead peers and timeouts all arrive here
-        raise_if_pending()  # this process was told to stop, so were its peers: that is why it failed
-        me = group.names[group.rank]
-        if not _raised_remotely(exc):  # the peer vanished or hung: it is at fault, say so for the launcher
-            state = "did not answer" if "timeout" in str(exc).lower() else "is gone"
-            raise PeerLost(
-                f"{me}: {PEER_FAILURE} {owner} {state} ({what} request failed: {remote_error(exc)})", owner
-            ) from exc
-        raise DistError(f"{me}: {what} request to {owner} failed: {remote_error(exc)}") from exc
+        if not _raised_remotely(exc):
+            raise _lost(group, owner, what, "timeout" in str(exc).lower(), remote_error(exc)) from exc
+        raise _failed(group, owner, what, remote_error(exc)) from exc
 
 
 def _answer(group: RpcGroup, owner: str, pending: Pending, what: str) -> Any:
@@ -371,10 +376,9 @@ def _answer(group: RpcGroup, owner: str, pending: Pending, what: str) -> Any:
     try:
         return pending.result(check)
     except ChannelLost as exc:
-        raise _lost(group, owner, what, exc) from None
+        raise _lost(group, owner, what, exc.timed_out, str(exc)) from None
     except RemoteFailure as exc:
-        raise_if_pending()
-        raise DistError(f"{group.names[group.rank]}: {what} request to {owner} failed: {exc}") from None
+        raise _failed(group, owner, what, str(exc)) from None
 
 
 def _raised_remotely(exc: BaseException) -> bool:
