@@ -45,6 +45,7 @@ def test_only_the_same_files_on_the_same_host_are_read_in_process(tmp_path):
 def _worker(homo: str, hetero: str) -> None:
     import torch
 
+    from graphshard.distributed import prefetch
     from graphshard.distributed.graph import DistGraph
     from graphshard.distributed.loader import DistNeighborLoader
     from graphshard.distributed.runtime import session
@@ -72,13 +73,20 @@ def _worker(homo: str, hetero: str) -> None:
         # a loader's batches are the same whether the other partition is read in-process or over RPC
         seeds = book.partid2nids(s.rank).numpy()
         batches, ahead = [], []
+        fetched = []
         for graph in (near, far):
+            if graph is far:  # over RPC, a second builder starts at once: the batches and counts must not change
+                prefetch.WINDOW, prefetch.STALLED, prefetch.IDLE = 1, 0.0, float("inf")
+            received = graph.features.stats["bytes_received"]
             with DistNeighborLoader(graph, [3, 2], seeds, batch_size=16, shuffle=True, seed=5) as loader:
                 batches.append(list(loader))
                 ahead.append(loader.prefetch)
+            fetched.append((sum(b.fetch_bytes for b in batches[-1]), graph.features.stats["bytes_received"] - received))
+        assert len(loader._makers) == 2  # builders of the RPC loader
+        assert fetched[1][0] == fetched[1][1] > 0, fetched  # each batch counted its own thread's bytes
         # over RPC the next batches are built ahead (their answers awaited while the model computes); in-process,
         # only with a core to spare per rank
-        assert ahead == [2 if rank_threads() >= 2 else 0, 2], ahead
+        assert ahead == [2 if rank_threads() >= 2 else 0, 4], ahead
         for a, b in zip(*batches, strict=True):
             for key in ("n_id", "x", "y", "edge_index", "e_id"):
                 assert torch.equal(a[key], b[key]), key

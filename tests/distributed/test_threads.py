@@ -17,7 +17,7 @@ def test_each_rank_gets_its_share_of_the_cores(monkeypatch, cores, local_ranks, 
     assert threads.rank_threads() == share
 
 
-@pytest.mark.parametrize("cores, remote, depth", [(2, False, 0), (2, True, 2), (4, False, 2), (4, True, 2)])
+@pytest.mark.parametrize("cores, remote, depth", [(2, False, 0), (2, True, 4), (4, False, 2), (4, True, 4)])
 def test_batches_are_built_ahead_with_a_spare_core_or_answers_to_wait_for(monkeypatch, cores, remote, depth):
     monkeypatch.setattr(threads, "cores", lambda: cores)
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")

@@ -126,27 +126,29 @@ class BatchMaker:
         ``fetch_bytes`` (feature bytes that came from other processes), ``colocated_rows`` (rows read in-process
         from co-located partitions) and ``cache_hits``/``cache_misses``/
         ``cache_bytes_saved`` (remote rows served by the remote-feature cache or not) as plain attributes."""
-        stats = self.features.stats
+        mine = self.features.stats.mine  # this thread's counts: other builders may fetch meanwhile
         start, fetched, near, cached = (
             time.perf_counter(),
-            stats["bytes_received"],
-            stats["colocated_rows"],
+            mine().get("bytes_received", 0),
+            mine().get("colocated_rows", 0),
             self._cache_counts(),
         )
         self._fetch_time = 0.0
         data = self._link(req) if self.spec.edge_type is not None else self._node(req)
         data.fetch_time = self._fetch_time
         data.sample_time = time.perf_counter() - start - self._fetch_time
-        data.fetch_bytes = stats["bytes_received"] - fetched
-        data.colocated_rows = stats["colocated_rows"] - near
+        data.fetch_bytes = mine().get("bytes_received", 0) - fetched
+        data.colocated_rows = mine().get("colocated_rows", 0) - near
         data.cache_hits, data.cache_misses, data.cache_bytes_saved = (
             a - b for a, b in zip(self._cache_counts(), cached)
         )
         return data
 
     def _cache_counts(self) -> tuple[int, int, int]:
+        """This thread's cache hits, misses and bytes saved so far."""
         cache = self.features.cache
-        return (0, 0, 0) if cache is None else (cache.stats["hits"], cache.stats["misses"], cache.stats["bytes_saved"])
+        mine = {} if cache is None else cache.stats.mine()
+        return mine.get("hits", 0), mine.get("misses", 0), mine.get("bytes_saved", 0)
 
     def around(self, seeds: np.ndarray, key: int) -> Data | HeteroData:
         """The sampled neighbourhood of global homogeneous ``seeds`` (of any types; distinct) as a batch with

@@ -19,6 +19,7 @@ import torch
 
 from ..errors import InputError
 from .access import expected_reads
+from .counts import Counts
 from .sampler import DENSE_SLOT_NODES, fanout_table
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ class FeatureCache:
     rows: dict[tuple[str, str], torch.Tensor]
     counts: dict[str, int]
     build_s: float = 0.0
-    stats: dict[str, int] = field(default_factory=lambda: {"lookups": 0, "hits": 0, "misses": 0, "bytes_saved": 0})
+    stats: Counts = field(default_factory=lambda: Counts("lookups", "hits", "misses", "bytes_saved"))
     _slots: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     def __getstate__(self) -> dict:
@@ -88,10 +89,7 @@ class FeatureCache:
         return hit_pos, got, np.flatnonzero(~hit)
 
     def _count(self, asked: int, hits: int, nbytes: int) -> None:
-        self.stats["lookups"] += asked
-        self.stats["hits"] += hits
-        self.stats["misses"] += asked - hits
-        self.stats["bytes_saved"] += nbytes
+        self.stats.add(lookups=asked, hits=hits, misses=asked - hits, bytes_saved=nbytes)
 
     def share_memory_(self) -> FeatureCache:
         """Put the rows in shared memory (worker processes then map them instead of copying)."""

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .counts import Counts
 from .network import listen_socket
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,12 @@ _LENGTH = struct.Struct("<I")
 _MAX_HEADER = 1 << 24  # a header lists arrays and scalars; 16 MiB means the stream is not ours
 _POLL = 0.1  # seconds between looks at a tracked peer's state while waiting for its answer
 _IOV = 512  # buffers per sendmsg (Linux allows 1024)
+# The send buffer of a connection's answers (feature rows, in bulk): small enough that rows queued in a slow
+# link's buffer do not hold the small messages behind them (sampling requests, gradient sums) for long, large
+# enough not to limit a fast link (the kernel doubles it; 512 KiB per round trip of 100 µs is 5 GB/s). On 2
+# emulated hosts at 1 Gbit/s, 128-d: 16.8 and 17.9 s against 18.7 s with the kernel's own (gradient sync 4 s
+# against 6 s); unshaped, no difference.
+ANSWER_SNDBUF = 256 << 10
 
 
 class ChannelLost(ConnectionError):
@@ -225,6 +232,7 @@ class _Server:
                     return
                 self.conns.add(conn)
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, ANSWER_SNDBUF)
             threading.Thread(target=self._answer, args=(conn,), name="graphshard-channel", daemon=True).start()
 
     def _answer(self, conn: socket.socket) -> None:
@@ -329,7 +337,7 @@ class Channels:
         self._idle_socks: dict[int, list[socket.socket]] = {}
         self._addresses: dict[int, tuple[str, int]] = {}
         self._lock = threading.Lock()
-        self.stats = {"requests": 0}  # sent by this member (answers are counted by the caller's own stats)
+        self.stats = Counts("requests")  # sent by this member (answers are counted by the caller's own stats)
 
     def send(self, member: int, fn: Callable[..., Any], args: tuple) -> Pending:
         """Send ``fn(*args)`` (a :func:`handler`) to ``member``; the answer is read by :meth:`Pending.result`."""
@@ -349,7 +357,7 @@ class Channels:
         except OSError as exc:
             _close(sock)
             raise ChannelLost(f"sending failed ({exc})") from None
-        self.stats["requests"] += 1
+        self.stats.add(requests=1)
         return Pending(self, member, sock, deadline)
 
     def _connection(self, member: int) -> socket.socket:

@@ -19,6 +19,7 @@ from ..ids import as_id_array
 from ..sparse import CSRRows, densify, joined
 from . import channel
 from .cache import FeatureCache
+from .counts import Counts
 from .local_store import LocalFeatureStore
 from .rows import put_rows
 from .rpc import RpcGroup, by_owner, register, registered
@@ -82,7 +83,7 @@ class DistFeatureStore(StoredFeatureStore):
         self.part_id = group.part_id(book.num_partitions())
         self.near = dict(near or {})
         register(f"{_STORE}/{key}", local)
-        self.stats = {"rows": 0, "remote_rows": 0, "bytes_received": 0, "colocated_rows": 0}
+        self.stats = Counts("rows", "remote_rows", "bytes_received", "colocated_rows")
         self.cache: FeatureCache | None = None
         group.barrier("feature stores registered")
 
@@ -129,7 +130,7 @@ class DistFeatureStore(StoredFeatureStore):
         ids_np = as_id_array(ids, f"IDs of {group!r}")
         width = int(self.schema[(group, name)][1][0])
         parts = self._owner_parts(group, ids_np)
-        self.stats["rows"] += int(ids_np.shape[0])
+        self.stats.add(rows=int(ids_np.shape[0]))
 
         def read(pos: np.ndarray, store: LocalFeatureStore = self.local) -> tuple[torch.Tensor, ...]:
             return store.nonzeros_from_global_id(group, name, ids_np[pos])
@@ -154,10 +155,9 @@ class DistFeatureStore(StoredFeatureStore):
         if not pos.size or parts[pos[0]] == self.part_id:
             return
         if int(parts[pos[0]]) in self.near:
-            self.stats["colocated_rows"] += int(pos.size)
+            self.stats.add(colocated_rows=int(pos.size))
         else:
-            self.stats["remote_rows"] += int(pos.size)
-            self.stats["bytes_received"] += sum(t.numel() * t.element_size() for t in tensors)
+            self.stats.add(remote_rows=int(pos.size), bytes_received=sum(t.numel() * t.element_size() for t in tensors))
 
     def lookup(self, group: Any, name: str, ids: Any, wire: str = STORED) -> torch.Tensor:
         """Rows of feature ``name`` of ``group`` for global per-type ``ids``, in the order asked. ``wire``:
@@ -223,7 +223,7 @@ class DistFeatureStore(StoredFeatureStore):
         group, name = self._key(TensorAttr(group, name))
         ids_np = as_id_array(ids, f"IDs of {group!r}")
         parts = self._owner_parts(group, ids_np)
-        self.stats["rows"] += int(ids_np.shape[0])
+        self.stats.add(rows=int(ids_np.shape[0]))
         ask = _Ask(group, name, ids_np, parts, self.local.stored_is_sparse(group, name))
         if self.cache is not None and not isinstance(group, tuple):
             hit_pos, hit_rows, todo = self.cache.split(group, name, ids_np, self.remote(parts))

@@ -4,10 +4,11 @@
 Every rank runs the same number of batches per epoch: at construction the ranks agree on the largest
 seed count, and ranks with fewer seeds top their epoch up with repeats of their own seeds. Batches
 are built by sampler worker processes (``num_workers > 0``) or in the training process
-(``num_workers=0``): by a background thread, ``prefetch`` batches ahead of the training loop (its
-compute overlaps their sampling and fetching), or in-line with ``prefetch=0``. By default
-(``prefetch=None``) workers keep 2 batches in flight each, and the training process builds ahead only
-when its rank has a core to spare or asks another process for some partition's data (see :mod:`.threads`).
+(``num_workers=0``): by background threads, ``prefetch`` batches ahead of the training loop (its
+compute overlaps their sampling and fetching; a second thread starts when the loop waits on idle cores, see
+:mod:`.prefetch`), or in-line with ``prefetch=0``. By default (``prefetch=None``) workers keep 2 batches in
+flight each, and the training process builds ahead only when its rank has a core to spare or asks another
+process for some partition's data (see :mod:`.threads`).
 Randomness depends on ``(seed, epoch, batch, rank)`` only, so the batches are the same either way.
 """
 
@@ -25,7 +26,7 @@ from ..ids import check_range
 from .batch import BatchMaker, BatchRequest, BatchSpec
 from .graph import DistGraph
 from .prefetch import prefetched
-from .threads import prefetch_depth
+from .threads import MAX_BUILDERS, prefetch_depth, rank_threads
 from .wire import STORED
 from .workers import WorkerPool
 
@@ -70,11 +71,7 @@ class _DistLoader:
         self.epoch_size = max(counts)
         self.num_batches = (self.epoch_size // batch_size) if drop_last else math.ceil(self.epoch_size / batch_size)
         self.rank = graph.group.rank
-        self._maker = (
-            BatchMaker(spec, graph.group, graph.sampling_graph, graph.features, graph.book, graph.near_graphs)
-            if num_workers == 0
-            else None
-        )
+        self._makers = [self._new_maker()] if num_workers == 0 else []
         self._pool = (
             WorkerPool(
                 graph.part_config,
@@ -93,6 +90,16 @@ class _DistLoader:
 
     def __len__(self) -> int:
         return self.num_batches
+
+    def _new_maker(self) -> BatchMaker:
+        g = self.graph
+        return BatchMaker(self.spec, g.group, g.sampling_graph, g.features, g.book, g.near_graphs)
+
+    def _maker(self, j: int) -> BatchMaker:
+        """Builder ``j``'s batch maker (each has its own: samplers keep scratch state)."""
+        while len(self._makers) <= j:
+            self._makers.append(self._new_maker())
+        return self._makers[j]
 
     @property
     def background(self) -> bool:
@@ -132,14 +139,21 @@ class _DistLoader:
         if self._pool is not None:
             yield from self._pool.run(reqs)
         else:
-            maker = self._maker
-            if maker is None:  # built with workers, and closed since
+            if not self._makers:  # built with workers, and closed since
                 raise InputError("the loader was closed: its sampler workers are gone")
             if self.prefetch > 0:
-                yield from prefetched(maker, reqs, self.prefetch, self.graph.group.timeout, f"rank {self.rank}: ")
+                yield from prefetched(
+                    self._maker,
+                    reqs,
+                    self.prefetch,
+                    self.graph.group.timeout,
+                    f"rank {self.rank}: ",
+                    max_builders=MAX_BUILDERS,
+                    cores=rank_threads(),
+                )
             else:
                 for r in reqs:
-                    yield maker(r)
+                    yield self._makers[0](r)
 
     def close(self) -> None:
         """Stop the sampler workers (all ranks close their loaders; call before leaving RPC)."""

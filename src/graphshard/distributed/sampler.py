@@ -17,6 +17,7 @@ from ..graph import parse_etype
 from ..sampling.hetero import HeteroSamplerOutput, to_hetero
 from ..sampling.neighbor import DenseSlot, HashSlot, SamplerOutput, Slot, expand_hops
 from . import channel
+from .counts import Counts
 from .rpc import RpcGroup, by_owner, register, registered
 from .sampling_graph import SamplingGraph, assemble
 from .threads import budget_this_thread
@@ -95,14 +96,9 @@ class DistNeighborSampler:
         self.part_id = group.part_id(book.num_partitions())
         n = book.num_nodes()  # IDs span the whole graph: a slot per node only while that stays small
         self._slot: Slot = DenseSlot(n) if n <= DENSE_SLOT_NODES else HashSlot()
-        self.stats = {
-            "seeds": 0,
-            "remote_seeds": 0,
-            "remote_requests": 0,
-            "bytes_sent": 0,
-            "bytes_received": 0,
-            "colocated_seeds": 0,
-        }
+        self.stats = Counts(
+            "seeds", "remote_seeds", "remote_requests", "bytes_sent", "bytes_received", "colocated_seeds"
+        )
 
     def _layer(self, ids: np.ndarray, times: np.ndarray | None, fanouts: np.ndarray, key: int):
         parts = self.book.nid2partid(ids).numpy()
@@ -123,14 +119,16 @@ class DistNeighborSampler:
         for pos, res in pieces:
             res = tuple(a.numpy() if isinstance(a, torch.Tensor) else a for a in res)
             if int(parts[pos[0]]) in self.near:
-                self.stats["colocated_seeds"] += int(pos.size)
+                self.stats.add(colocated_seeds=int(pos.size))
             elif parts[pos[0]] != self.part_id:
-                self.stats["remote_seeds"] += int(pos.size)
-                self.stats["remote_requests"] += 1
-                self.stats["bytes_sent"] += int(pos.size) * (16 if times is not None else 8)
-                self.stats["bytes_received"] += sum(a.nbytes for a in res)
+                self.stats.add(
+                    remote_seeds=int(pos.size),
+                    remote_requests=1,
+                    bytes_sent=int(pos.size) * (16 if times is not None else 8),
+                    bytes_received=sum(a.nbytes for a in res),
+                )
             blocks.append((pos, res))
-        self.stats["seeds"] += int(ids.shape[0])
+        self.stats.add(seeds=int(ids.shape[0]))
         return assemble(ids.shape[0], blocks)
 
     def sample(self, seeds: Any, seed: int = 0, seed_time: Any = None) -> SamplerOutput:

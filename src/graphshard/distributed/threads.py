@@ -2,7 +2,7 @@
 
 A rank's intra-op threads (PyTorch, numba) are capped at its share by default, so ranks on one machine
 do not oversubscribe it; ``OMP_NUM_THREADS`` set by the user wins. A rank with cores to spare, or whose
-batches wait for other hosts' answers, builds its next batches in a background thread while it computes
+batches wait for other hosts' answers, builds its next batches in background threads while it computes
 (see :mod:`.prefetch`); with one core per rank and every partition read in-process, overlap only adds
 contention, so batches are built in-line."""
 
@@ -61,8 +61,14 @@ def budget_this_thread() -> None:
 
 
 def prefetch_depth(remote: bool = False) -> int:
-    """Batches a training loader builds ahead in a background thread: 2 with a spare core, or when its batches
-    ask other hosts (``remote``: their answers are then awaited while the model computes), else 0. Measured on
-    2 emulated hosts of 1 core each, the 32-d benchmark epoch: 4.89 and 4.90 s built ahead against 5.27 and
-    5.03 s in-line; on one host of 2 cores, 2 ranks reading each other's partitions in-process, no change."""
-    return 2 if rank_threads() >= 2 or remote else 0
+    """Batches a training loader builds ahead in background threads: 2 with a spare core, 4 when its batches
+    ask other hosts (``remote``: their answers are then awaited while the model computes, and a second
+    builder may start, see :mod:`.prefetch`), else 0. Measured on 2 emulated hosts of 1 core each, the 32-d
+    benchmark epoch: 4.89 and 4.90 s built ahead against 5.27 and 5.03 s in-line; on one host of 2 cores, 2
+    ranks reading each other's partitions in-process, no change."""
+    if remote:
+        return 4
+    return 2 if rank_threads() >= 2 else 0
+
+
+MAX_BUILDERS = 2  # threads that may build a loader's batches at once (see .prefetch)
