@@ -62,8 +62,8 @@ _IOV = 512  # buffers per sendmsg (Linux allows 1024)
 # The send buffer of a connection's answers (feature rows, in bulk): small enough that rows queued in a slow
 # link's buffer do not hold the small messages behind them (sampling requests, gradient sums) for long, large
 # enough not to limit a fast link (the kernel doubles it; 512 KiB per round trip of 100 µs is 5 GB/s). On 2
-# emulated hosts at 1 Gbit/s, 128-d: 16.8 and 17.9 s against 18.7 s with the kernel's own (gradient sync 4 s
-# against 6 s); unshaped, no difference.
+# emulated hosts at 1 Gbit/s, 128-d, with 2 batch builders: 16.8 and 17.9 s against 18.7 and 17.2 s with the
+# kernel's own (gradient sync 3.9-4.1 s against 5.8 s); unshaped (at 64 KiB), no difference.
 ANSWER_SNDBUF = 256 << 10
 
 
