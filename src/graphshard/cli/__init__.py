@@ -10,7 +10,7 @@ import os
 import sys
 
 from .. import __version__
-from ..distributed import interrupt
+from ..distributed import interrupt, processes
 from ..errors import GraphshardError
 from . import data, infer, launch, partition, pipeline, plot, serve, train
 from .common import HelpFormatter, Parser
@@ -81,7 +81,7 @@ def _run(argv: list[str] | None) -> int:
             if stopped is not None:
                 code = stop.farewell(stopped)
                 if argv is None:  # this process is the command: it ends now (nothing half-stopped runs at exit)
-                    interrupt.exit_now(code)
+                    processes.exit_now(code)
                 return code
             if isinstance(exc, BrokenPipeError) or not isinstance(exc, (GraphshardError, OSError, RuntimeError)):
                 raise

@@ -24,6 +24,7 @@ from . import interrupt
 from .environment import adopt_launcher_env
 from .liveness import RECORDERS, Heartbeat, lost_after_default
 from .network import LOOPBACK, gloo_options, host_store, own_address
+from .processes import is_quiet
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +147,7 @@ class DistContext:
 
         def quiet(r: int) -> bool:
             heard = beat is not None and (beat.peers[r].quiet or beat.peers[r].gone)
-            return heard or (r in local and interrupt.is_quiet(local[r]))
+            return heard or (r in local and is_quiet(local[r]))
 
         deadline = time.monotonic() + interrupt.QUIET_WAIT
         while not all(quiet(r) for r in peers) and time.monotonic() < deadline:

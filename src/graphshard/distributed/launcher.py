@@ -21,6 +21,7 @@ from . import interrupt
 from .context import ERROR_KEY, PEER_FAILURE, STOPPED, DistError
 from .lifetime import UNGUARDED_EXIT, die_with_parent, refuse_spawn_reimport, unguarded_message
 from .network import host_store
+from .processes import exit_now, handles
 
 if TYPE_CHECKING:
     from torch.multiprocessing.spawn import ProcessException, ProcessExitedException, ProcessRaisedException
@@ -48,7 +49,7 @@ def _entry(index: int, fn: Callable[..., Any], args: tuple, host: str, port: int
             stopped = interrupt.signal_of(exc)
             if stopped is None:
                 raise
-            interrupt.exit_now(128 + stopped)  # unwound: end quietly (torch would count an interrupt a success)
+            exit_now(128 + stopped)  # unwound: end quietly (torch would count an interrupt a success)
 
 
 def launch(
@@ -115,7 +116,7 @@ def _stop(processes: list, grace: float = STOP_GRACE) -> None:
     for p in processes:
         if p.is_alive():
             p.terminate()
-            if not interrupt.handles(p.pid):
+            if not handles(p.pid):
                 p.kill()
     _kill_after(processes, grace)
 

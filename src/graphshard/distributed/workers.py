@@ -22,9 +22,10 @@ from .batch import BatchMaker, BatchRequest, BatchSpec
 from .colocated import load_colocated
 from .context import DistError
 from .feature import DistFeatureStore
-from .interrupt import handled, is_quiet, starting_children, when_signalled
+from .interrupt import handled, starting_children, when_signalled
 from .lifetime import UNGUARDED_EXIT, die_with_parent, refuse_spawn_reimport, unguarded_message
 from .local_store import LocalFeatureStore
+from .processes import is_quiet
 from .rpc import join_group, shutdown_rpc
 from .sampler import serve_sampling
 from .sampling_graph import feature_times, served_sampling_graph
