@@ -16,18 +16,9 @@ import pytest
 
 from graphshard.cli import main
 from graphshard.datasets import community_graph, save_dataset
+from tests.ranks import rank_processes
 
 HEARTBEAT = 3.0
-
-
-def _children(pid: int) -> list[int]:
-    """The launcher's rank processes, in the order they were started (rank 0 first)."""
-    kids = set()
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        kids |= {int(c) for c in (task / "children").read_text().split()}
-    ranks = [c for c in kids if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
-    # start time in clock ticks, then the PID (the launcher starts rank 0 first; both often start in one tick)
-    return sorted(ranks, key=lambda c: (int(Path(f"/proc/{c}/stat").read_text().rsplit(")", 1)[1].split()[19]), c))
 
 
 def _running(pid: int) -> bool:
@@ -77,7 +68,7 @@ def test_a_frozen_rank_is_named_within_the_heartbeat_bound(tmp_path):
     ranks: list[int] = []
     try:
         _wait_for(tmp_path / "ck" / "rank1" / "checkpoint.json", proc, time.monotonic() + 180)
-        ranks = _children(proc.pid)
+        ranks = rank_processes(proc.pid)
         assert len(ranks) == 2, ranks
         frozen = time.monotonic()
         os.kill(ranks[1], signal.SIGSTOP)

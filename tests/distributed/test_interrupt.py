@@ -21,6 +21,7 @@ import pytest
 
 from graphshard.distributed import interrupt
 from graphshard.jit import NOTICE
+from tests.ranks import fork_server, rank_processes
 
 BOUND = 5.0  # seconds from the signal to the end of every process of the run
 START = 240.0  # seconds a command may take to start working (a loaded 2-core machine)
@@ -301,20 +302,15 @@ def test_train_sigterm_leaves_one_checkpoint_on_every_rank_and_nothing_complete(
     assert json.loads((training.root / "m.json").read_text())["complete"] is False
 
 
-def _ranks_spawned(leader: int) -> bool:
-    """Whether the launcher has spawned its two ranks (they may still be importing: signals blocked)."""
-
-    def spawned(pid: int) -> bool:
-        try:
-            return "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()
-        except OSError:
-            return False
-
-    return sum(spawned(p) for p in _run_processes(leader)) >= 2
+def _ranks_starting(leader: int) -> bool:
+    """Whether the launcher is starting its ranks: its fork server is up (importing what the ranks need, with
+    the signals blocked, while the launcher waits for it), or its ranks are spawned (still importing)."""
+    return fork_server(leader) is not None or len(rank_processes(leader)) >= 2
 
 
 def test_train_ctrl_c_while_the_ranks_start(training, tmp_path):
-    """Ranks still importing have no handler yet: the launcher kills them at once (they joined nothing)."""
+    """Ranks not started yet, or still starting, have no handler: the launcher kills them at once (they joined
+    nothing)."""
     cmd = [
         *CLI,
         "train",
@@ -327,7 +323,7 @@ def test_train_ctrl_c_while_the_ranks_start(training, tmp_path):
         "--timeout",
         "60",
     ]
-    ended = _interrupt(cmd, tmp_path, _ranks_spawned, "group", signal.SIGINT)
+    ended = _interrupt(cmd, tmp_path, _ranks_starting, "group", signal.SIGINT)
     _assert_stopped(
         ended, signal.SIGINT, "graphshard: interrupted before the first epoch was checkpointed in ck; nothing was kept"
     )

@@ -13,6 +13,7 @@ from pathlib import Path
 from graphshard.chunked.writer import chunk_graph
 from graphshard.datasets import community_graph
 from graphshard.pipeline.assign import assign_chunked
+from tests.ranks import rank_processes
 from tests.robustness.test_network import descendants
 
 
@@ -59,14 +60,18 @@ def test_killing_the_dispatch_launcher_stops_every_rank(tmp_path):
     launcher = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ranks: set[int] = set()
     try:
-        # the ranks are up once the launcher has two python children that import graphshard's dispatch
+        # the ranks are up once the launcher has started two (they may still be importing graphshard's dispatch)
         def two_ranks():
-            kids = {p for p in descendants(launcher.pid) if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text()}
+            kids = set(rank_processes(launcher.pid))
             return kids if len(kids) >= 2 else None
 
         ranks = _wait(two_ranks, 120, "the two ranks to start")
+        for p in ranks:  # held where they are (a small dispatch could finish before the launcher is killed)
+            os.kill(p, signal.SIGSTOP)
         launcher.send_signal(signal.SIGKILL)
         launcher.wait(10)
+        for p in ranks:
+            os.kill(p, signal.SIGCONT)
         start = time.monotonic()
         _wait(lambda: not any(_alive(p) for p in ranks), 20, f"ranks {sorted(ranks)} to exit after the launcher died")
         assert time.monotonic() - start < 20

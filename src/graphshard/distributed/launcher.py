@@ -1,10 +1,11 @@
 """Start a local cluster: ``num_procs`` ranks on loopback (or a given address) with a free port.
 
-The parent hosts the rendezvous store (bound to port 0, so the port is free by construction) and
-spawns the ranks. If a rank fails, the others are terminated and :class:`DistError` names the rank
-that caused it: one that recorded its own error, else one that exited without a word (killed).
-Interrupted (SIGINT, SIGTERM, Ctrl-C), the parent sends SIGTERM to every rank, kills those still there
-:data:`STOP_GRACE` seconds later, and raises the interruption (see :mod:`.interrupt`).
+The parent hosts the rendezvous store (bound to port 0, so the port is free by construction) and starts the
+ranks (forked from a fork server that imported their code once, see :mod:`.forkserver`). If a rank fails, the
+others are terminated and :class:`DistError` names the rank that caused it: one that recorded its own error,
+else one that exited without a word (killed). Interrupted (SIGINT, SIGTERM, Ctrl-C), the parent sends SIGTERM
+to every rank, kills those still there :data:`STOP_GRACE` seconds later, and raises the interruption (see
+:mod:`.interrupt`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import interrupt
 from .context import ERROR_KEY, PEER_FAILURE, STOPPED, DistError
+from .forkserver import Inherited, leave_server, start_method
 from .lifetime import UNGUARDED_EXIT, die_with_parent, refuse_spawn_reimport, unguarded_message
 from .network import host_store
 from .processes import exit_now, handles
@@ -29,8 +31,25 @@ if TYPE_CHECKING:
 STOP_GRACE = 3.0  # seconds interrupted ranks have to end before they are killed
 
 
-def _entry(index: int, fn: Callable[..., Any], args: tuple, host: str, port: int, world: int, parent: int) -> None:
+def _entry(
+    index: int,
+    fn: Callable[..., Any],
+    args: tuple,
+    host: str,
+    port: int,
+    world: int,
+    parent: int,
+    environ: dict[str, str],
+    stdio: tuple[int, int] | None,
+) -> None:
     die_with_parent(parent)  # a killed launcher takes its ranks with it: none waits on a dead store
+    if stdio is not None:  # forked by the fork server: leave it its own lifetime; write where the launcher writes now
+        leave_server()
+        for fd, target in zip(stdio, (1, 2)):
+            os.dup2(fd, target)
+            os.close(fd)
+    os.environ.clear()  # the launcher's environment as it is now, not as it was when the fork server started
+    os.environ.update(environ)
     os.environ.update(
         {
             "RANK": str(index),
@@ -60,7 +79,7 @@ def launch(
     timeout: float = 300.0,
     lead_only: bool = False,
 ) -> None:
-    """Run ``fn(*args)`` in ``num_procs`` spawned processes that see torchrun-style environment
+    """Run ``fn(*args)`` in ``num_procs`` new processes that see torchrun-style environment
     variables (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``). ``lead_only``: only
     rank 0 ending ends the run (a service whose rank 0 goes on without a lost rank: ``graphshard serve``);
     otherwise any rank that fails does."""
@@ -76,12 +95,14 @@ def launch(
         with interrupt.longer_grace(STOP_GRACE + 1.5):  # time to stop the ranks before this process ends
             try:
                 with interrupt.starting_children():  # each rank acts on a signal once its handlers are in place
+                    method = start_method(fn)
+                    stdio = (Inherited(1), Inherited(2)) if method == "forkserver" else None
                     procs = mp.start_processes(
                         _entry,
-                        args=(fn, args, host, store.port, num_procs, os.getpid()),
+                        args=(fn, args, host, store.port, num_procs, os.getpid(), dict(os.environ), stdio),
                         nprocs=num_procs,
                         join=False,
-                        start_method="spawn",
+                        start_method=method,
                     )
                 _supervise(procs, lead_only)
             except KeyboardInterrupt:  # Interrupted (SIGINT, SIGTERM) or Ctrl-C without graphshard's handlers

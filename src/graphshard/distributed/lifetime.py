@@ -5,20 +5,36 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import signal
+import threading
 
 _PR_SET_PDEATHSIG = 1
 
 
 def die_with_parent(parent_pid: int | None = None) -> None:
     """Ask Linux to kill this process when its parent dies. With ``parent_pid``, also exit at once if the
-    parent is already gone (it may have died before the request was made). A no-op off Linux."""
+    parent is already gone (it may have died before the request was made). A process whose parent is not
+    ``parent_pid`` (a rank forked by a fork server, see :mod:`.forkserver`) watches ``parent_pid`` itself
+    from a thread and is killed as soon as it ends. A no-op off Linux."""
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         return
-    if parent_pid is not None and os.getppid() != parent_pid:
+    if parent_pid is None or os.getppid() == parent_pid:
+        return
+    try:
+        watched = os.pidfd_open(parent_pid)
+    except ProcessLookupError:
         os._exit(1)
+    except (OSError, AttributeError):  # no pidfd (Linux before 5.3): its parent's death is all it has
+        return
+    threading.Thread(target=_killed_with, args=(watched,), name="graphshard-parent", daemon=True).start()
+
+
+def _killed_with(watched: int) -> None:
+    select.select([watched], [], [])  # readable once the process ends
+    os.kill(os.getpid(), signal.SIGKILL)  # as the parent-death signal would
 
 
 # Exit code of a spawned process that found itself re-running its parent's start-up code (no main guard).

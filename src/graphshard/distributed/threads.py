@@ -37,9 +37,11 @@ def apply_thread_budget() -> int:
     import torch
 
     n = rank_threads()
-    torch.set_num_threads(n)
+    # numba first: starting its OpenMP pool (the first set_num_threads) resets the OpenMP setting that PyTorch
+    # shares (a rank forked before numba's pool started then ran PyTorch on every core: 6 x slower on 2 cores).
     # numba.config sets NUMBA_NUM_THREADS from the environment at import, through globals(): mypy cannot see it
     numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
+    torch.set_num_threads(n)
     log.debug("intra-op threads per rank: %d", n)
     return n
 

@@ -1,0 +1,66 @@
+"""How the launcher starts its ranks: forked from a fork server that imported torch, PyG and the ranks' code
+once, rather than each rank spawned as a fresh interpreter that imports them again.
+
+A spawned rank spends ~3 s importing (2 ranks: ~4 s on 2 cores) before it does anything; forked from the
+server, it starts in a fraction of a second, and a process that launches again (a notebook, a test suite, a
+service restarting its ranks) pays the import once. The server is multiprocessing's own: one per launching
+process, started on the first launch (with the signals blocked, see :func:`.interrupt.starting_children`),
+ending when that process does. A forked rank would see the server's state from when it started, so what can
+change between launches comes with each rank instead: the launcher's environment, and its standard output
+and error as they are now (:class:`Inherited`); its working directory and ``sys.path`` travel with
+multiprocessing's own start-up data, as under spawn. Where there is no fork server (not Linux), ranks are
+spawned.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+# Imported once by the server, before it forks any rank: the heavy imports every rank makes.
+PRELOAD = ("torch", "torch_geometric")
+
+
+def start_method(fn: Callable[..., Any]) -> str:
+    """``"forkserver"`` on Linux, its server told (before it starts) to import :data:`PRELOAD` and ``fn``'s
+    module; else ``"spawn"``."""
+    if not sys.platform.startswith("linux") or "forkserver" not in multiprocessing.get_all_start_methods():
+        return "spawn"
+    module = getattr(fn, "__module__", None)
+    preload = [*PRELOAD, *([module] if module and module != "__main__" else [])]
+    multiprocessing.get_context("forkserver").set_forkserver_preload(preload)  # no effect once it runs
+    return "forkserver"
+
+
+class Inherited:
+    """File descriptor ``fd`` of the launcher, handed to a rank as it starts (it arrives as the rank's own
+    descriptor number, an ``int``, which the rank closes once it has used it)."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def __reduce__(self) -> tuple:
+        from multiprocessing.reduction import DupFd
+
+        return (_received, (DupFd(self.fd),))  # pickled while the rank starts: the fd goes with it
+
+
+def _received(dup: Any) -> int:
+    return dup.detach()
+
+
+def leave_server() -> None:
+    """In a rank the server forked: close the rank's copy of the launcher's end of the server's lifeline (every
+    child gets one), so that the server ends when the launcher does, and the rank with it (its parent is the
+    server: see :func:`.lifetime.die_with_parent`). Without this, a rank whose launcher was killed would keep
+    the server, and so itself, alive."""
+    from multiprocessing import forkserver
+
+    server: Any = forkserver._forkserver  # the module's singleton (private; typeshed omits the fd)
+    fd = getattr(server, "_forkserver_alive_fd", None)
+    if fd is not None:
+        os.close(fd)
+        server._forkserver_alive_fd = None
