@@ -494,12 +494,15 @@ def test_csv_edge_chunk_of_valid_lines(base, data, adjust):
         (b"0 0\nNA 1\n", 2),
         (b"0 0\n\xd9\xa3 1\n", 2),
         (b"0 0\r1 1\n", 1),
+        (b"\xef\xbb\xbf0 \t1", 1),
+        (b"0 0\n1\t 1\n", 2),
     ],
 )
 def test_csv_edge_lines_that_are_no_rows(base, data, line):
     """An empty field or NA was read as null and reported as "edge IDs must be integers, got float64" (no
     line); +1 and 1_0 as "cannot parse CSV" (no line); 0x1 read as 1 and 0xFFFFFFFFFFFFFFFF as -1; a lone
-    CR ended a row (two rows read from a line counted as one)."""
+    CR ended a row (two rows read from a line counted as one); a tab beside a number was dropped (found by
+    the fuzzer above on a fresh clone)."""
     work, chunk = _csv_edge_case(base, data, adjust=True)
     assert _load(work, mentions=(f"{chunk}, line {line}:",)) is None
 

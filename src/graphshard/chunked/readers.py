@@ -184,7 +184,7 @@ def _read_csv(pacsv, path: Path, delimiter: str, where: str, types):
     import pyarrow as pa
 
     ncols, integers = len(types) if types else None, types is not None
-    lines, newlines, hexadecimal = _scan(path)
+    lines, newlines, hexadecimal, tab = _scan(path)
     try:
         table = pacsv.read_csv(
             # pyarrow refuses a file of one line without its newline ("Empty CSV file or block")
@@ -198,24 +198,28 @@ def _read_csv(pacsv, path: Path, delimiter: str, where: str, types):
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise InputError(_csv_problem(path, delimiter, where, exc, ncols, integers)) from None
-    if table.num_rows != lines or (integers and hexadecimal):
-        # pyarrow ends rows at a lone CR too, and reads 0xFF as 255 (0xFFFFFFFFFFFFFFFF as -1): a chunk holds
-        # one row per line, of decimal numbers
-        reason = "hexadecimal number" if table.num_rows == lines else f"{table.num_rows} rows in {lines} lines"
+    tabbed = tab and delimiter != "\t"
+    if table.num_rows != lines or (integers and hexadecimal) or tabbed:
+        # pyarrow ends rows at a lone CR too, reads 0xFF as 255 (0xFFFFFFFFFFFFFFFF as -1) and "\t1" as 1: a chunk
+        # holds one row per line, of decimal numbers between delimiters
+        reason = f"{table.num_rows} rows in {lines} lines"
+        if table.num_rows == lines:
+            reason = "hexadecimal number" if integers and hexadecimal else "a tab inside a field"
         raise InputError(_csv_problem(path, delimiter, where, reason, ncols, integers))
     return table
 
 
-def _scan(path: Path) -> tuple[int, int, bool]:
-    """The number of lines of a CSV chunk (a last line without its newline counts), of newlines, and whether
-    it holds an x (as hexadecimal numbers do): one pass at the speed of memchr."""
-    newlines, hexadecimal, last = 0, False, b"\n"
+def _scan(path: Path) -> tuple[int, int, bool, bool]:
+    """The number of lines of a CSV chunk (a last line without its newline counts), of newlines, whether it
+    holds an x (as hexadecimal numbers do) and whether it holds a tab: one pass at the speed of memchr."""
+    newlines, hexadecimal, tab, last = 0, False, False, b"\n"
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(_BLOCK), b""):
             newlines += block.count(b"\n")
             hexadecimal = hexadecimal or b"x" in block or b"X" in block
+            tab = tab or b"\t" in block
             last = block[-1:]
-    return newlines + (last != b"\n"), newlines, hexadecimal
+    return newlines + (last != b"\n"), newlines, hexadecimal, tab
 
 
 def _csv_int_columns(path: Path, delimiter: str, ncols: int, where: str) -> list[np.ndarray]:
