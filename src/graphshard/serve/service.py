@@ -151,11 +151,12 @@ def serve(
     from ..sampling.kernels import warm_up
 
     warm_up()
-    address = listener.getsockname() if listener is not None else None
-    if listener is not None:
-        listener.close()  # rank 0 binds the same address again (SO_REUSEADDR)
-    served = replace(options, port=address[1]) if address else options
-    launch(_rank, num_procs, (opts, served, token, None), rank_host, timeout, lead_only=True)
+    served = replace(options, port=listener.getsockname()[1]) if listener is not None else options
+    try:  # the socket itself goes to the ranks (a port closed and bound again could be taken meanwhile)
+        launch(_rank, num_procs, (opts, served, token, listener), rank_host, timeout, lead_only=True)
+    finally:
+        if listener is not None:
+            listener.close()
 
 
 def _rank(opts: TrainOptions, options: ServeOptions, token: str | None, listener: socket.socket | None) -> None:
@@ -169,6 +170,8 @@ def _rank(opts: TrainOptions, options: ServeOptions, token: str | None, listener
         if s.rank == 0:
             _lead(s, opts, options, token, listener, restored, answerer)
         else:
+            if listener is not None:
+                listener.close()  # rank 0's: every rank got a copy
             _follow(s)
 
 
