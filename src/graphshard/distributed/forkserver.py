@@ -25,12 +25,13 @@ PRELOAD = ("torch", "torch_geometric")
 
 
 def start_method(fn: Callable[..., Any]) -> str:
-    """``"forkserver"`` on Linux, its server told (before it starts) to import :data:`PRELOAD` and ``fn``'s
-    module; else ``"spawn"``."""
+    """``"forkserver"`` on Linux, its server told (before it starts) to import :data:`PRELOAD` and, if it is
+    graphshard's, ``fn``'s module (a user's module is imported by each rank, as under spawn: its import-time
+    code never runs in the server); else ``"spawn"``."""
     if not sys.platform.startswith("linux") or "forkserver" not in multiprocessing.get_all_start_methods():
         return "spawn"
-    module = getattr(fn, "__module__", None)
-    preload = [*PRELOAD, *([module] if module and module != "__main__" else [])]
+    module = getattr(fn, "__module__", None) or ""
+    preload = [*PRELOAD, *([module] if module.startswith("graphshard.") else [])]
     multiprocessing.get_context("forkserver").set_forkserver_preload(preload)  # no effect once it runs
     return "forkserver"
 
