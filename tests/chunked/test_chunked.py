@@ -225,7 +225,7 @@ def test_feature_csv_header_and_cli(tmp_path, capsys):
 
 
 def test_bad_line_found_across_blocks(tmp_path, monkeypatch):
-    import graphshard.chunked.readers as readers
+    import graphshard.chunked.csv_lines as csv_lines
 
     rng = np.random.default_rng(1)
     rows = [f"{a} {b}" for a, b in rng.integers(0, 60, (2000, 2))]
@@ -235,10 +235,10 @@ def test_bad_line_found_across_blocks(tmp_path, monkeypatch):
         lines[bad_at] = "-3 +"
         path.write_text("\n".join(lines))  # no final newline
         for block in (7, 64, 1 << 24):
-            monkeypatch.setattr(readers, "_BLOCK", block)
-            assert readers.first_bad_line(path, " ", 2, True) == (bad_at + 1, "'+' is not an integer")
+            monkeypatch.setattr(csv_lines, "BLOCK", block)
+            assert csv_lines.first_bad_line(path, " ", 2, True) == (bad_at + 1, "'+' is not an integer")
         path.write_text("\n".join(rows) + "\n")
-        assert readers.first_bad_line(path, " ", 2, True) is None
+        assert csv_lines.first_bad_line(path, " ", 2, True) is None
 
 
 @pytest.mark.parametrize("fmt", ["numpy", "parquet"])
