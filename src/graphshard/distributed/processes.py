@@ -14,7 +14,7 @@ RELEASE_WAIT = 0.3  # seconds an ending process spends releasing its semaphores
 
 def handles(pid: int, signum: int = signal.SIGTERM) -> bool:
     """Whether process ``pid`` has a handler for ``signum`` (a process still starting has none yet: one
-    started by :func:`starting_children` only acts on the signal once it has), or is gone."""
+    started by :func:`.interrupt.starting_children` only acts on the signal once it has), or is gone."""
     try:
         caught = Path(f"/proc/{pid}/status").read_text().split("SigCgt:")[1].split()[0]
     except (OSError, IndexError):
