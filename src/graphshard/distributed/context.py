@@ -51,6 +51,9 @@ class DistContext:
     timeout: float
     address: str = LOOPBACK  # this host's address on the run's network
     heartbeat: Heartbeat | None = None
+    # a store client of its own for failure reports: a thread's request waits while another thread's waits
+    # on the same client (a barrier's, on the peer that is lost), and the report must not wait behind it
+    reporter: Any = None
     _unhook: list[Callable[[], None]] = field(default_factory=list)
 
     @classmethod
@@ -94,7 +97,8 @@ class DistContext:
             timeout=delta,
             pg_options=pg_options,
         )
-        ctx = cls(rank, world, store, timeout, address)
+        reporter = dist.PrefixStore("graphshard/", dist.TCPStore(host, port, world, is_master=False, timeout=delta))
+        ctx = cls(rank, world, store, timeout, address, reporter=reporter)
         # every rank published before joining the group, so these reads do not wait
         processes = {r: store.get(f"{PROCESS_KEY}{r}").decode().split() for r in range(world) if r != rank}
         if beat is not None:
@@ -159,14 +163,14 @@ class DistContext:
 
     def _record(self, text: str) -> None:
         try:
-            self.store.set(f"{ERROR_KEY}{self.rank}", text)
+            (self.reporter or self.store).set(f"{ERROR_KEY}{self.rank}", text)
         except Exception:  # the store may be gone already; the launcher still reports the exit code
             pass
 
     def _record_lost(self, line: str) -> None:
         """Record a lost or failed peer (found by the heartbeat) as this rank's error, for the launcher."""
         try:
-            self.store.set(f"{ERROR_KEY}{self.rank}", f"rank {self.rank}: {PEER_FAILURE} {line}")
+            (self.reporter or self.store).set(f"{ERROR_KEY}{self.rank}", f"rank {self.rank}: {PEER_FAILURE} {line}")
         except Exception:  # the store may have been on the lost host
             pass
 
