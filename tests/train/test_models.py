@@ -106,7 +106,7 @@ def _link(root, hetero: bool) -> list:
         link_split=split,
         fanouts=[5, 5],
         batch_size=256 if hetero else 128,
-        epochs=3 if hetero else 8,
+        epochs=4 if hetero else 8,  # HGT after 3 epochs: 1.19-1.64 x random MRR over seeds 0-4; after 4: 1.39-1.64
         hidden=32 if hetero else 16,
         eval_negatives=20,
     )

@@ -10,17 +10,11 @@ import numpy as np
 from ..errors import InputError
 from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph
 from ..jit import kernel
+from ..mixing import GOLDEN, mix64
 from ..partition.assign.adjacency import undirected_csr
 from .dataset import Dataset
 
 GRAPH500 = (0.57, 0.19, 0.19)  # a, b, c (d = 1 - a - b - c)
-
-
-@kernel(inline="always")
-def _mix(x: np.uint64) -> np.uint64:
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
 
 
 @kernel(parallel=True)
@@ -29,11 +23,11 @@ def _rmat_edges(scale: int, num_edges: int, a: float, b: float, c: float, seed: 
     src = np.empty(num_edges, dtype=np.int64)
     dst = np.empty(num_edges, dtype=np.int64)
     ab, abc = a + b, a + b + c
-    base = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
+    base = np.uint64(seed) * np.uint64(GOLDEN)
     for i in numba.prange(num_edges):
         u, v = 0, 0
         for level in range(scale):
-            r = _mix(base + np.uint64((first + i) * scale + level) + np.uint64(1))
+            r = mix64(base + np.uint64((first + i) * scale + level) + np.uint64(1))
             x = (r >> np.uint64(11)) * (1.0 / 9007199254740992.0)
             bit = 1 << (scale - 1 - level)
             if x >= a:

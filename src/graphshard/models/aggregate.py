@@ -9,8 +9,6 @@ is faster there once the backward pass through the aggregation counts)."""
 
 from __future__ import annotations
 
-import math
-import sys
 import warnings
 
 import torch
@@ -72,25 +70,3 @@ def sage_forward(conv: SAGEConv, x_src: torch.Tensor, x_dst: torch.Tensor, edge_
     with torch.no_grad():
         agg = torch.sparse.mm(mean_matrix(edge_index, x_src.shape[0], x_dst.shape[0]), x_src)
     return conv.lin_l(agg) + conv.lin_r(x_dst)
-
-
-def keep_mask(shape: torch.Size, p: float) -> torch.Tensor:
-    """Independent draws that are True with probability ``1 - p`` (``p`` rounded to a multiple of 2^-16), from 16
-    random bits each: three draws per 64-bit word of torch's generator (its low 48 bits; the top bit of an int64
-    draw is always 0), where ``torch.rand`` spends a 32-bit word per draw and its float conversion."""
-    n = math.prod(shape)
-    words = torch.empty((n + 2) // 3, dtype=torch.int64).random_()
-    low = slice(0, 3) if sys.byteorder == "little" else slice(1, 4)  # the 16-bit lanes of the low 48 bits
-    lanes = words.view(torch.int16).view(-1, 4)[:, low].reshape(-1)[:n]
-    return (lanes >= round(p * 65536) - 32768).view(shape)
-
-
-def relu_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
-    """``F.dropout(F.relu(x), p, training)`` with the mask drawn by :func:`keep_mask` (torch's CPU dropout draws
-    Bernoulli samples about four times slower, ``torch.rand`` twice; the distribution is the same)."""
-    x = torch.relu(x)
-    if not training or p == 0.0:
-        return x
-    if p >= 1.0:
-        return torch.zeros_like(x)
-    return x * keep_mask(x.shape, p).to(x.dtype).mul_(1.0 / (1.0 - p))

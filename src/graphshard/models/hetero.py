@@ -20,7 +20,8 @@ from torch import nn
 from torch_geometric.nn import HeteroConv, SAGEConv
 
 from ..graph import EType
-from .aggregate import relu_dropout, sage_rows
+from .aggregate import sage_rows
+from .dropout import relu_dropout
 from .spec import ModelSpec
 
 

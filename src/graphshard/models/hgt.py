@@ -27,7 +27,7 @@ from torch_geometric.nn import HGTConv
 from torch_geometric.utils import softmax
 
 from ..graph import EType
-from .aggregate import relu_dropout
+from .dropout import relu_dropout
 from .hetero import project
 from .rgcn import Hops, compact, hop_rows, plan, usable_hops
 from .spec import ModelSpec

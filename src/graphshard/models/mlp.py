@@ -6,7 +6,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..errors import InputError
-from .aggregate import relu_dropout
+from .dropout import relu_dropout
 from .spec import ModelSpec
 
 

@@ -30,7 +30,8 @@ from torch import nn
 from torch_geometric.nn import HeteroConv, SAGEConv
 
 from ..graph import EType
-from .aggregate import mean_matrix, relu_dropout
+from .aggregate import mean_matrix
+from .dropout import relu_dropout
 from .hetero import project, relations
 from .spec import ModelSpec
 

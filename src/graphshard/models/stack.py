@@ -9,8 +9,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..graph import EType
-from .aggregate import relu_dropout
 from .conv_rows import conv_rows
+from .dropout import relu_dropout
 from .layer_context import LayerContext
 
 Hops = tuple[list[int], list[int]]

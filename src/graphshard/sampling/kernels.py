@@ -10,15 +10,13 @@ import numba
 import numpy as np
 
 from ..jit import kernel
+from ..mixing import GOLDEN, mix64
 from .degrees import in_degree_table, source_counts  # warmed up with the sampling kernels (DistGraph uses them)
 
 
 @kernel(inline="always")
 def _rand(key: np.uint64, i: np.uint64, j: np.uint64) -> np.uint64:
-    x = key + i * np.uint64(0x9E3779B97F4A7C15) + j * np.uint64(0xD1B54A32D192ED03) + np.uint64(1)
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
+    return mix64(key + i * np.uint64(GOLDEN) + j * np.uint64(0xD1B54A32D192ED03) + np.uint64(1))
 
 
 @kernel(inline="always")
@@ -195,7 +193,7 @@ def relabel_hashed(ids, keys, vals, base):
     count = 0
     for i in range(ids.shape[0]):
         v = ids[i]
-        h = int((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)) & mask
+        h = int((np.uint64(v) * np.uint64(GOLDEN)) >> np.uint64(32)) & mask
         while keys[h] != v and keys[h] >= 0:
             h = (h + 1) & mask
         if keys[h] < 0:

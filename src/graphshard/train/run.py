@@ -22,6 +22,7 @@ from ..format.config import read_config
 from ..format.outputs import prepare_output_dir
 from ..graph import parse_etype, with_reverse_edges
 from ..memory import allowed
+from ..models.dropout import warm_up as warm_dropout
 from ..partition.api import partition_graph
 from ..partition.cost import check_partition_fits
 from ..sampling.kernels import warm_up
@@ -281,6 +282,7 @@ def _train(
         return _rank_main(opts, None), launcher
     with timing.phase("compile_s", launcher):
         warm_up()  # compiled once here (first run only), loaded from the cache by every rank
+        warm_dropout()
     with tempfile.TemporaryDirectory() as tmp:
         result = str(Path(tmp) / "metrics.json")
         began += sum(launcher.values())
