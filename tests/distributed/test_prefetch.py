@@ -11,6 +11,7 @@ import pytest
 from graphshard.distributed import prefetch
 from graphshard.distributed.context import DistError
 from graphshard.distributed.prefetch import prefetched, wants_builder
+from graphshard.errors import InputError
 
 
 def _makers(log: list, slow: float = 0.0, fail_at: int | None = None):
@@ -80,3 +81,39 @@ def test_the_wait_for_a_batch_is_bounded():
     with pytest.raises(DistError, match=r"rank 3: waited 0 s for the next batch"):
         next(gen)
     gen.close()
+
+
+def _nice_of_builders(monkeypatch, setting: str | None) -> tuple[int, set[int]]:
+    """The consumer's nice value and those the builders ran at, with ``GRAPHSHARD_BUILDER_NICE`` = ``setting``."""
+    import os
+
+    if setting is None:
+        monkeypatch.delenv("GRAPHSHARD_BUILDER_NICE", raising=False)
+    else:
+        monkeypatch.setenv("GRAPHSHARD_BUILDER_NICE", setting)
+    seen: set[int] = set()
+
+    def maker(j: int):
+        def make(r: int):
+            seen.add(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+            return r
+
+        return make
+
+    assert list(prefetched(maker, list(range(10)), depth=2, timeout=10)) == list(range(10))
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id()), seen
+
+
+@pytest.mark.skipif(
+    not hasattr(threading, "get_native_id") or not __import__("sys").platform.startswith("linux"), reason="Linux"
+)
+def test_builders_run_at_a_lower_priority_than_the_consumer(monkeypatch):
+    consumer, seen = _nice_of_builders(monkeypatch, None)
+    assert seen == {min(19, consumer + 10)}  # the consumer itself is untouched
+    consumer, seen = _nice_of_builders(monkeypatch, "3")
+    assert seen == {min(19, consumer + 3)}
+    consumer, seen = _nice_of_builders(monkeypatch, "0")
+    assert seen == {consumer}
+    for bad in ("-1", "20", "ten"):
+        with pytest.raises(InputError, match=f"GRAPHSHARD_BUILDER_NICE='{bad}': expected a whole number from 0 to 19"):
+            _nice_of_builders(monkeypatch, bad)

@@ -9,7 +9,8 @@ cores are busy, a second builder would only compete for them, so none starts. Ea
 maker (samplers keep scratch state) and takes the next request in order, at most ``depth`` ahead of the
 consumer. Batches arrive in request order and are the same as built in-line, whichever thread built them:
 every request carries its own random key. A failure is raised in the consumer when its batch is due; a
-consumer that stops early stops the threads; every wait is bounded."""
+consumer that stops early stops the threads; every wait is bounded. Builders run at a lower CPU priority
+than the consumer (see :func:`.threads.builder_nice`)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .context import DistError
+from .threads import builder_nice, lower_this_thread
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,7 @@ class _Builders:
 
     def __init__(self, maker: Callable[[int], Callable[[Any], Any]], requests: Sequence[Any], depth: int):
         self.maker, self.requests, self.depth = maker, requests, max(1, depth)
+        self.nice = builder_nice()
         self.cond = threading.Condition()
         self.next = self.consumed = 0
         self.done: dict[int, tuple[str, Any]] = {}
@@ -58,6 +61,7 @@ class _Builders:
         t.start()
 
     def _work(self, make: Callable[[Any], Any]) -> None:
+        lower_this_thread(self.nice)
         while True:
             with self.cond:
                 while not self.stop and self.next < len(self.requests) and self.next >= self.consumed + self.depth:
