@@ -18,6 +18,7 @@ PACKAGE = Path(graphshard.__file__).parent
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("__init__", "errors"),  # the root package (version, names resolved on first use) and the exceptions
     ("names", "limits", "memory", "disk", "jit", "progress", "fingerprint", "sparse"),  # ground floor
+    ("mixing",),  # counter-based random bits for compiled kernels (uses jit)
     ("graph",),  # the in-memory graph
     ("ids",),  # ID ranges and conversions
     ("book",),  # the partition book
