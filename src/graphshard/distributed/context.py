@@ -164,15 +164,12 @@ class DistContext:
     def _record(self, text: str) -> None:
         try:
             (self.reporter or self.store).set(f"{ERROR_KEY}{self.rank}", text)
-        except Exception:  # the store may be gone already; the launcher still reports the exit code
+        except Exception:  # the store may be gone, or was on a lost host; the launcher still reports the exit code
             pass
 
     def _record_lost(self, line: str) -> None:
         """Record a lost or failed peer (found by the heartbeat) as this rank's error, for the launcher."""
-        try:
-            (self.reporter or self.store).set(f"{ERROR_KEY}{self.rank}", f"rank {self.rank}: {PEER_FAILURE} {line}")
-        except Exception:  # the store may have been on the lost host
-            pass
+        self._record(f"rank {self.rank}: {PEER_FAILURE} {line}")
 
     def failed_peer(self) -> str | None:
         """The first recorded peer failure, as ``"rank R: message"``, or None."""

@@ -63,10 +63,8 @@ class _ReluDropout(torch.autograd.Function):
         key = int(torch.empty((), dtype=torch.int64).random_())  # one draw of torch's generator per call
         scale = 1.0 / (1.0 - p)
         flat = x.view(-1).numpy()
-        cast = flat.dtype.type
-        _forward(
-            flat, out.view(-1).numpy(), kept.view(-1).numpy(), np.uint64(key), np.uint32(round(p * 65536)), cast(scale)
-        )
+        threshold, typed = np.uint32(round(p * 65536)), flat.dtype.type(scale)
+        _forward(flat, out.view(-1).numpy(), kept.view(-1).numpy(), np.uint64(key), threshold, typed)
         ctx.save_for_backward(kept)
         ctx.scale = scale
         return out
