@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from graphshard.distributed.forkserver import stop_server
 from graphshard.distributed.launcher import launch
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server is Linux's")
@@ -45,3 +46,16 @@ def test_every_launch_forks_from_one_server_and_sees_the_launcher_as_it_is_now(t
         seen += ranks
     parents = {r["ppid"] for r in seen}
     assert len(parents) == 1 and os.getpid() not in parents  # forked by one server, which imported once
+
+
+def test_a_launch_after_the_server_was_stopped_starts_another(tmp_path):
+    """A signal while the ranks start stops the server (it may be importing for seconds); a later launch in the
+    same process (a notebook after Ctrl-C) gets a new server, whose ranks run."""
+    parents = []
+    for mark in ("before", "after"):
+        here = tmp_path / mark
+        here.mkdir()
+        launch(_report, 2, (str(here),))
+        parents.append({json.loads((here / f"rank{r}.json").read_text())["ppid"] for r in range(2)})
+        stop_server()
+    assert all(len(p) == 1 for p in parents) and parents[0] != parents[1], parents

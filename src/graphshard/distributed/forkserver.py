@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import select
+import signal
 import sys
 from collections.abc import Callable
 from typing import Any
 
 # Imported once by the server, before it forks any rank: the heavy imports every rank makes.
 PRELOAD = ("torch", "torch_geometric")
+SERVER_END_WAIT = 5.0  # seconds a killed server may take to end
 
 
 def start_method(fn: Callable[..., Any]) -> str:
@@ -65,3 +68,24 @@ def leave_server() -> None:
     if fd is not None:
         os.close(fd)
         server._forkserver_alive_fd = None
+
+
+def stop_server() -> None:
+    """Kill this process's fork server, if it runs (a signal while the ranks start: the server may still be
+    importing :data:`PRELOAD`, seconds of work with the signals blocked, while the launcher waits for it). A
+    launcher waiting for a rank's pid then sees the server's end at once; the ranks it forked already die with
+    it (their parent). The next launch starts a new server (multiprocessing reaps the dead one)."""
+    from multiprocessing import forkserver
+
+    pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
+    if pid is None:
+        return
+    try:
+        ended = os.pidfd_open(pid)
+        os.kill(pid, signal.SIGKILL)
+    except OSError:  # gone already, and reaped
+        return
+    try:  # until it has ended, so that the next launch sees it gone (it reaps it and starts another)
+        select.select([ended], [], [], SERVER_END_WAIT)
+    finally:
+        os.close(ended)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import interrupt
 from .context import ERROR_KEY, PEER_FAILURE, STOPPED, DistError
-from .forkserver import Inherited, leave_server, start_method
+from .forkserver import Inherited, leave_server, start_method, stop_server
 from .lifetime import UNGUARDED_EXIT, die_with_parent, refuse_spawn_reimport, unguarded_message
 from .network import host_store
 from .processes import exit_now, handles
@@ -94,16 +94,21 @@ def launch(
     try:
         with interrupt.longer_grace(STOP_GRACE + 1.5):  # time to stop the ranks before this process ends
             try:
-                with interrupt.starting_children():  # each rank acts on a signal once its handlers are in place
-                    method = start_method(fn)
-                    stdio = (Inherited(1), Inherited(2)) if method == "forkserver" else None
-                    procs = mp.start_processes(
-                        _entry,
-                        args=(fn, args, host, store.port, num_procs, os.getpid(), dict(os.environ), stdio),
-                        nprocs=num_procs,
-                        join=False,
-                        start_method=method,
-                    )
+                method = start_method(fn)
+                stdio = (Inherited(1), Inherited(2)) if method == "forkserver" else None
+                forget = interrupt.when_signalled(stop_server) if method == "forkserver" else None
+                try:
+                    with interrupt.starting_children():  # each rank acts on a signal once its handlers are in place
+                        procs = mp.start_processes(
+                            _entry,
+                            args=(fn, args, host, store.port, num_procs, os.getpid(), dict(os.environ), stdio),
+                            nprocs=num_procs,
+                            join=False,
+                            start_method=method,
+                        )
+                finally:
+                    if forget is not None:
+                        forget()
                 _supervise(procs, lead_only)
             except KeyboardInterrupt:  # Interrupted (SIGINT, SIGTERM) or Ctrl-C without graphshard's handlers
                 if procs is not None:
