@@ -81,6 +81,16 @@ def _epoch(record: dict, keys: dict[str, str]) -> dict:
     return {k: float(record[v]) for k, v in keys.items()}
 
 
+def _run(cmd: list[str], log: Path, env: dict[str, str] | None = None) -> None:
+    """Run ``cmd`` with its output in ``log`` (replaced each run); a failure ends the benchmark with the log's
+    last lines, not a bare exit status."""
+    with log.open("w") as out:
+        code = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=3600).returncode
+    if code != 0:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
+        raise SystemExit(f"{' '.join(cmd[:4])} ... exited with {code}; the end of {log}:\n{tail}")
+
+
 def _ours(args, configs: dict[int, Path], cell: Cell, extra: list[str]) -> dict:
     metrics = args.work / "ours.json"
     metrics.unlink(missing_ok=True)
@@ -113,7 +123,7 @@ def _ours(args, configs: dict[int, Path], cell: Cell, extra: list[str]) -> dict:
             "--metrics-out",
             str(metrics),
         ]
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=3600)
+        _run(cmd, args.work / "ours.log")
         m = json.loads(metrics.read_text())
     else:
         parts = cell.hosts * cell.ranks
@@ -171,7 +181,7 @@ def _dgl(args, dgl_config: Path, cell: Cell, tag: str) -> dict:
         c = Cluster(args.work / "cluster", cell.hosts, cell.rate, 1).up()
         env["ANCHOR_NETNS"] = c.prefix  # the anchor's machine i is namespace <prefix>h<i> at 198.18.0.<i+1>
     try:
-        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=3600)
+        _run(cmd, args.work / "dgl.log", env)
     finally:
         if c is not None:
             c.down()
