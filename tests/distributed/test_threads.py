@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from graphshard.distributed import threads
+from graphshard.errors import InputError
 
 
 @pytest.mark.parametrize(
@@ -33,7 +36,9 @@ def _report_threads(out: str) -> None:
     import torch
 
     n = threads.apply_thread_budget()
-    Path(out, os.environ["RANK"]).write_text(f"{n} {torch.get_num_threads()} {numba.get_num_threads()}")
+    Path(out, os.environ["RANK"]).write_text(
+        f"{n} {torch.get_num_threads()} {numba.get_num_threads()} {sys.getswitchinterval()}"
+    )
 
 
 def test_the_budget_holds_for_pytorch_and_numba_in_a_launched_rank(tmp_path):
@@ -43,4 +48,31 @@ def test_the_budget_holds_for_pytorch_and_numba_in_a_launched_rank(tmp_path):
 
     launch(_report_threads, 2, (str(tmp_path),))
     share = max(1, threads.cores() // 2)
-    assert [(tmp_path / str(r)).read_text().split() for r in range(2)] == [[str(share)] * 3] * 2
+    assert [(tmp_path / str(r)).read_text().split() for r in range(2)] == [[str(share)] * 3 + ["0.001"]] * 2
+
+
+@pytest.fixture
+def _switch_kept():
+    before = sys.getswitchinterval()
+    yield
+    sys.setswitchinterval(before)
+
+
+@pytest.mark.usefixtures("_switch_kept")
+@pytest.mark.parametrize("setting, seconds", [(None, 0.001), ("0.0005", 0.0005), ("0.005", 0.005), (" 0.1 ", 0.1)])
+def test_a_rank_hands_the_gil_on_after_a_millisecond_or_as_set(monkeypatch, setting, seconds):
+    if setting is None:
+        monkeypatch.delenv("GRAPHSHARD_SWITCH_INTERVAL", raising=False)
+    else:
+        monkeypatch.setenv("GRAPHSHARD_SWITCH_INTERVAL", setting)
+    sys.setswitchinterval(0.005)
+    threads.apply_thread_budget()
+    assert sys.getswitchinterval() == pytest.approx(seconds, rel=1e-6)
+
+
+@pytest.mark.usefixtures("_switch_kept")
+@pytest.mark.parametrize("bad", ["0", "-1", "0.2", "1ms", "nan"])
+def test_a_bad_switch_interval_is_named(monkeypatch, bad):
+    monkeypatch.setenv("GRAPHSHARD_SWITCH_INTERVAL", bad)
+    with pytest.raises(InputError, match=f"GRAPHSHARD_SWITCH_INTERVAL='{bad}': expected seconds"):
+        threads.apply_thread_budget()
