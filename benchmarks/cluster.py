@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from partition import machine, write_result  # noqa: E402
 
-from tests.cluster.harness import Cluster, unavailable  # noqa: E402
+from tests.cluster.harness import Cluster, down_on_sigterm, unavailable  # noqa: E402
 from tests.cluster.jobs import faulted, finish, spread, start  # noqa: E402
 
 # (hosts, ranks per host, cores per host)
@@ -104,6 +104,7 @@ def main() -> None:
     reason = unavailable()
     if reason:
         sys.exit(f"benchmarks/cluster.py: {reason}")
+    down_on_sigterm()  # a terminated benchmark removes its hosts, as an interrupted one does
     from graphshard import partition_graph
     from graphshard.datasets import community_graph
 

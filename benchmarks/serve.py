@@ -185,12 +185,13 @@ def cluster_server(args: argparse.Namespace, config: Path, ckpt: Path):
     """``graphshard serve`` under torchrun on ``--hosts`` emulated hosts, one rank each; yields the cluster
     and rank 0's URL (inside host 0's namespace)."""
     sys.path.insert(0, str(ROOT))
-    from tests.cluster.harness import Cluster, unavailable
+    from tests.cluster.harness import Cluster, down_on_sigterm, unavailable
     from tests.cluster.jobs import spread, start
 
     reason = unavailable()
     if reason:
         sys.exit(f"benchmarks/serve.py --hosts: {reason}")
+    down_on_sigterm()  # a terminated benchmark removes its hosts, as an interrupted one does
     shutil.rmtree(args.work / "cluster", ignore_errors=True)  # no host keeps another run's files
     c = Cluster(args.work / "cluster", args.hosts, args.link_rate, args.host_cores).up()
     try:

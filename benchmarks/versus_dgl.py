@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from partition import machine, write_result  # noqa: E402
 
-from tests.cluster.harness import Cluster, unavailable  # noqa: E402
+from tests.cluster.harness import Cluster, down_on_sigterm, unavailable  # noqa: E402
 from tests.cluster.jobs import finish, spread, start  # noqa: E402
 
 ANCHOR = ROOT.parent / "shared" / "anchors" / "dgl" / "run_dgl_dist_train.py"
@@ -259,6 +259,8 @@ def main() -> None:
     args.cells = [Cell.parse(c) for c in args.cells.split(",")]
     if any(c.hosts for c in args.cells) and (reason := unavailable()):
         sys.exit(f"benchmarks/versus_dgl.py: {reason}")
+    if any(c.hosts for c in args.cells):
+        down_on_sigterm()  # a terminated benchmark removes its hosts, as an interrupted one does
     rows = []
     for dim in (int(d) for d in args.dims.split(",")):
         configs, dgl_config = _prepare(args, dim)

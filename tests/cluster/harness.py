@@ -302,3 +302,13 @@ def sweep_stale() -> None:
         if not Path(f"/proc/{pid}").exists():
             for k in {m[1] for ns in names if (m := re.fullmatch(rf"gsc{pid}x(\d+)(?:h\d+|sw)", ns))}:
                 _remove_namespaces(f"gsc{pid}x{k}")
+
+
+def down_on_sigterm() -> None:
+    """Make SIGTERM end this process by raising :class:`SystemExit` (143), so that every ``finally`` (each
+    cluster's :meth:`Cluster.down`) runs, as on Ctrl-C: for a script that sets up clusters (a benchmark)."""
+
+    def _exit(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _exit)

@@ -105,3 +105,43 @@ def test_a_failed_build_and_a_dead_test_leave_no_namespace(tmp_path):
     sweep_stale()
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
     assert not [n for n in left if n.startswith(c.prefix) or n == dead], left
+
+
+_TERMINATED = """
+import sys, time
+sys.path.insert(0, sys.argv[2])
+from tests.cluster.harness import Cluster, down_on_sigterm
+down_on_sigterm()
+c = Cluster(__import__("pathlib").Path(sys.argv[1]), 1).up()
+try:
+    print(c.prefix, flush=True)
+    time.sleep(120)
+finally:
+    c.down()
+"""
+
+
+def test_a_terminated_script_takes_its_hosts_down(tmp_path):
+    """A script that builds hosts (a benchmark) and calls ``down_on_sigterm`` removes them when terminated."""
+    from pathlib import Path
+
+    from .conftest import _why_not
+
+    if _why_not():
+        pytest.skip(_why_not())
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([PY, "-c", _TERMINATED, str(tmp_path / "c"), str(root)], stdout=subprocess.PIPE, text=True)
+    try:
+        prefix = proc.stdout.readline().strip()  # once the host is up
+        assert prefix.startswith("gsc"), prefix
+        assert any(n.startswith(prefix) for n in _namespaces())
+        proc.terminate()
+        assert proc.wait(30) == 143
+    finally:
+        proc.kill()
+        proc.wait(30)
+    assert not [n for n in _namespaces() if n.startswith(prefix)]
+
+
+def _namespaces() -> list[str]:
+    return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()

@@ -106,7 +106,8 @@ SWITCH_ENV = "GRAPHSHARD_SWITCH_INTERVAL"
 # Python's default is 5 ms: a thread that wants the GIL (the step coming back from an operation, the thread that
 # answers a peer) waits that long for a builder that holds it. 2 emulated hosts of 1 core each, 32-d, 4 pairs
 # alternated: epoch 6.46 / 7.11 / 6.83 / 7.04 s at 1 ms against 7.29 / 7.69 / 7.14 / 7.93 s at 5 ms; 0.3 ms gave
-# 6.67 / 7.04 s. At 10 Gbit/s and on one host no difference held (see the runtime guide).
+# 6.67 / 7.04 s. In a later series of 4 pairs per cell, medians 8.21 / 8.23 s (2 hosts), 7.78 / 8.05 s (10 Gbit/s),
+# 6.89 / 7.05 s (one host): a small gain.
 SWITCH_INTERVAL = 0.001
 
 
