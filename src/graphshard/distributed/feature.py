@@ -194,11 +194,15 @@ class DistFeatureStore(StoredFeatureStore):
         parts = np.concatenate([p.parts for p in plans]) if plans else np.empty(0, dtype=np.int64)
 
         def split(pos: np.ndarray) -> list[tuple[int, np.ndarray]]:  # (ask, positions within its asked IDs)
+            if len(plans) == 1:  # one ask (a batch's features of a homogeneous graph): nothing to split
+                return [(0, pos)] if pos.size else []
             cut = np.flatnonzero(np.diff(which[pos])) + 1
             return [(int(which[c[0]]), c - starts[which[c[0]]]) for c in np.split(pos, cut) if c.size]
 
-        def local(pos: np.ndarray, store: LocalFeatureStore = self.local) -> list:
-            return [self._read_local(store, plans[a], sub) for a, sub in split(pos)]
+        outs = [None if p.sparse else self._rows_for(p) for p in plans]  # dense rows read in-process go in place
+
+        def local(pos: np.ndarray, store: LocalFeatureStore = self.local) -> list:  # dense rows: in place (None)
+            return [self._read_local(store, plans[a], sub, outs[a]) for a, sub in split(pos)]
 
         def args(pos: np.ndarray) -> tuple:
             items = [
@@ -216,7 +220,7 @@ class DistFeatureStore(StoredFeatureStore):
         for pos, answers in pieces:
             for (a, sub), answer in zip(split(pos), answers):
                 got[a].append((sub, answer))
-        return [self._assemble(plan, got[a]) for a, plan in enumerate(plans)]
+        return [self._assemble(plan, got[a], outs[a]) for a, plan in enumerate(plans)]
 
     def _plan(self, group: Any, name: str, ids: Any) -> _Ask:
         """What one ask needs: its rows' owners, and which rows the cache already holds."""
@@ -232,23 +236,33 @@ class DistFeatureStore(StoredFeatureStore):
                 ask.todo, ask.asked, ask.parts = todo, ids_np[todo], parts[todo]
         return ask
 
-    @staticmethod
-    def _read_local(store: LocalFeatureStore, ask: _Ask, sub: np.ndarray) -> Any:
-        if ask.sparse:
-            return store.nonzeros_from_global_id(ask.group, ask.name, ask.asked[sub])
-        return store.stored_from_global_id(ask.group, ask.name, ask.asked[sub])
+    def _rows_for(self, ask: _Ask) -> torch.Tensor:
+        """Uninitialised rows for every ID of ``ask``."""
+        dtype, row_shape = self.schema[(ask.group, ask.name)]
+        return torch.empty((ask.ids.shape[0], *row_shape), dtype=dtype)
 
-    def _assemble(self, ask: _Ask, pieces: list[tuple[np.ndarray, Any]]) -> torch.Tensor:
-        """The ask's rows in the order asked, from each owner's answer and the cache's hits."""
+    @staticmethod
+    def _read_local(store: LocalFeatureStore, ask: _Ask, sub: np.ndarray, out: torch.Tensor | None) -> Any:
+        """A CSR feature's non-zeros; dense rows go straight to their places in ``out`` (returns None)."""
+        if out is None:
+            return store.nonzeros_from_global_id(ask.group, ask.name, ask.asked[sub])
+        store.stored_into(ask.group, ask.name, ask.asked[sub], out, sub if ask.todo is None else ask.todo[sub])
+        return None
+
+    def _assemble(self, ask: _Ask, pieces: list[tuple[np.ndarray, Any]], out: torch.Tensor | None) -> torch.Tensor:
+        """The ask's rows in the order asked: ``out`` (dense; rows read in-process already in place) completed
+        with each other owner's answer and the cache's hits, or a CSR feature's rows made dense."""
         dtype, row_shape = self.schema[(ask.group, ask.name)]
         n = ask.ids.shape[0]
-        if ask.todo is None and len(pieces) == 1 and pieces[0][0].shape[0] == n and ask.parts[0] == self.part_id:
-            if not ask.sparse:
-                return pieces[0][1]  # local, in order
-            counts, cols, vals = pieces[0][1]
-            return densify(counts, cols, vals, int(row_shape[0]))
-        out = torch.empty((n, *row_shape), dtype=dtype)
+        if out is None:
+            if ask.todo is None and len(pieces) == 1 and pieces[0][0].shape[0] == n and ask.parts[0] == self.part_id:
+                counts, cols, vals = pieces[0][1]
+                return densify(counts, cols, vals, int(row_shape[0]))  # local, in order
+            out = self._rows_for(ask)
         for pos, got in pieces:
+            if got is None:  # read in-process, in place
+                self._count_received(pos, ask.parts, ())
+                continue
             received = got if isinstance(got, tuple) else (got,)
             if isinstance(got, tuple):  # a CSR feature's non-zeros
                 counts, cols, vals = got

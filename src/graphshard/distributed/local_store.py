@@ -23,7 +23,7 @@ from ..graph import parse_etype
 from ..ids import as_id_array
 from ..sparse import CSRRows
 from .graph_store import LocalGraphStore
-from .rows import take_rows
+from .rows import gather_rows, put_rows, take_rows
 from .served import Served, Stacked, StoredTensor, stacked_feats
 from .store_base import Group, ReadOnlyStoreError, Rows, StoredFeatureStore, TypeNames, own_ranges
 
@@ -95,6 +95,17 @@ class LocalFeatureStore(StoredFeatureStore):
         """Rows of the *stored* tensor ``group``/``attr_name`` for global per-type ``ids`` this partition owns,
         whatever this object's overlay holds (what other ranks are served)."""
         return self._read(*self._stored_key(group, attr_name), self.to_rows(group, ids))
+
+    def stored_into(self, group: Any, attr_name: str, ids: np.ndarray, out: torch.Tensor, at: np.ndarray) -> None:
+        """:meth:`stored_from_global_id` of dense rows, written to ``out[at]`` (in one pass from a plain stored
+        tensor: no intermediate copy)."""
+        key = self._stored_key(group, attr_name)
+        rows = self.to_rows(group, ids)
+        tensor = self._tensors[key]
+        if isinstance(tensor, (Stacked, CSRRows)):
+            put_rows(out, torch.from_numpy(at), self._read(*key, rows))
+        else:
+            gather_rows(out, at, tensor, rows.numpy())
 
     def _stored_key(self, group: Any, name: str) -> tuple[Group, str]:
         g = self.types.group(group)

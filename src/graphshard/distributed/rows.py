@@ -1,15 +1,20 @@
-"""Gathering and placing whole feature rows, through NumPy where the dtype has a NumPy type.
+"""Gathering and placing whole feature rows, through NumPy where the dtype has a NumPy type, and both in one
+compiled pass where rows go straight from a stored tensor into a batch's rows.
 
 NumPy's ``take`` and fancy assignment of whole rows were 1.2-2.2 x faster than torch's ``index_select`` and
 ``index_copy_`` on this machine's CPU (25,000 random rows of 32 and 128 float32 columns: take 0.12 / 0.87 ms
 against 0.27 / 1.02 ms; place 0.19 / 1.01 ms against 0.33 / 1.70 ms). bfloat16, which NumPy lacks, keeps
-torch's operations.
+torch's operations. Reading rows into their places in a batch (:func:`gather_rows`) in one compiled pass
+saves NumPy's intermediate copy: 25,000 random rows of 32 float32 columns into 50,000, 1.1-1.3 ms against
+1.5-1.8 ms for take then place.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import torch
+
+from ..jit import kernel
 
 
 def take_rows(tensor: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
@@ -25,3 +30,30 @@ def put_rows(out: torch.Tensor, at: torch.Tensor, rows: torch.Tensor) -> None:
         out.index_copy_(0, at, rows)
     else:
         out.numpy()[at.numpy()] = rows.numpy()
+
+
+@kernel()
+def _gather(out, at, src, rows):
+    for i in range(rows.size):
+        a, r = at[i], rows[i]
+        for j in range(src.shape[1]):
+            out[a, j] = src[r, j]
+
+
+def gather_rows(out: torch.Tensor, at: np.ndarray, tensor: torch.Tensor, rows: np.ndarray) -> None:
+    """``out[at] = tensor[rows]`` in place, in one pass, for any dtype (rows are copied as bytes; ``out``
+    contiguous, of ``tensor``'s dtype; ``tensor`` may be memory-mapped)."""
+    if not tensor.is_contiguous():
+        put_rows(out, torch.from_numpy(at), take_rows(tensor, torch.from_numpy(rows)))
+        return
+    _gather(_row_bytes(out), at, _row_bytes(tensor), rows)
+
+
+def _row_bytes(t: torch.Tensor) -> np.ndarray:
+    return t.reshape(t.shape[0], -1).view(torch.uint8).numpy()
+
+
+def warm_up() -> None:
+    """Compile :func:`gather_rows`' kernel (one for every dtype) or load it from the cache, so ranks started
+    afterwards load it instead of each compiling it."""
+    gather_rows(torch.zeros(1), np.zeros(1, dtype=np.int64), torch.ones(1), np.zeros(1, dtype=np.int64))

@@ -16,6 +16,7 @@ from ..datasets import load_dataset
 from ..distributed.environment import adopt_launcher_env
 from ..distributed.launcher import launch
 from ..distributed.lifetime import refuse_spawn_reimport
+from ..distributed.rows import warm_up as warm_rows
 from ..distributed.runtime import session
 from ..fingerprint import tree_fingerprint
 from ..format.config import read_config
@@ -283,6 +284,7 @@ def _train(
     with timing.phase("compile_s", launcher):
         warm_up()  # compiled once here (first run only), loaded from the cache by every rank
         warm_dropout()
+        warm_rows()
     with tempfile.TemporaryDirectory() as tmp:
         result = str(Path(tmp) / "metrics.json")
         began += sum(launcher.values())
