@@ -257,9 +257,9 @@ def main() -> None:
     args.work = args.work.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
     args.cells = [Cell.parse(c) for c in args.cells.split(",")]
-    if any(c.hosts for c in args.cells) and (reason := unavailable()):
-        sys.exit(f"benchmarks/versus_dgl.py: {reason}")
     if any(c.hosts for c in args.cells):
+        if reason := unavailable():
+            sys.exit(f"benchmarks/versus_dgl.py: {reason}")
         down_on_sigterm()  # a terminated benchmark removes its hosts, as an interrupted one does
     rows = []
     for dim in (int(d) for d in args.dims.split(",")):

@@ -52,13 +52,19 @@ def test_the_budget_holds_for_pytorch_and_numba_in_a_launched_rank(tmp_path):
 
 
 @pytest.fixture
-def _switch_kept():
-    before = sys.getswitchinterval()
+def _budget_kept():
+    """This process's switch interval and intra-op threads as they were (the tests apply a rank's budget)."""
+    import numba
+    import torch
+
+    before = sys.getswitchinterval(), torch.get_num_threads(), numba.get_num_threads()
     yield
-    sys.setswitchinterval(before)
+    sys.setswitchinterval(before[0])
+    torch.set_num_threads(before[1])
+    numba.set_num_threads(before[2])
 
 
-@pytest.mark.usefixtures("_switch_kept")
+@pytest.mark.usefixtures("_budget_kept")
 @pytest.mark.parametrize("setting, seconds", [(None, 0.001), ("0.0005", 0.0005), ("0.005", 0.005), (" 0.1 ", 0.1)])
 def test_a_rank_hands_the_gil_on_after_a_millisecond_or_as_set(monkeypatch, setting, seconds):
     if setting is None:
@@ -70,7 +76,7 @@ def test_a_rank_hands_the_gil_on_after_a_millisecond_or_as_set(monkeypatch, sett
     assert sys.getswitchinterval() == pytest.approx(seconds, rel=1e-6)
 
 
-@pytest.mark.usefixtures("_switch_kept")
+@pytest.mark.usefixtures("_budget_kept")
 @pytest.mark.parametrize("bad", ["0", "-1", "0.2", "1ms", "nan"])
 def test_a_bad_switch_interval_is_named(monkeypatch, bad):
     monkeypatch.setenv("GRAPHSHARD_SWITCH_INTERVAL", bad)
