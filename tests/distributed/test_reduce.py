@@ -61,6 +61,35 @@ def test_a_rank_that_never_sends_is_named():
         launch(_silent, 2, (2,), timeout=60)
 
 
+class _Refusing:
+    def put(self, *_):
+        raise ValueError("this mailbox refuses every tensor")
+
+
+def _refused(_: int) -> None:
+    from graphshard.distributed.reduce import _deposit
+    from graphshard.distributed.rpc import register, rpc_calls
+    from graphshard.distributed.runtime import session
+
+    with session(timeout=3) as s:
+        total = ChannelSum(s.group, "test")
+        if s.rank == 0:  # rank 1's tensor is refused here
+            register("reduce-mailbox/test", _Refusing())
+        s.group.barrier("registered")
+        if s.rank == 1:
+            total(torch.ones(4))  # returns: rank 0's tensor came, and a call does not wait for its own acks
+            total.settle()  # the refusal is reported here, naming the step and the peer
+        else:  # rank 0 puts its tensor in rank 1's mailbox, then waits to be stopped by the launcher
+            rpc_calls(s.group, [("rank1", _deposit, ("test", 0, 0, torch.ones(4)))], "a deposit")
+            s.group.store.wait(["never"], datetime.timedelta(seconds=60))
+
+
+def test_a_refused_tensor_is_reported_by_the_next_settle():
+    named = r"rank 1 failed: .*rank1: sum 'test' \(step 0\) request to rank0 failed: ValueError: this mailbox refuses"
+    with pytest.raises(DistError, match=named):
+        launch(_refused, 2, (2,), timeout=60)
+
+
 def test_the_mailbox_wait_is_bounded_and_checked():
     box = _Mailbox()
     box.put(0, 2, torch.ones(1))

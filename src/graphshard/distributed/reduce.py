@@ -18,7 +18,7 @@ import torch
 
 from . import channel
 from .context import DistError
-from .rpc import RpcGroup, register, registered, rpc_calls
+from .rpc import RpcGroup, collect, drop, register, registered, send_all
 
 _MAILBOX = "reduce-mailbox"
 # a member sends (members - 1) x the tensor's bytes a step: up to this, the exchange beats a ring all-reduce
@@ -71,6 +71,7 @@ class ChannelSum:
 
     def __init__(self, group: RpcGroup, key: str):
         self.group, self.key, self.step = group, key, 0
+        self._sent: tuple[list, str] | None = None  # the last call's deposits, not yet acknowledged
         self.mailbox = _Mailbox()
         register(f"{_MAILBOX}/{key}", self.mailbox)
 
@@ -81,13 +82,27 @@ class ChannelSum:
         peers = [m for m in range(g.world_size) if m != me]
         data = tensor.detach().contiguous()
         what = f"sum {self.key!r} (step {step})"
-        rpc_calls(g, [(g.names[m], _deposit, (self.key, step, me, data)) for m in peers], what)
+        self.settle()
+        self._sent = send_all(g, [(g.names[m], _deposit, (self.key, step, me, data)) for m in peers], what), what
         try:
             got = self.mailbox.take(step, peers, g.timeout, check)
-        except DistError as exc:
-            raise DistError(f"{g.names[me]}: {what}: {exc}") from None
+        except BaseException as exc:
+            drop(self._sent[0])
+            self._sent = None
+            if isinstance(exc, DistError):
+                raise DistError(f"{g.names[me]}: {what}: {exc}") from None
+            raise
         got[me] = data
         out = got[0].clone()
         for m in range(1, g.world_size):  # member order, on every member: the same bits everywhere
             out += got[m]
         return out
+
+    def settle(self) -> None:
+        """Wait for the peers to acknowledge the last call's tensors. A call does not wait for its own
+        acknowledgements (its peers' tensors already show it is on time), only for those of the call before:
+        a sum costs one trip across the network, not a round trip behind other traffic."""
+        if self._sent is not None:
+            sent, what = self._sent
+            self._sent = None
+            collect(self.group, sent, what)

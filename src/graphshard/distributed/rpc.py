@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..book import positions_by_part
 from .channel import ChannelLost, Channels, Pending, RemoteFailure, handler_name
 from .context import PEER_FAILURE, DistContext, DistError
 from .interrupt import raise_if_pending
@@ -253,7 +254,7 @@ def by_owner(
     mine = group.part_id(num_parts)
     done, pending, here = [], [], []
     try:
-        for p, pos in _by_part(parts, num_parts):
+        for p, pos in positions_by_part(parts, num_parts):
             owner = group.owner(p, num_parts)
             if p == mine and (local is not None or owner == group.names[group.rank]):
                 here.append((pos, local if local is not None else lambda at: remote(*args(at))))
@@ -266,30 +267,16 @@ def by_owner(
         for pos, owner, fut in pending:
             done.append((pos, _result(group, owner, fut, what)))
     except BaseException:
-        _cancel(fut for _, _, fut in pending)
+        drop(fut for _, _, fut in pending)
         raise
     return done
 
 
-def _cancel(futures: Iterable[Any]) -> None:
+def drop(futures: Iterable[Any]) -> None:
     """Drop the channel requests among ``futures`` unread (a no-op for those already answered)."""
     for fut in futures:
         if isinstance(fut, Pending):
             fut.cancel()
-
-
-# Up to this many partitions, a batch's items are grouped by one comparison pass per partition (about 20 x
-# faster than a stable sort of 50,000 owners for 2 partitions); beyond, by one stable sort.
-_PASSES = 8
-
-
-def _by_part(parts: np.ndarray, num_parts: int) -> list[tuple[int, np.ndarray]]:
-    """``(partition, positions in ascending order)`` of every partition among ``parts``."""
-    if num_parts <= _PASSES:
-        return [(p, pos) for p in range(num_parts) for pos in [np.flatnonzero(parts == p)] if pos.size]
-    order = np.argsort(parts, kind="stable")
-    bounds = np.searchsorted(parts[order], np.arange(num_parts + 1))
-    return [(int(p), order[bounds[p] : bounds[p + 1]]) for p in np.flatnonzero(np.diff(bounds))]
 
 
 def rpc_call(group: RpcGroup, owner: str, remote: Callable[..., Any], args: tuple, what: str) -> Any:
@@ -300,13 +287,27 @@ def rpc_call(group: RpcGroup, owner: str, remote: Callable[..., Any], args: tupl
 def rpc_calls(group: RpcGroup, calls: list[tuple[str, Callable[..., Any], tuple]], what: str) -> list[Any]:
     """``remote(*args)`` on ``owner`` for every ``(owner, remote, args)``, all in flight at once; their values
     in order. Bounded and named as :func:`rpc_call`."""
+    return collect(group, send_all(group, calls, what), what)
+
+
+def send_all(group: RpcGroup, calls: list[tuple[str, Callable[..., Any], tuple]], what: str) -> list[tuple[str, Any]]:
+    """Send the calls of :func:`rpc_calls`, all in flight at once, without waiting (see :func:`collect`)."""
     sent: list[tuple[str, Any]] = []
     try:
         for owner, remote, args in calls:
             sent.append((owner, _send(group, owner, remote, args, what)))
+    except BaseException:
+        drop(fut for _, fut in sent)
+        raise
+    return sent
+
+
+def collect(group: RpcGroup, sent: list[tuple[str, Any]], what: str) -> list[Any]:
+    """The values of the requests :func:`send_all` sent, in order; on an error the others are dropped."""
+    try:
         return [_result(group, owner, fut, what) for owner, fut in sent]
     except BaseException:
-        _cancel(fut for _, fut in sent)
+        drop(fut for _, fut in sent)
         raise
 
 

@@ -350,6 +350,10 @@ class Trainer:
             bar.update()
             done = time.perf_counter()
         bar.close()
+        if self.comm["sum"] is not None:
+            t = time.perf_counter()
+            self.comm["sum"].settle()  # the last step's gradients reached every peer
+            self.comm["comm_s"] += time.perf_counter() - t
         sums["wall_s"] = time.perf_counter() - start
         sums["comm_s"] = self.comm["comm_s"]
         sums["compute_s"] -= sums["comm_s"]
