@@ -1,5 +1,6 @@
-"""Direct channels: values and tensors of every dtype arrive equal; handler errors, unknown handlers, closed
-peers and silent peers are raised as such, each within its bound; concurrent callers get their own answers;
+"""Direct channels: values and tensors of every dtype arrive equal, large answers and answers sent in pieces
+whole; handler errors, unknown handlers, closed peers and silent peers are raised as such, each within its
+bound, and a caller that stops reading frees the answering thread; concurrent callers get their own answers;
 the listener binds to the address given and survives a stream that is not a channel's."""
 
 from __future__ import annotations
@@ -197,3 +198,62 @@ def test_a_cancelled_request_frees_nothing_it_should_not(pair):
     with pytest.raises(ChannelLost, match="already answered or cancelled"):
         pending.result()
     assert a.send(1, _echo, (2,)).result() == (2,)
+
+
+@channel.handler
+def _big(n: int) -> torch.Tensor:
+    return torch.arange(n, dtype=torch.int64)
+
+
+def test_a_large_answer_arrives_whole(pair):
+    a, _ = pair
+    n = 3_000_001  # 24 MB: many times the socket buffers, received in one call per tensor
+    got = a.send(1, _big, (n,)).result()
+    assert got.dtype == torch.int64 and got.shape == (n,) and int(got[-1]) == n - 1
+    assert torch.equal(got[::99_991], torch.arange(0, n, 99_991))
+
+
+def test_an_answer_that_arrives_in_pieces_is_read_whole_and_the_check_runs_meanwhile():
+    """A peer that sends half an answer, pauses for 3 of the caller's receive bounds, then the rest: the caller
+    gets it all, and looked at its check while it waited."""
+    rows = torch.arange(40_000, dtype=torch.float32).reshape(10_000, 4)
+    bufs = channel._frame({"v": {"T": 0}}, [rows])
+    payload = b"".join(bytes(b) for b in bufs)
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.settimeout(5.0)
+            channel._Reader(conn).frame()  # the request
+            conn.sendall(payload[: len(payload) // 2])
+            time.sleep(3 * channel._POLL)  # the pause under test, not a synchronisation
+            conn.sendall(payload[len(payload) // 2 :])
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    a = Channels("127.0.0.1", "a", 5.0, lambda m: listener.getsockname()[:2])
+    looks = []
+    try:
+        got = a.send(1, _echo, ()).result(lambda: looks.append(1))
+        assert torch.equal(got, rows) and len(looks) >= 2
+    finally:
+        server.join(10)
+        a.close()
+        listener.close()
+
+
+def test_a_caller_that_stops_reading_frees_the_answering_thread_in_time():
+    b = Channels("127.0.0.1", "b", 0.5, lambda m: None)
+    a = Channels("127.0.0.1", "a", 5.0, lambda m: b.address)
+    try:
+        unread = a.send(1, _big, (1 << 24,))  # 128 MB that nobody reads: more than any socket buffer holds
+        deadline = time.monotonic() + 10
+        for present in (True, False):  # the connection is accepted; then its thread gives up and closes it
+            while bool(b._server.conns) != present and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert bool(b._server.conns) == present
+        unread.cancel()
+    finally:
+        a.close()
+        b.close()
