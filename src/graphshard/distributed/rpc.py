@@ -24,6 +24,7 @@ import numpy as np
 from ..book import positions_by_part
 from .channel import ChannelLost, Channels, Pending, RemoteFailure, handler_name
 from .context import PEER_FAILURE, DistContext, DistError
+from .group_channels import open_channels
 from .interrupt import raise_if_pending
 from .network import interface_of, own_address
 
@@ -163,7 +164,7 @@ def join_group(
     # for messages: measured on 2 cores, it tripled the run's system CPU time and, with other work on the
     # cores, made the epoch 1.4 x slower than over loopback TCP (uv), which waits in the kernel instead.
     # Between hosts TensorPipe uses uv anyway.
-    channels = _open_channels(names, rank, store, key, timeout, own_address(os.environ.get("MASTER_ADDR", host)))
+    channels = open_channels(names, rank, store, key, timeout, own_address(os.environ.get("MASTER_ADDR", host)))
     opts = rpc.TensorPipeRpcBackendOptions(
         init_method=f"graphshard://{token}", rpc_timeout=timeout, num_worker_threads=num_threads, _transports=["uv"]
     )
@@ -184,28 +185,6 @@ def join_group(
     group = RpcGroup(rank, names, store, timeout, lanes, channels=channels)
     _CURRENT[:] = [group]
     return group
-
-
-CHANNELS_ENV = "GRAPHSHARD_CHANNELS"
-
-
-def _open_channels(names: list[str], rank: int, store: Any, key: str, timeout: float, host: str) -> Channels | None:
-    """This member's channels (see :mod:`.channel`), listening on ``host``, its address published under
-    ``key`` in ``store``; None when ``GRAPHSHARD_CHANNELS=0`` (every request then goes through TensorPipe)."""
-    if os.environ.get(CHANNELS_ENV, "1").strip() == "0":
-        return None
-
-    def address_of(member: int) -> tuple[str, int]:
-        ip, _, port = bytes(store.get(f"{key}/channel/{member}")).decode().rpartition(":")
-        return ip, int(port)
-
-    channels = Channels(host, names[rank], timeout, address_of)
-    try:
-        store.set(f"{key}/channel/{rank}", f"{channels.address[0]}:{channels.address[1]}")
-    except BaseException:
-        channels.close()
-        raise
-    return channels
 
 
 def init_rpc(ctx: DistContext, host: str = "127.0.0.1", num_threads: int = 8) -> RpcGroup:
