@@ -50,7 +50,16 @@ def _silent(_: int) -> None:
         total = ChannelSum(s.group, "test")
         s.group.barrier("registered")
         if s.rank == 1:
-            total(torch.ones(4))  # rank 0 never sends its own: rank 1's wait ends, naming it
+            from graphshard.distributed import reduce
+            from graphshard.distributed.channel import Pending
+
+            dropped: list = []
+            reduce.drop = dropped.extend  # records what the failed call drops (this process ends next)
+            try:
+                total(torch.ones(4))  # rank 0 never sends its own: rank 1's wait ends, naming it
+            except DistError:  # the request it sent to rank 0 is dropped, not left for a later settle
+                assert len(dropped) == 1 and isinstance(dropped[0], Pending) and total._sent is None, dropped
+                raise
         else:  # rank 0 waits for a key nobody sets, longer than rank 1's bound: it is stopped by the launcher
             s.group.store.wait(["never"], datetime.timedelta(seconds=60))
 
