@@ -6,6 +6,7 @@ files, damaged headers and truncated data give the array saved or an :class:`Inp
 from __future__ import annotations
 
 import io
+import warnings
 
 import numpy as np
 import pytest
@@ -186,3 +187,16 @@ def test_planner_edge_counts(chunked, data):
         assert len(got) == len(truth) and all(isinstance(c, int) and c >= 0 for c in got)
     finally:
         path.write_bytes(original)
+
+
+def test_a_header_written_by_python_2_reads_the_same_without_a_warning(where):
+    """NumPy reads ``3L`` in a shape (Python 2's long integers) after a second parse, and warns that it did:
+    the array is the same, so graphshard says nothing."""
+    header = b"{'descr': '<i8', 'fortran_order': False, 'shape': (3L,), }"
+    header += b" " * (-(len(header) + 11) % 64) + b"\n"
+    path = where / "python2.npy"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + np.arange(3).tobytes())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = read_npy(path)
+    assert got.dtype == np.int64 and got.tolist() == [0, 1, 2]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tokenize
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -21,7 +22,9 @@ def read_npy(path: str | os.PathLike, error: type[Exception] = InputError, mmap:
     if not path.is_file():
         raise error(f"{path}: missing (or not a file)")
     try:
-        arr = np.load(path, allow_pickle=False, mmap_mode="r")  # maps, so a shape larger than the file fails here
+        with warnings.catch_warnings():  # a header written by Python 2 (``3L``) reads the same: nothing to tell
+            warnings.filterwarnings("ignore", message=r"Reading `\.npy` or `\.npz` file required additional header")
+            arr = np.load(path, allow_pickle=False, mmap_mode="r")  # maps: a shape larger than the file fails here
     except OSError as exc:
         raise error(f"{path}: cannot be read ({exc.strerror or exc})") from None
     except (
