@@ -22,7 +22,9 @@ def _report(out: str) -> None:
     seen = {"ppid": os.getppid(), "mark": os.environ.get("GRAPHSHARD_TEST_MARK"), "cwd": os.getcwd()}
     Path(out, f"rank{rank}.json").write_text(json.dumps(seen))
     if seen["mark"] == "two":
-        print(f"rank {rank} of launch two", flush=True)
+        # the whole line in one write: the two ranks print at once to one file, and a newline written apart
+        # from its line can land after the other rank's line (seen once in CI)
+        print(f"rank {rank} of launch two\n", end="", flush=True)
 
 
 def test_every_launch_forks_from_one_server_and_sees_the_launcher_as_it_is_now(tmp_path, monkeypatch, capfd):
