@@ -156,7 +156,8 @@ def join_group(
     _register_rendezvous()
     token = f"g{os.getpid()}x{len(_RENDEZVOUS)}x{abs(hash(key))}"
     _RENDEZVOUS[token] = (dist.PrefixStore(f"{key}/rdzv/", store), rank, len(names))
-    iface = interface_of(own_address(os.environ.get("MASTER_ADDR", host)))
+    address = own_address(os.environ.get("MASTER_ADDR", host))
+    iface = interface_of(address)
     if iface:  # TensorPipe's listener, and the gloo group torch's RPC creates for itself, bind there
         os.environ.setdefault("TP_SOCKET_IFNAME", iface)
         os.environ.setdefault("GLOO_SOCKET_IFNAME", iface)
@@ -164,7 +165,8 @@ def join_group(
     # for messages: measured on 2 cores, it tripled the run's system CPU time and, with other work on the
     # cores, made the epoch 1.4 x slower than over loopback TCP (uv), which waits in the kernel instead.
     # Between hosts TensorPipe uses uv anyway.
-    channels = open_channels(names, rank, store, key, timeout, own_address(os.environ.get("MASTER_ADDR", host)))
+    group = RpcGroup(rank, names, store, timeout, lanes)
+    channels = open_channels(group.all_gather, names, rank, store, key, timeout, address)
     opts = rpc.TensorPipeRpcBackendOptions(
         init_method=f"graphshard://{token}", rpc_timeout=timeout, num_worker_threads=num_threads, _transports=["uv"]
     )
@@ -182,7 +184,7 @@ def join_group(
         raise
     finally:
         _RENDEZVOUS.pop(token, None)
-    group = RpcGroup(rank, names, store, timeout, lanes, channels=channels)
+    group.channels = channels
     _CURRENT[:] = [group]
     return group
 
