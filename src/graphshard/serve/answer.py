@@ -30,6 +30,7 @@ from torch import nn
 from ..distributed.batch import BatchMaker, BatchRequest, BatchSpec
 from ..distributed.original import OriginalIds
 from ..errors import FormatError
+from ..format.npyfile import read_npy
 from ..models.stack import ConvStack
 from ..train.checkpoint_embed import Restored
 from ..train.inputs import rows_of
@@ -321,10 +322,7 @@ def open_stale(path: str | os.PathLike, types: list[str], counts: dict[str, int]
         raise FormatError(f"{path}: the model answers for node types {types}: give embed's directory of them")
     out = {}
     for t, f in files.items():
-        try:
-            arr = np.load(f, mmap_mode="r", allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise FormatError(f"{f}: not a readable .npy file of embeddings ({exc})") from None
+        arr = read_npy(f, FormatError, mmap=True)  # a damaged or missing file is named, never a raw error
         want = (counts[t], width)
         if arr.dtype != np.float32 or arr.shape != want:
             raise FormatError(
