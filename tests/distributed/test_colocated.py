@@ -72,9 +72,12 @@ def _worker(homo: str, hetero: str) -> None:
         assert sampler.stats["remote_requests"] == 0 and sampler.stats["colocated_seeds"] > 0
         # a loader's batches are the same whether the other partition is read in-process or over RPC
         seeds = book.partid2nids(s.rank).numpy()
-        batches, ahead = [], []
+        batches, ahead, lowered = [], [], []
         fetched = []
+        lower = prefetch.lower_this_thread
+        prefetch.lower_this_thread = lambda steps: (lowered[-1].add(steps), lower(steps))
         for graph in (near, far):
+            lowered.append(set())
             if graph is far:  # over RPC, a second builder starts at once: the batches and counts must not change
                 prefetch.WINDOW, prefetch.STALLED, prefetch.IDLE = 1, 0.0, float("inf")
             received = graph.features.stats["bytes_received"]
@@ -87,6 +90,8 @@ def _worker(homo: str, hetero: str) -> None:
         # over RPC the next batches are built ahead (their answers awaited while the model computes); in-process,
         # only with a core to spare per rank
         assert ahead == [2 if rank_threads() >= 2 else 0, 4], ahead
+        # builders of batches read in-process yield to the step; builders waiting on another process do not
+        assert lowered == [{10} if rank_threads() >= 2 else set(), {0}], lowered
         for a, b in zip(*batches, strict=True):
             for key in ("n_id", "x", "y", "edge_index", "e_id"):
                 assert torch.equal(a[key], b[key]), key

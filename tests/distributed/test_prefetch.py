@@ -11,6 +11,7 @@ import pytest
 from graphshard.distributed import prefetch
 from graphshard.distributed.context import DistError
 from graphshard.distributed.prefetch import prefetched, wants_builder
+from graphshard.distributed.threads import builder_nice
 from graphshard.errors import InputError
 
 
@@ -117,3 +118,10 @@ def test_builders_run_at_a_lower_priority_than_the_consumer(monkeypatch):
     for bad in ("-1", "20", "ten"):
         with pytest.raises(InputError, match=f"GRAPHSHARD_BUILDER_NICE='{bad}': expected a whole number from 0 to 19"):
             _nice_of_builders(monkeypatch, bad)
+
+
+def test_builders_of_remote_batches_keep_the_consumers_priority_unless_told(monkeypatch):
+    monkeypatch.delenv("GRAPHSHARD_BUILDER_NICE", raising=False)
+    assert (builder_nice(remote=True), builder_nice(remote=False)) == (0, 10)
+    monkeypatch.setenv("GRAPHSHARD_BUILDER_NICE", "7")  # the setting wins either way
+    assert (builder_nice(remote=True), builder_nice(remote=False)) == (7, 7)

@@ -26,7 +26,7 @@ from ..ids import check_range
 from .batch import BatchMaker, BatchRequest, BatchSpec
 from .graph import DistGraph
 from .prefetch import prefetched
-from .threads import MAX_BUILDERS, prefetch_depth, rank_threads
+from .threads import MAX_BUILDERS, builder_nice, prefetch_depth, rank_threads
 from .wire import STORED
 from .workers import WorkerPool
 
@@ -52,9 +52,9 @@ class _DistLoader:
             raise InputError(f"batch_size must be >= 1, got {batch_size}")
         self.graph, self.spec, self.seeds = graph, spec, seeds
         self.batch_size, self.shuffle, self.seed, self.epoch = batch_size, shuffle, seed, 0
+        self.remote = len(graph.near_graphs) + 1 < graph.book.num_partitions()  # some partition is asked for
         if prefetch is None:
-            remote = len(graph.near_graphs) + 1 < graph.book.num_partitions()  # some partition is asked for
-            prefetch = 2 if num_workers > 0 else prefetch_depth(remote)
+            prefetch = 2 if num_workers > 0 else prefetch_depth(self.remote)
         self.prefetch = prefetch
         count = seeds.shape[-1]
         self.time = None if time is None else to_numpy(time)
@@ -150,6 +150,7 @@ class _DistLoader:
                     f"rank {self.rank}: ",
                     max_builders=MAX_BUILDERS,
                     cores=rank_threads(),
+                    nice=builder_nice(self.remote),
                 )
             else:
                 for r in reqs:

@@ -9,8 +9,9 @@ cores are busy, a second builder would only compete for them, so none starts. Ea
 maker (samplers keep scratch state) and takes the next request in order, at most ``depth`` ahead of the
 consumer. Batches arrive in request order and are the same as built in-line, whichever thread built them:
 every request carries its own random key. A failure is raised in the consumer when its batch is due; a
-consumer that stops early stops the threads; every wait is bounded. Builders run at a lower CPU priority
-than the consumer (see :func:`.threads.builder_nice`)."""
+consumer that stops early stops the threads; every wait is bounded. Builders of batches read in-process run
+at a lower CPU priority than the consumer; builders whose batches ask other hosts run at its priority, so that
+their next requests go out while the model computes (see :func:`.threads.builder_nice`)."""
 
 from __future__ import annotations
 
@@ -45,9 +46,8 @@ def _cpu_seconds() -> float:
 class _Builders:
     """The shared state: the next request to build, the built ones by index, the builder threads."""
 
-    def __init__(self, maker: Callable[[int], Callable[[Any], Any]], requests: Sequence[Any], depth: int):
-        self.maker, self.requests, self.depth = maker, requests, max(1, depth)
-        self.nice = builder_nice()
+    def __init__(self, maker: Callable[[int], Callable[[Any], Any]], requests: Sequence[Any], depth: int, nice: int):
+        self.maker, self.requests, self.depth, self.nice = maker, requests, max(1, depth), nice
         self.cond = threading.Condition()
         self.next = self.consumed = 0
         self.done: dict[int, tuple[str, Any]] = {}
@@ -110,11 +110,12 @@ def prefetched(
     where: str = "",
     max_builders: int = 1,
     cores: int = 1,
+    nice: int | None = None,
 ) -> Iterator[Any]:
     """``make(r)`` for every request, in order, built up to ``depth`` ahead by 1 to ``max_builders`` threads,
     builder ``j`` with ``make = maker(j)``. ``cores``: the process's share of the machine (to tell whether it
-    is idle)."""
-    builders = _Builders(maker, requests, depth)
+    is idle). ``nice``: steps below the consumer the builders run at (default :func:`.threads.builder_nice`)."""
+    builders = _Builders(maker, requests, depth, builder_nice() if nice is None else nice)
     builders.add()
     wall, cpu, waited = time.perf_counter(), _cpu_seconds(), 0.0
     try:

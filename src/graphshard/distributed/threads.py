@@ -4,10 +4,11 @@ A rank's intra-op threads (PyTorch, numba) are capped at its share by default, s
 do not oversubscribe it; ``OMP_NUM_THREADS`` set by the user wins. A rank with cores to spare, or whose
 batches wait for other hosts' answers, builds its next batches in background threads while it computes
 (see :mod:`.prefetch`); with one core per rank and every partition read in-process, overlap only adds
-contention, so batches are built in-line. The builder threads run at a lower CPU priority than the rank's
-other threads (:func:`builder_nice`): the model's step and the answers other ranks wait for come first, and
-the builders take the time those leave; and a thread holding the GIL hands it on after 1 ms, not Python's
-5 ms (:func:`switch_interval`), so they also get the interpreter back sooner."""
+contention, so batches are built in-line. Builders of batches read in-process run at a lower CPU priority
+than the rank's other threads (:func:`builder_nice`): the model's step comes first, and the builders take the
+time it leaves. Builders whose batches ask other hosts run at the step's priority: the link idles while such
+a builder waits for the core to send its next requests. A thread holding the GIL hands it on after 1 ms, not
+Python's 5 ms (:func:`switch_interval`), so the others get the interpreter back sooner."""
 
 from __future__ import annotations
 
@@ -85,18 +86,23 @@ MAX_BUILDERS = 2  # threads that may build a loader's batches at once (see .pref
 
 
 BUILDER_NICE_ENV = "GRAPHSHARD_BUILDER_NICE"
-# Nice steps below the rank's other threads. 2 emulated hosts of 1 core each, 32-d, 3 pairs alternated: epoch
-# 6.25-6.90 s against 6.97-7.93 s at 0 (compute 2.4-2.6 s against 4.0-4.3 s); 5 steps gave 7.03 and 7.07 s. With
-# one busy process per core: 10.6 and 12.5 s against 12.9 and 13.6 s; one host idle: 6.30 / 5.51 against 7.16 / 5.54.
+# Nice steps below the rank's other threads when every batch is read in-process (one host: 6.30 / 5.51 s
+# against 7.16 / 5.54 s at 0; with one busy process per core 10.6 and 12.5 s against 12.9 and 13.6 s).
 BUILDER_NICE = 10
+# ... and when batches ask other hosts. There a builder that waits for the core sends its next requests late and
+# the link idles. 2 emulated hosts of 1 core each, 2 rounds alternated (0 / 4 / 10 steps): 128-d at 1 Gbit/s
+# 13.76, 13.48 / 15.34, 16.14 / 16.08, 16.54 s; unshaped 10.77, 11.07 / 10.72, 10.89 / 10.44, 11.42 s; 32-d
+# unshaped 5.70, 6.29 / 5.88, 6.00 / 5.83, 6.52 s.
+REMOTE_BUILDER_NICE = 0
 
 
-def builder_nice() -> int:
+def builder_nice(remote: bool = False) -> int:
     """How many nice steps below the rank's other threads its batch builders run: ``GRAPHSHARD_BUILDER_NICE``
-    (0 to 19; 0: the same priority) or :data:`BUILDER_NICE`."""
+    (0 to 19; 0: the same priority), else :data:`REMOTE_BUILDER_NICE` when the batches ask other hosts
+    (``remote``) and :data:`BUILDER_NICE` when they are read in-process."""
     text = os.environ.get(BUILDER_NICE_ENV, "").strip()
     if not text:
-        return BUILDER_NICE
+        return REMOTE_BUILDER_NICE if remote else BUILDER_NICE
     if not text.isdigit() or int(text) > 19:
         raise InputError(f"{BUILDER_NICE_ENV}={text!r}: expected a whole number from 0 to 19")
     return int(text)
