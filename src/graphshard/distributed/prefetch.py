@@ -10,8 +10,8 @@ maker (samplers keep scratch state) and takes the next request in order, at most
 consumer. Batches arrive in request order and are the same as built in-line, whichever thread built them:
 every request carries its own random key. A failure is raised in the consumer when its batch is due; a
 consumer that stops early stops the threads; every wait is bounded. Builders of batches read in-process run
-at a lower CPU priority than the consumer; builders whose batches ask other hosts run at its priority, so that
-their next requests go out while the model computes (see :func:`.threads.builder_nice`)."""
+at a lower CPU priority than the consumer; builders whose batches ask other processes run at its priority, so
+that their next requests go out while the model computes (see :func:`.threads.builder_nice`)."""
 
 from __future__ import annotations
 

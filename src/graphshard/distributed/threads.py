@@ -6,7 +6,7 @@ batches wait for other hosts' answers, builds its next batches in background thr
 (see :mod:`.prefetch`); with one core per rank and every partition read in-process, overlap only adds
 contention, so batches are built in-line. Builders of batches read in-process run at a lower CPU priority
 than the rank's other threads (:func:`builder_nice`): the model's step comes first, and the builders take the
-time it leaves. Builders whose batches ask other hosts run at the step's priority: the link idles while such
+time it leaves. Builders whose batches ask other processes run at the step's priority: the link idles while such
 a builder waits for the core to send its next requests. A thread holding the GIL hands it on after 1 ms, not
 Python's 5 ms (:func:`switch_interval`), so the others get the interpreter back sooner."""
 
@@ -89,7 +89,7 @@ BUILDER_NICE_ENV = "GRAPHSHARD_BUILDER_NICE"
 # Nice steps below the rank's other threads when every batch is read in-process (one host: 6.30 / 5.51 s
 # against 7.16 / 5.54 s at 0; with one busy process per core 10.6 and 12.5 s against 12.9 and 13.6 s).
 BUILDER_NICE = 10
-# ... and when batches ask other hosts. There a builder that waits for the core sends its next requests late and
+# ... and when batches ask other processes. There a builder that waits for the core sends its next requests late and
 # the link idles. 2 emulated hosts of 1 core each, 2 rounds alternated (0 / 4 / 10 steps): 128-d at 1 Gbit/s
 # 13.76, 13.48 / 15.34, 16.14 / 16.08, 16.54 s; unshaped 10.77, 11.07 / 10.72, 10.89 / 10.44, 11.42 s; 32-d
 # unshaped 5.70, 6.29 / 5.88, 6.00 / 5.83, 6.52 s.
@@ -98,7 +98,7 @@ REMOTE_BUILDER_NICE = 0
 
 def builder_nice(remote: bool = False) -> int:
     """How many nice steps below the rank's other threads its batch builders run: ``GRAPHSHARD_BUILDER_NICE``
-    (0 to 19; 0: the same priority), else :data:`REMOTE_BUILDER_NICE` when the batches ask other hosts
+    (0 to 19; 0: the same priority), else :data:`REMOTE_BUILDER_NICE` when the batches ask other processes
     (``remote``) and :data:`BUILDER_NICE` when they are read in-process."""
     text = os.environ.get(BUILDER_NICE_ENV, "").strip()
     if not text:
