@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -114,17 +114,32 @@ def _csv_rows(data: bytes, integers: bool) -> tuple[list[list], int | None]:
         lines = data.decode("utf-8", "replace").split("\n")
         return [], next(i for i, line in enumerate(lines, 1) if "\ufffd" in line)
     rows, width = [], 2 if integers else None
+    logical = _logical_columns(lines) if not integers else set()
     for i, line in enumerate(lines, 1):
         fields = line.split(" ")
         width = len(fields) if width is None else width
         pattern = _INT_FIELD if integers else _FLOAT_FIELD
-        if len(fields) != width or not all(pattern.fullmatch(f) for f in fields):
+        if len(fields) != width or not all(
+            (f in _LOGICAL) if j in logical else pattern.fullmatch(f) for j, f in enumerate(fields)
+        ):
             return rows, i
-        row = [int(f.strip('"')) if integers else float(f) for f in fields]
+        row = [
+            int(f.strip('"')) if integers else _LOGICAL[f] if j in logical else float(f) for j, f in enumerate(fields)
+        ]
         if integers and not all(-(2**63) <= v < 2**63 for v in row):  # no int64: that line is named
             return rows, i
         rows.append(row)
     return rows, None
+
+
+# A feature column that holds one of pyarrow's words for true or false is read as booleans, where every value of
+# it is one of these (1 and 0 included); any other value there makes the file unreadable.
+_LOGICAL = {w: 1.0 for w in ("1", "true", "True", "TRUE")} | {w: 0.0 for w in ("0", "false", "False", "FALSE")}
+
+
+def _logical_columns(lines: list[str]) -> set[int]:
+    """The columns of a feature chunk with a word for true or false in them."""
+    return {j for line in lines for j, f in enumerate(line.split(" ")) if f in _LOGICAL and not f.isdigit()}
 
 
 def _read_chunk(path: Path, fmt: str, integers: bool) -> np.ndarray:
@@ -549,6 +564,9 @@ FLOAT = st.floats(allow_nan=True, allow_infinity=True, width=32).map(repr) | st.
     st.booleans(),
     st.sampled_from(["\n", "\r\n"]),
 )
+@example(["1", "1", "1", "true"], False, "\n")  # read as booleans (found in CI)
+@example(["true", "2", "1", "0"], False, "\n")  # no type fits the column
+@example(["1.5 true", "2 false", "3 1", "4 0"], True, "\n")  # a column of numbers beside one of booleans
 def test_csv_node_feature(base, lines, final_newline, newline):
     work = _work(base, "csv")
     feat = work / "node_data" / "a" / "x" / "feat.csv"
