@@ -167,7 +167,9 @@ def test_junk_rows(pristine, data):
 
 def _int(field: str) -> int:
     """A field as pyarrow reads an integer: decimal, or unsigned hexadecimal ``0x...`` (a value beyond 64 bits
-    wraps there, to a negative ID the reader refuses as out of range)."""
+    wraps there, to a negative ID the reader refuses as out of range), either in double quotes or not."""
+    if len(field) > 1 and field[0] == field[-1] == '"':  # pyarrow's quoting: "3" is 3
+        field = field[1:-1]
     hexa = re.fullmatch(r"\s*0[xX]([0-9a-fA-F]+)\s*", field)
     return int(hexa.group(1), 16) if hexa else int(field)
 
