@@ -116,7 +116,7 @@ def _csv_rows(data: bytes, integers: bool) -> tuple[list[list], int | None]:
     rows, width = [], 2 if integers else None
     logical = _logical_columns(lines) if not integers else set()
     for i, line in enumerate(lines, 1):
-        fields = line.split(" ")
+        fields = line.split(" ") if integers else _unquoted(line)
         width = len(fields) if width is None else width
         pattern = _INT_FIELD if integers else _FLOAT_FIELD
         if len(fields) != width or not all(
@@ -139,7 +139,12 @@ _LOGICAL = {w: 1.0 for w in ("1", "true", "True", "TRUE")} | {w: 0.0 for w in ("
 
 def _logical_columns(lines: list[str]) -> set[int]:
     """The columns of a feature chunk with a word for true or false in them."""
-    return {j for line in lines for j, f in enumerate(line.split(" ")) if f in _LOGICAL and not f.isdigit()}
+    return {j for line in lines for j, f in enumerate(_unquoted(line)) if f in _LOGICAL and not f.isdigit()}
+
+
+def _unquoted(line: str) -> list[str]:
+    """A feature line's fields, each without a surrounding pair of double quotes (pyarrow's quoting: "1" is 1)."""
+    return [f[1:-1] if len(f) > 1 and f[0] == f[-1] == '"' else f for f in line.split(" ")]
 
 
 def _read_chunk(path: Path, fmt: str, integers: bool) -> np.ndarray:
