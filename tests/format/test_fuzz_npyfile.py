@@ -200,3 +200,16 @@ def test_a_header_written_by_python_2_reads_the_same_without_a_warning(where):
         warnings.simplefilter("error")
         got = read_npy(path)
     assert got.dtype == np.int64 and got.tolist() == [0, 1, 2]
+
+
+def test_a_damaged_header_with_a_backslash_is_named_without_a_warning(where):
+    """Python warns of an invalid escape while NumPy parses such a header; the error naming the file says all."""
+    header = b"{'descr': '<i8\\q', 'fortran_order': False, 'shape': (3,), }"
+    header += b" " * (-(len(header) + 11) % 64) + b"\n"
+    path = where / "escape.npy"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + np.arange(3).tobytes())
+    with warnings.catch_warnings(record=True) as seen:  # recorded, not raised: an error would stop the parse
+        warnings.simplefilter("always")
+        with pytest.raises(InputError, match="escape.npy"):
+            read_npy(path)
+    assert [str(w.message) for w in seen] == []

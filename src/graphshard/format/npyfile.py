@@ -24,6 +24,9 @@ def read_npy(path: str | os.PathLike, error: type[Exception] = InputError, mmap:
     try:
         with warnings.catch_warnings():  # a header written by Python 2 (``3L``) reads the same: nothing to tell
             warnings.filterwarnings("ignore", message=r"Reading `\.npy` or `\.npz` file required additional header")
+            # a damaged header with a backslash: Python warns while parsing it, and the error that follows says all
+            warnings.filterwarnings("ignore", message=r"invalid escape sequence", category=DeprecationWarning)
+            warnings.filterwarnings("ignore", message=r"invalid escape sequence", category=SyntaxWarning)
             arr = np.load(path, allow_pickle=False, mmap_mode="r")  # maps: a shape larger than the file fails here
     except OSError as exc:
         raise error(f"{path}: cannot be read ({exc.strerror or exc})") from None
