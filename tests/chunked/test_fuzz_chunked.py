@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shutil
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +27,7 @@ from graphshard.chunked import read_metadata
 from graphshard.chunked.load import load_chunked_graph
 from graphshard.chunked.writer import chunk_graph
 from graphshard.errors import InputError
+from graphshard.format.npyfile import quiet_header_parse
 from tests.fuzz_helpers import (
     FUZZ,
     PickleTrap,
@@ -114,9 +114,9 @@ def _csv_rows(data: bytes, integers: bool) -> tuple[list[list], int | None]:
         lines = data.decode("utf-8", "replace").split("\n")
         return [], next(i for i, line in enumerate(lines, 1) if "\ufffd" in line)
     rows, width = [], 2 if integers else None
-    logical = _logical_columns(lines) if not integers else set()
-    for i, line in enumerate(lines, 1):
-        fields = line.split(" ") if integers else _unquoted(line)
+    split = [line.split(" ") if integers else _unquoted(line) for line in lines]
+    logical = set() if integers else _logical_columns(split)
+    for i, fields in enumerate(split, 1):
         width = len(fields) if width is None else width
         pattern = _INT_FIELD if integers else _FLOAT_FIELD
         if len(fields) != width or not all(
@@ -137,9 +137,9 @@ def _csv_rows(data: bytes, integers: bool) -> tuple[list[list], int | None]:
 _LOGICAL = {w: 1.0 for w in ("1", "true", "True", "TRUE")} | {w: 0.0 for w in ("0", "false", "False", "FALSE")}
 
 
-def _logical_columns(lines: list[str]) -> set[int]:
-    """The columns of a feature chunk with a word for true or false in them."""
-    return {j for line in lines for j, f in enumerate(_unquoted(line)) if f in _LOGICAL and not f.isdigit()}
+def _logical_columns(rows: list[list[str]]) -> set[int]:
+    """The columns of a feature chunk (its lines' fields) with a word for true or false in them."""
+    return {j for fields in rows for j, f in enumerate(fields) if f in _LOGICAL and not f.isdigit()}
 
 
 def _unquoted(line: str) -> list[str]:
@@ -685,8 +685,7 @@ def test_damaged_npy_chunk(base, where, data):
     damaged_bytes = data.draw(damaged(chunk.read_bytes()))
     chunk.write_bytes(damaged_bytes)
     try:
-        with warnings.catch_warnings():  # a header that reads as Python 2's: the same array, as read_npy reads it
-            warnings.filterwarnings("ignore", message=r"Reading `\.npy` or `\.npz` file required additional header")
+        with quiet_header_parse():  # as read_npy reads it
             arr = np.load(io.BytesIO(damaged_bytes), allow_pickle=False)
     except Exception:  # unreadable: the reader must say so, naming the chunk
         arr = None

@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tokenize
 import warnings
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import InputError
+
+
+@contextlib.contextmanager
+def quiet_header_parse() -> Iterator[None]:
+    """Silence what NumPy's parse of a ``.npy`` header warns of and nothing else: a header written by Python 2
+    (``3L``) reads the same, so there is nothing to tell; a damaged header with a backslash makes Python warn of
+    an invalid escape, and the error that follows says all."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Reading `\.npy` or `\.npz` file required additional header")
+        warnings.filterwarnings("ignore", message=r"invalid escape sequence", category=DeprecationWarning)
+        warnings.filterwarnings("ignore", message=r"invalid escape sequence", category=SyntaxWarning)
+        yield
 
 
 def read_npy(path: str | os.PathLike, error: type[Exception] = InputError, mmap: bool = False) -> np.ndarray:
@@ -22,11 +36,7 @@ def read_npy(path: str | os.PathLike, error: type[Exception] = InputError, mmap:
     if not path.is_file():
         raise error(f"{path}: missing (or not a file)")
     try:
-        with warnings.catch_warnings():  # a header written by Python 2 (``3L``) reads the same: nothing to tell
-            warnings.filterwarnings("ignore", message=r"Reading `\.npy` or `\.npz` file required additional header")
-            # a damaged header with a backslash: Python warns while parsing it, and the error that follows says all
-            warnings.filterwarnings("ignore", message=r"invalid escape sequence", category=DeprecationWarning)
-            warnings.filterwarnings("ignore", message=r"invalid escape sequence", category=SyntaxWarning)
+        with quiet_header_parse():
             arr = np.load(path, allow_pickle=False, mmap_mode="r")  # maps: a shape larger than the file fails here
     except OSError as exc:
         raise error(f"{path}: cannot be read ({exc.strerror or exc})") from None
