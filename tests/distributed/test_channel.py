@@ -15,7 +15,8 @@ import pytest
 import torch
 
 from graphshard.distributed import channel
-from graphshard.distributed.channel import ChannelLost, Channels, RemoteFailure, decode, encode
+from graphshard.distributed.channel import ChannelLost, Channels, RemoteFailure
+from graphshard.distributed.frames import decode, encode, pack
 
 RELEASE = threading.Event()
 
@@ -217,7 +218,7 @@ def test_an_answer_that_arrives_in_pieces_is_read_whole_and_the_check_runs_meanw
     """A peer that sends half an answer, pauses for 3 of the caller's receive bounds, then the rest: the caller
     gets it all, and looked at its check while it waited."""
     rows = torch.arange(40_000, dtype=torch.float32).reshape(10_000, 4)
-    bufs = channel._frame({"v": {"T": 0}}, [rows])
+    bufs = pack({"v": {"T": 0}}, [rows])
     payload = b"".join(bytes(b) for b in bufs)
     listener = socket.create_server(("127.0.0.1", 0))
 

@@ -2,11 +2,11 @@
 (neighbour sampling, feature rows).
 
 A request names a handler registered here (:func:`handler`) and carries its arguments as a short JSON
-header followed by the raw bytes of its tensors; the answer travels the same way. Nothing is pickled, and
-nothing passes through TensorPipe's loop and worker threads: measured on this project's 2-core machine, a
-TensorPipe RPC costs about 0.4 ms of CPU on each side before any work, and 2.6 ms in all to send 14,000
-rows of 32 floats (0.25 ms of which is the gather). Here a request is a ``sendmsg`` on one side and a
-``recv_into`` preallocated tensors on the other.
+header followed by the raw bytes of its tensors (:mod:`.frames`); the answer travels the same way. Nothing
+is pickled, and nothing passes through TensorPipe's loop and worker threads: measured on this project's
+2-core machine, a TensorPipe RPC costs about 0.4 ms of CPU on each side before any work, and 2.6 ms in all
+to send 14,000 rows of 32 floats (0.25 ms of which is the gather). Here a request is a ``sendmsg`` on one
+side and a ``recv_into`` preallocated tensors on the other.
 
 Each member listens on its address of the run's network (the interface TensorPipe uses, loopback by
 default), publishes ``ip:port`` in the group's store, and connects to a peer on first use. A connection
@@ -22,41 +22,20 @@ from __future__ import annotations
 import json
 import logging
 import socket
-import struct
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import torch
 
 from .counts import Counts
+from .frames import DTYPES, LENGTH, MAX_HEADER, bytes_of, decode, encode, pack
 from .network import listen_socket
 
 log = logging.getLogger(__name__)
 
 _HANDLERS: dict[str, Callable[..., Any]] = {}
-_DTYPES = {
-    str(t).removeprefix("torch."): t
-    for t in (
-        torch.float64,
-        torch.float32,
-        torch.float16,
-        torch.bfloat16,
-        torch.int64,
-        torch.int32,
-        torch.int16,
-        torch.int8,
-        torch.uint8,
-        torch.uint16,
-        torch.uint32,
-        torch.uint64,
-        torch.bool,
-    )
-}
-_LENGTH = struct.Struct("<I")
-_MAX_HEADER = 1 << 24  # a header lists arrays and scalars; 16 MiB means the stream is not ours
 _POLL = 0.1  # seconds between looks at a tracked peer's state while waiting for its answer
 _IOV = 512  # buffers per sendmsg (Linux allows 1024)
 # The send buffer of a connection's answers (feature rows, in bulk): small enough that rows queued in a slow
@@ -90,55 +69,6 @@ def handler(fn: Callable[..., Any]) -> Callable[..., Any]:
 def handler_name(fn: Callable[..., Any]) -> str | None:
     """The name ``fn`` is registered under, or None if it is not a channel handler."""
     return getattr(fn, "channel_name", None)
-
-
-# ----------------------------------------------------------------------------------------------- encoding
-
-
-def encode(value: Any, arrays: list[torch.Tensor]) -> Any:
-    """``value`` as JSON, its tensors and arrays appended to ``arrays`` (by reference, made contiguous):
-    tensors become ``{"T": i}``, NumPy arrays ``{"N": i}``, tuples ``{"(": [...]}``."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, torch.Tensor):
-        arrays.append(value.detach().contiguous())
-        return {"T": len(arrays) - 1}
-    if isinstance(value, np.ndarray):
-        arrays.append(torch.from_numpy(np.ascontiguousarray(value).reshape(value.shape)))
-        return {"N": len(arrays) - 1}
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, tuple):
-        return {"(": [encode(v, arrays) for v in value]}
-    if isinstance(value, list):
-        return [encode(v, arrays) for v in value]
-    raise TypeError(f"a channel cannot carry {type(value).__name__}")
-
-
-def decode(tree: Any, arrays: list[torch.Tensor]) -> Any:
-    """The value :func:`encode` turned into ``tree``, with its arrays."""
-    if isinstance(tree, list):
-        return [decode(v, arrays) for v in tree]
-    if isinstance(tree, dict):
-        if "T" in tree:
-            return arrays[tree["T"]]
-        if "N" in tree:
-            return arrays[tree["N"]].numpy()
-        return tuple(decode(v, arrays) for v in tree["("])
-    return tree
-
-
-def _frame(header: dict, arrays: list[torch.Tensor]) -> list[memoryview]:
-    header["a"] = [[str(a.dtype).removeprefix("torch."), list(a.shape)] for a in arrays]
-    unknown = sorted({d for d, _ in header["a"] if d not in _DTYPES})
-    if unknown:
-        raise TypeError(f"a channel cannot carry tensors of {', '.join(unknown)}")
-    head = json.dumps(header, separators=(",", ":")).encode()
-    return [memoryview(_LENGTH.pack(len(head)) + head)] + [_bytes_of(a) for a in arrays if a.numel()]
-
-
-def _bytes_of(t: torch.Tensor) -> memoryview:
-    return t.reshape(-1).view(torch.uint8).numpy().data
 
 
 # ----------------------------------------------------------------------------------------------- sockets
@@ -183,21 +113,21 @@ class _Reader:
             raise ChannelLost("no answer in time", timed_out=True)
 
     def frame(self) -> tuple[dict, list[torch.Tensor]]:
-        raw = bytearray(_LENGTH.size)
+        raw = bytearray(LENGTH.size)
         self.exactly(memoryview(raw))
-        (size,) = _LENGTH.unpack(raw)
-        if size > _MAX_HEADER:
+        (size,) = LENGTH.unpack(raw)
+        if size > MAX_HEADER:
             raise ChannelLost(f"a frame header of {size} bytes: not a graphshard channel")
         head = bytearray(size)
         self.exactly(memoryview(head))
         header = json.loads(head)
         arrays = []
         for dtype, shape in header.get("a", []):
-            if dtype not in _DTYPES:
+            if dtype not in DTYPES:
                 raise ChannelLost(f"a frame names the unknown dtype {dtype!r}")
-            t = torch.empty(shape, dtype=_DTYPES[dtype])
+            t = torch.empty(shape, dtype=DTYPES[dtype])
             if t.numel():
-                self.exactly(_bytes_of(t))
+                self.exactly(bytes_of(t))
             arrays.append(t)
         return header, arrays
 
@@ -265,9 +195,9 @@ def _answer_frame(header: dict, arrays: list[torch.Tensor]) -> list[memoryview]:
     """The frame answering a request: the handler's value, or an error line (also when the value cannot
     be framed)."""
     try:
-        return _frame(*_call(header, arrays))
+        return pack(*_call(header, arrays))
     except Exception as exc:
-        return _frame({"e": f"{type(exc).__name__}: {exc}".splitlines()[0]}, [])
+        return pack({"e": f"{type(exc).__name__}: {exc}".splitlines()[0]}, [])
 
 
 def _call(header: dict, arrays: list[torch.Tensor]) -> tuple[dict, list[torch.Tensor]]:
@@ -345,7 +275,7 @@ class Channels:
         if name is None:
             raise TypeError(f"{fn.__qualname__} is not a channel handler")
         arrays: list[torch.Tensor] = []
-        bufs = _frame({"h": name, "v": encode(args, arrays)}, arrays)
+        bufs = pack({"h": name, "v": encode(args, arrays)}, arrays)
         deadline = time.monotonic() + self.timeout
         sock = self._connection(member)
         try:
