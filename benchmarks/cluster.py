@@ -128,6 +128,7 @@ def main() -> None:
         "batch": args.batch,
         "epochs": args.epochs,
         "rate": args.rate,
+        "link_queue": Cluster(args.work, 0).link_queue if args.rate else None,
         "runs": runs,
         "faults": faults,
     }
@@ -136,7 +137,7 @@ def main() -> None:
     print(
         f"machine: {mc['cpu']}, {mc['cores']} cores; community graph {result['nodes']:,} nodes, "
         f"{result['edges']:,} edges; fanouts {args.fanouts}, global batch {args.batch}; links "
-        f"{args.rate or 'unshaped'}"
+        f"{args.rate or 'unshaped'}{', queue in ' + result['link_queue'] if args.rate else ''}"
     )
     print(f"{'hosts x ranks':>14}{'cores/host':>11}{'epoch s':>9}{'epochs s':>22}{'run s':>7}{'test acc':>9}")
     for r in runs:

@@ -13,8 +13,10 @@ the figure is the second epoch's wall time (per-rank means of sampling / fetch /
 
 Cells: ``one`` is one host, 2 ranks on both cores (``graphshard train --num-procs 2``; DGL: 2 machines on
 127.0.0.1). ``HxR[@RATE]`` is H emulated hosts of R ranks each (network namespaces, see
-tests/cluster/harness.py; one core per host, links capped at RATE by a token bucket), each holding only its
-own partitions; DGL's anchor runs 2 machines of 1 trainer, so it has no figure for other layouts.
+tests/cluster/harness.py; one core per host, links capped at RATE by a token bucket, behind which packets
+wait in this kernel's default queue, as behind a network card, or with ``--link-queue fifo`` in one first-in
+first-out queue), each holding only its own partitions; DGL's anchor runs 2 machines of 1 trainer, so it has
+no figure for other layouts.
 ``busy`` is ``one`` with one busy-looping process pinned to each core for the whole run of both tools.
 ``+bf16`` after a cell adds graphshard with ``--wire-dtype bfloat16`` (DGL has no such option); ``+rpc`` adds
 graphshard with ``--no-colocated`` (ranks of one host ask each other over RPC instead of reading each other's
@@ -127,7 +129,7 @@ def _ours(args, configs: dict[int, Path], cell: Cell, extra: list[str]) -> dict:
         m = json.loads(metrics.read_text())
     else:
         parts = cell.hosts * cell.ranks
-        c = Cluster(args.work / "cluster", cell.hosts, cell.rate, 1).up()
+        c = Cluster(args.work / "cluster", cell.hosts, cell.rate, 1, args.link_queue).up()
         try:
             mine = spread(
                 configs[parts], c, [list(range(h * cell.ranks, (h + 1) * cell.ranks)) for h in range(cell.hosts)]
@@ -178,7 +180,7 @@ def _dgl(args, dgl_config: Path, cell: Cell, tag: str) -> dict:
     ]
     c = None
     if cell.hosts:
-        c = Cluster(args.work / "cluster", cell.hosts, cell.rate, 1).up()
+        c = Cluster(args.work / "cluster", cell.hosts, cell.rate, 1, args.link_queue).up()
         env["ANCHOR_NETNS"] = c.prefix  # the anchor's machine i is namespace <prefix>h<i> at 198.18.0.<i+1>
     try:
         _run(cmd, args.work / "dgl.log", env)
@@ -251,6 +253,12 @@ def main() -> None:
         help="comma-separated: one, busy, HOSTSxRANKS[@RATE], each optionally +bf16 and/or +rpc",
     )
     p.add_argument("--repeats", type=int, default=1, help="A B rounds per cell")
+    p.add_argument(
+        "--link-queue",
+        default="host",
+        help="the queue behind a capped link's token bucket: host (this kernel's default, net.core.default_qdisc, "
+        "as a network card's), fifo (the bucket's own) or a qdisc's name",
+    )
     p.add_argument("--work", type=Path, default=Path("bench-out/versus-dgl"))
     p.add_argument("--json", type=Path, default=Path("bench-out/versus-dgl.json"))
     args = p.parse_args()
@@ -275,7 +283,8 @@ def main() -> None:
                 for system, r in runs.items():
                     rows.append({"dim": dim, "cell": cell.name, "repeat": rep, "system": system, **r})
                     print(f"  {dim}-d {cell.name:<14} {system:<16} epoch {r['epoch_s']:6.2f} s", flush=True)
-    result = {"machine": machine(), "nodes": args.nodes, "degree": args.degree, "rows": rows}
+    queue = Cluster(args.work, 0, queue=args.link_queue).link_queue
+    result = {"machine": machine(), "nodes": args.nodes, "degree": args.degree, "link_queue": queue, "rows": rows}
     write_result(args.json, result)
     _print(result)
     print(f"wrote {args.json}")
@@ -285,7 +294,8 @@ def _print(result: dict) -> None:
     mc = result["machine"]
     print(
         f"machine: {mc['cpu']}, {mc['cores']} cores; community graph {result['nodes']:,} nodes, degree "
-        f"{result['degree']}; METIS 2 parts; fanouts 10,10, global batch 1024, hidden 64; 2nd epoch"
+        f"{result['degree']}; METIS 2 parts; fanouts 10,10, global batch 1024, hidden 64; 2nd epoch; capped links "
+        f"queue in {result.get('link_queue', 'fifo')}"
     )
     print(
         f"{'feat':>5} {'cell':<14} {'system':<16}{'epoch s':>8}  {'sample/fetch/compute/sync s':<28}"

@@ -16,15 +16,15 @@ def _why_not() -> str | None:
 
 @pytest.fixture
 def cluster(tmp_path):
-    """``cluster(n=2, rate=None, cores_per_host=1)`` builds a :class:`Cluster` of ``n`` hosts under
+    """``cluster(n=2, rate=None, cores_per_host=1, queue="host")`` builds a :class:`Cluster` of ``n`` hosts under
     ``tmp_path``; every cluster made is torn down when the test ends, however it ends."""
     reason = _why_not()
     if reason:
         pytest.skip(reason)
     made: list[Cluster] = []
 
-    def make(n: int = 2, rate: str | None = None, cores_per_host: int = 1) -> Cluster:
-        c = Cluster(tmp_path / f"cluster{len(made)}", n, rate, cores_per_host)
+    def make(n: int = 2, rate: str | None = None, cores_per_host: int = 1, queue: str = "host") -> Cluster:
+        c = Cluster(tmp_path / f"cluster{len(made)}", n, rate, cores_per_host, queue)
         made.append(c)
         return c.up()
 

@@ -8,9 +8,13 @@ own, in which the other hosts' working directories are covered by empty read-onl
 sees only its own files, as without NFS), ``/etc/hosts`` names every host, and the host name is its own.
 
 A link can be capped (``tc`` token bucket on both ends: this kernel has no ``netem``, so no latency is
-added), cut and healed; a host's processes can be frozen, thawed or killed. :meth:`Cluster.down` removes
-everything it made, and is called on every path by the ``cluster`` fixture (tests/cluster/conftest.py);
-namespaces left by a test process that was itself killed are swept by the next one.
+added), cut and healed. Behind a capped link's token bucket waits the queue a host's network card would have:
+by default the kernel's own (``net.core.default_qdisc``, e.g. ``pfifo_fast``, which sends packets of a higher
+socket priority first, or ``fq_codel``), or ``queue="fifo"``: one first-in first-out queue of at most 100 ms
+(the token bucket's own, as a congested router's). A host's processes can be frozen, thawed or killed.
+:meth:`Cluster.down` removes everything it made, and is called on every path by the ``cluster`` fixture
+(tests/cluster/conftest.py); namespaces left by a test process that was itself killed are swept by the next
+one.
 
 Needs root, ``ip`` and ``tc`` (iproute2), ``unshare`` and ``taskset`` (util-linux):
 :func:`unavailable` says in one line what is missing.
@@ -104,6 +108,7 @@ class Cluster:
     n: int
     rate: str | None = None
     cores_per_host: int = 1
+    queue: str = "host"  # behind a capped link: "host" (the kernel's default queue), "fifo", or a qdisc's name
     prefix: str = field(default_factory=lambda: f"gsc{os.getpid()}x{next(_COUNTER)}")
     hosts: list[Host] = field(default_factory=list)
     procs: list[Proc] = field(default_factory=list)
@@ -245,6 +250,8 @@ class Cluster:
                         "dev",
                         dev,
                         "root",
+                        "handle",
+                        "1:",
                         "tbf",
                         "rate",
                         rate,
@@ -253,7 +260,16 @@ class Cluster:
                         "latency",
                         "100ms",
                     )
+                    if self.link_queue != "fifo":
+                        self._in(ns, "tc", "qdisc", "add", "dev", dev, "parent", "1:1", self.link_queue)
         self.rate = rate
+
+    @property
+    def link_queue(self) -> str:
+        """The queue behind a capped link's token bucket: a qdisc's name, or ``fifo`` (the bucket's own)."""
+        if self.queue != "host":
+            return self.queue
+        return Path("/proc/sys/net/core/default_qdisc").read_text().strip()
 
     # -- teardown --------------------------------------------------------------------------------
     def down(self) -> None:

@@ -51,6 +51,7 @@ def test_cut_heal_shape_and_teardown(cluster):
         ["ip", "netns", "exec", c.hosts[0].netns, "tc", "qdisc", "show", "dev", "eth0"], capture_output=True, text=True
     ).stdout
     assert "tbf" in shown and "100Mbit" in shown, shown
+    assert f"qdisc {c.link_queue} " in shown and "parent 1:1" in shown, shown  # the kernel's default, behind it
     (c.hosts[1].workdir / "mine.txt").write_text("up")
     c.cut(1)
     ask = c.run(0, [PY, "-c", _ASK, c.hosts[1].address], name="cut")

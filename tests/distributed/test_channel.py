@@ -17,6 +17,7 @@ import torch
 from graphshard.distributed import channel
 from graphshard.distributed.channel import ChannelLost, Channels, RemoteFailure
 from graphshard.distributed.frames import decode, encode, pack
+from graphshard.errors import InputError
 
 RELEASE = threading.Event()
 
@@ -258,3 +259,16 @@ def test_a_caller_that_stops_reading_frees_the_answering_thread_in_time():
     finally:
         a.close()
         b.close()
+
+
+def test_the_request_priority_setting(monkeypatch):
+    monkeypatch.delenv("GRAPHSHARD_REQUEST_PRIORITY", raising=False)
+    assert channel.request_priority() == 6  # TC_PRIO_INTERACTIVE: pfifo_fast's first band
+    monkeypatch.setenv("GRAPHSHARD_REQUEST_PRIORITY", "0")
+    assert channel.request_priority() == 0
+    for bad in ("7", "-1", "high"):
+        monkeypatch.setenv("GRAPHSHARD_REQUEST_PRIORITY", bad)
+        with pytest.raises(
+            InputError, match=f"GRAPHSHARD_REQUEST_PRIORITY='{bad}': expected a whole number from 0 to 6"
+        ):
+            Channels("127.0.0.1", "a", 1.0, lambda m: None)
