@@ -44,5 +44,5 @@ def test_requests_pass_the_rows_queued_for_a_slow_link(cluster):
     c = cluster(2, rate="100mbit", queue="pfifo_fast")
     behind = statistics.median(_round_trips(c, "0"))
     ahead = statistics.median(_round_trips(c, None))
-    # 70 KB take 6 ms at 100 Mbit/s; the rows' connection keeps up to its send buffer (512 KiB, 42 ms) queued
+    # 70 KB take 6 ms at 100 Mbit/s; the rows' connection keeps hundreds of KB queued for the link (42 ms a 512 KiB)
     assert ahead < 0.5 * behind, (ahead, behind)
