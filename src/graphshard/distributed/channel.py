@@ -41,11 +41,11 @@ _HANDLERS: dict[str, Callable[..., Any]] = {}
 _POLL = 0.1  # seconds between looks at a tracked peer's state while waiting for its answer
 _IOV = 512  # buffers per sendmsg (Linux allows 1024)
 # Answers (feature rows, in bulk) leave with the kernel's own send buffer, which grows to hold a batch's rows
-# (3.9 MB at 128-d): they reach the kernel in a call or two, so the answering thread need not be scheduled again
-# while they drain to a slow link, and requests pass them by priority (below). Until then a 256 KiB buffer kept
-# small messages from waiting long behind queued rows; with requests ahead, 2 emulated hosts at 1 Gbit/s, 128-d,
-# 5 pairs: the epoch 11.94-14.47 s (median 12.52) against 12.83-16.05 s (14.41); unshaped 10.25 / 10.36 s
-# against 10.62 / 11.56 s.
+# (3.9 MB at 128-d): they reach the kernel in a call or two, and the answering thread need not run again while
+# they drain to a slow link. Requests pass them by priority (below). A 256 KiB buffer used to keep small
+# messages from waiting long behind rows; with the requests ahead, on 2 emulated hosts at 1 Gbit/s, 128-d, the
+# kernel's own gave 11.94-14.47 s an epoch (median 12.52) against 12.83-16.05 s (14.41), 5 alternated pairs.
+
 # The priority of the connections' requests (``SO_PRIORITY``; answers keep the default, 0). Every step waits on
 # small requests (neighbour sampling, the IDs of the rows it needs, its gradient sum) while answers carry rows in
 # bulk; a host whose outgoing queue honours priorities (pfifo_fast, prio, mqprio) sends the requests ahead of the
