@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from partition import machine, write_result  # noqa: E402
 
-from tests.cluster.harness import Cluster, down_on_sigterm, unavailable  # noqa: E402
+from tests.cluster.harness import Cluster, down_on_sigterm, link_queue, unavailable  # noqa: E402
 from tests.cluster.jobs import faulted, finish, spread, start  # noqa: E402
 
 # (hosts, ranks per host, cores per host)
@@ -128,7 +128,7 @@ def main() -> None:
         "batch": args.batch,
         "epochs": args.epochs,
         "rate": args.rate,
-        "link_queue": Cluster(args.work, 0).link_queue if args.rate else None,
+        "link_queue": link_queue("host") if args.rate else None,
         "runs": runs,
         "faults": faults,
     }

@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from partition import machine, write_result  # noqa: E402
 
-from tests.cluster.harness import Cluster, down_on_sigterm, unavailable  # noqa: E402
+from tests.cluster.harness import Cluster, down_on_sigterm, link_queue, unavailable  # noqa: E402
 from tests.cluster.jobs import finish, spread, start  # noqa: E402
 
 ANCHOR = ROOT.parent / "shared" / "anchors" / "dgl" / "run_dgl_dist_train.py"
@@ -283,8 +283,13 @@ def main() -> None:
                 for system, r in runs.items():
                     rows.append({"dim": dim, "cell": cell.name, "repeat": rep, "system": system, **r})
                     print(f"  {dim}-d {cell.name:<14} {system:<16} epoch {r['epoch_s']:6.2f} s", flush=True)
-    queue = Cluster(args.work, 0, queue=args.link_queue).link_queue
-    result = {"machine": machine(), "nodes": args.nodes, "degree": args.degree, "link_queue": queue, "rows": rows}
+    result = {
+        "machine": machine(),
+        "nodes": args.nodes,
+        "degree": args.degree,
+        "link_queue": link_queue(args.link_queue),
+        "rows": rows,
+    }
     write_result(args.json, result)
     _print(result)
     print(f"wrote {args.json}")
@@ -295,7 +300,7 @@ def _print(result: dict) -> None:
     print(
         f"machine: {mc['cpu']}, {mc['cores']} cores; community graph {result['nodes']:,} nodes, degree "
         f"{result['degree']}; METIS 2 parts; fanouts 10,10, global batch 1024, hidden 64; 2nd epoch; capped links "
-        f"queue in {result.get('link_queue', 'fifo')}"
+        f"queue in {result['link_queue']}"
     )
     print(
         f"{'feat':>5} {'cell':<14} {'system':<16}{'epoch s':>8}  {'sample/fetch/compute/sync s':<28}"

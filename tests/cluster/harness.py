@@ -68,6 +68,14 @@ def _burst(rate: str) -> int:
     return max(65536, int(bits / 8 / 1000))
 
 
+def link_queue(queue: str) -> str:
+    """The queue behind a capped link's token bucket that ``queue`` names: a qdisc's name (``host``: the kernel's
+    default, ``net.core.default_qdisc``), or ``fifo`` (the bucket's own)."""
+    if queue != "host":
+        return queue
+    return Path("/proc/sys/net/core/default_qdisc").read_text().strip()
+
+
 @dataclass
 class Host:
     index: int
@@ -237,6 +245,7 @@ class Cluster:
 
     def shape(self, rate: str | None) -> None:
         """Cap every host's link at ``rate`` each way (``None``: unshaped)."""
+        queue = self.link_queue
         for h in self.hosts:
             port = f"{self.prefix}v{h.index}"
             for ns, dev in ((h.netns, "eth0"), (self.switch, port)):
@@ -260,16 +269,13 @@ class Cluster:
                         "latency",
                         "100ms",
                     )
-                    if self.link_queue != "fifo":
-                        self._in(ns, "tc", "qdisc", "add", "dev", dev, "parent", "1:1", self.link_queue)
+                    if queue != "fifo":
+                        self._in(ns, "tc", "qdisc", "add", "dev", dev, "parent", "1:1", queue)
         self.rate = rate
 
     @property
     def link_queue(self) -> str:
-        """The queue behind a capped link's token bucket: a qdisc's name, or ``fifo`` (the bucket's own)."""
-        if self.queue != "host":
-            return self.queue
-        return Path("/proc/sys/net/core/default_qdisc").read_text().strip()
+        return link_queue(self.queue)
 
     # -- teardown --------------------------------------------------------------------------------
     def down(self) -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import socket
 import threading
 import time
@@ -30,10 +29,10 @@ from typing import Any
 
 import torch
 
-from ..errors import InputError
 from .counts import Counts
 from .frames import DTYPES, LENGTH, MAX_HEADER, bytes_of, decode, encode, pack
 from .network import listen_socket
+from .settings import whole_number
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +58,8 @@ PRIORITY_ENV = "GRAPHSHARD_REQUEST_PRIORITY"
 def request_priority() -> int:
     """The priority requests leave at: ``GRAPHSHARD_REQUEST_PRIORITY`` (0 to 6; 0: as every other socket's), else
     :data:`REQUEST_PRIORITY`."""
-    text = os.environ.get(PRIORITY_ENV, "").strip()
-    if not text:
-        return REQUEST_PRIORITY
-    if not text.isdigit() or int(text) > 6:
-        raise InputError(f"{PRIORITY_ENV}={text!r}: expected a whole number from 0 to 6")
-    return int(text)
+    priority = whole_number(PRIORITY_ENV, 6)
+    return REQUEST_PRIORITY if priority is None else priority
 
 
 class ChannelLost(ConnectionError):

@@ -18,6 +18,7 @@ import sys
 import threading
 
 from ..errors import InputError
+from .settings import whole_number
 
 log = logging.getLogger(__name__)
 
@@ -100,12 +101,10 @@ def builder_nice(remote: bool = False) -> int:
     """How many nice steps below the rank's other threads its batch builders run: ``GRAPHSHARD_BUILDER_NICE``
     (0 to 19; 0: the same priority), else :data:`REMOTE_BUILDER_NICE` when the batches ask other processes
     (``remote``) and :data:`BUILDER_NICE` when they are read in-process."""
-    text = os.environ.get(BUILDER_NICE_ENV, "").strip()
-    if not text:
+    steps = whole_number(BUILDER_NICE_ENV, 19)
+    if steps is None:
         return REMOTE_BUILDER_NICE if remote else BUILDER_NICE
-    if not text.isdigit() or int(text) > 19:
-        raise InputError(f"{BUILDER_NICE_ENV}={text!r}: expected a whole number from 0 to 19")
-    return int(text)
+    return steps
 
 
 SWITCH_ENV = "GRAPHSHARD_SWITCH_INTERVAL"
