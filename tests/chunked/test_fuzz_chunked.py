@@ -149,7 +149,8 @@ def _unquoted(line: str) -> list[str]:
 
 def _read_chunk(path: Path, fmt: str, integers: bool) -> np.ndarray:
     if fmt == "numpy":
-        return np.load(path, allow_pickle=False)
+        with quiet_header_parse():  # a damaged header that still parses warns, as in graphshard's reader
+            return np.load(path, allow_pickle=False)
     if fmt == "parquet":
         import pyarrow.parquet as pq
 

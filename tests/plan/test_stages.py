@@ -42,6 +42,7 @@ def graphs(tmp_path_factory):
 
 
 def _dispatch(data: Path, assignment: Path, out: Path) -> int:
+    """The peak of private memory of dispatching ``data`` into ``out`` on 2 ranks."""
     return _peak_private(
         [
             *GS,
@@ -56,6 +57,13 @@ def _dispatch(data: Path, assignment: Path, out: Path) -> int:
             "2",
         ]
     )
+
+
+@pytest.fixture(scope="module")
+def dispatched(graphs) -> dict[int, int]:
+    """Each scale dispatched into ``<root>/p<scale>``: its dispatch's peak of private memory."""
+    paths, root = graphs
+    return {s: _dispatch(data, assignment, root / f"p{s}") for s, (data, assignment) in paths.items()}
 
 
 def _train(config: Path, sampled: bool) -> int:
@@ -83,11 +91,10 @@ def _within(measured: int, grows: int) -> None:
     assert measured - slack <= grows <= 1.25 * measured + 2 * slack, (measured / 2**20, grows / 2**20)
 
 
-def test_dispatch_and_training_predictions_bound_what_the_graph_adds(graphs):
+def test_dispatch_and_training_predictions_bound_what_the_graph_adds(graphs, dispatched):
     paths, root = graphs
-    dispatched, predicted = {}, {}
+    predicted = {}
     for s, (data, assignment) in paths.items():
-        dispatched[s] = _dispatch(data, assignment, root / f"p{s}")
         predicted[s] = max(e.peak_bytes for e in counted_estimates(str(data), str(assignment), 2, 2)[0])
     _within(dispatched[18] - dispatched[10], predicted[18] - predicted[10])
     for sampled in (False, True):
@@ -100,7 +107,7 @@ def test_dispatch_and_training_predictions_bound_what_the_graph_adds(graphs):
         _within(trained[18] - trained[10], predicted[18] - predicted[10])
 
 
-def test_runs_predicted_not_to_fit_are_refused_before_they_start(graphs, capsys):
+def test_runs_predicted_not_to_fit_are_refused_before_they_start(graphs, dispatched, capsys):
     paths, root = graphs
     data, assignment = paths[18]
     out = root / "refused"
