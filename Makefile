@@ -23,7 +23,7 @@ venv: $(VENV)/.installed
 demo: venv
 	$(VENV)/bin/graphshard demo
 
-# The suite waits on its processes more than it computes (2 cores: 1,048 s on one worker, 700 s on two), so it runs
+# The suite waits on its processes more than it computes (2 cores: 1,048 s on one worker, 700 s on two, one run each), so it runs
 # on TEST_WORKERS workers; each test file stays on one worker, in order, with its module fixtures made once.
 TEST_WORKERS ?= 2
 
