@@ -39,6 +39,8 @@ def _worker(config: str, colocated: bool = True, channels: bool = True) -> None:
         dg = DistGraph("s", config, colocated=colocated)
         book = dg.get_partition_book()
         near = dg.near_graphs  # empty unless co-located
+        local = dg.sampling_graph  # partitions as written number their inner nodes first, in order: IDs computed
+        assert local.inner == local.count > 0
         seeds_orig = np.array([5, 17, 100, 233, 5]) + ctx.rank
         seeds = book.from_original("_N", seeds_orig).numpy()
         full = DistNeighborSampler(group, dg.sampling_graph, book, [-1, -1], near=near).sample(seeds)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from graphshard.sampling import CSCGraph, sample_neighbors
-from graphshard.sampling.kernels import sample_layer
+from graphshard.sampling.kernels import neighbour_ids, sample_layer
 
 
 def _graph(seed=0, n=60, m=500, times=False):
@@ -160,3 +160,22 @@ def test_temporal_multi_hop_respects_each_seeds_own_time():
         hop1 = out.edge[(out.col == i)]
         expected = [e for e in np.flatnonzero(dst == s) if g.node_time[src[e]] <= st[i]]
         assert sorted(hop1.tolist()) == sorted(expected)
+
+
+@pytest.mark.parametrize("index_type", [np.int32, np.int64])
+def test_neighbour_ids_computes_inner_ids_as_it_would_read_them(index_type):
+    """Sources below ``inner`` get ``start + local`` without reading ``node_gid``; the answer is the plain
+    gather's whether the map is read for every source (``inner = 0``) or computed for the inner ones."""
+    rng = np.random.default_rng(3)
+    inner, halo, start = 50, 30, 1000
+    node_gid = np.concatenate([np.arange(start, start + inner), rng.choice(np.arange(5000, 9000), halo, replace=False)])
+    indices = rng.integers(0, inner + halo, 400).astype(index_type)
+    edge_gid = rng.permutation(400).astype(np.int32)
+    pos = rng.integers(0, 400, 250)
+    want = (node_gid[indices[pos]], edge_gid[pos].astype(np.int64))
+    for k in (0, inner):
+        nbrs, edges = neighbour_ids(pos, indices, node_gid, edge_gid, k, start)
+        assert nbrs.dtype == edges.dtype == np.int64
+        np.testing.assert_array_equal(nbrs, want[0])
+        np.testing.assert_array_equal(edges, want[1])
+    assert (indices[pos] >= inner).any() and (indices[pos] < inner).any()  # both kinds were asked for

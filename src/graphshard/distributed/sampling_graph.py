@@ -52,6 +52,9 @@ class LocalSamplingGraph:
         self.dst_ntype = np.array([ntid[et[2]] for et in book.canonical_etypes], dtype=np.int64)
         lo, hi = book.node_range(part_id)
         self.start, self.count = (lo if hi > lo else 0), hi - lo
+        # inner nodes first, numbered in order (as partitions are written): their global IDs are computed
+        in_order = np.array_equal(self.node_gid[: self.count], np.arange(self.start, self.start + self.count))
+        self.inner = self.count if in_order else 0
         self._times_source = times
         self._times: dict[str, np.ndarray] = {}
         self.key = ""  # under which this process serves it (see sampler.serve_sampling)
@@ -124,7 +127,7 @@ class LocalSamplingGraph:
         else:
             per_node = np.bincount(node_idx, weights=counts, minlength=gids.shape[0]).astype(np.int64)
         # edge IDs may be stored int32: the answer is int64 like every ID the runtime passes on
-        return (per_node, *neighbour_ids(pos, self.indices, self.node_gid, self.edge_gid))
+        return (per_node, *neighbour_ids(pos, self.indices, self.node_gid, self.edge_gid, self.inner, self.start))
 
     def expected_sources(
         self, gids: np.ndarray, weights: np.ndarray, fanouts: np.ndarray

@@ -125,14 +125,17 @@ def sample_layer(
 
 
 @kernel(parallel=True, nogil=True)
-def neighbour_ids(pos, indices, node_gid, edge_gid):
+def neighbour_ids(pos, indices, node_gid, edge_gid, inner, start):
     """``(node_gid[indices[pos]], edge_gid[pos])`` as int64, in one pass over the sampled positions (no
-    intermediate arrays; the arrays may be stored narrower)."""
+    intermediate arrays; the arrays may be stored narrower). Local nodes below ``inner`` have global IDs
+    ``start + local`` (a partition's inner nodes come first, numbered in order): their IDs are computed, not
+    read, which saves a random read of ``node_gid`` for most sampled edges (``inner = 0``: read every one)."""
     nbrs = np.empty(pos.shape[0], dtype=np.int64)
     edges = np.empty(pos.shape[0], dtype=np.int64)
     for i in numba.prange(pos.shape[0]):
         e = pos[i]
-        nbrs[i] = node_gid[indices[e]]
+        v = np.int64(indices[e])
+        nbrs[i] = start + v if v < inner else node_gid[v]
         edges[i] = edge_gid[e]
     return nbrs, edges
 
@@ -221,6 +224,6 @@ def warm_up() -> None:
         sample_ranges(starts, ends, indices, fanouts, False, 1, np.zeros(2), np.zeros(2))  # temporal: float64 times
         typed_ranges(indptr, etype, nodes, np.zeros(2, np.int64))
         for edge_type in (np.int32, np.int64):
-            neighbour_ids(nodes, indices, nodes, nodes.astype(edge_type))
+            neighbour_ids(nodes, indices, nodes, nodes.astype(edge_type), 1, 0)
         in_degree_table(indptr, etype, 2, 2)
         source_counts(indptr, indices, etype, 2, 2, 1)
