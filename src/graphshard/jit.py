@@ -19,7 +19,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numba
-from numba.core import event
+from llvmlite import ir
+from numba.core import cgutils, event, types
+from numba.extending import intrinsic
 
 NOTICE = "compiling numba kernels not compiled before (a few seconds; cached on disk, so later runs load them)"
 _log = logging.getLogger("graphshard.notice")
@@ -56,3 +58,26 @@ def compiled(fn: Any) -> dict[str, int]:
     """Cache statistics of a kernel in this process: signatures loaded from the cache and compiled."""
     stats = fn.stats
     return {"cache_hits": sum(stats.cache_hits.values()), "cache_misses": sum(stats.cache_misses.values())}
+
+
+@intrinsic
+def prefetch(typingctx: Any, array: Any, index: Any) -> Any:
+    """``prefetch(array, i)`` inside a kernel: ask the CPU to bring the cache line of the 1-D ``array[i]`` in for
+    reading (LLVM's ``prefetch`` hint; no effect on results, no fault on any address). A loop reading rows at
+    random issues it a few rows ahead, so the reads overlap instead of each waiting for memory."""
+    sig = types.void(array, index)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        array_type = signature.args[0]
+        view = context.make_array(array_type)(context, builder, args[0])
+        at = cgutils.get_item_pointer(context, builder, array_type, view, [args[1]], wraparound=False)
+        byte_ptr = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        hint = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32]), "llvm.prefetch.p0i8"
+        )
+        read, every_level, data = (ir.Constant(i32, v) for v in (0, 3, 1))
+        builder.call(hint, [builder.bitcast(at, byte_ptr), read, every_level, data])
+        return context.get_dummy_value()
+
+    return sig, codegen

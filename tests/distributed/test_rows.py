@@ -29,6 +29,21 @@ def test_gather_rows_places_exactly_the_rows_asked(dtype, row_shape):
     assert torch.equal(put, expected)
 
 
+@pytest.mark.parametrize("row_shape", [(0,), (1,), (32,), (3, 5)])
+def test_gather_rows_of_a_long_read_past_its_prefetch_window(row_shape):
+    """Many more rows than the kernel asks the cache for ahead (rows.AHEAD), with the last rows of the table
+    among them: the hint ahead changes nothing placed, whatever the row's width (none included)."""
+    rng = np.random.default_rng(5)
+    tensor = torch.from_numpy(rng.standard_normal((400, *row_shape)).astype(np.float32))
+    rows = np.concatenate([rng.integers(0, 400, 300), [399, 398, 0]]).astype(np.int64)
+    at = rng.permutation(500)[: rows.shape[0]].astype(np.int64)
+    out = torch.full((500, *row_shape), -1.0)
+    gather_rows(out, at, tensor, rows)
+    expected = torch.full((500, *row_shape), -1.0)
+    expected[torch.from_numpy(at)] = tensor[torch.from_numpy(rows)]
+    assert torch.equal(out, expected)
+
+
 def test_gather_rows_reads_a_memory_mapped_tensor_and_nothing(tmp_path):
     data = np.arange(60, dtype=np.float32).reshape(20, 3)
     data.tofile(tmp_path / "t.bin")

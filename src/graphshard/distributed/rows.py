@@ -11,10 +11,17 @@ saves NumPy's intermediate copy: 25,000 random rows of 32 float32 columns into 5
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
-from ..jit import kernel
+from ..jit import kernel, prefetch
+
+# Rows a gather asks the cache for ahead of copying them (rows read at random miss the cache; with the hint the
+# misses overlap). 38,000 random rows of 128 bytes from a 64 MB table into a new batch, 300 rounds alternated on
+# one core: medians 1.52 ms without, 1.09 ms 8 rows ahead, 1.02 ms 16 ahead (0.67 x per pair).
+AHEAD = 16
 
 
 def take_rows(tensor: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
@@ -34,15 +41,22 @@ def put_rows(out: torch.Tensor, at: torch.Tensor, rows: torch.Tensor) -> None:
 
 @kernel()
 def _gather(out, at, src, rows):
+    width = src.shape[1]
     for i in range(rows.size):
+        if i + AHEAD < rows.size:  # the first and last byte of a row AHEAD rows on
+            ahead = src[rows[i + AHEAD]]
+            prefetch(ahead, 0)
+            prefetch(ahead, width - 1)
         a, r = at[i], rows[i]
-        for j in range(src.shape[1]):
+        for j in range(width):
             out[a, j] = src[r, j]
 
 
 def gather_rows(out: torch.Tensor, at: np.ndarray, tensor: torch.Tensor, rows: np.ndarray) -> None:
     """``out[at] = tensor[rows]`` in place, in one pass, for any dtype (rows are copied as bytes; ``out``
     contiguous, of ``tensor``'s dtype; ``tensor`` may be memory-mapped)."""
+    if math.prod(out.shape[1:]) == 0:
+        return  # rows of no entries: nothing to copy (and no byte view of them)
     if not tensor.is_contiguous():
         put_rows(out, torch.from_numpy(at), take_rows(tensor, torch.from_numpy(rows)))
         return
