@@ -3,6 +3,7 @@ the operating system's own socket table while a 2-rank job with sampler workers 
 
 from __future__ import annotations
 
+import gc
 import ipaddress
 import multiprocessing
 import os
@@ -15,6 +16,7 @@ import pytest
 from graphshard import InputError, partition_graph
 from graphshard.distributed.launcher import launch
 from graphshard.distributed.network import check_host, listen_socket
+from graphshard.errors import DistError
 from tests.graphs import small_homo
 
 
@@ -111,16 +113,37 @@ def test_a_distributed_job_listens_on_loopback_only(tmp_path, host):
             seen.extend(listening({os.getpid()} | descendants(os.getpid())))
         done.set()
 
+    before = set(listening({os.getpid()}))  # another test's socket still open in this worker is not this job's
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     launch(_rank, 2, (str(tmp_path / "p" / "s.json"), up, done), host=host, timeout=60)
     watcher.join(10)
+    seen = [s for s in seen if s not in before]
     assert seen, "no listening socket seen: the job did not reach its loop"
     pids = {pid for pid, _, _ in seen}
     assert os.getpid() in pids and len(pids) >= 3  # the launcher's store, the ranks, their workers
     outside = [(pid, addr, port) for pid, addr, port in seen if not ipaddress.ip_address(addr).is_loopback]
     assert outside == [], f"listening beyond loopback: {outside}"
     assert {addr for pid, addr, _ in seen if pid == os.getpid()} == {host}  # the rendezvous store
+
+
+def _fail() -> None:
+    raise ValueError("this rank fails on purpose")
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux's /proc socket table")
+def test_a_failed_launch_stops_listening_before_it_raises():
+    """The rendezvous store closes when ``launch`` ends, failure included: the error a caller holds (whose
+    traceback keeps the launcher's frame) must not keep a port open until the garbage collector runs."""
+    before = set(listening({os.getpid()}))
+    gc.disable()
+    try:
+        with pytest.raises(DistError, match="this rank fails on purpose") as caught:
+            launch(_fail, 2, (), host="127.0.0.1", timeout=60)
+        assert caught.value.__traceback__ is not None  # the frame is still reachable through the error
+        assert set(listening({os.getpid()})) - before == set()
+    finally:
+        gc.enable()
 
 
 def test_wildcard_and_unresolvable_addresses_are_refused():

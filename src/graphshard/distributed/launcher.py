@@ -117,6 +117,10 @@ def launch(
     except (mp.ProcessRaisedException, mp.ProcessExitedException) as exc:
         assert procs is not None, "raised by its join, in _supervise"
         raise DistError(_root_cause(dist.PrefixStore("graphshard/", store), procs.processes, exc)) from None
+    finally:
+        # The error's traceback keeps this frame (and the cycle through ``exc``) until the garbage collector
+        # runs: the store would go on listening after ``launch`` returned. Drop it now.
+        del store
 
 
 def _supervise(procs: Any, lead_only: bool = False) -> None:
