@@ -52,9 +52,9 @@ class LocalSamplingGraph:
         self.dst_ntype = np.array([ntid[et[2]] for et in book.canonical_etypes], dtype=np.int64)
         lo, hi = book.node_range(part_id)
         self.start, self.count = (lo if hi > lo else 0), hi - lo
-        # inner nodes first, numbered in order (as partitions are written): their global IDs are computed
-        in_order = np.array_equal(self.node_gid[: self.count], np.arange(self.start, self.start + self.count))
-        self.inner = self.count if in_order else 0
+        # Inner nodes come first with global IDs [start, start + count): the loader refuses any partition that
+        # breaks this (format.load._read_graph), so their IDs are computed, not read (see neighbour_ids).
+        self.inner = self.count
         self._times_source = times
         self._times: dict[str, np.ndarray] = {}
         self.key = ""  # under which this process serves it (see sampler.serve_sampling)
