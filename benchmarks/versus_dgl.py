@@ -254,6 +254,13 @@ def main() -> None:
     )
     p.add_argument("--repeats", type=int, default=1, help="A B rounds per cell")
     p.add_argument(
+        "--order",
+        choices=("cells", "rounds"),
+        default="cells",
+        help="cells: each cell's rounds one after the other; rounds: every cell once per round, so that cells can "
+        "be compared with each other side by side too (e.g. 128-d at 1 Gbit/s against unshaped)",
+    )
+    p.add_argument(
         "--link-queue",
         default="host",
         help="the queue behind a capped link's token bucket: host (this kernel's default, net.core.default_qdisc, "
@@ -272,17 +279,16 @@ def main() -> None:
     rows = []
     for dim in (int(d) for d in args.dims.split(",")):
         configs, dgl_config = _prepare(args, dim)
-        for cell in args.cells:
-            for rep in range(args.repeats):
-                with _Busy(cell.busy):
-                    runs = {"graphshard": _ours(args, configs, cell, [])}
-                    for v in cell.variants:
-                        runs[f"graphshard {v}"] = _ours(args, configs, cell, VARIANTS[v])
-                    if dgl_config is not None and cell.dgl_runs:
-                        runs["DGL 2.1"] = _dgl(args, dgl_config, cell, f"f{dim}-{cell.name.replace('@', '-')}-{rep}")
-                for system, r in runs.items():
-                    rows.append({"dim": dim, "cell": cell.name, "repeat": rep, "system": system, **r})
-                    print(f"  {dim}-d {cell.name:<14} {system:<16} epoch {r['epoch_s']:6.2f} s", flush=True)
+        for cell, rep in _schedule(args.cells, args.repeats, args.order):
+            with _Busy(cell.busy):
+                runs = {"graphshard": _ours(args, configs, cell, [])}
+                for v in cell.variants:
+                    runs[f"graphshard {v}"] = _ours(args, configs, cell, VARIANTS[v])
+                if dgl_config is not None and cell.dgl_runs:
+                    runs["DGL 2.1"] = _dgl(args, dgl_config, cell, f"f{dim}-{cell.name.replace('@', '-')}-{rep}")
+            for system, r in runs.items():
+                rows.append({"dim": dim, "cell": cell.name, "repeat": rep, "system": system, **r})
+                print(f"  {dim}-d {cell.name:<14} {system:<16} epoch {r['epoch_s']:6.2f} s", flush=True)
     result = {
         "machine": machine(),
         "nodes": args.nodes,
@@ -293,6 +299,13 @@ def main() -> None:
     write_result(args.json, result)
     _print(result)
     print(f"wrote {args.json}")
+
+
+def _schedule(cells: list, repeats: int, order: str) -> list:
+    """(cell, round) in the order they run: each cell's rounds in turn, or every cell once per round."""
+    if order == "rounds":
+        return [(cell, rep) for rep in range(repeats) for cell in cells]
+    return [(cell, rep) for cell in cells for rep in range(repeats)]
 
 
 def _print(result: dict) -> None:
@@ -315,6 +328,16 @@ def _print(result: dict) -> None:
             f"{r['dim']:>5} {r['cell']:<14} {r['system']:<16}{r['epoch_s']:>8.2f}  {split:<28}{r['fetch_mb']:>10.0f}"
             f"{r['test_acc']:>9.4f}{ratio:>7}"
         )
+    _print_against_unshaped(result["rows"])
+
+
+def _print_against_unshaped(rows: list[dict]) -> None:
+    """Each capped cell's epoch over the same hosts' unshaped one, round by round (side by side only when the
+    cells ran in rounds: ``--order rounds``)."""
+    epoch = {(r["dim"], r["cell"], r["system"], r["repeat"]): r["epoch_s"] for r in rows}
+    for (dim, cell, system, rep), t in epoch.items():
+        if "@" in cell and (base := epoch.get((dim, cell.split("@")[0], system, rep))):
+            print(f"{dim:>5} {cell:<14} {system:<16} round {rep}: {t / base:.2f} x its unshaped epoch")
 
 
 if __name__ == "__main__":
