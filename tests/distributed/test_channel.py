@@ -245,6 +245,53 @@ def test_an_answer_that_arrives_in_pieces_is_read_whole_and_the_check_runs_meanw
         listener.close()
 
 
+class _CountingSocket:
+    """A socket whose receive calls are counted (each is a wake-up of the reading thread)."""
+
+    def __init__(self, sock: socket.socket):
+        self.sock, self.reads = sock, 0
+
+    def recv_into(self, view):
+        self.reads += 1
+        return self.sock.recv_into(view)
+
+    def __getattr__(self, name):
+        return getattr(self.sock, name)
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+def test_a_long_array_that_trickles_in_wakes_its_reader_a_few_times_only_in_bulk_mode(bulk):
+    """1 MB of rows sent in 64 pieces, paced (a slow link): read with the low-water mark, the reader is woken a
+    few times, not once a piece; the rows arrive whole either way, and the socket's mark is the default after."""
+    rows = torch.arange(1 << 18, dtype=torch.float32)
+    payload = b"".join(bytes(b) for b in pack({"v": {"T": 0}}, [rows]))
+    listener = socket.create_server(("127.0.0.1", 0))
+    client = socket.socket()
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)  # room for the whole array, on any host
+    client.connect(listener.getsockname())
+    conn, _ = listener.accept()
+
+    def trickle() -> None:
+        step = len(payload) // 64 + 1
+        for i in range(0, len(payload), step):
+            conn.sendall(payload[i : i + step])
+            time.sleep(0.002)  # pacing, as a slow link would
+
+    sender = threading.Thread(target=trickle, daemon=True)
+    try:
+        client.settimeout(5.0)
+        counted = _CountingSocket(client)
+        sender.start()
+        header, arrays = channel._Reader(counted, time.monotonic() + 10, bulk=bulk).frame()
+        assert torch.equal(arrays[0], rows)
+        assert counted.reads <= 6 if bulk else counted.reads >= 20
+        assert client.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT) == 1
+    finally:
+        sender.join(10)
+        for s in (client, conn, listener):
+            s.close()
+
+
 def test_a_caller_that_stops_reading_frees_the_answering_thread_in_time():
     b = Channels("127.0.0.1", "b", 0.5, lambda m: None)
     a = Channels("127.0.0.1", "a", 5.0, lambda m: b.address)

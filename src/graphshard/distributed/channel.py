@@ -102,25 +102,64 @@ def _send(sock: socket.socket, bufs: list[memoryview]) -> None:
                 sent = 0
 
 
-class _Reader:
-    """Reads whole frames from ``sock``; ``deadline``/``check`` bound each wait (None: wait for ever)."""
+# An answer's long arrays (rows in bulk) are read with a receive low-water mark (``SO_RCVLOWAT``): the kernel wakes
+# the reader once that many bytes have arrived, not at every burst. Behind a slow link rows trickle in, and each
+# wake-up takes the core (and the GIL) from the model's step. The mark stays at most a quarter of the receive
+# buffer, so that the window never has to shrink to it, and it is dropped after a quiet poll: a wait never
+# depends on it. Requests (read by the serving side, without a poll) keep the kernel's default.
+LOWAT_FROM = 64 << 10  # arrays shorter than this are read as they come
+LOWAT_MAX = 4 << 20
 
-    def __init__(self, sock: socket.socket, deadline: float | None = None, check: Callable[[], None] | None = None):
+
+class _Reader:
+    """Reads whole frames from ``sock``; ``deadline``/``check`` bound each wait (None: wait for ever). ``bulk``:
+    long arrays are read with a low-water mark (only on a socket with a timeout, which polls)."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        deadline: float | None = None,
+        check: Callable[[], None] | None = None,
+        bulk: bool = False,
+    ):
         self.sock, self.deadline, self.check = sock, deadline, check
+        self.bulk = bulk and hasattr(socket, "SO_RCVLOWAT")
+        self.mark = 1
 
     def exactly(self, view: memoryview) -> None:
         got = 0
-        while got < len(view):
-            try:
-                n = self.sock.recv_into(view[got:])
-            except TimeoutError:
-                self._waited()
-                continue
-            except OSError as exc:  # reset, or closed under us
-                raise ChannelLost(f"the connection failed ({exc})") from None
-            if n == 0:
-                raise ChannelLost("the connection was closed")
-            got += n
+        try:
+            while got < len(view):
+                if self.bulk:
+                    self._wake_at(len(view) - got)
+                try:
+                    n = self.sock.recv_into(view[got:])
+                except TimeoutError:
+                    if self.bulk:  # nothing reached the mark for a while: read whatever comes, as usual
+                        self.bulk = False
+                        self._wake_at(0)
+                    self._waited()
+                    continue
+                except OSError as exc:  # reset, or closed under us
+                    raise ChannelLost(f"the connection failed ({exc})") from None
+                if n == 0:
+                    raise ChannelLost("the connection was closed")
+                got += n
+        finally:
+            self._wake_at(0)
+
+    def _wake_at(self, remaining: int) -> None:
+        """Set the low-water mark for ``remaining`` more bytes of an array (0: back to the default, 1)."""
+        try:
+            mark = 1
+            if remaining >= LOWAT_FROM:
+                room = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) // 4
+                mark = max(1, min(remaining, room, LOWAT_MAX))
+            if mark != self.mark:
+                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, mark)
+                self.mark = mark
+        except OSError:  # closed under us: the read says so
+            return
 
     def _waited(self) -> None:
         if self.check is not None:
@@ -259,8 +298,8 @@ class Pending:
         if sock is None:
             raise ChannelLost("the request was already answered or cancelled")
         try:
-            sock.settimeout(_POLL if check is not None else max(_POLL, self.deadline - time.monotonic()))
-            header, arrays = _Reader(sock, self.deadline, check).frame()
+            sock.settimeout(_POLL)  # each quiet poll looks at the deadline, the peer's state and the low-water mark
+            header, arrays = _Reader(sock, self.deadline, check, bulk=True).frame()
         except BaseException:
             _close(sock)
             raise
