@@ -21,6 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("mixing",),  # counter-based random bits for compiled kernels (uses jit)
     ("graph",),  # the in-memory graph
     ("ids",),  # ID ranges and conversions
+    ("ranges",),  # which ID range each ID falls in, compiled (uses ids and jit)
     ("book",),  # the partition book
     ("format",),  # write and load: the partition format
     ("chunked",),  # input: the chunked graph format

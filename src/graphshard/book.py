@@ -63,8 +63,9 @@ class _Space:
 
     def _stored_part(self, ids: np.ndarray, type_name: str | None) -> np.ndarray:
         if type_name is None:
-            check_range(ids, self.total, f"homogeneous {self.kind} ID")
-            return np.searchsorted(self.part_bounds, ids, side="right") - 1
+            from .ranges import locate  # compiled: loaded with the first look-up, not with the book
+
+            return locate(ids, self.part_bounds, f"homogeneous {self.kind} ID")
         t = self.tid(type_name)
         check_range(ids, int(self.typed[t, -1]), f"{self.kind} ID of type {type_name!r}")
         return np.searchsorted(self.typed[t], ids, side="right") - 1
