@@ -43,6 +43,17 @@ def locate(ids: np.ndarray, bounds: np.ndarray, what: str) -> np.ndarray:
         check_range(ids, upper, what)
         return np.searchsorted(bounds, ids, side="right") - 1
     out = np.empty(ids.shape[0], dtype=np.int64)
-    if _count_at_or_below(ids, bounds, out):
+    if _count_at_or_below(np.ascontiguousarray(ids), np.ascontiguousarray(bounds), out):
         check_range(ids, upper, what)  # raises, naming the first ID out of range
     return out
+
+
+def warm_up() -> None:
+    """Compile :func:`locate`'s kernel (writable and read-only IDs) or load it from the cache, so ranks started
+    afterwards load it instead of each compiling it."""
+    bounds = np.array([0, 1, 2], dtype=np.int64)
+    ids = np.zeros(1, dtype=np.int64)
+    locate(ids, bounds, "ID")
+    ids.setflags(write=False)
+    bounds.setflags(write=False)
+    locate(ids, bounds, "ID")

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..jit import kernel
 from ..mixing import GOLDEN, mix64
+from ..ranges import warm_up as warm_ranges  # warmed up with the sampling kernels (every rank's book uses it)
 from .degrees import in_degree_table, source_counts  # warmed up with the sampling kernels (DistGraph uses them)
 
 
@@ -209,11 +210,12 @@ def relabel_hashed(ids, keys, vals, base):
 
 
 def warm_up() -> None:
-    """Compile the sampling kernels (and DistGraph's degree kernels) for the argument types training passes (or
-    load them from the cache), so ranks started afterwards load them from the cache instead of each compiling
-    them at once: for compact partitions (int32 source IDs, int8 edge types: what the format stores below 2^31
-    local nodes and 128 edge types). Partitions of other types (written before compact storage) compile their
-    variants in each rank the first time, once per machine (numba caches them on disk)."""
+    """Compile the sampling kernels (and DistGraph's degree kernels, and the partition book's owner look-up) for
+    the argument types training passes (or load them from the cache), so ranks started afterwards load them from
+    the cache instead of each compiling them at once: for compact partitions (int32 source IDs, int8 edge types:
+    what the format stores below 2^31 local nodes and 128 edge types). Partitions of other types (written before
+    compact storage) compile their variants in each rank the first time, once per machine (numba caches them on
+    disk)."""
     indptr, nodes, fanouts = np.array([0, 1, 2], np.int64), np.array([0, 1], np.int64), np.ones(2, np.int64)
     starts, ends = indptr[nodes], indptr[nodes + 1]
     relabel_dense(np.array([1, 0], np.int64), np.full(2, -1, np.int64), 0)
@@ -227,3 +229,4 @@ def warm_up() -> None:
             neighbour_ids(nodes, indices, nodes, nodes.astype(edge_type), 1, 0)
         in_degree_table(indptr, etype, 2, 2)
         source_counts(indptr, indices, etype, 2, 2, 1)
+    warm_ranges()
