@@ -62,13 +62,11 @@ class _Space:
         return self._stored_part(ids, type_name) // self.factor
 
     def _stored_part(self, ids: np.ndarray, type_name: str | None) -> np.ndarray:
-        if type_name is None:
-            from .ranges import locate  # compiled: loaded with the first look-up, not with the book
+        from .ranges import locate  # compiled: loaded with the first look-up, not with the book
 
+        if type_name is None:
             return locate(ids, self.part_bounds, f"homogeneous {self.kind} ID")
-        t = self.tid(type_name)
-        check_range(ids, int(self.typed[t, -1]), f"{self.kind} ID of type {type_name!r}")
-        return np.searchsorted(self.typed[t], ids, side="right") - 1
+        return locate(ids, self.typed[self.tid(type_name)], f"{self.kind} ID of type {type_name!r}")
 
     def to_per_type(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         slot = self.homo_to_slot(ids)

@@ -49,11 +49,10 @@ def locate(ids: np.ndarray, bounds: np.ndarray, what: str) -> np.ndarray:
 
 
 def warm_up() -> None:
-    """Compile :func:`locate`'s kernel (writable and read-only IDs) or load it from the cache, so ranks started
-    afterwards load it instead of each compiling it."""
+    """Compile :func:`locate`'s kernel (writable and read-only IDs, against a book's writable bounds) or load it
+    from the cache, so ranks started afterwards load it instead of each compiling it."""
     bounds = np.array([0, 1, 2], dtype=np.int64)
     ids = np.zeros(1, dtype=np.int64)
     locate(ids, bounds, "ID")
     ids.setflags(write=False)
-    bounds.setflags(write=False)
     locate(ids, bounds, "ID")
