@@ -174,8 +174,9 @@ def test_neighbour_ids_computes_inner_ids_as_it_would_read_them(index_type):
     pos = rng.integers(0, 400, 250)
     want = (node_gid[indices[pos]], edge_gid[pos].astype(np.int64))
     for k in (0, inner):
-        nbrs, edges = neighbour_ids(pos, indices, node_gid, edge_gid, k, start)
-        assert nbrs.dtype == edges.dtype == np.int64
-        np.testing.assert_array_equal(nbrs, want[0])
-        np.testing.assert_array_equal(edges, want[1])
+        for n in (250, 9, 0):  # longer and shorter than the distances it reads ahead
+            nbrs, edges = neighbour_ids(pos[:n], indices, node_gid, edge_gid, k, start)
+            assert nbrs.dtype == edges.dtype == np.int64
+            np.testing.assert_array_equal(nbrs, want[0][:n])
+            np.testing.assert_array_equal(edges, want[1][:n])
     assert (indices[pos] >= inner).any() and (indices[pos] < inner).any()  # both kinds were asked for

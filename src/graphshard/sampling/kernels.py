@@ -9,7 +9,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..jit import kernel
+from ..jit import kernel, prefetch
 from ..mixing import GOLDEN, mix64
 from ..ranges import warm_up as warm_ranges  # warmed up with the sampling kernels (every rank's book uses it)
 from .degrees import in_degree_table, source_counts  # warmed up with the sampling kernels (DistGraph uses them)
@@ -125,15 +125,34 @@ def sample_layer(
     return sample_ranges(indptr[seeds], indptr[seeds + 1], indices, fanouts, replace, key, node_time, seed_time)
 
 
-@kernel(parallel=True, nogil=True)
+# How far ahead the serial kernels below ask for the cache lines they will read at random (``jit.prefetch``): the
+# misses then overlap instead of each waiting for memory. Measured on one core of this machine (AMD EPYC), one
+# batch's second hop on a 1M-node community graph (47,000 sampled edges of a 10M-edge partition), 300 batches
+# alternated: neighbour_ids 1.58 ms as a parallel loop on one thread, 0.7-0.8 ms serial, 0.26 ms serial with
+# edges 24 ahead and HALO nodes 8 ahead; relabel_dense of those IDs into a 1M-node slot 1.04 ms, 0.18 ms 16 ahead.
+EDGES_AHEAD, HALO_AHEAD, SLOTS_AHEAD = 24, 8, 16
+
+
+@kernel(nogil=True)
 def neighbour_ids(pos, indices, node_gid, edge_gid, inner, start):
     """``(node_gid[indices[pos]], edge_gid[pos])`` as int64, in one pass over the sampled positions (no
     intermediate arrays; the arrays may be stored narrower). Local nodes below ``inner`` have global IDs
     ``start + local`` (a partition's inner nodes come first, numbered in order): their IDs are computed, not
-    read, which saves a random read of ``node_gid`` for most sampled edges (``inner = 0``: read every one)."""
-    nbrs = np.empty(pos.shape[0], dtype=np.int64)
-    edges = np.empty(pos.shape[0], dtype=np.int64)
-    for i in numba.prange(pos.shape[0]):
+    read, which saves a random read of ``node_gid`` for most sampled edges (``inner = 0``: read every one).
+    Serial, asking for each edge's lines :data:`EDGES_AHEAD` positions ahead and for a HALO node's
+    :data:`HALO_AHEAD` ahead: a rank's sampling runs on one thread (parallel loops cost twice as much there)."""
+    n = pos.shape[0]
+    nbrs = np.empty(n, dtype=np.int64)
+    edges = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        if i + EDGES_AHEAD < n:
+            f = pos[i + EDGES_AHEAD]
+            prefetch(indices, f)
+            prefetch(edge_gid, f)
+        if i + HALO_AHEAD < n:
+            w = np.int64(indices[pos[i + HALO_AHEAD]])  # its line was asked for EDGES_AHEAD - HALO_AHEAD ago
+            if w >= inner:
+                prefetch(node_gid, w)
         e = pos[i]
         v = np.int64(indices[e])
         nbrs[i] = start + v if v < inner else node_gid[v]
@@ -175,8 +194,10 @@ def relabel_dense(ids: np.ndarray, slot: np.ndarray, base: int) -> tuple[np.ndar
     The caller resets ``slot`` for the nodes it added."""
     local = np.empty(ids.shape[0], dtype=np.int64)
     first = np.empty(ids.shape[0], dtype=np.int64)
-    count = 0
-    for i in range(ids.shape[0]):
+    count, n = 0, ids.shape[0]
+    for i in range(n):
+        if i + SLOTS_AHEAD < n:
+            prefetch(slot, ids[i + SLOTS_AHEAD])  # type: ignore[call-arg]  # mypy sees the intrinsic's typer
         v = ids[i]
         if slot[v] < 0:
             slot[v] = base + count
@@ -184,6 +205,12 @@ def relabel_dense(ids: np.ndarray, slot: np.ndarray, base: int) -> tuple[np.ndar
             count += 1
         local[i] = slot[v]
     return local, first[:count]
+
+
+@kernel(inline="always")
+def _home(v: np.int64, mask: int) -> int:
+    """Where node ID ``v``'s probe starts in a table of ``mask + 1`` entries."""
+    return int((np.uint64(v) * np.uint64(GOLDEN)) >> np.uint64(32)) & mask
 
 
 @kernel()
@@ -194,10 +221,14 @@ def relabel_hashed(ids, keys, vals, base):
     mask = keys.shape[0] - 1
     local = np.empty(ids.shape[0], dtype=np.int64)
     first = np.empty(ids.shape[0], dtype=np.int64)
-    count = 0
-    for i in range(ids.shape[0]):
+    count, n = 0, ids.shape[0]
+    for i in range(n):
+        if i + SLOTS_AHEAD < n:
+            ahead = _home(ids[i + SLOTS_AHEAD], mask)
+            prefetch(keys, ahead)
+            prefetch(vals, ahead)
         v = ids[i]
-        h = int((np.uint64(v) * np.uint64(GOLDEN)) >> np.uint64(32)) & mask
+        h = _home(v, mask)
         while keys[h] != v and keys[h] >= 0:
             h = (h + 1) & mask
         if keys[h] < 0:
