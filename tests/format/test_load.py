@@ -133,6 +133,35 @@ def test_writer_output_readable_by_safetensors_library(tmp_path):
         assert back[k].dtype == arrays[k].dtype and np.array_equal(back[k], arrays[k])
 
 
+def test_tensors_start_aligned_and_whole_line_rows_on_cache_lines(tmp_path):
+    """Every tensor starts at a multiple of its element size within the file, and one of whole 64-byte lines
+    (here 64-byte rows, after tensors that are not) at a multiple of 64: its rows map onto whole cache lines.
+    The reference library still reads the file back exactly."""
+    from safetensors.numpy import load_file
+
+    from graphshard.format.tensorfile import read_header, read_tensors, write_tensors
+
+    arrays = {
+        "a_label": np.arange(7, dtype=np.int64),  # 56 bytes: not whole lines
+        "b_mask": np.array([True, False, True]),
+        "feat": np.arange(5 * 16, dtype=np.float32).reshape(5, 16),  # rows of 64 bytes
+        "half": np.ones((2, 3), np.float16),
+    }
+    path = tmp_path / "x.safetensors"
+    write_tensors(path, arrays)
+    header = read_header(path)
+    with open(path, "rb") as f:
+        data_start = 8 + int.from_bytes(f.read(8), "little")
+    for name, a in arrays.items():
+        begin = data_start + header[name]["data_offsets"][0]
+        assert begin % a.dtype.itemsize == 0, name
+    assert (data_start + header["feat"]["data_offsets"][0]) % 64 == 0
+    assert read_tensors(path)["feat"].data_ptr() % 64 == 0  # and so in the memory map
+    back = load_file(path)
+    for name, a in arrays.items():
+        assert np.array_equal(back[name], a), name
+
+
 def test_no_pickle_loading_anywhere():
     """Data files are never unpickled: no torch.load / pickle / allow_pickle=True in the package."""
     import pathlib

@@ -37,6 +37,12 @@ _DTYPES = {
     np.dtype(np.bool_): "BOOL",
 }
 _CHUNK = 1 << 24
+# The data section starts this many bytes into the file, and tensors of a whole number of these bytes come first, so
+# they start on a cache line in a memory map (pages are aligned) and so do their rows when a row's bytes are a whole
+# number of lines. Rows of 32 float32 read at random from a 64 MB table: 128-byte rows on line boundaries span 2
+# lines, not 3 (45,000 rows gathered into a batch with caches cold, 200 alternated rounds on one core: 1.22-1.25 ms
+# aligned against 1.55-1.61 ms 40 bytes off, where the 8-byte alignment of earlier files left them).
+ALIGN = 64
 
 
 @dataclass(frozen=True)
@@ -68,15 +74,17 @@ def header_schema(header: dict) -> dict[str, tuple[str, tuple[int, ...]]]:
 def write_tensors(path: Path, tensors: dict[str, np.ndarray | Lazy], metadata: dict[str, str] | None = None) -> str:
     """Write ``tensors`` to ``path`` in safetensors layout and return the file's sha256 (hex).
 
-    Entries are laid out by element size (largest first), then name, so every tensor is aligned;
-    the output depends only on the input (deterministic bytes). :class:`Lazy` entries are computed
+    Entries whose size is a whole number of :data:`ALIGN` bytes come first, then the others; each group by element
+    size (largest first), then name. So every tensor is aligned to its element size, and the first group to
+    :data:`ALIGN` bytes of the file (the header is padded with spaces to end there). The output depends only on the
+    input (deterministic bytes). :class:`Lazy` entries are computed
     one at a time while writing. ``metadata`` (strings) goes into the header's ``__metadata__``.
     """
     specs = {k: v if isinstance(v, Lazy) else np.ascontiguousarray(v) for k, v in tensors.items()}
     for k, v in specs.items():
         if np.dtype(v.dtype) not in _DTYPES:
             raise FormatError(f"{path}: tensor {k!r} has dtype {v.dtype}, which safetensors cannot store")
-    names = sorted(specs, key=lambda k: (-np.dtype(specs[k].dtype).itemsize, k))
+    names = sorted(specs, key=lambda k: (specs[k].nbytes % ALIGN != 0, -np.dtype(specs[k].dtype).itemsize, k))
     header: dict = {"__metadata__": dict(sorted(metadata.items()))} if metadata else {}
     offset = 0
     for k in names:
@@ -88,7 +96,7 @@ def write_tensors(path: Path, tensors: dict[str, np.ndarray | Lazy], metadata: d
         }
         offset += a.nbytes
     text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-(len(text) + 8) % 8)
+    text += b" " * (-(len(text) + 8) % ALIGN)
     digest = hashlib.sha256()
     with open(path, "wb") as f, ThreadPoolExecutor(1) as hasher:
         for piece in (struct.pack("<Q", len(text)), text):
