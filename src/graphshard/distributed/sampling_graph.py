@@ -13,7 +13,7 @@ from ..book import RangePartitionBook
 from ..errors import InputError
 from ..format.load import PartitionGraph
 from ..partition.kernels import ragged_ranges
-from ..sampling.kernels import neighbour_ids, sample_ranges, typed_ranges
+from ..sampling.kernels import neighbour_ids, place_runs, sample_ranges, typed_ranges
 from ..sampling.neighbor import check_aligned, check_csc
 from .context import DistError
 from .served import Served
@@ -217,7 +217,11 @@ def assemble(
     n: int, blocks: Sequence[tuple[np.ndarray, tuple[np.ndarray, ...]]]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(counts, neighbours, edges)`` of ``n`` requested nodes, listed node by node, from the answers
-    ``(positions, (counts, neighbours, edges))`` for parts of the request."""
+    ``(positions, (counts, neighbours, edges))`` for disjoint parts of the request (positions ascending, as
+    ``book.positions_by_part`` gives them: one answer for ``n`` positions is the whole request in order)."""
+    if len(blocks) == 1 and blocks[0][0].shape[0] == n:  # one answer for all, in request order (positions sorted)
+        c, n_, e = blocks[0][1]
+        return np.asarray(c, dtype=np.int64), n_, e
     counts = np.zeros(n, dtype=np.int64)
     for pos, res in blocks:
         counts[pos] = res[0]
@@ -225,8 +229,7 @@ def assemble(
     nbrs = np.empty(int(counts.sum()), dtype=np.int64)
     edges = np.empty_like(nbrs)
     for pos, (c, n_, e) in blocks:
-        at = ragged_ranges(starts[pos], c)
-        nbrs[at], edges[at] = n_, e
+        place_runs(starts[pos], np.asarray(c, dtype=np.int64), n_, e, nbrs, edges)
     return counts, nbrs, edges
 
 

@@ -165,6 +165,19 @@ def neighbour_ids(pos, indices, node_gid, edge_gid, inner, start):
     return nbrs, edges
 
 
+@kernel(nogil=True)
+def place_runs(starts, counts, nbrs, edges, out_nbrs, out_edges):
+    """Copy node ``i``'s run of ``counts[i]`` entries of ``nbrs`` and ``edges`` (listed node by node) to
+    ``out_*[starts[i]:starts[i] + counts[i]]``: one answer's part of a layer put in request order."""
+    j = 0
+    for i in range(starts.shape[0]):
+        at = starts[i]
+        for t in range(counts[i]):
+            out_nbrs[at + t] = nbrs[j]
+            out_edges[at + t] = edges[j]
+            j += 1
+
+
 @kernel(parallel=True, nogil=True)
 def typed_ranges(indptr, etypes, nodes, types):
     """Edge ranges of type ``types[i]`` among the in-edges of ``nodes[i]``, where each node's in-edges are
@@ -265,4 +278,5 @@ def warm_up() -> None:
             neighbour_ids(nodes, indices, nodes, nodes.astype(edge_type), 1, 0)
         in_degree_table(indptr, etype, 2, 2)
         source_counts(indptr, indices, etype, 2, 2, 1)
+    place_runs(nodes, fanouts, nodes, nodes, np.empty(2, np.int64), np.empty(2, np.int64))
     warm_ranges()

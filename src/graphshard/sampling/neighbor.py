@@ -179,8 +179,8 @@ def sample_neighbors(
             raise InputError(f"seed_time has shape {seed_time.shape}, seeds {seeds.shape}")
         disjoint = True
 
-    def layer(ids: np.ndarray, owner: np.ndarray, fanout: int, hop: int):
-        times = None if seed_time is None else seed_time[owner]
+    def layer(ids: np.ndarray, owner: np.ndarray | None, fanout: int, hop: int):
+        times = None if seed_time is None else seed_time[owner]  # seed times imply disjoint mode: owners given
         counts, pos = sample_layer(
             graph.indptr,
             graph.indices,
@@ -197,7 +197,7 @@ def sample_neighbors(
     return expand_hops(seeds, fanouts, layer, graph.num_nodes, slot)
 
 
-Layer = Callable[[np.ndarray, np.ndarray, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
+Layer = Callable[[np.ndarray, np.ndarray | None, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
 def expand_hops(
@@ -206,7 +206,8 @@ def expand_hops(
     """The hop loop shared by the local and distributed samplers.
 
     ``layer(ids, owner, fanout, hop)`` samples in-edges of the frontier nodes ``ids`` (``owner``: the seed
-    index each descends from) and returns ``(counts per node, source IDs, edge IDs)`` listed node by node.
+    index each descends from, in disjoint mode; None otherwise) and returns ``(counts per node, source IDs,
+    edge IDs)`` listed node by node.
     With ``slot`` (a relabelling workspace, :class:`DenseSlot` or :class:`HashSlot`, left clean) nodes are shared
     across seeds and de-duplicated in first-appearance order; without it every seed keeps a disjoint subtree.
     """
@@ -227,17 +228,17 @@ def expand_hops(
                 n_nodes.append(0)
                 n_edges.append(0)
                 continue
-            counts, src_ids, eids = layer(all_nodes[frontier], all_owner[frontier], fanout, hop)
+            counts, src_ids, eids = layer(all_nodes[frontier], all_owner[frontier] if disjoint else None, fanout, hop)
             dst = np.repeat(frontier, counts)
-            src_owner = all_owner[dst]
             base = int(all_nodes.shape[0])
             if slot is None:
                 assert known is not None  # made above exactly when there is no slot (disjoint)
+                src_owner = all_owner[dst]
                 local, _, new_first = _relabel(src_owner * num_nodes + src_ids, known, base)
-            else:
+                all_owner = np.concatenate([all_owner, src_owner[new_first]])
+            else:  # shared nodes: no owners to follow
                 local, new_first = slot.relabel(src_ids, base)
             all_nodes = np.concatenate([all_nodes, src_ids[new_first]])
-            all_owner = np.concatenate([all_owner, src_owner[new_first]])
             frontier = np.arange(base, all_nodes.shape[0], dtype=np.int64)
             rows.append(local)
             cols.append(dst)
