@@ -42,6 +42,9 @@ def test_gather_rows_of_a_long_read_past_its_prefetch_window(row_shape):
     expected = torch.full((500, *row_shape), -1.0)
     expected[torch.from_numpy(at)] = tensor[torch.from_numpy(rows)]
     assert torch.equal(out, expected)
+    put = torch.full((500, *row_shape), -1.0)
+    put_rows(put, torch.from_numpy(at), tensor[torch.from_numpy(rows)])
+    assert torch.equal(put, expected)
 
 
 def test_gather_rows_reads_a_memory_mapped_tensor_and_nothing(tmp_path):

@@ -15,6 +15,7 @@ from ..distributed.graph import DistGraph
 from ..distributed.launcher import launch
 from ..distributed.lifetime import refuse_spawn_reimport
 from ..distributed.liveness import DEFAULT_LOST_AFTER, doing
+from ..distributed.rows import warm_up as warm_rows
 from ..distributed.runtime import Session, session
 from ..errors import InputError
 from ..format.config import read_config
@@ -127,7 +128,8 @@ def embed(
     check_train_fits(
         cfg, num_procs, num_procs, opts.hidden, True, allowed(memory), "embed", layers, outputs, opts.colocated
     )
-    warm_up()
+    warm_up()  # compiled here once (first run only), loaded from the cache by every rank
+    warm_rows()
     launch(_rank, num_procs, (opts,), host, timeout)
 
 
