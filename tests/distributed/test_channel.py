@@ -181,6 +181,7 @@ def test_concurrent_callers_get_their_own_answers(pair):
 def test_a_stream_that_is_not_a_channels_is_dropped_and_the_listener_lives_on(pair):
     a, b = pair
     heads = [b"{nope", b'{"h":"x","a":[["complex",[1]]]}', b'{"h":"x","a":[["int64","x"]]}']
+    heads += [b'{"h":"x","a":[["int64",[%s]]]}' % d for d in (b"-8", b"2.5", b"true")]  # impossible shapes
     for junk in [b"\xff\xff\xff\xff" + b"x" * 8] + [len(h).to_bytes(4, "little") + h for h in heads]:
         with socket.create_connection(b.address, timeout=5) as s:
             try:

@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from .buffers import empty
 from .counts import Counts
 from .frames import DTYPES, LENGTH, MAX_HEADER, bytes_of, decode, encode, pack
 from .network import listen_socket
@@ -180,7 +181,9 @@ class _Reader:
         for dtype, shape in header.get("a", []):
             if dtype not in DTYPES:
                 raise ChannelLost(f"a frame names the unknown dtype {dtype!r}")
-            t = torch.empty(shape, dtype=DTYPES[dtype])
+            if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+                raise ChannelLost(f"a frame names the impossible shape {shape!r}")
+            t = empty(shape, DTYPES[dtype])
             if t.numel():
                 self.exactly(bytes_of(t))
             arrays.append(t)
