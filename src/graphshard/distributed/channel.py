@@ -29,7 +29,6 @@ from typing import Any
 
 import torch
 
-from .buffers import empty
 from .counts import Counts
 from .frames import DTYPES, LENGTH, MAX_HEADER, bytes_of, decode, encode, pack
 from .network import listen_socket
@@ -183,7 +182,7 @@ class _Reader:
                 raise ChannelLost(f"a frame names the unknown dtype {dtype!r}")
             if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
                 raise ChannelLost(f"a frame names the impossible shape {shape!r}")
-            t = empty(shape, DTYPES[dtype])
+            t = torch.empty(shape, dtype=DTYPES[dtype])
             if t.numel():
                 self.exactly(bytes_of(t))
             arrays.append(t)

@@ -18,7 +18,6 @@ from ..errors import InputError
 from ..ids import as_id_array
 from ..sparse import CSRRows, densify, joined
 from . import channel
-from .buffers import empty
 from .cache import FeatureCache
 from .counts import Counts
 from .local_store import LocalFeatureStore
@@ -240,7 +239,7 @@ class DistFeatureStore(StoredFeatureStore):
     def _rows_for(self, ask: _Ask) -> torch.Tensor:
         """Uninitialised rows for every ID of ``ask``."""
         dtype, row_shape = self.schema[(ask.group, ask.name)]
-        return empty((ask.ids.shape[0], *row_shape), dtype)
+        return torch.empty((ask.ids.shape[0], *row_shape), dtype=dtype)
 
     @staticmethod
     def _read_local(store: LocalFeatureStore, ask: _Ask, sub: np.ndarray, out: torch.Tensor | None) -> Any:

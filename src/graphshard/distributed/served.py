@@ -26,7 +26,6 @@ from ..errors import FormatError, InputError
 from ..format.config import PartitionConfig, as_config
 from ..format.load import Partition, book_from_config, load_partition, verify_partition
 from ..sparse import CSRRows, joined
-from .buffers import empty
 from .store_base import Rows
 
 log = logging.getLogger(__name__)
@@ -135,7 +134,7 @@ class Stacked:
             rows = torch.arange(self.shape[0])[rows]
         ids = rows.numpy()
         piece = np.searchsorted(self.offsets, ids, side="right") - 1
-        out = empty((ids.shape[0], *self.shape[1:]), self.dtype)
+        out = torch.empty((ids.shape[0], *self.shape[1:]), dtype=self.dtype)
         for k in np.unique(piece):
             pos = np.flatnonzero(piece == k)
             at, src = torch.from_numpy(ids[pos] - self.offsets[k]), self.pieces[k]

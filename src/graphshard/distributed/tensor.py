@@ -13,7 +13,6 @@ import torch
 from ..book import RangePartitionBook
 from ..errors import InputError
 from ..ids import as_id_array, consecutive
-from .buffers import empty
 from .rpc import RpcGroup, by_owner
 
 _SHARDS: dict[str, Shard] = {}
@@ -128,7 +127,7 @@ class DistTensor:
         )
         if len(pieces) == 1 and pieces[0][0].shape[0] == ids_np.shape[0]:  # one owner: rows already in order
             return pieces[0][1]
-        out = empty((ids_np.shape[0], *self.shape[1:]), self.dtype)
+        out = torch.empty((ids_np.shape[0], *self.shape[1:]), dtype=self.dtype)
         for pos, rows in pieces:
             out.index_copy_(0, torch.from_numpy(pos), rows.to(self.dtype))
         return out

@@ -132,9 +132,10 @@ def sample_layer(
 
 # How far ahead the serial kernels below ask for the cache lines they will read at random (``jit.prefetch``): the
 # misses then overlap instead of each waiting for memory. Measured on one core of this machine (AMD EPYC), one
-# batch's second hop on a 1M-node community graph (47,000 sampled edges of a 10M-edge partition), 300 batches
-# alternated: neighbour_ids 1.58 ms as a parallel loop on one thread, 0.7-0.8 ms serial, 0.26 ms serial with
-# edges 24 ahead and HALO nodes 8 ahead; relabel_dense of those IDs into a 1M-node slot 1.04 ms, 0.18 ms 16 ahead.
+# batch's second hop on a 1M-node community graph (47,000 sampled edges of a 10M-edge partition), a fresh batch
+# per call with the caches evicted before it, 200 alternated rounds: neighbour_ids 1.29 ms as a parallel loop on
+# one thread, 0.84 ms serial with edges 24 ahead and HALO nodes 8 ahead (48/16, 64/24 and 96/32 ahead: within
+# 5 %); relabel_dense of those IDs into a 1M-node slot 0.82 ms, 0.60 ms 16 ahead (32 and 64: the same).
 EDGES_AHEAD, HALO_AHEAD, SLOTS_AHEAD = 24, 8, 16
 
 
