@@ -22,7 +22,7 @@ KW = dict(fanouts=[4, 4], batch_size=128, lr=0.05, hidden=16, progress=False)
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("select")
-    save_dataset(community_graph(num_nodes=1500, noise=20.0, seed=5), tmp / "data")
+    save_dataset(community_graph(num_nodes=1500, noise=20.0, seed=8), tmp / "data")
     return tmp
 
 
