@@ -146,7 +146,7 @@ def neighbour_ids(pos, indices, node_gid, edge_gid, inner, start):
     ``start + local`` (a partition's inner nodes come first, numbered in order): their IDs are computed, not
     read, which saves a random read of ``node_gid`` for most sampled edges (``inner = 0``: read every one).
     Serial, asking for each edge's lines :data:`EDGES_AHEAD` positions ahead and for a HALO node's
-    :data:`HALO_AHEAD` ahead: a rank's sampling runs on one thread (parallel loops cost twice as much there)."""
+    :data:`HALO_AHEAD` ahead: a rank's sampling runs on one thread (a parallel loop cost about 1.5 x there)."""
     n = pos.shape[0]
     nbrs = np.empty(n, dtype=np.int64)
     edges = np.empty(n, dtype=np.int64)
