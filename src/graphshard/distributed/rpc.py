@@ -73,6 +73,9 @@ class RpcGroup:
     unavailable: Callable[[str], str | None] | None = None
     # direct channels for the requests of every batch (see .channel); None: everything goes through TensorPipe
     channels: Channels | None = None
+    # what sets this group apart on its store (the key it joined under): barriers of an earlier group with the
+    # same member names (one sampler pool after another) must not count for this one's
+    scope: str = ""
     _barriers: itertools.count = field(default_factory=itertools.count)
     _members: dict[str, int] = field(default_factory=dict, repr=False)
 
@@ -103,7 +106,7 @@ class RpcGroup:
 
     def all_gather(self, value: bytes, what: str) -> list[bytes]:
         """Every member's ``value``, in member order, through the store (a barrier with a payload)."""
-        key = f"rpc-barrier/{self.names[0]}/{next(self._barriers)}/"
+        key = f"rpc-barrier/{self.scope}/{next(self._barriers)}/"
         self.store.set(f"{key}{self.rank}", value)
         keys = [f"{key}{r}" for r in range(self.world_size)]
         try:
@@ -165,7 +168,7 @@ def join_group(
     # for messages: measured on 2 cores, it tripled the run's system CPU time and, with other work on the
     # cores, made the epoch 1.4 x slower than over loopback TCP (uv), which waits in the kernel instead.
     # Between hosts TensorPipe uses uv anyway.
-    group = RpcGroup(rank, names, store, timeout, lanes)
+    group = RpcGroup(rank, names, store, timeout, lanes, scope=key)
     channels = open_channels(group.all_gather, names, rank, store, key, timeout, address)
     opts = rpc.TensorPipeRpcBackendOptions(
         init_method=f"graphshard://{token}", rpc_timeout=timeout, num_worker_threads=num_threads, _transports=["uv"]
