@@ -148,11 +148,9 @@ def serve(
         _rank(opts, options, token, listener)
         return
     from ..distributed.launcher import launch
-    from ..distributed.rows import warm_up as warm_rows
-    from ..sampling.kernels import warm_up
+    from ..train.compiled import warm_up
 
     warm_up()  # compiled here once (first run only), loaded from the cache by every rank
-    warm_rows()
     served = replace(options, port=listener.getsockname()[1]) if listener is not None else options
     try:  # the socket itself goes to the ranks (a port closed and bound again could be taken meanwhile)
         launch(_rank, num_procs, (opts, served, token, listener), rank_host, timeout, lead_only=True)

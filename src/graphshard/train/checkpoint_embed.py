@@ -15,14 +15,13 @@ from ..distributed.graph import DistGraph
 from ..distributed.launcher import launch
 from ..distributed.lifetime import refuse_spawn_reimport
 from ..distributed.liveness import DEFAULT_LOST_AFTER, doing
-from ..distributed.rows import warm_up as warm_rows
 from ..distributed.runtime import Session, session
 from ..errors import InputError
 from ..format.config import read_config
 from ..graph import EType
 from ..memory import allowed
-from ..sampling.kernels import warm_up
 from .checkpoint import LATER_OPTIONS, RESUME_OPTIONS, load_checkpoint, read_state, run_identity
+from .compiled import warm_up
 from .cost import check_train_fits, evaluated
 from .embeddings import check_embeddings_target, every_output, save_tables
 from .inputs import ModelInputs, build_model
@@ -129,7 +128,6 @@ def embed(
         cfg, num_procs, num_procs, opts.hidden, True, allowed(memory), "embed", layers, outputs, opts.colocated
     )
     warm_up()  # compiled here once (first run only), loaded from the cache by every rank
-    warm_rows()
     launch(_rank, num_procs, (opts,), host, timeout)
 
 

@@ -16,19 +16,17 @@ from ..datasets import load_dataset
 from ..distributed.environment import adopt_launcher_env
 from ..distributed.launcher import launch
 from ..distributed.lifetime import refuse_spawn_reimport
-from ..distributed.rows import warm_up as warm_rows
 from ..distributed.runtime import session
 from ..fingerprint import tree_fingerprint
 from ..format.config import read_config
 from ..format.outputs import prepare_output_dir
 from ..graph import parse_etype, with_reverse_edges
 from ..memory import allowed
-from ..models.dropout import warm_up as warm_dropout
 from ..partition.api import partition_graph
 from ..partition.cost import check_partition_fits
-from ..sampling.kernels import warm_up
 from . import timing
 from .checkpoint import check_checkpoints, run_identity
+from .compiled import warm_up
 from .contract import resolve_data
 from .cost import check_train_fits, evaluated
 from .embeddings import check_embeddings_target
@@ -283,8 +281,6 @@ def _train(
         return _rank_main(opts, None), launcher
     with timing.phase("compile_s", launcher):
         warm_up()  # compiled once here (first run only), loaded from the cache by every rank
-        warm_dropout()
-        warm_rows()
     with tempfile.TemporaryDirectory() as tmp:
         result = str(Path(tmp) / "metrics.json")
         began += sum(launcher.values())
