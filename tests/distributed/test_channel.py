@@ -1,7 +1,8 @@
 """Direct channels: values and tensors of every dtype arrive equal, large answers and answers sent in pieces
 whole; handler errors, unknown handlers, closed peers and silent peers are raised as such, each within its
-bound, and a caller that stops reading frees the answering thread; concurrent callers get their own answers;
-the listener binds to the address given and survives a stream that is not a channel's."""
+bound, and a caller that stops reading or goes silent half-way through a request frees the answering thread;
+concurrent callers get their own answers; the listener binds to the address given and survives a stream that
+is not a channel's."""
 
 from __future__ import annotations
 
@@ -320,3 +321,29 @@ def test_the_request_priority_setting(monkeypatch):
             InputError, match=f"GRAPHSHARD_REQUEST_PRIORITY='{bad}': expected a whole number from 0 to 6"
         ):
             Channels("127.0.0.1", "a", 1.0, lambda m: None)
+
+
+def test_a_caller_silent_half_way_through_a_request_frees_the_answering_thread_in_time():
+    b = Channels("127.0.0.1", "b", 0.5, lambda m: None)
+    try:
+        frame = b"".join(bytes(v) for v in pack({"h": "x"}, [torch.arange(1000)]))
+        for cut in (2, 40, len(frame) - 100):  # in the length, the header, an array
+            with socket.create_connection(b.address, timeout=5) as s:
+                s.sendall(frame[:cut])  # ...and nothing more, the connection left open
+                start = time.monotonic()
+                try:
+                    closed = s.recv(1) == b""  # the server gives up on it: it closes the connection...
+                except TimeoutError:  # (still open after 5 s)
+                    closed = False
+                except OSError:  # ...or resets it
+                    closed = True
+                assert closed and time.monotonic() - start < 4.0, cut
+        deadline = time.monotonic() + 5
+        while b._server.conns and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not b._server.conns
+        idle = socket.create_connection(b.address, timeout=1.0)  # a caller between requests is waited for
+        with idle, pytest.raises(TimeoutError):
+            idle.recv(1)
+    finally:
+        b.close()

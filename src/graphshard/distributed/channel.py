@@ -8,13 +8,14 @@ is pickled, and nothing passes through TensorPipe's loop and worker threads: mea
 to send 14,000 rows of 32 floats (0.25 ms of which is the gather). Here a request is a ``sendmsg`` on one
 side and a ``recv_into`` preallocated tensors on the other.
 
-Each member listens on its address of the run's network (the interface TensorPipe uses, loopback by
-default), publishes ``ip:port`` in the group's store, and connects to a peer on first use. A connection
-carries one request at a time, so concurrent callers (a prefetch thread, a service's workers) each take
-their own; a thread on the serving side answers each connection in turn. Every wait is bounded (the
-group's timeout), a wait on a member the caller tracks ends when it is lost (``check``), and a closed
-connection raises :class:`ChannelLost`. Handler errors come back as :class:`RemoteFailure` with the
-first line of the error.
+Each member listens on its address of the run's network (the interface TensorPipe uses, loopback by default),
+publishes ``ip:port`` in the group's store, and connects to a peer on first use. A connection carries one
+request at a time, so concurrent callers (a prefetch thread, a service's workers) each take their own; a
+thread on the serving side answers each connection in turn. Every wait is bounded (the group's timeout), a
+wait on a member the caller tracks ends when it is lost (``check``), and a closed connection raises
+:class:`ChannelLost`. The serving side waits for a caller's next request however long (the caller's wait is
+bounded), but not for the rest of one begun, nor for a caller to read its answer. Handler errors come back as
+:class:`RemoteFailure` with the first line of the error.
 """
 
 from __future__ import annotations
@@ -167,9 +168,17 @@ class _Reader:
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise ChannelLost("no answer in time", timed_out=True)
 
-    def frame(self) -> tuple[dict, list[torch.Tensor]]:
+    def frame(self, within: float | None = None) -> tuple[dict, list[torch.Tensor]]:
+        """The next frame. ``within``: once its first byte is here, a silence of that many seconds before its
+        end drops it (the serving side, which waits however long for a request, but not for the end of one)."""
         raw = bytearray(LENGTH.size)
-        self.exactly(memoryview(raw))
+        if within is None:
+            self.exactly(memoryview(raw))
+        else:
+            self.exactly(memoryview(raw)[:1])
+            self.sock.settimeout(within)
+            self.deadline = time.monotonic() + within
+            self.exactly(memoryview(raw)[1:])
         (size,) = LENGTH.unpack(raw)
         if size > MAX_HEADER:
             raise ChannelLost(f"a frame header of {size} bytes: not a graphshard channel")
@@ -225,10 +234,12 @@ class _Server:
         reader = _Reader(conn)
         try:
             while True:
-                header, arrays = reader.frame()
-                conn.settimeout(self.timeout)  # a caller that stops reading frees this thread in time
+                conn.settimeout(None)  # wait for the next request, however long: the caller's own
+                reader.deadline = None
+                # a request begun is read whole in time, and a caller that stops reading the answer frees this
+                # thread in time: a peer that went silent half-way holds it no longer than the timeout
+                header, arrays = reader.frame(within=self.timeout)
                 _send(conn, _answer_frame(header, arrays))
-                conn.settimeout(None)  # then wait for its next request, however long
         except Exception as exc:  # the caller went away, or sent what is not a frame
             if not self.closed and not isinstance(exc, ChannelLost):
                 log.debug("%s: channel connection dropped: %s", self.who, exc)
