@@ -20,12 +20,10 @@ from ..ids import as_id_array
 from ..sampling.degrees import DegreeTable, in_degree_table, source_counts
 from .colocated import load_colocated
 from .feature import DistFeatureStore
-from .local_store import LocalFeatureStore
 from .network import own_address
 from .rpc import RpcGroup, by_owner, current_group, register, registered, rpc_call
-from .sampler import serve_sampling
-from .sampling_graph import feature_times, served_sampling_graph
 from .served import load_served, missing_files, verify_served
+from .serving import start_serving
 from .tensor import DistTensor
 
 _DEGREES = "degrees"
@@ -149,18 +147,9 @@ class DistGraph:
         }.values():
             book.set_original_loader(self._original_ids)
         self.colocated = colocated
-        near = load_colocated(cfg, self.group, colocated)
-        self.features = DistFeatureStore(
-            self.group,
-            LocalFeatureStore(self.served, self.part_id),
-            self.book,
-            self.key,
-            {p: LocalFeatureStore(s, p) for p, s in near.items()},
-        )
-        times = feature_times(self.features.lookup, self.features.has, self.book)
-        self.sampling_graph = served_sampling_graph(self.served, times)
-        self.near_graphs = {p: served_sampling_graph(s, times) for p, s in near.items()}  # co-located partitions
-        serve_sampling(self.sampling_graph, self.key)
+        serving = start_serving(self.group, self.served, load_colocated(cfg, self.group, colocated), self.key)
+        self.features, self.sampling_graph = serving.features, serving.graph
+        self.near_graphs = serving.near_graphs  # co-located partitions
         self._count_degrees()
         self._ndata = {t: DataView(self.features, t) for t in self.book.ntypes}
         self._edata = {et: DataView(self.features, et) for et in self.book.canonical_etypes}

@@ -21,15 +21,12 @@ from ..format.config import as_config
 from .batch import BatchMaker, BatchRequest, BatchSpec
 from .colocated import load_colocated
 from .context import DistError
-from .feature import DistFeatureStore
 from .interrupt import handled, starting_children, when_signalled
 from .lifetime import UNGUARDED_EXIT, die_with_parent, refuse_spawn_reimport, unguarded_message
-from .local_store import LocalFeatureStore
 from .processes import is_quiet
 from .rpc import join_group, shutdown_rpc
-from .sampler import serve_sampling
-from .sampling_graph import feature_times, served_sampling_graph
 from .served import load_served
+from .serving import start_serving
 
 log = logging.getLogger(__name__)
 _POOLS = itertools.count()
@@ -70,21 +67,9 @@ def _build(s: WorkerSetup) -> tuple[Any, BatchMaker]:
     group = join_group(names, me, store, f"{s.pool_key}/port", s.timeout, s.rpc_host, lanes=s.num_workers)
     cfg = as_config(s.part_config)
     served = load_served(cfg, group.world_size, group.lanes, group.rank)
-    near = load_colocated(cfg, group, s.colocated)
-    book = served.book
-    features = DistFeatureStore(
-        group,
-        LocalFeatureStore(served, served.part_id),
-        book,
-        near={p: LocalFeatureStore(n, p) for p, n in near.items()},
-    )
-    features.attach_cache(s.cache)
-    times = feature_times(features.lookup, features.has, book)
-    graph = served_sampling_graph(served, times)
-    serve_sampling(graph)
+    serving = start_serving(group, served, load_colocated(cfg, group, s.colocated), cache=s.cache)
     group.barrier("sampler workers ready")
-    near_graphs = {p: served_sampling_graph(n, times) for p, n in near.items()}
-    return group, BatchMaker(s.spec, group, graph, features, book, near_graphs)
+    return group, BatchMaker(s.spec, group, serving.graph, serving.features, served.book, serving.near_graphs)
 
 
 def worker_main(setup: WorkerSetup, requests: Any, results: Any) -> None:
