@@ -68,10 +68,6 @@ def test_frozen_and_killed_processes(cluster):
     c = cluster(2)
     p = c.run(1, [PY, "-c", "import time; time.sleep(60)"], name="sleeper")
     deadline = time.monotonic() + 10
-    while not c.pids(1):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)  # polling for the process to appear, against a deadline
-    frozen = c.freeze(1)
 
     def state(pid: int) -> str:
         try:
@@ -79,14 +75,29 @@ def test_frozen_and_killed_processes(cluster):
         except FileNotFoundError:
             return "gone"
 
-    def stopped() -> bool:  # a short-lived helper of the host's start-up (mount) may already be a zombie
-        return all(state(pid) in ("T", "Z", "gone") for pid in frozen)
+    def comm(pid: int) -> str:
+        try:
+            return open(f"/proc/{pid}/comm").read().strip()
+        except FileNotFoundError:
+            return ""
+
+    # until the sleeper itself runs (the host's start-up shell has become Python): its helpers (hostname,
+    # mount) are done by then, so what is frozen is what stays on the host
+    while not (sleeper := [pid for pid in c.pids(1) if comm(pid).startswith("python")]):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)  # polling for the process to appear, against a deadline
+    frozen = c.freeze(1)
+
+    def stopped() -> bool:
+        # the processes on the host now: a PID of the frozen list that ended may already belong to another
+        # process elsewhere (PIDs wrap around at 32,768 here, and a test suite's threads take them fast)
+        return all(state(pid) in ("T", "Z", "gone") for pid in c.pids(1))
 
     deadline = time.monotonic() + 10
     while not stopped():  # the signal is delivered asynchronously
         assert time.monotonic() < deadline, "not stopped"
         time.sleep(0.05)  # polling the process state, against a deadline
-    assert frozen
+    assert sleeper[0] in frozen and state(sleeper[0]) == "T"
     c.thaw(1)
     c.kill(1)
     assert p.wait(10) != 0
