@@ -37,6 +37,12 @@ _COUNTER = itertools.count()
 _TOOLS = ("ip", "tc", "unshare", "taskset", "mount")
 
 
+def _namespace(path: str) -> tuple[int, int]:
+    """The identity of the namespace file at ``path`` (its device and inode)."""
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
+
+
 def unavailable() -> str | None:
     """Why an emulated cluster cannot be built here (one line), or None."""
     if os.geteuid() != 0:
@@ -214,15 +220,26 @@ class Cluster:
         return [int(p) for p in done.stdout.split()]
 
     def signal(self, i: int, sig: int, match: str | None = None) -> list[int]:
-        """Send ``sig`` to host ``i``'s processes (those whose command line contains ``match``); their PIDs."""
+        """Send ``sig`` to host ``i``'s processes (those whose command line contains ``match``); their PIDs.
+        Each is signalled through a process handle (pidfd) taken once it is seen to be still on the host: a
+        listed process that ends, its PID taken by another process elsewhere (PIDs wrap), is never signalled."""
+        on_host = _namespace(f"/run/netns/{self.hosts[i].netns}")
         hit = []
         for pid in self.pids(i):
             try:
+                handle = os.pidfd_open(pid)
+            except OSError:  # ended
+                continue
+            try:
+                if _namespace(f"/proc/{pid}/ns/net") != on_host:
+                    continue
                 if match is None or match in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode():
-                    os.kill(pid, sig)
+                    signal.pidfd_send_signal(handle, sig)
                     hit.append(pid)
-            except (OSError, ValueError):
+            except (OSError, ValueError):  # ended meanwhile
                 pass
+            finally:
+                os.close(handle)
         return hit
 
     def freeze(self, i: int) -> list[int]:

@@ -157,3 +157,17 @@ def test_a_terminated_script_takes_its_hosts_down(tmp_path):
 
 def _namespaces() -> list[str]:
     return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+
+
+def test_a_listed_pid_that_is_now_another_process_elsewhere_is_not_signalled(cluster, monkeypatch):
+    c = cluster(2)
+    elsewhere = subprocess.Popen([PY, "-c", "import time; time.sleep(60)"])  # on this machine, no host's
+    try:
+        monkeypatch.setattr(c, "pids", lambda i: [elsewhere.pid])  # as if a listed PID had been taken by it
+        assert c.kill(1) == [] and c.freeze(1) == []
+        assert elsewhere.poll() is None  # still running, never stopped
+        with open(f"/proc/{elsewhere.pid}/stat") as f:
+            assert f.read().rsplit(")", 1)[1].split()[0] in ("S", "R")
+    finally:
+        elsewhere.kill()
+        elsewhere.wait(10)
