@@ -169,12 +169,15 @@ class _Reader:
             raise ChannelLost("no answer in time", timed_out=True)
 
     def frame(self, within: float | None = None) -> tuple[dict, list[torch.Tensor]]:
-        """The next frame. ``within``: once its first byte is here, a silence of that many seconds before its
-        end drops it (the serving side, which waits however long for a request, but not for the end of one)."""
+        """The next frame. ``within``: wait however long for its first byte, then a silence of that many seconds
+        before its end drops it (the serving side: a caller's next request may be long in coming, but not the
+        rest of one begun). The socket keeps that bound for the answer sent back."""
         raw = bytearray(LENGTH.size)
         if within is None:
             self.exactly(memoryview(raw))
         else:
+            self.sock.settimeout(None)
+            self.deadline = None
             self.exactly(memoryview(raw)[:1])
             self.sock.settimeout(within)
             self.deadline = time.monotonic() + within
@@ -234,10 +237,8 @@ class _Server:
         reader = _Reader(conn)
         try:
             while True:
-                conn.settimeout(None)  # wait for the next request, however long: the caller's own
-                reader.deadline = None
-                # a request begun is read whole in time, and a caller that stops reading the answer frees this
-                # thread in time: a peer that went silent half-way holds it no longer than the timeout
+                # the next request, however long in coming (the caller's wait is its own), then read whole in time;
+                # a caller that stops reading the answer frees this thread in time too
                 header, arrays = reader.frame(within=self.timeout)
                 _send(conn, _answer_frame(header, arrays))
         except Exception as exc:  # the caller went away, or sent what is not a frame
