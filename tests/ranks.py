@@ -1,6 +1,6 @@
 """Find a launcher's rank processes through ``/proc``: the children of its fork server (see
 ``graphshard.distributed.forkserver``), or, where ranks are spawned, its children that run multiprocessing's
-``spawn_main``."""
+``spawn_main``; and read a process's state there."""
 
 from __future__ import annotations
 
@@ -25,11 +25,28 @@ def children(pid: int) -> list[int]:
     return kids
 
 
-def _started_at(pid: int) -> tuple[int, int]:
+def stat_fields(pid: int) -> list[str]:
+    """The fields of ``/proc/<pid>/stat`` after the command's name (the state first); [] once it is gone."""
     try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]), pid
-    except (OSError, IndexError, ValueError):
-        return 0, pid
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return []
+
+
+def state(pid: int) -> str:
+    """The process's state letter (``R``, ``S``, ``T`` stopped, ``Z`` exited, not yet reaped, ...), or ``"gone"``."""
+    fields = stat_fields(pid)
+    return fields[0] if fields else "gone"
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not exited (a zombie has)."""
+    return state(pid) not in ("Z", "gone")
+
+
+def _started_at(pid: int) -> tuple[int, int]:
+    fields = stat_fields(pid)
+    return (int(fields[19]) if len(fields) > 19 else 0), pid
 
 
 def fork_server(launcher: int) -> int | None:

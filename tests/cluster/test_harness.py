@@ -9,6 +9,8 @@ import time
 
 import pytest
 
+from tests.ranks import state
+
 from .harness import SUBNET, Cluster
 
 PY = sys.executable
@@ -68,12 +70,6 @@ def test_frozen_and_killed_processes(cluster):
     c = cluster(2)
     p = c.run(1, [PY, "-c", "import time; time.sleep(60)"], name="sleeper")
     deadline = time.monotonic() + 10
-
-    def state(pid: int) -> str:
-        try:
-            return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
-            return "gone"
 
     def comm(pid: int) -> str:
         try:
@@ -165,9 +161,7 @@ def test_a_listed_pid_that_is_now_another_process_elsewhere_is_not_signalled(clu
     try:
         monkeypatch.setattr(c, "pids", lambda i: [elsewhere.pid])  # as if a listed PID had been taken by it
         assert c.kill(1) == [] and c.freeze(1) == []
-        assert elsewhere.poll() is None  # still running, never stopped
-        with open(f"/proc/{elsewhere.pid}/stat") as f:
-            assert f.read().rsplit(")", 1)[1].split()[0] in ("S", "R")
+        assert elsewhere.poll() is None and state(elsewhere.pid) in ("S", "R")  # still running, never stopped
     finally:
         elsewhere.kill()
         elsewhere.wait(10)

@@ -18,17 +18,10 @@ import pytest
 from graphshard.cli import main
 from graphshard.datasets import community_graph, save_dataset
 from graphshard.jit import NOTICE
-from tests.ranks import rank_processes
+from tests.ranks import alive, rank_processes
 
 HEARTBEAT = 3.0
 COMPILING = f"graphshard: {NOTICE}"  # the one line a cold numba cache adds
-
-
-def _running(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def _wait_for(path: Path, proc: subprocess.Popen, deadline: float) -> None:
@@ -78,7 +71,7 @@ def test_a_frozen_rank_is_named_within_the_heartbeat_bound(tmp_path):
         proc.wait(timeout=60)
         took = time.monotonic() - frozen
         err = proc.stderr.read().decode()
-        left = [pid for pid in ranks if _running(pid)]  # before the clean-up below: the launcher's doing
+        left = [pid for pid in ranks if alive(pid)]  # before the clean-up below: the launcher's doing
     finally:
         for pid in ranks:  # a stopped process still dies of SIGKILL
             try:

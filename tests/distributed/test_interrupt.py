@@ -21,7 +21,7 @@ import pytest
 
 from graphshard.distributed import interrupt
 from graphshard.jit import NOTICE
-from tests.ranks import fork_server, rank_processes
+from tests.ranks import alive, fork_server, rank_processes, stat_fields
 
 BOUND = 5.0  # seconds from the signal to the end of every process of the run
 STARTING_BOUND = 2.0  # seconds to stop a run whose ranks are starting: the fork server's imports take 4 s or more
@@ -70,22 +70,9 @@ def test_an_ignored_sigint_stays_ignored(tmp_path):
     assert done.returncode == 0 and done.stdout == "went on\n", done.stderr
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def _run_processes(leader: int) -> set[int]:
     """Every live process of the run: its process group, and the descendants of its leader."""
-    stats = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stats[int(entry)] = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
+    stats = {int(e): fields for e in os.listdir("/proc") if e.isdigit() and (fields := stat_fields(int(e)))}
     found = {pid for pid, st in stats.items() if int(st[2]) == leader and st[0] != "Z"}
     todo = [leader]
     while todo:
@@ -94,7 +81,7 @@ def _run_processes(leader: int) -> set[int]:
             if int(st[1]) == parent and pid not in found:
                 found.add(pid)
                 todo.append(pid)
-    return {p for p in found if _alive(p)}
+    return {p for p in found if alive(p)}
 
 
 def _wait(condition: Callable[[], object], seconds: float, what: str) -> None:
@@ -123,7 +110,7 @@ def _interrupt(cmd: list[str], cwd: Path, ready: Callable[[int], bool], how: str
             os.kill(proc.pid, signum)
         code = proc.wait(BOUND + 30)
         _wait(
-            lambda: not any(_alive(p) for p in members | _run_processes(proc.pid)),
+            lambda: not any(alive(p) for p in members | _run_processes(proc.pid)),
             BOUND + 30,
             "every process of the run to end",
         )

@@ -13,16 +13,8 @@ from pathlib import Path
 from graphshard.chunked.writer import chunk_graph
 from graphshard.datasets import community_graph
 from graphshard.pipeline.assign import assign_chunked
-from tests.ranks import rank_processes
+from tests.ranks import alive, rank_processes
 from tests.robustness.test_network import descendants
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def _wait(condition, seconds: float, what: str):
@@ -73,7 +65,7 @@ def test_killing_the_dispatch_launcher_stops_every_rank(tmp_path):
         for p in ranks:
             os.kill(p, signal.SIGCONT)
         start = time.monotonic()
-        _wait(lambda: not any(_alive(p) for p in ranks), 20, f"ranks {sorted(ranks)} to exit after the launcher died")
+        _wait(lambda: not any(alive(p) for p in ranks), 20, f"ranks {sorted(ranks)} to exit after the launcher died")
         assert time.monotonic() - start < 20
         assert not (tmp_path / "out" / "g.json").exists()
     finally:
