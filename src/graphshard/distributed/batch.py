@@ -13,10 +13,11 @@ import torch
 from torch_geometric.data import Data, HeteroData
 
 from ..book import RangePartitionBook
+from ..device.rowcache import DeviceRowCache, cached_layout
 from ..errors import InputError
 from ..graph import EType
 from ..sparse import sparse_tensor
-from .feature import DistFeatureStore
+from .feature import Allocate, DistFeatureStore
 from .rpc import RpcGroup
 from .sampler import DistNeighborSampler
 from .sampling_graph import SamplingGraph
@@ -114,8 +115,13 @@ class BatchMaker:
         features: DistFeatureStore,
         book: RangePartitionBook,
         near: dict[int, SamplingGraph] | None = None,
+        *,
+        allocate: Allocate | None = None,
+        row_cache: DeviceRowCache | None = None,
     ):
         self.spec, self.features, self.book = spec, features, book
+        # where dense rows are gathered (reused pinned buffers for a GPU), and the rows the device holds
+        self.allocate, self.row_cache = allocate, row_cache
         self.sampler = DistNeighborSampler(
             group, sampling_graph, book, spec.num_neighbors, spec.replace, spec.disjoint, spec.time_attr, near
         )
@@ -242,7 +248,7 @@ class BatchMaker:
             if self.spec.sparse_x and has(ntype, feat) and self.features.is_sparse(ntype, feat):
                 store.x = sparse_tensor(self.features.lookup_nonzeros(ntype, feat, ids))
             elif has(ntype, feat):
-                asks.append((ntype, feat, ids))
+                asks.append((ntype, feat, self._not_cached(store, ntype, ids)))
                 targets.append((store, "x"))
             named = ([(label, "y")] if label else []) + [(n, n) for n in self.spec.node_attrs]
             for name, attr in named:
@@ -253,9 +259,19 @@ class BatchMaker:
             if self.spec.edge_feat_name and has(etype, self.spec.edge_feat_name):
                 asks.append((etype, self.spec.edge_feat_name, ids))
                 targets.append((store, "edge_attr"))
-        for (store, attr), rows in zip(targets, self.features.lookup_many(asks, self.spec.wire_dtype)):
+        for (store, attr), rows in zip(targets, self.features.lookup_many(asks, self.spec.wire_dtype, self.allocate)):
             store[attr] = rows
         self._fetch_time += time.perf_counter() - start
+
+    def _not_cached(self, store: Any, ntype: str, ids: np.ndarray) -> np.ndarray:
+        """The IDs of ``ids`` whose feature rows are to be fetched: all, or those the device cache lacks (where
+        the others go is recorded on ``store``, see :mod:`graphshard.device.rowcache`)."""
+        cache = self.row_cache
+        if cache is None or cache.name != self.spec.feat_name or not cache.holds(ntype):
+            return ids
+        hit_pos, hit_slot, miss_pos = cache.split(ntype, ids)
+        cached_layout(store, hit_pos, hit_slot, miss_pos, int(ids.shape[0]))
+        return ids[miss_pos]
 
     def _collate(self, out) -> tuple[Data | HeteroData, np.ndarray | None]:
         """The batch, and (heterogeneous) where each sampled node went within its type."""

@@ -5,6 +5,7 @@ remote ranks are always served stored data (see :class:`DistFeatureStore`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -27,6 +28,7 @@ from .store_base import Group, Rows, StoredFeatureStore, as_rows
 from .wire import STORED, check_wire, pack, unpack
 
 _STORE = "feature-store"
+Allocate = Callable[[tuple[int, ...], torch.dtype], torch.Tensor]  # (shape, dtype) -> uninitialised rows
 
 
 @channel.handler
@@ -166,14 +168,20 @@ class DistFeatureStore(StoredFeatureStore):
         features are read as stored."""
         return self.lookup_many([(group, name, ids)], wire)[0]
 
-    def lookup_many(self, asks: list[tuple[Any, str, Any]], wire: str = STORED) -> list[torch.Tensor]:
+    def lookup_many(
+        self, asks: list[tuple[Any, str, Any]], wire: str = STORED, allocate: Allocate | None = None
+    ) -> list[torch.Tensor]:
         """:meth:`lookup` of every ``(group, name, ids)`` of ``asks`` (any groups and names), with one
         request per owning partition for all of them together: a batch's features and labels of every
-        node type cost one round trip per owner. Tensors written in this object's overlay are read from it."""
+        node type cost one round trip per owner. Tensors written in this object's overlay are read from it.
+        ``allocate(shape, dtype)``: where dense rows are gathered (default: new tensors), e.g. reused pinned
+        buffers of a batch bound for a GPU (see :mod:`graphshard.device.buffers`)."""
         check_wire(wire)
         keys = [self._key(TensorAttr(group, name)) for group, name, _ in asks]
         stored = iter(
-            self._lookup_stored([(*k, ids) for k, (_, _, ids) in zip(keys, asks) if k not in self._written], wire)
+            self._lookup_stored(
+                [(*k, ids) for k, (_, _, ids) in zip(keys, asks) if k not in self._written], wire, allocate
+            )
         )
         return [
             self._lookup_written(k, ids) if k in self._written else next(stored) for k, (_, _, ids) in zip(keys, asks)
@@ -185,7 +193,9 @@ class DistFeatureStore(StoredFeatureStore):
         rows = torch.from_numpy(as_id_array(ids, f"IDs of {key[0]!r}"))
         return self._read_key(key, as_rows(rows, self._count(key[0]), f"{key[0]!r}/{key[1]!r}"))
 
-    def _lookup_stored(self, asks: list[tuple[Any, str, Any]], wire: str) -> list[torch.Tensor]:
+    def _lookup_stored(
+        self, asks: list[tuple[Any, str, Any]], wire: str, allocate: Allocate | None = None
+    ) -> list[torch.Tensor]:
         """:meth:`lookup_many` of stored tensors only."""
         plans = [self._plan(*ask) for ask in asks]
         sizes = [p.asked.shape[0] for p in plans]
@@ -199,7 +209,9 @@ class DistFeatureStore(StoredFeatureStore):
             cut = np.flatnonzero(np.diff(which[pos])) + 1
             return [(int(which[c[0]]), c - starts[which[c[0]]]) for c in np.split(pos, cut) if c.size]
 
-        outs = [None if p.sparse else self._rows_for(p) for p in plans]  # dense rows read in-process go in place
+        outs = [
+            None if p.sparse else self._rows_for(p, allocate) for p in plans
+        ]  # dense rows read in-process go in place
 
         def local(pos: np.ndarray, store: LocalFeatureStore = self.local) -> list:  # dense rows: in place (None)
             return [self._read_local(store, plans[a], sub, outs[a]) for a, sub in split(pos)]
@@ -236,10 +248,11 @@ class DistFeatureStore(StoredFeatureStore):
                 ask.todo, ask.asked, ask.parts = todo, ids_np[todo], parts[todo]
         return ask
 
-    def _rows_for(self, ask: _Ask) -> torch.Tensor:
-        """Uninitialised rows for every ID of ``ask``."""
+    def _rows_for(self, ask: _Ask, allocate: Allocate | None = None) -> torch.Tensor:
+        """Uninitialised rows for every ID of ``ask`` (from ``allocate``, by default new)."""
         dtype, row_shape = self.schema[(ask.group, ask.name)]
-        return torch.empty((ask.ids.shape[0], *row_shape), dtype=dtype)
+        shape = (ask.ids.shape[0], *row_shape)
+        return torch.empty(shape, dtype=dtype) if allocate is None else allocate(shape, dtype)
 
     @staticmethod
     def _read_local(store: LocalFeatureStore, ask: _Ask, sub: np.ndarray, out: torch.Tensor | None) -> Any:

@@ -15,11 +15,14 @@ Randomness depends on ``(seed, epoch, batch, rank)`` only, so the batches are th
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
+import torch
 
+from ..device.rowcache import DeviceRowCache
+from ..device.transfer import DeviceFeeder
 from ..errors import InputError
 from ..graph import to_numpy
 from ..ids import check_range
@@ -47,9 +50,20 @@ class _DistLoader:
         seed: int,
         time: Any,
         label: Any,
+        *,
+        device: Any = None,
+        device_cache: DeviceRowCache | None = None,
+        transform: Callable[[Any], None] | None = None,
     ):
         if batch_size < 1:
             raise InputError(f"batch_size must be >= 1, got {batch_size}")
+        if device_cache is not None and num_workers > 0:
+            raise InputError(
+                "a device feature cache completes batches built in the training process: use num_workers=0 "
+                "(--num-workers 0) with it"
+            )
+        self.feeder = _feeder(device, device_cache, transform)
+        self.device_cache = device_cache
         self.graph, self.spec, self.seeds = graph, spec, seeds
         self.batch_size, self.shuffle, self.seed, self.epoch = batch_size, shuffle, seed, 0
         self.remote = len(graph.near_graphs) + 1 < graph.book.num_partitions()  # some partition is asked for
@@ -92,8 +106,17 @@ class _DistLoader:
         return self.num_batches
 
     def _new_maker(self) -> BatchMaker:
-        g = self.graph
-        return BatchMaker(self.spec, g.group, g.sampling_graph, g.features, g.book, g.near_graphs)
+        g, feeder = self.graph, self.feeder
+        return BatchMaker(
+            self.spec,
+            g.group,
+            g.sampling_graph,
+            g.features,
+            g.book,
+            g.near_graphs,
+            allocate=feeder.pool.take if feeder is not None and feeder.copying else None,
+            row_cache=self.device_cache,
+        )
 
     def _maker(self, j: int) -> BatchMaker:
         """Builder ``j``'s batch maker (each has its own: samplers keep scratch state)."""
@@ -134,6 +157,11 @@ class _DistLoader:
         return reqs
 
     def __iter__(self) -> Iterator[Any]:
+        if self.feeder is None:
+            return self._host_batches()
+        return self.feeder(self._host_batches())
+
+    def _host_batches(self) -> Iterator[Any]:
         self.epoch += 1
         reqs = self.requests(self.epoch)
         if self._pool is not None:
@@ -172,6 +200,15 @@ class _DistLoader:
         self.close()
 
 
+def _feeder(device: Any, cache: DeviceRowCache | None, transform: Callable[[Any], None] | None) -> DeviceFeeder | None:
+    """What takes the loader's batches to ``device`` (None: they stay as built, on the host)."""
+    if device is None and cache is None and transform is None:
+        return None
+    where = torch.device(device) if device is not None else torch.device("cpu")
+    # a cache on a CPU "device" (tests) takes the device path with plain copies: its batches need completing
+    return DeviceFeeder(where, prepare=transform, cache=cache, copy_on_cpu=cache is not None)
+
+
 class DistNeighborLoader(_DistLoader):
     """Mini-batches of ``input_nodes`` (this rank's per-type IDs of ``input_type``, e.g. from
     ``node_split``) with their sampled ``num_neighbors``-hop neighbourhoods, as PyG ``Data`` (one node
@@ -184,7 +221,15 @@ class DistNeighborLoader(_DistLoader):
     ``bfloat16`` sends other processes' dense feature rows at half the bytes, rounded (see :class:`BatchSpec`).
     ``edge_feat_name``: edges get that feature as ``edge_attr``; ``node_attrs``: further node data by name
     (default: the split masks ``train_mask``, ``val_mask``, ``test_mask`` where a type has them, as PyG's
-    loaders give them; ``()`` for none)."""
+    loaders give them; ``()`` for none).
+
+    For a GPU: ``device`` (e.g. ``"cuda:0"``) hands out batches on that device, copied ahead of the one being
+    computed on through reused pinned buffers on a stream of their own (see :mod:`graphshard.device.transfer`;
+    ``n_id``, ``e_id`` and ``input_id`` stay on the host); ``device_cache`` (a
+    :class:`~graphshard.device.rowcache.DeviceRowCache`, e.g. from
+    :func:`~graphshard.distributed.device_cache.build_device_cache`) keeps the rows read most on the device and
+    fetches only the others; ``transform(batch)`` runs on the host before the copies (to attach what the loss
+    reads, so it travels the same way)."""
 
     def __init__(
         self,
@@ -208,6 +253,10 @@ class DistNeighborLoader(_DistLoader):
         wire_dtype: str = STORED,
         edge_feat_name: str | None = None,
         node_attrs: Any = None,
+        *,
+        device: Any = None,
+        device_cache: DeviceRowCache | None = None,
+        transform: Callable[[Any], None] | None = None,
     ):
         if input_type is None and len(graph.ntypes) > 1:
             raise InputError(f"input_type is needed for a graph with node types {graph.ntypes}")
@@ -227,7 +276,20 @@ class DistNeighborLoader(_DistLoader):
             node_attrs=SPLIT_MASKS if node_attrs is None else tuple(node_attrs),
         )
         super().__init__(
-            graph, spec, seeds, batch_size, shuffle, drop_last, num_workers, prefetch, seed, input_time, None
+            graph,
+            spec,
+            seeds,
+            batch_size,
+            shuffle,
+            drop_last,
+            num_workers,
+            prefetch,
+            seed,
+            input_time,
+            None,
+            device=device,
+            device_cache=device_cache,
+            transform=transform,
         )
 
 
@@ -239,7 +301,8 @@ class DistLinkNeighborLoader(_DistLoader):
     ``"triplet"`` adds ``src_index``/``dst_pos_index``/``dst_neg_index``. ``exclude_seed_edges``: the
     sampled neighbourhoods leave out the seed edges themselves (and their reverses). ``sparse_x``: CSR
     features come as sparse COO ``x``; ``wire_dtype``: how other processes' dense rows travel (see
-    :class:`BatchSpec`); ``edge_feat_name``, ``node_attrs``: as for :class:`DistNeighborLoader`."""
+    :class:`BatchSpec`); ``edge_feat_name``, ``node_attrs``, ``device``, ``device_cache``, ``transform``: as for
+    :class:`DistNeighborLoader`."""
 
     def __init__(
         self,
@@ -267,6 +330,10 @@ class DistLinkNeighborLoader(_DistLoader):
         wire_dtype: str = STORED,
         edge_feat_name: str | None = None,
         node_attrs: Any = None,
+        *,
+        device: Any = None,
+        device_cache: DeviceRowCache | None = None,
+        transform: Callable[[Any], None] | None = None,
     ):
         et = graph._etype(edge_type) if edge_type is not None else graph._single("edge_type", graph.canonical_etypes)
         pairs = to_numpy(edge_label_index).astype(np.int64)
@@ -291,5 +358,18 @@ class DistLinkNeighborLoader(_DistLoader):
             node_attrs=SPLIT_MASKS if node_attrs is None else tuple(node_attrs),
         )
         super().__init__(
-            graph, spec, pairs, batch_size, shuffle, drop_last, num_workers, prefetch, seed, edge_label_time, edge_label
+            graph,
+            spec,
+            pairs,
+            batch_size,
+            shuffle,
+            drop_last,
+            num_workers,
+            prefetch,
+            seed,
+            edge_label_time,
+            edge_label,
+            device=device,
+            device_cache=device_cache,
+            transform=transform,
         )

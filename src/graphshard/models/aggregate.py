@@ -28,7 +28,7 @@ def weighted_matrix(edge_index: torch.Tensor, weight: torch.Tensor, num_src: int
     if dst.numel() > 1 and bool((dst[1:] < dst[:-1]).any()):
         order = torch.argsort(dst, stable=True)
         src, dst, weight = src[order], dst[order], weight[order]
-    crow = torch.zeros(num_dst + 1, dtype=torch.int64)
+    crow = torch.zeros(num_dst + 1, dtype=torch.int64, device=dst.device)
     torch.cumsum(torch.bincount(dst, minlength=num_dst), 0, out=crow[1:])
     with warnings.catch_warnings():  # torch calls its CSR support "beta" once per process
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
@@ -65,8 +65,9 @@ def sage_forward(conv: SAGEConv, x_src: torch.Tensor, x_dst: torch.Tensor, edge_
     any layer without autograd), the mean of the sources is one CSR product outside autograd (nothing to
     differentiate there) and then the layer's two linear maps, whose weights get their gradients as usual:
     PyG's gather-and-scatter would write an edges x width message tensor first. Otherwise PyG's path."""
-    if not _plain(conv) or x_src.requires_grad or x_dst.requires_grad:
-        return conv((x_src, x_dst), edge_index)
-    with torch.no_grad():
-        agg = torch.sparse.mm(mean_matrix(edge_index, x_src.shape[0], x_dst.shape[0]), x_src)
+    if not _plain(conv) or x_src.requires_grad or x_dst.requires_grad or x_src.device.type != "cpu":
+        return conv((x_src, x_dst), edge_index)  # on a GPU: PyG's scatter (the CSR build would synchronise)
+    # in fp32 under bf16 autocast too (CPU sparse products have no bfloat16): the mean of fp32 inputs
+    with torch.no_grad(), torch.autocast(x_src.device.type, enabled=False):
+        agg = torch.sparse.mm(mean_matrix(edge_index, x_src.shape[0], x_dst.shape[0]), x_src.float())
     return conv.lin_l(agg) + conv.lin_r(x_dst)

@@ -71,7 +71,7 @@ def gcn_rows(
         deg_src, deg_dst = (ctx.src_degree[t].to(torch.float32) + loop, ctx.dst_degree[t].to(torch.float32) + loop)
         weight = _inv_sqrt(deg_src)[src] * _inv_sqrt(deg_dst)[dst]
     else:
-        weight = torch.ones(src.shape[0])
+        weight = torch.ones(src.shape[0], device=src.device)
     out = torch.sparse.mm(weighted_matrix(torch.stack([src, dst]), weight, x_src.shape[0], x_dst.shape[0]), h_src)
     if conv.normalize and conv.add_self_loops:
         out = out + conv.lin(x_dst) * (loop / deg_dst).unsqueeze(1)

@@ -103,7 +103,7 @@ class CustomModel(nn.Module):
         assert context is not None  # layer_context is set for a BasicGNN: layer-wise inference passes one
         (t,) = x_dst
         et = next(iter(edges), None)
-        ei = edges[et] if et is not None else torch.zeros((2, 0), dtype=torch.long)
+        ei = edges[et] if et is not None else torch.zeros((2, 0), dtype=torch.long, device=x_dst[t].device)
         attr = context.edge_attr.get(et) if et is not None else None
         conv = self.module.convs[i]
         out = conv_rows(conv, t, x_src[t], x_dst[t], ei, context, attr if self.module.supports_edge_attr else None)

@@ -90,15 +90,15 @@ def relu_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     if x.dtype in _FUSED and x.device.type == "cpu":
         return _ReluDropout.apply(x, p)
     x = torch.relu(x)
-    return x * keep_mask(x.shape, p).to(x.dtype).mul_(1.0 / (1.0 - p))
+    return x * keep_mask(x.shape, p, x.device).to(x.dtype).mul_(1.0 / (1.0 - p))
 
 
-def keep_mask(shape: torch.Size, p: float) -> torch.Tensor:
+def keep_mask(shape: torch.Size, p: float, device: torch.device | None = None) -> torch.Tensor:
     """Independent draws that are True with probability ``1 - p`` (``p`` rounded to a multiple of 2^-16), from 16
     random bits each: three draws per 64-bit word of torch's generator (its low 48 bits; the top bit of an int64
     draw is always 0), where ``torch.rand`` spends a 32-bit word per draw and its float conversion."""
     n = math.prod(shape)
-    words = torch.empty((n + 2) // 3, dtype=torch.int64).random_()
+    words = torch.empty((n + 2) // 3, dtype=torch.int64, device=device).random_()
     low = slice(0, 3) if sys.byteorder == "little" else slice(1, 4)  # the 16-bit lanes of the low 48 bits
     lanes = words.view(torch.int16).view(-1, 4)[:, low].reshape(-1)[:n]
     return (lanes >= round(p * 65536) - 32768).view(shape)

@@ -115,7 +115,8 @@ class HGT(nn.Module):
         out = {t: lin(x[t][: rows[t]]) for t, lin in keep.items() if t in x}
         conv = self._conv(i)
         if conv is not None:
-            h = conv({t: x[t] for t in conv.node_types}, {et: edges.get(et, _NO_EDGES) for et in conv.edge_types})
+            none = _NO_EDGES.to(next(iter(x.values())).device)
+            h = conv({t: x[t] for t in conv.node_types}, {et: edges.get(et, none) for et in conv.edge_types})
             last = i == len(self.keep) - 1
             out.update({t: self.head[t](v[: rows[t]]) if last else v[: rows[t]] for t, v in h.items()})
         return out
@@ -151,7 +152,9 @@ class HGT(nn.Module):
         rows = {t: v.shape[0] for t, v in x_dst.items()}
         x = {t: torch.cat([v, x_src[t]]) if t in x_src else v for t, v in x_dst.items()}
         x.update({t: v for t, v in x_src.items() if t not in x})
-        shift = {et: torch.tensor([[rows.get(et[0], 0)], [0]], dtype=ei.dtype) for et, ei in edges.items()}
+        shift = {
+            et: torch.tensor([[rows.get(et[0], 0)], [0]], dtype=ei.dtype, device=ei.device) for et, ei in edges.items()
+        }
         out = self.step(i, x, {et: ei + shift[et] for et, ei in edges.items()}, {**dict.fromkeys(x, 0), **rows})
         return {t: F.relu(v) for t, v in out.items()} if i < len(self.keep) - 1 else out
 

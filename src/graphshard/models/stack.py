@@ -79,7 +79,7 @@ class ConvStack(nn.Module):
         """Layer ``i`` for the destination rows (``edges``: source positions, destination positions)."""
         (t,) = x_dst
         et = next(iter(edges), None)
-        ei = edges[et] if et is not None else torch.zeros((2, 0), dtype=torch.long)
+        ei = edges[et] if et is not None else torch.zeros((2, 0), dtype=torch.long, device=x_dst[t].device)
         attr = context.edge_attr.get(et) if self.uses_edge_attr and et is not None else None
         out = conv_rows(self.convs[i], t, x_src[t], x_dst[t], ei, context, attr)
         return {t: F.relu(out) if i < len(self.convs) - 1 else out}

@@ -54,11 +54,12 @@ def predict(
             label_name=None,
             seed=opts.seed,
             **inputs.loader_options(),
+            device=inputs.device,
         ) as loader,
     ):
         for batch in loader:
             n = batch[ntype].batch_size if inputs.hetero else batch.batch_size
-            rows = rows_of(model(*inputs(batch)), ntype)[:n]
+            rows = rows_of(model(*inputs(batch)), ntype)[:n].float().cpu()
             if out is None:
                 out = torch.zeros((ids.numel(), rows.shape[1]))
             seeds = (batch[ntype] if inputs.hetero else batch).n_id[:n].numpy()

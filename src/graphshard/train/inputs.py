@@ -10,8 +10,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..device.rowcache import DeviceRowCache
 from ..distributed.cache import FeatureCache, build_cache
 from ..distributed.collectives import all_reduce_sum
+from ..distributed.device_cache import build_device_cache
 from ..distributed.embedding import DistEmbedding, SparseAdagrad
 from ..distributed.graph import DistGraph
 from ..distributed.tensor import local_shard
@@ -53,10 +55,15 @@ class ModelInputs:
                 )
                 self.dims[t] = embed_dim
         self.optimizer = SparseAdagrad(list(self.embeddings.values()), opts.sparse_lr) if self.embeddings else None
+        self.device = torch.device("cpu")  # where the model computes (learnt input rows are kept on the host)
+
+    def to(self, device: torch.device) -> None:
+        """Give the model its inputs on ``device`` (learnt rows are gathered on the host and copied there)."""
+        self.device = device
 
     def _x(self, store: Any, t: str) -> torch.Tensor:
         if t in self.embeddings:
-            return self.embeddings[t](store.n_id)
+            return self.embeddings[t](store.n_id).to(self.device, non_blocking=True)
         x = store.x.float()
         return x if x.dim() == 2 else x.view(-1, 1)
 
@@ -95,9 +102,14 @@ class ModelInputs:
             )
             return out + (_as_rows(batch.edge_attr.float()),) if self.edge_dims and "edge_attr" in batch else out
         present_n, present_e = set(batch.node_types), set(batch.edge_types)
-        x = {t: self._x(batch[t], t) if t in present_n else torch.zeros((0, self.dims[t])) for t in self.ntypes}
+        dev = self.device
+        x = {
+            t: self._x(batch[t], t) if t in present_n else torch.zeros((0, self.dims[t]), device=dev)
+            for t in self.ntypes
+        }
         edges = {
-            et: batch[et].edge_index if et in present_e else torch.zeros((2, 0), dtype=torch.long) for et in self.etypes
+            et: batch[et].edge_index if et in present_e else torch.zeros((2, 0), dtype=torch.long, device=dev)
+            for et in self.etypes
         }
         nodes = {t: list(batch[t].num_sampled_nodes) for t in present_n if "num_sampled_nodes" in batch[t]}
         hops = {et: list(batch[et].num_sampled_edges) for et in present_e if "num_sampled_edges" in batch[et]}
@@ -107,7 +119,7 @@ class ModelInputs:
         attrs = {
             et: _as_rows(batch[et].edge_attr.float())
             if et in present_e and "edge_attr" in batch[et]
-            else torch.zeros((0, d))
+            else torch.zeros((0, d), device=dev)
             for et, d in self.edge_dims.items()
         }
         return out + (attrs,)
@@ -204,24 +216,42 @@ def rows_of(out: Any, target: str) -> torch.Tensor:
 
 
 def feature_cache(g: DistGraph, opts: TrainOptions, seeds: dict[str, Any]) -> FeatureCache | None:
-    """Build and attach the remote-feature cache ``opts`` asks for, of the features the training batches
-    read (collective; None without one)."""
-    if not (opts.cache_ratio or opts.cache_mb):
+    """Build and attach the remote-feature cache ``opts`` asks for in host memory, of the features the training
+    batches read (collective; None without one, or with the cache on the device)."""
+    if not (opts.cache_ratio or opts.cache_mb) or opts.cache_device != "host":
         return None
     cache = build_cache(g, seeds, opts.fanouts, [opts.feat or "feat"], opts.cache_ratio, opts.cache_mb)
     g.features.attach_cache(cache)
     return cache
 
 
-def cache_summary(s: Any, cache: FeatureCache | None) -> dict[str, Any]:
-    """Metrics of the remote-feature caches of all ranks of session ``s`` (collective when there is one):
-    rows and bytes summed over ranks, build time per rank."""
+def device_cache(
+    g: DistGraph, opts: TrainOptions, seeds: dict[str, Any], device: torch.device
+) -> DeviceRowCache | None:
+    """The feature cache on ``device`` that ``opts`` asks for (``cache_device`` cuda): the rows the training
+    batches read most (collective; None without one)."""
+    if not (opts.cache_ratio or opts.cache_mb) or opts.cache_device == "host":
+        return None
+    seeds = {t: np.asarray(v, dtype=np.int64) for t, v in seeds.items()}
+    return build_device_cache(
+        g, seeds, opts.fanouts, opts.feat or "feat", device, ratio=opts.cache_ratio, megabytes=opts.cache_mb
+    )
+
+
+def cache_summary(s: Any, cache: FeatureCache | DeviceRowCache | None) -> dict[str, Any]:
+    """Metrics of the feature caches of all ranks of session ``s`` (collective when there is one): rows and
+    bytes summed over ranks, build time per rank; ``cache_device`` says where they are."""
     if cache is None:
         return {}
     rows, nbytes, seconds = all_reduce_sum(
         s.ctx, np.array([cache.num_rows, cache.nbytes, cache.build_s]), "cache summary"
     )
-    return {"cache_rows": int(rows), "cache_bytes": int(nbytes), "cache_build_s": float(seconds) / s.world_size}
+    return {
+        "cache_device": "host" if isinstance(cache, FeatureCache) else cache.device,
+        "cache_rows": int(rows),
+        "cache_bytes": int(nbytes),
+        "cache_build_s": float(seconds) / s.world_size,
+    }
 
 
 def _width(shape: Any) -> int:

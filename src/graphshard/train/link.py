@@ -25,6 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..device.choice import rank_device
 from ..distributed.collectives import all_reduce_sum
 from ..distributed.graph import DistGraph
 from ..distributed.loader import DistLinkNeighborLoader
@@ -36,7 +37,7 @@ from ..models import DotDecoder, LinkModel, MLPDecoder
 from . import timing
 from .checks import check_finite_features
 from .embeddings import Outputs, representations, save_tables
-from .inputs import ModelInputs, build_model, cache_summary, feature_cache
+from .inputs import ModelInputs, build_model, cache_summary, device_cache, feature_cache
 from .link_metrics import FIGURES, KnownEdges, figures, rank_sums
 from .link_split import LinkSplitFile, open_link_split, read_held_out, require_link_split
 from .loop import Trainer, open_graph
@@ -111,11 +112,12 @@ class LinkEvaluator:
                 rng = np.random.default_rng([self.opts.seed, tag, c])
                 neg = rng.integers(0, g.num_nodes(et[2]), (block.shape[1], self.opts.eval_negatives))
                 neg = self.maps[et[2]](neg.reshape(-1)).reshape(neg.shape)
-                src = self.tables[et[0]][block[0]]
-                dst = self.tables[et[2]][block[1]]
-                h_neg = self.tables[et[2]][neg.reshape(-1)].view(*neg.shape, -1)
-                pos = self.model.decoder(src, dst)
-                negs = self.model.decoder(src.unsqueeze(1).expand_as(h_neg), h_neg)
+                dev = self.inputs.device  # the decoder's; the tables are on the host
+                src = self.tables[et[0]][block[0]].to(dev)
+                dst = self.tables[et[2]][block[1]].to(dev)
+                h_neg = self.tables[et[2]][neg.reshape(-1)].view(*neg.shape, -1).to(dev)
+                pos = self.model.decoder(src, dst).float().cpu()
+                negs = self.model.decoder(src.unsqueeze(1).expand_as(h_neg), h_neg).float().cpu()
                 sums[0] += rank_sums(pos, negs, k)
                 if self.known is not None:
                     keep = ~torch.from_numpy(self.known(block[0], neg))
@@ -149,7 +151,9 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
         check_finite_features(g, opts.feat or "feat")
     mine = _my_edges(s, g, et)
     ends = {et[0]: mine[0]} if et[0] != et[2] else {et[0]: mine.reshape(-1)}
-    cache = feature_cache(g, opts, ends | ({et[2]: mine[1]} if et[0] != et[2] else {}))
+    seeds = ends | ({et[2]: mine[1]} if et[0] != et[2] else {})
+    cache = feature_cache(g, opts, seeds)
+    on_device = device_cache(g, opts, seeds, rank_device(opts.device).device)
     inputs = ModelInputs(g, opts)
     model = link_model(opts, inputs, et)
     check_custom_model(g, opts, model.encoder, inputs, et[0], opts.hidden, torch.from_numpy(mine[0]))
@@ -160,7 +164,7 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
         store = batch[et] if inputs.hetero else batch
         x, edge_index, hops, *edge_attr = inputs(batch)
         scores = ddp(x, edge_index, hops, store.edge_label_index, *edge_attr)
-        return F.binary_cross_entropy_with_logits(scores, store.edge_label.float())
+        return F.binary_cross_entropy_with_logits(scores.float(), store.edge_label.float())
 
     trainer = Trainer(s, g, opts, model, inputs, metric="val_mrr_filtered" if opts.filtered else "val_mrr")
     loader = DistLinkNeighborLoader(
@@ -177,6 +181,8 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
         exclude_seed_edges=True,
         wire_dtype=opts.wire_dtype,
         **inputs.loader_options(),
+        device=trainer.device,
+        device_cache=on_device,
     )
     history = trainer.fit(loader, loss, lambda: {f"val_{k}": v for k, v in evaluate("val", 1).items()})
     metrics = {
@@ -193,7 +199,7 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
             save_tables(s, g, representations(g, model.encoder, inputs, opts, evaluate.outputs), opts.save_embeddings)
     evaluate.close()
     metrics["inference_s"] = evaluate.outputs.seconds
-    metrics.update(cache_summary(s, cache))
+    metrics.update(cache_summary(s, cache or on_device))
     return metrics
 
 

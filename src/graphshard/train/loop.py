@@ -7,6 +7,7 @@ is measured apart from ``compute_s`` (forward, backward, optimiser step)."""
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import json
 import logging
@@ -23,6 +24,8 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
+from ..device.choice import rank_device
+from ..device.clock import StepClock
 from ..distributed.collectives import all_gather_bytes, all_reduce_sum, barrier
 from ..distributed.graph import DistGraph
 from ..distributed.interrupt import atomic, deferred
@@ -59,6 +62,7 @@ _SUMS = (
     "wait_s",
     "sample_s",
     "fetch_s",
+    "copy_s",
     "compute_s",
     "comm_s",
     "loss",
@@ -67,9 +71,23 @@ _SUMS = (
     "cache_hits",
     "cache_misses",
     "cache_bytes_saved",
+    "copy_bytes",
+    "device_cache_asked",
+    "device_cache_hits",
+    "device_cache_bytes_saved",
 )
 # summed over ranks, not averaged
-_COUNTS = ("fetch_bytes", "colocated_rows", "cache_hits", "cache_misses", "cache_bytes_saved")
+_COUNTS = (
+    "fetch_bytes",
+    "colocated_rows",
+    "cache_hits",
+    "cache_misses",
+    "cache_bytes_saved",
+    "copy_bytes",
+    "device_cache_asked",
+    "device_cache_hits",
+    "device_cache_bytes_saved",
+)
 
 
 def open_graph(opts: TrainOptions) -> DistGraph:
@@ -85,12 +103,16 @@ _TRAINERS = itertools.count()  # trainers made in this process (in the same orde
 
 def _timed_allreduce(state, bucket):  # no annotations: DDP checks them against its own types
     start = time.perf_counter()
-    grads = bucket.buffer().div_(dist.get_world_size())
+    bucket_grads = bucket.buffer()
+    # ranks sharing a GPU sum on the host (NCCL takes one rank per device): a copy there and back
+    grads = bucket_grads.cpu().div_(dist.get_world_size())
     total = state["sum"]
     if total is not None and fits(total.group, grads.numel() * grads.element_size()):
         grads = total(grads)  # small: exchanged over the ranks' direct channels, not gloo's all-reduce
     else:
         dist.all_reduce(grads)
+    if bucket_grads.device.type != "cpu":
+        grads = bucket_grads.copy_(grads)
     state["comm_s"] += time.perf_counter() - start
     fut = torch.futures.Future()
     fut.set_result(grads)
@@ -123,10 +145,11 @@ class Trainer:
     def __init__(
         self, s: Session, g: DistGraph, opts: TrainOptions, model: torch.nn.Module, inputs: ModelInputs, metric: str
     ):
-        from torch.nn.parallel import DistributedDataParallel
-
         self.s, self.g, self.opts, self.inputs = s, g, opts, inputs
-        self.model = model
+        self.rank_device = rank_device(opts.device)
+        self.device = self.rank_device.device
+        self.model = model.to(self.device)
+        inputs.to(self.device)
         self.optimizer = torch.optim.Adam(model.parameters(), lr=opts.lr, weight_decay=opts.weight_decay)
         self.start_epoch, self.metric = 0, metric
         self.history: list[dict[str, Any]] = []
@@ -148,14 +171,33 @@ class Trainer:
         # what its outputs read), so DDP need not search the graph for unused ones; the user's model may
         # leave some unused (found on a trial batch, train.model_check)
         unused = any(getattr(m, "find_unused", False) for m in model.modules())
+        self.comm: dict[str, Any] = {"comm_s": 0.0, "sum": None}
+        self.ddp = self._ddp(unused)
+        self.steps = StepClock(self.device)
+
+    def _ddp(self, unused: bool) -> torch.nn.Module:
+        """DDP around the model: over NCCL (a process group of its own) where every rank has a GPU of its own,
+        else with a hook that sums on the host, over the ranks' channels or gloo's all-reduce."""
+        from torch.nn.parallel import DistributedDataParallel
+
+        s = self.s
+        mine = b"1" if self.rank_device.nccl else b"0"
+        if all(b == b"1" for b in all_gather_bytes(s.ctx, mine, "gradient devices")):  # every rank, or none
+            group = dist.new_group(backend="nccl", timeout=datetime.timedelta(seconds=self.opts.timeout))
+            if s.rank == 0:
+                log.info("gradients are summed over NCCL")
+            return DistributedDataParallel(
+                self.model, device_ids=[self.device], process_group=group, find_unused_parameters=unused
+            )
         # registered before the ranks agree (a collective): no rank sends its gradients before all can take them;
         # every rank takes the same path, gloo's all-reduce unless all have channels
         total = ChannelSum(s.group, f"gradients/{next(_TRAINERS)}") if s.group.channels is not None else None
         if not all(b == b"1" for b in all_gather_bytes(s.ctx, b"1" if total else b"0", "gradient channels")):
             total = None
-        self.ddp = DistributedDataParallel(model, find_unused_parameters=unused)
-        self.comm: dict[str, Any] = {"comm_s": 0.0, "sum": total}
-        self.ddp.register_comm_hook(self.comm, _timed_allreduce)
+        self.comm["sum"] = total
+        ddp = DistributedDataParallel(self.model, find_unused_parameters=unused)
+        ddp.register_comm_hook(self.comm, _timed_allreduce)
+        return ddp
 
     def _dir(self, best: bool = False) -> str:
         return f"{self.opts.checkpoint}/{'best/' if best else ''}rank{self.s.rank}"
@@ -326,37 +368,52 @@ class Trainer:
             leave=False,
             disable=None if self.opts.progress and self.s.rank == 0 else True,
         )  # None: on a terminal only
-        done = start
+        done, feeder = start, getattr(loader, "feeder", None)
+        if feeder is not None:
+            feeder.reset()
+        autocast = torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=o.precision == "bf16-mixed")
+        host_checks = not self.opts.allow_nonfinite and not self.steps.cuda  # on a GPU: read at the epoch's end
         for step, batch in enumerate(loader):
             doing(f"training epoch {epoch}, batch {step}")
             t = time.perf_counter()
             sums["wait_s"] += t - done  # waiting for the batch (its sampling and fetching overlap compute)
+            self.steps.start()
             self.optimizer.zero_grad()
-            loss = loss_fn(self.ddp, batch)
-            if not self.opts.allow_nonfinite:
+            with autocast:
+                loss = loss_fn(self.ddp, batch)
+            if host_checks:
                 check_loss(loss, epoch, step, self.s.rank)
             loss.backward()  # the comm hook all-reduces gradients here
             self.optimizer.step()
             t_sparse = time.perf_counter()
             self.inputs.step()
             self.comm["comm_s"] += time.perf_counter() - t_sparse
-            sums["compute_s"] += time.perf_counter() - t
+            self.steps.stop(loss)
             sums["sample_s"] += batch.sample_time
             sums["fetch_s"] += batch.fetch_time
             for k in _COUNTS:
                 sums[k] += getattr(batch, k, 0)
-            sums["loss"] += loss.item()
-            bar.set_postfix(loss=f"{sums['loss'] / (step + 1):.4f}", refresh=False)
+            if not self.steps.cuda:  # the progress bar's loss: on a CPU it costs nothing to read
+                bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
             bar.update()
             done = time.perf_counter()
         bar.close()
+        sums["compute_s"], losses = self.steps.collect()
+        self._check_losses(losses, epoch)
+        sums["loss"] = float(losses.sum())
+        if feeder is not None:  # the loader's own account: its wait for batches, apart from the copies
+            sums["copy_s"], sums["wait_s"], sums["copy_bytes"] = feeder.reset()
+        if getattr(loader, "device_cache", None) is not None:
+            counted = loader.device_cache.counts.take()
+            sums["device_cache_asked"], sums["device_cache_hits"], sums["device_cache_bytes_saved"] = counted
         if self.comm["sum"] is not None:
             t = time.perf_counter()
             self.comm["sum"].settle()  # the last step's gradients reached every peer
             self.comm["comm_s"] += time.perf_counter() - t
         sums["wall_s"] = time.perf_counter() - start
         sums["comm_s"] = self.comm["comm_s"]
-        sums["compute_s"] -= sums["comm_s"]
+        if not self.steps.cuda:  # the host's step time includes its sums; a GPU's events time the device alone
+            sums["compute_s"] -= sums["comm_s"]
         total = dict(
             zip(
                 [*_SUMS, "batches"],
@@ -370,6 +427,15 @@ class Trainer:
         out.update({k: int(total[k]) for k in _COUNTS})
         out["batches"] = int(total["batches"] / ranks)
         return out
+
+    def _check_losses(self, losses: torch.Tensor, epoch: int) -> None:
+        """On a GPU, the epoch's losses are read here, once: a non-finite one stops the run naming its step."""
+        if self.opts.allow_nonfinite or not self.steps.cuda:
+            return
+        bad = torch.nonzero(~torch.isfinite(losses))
+        if bad.numel():
+            step = int(bad[0, 0])
+            check_loss(losses[step], epoch, step, self.s.rank)
 
 
 def _prefixed(d: dict[str, Any], having: str, prefix: str) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..device.choice import rank_device
 from ..distributed.collectives import all_gather_bytes, all_reduce_sum
 from ..distributed.graph import DistGraph
 from ..distributed.loader import DistNeighborLoader
@@ -32,7 +33,7 @@ from .checks import (
     split_node_text,
 )
 from .embeddings import Outputs, predict, representations, save_tables
-from .inputs import ModelInputs, build_model, cache_summary, feature_cache, rows_of
+from .inputs import ModelInputs, build_model, cache_summary, device_cache, feature_cache, rows_of
 from .loop import Trainer, open_graph
 from .model_check import check_custom_model
 from .options import TrainOptions
@@ -151,7 +152,9 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
     ntype = target if len(g.ntypes) > 1 else None
     if not opts.allow_nonfinite:
         check_finite_features(g, opts.feat or "feat")
+    device = rank_device(opts.device).device
     cache = feature_cache(g, opts, {target: split["train"].numpy()})
+    on_device = device_cache(g, opts, {target: split["train"].numpy()}, device)
     inputs = ModelInputs(g, opts)
     model = build_model(opts, inputs, classes, [target])
     check_custom_model(g, opts, model, inputs, target, classes, split["train"])
@@ -171,12 +174,16 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
         counts = all_reduce_sum(s.ctx, np.array([right, own.size], dtype=np.int64), "evaluation")
         return float(counts[0] / max(1, counts[1]))
 
+    def labels(batch: Any) -> None:
+        """On the host, before the batch goes to the device: its seeds' labels (seeds are this rank's)."""
+        store = batch[target] if inputs.hetero else batch
+        store.y_seed = torch.from_numpy(task.labels_of(store.n_id[: store.batch_size].numpy()))
+
     def loss(ddp: torch.nn.Module, batch: Any) -> torch.Tensor:
         outputs.changed()  # a training step follows: outputs computed before it are stale
         store = batch[target] if inputs.hetero else batch
         out = rows_of(ddp(*inputs(batch)), target)[: store.batch_size]
-        y = torch.from_numpy(task.labels_of(store.n_id[: store.batch_size].numpy()))  # seeds: this rank's
-        return F.cross_entropy(out, y)
+        return F.cross_entropy(out.float(), store.y_seed)
 
     trainer = Trainer(s, g, opts, model, inputs, metric="val_acc")
     loader = DistNeighborLoader(
@@ -191,6 +198,9 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
         label_name=None,
         wire_dtype=opts.wire_dtype,
         **inputs.loader_options(),
+        device=trainer.device,
+        device_cache=on_device,
+        transform=labels,
     )
     history = trainer.fit(loader, loss, lambda: {"val_acc": evaluate(split["val"])})
     metrics = {
@@ -204,5 +214,5 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
         with timing.phase("embeddings_s"):
             save_tables(s, g, representations(g, model, inputs, opts, outputs), opts.save_embeddings)
     metrics["inference_s"] = outputs.seconds
-    metrics.update(cache_summary(s, cache))
+    metrics.update(cache_summary(s, cache or on_device))
     return metrics

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..device.choice import DEVICES, PRECISIONS
 from ..distributed.liveness import DEFAULT_LOST_AFTER
 from ..distributed.wire import WIRE_DTYPES
 from ..errors import InputError
@@ -16,6 +17,7 @@ from .schedule import SCHEDULES
 TASKS = ("node", "link")
 DECODERS = ("dot", "mlp")
 EMBEDDING_LAYERS = ("output", "hidden")
+CACHE_DEVICES = ("host", "cuda")
 SPLITS = ("train", "val", "test")
 POSITIVE = {"low": 0, "open_low": True}
 NON_NEGATIVE = {"low": 0}
@@ -122,6 +124,26 @@ class TrainOptions:
     )
     cache_mb: float = option(
         0.0, "float", "the same cache, sized in megabytes per rank", metavar="MB", **NON_NEGATIVE, **FINITE
+    )
+    cache_device: str = option(
+        "host",
+        "str",
+        "where that cache is: host memory (rows of other ranks), or the GPU (cuda: the rows this rank's batches "
+        "read most, its own and others', kept on the device; needs --device cuda and --num-workers 0)",
+        choices=CACHE_DEVICES,
+    )
+    device: str = option(
+        "cpu",
+        "str",
+        "what the model computes on: cpu, cuda (rank with LOCAL_RANK r takes cuda:r; more ranks than devices "
+        "share them round robin), or auto (cuda where a device is visible); sampling stays on the CPU cores",
+        choices=DEVICES,
+    )
+    precision: str = option(
+        "fp32",
+        "str",
+        "fp32, or bf16-mixed: forward and loss under bfloat16 autocast, weights and optimiser in fp32",
+        choices=PRECISIONS,
     )
     wire_dtype: str = option(
         "stored",
@@ -245,6 +267,16 @@ class TrainOptions:
             )
         if self.cache_ratio and self.cache_mb:
             raise InputError("give cache_ratio (--cache-ratio) or cache_mb (--cache-mb), not both")
+        if self.cache_device == "cuda":
+            if not (self.cache_ratio or self.cache_mb):
+                raise InputError("cache_device cuda (--cache-device cuda) needs a size: --cache-mb (or --cache-ratio)")
+            if self.num_workers:
+                raise InputError(
+                    "cache_device cuda (--cache-device cuda) completes batches in the training process: use it "
+                    "with num_workers 0 (--num-workers 0)"
+                )
+            if self.device == "cpu":
+                raise InputError("cache_device cuda (--cache-device cuda) needs device cuda or auto (--device)")
         if self.embedding_layer == "hidden" and self.num_layers < 2:
             raise InputError("embedding_layer 'hidden' needs at least 2 layers (one fanout per layer)")
         if self.task == "link" and self.num_classes is not None:

@@ -19,14 +19,15 @@ def epoch_line(e: dict[str, Any]) -> str:
         score = f"  val acc {e['val_acc']:.4f}"
     else:
         score = ""
-    t = {k: float(e.get(k, 0.0)) for k in ("wall_s", "wait_s", "sample_s", "fetch_s", "compute_s", "comm_s")}
+    t = {k: float(e.get(k, 0.0)) for k in ("wall_s", "wait_s", "sample_s", "fetch_s", "copy_s", "compute_s", "comm_s")}
     loading = (
         f"waiting {t['wait_s']:.1f}"
         if e.get("background")
         else f"sampling {t['sample_s']:.1f} + fetch {t['fetch_s']:.1f}"
     )
+    copy = f" + copy {t['copy_s']:.1f}" if e.get("copy_bytes") else ""  # batches copied to a device
     return (
-        f"epoch {e['epoch']:>3}: {t['wall_s']:.2f} s  loss {e['train_loss']:.4f}{score}  ({loading} + compute "
+        f"epoch {e['epoch']:>3}: {t['wall_s']:.2f} s  loss {e['train_loss']:.4f}{score}  ({loading}{copy} + compute "
         f"{t['compute_s']:.1f} + sync {t['comm_s']:.1f})"
     )
 

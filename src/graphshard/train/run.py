@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..datasets import load_dataset
+from ..device.choice import check_device, local_ranks
 from ..distributed.environment import adopt_launcher_env
 from ..distributed.launcher import launch
 from ..distributed.lifetime import refuse_spawn_reimport
@@ -243,6 +244,7 @@ def _train(
     launcher: dict[str, float] = {}
     began = time.time()  # ranks count "starting processes" from here, less partitioning and compiling
     opts.check()
+    check_device(opts.device, num_procs or local_ranks(), opts.precision, opts.cache_device)
     if opts.save_embeddings:  # never replace a user's directory: refuse before any work
         check_embeddings_target(opts.save_embeddings)
     if opts.log_dir and (num_procs or os.environ.get("RANK", "0") == "0"):
