@@ -54,6 +54,7 @@ class _DistLoader:
         device: Any = None,
         device_cache: DeviceRowCache | None = None,
         transform: Callable[[Any], None] | None = None,
+        copy: bool = False,
     ):
         if batch_size < 1:
             raise InputError(f"batch_size must be >= 1, got {batch_size}")
@@ -62,7 +63,7 @@ class _DistLoader:
                 "a device feature cache completes batches built in the training process: use num_workers=0 "
                 "(--num-workers 0) with it"
             )
-        self.feeder = _feeder(device, device_cache, transform)
+        self.feeder = _feeder(device, device_cache, transform, copy)
         self.device_cache = device_cache
         self.graph, self.spec, self.seeds = graph, spec, seeds
         self.batch_size, self.shuffle, self.seed, self.epoch = batch_size, shuffle, seed, 0
@@ -200,13 +201,15 @@ class _DistLoader:
         self.close()
 
 
-def _feeder(device: Any, cache: DeviceRowCache | None, transform: Callable[[Any], None] | None) -> DeviceFeeder | None:
+def _feeder(
+    device: Any, cache: DeviceRowCache | None, transform: Callable[[Any], None] | None, copy: bool
+) -> DeviceFeeder | None:
     """What takes the loader's batches to ``device`` (None: they stay as built, on the host)."""
-    if device is None and cache is None and transform is None:
+    if device is None and cache is None and transform is None and not copy:
         return None
     where = torch.device(device) if device is not None else torch.device("cpu")
-    # a cache on a CPU "device" (tests) takes the device path with plain copies: its batches need completing
-    return DeviceFeeder(where, prepare=transform, cache=cache, copy_on_cpu=cache is not None)
+    # a cache on a CPU "device" takes the device path with plain copies: its batches need completing
+    return DeviceFeeder(where, prepare=transform, cache=cache, copy_on_cpu=copy or cache is not None)
 
 
 class DistNeighborLoader(_DistLoader):
@@ -229,7 +232,8 @@ class DistNeighborLoader(_DistLoader):
     :class:`~graphshard.device.rowcache.DeviceRowCache`, e.g. from
     :func:`~graphshard.distributed.device_cache.build_device_cache`) keeps the rows read most on the device and
     fetches only the others; ``transform(batch)`` runs on the host before the copies (to attach what the loss
-    reads, so it travels the same way)."""
+    reads, so it travels the same way). ``copy``: take the device path even when the device is the CPU (each
+    batch copied through the reused buffers; rehearses a GPU's path on a machine without one)."""
 
     def __init__(
         self,
@@ -257,6 +261,7 @@ class DistNeighborLoader(_DistLoader):
         device: Any = None,
         device_cache: DeviceRowCache | None = None,
         transform: Callable[[Any], None] | None = None,
+        copy: bool = False,
     ):
         if input_type is None and len(graph.ntypes) > 1:
             raise InputError(f"input_type is needed for a graph with node types {graph.ntypes}")
@@ -290,6 +295,7 @@ class DistNeighborLoader(_DistLoader):
             device=device,
             device_cache=device_cache,
             transform=transform,
+            copy=copy,
         )
 
 
@@ -301,7 +307,7 @@ class DistLinkNeighborLoader(_DistLoader):
     ``"triplet"`` adds ``src_index``/``dst_pos_index``/``dst_neg_index``. ``exclude_seed_edges``: the
     sampled neighbourhoods leave out the seed edges themselves (and their reverses). ``sparse_x``: CSR
     features come as sparse COO ``x``; ``wire_dtype``: how other processes' dense rows travel (see
-    :class:`BatchSpec`); ``edge_feat_name``, ``node_attrs``, ``device``, ``device_cache``, ``transform``: as for
+    :class:`BatchSpec`); ``edge_feat_name``, ``node_attrs``, ``device``, ``device_cache``, ``transform``, ``copy``: as for
     :class:`DistNeighborLoader`."""
 
     def __init__(
@@ -334,6 +340,7 @@ class DistLinkNeighborLoader(_DistLoader):
         device: Any = None,
         device_cache: DeviceRowCache | None = None,
         transform: Callable[[Any], None] | None = None,
+        copy: bool = False,
     ):
         et = graph._etype(edge_type) if edge_type is not None else graph._single("edge_type", graph.canonical_etypes)
         pairs = to_numpy(edge_label_index).astype(np.int64)
@@ -372,4 +379,5 @@ class DistLinkNeighborLoader(_DistLoader):
             device=device,
             device_cache=device_cache,
             transform=transform,
+            copy=copy,
         )

@@ -183,6 +183,7 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
         **inputs.loader_options(),
         device=trainer.device,
         device_cache=on_device,
+        copy=opts.rehearse,
     )
     history = trainer.fit(loader, loss, lambda: {f"val_{k}": v for k, v in evaluate("val", 1).items()})
     metrics = {

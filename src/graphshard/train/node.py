@@ -200,6 +200,7 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
         **inputs.loader_options(),
         device=trainer.device,
         device_cache=on_device,
+        copy=opts.rehearse,
         transform=labels,
     )
     history = trainer.fit(loader, loss, lambda: {"val_acc": evaluate(split["val"])})

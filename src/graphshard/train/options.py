@@ -240,6 +240,13 @@ class TrainOptions:
         False, "bool", "train on NaN or infinite features and losses instead of stopping with an error"
     )
     progress: bool = option(True, "bool", "progress bars", cli=False)
+    rehearse: bool = option(
+        False,
+        "bool",
+        "take the GPU's path on the CPU: batches copied through the device buffers, a device cache in host "
+        "memory (how machines without a GPU test that path)",
+        cli=False,
+    )
     print_epochs: bool = option(False, "bool", "rank 0 prints each epoch's line as it ends", cli=False)
 
     @property
@@ -275,7 +282,7 @@ class TrainOptions:
                     "cache_device cuda (--cache-device cuda) completes batches in the training process: use it "
                     "with num_workers 0 (--num-workers 0)"
                 )
-            if self.device == "cpu":
+            if self.device == "cpu" and not self.rehearse:
                 raise InputError("cache_device cuda (--cache-device cuda) needs device cuda or auto (--device)")
         if self.embedding_layer == "hidden" and self.num_layers < 2:
             raise InputError("embedding_layer 'hidden' needs at least 2 layers (one fanout per layer)")

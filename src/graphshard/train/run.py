@@ -244,7 +244,9 @@ def _train(
     launcher: dict[str, float] = {}
     began = time.time()  # ranks count "starting processes" from here, less partitioning and compiling
     opts.check()
-    check_device(opts.device, num_procs or local_ranks(), opts.precision, opts.cache_device)
+    check_device(
+        opts.device, num_procs or local_ranks(), opts.precision, "host" if opts.rehearse else opts.cache_device
+    )
     if opts.save_embeddings:  # never replace a user's directory: refuse before any work
         check_embeddings_target(opts.save_embeddings)
     if opts.log_dir and (num_procs or os.environ.get("RANK", "0") == "0"):
