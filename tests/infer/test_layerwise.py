@@ -1,6 +1,7 @@
 """Layer-wise inference is exact: on several partitions and 1–3 ranks, every node's output equals the
 model's forward pass over the whole, unpartitioned graph (PyG layers on the whole edge_index), and each
-rank reads each remote row once per layer."""
+rank reads each remote row once per layer. Every case runs twice: on the host, and chunk by chunk on a device
+(the CPU standing in for one: each chunk's rows compacted and renumbered, as a GPU gets them)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from graphshard.models.custom import build_custom
 from tests.graphs import small_hetero, small_homo
 
 FEATURELESS_DIM = 3
+ON_DEVICE = "-ondevice"  # the suffix of the outputs computed chunk by chunk on a device
 
 
 def _featureless(t: str, ids: torch.Tensor) -> torch.Tensor:
@@ -61,9 +63,10 @@ def _rank(jobs: list[tuple[str, str, object, str, tuple[str, ...]]]) -> None:
             g = DistGraph(name, config)
             for kind in kinds:
                 _infer(s, g, _model(in_dims, g.canonical_etypes, kind), f"{out}.{kind}")
+                _infer(s, g, _model(in_dims, g.canonical_etypes, kind), f"{out}.{kind}{ON_DEVICE}", torch.device("cpu"))
 
 
-def _infer(s, g, model: torch.nn.Module, out: str) -> None:
+def _infer(s, g, model: torch.nn.Module, out: str, device: torch.device | None = None) -> None:
     """``model``'s layer-wise outputs (rank 0 saves them in original ID order) and every rank's remote reads."""
     from graphshard.infer import layerwise_inference
 
@@ -74,7 +77,9 @@ def _infer(s, g, model: torch.nn.Module, out: str) -> None:
         return _featureless(t, g.get_partition_book().to_original(t, ids))  # defined on original IDs
 
     name = out.rsplit(".", 1)[-1]  # the model kind: each model's tables have their own names
-    tables, plans = layerwise_inference(g, model, inputs, name, edge_rows=lambda et, ids: _edge_w(g, et, ids))
+    tables, plans = layerwise_inference(
+        g, model, inputs, name, edge_rows=lambda et, ids: _edge_w(g, et, ids), device=device
+    )
     served, expected_remote = g.sampling_graph, 0
     for part, plan in zip(g.local_graphs, plans):  # one per stored partition this rank serves
         lo, hi = plan.dst_lo, plan.dst_hi
@@ -152,6 +157,7 @@ def _check(request, graph: str, expected: dict[str, dict[str, torch.Tensor]], pa
         out = job[3]
     for kind, want_rows in expected.items():
         _check_kind(f"{out}.{kind}", want_rows, parts, ranks, layers[kind])
+        _check_kind(f"{out}.{kind}{ON_DEVICE}", want_rows, parts, ranks, layers[kind])
 
 
 def _check_kind(out: str, expected: dict[str, torch.Tensor], parts: int, ranks: int, layers: int) -> None:

@@ -1,7 +1,7 @@
 """Layer-wise inference of RGCN, RGAT and HGT is exact: on random partitions served by 2 ranks, every node's
 output equals the same model's forward pass over the whole, unpartitioned graph, and each rank reads each
 remote row once per layer. One launch computes all three models on both partitionings (the ranks' start-up
-is most of the time)."""
+is most of the time). Each model also runs chunk by chunk on a device (the CPU standing in for one)."""
 
 from __future__ import annotations
 
@@ -47,8 +47,10 @@ def _rank(jobs: list[tuple[str, str, str]], in_dims: dict[str, int]) -> None:
                 data = g.nodes[t].data
                 return data["feat"][ids].float() if "feat" in data else _featureless(t, book.to_original(t, ids))
 
-            for name in MODELS:
-                tables, plans = layerwise_inference(g, _model(name, in_dims, g.canonical_etypes), inputs, name)
+            for name, device in [(m, d) for m in MODELS for d in (None, torch.device("cpu"))]:
+                model = _model(name, in_dims, g.canonical_etypes)
+                name = name if device is None else f"{name}-ondevice"
+                tables, plans = layerwise_inference(g, model, inputs, name, device=device)
                 served, expected_remote = g.sampling_graph, 0
                 for part, plan in zip(g.local_graphs, plans):
                     lo, hi = plan.dst_lo, plan.dst_hi
@@ -100,12 +102,14 @@ def runs(tmp_path_factory):
 
 @pytest.mark.parametrize("parts, ranks", [(parts, 2) for parts in PARTS])
 @pytest.mark.parametrize("name", list(MODELS))
-def test_layerwise_equals_a_full_graph_forward(runs, name, parts, ranks):
+@pytest.mark.parametrize("where", ["", "-ondevice"])
+def test_layerwise_equals_a_full_graph_forward(runs, name, parts, ranks, where):
     x, edges = _inputs()
     model = _model(name, {t: int(v.shape[1]) for t, v in x.items()}, edges).eval()
     with torch.no_grad():
         want = model(x, edges)
     out = runs(parts, ranks)
+    name += where
     for t, rows in want.items():
         got = np.load(f"{out}.{name}.{t}.npy")
         assert got.shape == tuple(rows.shape), t

@@ -307,8 +307,8 @@ class DistLinkNeighborLoader(_DistLoader):
     ``"triplet"`` adds ``src_index``/``dst_pos_index``/``dst_neg_index``. ``exclude_seed_edges``: the
     sampled neighbourhoods leave out the seed edges themselves (and their reverses). ``sparse_x``: CSR
     features come as sparse COO ``x``; ``wire_dtype``: how other processes' dense rows travel (see
-    :class:`BatchSpec`); ``edge_feat_name``, ``node_attrs``, ``device``, ``device_cache``, ``transform``, ``copy``: as for
-    :class:`DistNeighborLoader`."""
+    :class:`BatchSpec`); ``edge_feat_name``, ``node_attrs``, ``device``, ``device_cache``, ``transform``,
+    ``copy``: as for :class:`DistNeighborLoader`."""
 
     def __init__(
         self,

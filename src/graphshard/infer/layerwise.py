@@ -26,6 +26,7 @@ from ..format.load import PartitionGraph
 from ..graph import EType
 from ..ids import consecutive
 from ..models.layer_context import LayerContext
+from .on_device import chunk_on, inputs_on
 
 log = logging.getLogger(__name__)
 
@@ -117,26 +118,37 @@ def _dst_rows(p: Plan, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _chunk(
-    model: Any, i: int, p: Plan, x: dict[str, torch.Tensor], lo: int, hi: int, edge_rows: EdgeRows | None
+    model: Any,
+    i: int,
+    p: Plan,
+    x: dict[str, torch.Tensor],
+    lo: int,
+    hi: int,
+    edge_rows: EdgeRows | None,
+    device: torch.device | None = None,
 ) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
-    """Layer ``i`` for destinations ``[lo, hi)``: (their indices into ``need``, output rows per type)."""
+    """Layer ``i`` for destinations ``[lo, hi)``: (their indices into ``need``, output rows per type); on
+    ``device`` when given (see :mod:`.on_device`), else where ``x`` is."""
     at, chunk_pos = _dst_rows(p, lo, hi)
-    x_dst = {t: _rows(x[t], p.pos_in_type[at[p.need_type[at] == ti]]) for ti, t in enumerate(p.ntypes) if t in x}
+    dst_pos = {t: p.pos_in_type[at[p.need_type[at] == ti]] for ti, t in enumerate(p.ntypes) if t in x}
     e0, e1 = int(p.indptr[lo]), int(p.indptr[hi])
     src = p.pos_in_type[p.slot[p.indices[e0:e1]]]
     dst = np.repeat(chunk_pos, np.diff(p.indptr[lo : hi + 1]))  # edges are listed destination by destination
-    edges: dict[EType, torch.Tensor] = {}
+    pairs: dict[EType, tuple[np.ndarray, np.ndarray]] = {}
     picks: dict[EType, slice | np.ndarray] = {}  # the stored edges of each type: a run, or positions
     if len(p.etypes) == 1:
-        edges[p.etypes[0]], picks[p.etypes[0]] = torch.from_numpy(np.stack([src, dst])), slice(e0, e1)
+        pairs[p.etypes[0]], picks[p.etypes[0]] = (src, dst), slice(e0, e1)
     else:
         etype = p.etype[e0:e1]
         for r, et in enumerate(p.etypes):
             sel = etype == r
-            edges[et], picks[et] = torch.from_numpy(np.stack([src[sel], dst[sel]])), e0 + np.flatnonzero(sel)
-    if not getattr(model, "layer_context", False):
-        return at, model.layer(i, x, x_dst, edges)
-    return at, model.layer(i, x, x_dst, edges, _context(p, at, picks, edge_rows))
+            pairs[et], picks[et] = (src[sel], dst[sel]), e0 + np.flatnonzero(sel)
+    ctx = _context(p, at, picks, edge_rows) if getattr(model, "layer_context", False) else None
+    if device is not None:
+        return at, chunk_on(model, i, x, dst_pos, pairs, ctx, device)
+    x_dst = {t: _rows(x[t], pos) for t, pos in dst_pos.items()}
+    edges = {et: torch.from_numpy(np.stack(pair)) for et, pair in pairs.items()}
+    return at, model.layer(i, x, x_dst, edges) if ctx is None else model.layer(i, x, x_dst, edges, ctx)
 
 
 def _context(
@@ -164,7 +176,13 @@ def _rows(x: torch.Tensor, pos: np.ndarray) -> torch.Tensor:
 
 
 def _layer(
-    model: Any, i: int, p: Plan, x: dict[str, torch.Tensor], edge_rows: EdgeRows | None = None, grow: bool = False
+    model: Any,
+    i: int,
+    p: Plan,
+    x: dict[str, torch.Tensor],
+    edge_rows: EdgeRows | None = None,
+    grow: bool = False,
+    device: torch.device | None = None,
 ) -> dict[str, torch.Tensor]:
     """Layer ``i`` for all destinations of the plan, in chunks of about :data:`EDGES_PER_CHUNK` edges,
     written into one output tensor per type (no list of chunks to concatenate: half the peak). With ``grow``
@@ -175,7 +193,7 @@ def _layer(
     out: dict[str, torch.Tensor] = {}
     filled = dict.fromkeys(p.ntypes, 0)
     for lo, hi in _chunks(p, getattr(model, "layer_edges_per_chunk", None) or EDGES_PER_CHUNK):
-        _, rows = _chunk(model, i, p, x, lo, hi, edge_rows)
+        _, rows = _chunk(model, i, p, x, lo, hi, edge_rows, device)
         for t, v in rows.items():
             if t not in out:
                 if grow and t in p.prefix and v.dtype == torch.float32:
@@ -239,14 +257,16 @@ def layerwise_inference(
     types: list[str] | None = None,
     layers: int | None = None,
     edge_rows: EdgeRows | None = None,
+    device: torch.device | None = None,
 ) -> tuple[dict[str, DistTensor], list[Plan]]:
     """The output of ``model`` (a graphshard model with ``layer_inputs``/``layer``/``num_layers``, see
     :mod:`graphshard.models.layer_context` for what a ``layer_context`` model is given) for every node, as
     one :class:`DistTensor` per node type in ``types`` (all by default). ``inputs`` gives the input rows of
     any nodes (features, or learnt embeddings); ``edge_rows`` the feature rows of any edges (for models that
     read edge features); ``layers``: stop after that many layers (e.g. ``num_layers - 1`` for the hidden
-    representation the last layer reads). Also returns the plan of each stored partition this rank serves.
-    Collective over ``g``'s group."""
+    representation the last layer reads); ``device``: compute each chunk there (the model's device; see
+    :mod:`.on_device`), the tables staying on the host. Also returns the plan of each stored partition this
+    rank serves. Collective over ``g``'s group."""
     plans, was_training = [plan(g, part) for part in g.local_graphs], model.training
     for p in plans:
         p.prefix = _own_prefix(g, p)
@@ -263,9 +283,9 @@ def layerwise_inference(
             doing(f"{context}: layer-wise inference, layer {i + 1} of {depth}")
             rows = []
             for p in plans:  # one stored partition after another: one's inputs in memory at a time
-                x = model.layer_inputs(_fetch(p, inputs, p.ntypes)) if i == 0 else _next_inputs(p, tables)
+                x = _first_inputs(model, p, inputs, device) if i == 0 else _next_inputs(p, tables)
                 p.storage = {}  # x holds them now
-                rows.append(_layer(model, i, p, x, edge_rows, grow=i + 1 < depth))
+                rows.append(_layer(model, i, p, x, edge_rows, grow=i + 1 < depth, device=device))
                 x = None
             for table in tables.values():  # every rank has read its inputs: the layer before goes first
                 table.free()
@@ -283,6 +303,12 @@ def layerwise_inference(
         if t not in keep:
             v.free()
     return keep, plans
+
+
+def _first_inputs(model: Any, p: Plan, inputs: Rows, device: torch.device | None) -> dict[str, torch.Tensor]:
+    """The first layer's input rows of every needed node (the model's ``layer_inputs``, on ``device`` if given)."""
+    rows = _fetch(p, inputs, p.ntypes)
+    return model.layer_inputs(rows) if device is None else inputs_on(model, rows, device)
 
 
 def _publish(g: DistGraph, plans: list[Plan], rows: list[dict[str, torch.Tensor]], name: str) -> dict[str, DistTensor]:

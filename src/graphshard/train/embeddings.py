@@ -152,7 +152,10 @@ def every_output(
     default) when ``sampled`` or when the model offers no layer-wise inference (said once). Collective."""
     if not sampled and has_layerwise(model):
         edge_rows = inputs.edge_rows if inputs.edge_feat else None
-        return layerwise_inference(g, model, inputs.rows, name, types, layers=layers, edge_rows=edge_rows)[0]
+        device = inputs.device if inputs.device.type != "cpu" or opts.rehearse else None  # chunks on the device
+        return layerwise_inference(
+            g, model, inputs.rows, name, types, layers=layers, edge_rows=edge_rows, device=device
+        )[0]
     if layers is not None:
         raise InputError(
             f"model {opts.model!r} offers no layer-wise inference, so no hidden layer's output: "
