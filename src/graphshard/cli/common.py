@@ -279,3 +279,14 @@ def partition_flags(p: argparse.ArgumentParser) -> None:
         default=True,
         help="read the partitions of other ranks on this host from the same files in-process instead of over RPC",
     )
+
+
+def device_flag(p: argparse.ArgumentParser) -> None:
+    """``--device cpu|cuda|auto``: what the model computes on (the rule of :mod:`graphshard.device.choice`)."""
+    p.add_argument(
+        "--device",
+        default="cpu",
+        choices=["cpu", "cuda", "auto"],
+        help="what the model computes on: cpu, cuda (the rank with LOCAL_RANK r takes cuda:r; more ranks than "
+        "devices share them round robin), or auto (cuda where a device is visible); sampling stays on the CPU",
+    )

@@ -7,7 +7,7 @@ import os
 import time
 from typing import Any
 
-from .common import cluster_flags, command, out_flag, partition_flags
+from .common import cluster_flags, command, device_flag, out_flag, partition_flags
 
 
 def run_embed(args: argparse.Namespace) -> None:
@@ -27,6 +27,7 @@ def run_embed(args: argparse.Namespace) -> None:
         args.verify,
         args.memory,
         args.colocated,
+        device=args.device,
     )
     print(f"wrote every node's output in {time.perf_counter() - start:.1f} s -> {args.out}")
 
@@ -71,6 +72,7 @@ def register(sub: Any) -> None:
         help="the model's output, or the hidden layer the last layer reads",
     )
     partition_flags(p)
+    device_flag(p)
     p.add_argument(
         "--memory",
         metavar="SIZE",

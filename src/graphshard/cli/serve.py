@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import cluster_flags, command, non_negative_float, partition_flags, positive_float, positive_int
+from .common import (
+    cluster_flags,
+    command,
+    device_flag,
+    non_negative_float,
+    partition_flags,
+    positive_float,
+    positive_int,
+)
 
 
 def run_serve(args: argparse.Namespace) -> None:
@@ -25,6 +33,7 @@ def run_serve(args: argparse.Namespace) -> None:
         max_body=args.max_body_mb << 20,
         request_timeout=args.request_timeout,
         embedding_layer=args.embedding_layer,
+        device=args.device,
     )
     serve(
         args.part_config,
@@ -116,6 +125,7 @@ def register(sub: Any) -> None:
         help="seconds a request may wait for its answer before it is answered 503",
     )
     partition_flags(p)
+    device_flag(p)
     cluster_flags(
         p,
         "start this many local ranks: the training run's rank count (omit under torchrun)",

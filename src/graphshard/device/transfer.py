@@ -127,6 +127,13 @@ class DeviceFeeder:
         self.copy_s += time.perf_counter() - start
         return Moved(batch, event, moved)
 
+    def now(self, batch: Any) -> Any:
+        """``batch`` on the device, ready for the current stream (for callers that compute one batch at a time,
+        such as a server)."""
+        moved = self.move(batch)
+        self.stream.wait(moved.event, moved.tensors)
+        return moved.batch
+
     def _stage(self, t: torch.Tensor) -> torch.Tensor:
         """``t`` in a pool buffer (itself when it is one already; sparse tensors as they are)."""
         if t.is_sparse or self.pool.owns(t):

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..device.transfer import DeviceFeeder
 from ..distributed.batch import BatchMaker, BatchRequest, BatchSpec
 from ..distributed.original import OriginalIds
 from ..errors import FormatError
@@ -105,6 +106,8 @@ class Answerer:
         self.hetero = restored.inputs.hetero
         self.maps: dict[str, OriginalIds | WholeMap] = {}  # built collectively at start (see open_maps)
         self._makers: dict[tuple[str, int, int], BatchMaker] = {}
+        self.device = restored.inputs.device  # the model's; batches are built on the host and copied there
+        self.feeder = DeviceFeeder(self.device)
         self.part = g.group.part_id(self.book.num_partitions())
         self.remote_rows = 0  # sampled rows owned by other partitions, since the metrics last took them
 
@@ -169,7 +172,8 @@ class Answerer:
     def _score(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         decoder: Any = self.r.model.decoder  # a LinkModel's (nn.Module attributes are typed as tensors too)
         with torch.no_grad():
-            return decoder(torch.from_numpy(src), torch.from_numpy(dst)).view(-1).numpy().astype(np.float32)
+            scores = decoder(torch.from_numpy(src).to(self.device), torch.from_numpy(dst).to(self.device))
+            return scores.view(-1).float().cpu().numpy().astype(np.float32)
 
     def _head(self, q: Query) -> Head:
         """``/v1/embed`` answers the hidden layer when the service was started so; everything else the output."""
@@ -209,8 +213,8 @@ class Answerer:
         batch = self._maker(ntype, 0, head.layers)(BatchRequest(0, self.key, seeds))
         self._count(batch)
         with torch.no_grad():
-            out = rows_of(head.module(*self.r.inputs(batch)), ntype)[: seeds.shape[0]]
-        return out.numpy().astype(np.float32, copy=False)
+            out = rows_of(head.module(*self.r.inputs(self.feeder.now(batch))), ntype)[: seeds.shape[0]]
+        return out.float().cpu().numpy().astype(np.float32, copy=False)
 
     def _hops(self, first: int, layers: int) -> list[int]:
         """The fanouts sampled from hop ``first`` of the answer's computation (0: the answered nodes; 1: the
@@ -258,7 +262,7 @@ class Answerer:
         outs = [{et: self.maps[et[2]](ids) for et, ids in n.out_edges.items()} for n in nodes]
         x, edges, n_id = self._neighbourhood(ntype, ins, head.layers)
         base = x[ntype].shape[0]
-        rows = torch.from_numpy(np.stack([n.features for n in nodes]))
+        rows = torch.from_numpy(np.stack([n.features for n in nodes])).to(self.device)
         x[ntype] = torch.cat([x[ntype], rows.to_sparse() if x[ntype].is_sparse else rows])
         where = {t: (ids, np.argsort(ids, kind="stable")) for t, ids in n_id.items()}
         added: dict[Any, list[np.ndarray]] = {}
@@ -272,7 +276,7 @@ class Answerer:
                     np.stack([np.full(present.shape[0], me), _positions(*where[et[2]], present)])
                 )
         for et, pieces in added.items():
-            more = torch.from_numpy(np.concatenate(pieces, axis=1).astype(np.int64))
+            more = torch.from_numpy(np.concatenate(pieces, axis=1).astype(np.int64)).to(self.device)
             edges[et] = torch.cat([edges[et], more], dim=1)
         with torch.no_grad():
             if self.hetero:
@@ -280,7 +284,7 @@ class Answerer:
             else:
                 (xs,), (ei,) = x.values(), edges.values()
                 out = head.module(xs, ei)
-        return rows_of(out, ntype)[base : base + len(nodes)].numpy().astype(np.float32, copy=False)
+        return rows_of(out, ntype)[base : base + len(nodes)].float().cpu().numpy().astype(np.float32, copy=False)
 
     def _neighbourhood(
         self, ntype: str, ins: list[dict[Any, np.ndarray]], layers: int
@@ -295,11 +299,12 @@ class Answerer:
         seeds = np.unique(np.concatenate(homo)) if homo else np.zeros(0, np.int64)
         types, etypes = self.r.inputs.ntypes, self.r.inputs.etypes
         if not seeds.shape[0]:
-            x = {t: torch.zeros((0, self.r.inputs.dims[t])) for t in types}
-            edges = {et: torch.zeros((2, 0), dtype=torch.long) for et in etypes}
+            x = {t: torch.zeros((0, self.r.inputs.dims[t]), device=self.device) for t in types}
+            edges = {et: torch.zeros((2, 0), dtype=torch.long, device=self.device) for et in etypes}
             return x, edges, {t: np.zeros(0, np.int64) for t in types}
         batch = self._maker(ntype, 1, layers).around(seeds, self.key)
         self._count(batch)
+        batch = self.feeder.now(batch)
         got = self.r.inputs(batch)
         if self.hetero:
             n_id = {t: batch[t].n_id.numpy() if t in batch.node_types else np.zeros(0, np.int64) for t in types}

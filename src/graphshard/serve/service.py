@@ -50,7 +50,8 @@ class ServeOptions:
     ``fanouts`` sampled per layer (None: every in-edge, exact), micro-batching (``max_batch_nodes`` per model
     batch, ``batch_wait`` seconds to gather one, ``max_queue`` requests waiting), the limits of one request
     (``max_nodes``, ``max_edges`` per new node, ``max_body`` bytes), how long it may wait (``request_timeout``),
-    and what ``/v1/embed`` answers: the model's ``output`` or the ``hidden`` layer its last layer reads."""
+    what ``/v1/embed`` answers: the model's ``output`` or the ``hidden`` layer its last layer reads, and the
+    ``device`` the model computes on (``cpu``, ``cuda``, ``auto``; batches are sampled on the CPU)."""
 
     host: str = LOOPBACK
     port: int = 8080
@@ -65,6 +66,7 @@ class ServeOptions:
     max_body: int = 4 << 20
     request_timeout: float = 30.0
     embedding_layer: str = "output"
+    device: str = "cpu"
 
     def check(self, layers: int) -> None:
         """An :class:`InputError` naming the option at fault."""
@@ -134,7 +136,16 @@ def serve(
     refuse_spawn_reimport()
     require_extra()
     opts = checkpoint_run(
-        part_config, checkpoint, num_procs, None, timeout, "output", heartbeat_timeout, verify, colocated
+        part_config,
+        checkpoint,
+        num_procs,
+        None,
+        timeout,
+        "output",
+        heartbeat_timeout,
+        verify,
+        colocated,
+        device=options.device,
     )
     options.check(opts.num_layers)
     if options.embedding_layer == "hidden":

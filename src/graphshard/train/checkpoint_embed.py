@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 
+from ..device.choice import check_device, local_ranks, rank_device
 from ..distributed.environment import adopt_launcher_env
 from ..distributed.graph import DistGraph
 from ..distributed.launcher import launch
@@ -77,10 +78,12 @@ def checkpoint_run(
     heartbeat_timeout: float = DEFAULT_LOST_AFTER,
     verify: bool = True,
     colocated: bool = True,
+    device: str = "cpu",
 ) -> TrainOptions:
     """The options of the run that wrote ``checkpoint`` (see :func:`checkpoint_options`), once the ranks about
     to use it are known to be as many as the run had: ``num_procs`` started here, or (None) the torchrun job
-    this process belongs to."""
+    this process belongs to. ``device``: what the model computes on (``cpu``, ``cuda``, ``auto``: see
+    :mod:`graphshard.device.choice`), checked here, before any process starts."""
     if num_procs is None:
         adopt_launcher_env()
     rank = 0 if num_procs is not None else int(os.environ.get("RANK", "0"))
@@ -88,7 +91,8 @@ def checkpoint_run(
     ranks = num_procs if num_procs is not None else int(os.environ.get("WORLD_SIZE", "1"))
     if ranks != world:
         raise InputError(f"{checkpoint}: the checkpoint was written by {world} ranks; run it on {world} (got {ranks})")
-    return replace(opts, verify=verify, colocated=colocated)
+    check_device(device, num_procs or local_ranks())
+    return replace(opts, verify=verify, colocated=colocated, device=device)
 
 
 def embed(
@@ -103,6 +107,7 @@ def embed(
     verify: bool = True,
     memory: int | str | None = None,
     colocated: bool = True,
+    device: str = "cpu",
 ) -> None:
     """Write every node's output (as ``--save-embeddings`` does) from the checkpoint in ``checkpoint`` of a
     run on the partitions of ``part_config`` (``<checkpoint>/best`` of a run: its best validation epoch).
@@ -112,10 +117,20 @@ def embed(
     against their checksums first (see :class:`~graphshard.distributed.graph.DistGraph`). ``memory``: what the
     processes started here may use together (bytes or a size such as ``16G``; default: the machine's memory):
     ``num_procs`` ranks predicted to need more (layer-wise inference, see ``graphshard plan``) are refused
-    before any starts. ``colocated``: see :class:`~graphshard.distributed.graph.DistGraph`."""
+    before any starts. ``colocated``: see :class:`~graphshard.distributed.graph.DistGraph`. ``device``: where
+    the model computes, layer-wise chunk by chunk (see :mod:`graphshard.infer.on_device`)."""
     refuse_spawn_reimport()
     opts = checkpoint_run(
-        part_config, checkpoint, num_procs, str(out), timeout, layer, heartbeat_timeout, verify, colocated
+        part_config,
+        checkpoint,
+        num_procs,
+        str(out),
+        timeout,
+        layer,
+        heartbeat_timeout,
+        verify,
+        colocated,
+        device=device,
     )
     check_embeddings_target(out)
     if num_procs is None:
@@ -173,6 +188,9 @@ def restore(s: Session, opts: TrainOptions) -> Restored:
     inputs.check_state(resumed[2], directory)
     inputs.load_state(resumed[2])
     g.barrier()  # every embedding shard is restored before anyone reads it
+    device = rank_device(opts.device).device
+    model.to(device)  # the encoder is the model, or a part of it
+    inputs.to(device)
     model.eval()
     return restored
 
