@@ -25,3 +25,7 @@ class WriteError(GraphshardError, OSError):
 
 class DistError(RuntimeError):
     """A distributed step failed; the message names the rank at fault where it is known."""
+
+
+class DeviceMemoryError(GraphshardError, MemoryError):
+    """A device (GPU) ran out of memory; names the rank, the device, the phase and what to lower."""

@@ -18,6 +18,10 @@ from ..partition.cost import dataset_counts, dataset_data_bytes, partition_disk,
 from ..pipeline.assign_cost import assign_disk, choose, estimates
 from ..pipeline.dispatch.cost import count_partitions
 from ..train.cost import feature_width, train_estimates
+from ..train.device_cost import DeviceNeed, device_need
+from ..train.options import TrainOptions
+
+DEVICE_PARTS = [f for f in DeviceNeed.__dataclass_fields__]
 
 
 def disk_entry(need: DiskNeed) -> dict[str, Any]:
@@ -92,7 +96,10 @@ def plan_data(
         f"train on {procs} processes x {cfg.num_parts} partitions ({width} input columns, hidden "
         f"{hidden}, {'sampled' if sampled_eval else 'layer-wise'} evaluation):"
     )
-    return {"train": process_data(title, per, budget)}
+    data = process_data(title, per, budget)
+    need = device_need(cfg, TrainOptions(hidden=hidden), procs, width)
+    data["device"] = {"peak_bytes": need.peak, "parts": {k: getattr(need, k) for k in DEVICE_PARTS}}
+    return {"train": data}
 
 
 def plan_report(*args: Any, **kwargs: Any) -> str:
@@ -136,6 +143,12 @@ def process_text(d: dict[str, Any]) -> str:
     )
     if d["disk"] is not None:
         lines.append(disk_line(d["disk"]))
+    if d.get("device"):
+        parts = " + ".join(f"{k} {gib(v)}" for k, v in d["device"]["parts"].items())
+        lines.append(
+            f"with --device cuda, each rank holds at most {gib(d['device']['peak_bytes'])} on its GPU ({parts}; "
+            "batches and the layer-wise chunk are not held together)"
+        )
     return "\n".join(lines)
 
 

@@ -11,11 +11,12 @@ from pathlib import Path
 import torch
 
 from ..device.choice import check_device, local_ranks, rank_device
+from ..device.memory import named_out_of_memory
 from ..distributed.environment import adopt_launcher_env
 from ..distributed.graph import DistGraph
 from ..distributed.launcher import launch
 from ..distributed.lifetime import refuse_spawn_reimport
-from ..distributed.liveness import DEFAULT_LOST_AFTER, doing
+from ..distributed.liveness import DEFAULT_LOST_AFTER, doing, now_doing
 from ..distributed.runtime import Session, session
 from ..errors import InputError
 from ..format.config import read_config
@@ -196,7 +197,10 @@ def restore(s: Session, opts: TrainOptions) -> Restored:
 
 
 def _rank(opts: TrainOptions) -> None:
-    with session(timeout=opts.timeout, heartbeat_timeout=opts.heartbeat_timeout) as s:
+    with (
+        session(timeout=opts.timeout, heartbeat_timeout=opts.heartbeat_timeout) as s,
+        named_out_of_memory(s.rank, rank_device(opts.device).device, now_doing),
+    ):
         r = restore(s, opts)
         doing("computing embeddings")
         layers = getattr(r.encoder, "num_layers", opts.num_layers) - 1 if opts.embedding_layer == "hidden" else None

@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from ..datasets import load_dataset
-from ..device.choice import check_device, local_ranks
+from ..device.choice import check_device, local_ranks, rank_device
+from ..device.memory import named_out_of_memory
 from ..distributed.environment import adopt_launcher_env
 from ..distributed.launcher import launch
 from ..distributed.lifetime import refuse_spawn_reimport
+from ..distributed.liveness import now_doing
 from ..distributed.runtime import session
 from ..fingerprint import tree_fingerprint
 from ..format.config import read_config
@@ -30,6 +32,7 @@ from .checkpoint import check_checkpoints, run_identity
 from .compiled import warm_up
 from .contract import resolve_data
 from .cost import check_train_fits, evaluated
+from .device_cost import check_devices_fit
 from .embeddings import check_embeddings_target
 from .link import train_link
 from .link_split import save_link_split, split_edges
@@ -74,7 +77,9 @@ def _rank_main(
             s.group.barrier("dataset partitioned on every host")
             opts = resolve_data(_with_partitions(opts, dataset), s.world_size, announce=s.rank == 0)
             timing.add("partition_s", time.perf_counter() - start)
-        metrics = (train_link if opts.task == "link" else train_node)(s, opts)
+        device = rank_device(opts.device).device
+        with named_out_of_memory(s.rank, device, now_doing):
+            metrics = (train_link if opts.task == "link" else train_node)(s, opts)
         assert opts.part_config is not None  # checked by resolve_data
         metrics["part_config"] = str(Path(opts.part_config).resolve())  # what embed (or another run) needs
         metrics["time"] = timing.rank_account() | ({"spawn_s": spawn_s} if spawn_s is not None else {})
@@ -279,6 +284,7 @@ def _train(
         check_train_fits(
             cfg, num_procs, num_procs, opts.hidden, layerwise, budget, "training", layers, outputs, opts.colocated
         )
+        check_devices_fit(cfg, opts, num_procs, num_procs)  # each device's ranks: refused now if they cannot fit
         if opts.checkpoint:  # a checkpoint of another run, or ranks at different epochs: say so now
             check_checkpoints(opts.checkpoint, run_identity(cfg, opts, num_procs), num_procs)
     if not num_procs:
