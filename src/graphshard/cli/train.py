@@ -88,17 +88,21 @@ def print_metrics(m: dict, epochs: bool = False) -> None:
         "wait_s",
         "sample_s",
         "fetch_s",
+        "copy_s",
         "compute_s",
         "comm_s",
         "fetch_bytes",
         "colocated_rows",
         "cache_hits",
         "cache_misses",
+        "copy_bytes",
+        "device_cache_hits",
+        "device_cache_asked",
     )
     first = m.get("start_epoch", 0)  # > 0: resumed; the epochs before came from the checkpoint
     ran = [e for e in m["epochs"] if e["epoch"] >= first]  # this run's: what its time account covers
     total = {k: sum(e.get(k, 0) for e in ran) for k in keys}
-    other = max(0.0, total["wall_s"] - total["wait_s"] - total["compute_s"] - total["comm_s"])
+    other = max(0.0, total["wall_s"] - total["wait_s"] - total["copy_s"] - total["compute_s"] - total["comm_s"])
     where = f"on {m['world_size']} processes x {m['num_parts']} partitions"
     at = f"epoch {m['best_epoch']} (best validation)" if "best_epoch" in m else "the last epoch"
     if link:
@@ -116,12 +120,21 @@ def print_metrics(m: dict, epochs: bool = False) -> None:
         print(f"  stopped early after epoch {m['epochs'][-1]['epoch']} (--patience)")
     print(f"time: {describe(m['time'])}")
     cache = ""
-    if "cache_rows" in m:
+    if "cache_rows" in m and m.get("cache_device", "host") == "host":
         asked = total["cache_hits"] + total["cache_misses"]
         cache = (
             f"; feature cache {m['cache_rows']:,} rows ({m['cache_bytes'] / 1e6:.1f} MB, built in "
             f"{m['cache_build_s']:.1f} s) served {total['cache_hits'] / max(1, asked):.0%} of remote rows"
         )
+    elif "cache_rows" in m:
+        held = total["device_cache_hits"] / max(1, total["device_cache_asked"])
+        cache = (
+            f"; device feature cache {m['cache_rows']:,} rows ({m['cache_bytes'] / 1e6:.1f} MB on "
+            f"{m['cache_device']}, built in {m['cache_build_s']:.1f} s) held {held:.0%} of the rows batches read"
+        )
+    copy = ""
+    if total["copy_bytes"]:
+        copy = f" + copy to the device {total['copy_s']:.1f} ({total['copy_bytes'] / 1e6:.0f} MB)"
     if any(e.get("background") for e in ran):
         batches = (
             f"waiting for batches {total['wait_s']:.1f} (built in the background: sampling "
@@ -130,7 +143,7 @@ def print_metrics(m: dict, epochs: bool = False) -> None:
     else:
         batches = f"sampling {total['sample_s']:.1f} + feature fetch {total['fetch_s']:.1f}"
     print(
-        f"{_trained(ran, first)} {total['wall_s']:.1f} s = {batches} + compute {total['compute_s']:.1f} + "
+        f"{_trained(ran, first)} {total['wall_s']:.1f} s = {batches}{copy} + compute {total['compute_s']:.1f} + "
         f"gradient sync {total['comm_s']:.1f} + other {other:.1f}; {total['fetch_bytes'] / 1e6:.1f} MB of features "
         f"fetched from other ranks{_colocated(total['colocated_rows'])}{cache}"
     )

@@ -190,6 +190,8 @@ def restore(s: Session, opts: TrainOptions) -> Restored:
     inputs.load_state(resumed[2])
     g.barrier()  # every embedding shard is restored before anyone reads it
     device = rank_device(opts.device).device
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
     model.to(device)  # the encoder is the model, or a part of it
     inputs.to(device)
     model.eval()

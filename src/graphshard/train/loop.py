@@ -148,6 +148,8 @@ class Trainer:
         self.s, self.g, self.opts, self.inputs = s, g, opts, inputs
         self.rank_device = rank_device(opts.device)
         self.device = self.rank_device.device
+        if self.device.type == "cuda":
+            torch.cuda.set_device(self.device)  # NCCL, streams and events of this rank on its own device
         self.model = model.to(self.device)
         inputs.to(self.device)
         self.optimizer = torch.optim.Adam(model.parameters(), lr=opts.lr, weight_decay=opts.weight_decay)

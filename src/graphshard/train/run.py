@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..datasets import load_dataset
-from ..device.choice import check_device, local_ranks, rank_device
+from ..device.choice import check_device, local_ranks, rank_device, rule_line
 from ..device.memory import named_out_of_memory
 from ..distributed.environment import adopt_launcher_env
 from ..distributed.launcher import launch
@@ -249,9 +249,10 @@ def _train(
     launcher: dict[str, float] = {}
     began = time.time()  # ranks count "starting processes" from here, less partitioning and compiling
     opts.check()
-    check_device(
-        opts.device, num_procs or local_ranks(), opts.precision, "host" if opts.rehearse else opts.cache_device
-    )
+    ranks_here = num_procs or local_ranks()
+    check_device(opts.device, ranks_here, opts.precision, "host" if opts.rehearse else opts.cache_device)
+    if (rule := rule_line(opts.device, ranks_here)) and (num_procs or os.environ.get("RANK", "0") == "0"):
+        notice.info(rule)
     if opts.save_embeddings:  # never replace a user's directory: refuse before any work
         check_embeddings_target(opts.save_embeddings)
     if opts.log_dir and (num_procs or os.environ.get("RANK", "0") == "0"):
