@@ -6,7 +6,11 @@ at the end of the epoch, after one wait for the stream: no synchronisation per s
 
 from __future__ import annotations
 
+import os
 import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 
@@ -53,3 +57,26 @@ class StepClock:
             seconds = self._host
         self._pairs, self._losses, self._host = [], [], 0.0
         return seconds, losses
+
+
+COUNT_SYNCS = "GRAPHSHARD_COUNT_SYNCS"  # set to 1: each epoch records its synchronising device operations
+
+
+@contextmanager
+def counted_syncs(device: torch.device) -> Iterator[list[int]]:
+    """Count the operations inside that make the host wait for ``device`` (torch's sync debug mode: copies to
+    the host, ``.item()``, ...), when :data:`COUNT_SYNCS` is set and the device is a GPU; yields a one-item list
+    that holds the count once the block ends (0 otherwise)."""
+    count = [0]
+    if device.type != "cuda" or os.environ.get(COUNT_SYNCS) != "1":
+        yield count
+        return
+    previous = torch.cuda.get_sync_debug_mode()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode(1)
+        try:
+            yield count
+        finally:
+            torch.cuda.set_sync_debug_mode(previous)
+            count[0] = sum("synchroniz" in str(w.message) for w in caught)

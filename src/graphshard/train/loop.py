@@ -25,7 +25,7 @@ import torch.distributed as dist
 from tqdm import tqdm
 
 from ..device.choice import rank_device
-from ..device.clock import StepClock
+from ..device.clock import COUNT_SYNCS, StepClock, counted_syncs
 from ..distributed.collectives import all_gather_bytes, all_reduce_sum, barrier
 from ..distributed.graph import DistGraph
 from ..distributed.interrupt import atomic, deferred
@@ -375,32 +375,33 @@ class Trainer:
             feeder.reset()
         autocast = torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=o.precision == "bf16-mixed")
         host_checks = not self.opts.allow_nonfinite and not self.steps.cuda  # on a GPU: read at the epoch's end
-        for step, batch in enumerate(loader):
-            doing(f"training epoch {epoch}, batch {step}")
-            t = time.perf_counter()
-            sums["wait_s"] += t - done  # waiting for the batch (its sampling and fetching overlap compute)
-            self.steps.start()
-            self.optimizer.zero_grad()
-            with autocast:
-                loss = loss_fn(self.ddp, batch)
-            if host_checks:
-                check_loss(loss, epoch, step, self.s.rank)
-            loss.backward()  # the comm hook all-reduces gradients here
-            self.optimizer.step()
-            t_sparse = time.perf_counter()
-            self.inputs.step()
-            self.comm["comm_s"] += time.perf_counter() - t_sparse
-            self.steps.stop(loss)
-            sums["sample_s"] += batch.sample_time
-            sums["fetch_s"] += batch.fetch_time
-            for k in _COUNTS:
-                sums[k] += getattr(batch, k, 0)
-            if not self.steps.cuda:  # the progress bar's loss: on a CPU it costs nothing to read
-                bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
-            bar.update()
-            done = time.perf_counter()
-        bar.close()
-        sums["compute_s"], losses = self.steps.collect()
+        with counted_syncs(self.device) as syncs:
+            for step, batch in enumerate(loader):
+                doing(f"training epoch {epoch}, batch {step}")
+                t = time.perf_counter()
+                sums["wait_s"] += t - done  # waiting for the batch (its sampling and fetching overlap compute)
+                self.steps.start()
+                self.optimizer.zero_grad()
+                with autocast:
+                    loss = loss_fn(self.ddp, batch)
+                if host_checks:
+                    check_loss(loss, epoch, step, self.s.rank)
+                loss.backward()  # the comm hook all-reduces gradients here
+                self.optimizer.step()
+                t_sparse = time.perf_counter()
+                self.inputs.step()
+                self.comm["comm_s"] += time.perf_counter() - t_sparse
+                self.steps.stop(loss)
+                sums["sample_s"] += batch.sample_time
+                sums["fetch_s"] += batch.fetch_time
+                for k in _COUNTS:
+                    sums[k] += getattr(batch, k, 0)
+                if not self.steps.cuda:  # the progress bar's loss: on a CPU it costs nothing to read
+                    bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
+                bar.update()
+                done = time.perf_counter()
+            bar.close()
+            sums["compute_s"], losses = self.steps.collect()
         self._check_losses(losses, epoch)
         sums["loss"] = float(losses.sum())
         if feeder is not None:  # the loader's own account: its wait for batches, apart from the copies
@@ -428,6 +429,8 @@ class Trainer:
         out["train_loss"] = float(total["loss"] / total["batches"])
         out.update({k: int(total[k]) for k in _COUNTS})
         out["batches"] = int(total["batches"] / ranks)
+        if os.environ.get(COUNT_SYNCS) == "1" and self.steps.cuda:
+            out["device_syncs"] = syncs[0]  # this rank's (rank 0's in the record)
         return out
 
     def _check_losses(self, losses: torch.Tensor, epoch: int) -> None:
