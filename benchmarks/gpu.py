@@ -116,9 +116,8 @@ def _data(args: argparse.Namespace, dim: int) -> str:
         start = time.perf_counter()
         ds = community_graph(num_nodes=args.nodes, avg_degree=args.degree, feat_dim=dim, noise=8.0, seed=0)
         save_dataset(ds, data)
-        print(
-            f"generated {ds.graph.total_nodes:,} nodes, {ds.graph.total_edges:,} edges in {time.perf_counter() - start:.0f} s"
-        )
+        took = time.perf_counter() - start
+        print(f"generated {ds.graph.total_nodes:,} nodes, {ds.graph.total_edges:,} edges in {took:.0f} s")
     config, _ = partition_dataset(str(data), str(args.work / f"parts-f{dim}"), 2, "metis")
     return config
 

@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("partition",),  # assign → relabel → build, in memory
     ("datasets", "stats"),  # input datasets and generators; partition statistics
     ("sampling",),  # single-partition neighbour sampling
+    ("device",),  # accelerators: a rank's device, pinned buffers, copy streams, rows kept on the device
     ("distributed",),  # the runtime: processes, collectives, distributed graph, sampling and loaders
     ("pipeline",),  # out-of-core assign and dispatch, run as distributed jobs
     ("models",),  # the GNN models

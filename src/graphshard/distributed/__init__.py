@@ -26,6 +26,7 @@ _EXPORTS = {
     "ReadOnlyStoreError": "store_base",
     "FeatureCache": "cache",
     "build_cache": "cache",
+    "build_device_cache": "device_cache",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -283,6 +283,7 @@ def layerwise_inference(
             doing(f"{context}: layer-wise inference, layer {i + 1} of {depth}")
             rows = []
             for p in plans:  # one stored partition after another: one's inputs in memory at a time
+                x: dict[str, torch.Tensor] | None
                 x = _first_inputs(model, p, inputs, device) if i == 0 else _next_inputs(p, tables)
                 p.storage = {}  # x holds them now
                 rows.append(_layer(model, i, p, x, edge_rows, grow=i + 1 < depth, device=device))
