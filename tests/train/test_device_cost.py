@@ -41,3 +41,31 @@ def test_a_device_out_of_memory_is_one_line():
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
     assert str(err.value).startswith("rank 3 ran out of memory on cpu while training epoch 2, batch 17")
     assert "lower --batch-size" in str(err.value) and err.value.__cause__ is None
+
+
+def test_capacity_reads_the_physical_device_without_a_cuda_context(monkeypatch):
+    import subprocess
+    from types import SimpleNamespace
+
+    from graphshard.device import memory
+
+    asked = []
+
+    def smi(cmd, **kw):
+        asked.append(cmd[1])
+        return SimpleNamespace(stdout="81559\n")
+
+    monkeypatch.setattr(subprocess, "run", smi)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
+    assert memory.capacity(1) == 81559 << 20 and asked == ["--id=1"]
+    assert memory.capacity(0) == 81559 << 20 and asked[-1] == "--id=3"
+    assert memory.capacity(2) == 0  # not visible
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-5b1c")
+    assert memory.capacity(0) == 0  # UUIDs are not mapped: no refusal rather than a wrong one
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+
+    def missing(cmd, **kw):
+        raise FileNotFoundError("nvidia-smi")
+
+    monkeypatch.setattr(subprocess, "run", missing)
+    assert memory.capacity(0) == 0

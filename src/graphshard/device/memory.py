@@ -3,6 +3,8 @@ the rank was doing, how much was in use, and what to lower) instead of a CUDA st
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -37,3 +39,27 @@ def named_out_of_memory(rank: int, device: torch.device, doing: Callable[[], str
             f"rank {rank} ran out of memory on {device} while {doing() or 'starting'} ({held:.1f} GiB held by "
             f"torch of {total:.1f} GiB): {LOWER}, or start fewer ranks per device"
         ) from None
+
+
+def capacity(index: int) -> int:
+    """The memory of visible CUDA device ``index``, read without creating a CUDA context in this process (a
+    launcher that made one would hold device memory for the whole run): through NVML's command line,
+    ``nvidia-smi``, with ``CUDA_VISIBLE_DEVICES`` mapped to physical indices; 0 when it cannot be read."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    physical = index
+    if visible is not None:
+        ids = [v.strip() for v in visible.split(",") if v.strip()]
+        if index >= len(ids) or not ids[index].isdigit():
+            return 0  # UUIDs or MIG names: not mapped here
+        physical = int(ids[index])
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", f"--id={physical}", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout
+        return int(float(out.strip().splitlines()[0])) << 20  # MiB
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return 0

@@ -55,8 +55,8 @@ def chunk_on(
     used = _used_rows(x, dst_pos, edges)
     x_src = {t: _to(x[t], keep, device) for t, keep in used.items()}
     x_dst = {t: _to(x[t], pos, device) for t, pos in dst_pos.items() if t in x}
-    on_edges = {
-        et: torch.from_numpy(np.stack([np.searchsorted(used[et[0]], src), dst])).to(device)
+    on_edges = {  # an edge type whose sources have no rows (the model takes no input of that type) as it is
+        et: torch.from_numpy(np.stack([np.searchsorted(used[et[0]], src) if et[0] in used else src, dst])).to(device)
         for et, (src, dst) in edges.items()
     }
     if context is None:

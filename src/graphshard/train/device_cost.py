@@ -13,10 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import torch
-
 from ..device.choice import cuda_devices, resolve
-from ..device.memory import device_bytes
+from ..device.memory import capacity as device_capacity
 from ..errors import InputError
 from ..format.config import PartitionConfig
 from ..infer.layerwise import EDGES_PER_CHUNK
@@ -118,7 +116,5 @@ def check_devices_fit(cfg: PartitionConfig, opts: TrainOptions, world: int, loca
         return None
     need = device_need(cfg, opts, world, feature_width(cfg) or opts.hidden)
     count = cuda_devices()
-    check_device_fits(
-        need, ranks_per_device(local, count), [device_bytes(torch.device("cuda", d)) for d in range(count)]
-    )
+    check_device_fits(need, ranks_per_device(local, count), [device_capacity(d) for d in range(count)])
     return need
