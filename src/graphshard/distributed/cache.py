@@ -116,27 +116,12 @@ def build_cache(
     (per-type IDs) with ``fanouts``: the rows of feature ``names`` of the remote nodes with the most
     expected reads, as many as the budget allows (see :func:`cache_budget`). Collective over ``g``'s
     group (every member calls it, with its own seeds); None when the budget is zero."""
-    start, book = time.perf_counter(), g.get_partition_book()
+    start = time.perf_counter()
     # CSR features are fetched as their non-zeros, far smaller than the dense rows a cache would hold
     present = {t: [n for n in names if g.features.has(t, n) and not g.features.is_sparse(t, n)] for t in g.ntypes}
     row_bytes = max((sum(g.features.row_nbytes(t, n) for n in present[t]) for t in g.ntypes if present[t]), default=0)
     budget = cache_budget(ratio, megabytes, g.sampling_graph.count, row_bytes) if row_bytes else 0
-    homo = [
-        book.map_to_homo_nid(np.asarray(ids, dtype=np.int64), t).numpy()
-        if len(g.ntypes) > 1
-        else np.asarray(ids, dtype=np.int64)
-        for t, ids in seeds.items()
-    ]
-    ids = np.concatenate(homo) if homo else np.zeros(0, np.int64)
-    # every rank takes part in the estimate (it answers the others' requests), even with no budget itself
-    reads_ids, reads = expected_reads(g.group, g.sampling_graph, book, ids, fanout_table(fanouts, g.canonical_etypes))
-    remote = g.features.remote(book.nid2partid(reads_ids).numpy())  # co-located partitions are read in-process
-    reads_ids, reads = reads_ids[remote], reads[remote]
-    ntype, tid = (t.numpy() for t in book.map_to_per_ntype(reads_ids))
-    cacheable = np.isin(ntype, [i for i, t in enumerate(g.ntypes) if present[t]])
-    order = np.lexsort((reads_ids[cacheable], -reads[cacheable]))[:budget]  # most reads first, ties by ID
-    chosen_type, chosen = ntype[cacheable][order], tid[cacheable][order]
-    cache_ids = {t: np.sort(chosen[chosen_type == i]) for i, t in enumerate(g.ntypes) if present[t]}
+    cache_ids, read, share = most_read(g, seeds, fanouts, [t for t in g.ntypes if present[t]], budget, remote=True)
     rows = {(t, n): g.features.lookup(t, n, cache_ids[t]) for t in cache_ids for n in present[t]}
     g.group.barrier("remote-feature caches built")
     if budget == 0:
@@ -147,8 +132,37 @@ def build_cache(
         "reads, built in %.2f s",
         cache.num_rows,
         cache.nbytes / 1e6,
-        reads.size,
-        100 * float(reads[cacheable][order].sum() / max(reads.sum(), 1e-12)),
+        read,
+        100 * share,
         cache.build_s,
     )
     return cache
+
+
+def most_read(
+    g, seeds: dict[str, np.ndarray], fanouts, types: list[str], budget: int, remote: bool
+) -> tuple[dict[str, np.ndarray], int, float]:
+    """The ``budget`` nodes of ``types`` that training on ``seeds`` (per-type IDs) with ``fanouts`` is expected
+    to read most (by :func:`.access.expected_reads`; ``remote``: of other processes' partitions only), as sorted
+    per-type IDs of each of ``types``; with the number of nodes read at all and the share of the reads the
+    chosen take. Collective over ``g``'s group: every rank takes part in the estimate (it answers the others'
+    requests), even with no budget itself."""
+    book = g.get_partition_book()
+    homo = [
+        book.map_to_homo_nid(np.asarray(ids, dtype=np.int64), t).numpy()
+        if len(g.ntypes) > 1
+        else np.asarray(ids, dtype=np.int64)
+        for t, ids in seeds.items()
+    ]
+    ids = np.concatenate(homo) if homo else np.zeros(0, np.int64)
+    reads_ids, reads = expected_reads(g.group, g.sampling_graph, book, ids, fanout_table(fanouts, g.canonical_etypes))
+    if remote:
+        far = g.features.remote(book.nid2partid(reads_ids).numpy())  # co-located partitions are read in-process
+        reads_ids, reads = reads_ids[far], reads[far]
+    ntype, tid = (t.numpy() for t in book.map_to_per_ntype(reads_ids))
+    cacheable = np.isin(ntype, [g.ntypes.index(t) for t in types])
+    order = np.lexsort((reads_ids[cacheable], -reads[cacheable]))[:budget]  # most reads first, ties by ID
+    chosen_type, chosen = ntype[cacheable][order], tid[cacheable][order]
+    chosen_ids = {t: np.sort(chosen[chosen_type == g.ntypes.index(t)]) for t in types}
+    share = float(reads[cacheable][order].sum() / max(reads.sum(), 1e-12))
+    return chosen_ids, int(reads.size), share

@@ -11,9 +11,7 @@ import numpy as np
 import torch
 
 from ..device.rowcache import DeviceRowCache
-from .access import expected_reads
-from .cache import cache_budget
-from .sampler import fanout_table
+from .cache import cache_budget, most_read
 
 log = logging.getLogger(__name__)
 
@@ -32,23 +30,11 @@ def build_device_cache(
     ``device``, as many as ``ratio`` × the partition's nodes or ``megabytes`` hold (see
     :func:`~.cache.cache_budget`). Collective over ``g``'s group (every member takes part in the estimate);
     None with no budget or no dense feature of that name."""
-    start, book = time.perf_counter(), g.get_partition_book()
+    start = time.perf_counter()
     present = [t for t in g.ntypes if g.features.has(t, name) and not g.features.is_sparse(t, name)]
     row_bytes = max((g.features.row_nbytes(t, name) for t in present), default=0)
     budget = cache_budget(ratio, megabytes, g.sampling_graph.count, row_bytes) if row_bytes else 0
-    homo = [
-        book.map_to_homo_nid(np.asarray(ids, dtype=np.int64), t).numpy()
-        if len(g.ntypes) > 1
-        else np.asarray(ids, dtype=np.int64)
-        for t, ids in seeds.items()
-    ]
-    ids = np.concatenate(homo) if homo else np.zeros(0, np.int64)
-    reads_ids, reads = expected_reads(g.group, g.sampling_graph, book, ids, fanout_table(fanouts, g.canonical_etypes))
-    ntype, tid = (t.numpy() for t in book.map_to_per_ntype(reads_ids))
-    cacheable = np.isin(ntype, [i for i, t in enumerate(g.ntypes) if t in present])
-    order = np.lexsort((reads_ids[cacheable], -reads[cacheable]))[:budget]  # most reads first, ties by ID
-    chosen_type, chosen = ntype[cacheable][order], tid[cacheable][order]
-    cache_ids = {t: np.sort(chosen[chosen_type == i]) for i, t in enumerate(g.ntypes) if t in present}
+    cache_ids, _, share = most_read(g, seeds, fanouts, present, budget, remote=False)
     rows = {t: g.features.lookup(t, name, cache_ids[t]).to(device) for t in cache_ids}
     g.group.barrier("device feature caches built")
     if budget == 0:
@@ -60,7 +46,7 @@ def build_device_cache(
         device,
         cache.num_rows,
         cache.nbytes / 1e6,
-        100 * float(reads[cacheable][order].sum() / max(reads.sum(), 1e-12)),
+        100 * share,
         cache.build_s,
     )
     return cache

@@ -56,26 +56,6 @@ from .schedule import lr_at
 log = logging.getLogger(__name__)
 notice = logging.getLogger("graphshard.notice")  # shown at the default log level
 
-# per-rank sums kept for an epoch, in this order (then the batch count)
-_SUMS = (
-    "wall_s",
-    "wait_s",
-    "sample_s",
-    "fetch_s",
-    "copy_s",
-    "compute_s",
-    "comm_s",
-    "loss",
-    "fetch_bytes",
-    "colocated_rows",
-    "cache_hits",
-    "cache_misses",
-    "cache_bytes_saved",
-    "copy_bytes",
-    "device_cache_asked",
-    "device_cache_hits",
-    "device_cache_bytes_saved",
-)
 # summed over ranks, not averaged
 _COUNTS = (
     "fetch_bytes",
@@ -88,6 +68,8 @@ _COUNTS = (
     "device_cache_hits",
     "device_cache_bytes_saved",
 )
+# per-rank sums kept for an epoch, in this order (then the batch count): seconds (averaged), the loss, counts
+_SUMS = ("wall_s", "wait_s", "sample_s", "fetch_s", "copy_s", "compute_s", "comm_s", "loss", *_COUNTS)
 
 
 def open_graph(opts: TrainOptions) -> DistGraph:
@@ -364,55 +346,15 @@ class Trainer:
         sums = dict.fromkeys(_SUMS, 0.0)
         self.comm["comm_s"] = 0.0
         start = time.perf_counter()
-        bar = tqdm(
-            total=len(loader),
-            desc=f"epoch {epoch}",
-            leave=False,
-            disable=None if self.opts.progress and self.s.rank == 0 else True,
-        )  # None: on a terminal only
-        done, feeder = start, getattr(loader, "feeder", None)
+        feeder = getattr(loader, "feeder", None)
         if feeder is not None:
             feeder.reset()
-        autocast = torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=o.precision == "bf16-mixed")
-        host_checks = not self.opts.allow_nonfinite and not self.steps.cuda  # on a GPU: read at the epoch's end
         with counted_syncs(self.device) as syncs:
-            for step, batch in enumerate(loader):
-                doing(f"training epoch {epoch}, batch {step}")
-                t = time.perf_counter()
-                sums["wait_s"] += t - done  # waiting for the batch (its sampling and fetching overlap compute)
-                self.steps.start()
-                self.optimizer.zero_grad()
-                with autocast:
-                    loss = loss_fn(self.ddp, batch)
-                if host_checks:
-                    check_loss(loss, epoch, step, self.s.rank)
-                loss.backward()  # the comm hook all-reduces gradients here
-                self.optimizer.step()
-                t_sparse = time.perf_counter()
-                self.inputs.step()
-                self.comm["comm_s"] += time.perf_counter() - t_sparse
-                self.steps.stop(loss)
-                sums["sample_s"] += batch.sample_time
-                sums["fetch_s"] += batch.fetch_time
-                for k in _COUNTS:
-                    sums[k] += getattr(batch, k, 0)
-                if not self.steps.cuda:  # the progress bar's loss: on a CPU it costs nothing to read
-                    bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
-                bar.update()
-                done = time.perf_counter()
-            bar.close()
+            self._steps(loader, loss_fn, epoch, sums, start)
             sums["compute_s"], losses = self.steps.collect()
         self._check_losses(losses, epoch)
         sums["loss"] = float(losses.sum())
-        if feeder is not None:  # the loader's own account: its wait for batches, apart from the copies
-            sums["copy_s"], sums["wait_s"], sums["copy_bytes"] = feeder.reset()
-        if getattr(loader, "device_cache", None) is not None:
-            counted = loader.device_cache.counts.take()
-            sums["device_cache_asked"], sums["device_cache_hits"], sums["device_cache_bytes_saved"] = counted
-        if self.comm["sum"] is not None:
-            t = time.perf_counter()
-            self.comm["sum"].settle()  # the last step's gradients reached every peer
-            self.comm["comm_s"] += time.perf_counter() - t
+        self._settle(loader, sums)
         sums["wall_s"] = time.perf_counter() - start
         sums["comm_s"] = self.comm["comm_s"]
         if not self.steps.cuda:  # the host's step time includes its sums; a GPU's events time the device alone
@@ -432,6 +374,55 @@ class Trainer:
         if os.environ.get(COUNT_SYNCS) == "1" and self.steps.cuda:
             out["device_syncs"] = syncs[0]  # this rank's (rank 0's in the record)
         return out
+
+    def _steps(self, loader: Any, loss_fn: Callable, epoch: int, sums: dict[str, float], start: float) -> None:
+        """The epoch's steps over ``loader``, adding the batches' sampling, fetch and counts to ``sums``."""
+        bar = tqdm(
+            total=len(loader),
+            desc=f"epoch {epoch}",
+            leave=False,
+            disable=None if self.opts.progress and self.s.rank == 0 else True,
+        )  # None: on a terminal only
+        autocast = torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.opts.precision == "bf16-mixed")
+        host_checks = not self.opts.allow_nonfinite and not self.steps.cuda  # on a GPU: read at the epoch's end
+        done = start
+        for step, batch in enumerate(loader):
+            doing(f"training epoch {epoch}, batch {step}")
+            sums["wait_s"] += time.perf_counter() - done  # waiting for the batch (built while the model computes)
+            self.steps.start()
+            self.optimizer.zero_grad()
+            with autocast:
+                loss = loss_fn(self.ddp, batch)
+            if host_checks:
+                check_loss(loss, epoch, step, self.s.rank)
+            loss.backward()  # the comm hook all-reduces gradients here
+            self.optimizer.step()
+            t_sparse = time.perf_counter()
+            self.inputs.step()
+            self.comm["comm_s"] += time.perf_counter() - t_sparse
+            self.steps.stop(loss)
+            sums["sample_s"] += batch.sample_time
+            sums["fetch_s"] += batch.fetch_time
+            for k in _COUNTS:
+                sums[k] += getattr(batch, k, 0)
+            if not self.steps.cuda:  # the progress bar's loss: on a CPU it costs nothing to read
+                bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
+            bar.update()
+            done = time.perf_counter()
+        bar.close()
+
+    def _settle(self, loader: Any, sums: dict[str, float]) -> None:
+        """After the steps: the loader's copies and waits, the device cache's counts, the last gradient sums."""
+        feeder = getattr(loader, "feeder", None)
+        if feeder is not None:  # the loader's own account: its wait for batches, apart from the copies
+            sums["copy_s"], sums["wait_s"], sums["copy_bytes"] = feeder.reset()
+        if getattr(loader, "device_cache", None) is not None:
+            counted = loader.device_cache.counts.take()
+            sums["device_cache_asked"], sums["device_cache_hits"], sums["device_cache_bytes_saved"] = counted
+        if self.comm["sum"] is not None:
+            t = time.perf_counter()
+            self.comm["sum"].settle()  # the last step's gradients reached every peer
+            self.comm["comm_s"] += time.perf_counter() - t
 
     def _check_losses(self, losses: torch.Tensor, epoch: int) -> None:
         """On a GPU, the epoch's losses are read here, once: a non-finite one stops the run naming its step."""
