@@ -69,3 +69,11 @@ def test_giving_back_something_not_handed_out_is_ignored():
     pool = BufferPool(pin=False)
     pool.give_back(torch.zeros(4))
     assert pool.stats.made == 0 and pool.take((4,), torch.float32).shape == (4,)
+
+
+def test_empty_tensors_take_no_buffer():
+    pool = BufferPool(pin=False)
+    empty = pool.take((0, 16), torch.float32)
+    assert empty.shape == (0, 16) and not pool.owns(empty) and pool.stats.made == 0
+    pool.give_back(empty)
+    assert pool.stats.made == 0 and pool.take((3,), torch.float32).shape == (3,) and pool.stats.made == 1

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from graphshard.device import choice
-from graphshard.device.choice import check_device, rank_device, resolve, rule_line
+from graphshard.device.choice import check_device, nccl_for, rank_device, resolve, rule_line
 from graphshard.errors import InputError
 
 
@@ -15,7 +15,7 @@ def test_cpu_and_auto_without_a_device():
     if choice.cuda_devices():
         pytest.skip("this machine has a CUDA device")
     assert resolve("auto") == "cpu" and check_device("auto", 2) == "cpu"
-    assert rank_device("auto").device == torch.device("cpu") and not rank_device("cpu").nccl
+    assert rank_device("auto").device == torch.device("cpu") and rank_device("cpu").identity() == ""
     assert rule_line("cpu", 2) is None
 
 
@@ -50,11 +50,11 @@ def test_the_rule_each_rank_its_device_or_round_robin(monkeypatch):
     _pretend_gpus(monkeypatch, 2)
     own = [rank_device("cuda", r, 2) for r in range(2)]
     assert [d.device for d in own] == [torch.device("cuda", 0), torch.device("cuda", 1)]
-    assert all(d.nccl and not d.shared for d in own)
+    assert not any(d.shared for d in own)
     shared = [rank_device("cuda", r, 3) for r in range(3)]
-    assert [d.device.index for d in shared] == [0, 1, 0] and all(d.shared and not d.nccl for d in shared)
-    assert "share 2 CUDA device(s) round robin" in rule_line("cuda", 3)
-    assert "each on a CUDA device of its own" in rule_line("auto", 2)
+    assert [d.device.index for d in shared] == [0, 1, 0] and all(d.shared for d in shared)
+    assert rule_line("cuda", 3) == "3 ranks per host see 2 CUDA device(s): they take cuda:LOCAL_RANK % 2"
+    assert rule_line("auto", 2) == "2 rank(s) per host, on cuda:LOCAL_RANK"
 
 
 def test_device_cache_and_precision_checks(monkeypatch):
@@ -64,3 +64,11 @@ def test_device_cache_and_precision_checks(monkeypatch):
         check_device("cpu", 1, precision="fp16")
     with pytest.raises(InputError, match="device must be one of cpu, cuda, auto"):
         resolve("tpu")
+
+
+def test_nccl_only_where_every_rank_has_a_physical_device_of_its_own():
+    a0, a1, b0 = "hostA/GPU-aaa", "hostA/GPU-bbb", "hostB/GPU-aaa"  # the same UUID on two hosts: no clash there
+    assert nccl_for([a0, a1, b0], [True] * 3)
+    assert not nccl_for([a0, a0], [True, True])  # two ranks on one GPU (even if each calls it cuda:0)
+    assert not nccl_for([a0, a1], [True, False])  # a rank without NCCL
+    assert not nccl_for([a0, ""], [True, True])  # a rank on the CPU

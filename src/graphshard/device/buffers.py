@@ -53,6 +53,8 @@ class BufferPool:
     def take(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
         """An uninitialised tensor of ``shape`` and ``dtype`` in a buffer of the pool."""
         nbytes = math.prod(shape) * torch.empty(0, dtype=dtype).element_size()
+        if not nbytes:  # nothing to hold (an empty view has no address of its own to know it by)
+            return torch.empty(shape, dtype=dtype)
         cls = size_class(nbytes)
         buf = self._reuse(cls)
         if buf is None:

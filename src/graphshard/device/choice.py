@@ -1,18 +1,20 @@
 """Which device a rank computes on, and how its ranks sum gradients.
 
 The rule, for ``--device cuda`` (or ``auto`` on a machine with CUDA devices): the rank with ``LOCAL_RANK``
-``r`` on a host with ``n`` visible devices takes ``cuda:r`` when the host has at most ``n`` ranks. Then every
-rank has a device of its own and DDP sums gradients over NCCL, in a process group of its own (gloo stays
-for the CPU's collectives, the store and liveness). A host with more ranks than devices shares them round
-robin (``cuda:r % n``): NCCL refuses two ranks on one device, so such ranks sum their gradients on the
-host, over the run's channels or gloo, as CPU ranks do (one copy of the gradients to the host and back per
-step). ``--device auto`` is ``cuda`` where a CUDA device is visible, else ``cpu``.
+``r`` on a host with ``n`` visible devices takes ``cuda:r % n`` (``cuda:r`` when the host has at most ``n``
+ranks). Where every rank has a physical device of its own (the ranks compare their hosts and devices' UUIDs,
+so ranks that each see one device through their own ``CUDA_VISIBLE_DEVICES`` count as separate too) and NCCL
+is there, DDP sums gradients over NCCL, in a process group of its own (gloo stays for the CPU's collectives,
+the store and liveness). NCCL refuses two ranks on one device, so ranks that share one sum their gradients on
+the host, over the run's channels or gloo, as CPU ranks do (one copy of the gradients to the host and back
+per step). ``--device auto`` is ``cuda`` where a CUDA device is visible, else ``cpu``.
 
 Every set-up that cannot work is refused by :func:`check_device` before any process starts, in one line."""
 
 from __future__ import annotations
 
 import os
+import socket
 from dataclasses import dataclass
 
 import torch
@@ -25,8 +27,8 @@ PRECISIONS = ("fp32", "bf16-mixed")
 
 @dataclass(frozen=True)
 class RankDevice:
-    """What one rank computes on: ``device``; ``shared``: other ranks of its host use the same device (its
-    gradients are then summed on the host, not over NCCL)."""
+    """What one rank computes on: ``device``; ``shared``: its host has more ranks than it sees devices (a hint
+    for messages: whether ranks share a device is decided from the devices' identities, :func:`nccl_for`)."""
 
     device: torch.device
     shared: bool = False
@@ -35,10 +37,19 @@ class RankDevice:
     def is_cuda(self) -> bool:
         return self.device.type == "cuda"
 
-    @property
-    def nccl(self) -> bool:
-        """Whether DDP's gradient sums go over NCCL (a device of its own on every rank)."""
-        return self.is_cuda and not self.shared
+    def identity(self) -> str:
+        """What tells this rank's device apart from every other rank's: its host and the device's UUID (empty
+        on a CPU)."""
+        if not self.is_cuda:
+            return ""
+        props = torch.cuda.get_device_properties(self.device)
+        return f"{socket.gethostname()}/{getattr(props, 'uuid', self.device.index)}"
+
+
+def nccl_for(identities: list[str], nccl: list[bool]) -> bool:
+    """Whether a job's ranks, with these device ``identities`` (:meth:`RankDevice.identity`) and NCCL where
+    ``nccl`` says, sum gradients over NCCL: every rank on a GPU, no two on the same one, NCCL on all."""
+    return all(identities) and all(nccl) and len(set(identities)) == len(identities)
 
 
 def cuda_devices() -> int:
@@ -111,8 +122,5 @@ def rule_line(kind: str, ranks_per_host: int) -> str | None:
         return None
     count = cuda_devices()
     if ranks_per_host <= count:
-        return f"{ranks_per_host} rank(s) per host, each on a CUDA device of its own; gradients summed over NCCL"
-    return (
-        f"{ranks_per_host} ranks per host share {count} CUDA device(s) round robin (cuda:LOCAL_RANK % {count}); "
-        "gradients summed on the host (NCCL takes one rank per device)"
-    )
+        return f"{ranks_per_host} rank(s) per host, on cuda:LOCAL_RANK"
+    return f"{ranks_per_host} ranks per host see {count} CUDA device(s): they take cuda:LOCAL_RANK % {count}"

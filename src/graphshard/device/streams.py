@@ -43,7 +43,8 @@ class CopyStream:
         current = torch.cuda.current_stream(self.device)
         current.wait_event(event)
         for t in tensors:
-            t.record_stream(current)
+            for part in (t._indices(), t._values()) if t.is_sparse else (t,):  # a sparse tensor: its two parts
+                part.record_stream(current)
 
 
 def compute_event(device: torch.device) -> Any:

@@ -136,7 +136,7 @@ class DeviceFeeder:
 
     def _stage(self, t: torch.Tensor) -> torch.Tensor:
         """``t`` in a pool buffer (itself when it is one already; sparse tensors as they are)."""
-        if t.is_sparse or self.pool.owns(t):
+        if t.is_sparse or not t.numel() or self.pool.owns(t):
             return t
         buf = self.pool.take(tuple(t.shape), t.dtype)
         buf.copy_(t)

@@ -206,6 +206,8 @@ def _flatten(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> tuple[
             else:
                 scalars[f"{idx}/{name}"] = value
     tensors["rng/torch"] = torch.get_rng_state()
+    if torch.cuda.is_available() and torch.cuda.is_initialized():  # a GPU's dropout draws from its own generator
+        tensors["rng/cuda"] = torch.cuda.get_rng_state()
     return tensors, {"param_groups": opt["param_groups"], "scalars": scalars}
 
 
@@ -248,7 +250,7 @@ def read_weights(directory: str | os.PathLike) -> tuple[int, dict[str, torch.Ten
 
 # the names of a checkpoint's tensors: the model's state (its keys may hold any module name), the optimiser's
 # state per parameter, the caller's extra tensors, the RNG state
-_NAME = re.compile(r"model/.+|opt/[0-9]+/\w+|extra/.+|rng/torch", re.ASCII | re.DOTALL)
+_NAME = re.compile(r"model/.+|opt/[0-9]+/\w+|extra/.+|rng/torch|rng/cuda", re.ASCII | re.DOTALL)
 
 
 def _check_tensor_header(path: Path) -> None:
@@ -264,7 +266,7 @@ def _check_tensor_header(path: Path) -> None:
     if other:
         raise FormatError(
             f"{path}: not a valid checkpoint file (tensor {shown(other[0])} is none of a checkpoint's "
-            "model/, opt/, extra/ and rng/torch tensors)"
+            "model/, opt/, extra/ and rng/ tensors)"
         )
 
 
@@ -337,6 +339,8 @@ def load_checkpoint(
         if unfit:
             raise ValueError(unfit)
         torch.set_rng_state(tensors["rng/torch"])
+        if "rng/cuda" in tensors and torch.cuda.is_available():  # resumed on a GPU after a GPU's epoch
+            torch.cuda.set_rng_state(tensors["rng/cuda"])
     except (RuntimeError, ValueError, KeyError, TypeError, AttributeError) as exc:  # another model's or tool's files
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise FormatError(

@@ -24,7 +24,7 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
-from ..device.choice import rank_device
+from ..device.choice import nccl_for, rank_device
 from ..device.clock import COUNT_SYNCS, StepClock, counted_syncs
 from ..distributed.collectives import all_gather_bytes, all_reduce_sum, barrier
 from ..distributed.graph import DistGraph
@@ -165,11 +165,12 @@ class Trainer:
         from torch.nn.parallel import DistributedDataParallel
 
         s = self.s
-        mine = b"1" if self.rank_device.nccl else b"0"
-        if all(b == b"1" for b in all_gather_bytes(s.ctx, mine, "gradient devices")):  # every rank, or none
+        mine = json.dumps([self.rank_device.identity(), dist.is_nccl_available()]).encode()
+        told = [json.loads(b) for b in all_gather_bytes(s.ctx, mine, "gradient devices")]
+        if nccl_for([t[0] for t in told], [t[1] for t in told]):  # every rank takes the same path
             group = dist.new_group(backend="nccl", timeout=datetime.timedelta(seconds=self.opts.timeout))
             if s.rank == 0:
-                log.info("gradients are summed over NCCL")
+                notice.info("gradients summed over NCCL (every rank on a GPU of its own)")
             return DistributedDataParallel(
                 self.model, device_ids=[self.device], process_group=group, find_unused_parameters=unused
             )
@@ -179,6 +180,10 @@ class Trainer:
         if not all(b == b"1" for b in all_gather_bytes(s.ctx, b"1" if total else b"0", "gradient channels")):
             total = None
         self.comm["sum"] = total
+        if s.rank == 0 and any(t[0] for t in told):
+            notice.info(
+                "gradients summed on the host: ranks share a GPU, or NCCL is missing (NCCL takes one rank a GPU)"
+            )
         ddp = DistributedDataParallel(self.model, find_unused_parameters=unused)
         ddp.register_comm_hook(self.comm, _timed_allreduce)
         return ddp
