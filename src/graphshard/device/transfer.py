@@ -70,6 +70,9 @@ class DeviceFeeder:
         return out
 
     def __call__(self, batches: Iterable[Any]) -> Iterator[Any]:
+        if not self.copying:  # computed on where they are: no batch is taken ahead of the loader's own prefetch
+            yield from self._through(batches)
+            return
         it = iter(batches)
         pending: deque[Moved] = deque()
         computing: deque[Any] = deque()  # an event after each handed-out batch's step was issued
@@ -94,6 +97,16 @@ class DeviceFeeder:
                 if len(computing) > self.inflight:
                     wait_host(computing.popleft())  # that step's event only
             pull()
+
+    def _through(self, batches: Iterable[Any]) -> Iterator[Any]:
+        it = iter(batches)
+        while True:
+            start = time.perf_counter()
+            batch = next(it, None)
+            self.wait_s += time.perf_counter() - start
+            if batch is None:
+                return
+            yield self.move(batch).batch
 
     def move(self, batch: Any) -> Moved:
         """Issue ``batch``'s copies (after ``prepare``); its tensors are replaced by the device's."""
