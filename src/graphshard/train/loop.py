@@ -1,14 +1,13 @@
-"""The training loop shared by the tasks: DDP (gloo) around the model, Adam on its parameters, sparse
-Adagrad on the input embeddings, per-epoch timings and metrics, checkpoints and resume.
+"""The training loop shared by the tasks, on the rank's device (CPU or GPU): DDP around the model (its gradient
+sums: :mod:`.gradients`), Adam on its parameters, sparse Adagrad on the input embeddings, per-epoch timings and
+metrics, checkpoints and resume.
 
-Gradient all-reduce runs through a communication hook that waits for each bucket's all-reduce and
-times it, so ``comm_s`` (all-reduce + sparse embedding updates, including waiting for slower ranks)
-is measured apart from ``compute_s`` (forward, backward, optimiser step)."""
+``comm_s`` (gradient sums on the host + sparse embedding updates, including waiting for slower ranks) is
+measured apart from ``compute_s`` (forward, backward, optimiser step: on a GPU, the device's time from events;
+NCCL's sums overlap the backward pass there and count in it)."""
 
 from __future__ import annotations
 
-import datetime
-import itertools
 import json
 import logging
 import os
@@ -21,16 +20,14 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.distributed as dist
 from tqdm import tqdm
 
-from ..device.choice import nccl_for, rank_device
+from ..device.choice import rank_device
 from ..device.clock import COUNT_SYNCS, StepClock, counted_syncs
 from ..distributed.collectives import all_gather_bytes, all_reduce_sum, barrier
 from ..distributed.graph import DistGraph
 from ..distributed.interrupt import atomic, deferred
 from ..distributed.liveness import doing
-from ..distributed.reduce import ChannelSum, fits
 from ..distributed.runtime import Session
 from ..format.config import read_config
 from . import timing
@@ -47,6 +44,7 @@ from .checkpoint import (
 )
 from .checkpoint_fit import check_weights
 from .checks import check_loss
+from .gradients import distributed_model
 from .inputs import ModelInputs
 from .options import TrainOptions
 from .report import epoch_line, write_json
@@ -78,27 +76,6 @@ def open_graph(opts: TrainOptions) -> DistGraph:
     assert opts.part_config is not None  # checked by resolve_data, set by checkpoint_options
     cfg = read_config(opts.part_config)
     return DistGraph(cfg.graph_name, cfg, verify=opts.verify, colocated=opts.colocated)
-
-
-_TRAINERS = itertools.count()  # trainers made in this process (in the same order on every rank): their sums' keys
-
-
-def _timed_allreduce(state, bucket):  # no annotations: DDP checks them against its own types
-    start = time.perf_counter()
-    bucket_grads = bucket.buffer()
-    # ranks sharing a GPU sum on the host (NCCL takes one rank per device): a copy there and back
-    grads = bucket_grads.cpu().div_(dist.get_world_size())
-    total = state["sum"]
-    if total is not None and fits(total.group, grads.numel() * grads.element_size()):
-        grads = total(grads)  # small: exchanged over the ranks' direct channels, not gloo's all-reduce
-    else:
-        dist.all_reduce(grads)
-    if bucket_grads.device.type != "cpu":
-        grads = bucket_grads.copy_(grads)
-    state["comm_s"] += time.perf_counter() - start
-    fut = torch.futures.Future()
-    fut.set_result(grads)
-    return fut
 
 
 def _agree_on_resume(s: Session, directory: str, identity: dict[str, Any]) -> None:
@@ -156,37 +133,8 @@ class Trainer:
         # leave some unused (found on a trial batch, train.model_check)
         unused = any(getattr(m, "find_unused", False) for m in model.modules())
         self.comm: dict[str, Any] = {"comm_s": 0.0, "sum": None}
-        self.ddp = self._ddp(unused)
+        self.ddp = distributed_model(s, self.model, self.rank_device, self.comm, unused, opts.timeout)
         self.steps = StepClock(self.device)
-
-    def _ddp(self, unused: bool) -> torch.nn.Module:
-        """DDP around the model: over NCCL (a process group of its own) where every rank has a GPU of its own,
-        else with a hook that sums on the host, over the ranks' channels or gloo's all-reduce."""
-        from torch.nn.parallel import DistributedDataParallel
-
-        s = self.s
-        mine = json.dumps([self.rank_device.identity(), dist.is_nccl_available()]).encode()
-        told = [json.loads(b) for b in all_gather_bytes(s.ctx, mine, "gradient devices")]
-        if nccl_for([t[0] for t in told], [t[1] for t in told]):  # every rank takes the same path
-            group = dist.new_group(backend="nccl", timeout=datetime.timedelta(seconds=self.opts.timeout))
-            if s.rank == 0:
-                notice.info("gradients summed over NCCL (every rank on a GPU of its own)")
-            return DistributedDataParallel(
-                self.model, device_ids=[self.device], process_group=group, find_unused_parameters=unused
-            )
-        # registered before the ranks agree (a collective): no rank sends its gradients before all can take them;
-        # every rank takes the same path, gloo's all-reduce unless all have channels
-        total = ChannelSum(s.group, f"gradients/{next(_TRAINERS)}") if s.group.channels is not None else None
-        if not all(b == b"1" for b in all_gather_bytes(s.ctx, b"1" if total else b"0", "gradient channels")):
-            total = None
-        self.comm["sum"] = total
-        if s.rank == 0 and any(t[0] for t in told):
-            notice.info(
-                "gradients summed on the host: ranks share a GPU, or NCCL is missing (NCCL takes one rank a GPU)"
-            )
-        ddp = DistributedDataParallel(self.model, find_unused_parameters=unused)
-        ddp.register_comm_hook(self.comm, _timed_allreduce)
-        return ddp
 
     def _dir(self, best: bool = False) -> str:
         return f"{self.opts.checkpoint}/{'best/' if best else ''}rank{self.s.rank}"
