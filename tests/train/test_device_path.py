@@ -63,3 +63,29 @@ def test_bf16_mixed_trains_as_fp32(tmp_path, name):
     )
     assert abs(fp32["test_acc"] - bf16["test_acc"]) <= 0.02
     assert fp32["test_acc"] > 0.6 and _losses(fp32) != _losses(bf16)  # autocast did change the arithmetic
+
+
+def test_the_device_path_with_sampler_workers(tmp_path):
+    """Batches built in worker processes are staged into the pool and copied like the training process's own."""
+    save_dataset(community_graph(num_nodes=3000, noise=8.0, seed=4), tmp_path / "data")
+    runs = [
+        train(
+            TrainOptions(num_workers=1, **extra, **KW),
+            num_procs=2,
+            dataset=str(tmp_path / "data"),
+            work_dir=str(tmp_path),
+        )
+        for extra in ({}, {"rehearse": True})
+    ]
+    assert _losses(runs[0]) == _losses(runs[1]) and runs[1]["epochs"][-1]["copy_bytes"] > 0
+
+
+def test_heterogeneous_link_prediction_on_the_device_path(tmp_path):
+    ds = hetero_graph(num_papers=800, num_authors=300, num_institutions=20, num_fields=10, noise=6.0, seed=3)
+    save_dataset(ds, tmp_path / "data")
+    kw = dict(task="link", model="rgcn", edge_type="author:writes:paper", **KW)
+    runs = [
+        train(TrainOptions(**extra, **kw), num_procs=2, dataset=str(tmp_path / "data"), work_dir=str(tmp_path))
+        for extra in ({}, {"rehearse": True})
+    ]
+    assert _losses(runs[0]) == _losses(runs[1]) and runs[0]["test_mrr"] == runs[1]["test_mrr"]
