@@ -78,6 +78,17 @@ def test_epoch_table_columns():
     assert "val_mrr" not in cols
 
 
+def test_copies_to_a_device_are_a_phase_of_their_own():
+    m = node_metrics(3)
+    m["epochs"][2]["copy_s"] = 0.25  # a GPU run's epoch; the others (and older files) have none
+    cols, _ = epoch_table(m)
+    np.testing.assert_allclose(cols["copy_s"], [0.0, 0.0, 0.25])
+    np.testing.assert_allclose(cols["other_s"], [0.4, 0.4, 0.15])
+    m["epochs"][0]["copy_s"] = -1.0
+    with pytest.raises(InputError, match="copy_s"):
+        epoch_table(m)
+
+
 def test_no_validation_and_overwrite(tmp_path):
     m = node_metrics(2)
     for rec in m["epochs"]:

@@ -15,10 +15,12 @@ from ..format.jsonfile import read_json_object
 from ._figure import hide_axis, integer_ticks, new_figure, save_figure
 
 REQUIRED = ("epoch", "wall_s", "sample_s", "fetch_s", "compute_s", "comm_s", "train_loss")
+OPTIONAL = ("copy_s",)  # 0 where a record lacks it (runs without a device copy, older files)
 # (key, label, colour) of the time panel's stacked parts; "other" is wall time the rest does not explain
 PHASES = (
     ("sample_s", "sampling", "tab:blue"),
     ("fetch_s", "feature fetch", "tab:orange"),
+    ("copy_s", "copy to the device", "tab:purple"),
     ("compute_s", "compute", "tab:green"),
     ("comm_s", "gradient sync", "tab:red"),
 )
@@ -62,12 +64,16 @@ def epoch_table(metrics: str | os.PathLike | dict[str, Any]) -> tuple[dict[str, 
             if key not in rec:
                 raise InputError(f"{where}: epochs[{i}] has no key {key!r}")
             _number(where, i, key, rec[key])
+        for key in OPTIONAL:
+            if key in rec:
+                _number(where, i, key, rec[key])
         for key, value in rec.items():
             if key.startswith("val_") and value is not None:
                 _number(where, i, key, value)
                 if key not in val_keys:
                     val_keys.append(key)
     cols = {k: np.array([float(rec[k]) for rec in epochs]) for k in REQUIRED}
+    cols.update({k: np.array([float(rec.get(k, 0.0)) for rec in epochs]) for k in OPTIONAL})
     for key in ("epoch",) + tuple(k for k, _, _ in PHASES) + ("wall_s",):
         bad = ~np.isfinite(cols[key]) | (cols[key] < 0)
         if bad.any():
