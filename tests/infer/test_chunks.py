@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from graphshard.infer.layerwise import _chunks
+from graphshard.infer.plan import chunks
 
 
 def _plan(degrees: np.ndarray, lo: int, hi: int) -> SimpleNamespace:
@@ -20,11 +20,11 @@ def test_chunks_cover_the_destinations_within_both_budgets():
     degrees = np.where(rng.random(5000) < 0.8, 0, rng.integers(1, 60, 5000))  # mostly isolated, some hubs
     degrees[1234] = 500  # one node beyond the edge budget: a chunk of its own
     p = _plan(degrees, 100, 4900)
-    chunks = list(_chunks(p, edges=200, nodes=300))
-    assert chunks[0][0] == 100 and chunks[-1][1] == 4900
-    assert all(a < b for a, b in chunks) and all(b == c for (_, b), (c, _) in zip(chunks, chunks[1:]))
-    for a, b in chunks:
+    runs = list(chunks(p, edges=200, nodes=300))
+    assert runs[0][0] == 100 and runs[-1][1] == 4900
+    assert all(a < b for a, b in runs) and all(b == c for (_, b), (c, _) in zip(runs, runs[1:]))
+    for a, b in runs:
         assert b - a <= 300
         assert p.indptr[b] - p.indptr[a] <= 200 or b - a == 1
-    assert (1234, 1235) in chunks
-    assert len(list(_chunks(_plan(np.zeros(1000, np.int64), 0, 1000), edges=200, nodes=300))) == 4  # no edges
+    assert (1234, 1235) in runs
+    assert len(list(chunks(_plan(np.zeros(1000, np.int64), 0, 1000), edges=200, nodes=300))) == 4  # no edges

@@ -78,13 +78,10 @@ class DeviceFeeder:
         computing: deque[Any] = deque()  # an event after each handed-out batch's step was issued
 
         def pull() -> bool:
-            start = time.perf_counter()
-            batch = next(it, None)
-            self.wait_s += time.perf_counter() - start
-            if batch is None:
-                return False
-            pending.append(self.move(batch))
-            return True
+            batch = self._next(it)
+            if batch is not None:
+                pending.append(self.move(batch))
+            return batch is not None
 
         while len(pending) <= self.ahead and pull():
             pass
@@ -100,13 +97,15 @@ class DeviceFeeder:
 
     def _through(self, batches: Iterable[Any]) -> Iterator[Any]:
         it = iter(batches)
-        while True:
-            start = time.perf_counter()
-            batch = next(it, None)
-            self.wait_s += time.perf_counter() - start
-            if batch is None:
-                return
+        while (batch := self._next(it)) is not None:
             yield self.move(batch).batch
+
+    def _next(self, it: Iterator[Any]) -> Any:
+        """The loader's next batch (None at the end), its wait added to ``wait_s``."""
+        start = time.perf_counter()
+        batch = next(it, None)
+        self.wait_s += time.perf_counter() - start
+        return batch
 
     def move(self, batch: Any) -> Moved:
         """Issue ``batch``'s copies (after ``prepare``); its tensors are replaced by the device's."""

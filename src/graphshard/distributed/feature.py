@@ -209,9 +209,8 @@ class DistFeatureStore(StoredFeatureStore):
             cut = np.flatnonzero(np.diff(which[pos])) + 1
             return [(int(which[c[0]]), c - starts[which[c[0]]]) for c in np.split(pos, cut) if c.size]
 
-        outs = [
-            None if p.sparse else self._rows_for(p, allocate) for p in plans
-        ]  # dense rows read in-process go in place
+        # dense rows read in-process go in place
+        outs = [None if p.sparse else self._rows_for(p, allocate) for p in plans]
 
         def local(pos: np.ndarray, store: LocalFeatureStore = self.local) -> list:  # dense rows: in place (None)
             return [self._read_local(store, plans[a], sub, outs[a]) for a, sub in split(pos)]

@@ -2,6 +2,7 @@
 from a model in memory. Training's evaluation runs it; ``graphshard embed`` (from a training checkpoint) is
 :func:`graphshard.train.embed`."""
 
-from .layerwise import Plan, layerwise_inference
+from .layerwise import layerwise_inference
+from .plan import Plan
 
 __all__ = ["Plan", "layerwise_inference"]

@@ -12,8 +12,7 @@ exact: the same as the model's forward pass over the whole graph (in eval mode, 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,99 +21,16 @@ import torch
 from ..distributed.graph import DistGraph
 from ..distributed.liveness import doing, now_doing
 from ..distributed.tensor import DistTensor, local_shard
-from ..format.load import PartitionGraph
 from ..graph import EType
 from ..ids import consecutive
 from ..models.layer_context import LayerContext
 from .on_device import chunk_on, inputs_on
+from .plan import EDGES_PER_CHUNK, Plan, chunks, dst_rows, dst_types, own_prefix, plan
 
 log = logging.getLogger(__name__)
 
 Rows = Callable[[str, torch.Tensor], torch.Tensor]  # (node type, per-type IDs) -> input rows
 EdgeRows = Callable[[EType, torch.Tensor], torch.Tensor]  # (edge type, per-type edge IDs) -> feature rows
-EDGES_PER_CHUNK = 1 << 21  # edges of one layer computed at once (their temporaries: ~120 MB)
-NODES_PER_CHUNK = 1 << 18  # and destinations at most (their rows' temporaries: a few of 64 MiB at 64 columns)
-
-
-@dataclass
-class Plan:
-    """This rank's destination rows (local IDs ``[dst_lo, dst_hi)`` of its partition) and every local row
-    they read (``need``: sorted local IDs, sources and destinations), with each row's type and per-type ID.
-    ``slot`` maps a local ID to its index in ``need`` (-1: not needed)."""
-
-    indptr: np.ndarray
-    indices: np.ndarray
-    etype: np.ndarray
-    dst_lo: int
-    dst_hi: int
-    need: np.ndarray
-    slot: np.ndarray
-    need_type: np.ndarray
-    need_tid: np.ndarray
-    pos_in_type: np.ndarray  # position of each ``need`` row among the rows of its type
-    remote: np.ndarray  # per ``need`` row: owned by another partition
-    ntypes: list[str]
-    etypes: list[EType]
-    edge_ids: np.ndarray | None = None  # homogeneous ID of every stored edge (to read edge features)
-    degree: dict[str, torch.Tensor] = field(default_factory=dict)  # per type: in-degree of each ``need`` row
-    fetched: list[int] = field(default_factory=list)  # remote rows read per layer (inputs first)
-    prefix: dict[str, int] = field(default_factory=dict)  # per type: own rows that lead its need rows (_own_prefix)
-    storage: dict[str, torch.Tensor] = field(default_factory=dict)  # per type: a layer's outputs and next inputs
-
-    def of_type(self, t: int) -> np.ndarray:
-        return self.need_tid[self.need_type == t]
-
-
-def plan(g: DistGraph, part: PartitionGraph) -> Plan:
-    """Split the inner nodes of ``part`` (a stored partition this rank serves) among the ranks that share
-    it and find the rows they read."""
-    book = g.get_partition_book()
-    indptr, indices = part.indptr.numpy(), part.indices.numpy()
-    inner = int(part.ndata["inner_node"].sum())
-    k = g.group.per_part(book.num_partitions())
-    j = g.group.rank % k
-    lo, hi = inner * j // k, inner * (j + 1) // k
-    wanted = np.zeros(indptr.shape[0] - 1, dtype=bool)
-    wanted[indices[indptr[lo] : indptr[hi]]] = True
-    wanted[lo:hi] = True
-    need = np.flatnonzero(wanted)
-    slot = np.full(wanted.shape[0], -1, dtype=np.int64)
-    slot[need] = np.arange(need.shape[0])
-    gids = part.ndata["_ID"].numpy()[need]
-    types, tids = (t.numpy() for t in book.map_to_per_ntype(gids))
-    served = g.sampling_graph
-    remote = (gids < served.start) | (gids >= served.start + served.count)  # owned by another process
-    pos = np.empty(need.shape[0], dtype=np.int64)
-    for t in range(len(book.ntypes)):
-        sel = types == t
-        pos[sel] = np.arange(int(sel.sum()))
-    etype = part.edata["_TYPE"].numpy() if "_TYPE" in part.edata else np.zeros(indices.shape[0], np.int64)
-    return Plan(
-        indptr,
-        indices,
-        etype,
-        lo,
-        hi,
-        need,
-        slot,
-        types,
-        tids,
-        pos,
-        remote,
-        list(book.ntypes),
-        list(book.canonical_etypes),
-        part.edata["_ID"].numpy(),
-    )
-
-
-def _dst_rows(p: Plan, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-    """Indices into ``need`` of destinations ``[lo, hi)``, and each one's position among its type's chunk rows."""
-    at = p.slot[lo:hi]
-    chunk_pos = np.empty(at.shape[0], dtype=np.int64)
-    for t in range(len(p.ntypes)):
-        sel = p.need_type[at] == t
-        chunk_pos[sel] = np.arange(int(sel.sum()))
-    return at, chunk_pos
 
 
 def _chunk(
@@ -129,7 +45,7 @@ def _chunk(
 ) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
     """Layer ``i`` for destinations ``[lo, hi)``: (their indices into ``need``, output rows per type); on
     ``device`` when given (see :mod:`.on_device`), else where ``x`` is."""
-    at, chunk_pos = _dst_rows(p, lo, hi)
+    at, chunk_pos = dst_rows(p, lo, hi)
     dst_pos = {t: p.pos_in_type[at[p.need_type[at] == ti]] for ti, t in enumerate(p.ntypes) if t in x}
     e0, e1 = int(p.indptr[lo]), int(p.indptr[hi])
     src = p.pos_in_type[p.slot[p.indices[e0:e1]]]
@@ -192,7 +108,7 @@ def _layer(
     count = {t: int((p.need_type[at] == ti).sum()) for ti, t in enumerate(p.ntypes)}
     out: dict[str, torch.Tensor] = {}
     filled = dict.fromkeys(p.ntypes, 0)
-    for lo, hi in _chunks(p, getattr(model, "layer_edges_per_chunk", None) or EDGES_PER_CHUNK):
+    for lo, hi in chunks(p, getattr(model, "layer_edges_per_chunk", None) or EDGES_PER_CHUNK):
         _, rows = _chunk(model, i, p, x, lo, hi, edge_rows, device)
         for t, v in rows.items():
             if t not in out:
@@ -205,37 +121,6 @@ def _layer(
             out[t][filled[t] : filled[t] + v.shape[0]] = v
             filled[t] += v.shape[0]
     return out
-
-
-def _own_prefix(g: DistGraph, p: Plan) -> dict[str, int]:
-    """Per node type: the number of this rank's destinations of the type, where they are exactly its shard of
-    a layer's table (one process per partition, one partition per process) and the first of the type's need
-    rows, in the same order; then one tensor holds the shard and, after it, the next layer's other inputs
-    (no copy of the shard in the inputs: at the peak one row per needed node, not one more per own node)."""
-    book = g.get_partition_book()
-    if g.group.per_part(book.num_partitions()) != 1 or len(g.local_graphs) != 1:
-        return {}
-    part = g.group.part_id(book.num_partitions())
-    out = {}
-    for ti, t in enumerate(p.ntypes):
-        lo, hi = book.node_range(part, t)
-        ids, mine = p.need_tid[p.need_type == ti], p.need_tid[_dst_types(p, ti)]
-        own = np.arange(lo, hi)
-        if np.array_equal(mine, own) and np.array_equal(ids[: hi - lo], own):
-            out[t] = hi - lo
-    return out
-
-
-def _chunks(p: Plan, edges: int, nodes: int = NODES_PER_CHUNK) -> Iterator[tuple[int, int]]:
-    """This rank's destinations ``[lo, hi)`` in runs of about ``edges`` in-edges and at most ``nodes`` nodes (at
-    least one node each): a layer's temporaries are rows of the chunk's destinations, so a partition of many
-    nodes and few edges (R-MAT's isolated nodes) must not become one chunk of every node."""
-    lo = p.dst_lo
-    while lo < p.dst_hi:
-        hi = int(np.searchsorted(p.indptr, p.indptr[lo] + edges, side="right")) - 1
-        hi = min(max(hi, lo + 1), p.dst_hi, lo + nodes)
-        yield lo, hi
-        lo = hi
 
 
 def _count_remote(p: Plan, types: Any) -> None:
@@ -269,7 +154,7 @@ def layerwise_inference(
     rank serves. Collective over ``g``'s group."""
     plans, was_training = [plan(g, part) for part in g.local_graphs], model.training
     for p in plans:
-        p.prefix = _own_prefix(g, p)
+        p.prefix = own_prefix(g, p)
     depth = model.num_layers if layers is None else layers
     model.eval()
     context = now_doing()
@@ -333,7 +218,7 @@ def _publish(g: DistGraph, plans: list[Plan], rows: list[dict[str, torch.Tensor]
     for p, r in zip(plans, rows):
         for ti, t in enumerate(p.ntypes):
             if t in r and t in new and t not in held:
-                new[t][torch.from_numpy(p.need_tid[_dst_types(p, ti)])] = r[t].to(torch.float32)
+                new[t][torch.from_numpy(p.need_tid[dst_types(p, ti)])] = r[t].to(torch.float32)
     g.barrier()
     return new
 
@@ -364,7 +249,7 @@ def _own_degrees(p: Plan) -> dict[str, torch.Tensor]:
     """In-degrees of this rank's destinations per type (a one-column table, in local order)."""
     lo, hi = p.dst_lo, p.dst_hi
     deg = np.diff(p.indptr[lo : hi + 1]).astype(np.int64)
-    for a, b in _chunks(p, EDGES_PER_CHUNK):  # minus each node's self-loops, a chunk of edges at a time
+    for a, b in chunks(p, EDGES_PER_CHUNK):  # minus each node's self-loops, a chunk of edges at a time
         e0, e1 = int(p.indptr[a]), int(p.indptr[b])
         dst = np.repeat(np.arange(a, b), np.diff(p.indptr[a : b + 1]))
         deg -= np.bincount(dst[p.indices[e0:e1] == dst] - lo, minlength=hi - lo)
@@ -399,12 +284,6 @@ def _next_inputs(p: Plan, tables: dict[str, DistTensor], count: bool = True) -> 
             out[lo : lo + block] = tables[t][torch.from_numpy(ids[lo : lo + block])]
         x[t] = out
     return x
-
-
-def _dst_types(p: Plan, t: int) -> np.ndarray:
-    """Indices into ``need`` of this rank's destinations of type ``t``, in local order."""
-    at = p.slot[p.dst_lo : p.dst_hi]
-    return at[p.need_type[at] == t]
 
 
 def _agreed_width(g: DistGraph, rows: dict[str, torch.Tensor], what: str) -> dict[str, int]:

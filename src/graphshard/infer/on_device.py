@@ -1,4 +1,4 @@
-"""Layer-wise inference on a device: each chunk of destinations (about :data:`~.layerwise.EDGES_PER_CHUNK` in-edges)
+"""Layer-wise inference on a device: each chunk of destinations (about :data:`~.plan.EDGES_PER_CHUNK` in-edges)
 goes to the device with only the source rows its edges read, is computed there, and its output rows come back
 to the host, where the layer's table is. The device holds one chunk at a time, however large the graph: its
 rows, edges and temporaries, sized by the chunk, not by the partition.

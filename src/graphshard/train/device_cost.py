@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 from ..device.choice import cuda_devices, resolve
 from ..device.memory import capacity as device_capacity
+from ..distributed.cache import cache_budget
 from ..errors import InputError
 from ..format.config import PartitionConfig
-from ..infer.layerwise import EDGES_PER_CHUNK
+from ..infer.plan import EDGES_PER_CHUNK
 from ..memory import gib
 from .cost import feature_width
 from .options import TrainOptions
@@ -86,9 +87,10 @@ def device_need(cfg: PartitionConfig, opts: TrainOptions, world: int, width: int
     chunk = min(EDGES_PER_CHUNK, edges)
     # edge pairs; the chunk's source rows (at most one per edge) and outputs; messages of the hidden width
     layerwise = chunk * 16 + min(chunk, nodes) * 4 * max(width, hidden) * 2 + chunk * 4 * hidden * EDGE_MESSAGES
-    cache = int(opts.cache_mb * 1e6) if opts.cache_device == "cuda" else 0
-    if opts.cache_device == "cuda" and opts.cache_ratio:
-        cache = int(opts.cache_ratio * nodes / max(1, cfg.num_parts) * 4 * width)
+    row_bytes = 4 * width
+    cache = 0
+    if opts.cache_device == "cuda":  # the rows the cache's budget holds, as the cache itself counts them
+        cache = cache_budget(opts.cache_ratio, opts.cache_mb, nodes // max(1, cfg.num_parts), row_bytes) * row_bytes
     return DeviceNeed(CONTEXT, params * 4 * (OPTIMISER + 1), IN_FLIGHT * batch + work, cache, layerwise)
 
 

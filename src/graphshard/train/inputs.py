@@ -232,7 +232,6 @@ def device_cache(
     batches read most (collective; None without one)."""
     if not (opts.cache_ratio or opts.cache_mb) or opts.cache_device == "host":
         return None
-    seeds = {t: np.asarray(v, dtype=np.int64) for t, v in seeds.items()}
     return build_device_cache(
         g, seeds, opts.fanouts, opts.feat or "feat", device, ratio=opts.cache_ratio, megabytes=opts.cache_mb
     )
