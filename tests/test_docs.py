@@ -22,7 +22,11 @@ from tests import test_readme
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-RUN_PAGES = ("dataset.md", "models.md")  # pages whose Python and shell blocks _run_page runs, all of them
+RUN_PAGES = (
+    "dataset.md",
+    "models.md",
+    "guide/tasks.md",
+)  # pages whose Python and shell blocks _run_page runs, all of them
 LANGUAGES = {"python", "bash", "yaml", "text"}
 NOT_RUN = re.compile(r"# not run(?: as written)?: \S.{9,}")  # the marker, with a reason of some words
 WAIVED: dict[tuple[str, str], str] = {}  # (page, a line of the block) -> why it is neither run nor marked
@@ -108,6 +112,16 @@ def test_models_page_example_runs_as_written(tmp_path):
     assert sage["test_acc"] > 0.5 and skip["test_acc"] > 0.5, (sage["test_acc"], skip["test_acc"])  # 4 classes
     assert np.load(tmp_path / "emb.npy").shape == (2000, 4)
     assert "my_models:skip offers no layer-wise inference" in errors[3] and "layer-wise" not in errors[1]
+
+
+def test_tasks_page_example_runs_as_written(tmp_path):
+    commands, _ = _run_page("guide/tasks.md", tmp_path)
+    assert [c[:2] for c in commands] == [["graphshard", "generate"], ["graphshard", "train"]] * 2
+    ratings, tags = (json.loads((tmp_path / f"{m}.json").read_text()) for m in ("ratings", "tags"))
+    assert ratings["label_kind"] == "regression" and list(ratings["test_metrics"]) == ["rmse", "mae", "r2"]
+    assert ratings["test_metrics"]["r2"] > 0.8, ratings["test_metrics"]
+    assert tags["label_kind"] == "multilabel" and list(tags["test_metrics"]) == ["f1_macro", "roc_auc"]
+    assert tags["test_metrics"]["f1_macro"] > 0.6 and tags["test_metrics"]["roc_auc"] > 0.8, tags["test_metrics"]
 
 
 def test_config_file_example_is_read_as_written(tmp_path):

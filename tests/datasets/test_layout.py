@@ -111,8 +111,14 @@ def test_missing_and_bad_files(tmp_path):
         ),
         (
             "label.npy",
-            lambda f: np.save(f, np.zeros((50, 2), np.int64)),
-            r"label.npy: labels must be one integer per node, shape \(50,\), got int64 \(50, 2\)",
+            lambda f: np.save(f, np.zeros((50, 2, 2), np.int64)),
+            r"label.npy: labels must be one number \(or one row of numbers\) per node, shape \(50,\) or \(50, k\), "
+            r"got int64 \(50, 2, 2\)",
+        ),
+        (
+            "label.npy",
+            lambda f: np.save(f, np.array(["a"] * 50)),
+            r"label.npy: labels must be one number .* got <U1 \(50,\)",
         ),
     ],
 )

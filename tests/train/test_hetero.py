@@ -75,4 +75,4 @@ def test_featureless_types_resume_and_save_per_type_outputs(tmp_path):
     assert np.array_equal(np.load(tmp_path / "emb" / "paper.npy", allow_pickle=False), out)
     paper = ds.graph.node_feats["paper"]
     acc = float((out.argmax(1)[paper["test_mask"]] == paper["label"][paper["test_mask"]]).mean())
-    assert abs(acc - whole["test_acc"]) < 1e-9
+    assert abs(acc - whole["test_acc"]) < 1e-6  # torchmetrics' figure is a float32

@@ -73,8 +73,18 @@ def test_bad_flags_are_usage_errors(parts, argv, message, capsys, no_spawn):
         ),
         (
             ["--part-config", "{parts}", "--label", "train_mask"],
-            "{parts}: label 'train_mask' of '_N' must be one integer per node, got BOOL of row shape []",
+            "{parts}: label 'train_mask' of '_N' (BOOL of row shape []): one boolean per node is a mask, not "
+            "labels (classes are integers)",
         ),
+        (
+            ["--part-config", "{parts}", "--label-kind", "classification", "--label", "feat"],
+            "{parts}: label 'feat' of '_N' (F32 of row shape [32]): label kind classification needs one class per "
+            "item; its rows are (32,)",
+        ),
+        (["--part-config", "{parts}", "--metric", "rmse"], "--metric: 'rmse' is not a metric of classification"),
+        (["--part-config", "{parts}", "--metric", "nope"], "metric 'nope' is not a metric (choose from"),
+        (["--part-config", "{parts}", "--loss", "bce"], "--loss bce does not fit classification labels"),
+        (["--part-config", "{parts}", "--task", "link", "--metric", "mrr"], "metric 'mrr' is not a metric"),
         (["--part-config", "{parts}", "--fanouts", "5,5", "--eval-fanouts", "5"], "1 evaluation fanouts for 2 layers"),
         (
             ["--part-config", "{parts}", "--cache-ratio", "0.1", "--cache-mb", "3"],

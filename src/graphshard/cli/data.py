@@ -48,7 +48,14 @@ def run_generate(args: argparse.Namespace) -> None:
         ds = rmat_graph(args.scale, args.edge_factor, args.feat_dim, args.seed, num_classes=args.num_classes)
     elif args.kind == "community":
         ds = community_graph(
-            args.nodes, args.classes, args.avg_degree, args.intra, args.feat_dim, args.noise, args.seed
+            args.nodes,
+            args.classes,
+            args.avg_degree,
+            args.intra,
+            args.feat_dim,
+            args.noise,
+            args.seed,
+            targets=args.targets,
         )
     else:
         ds = hetero_graph(
@@ -60,6 +67,7 @@ def run_generate(args: argparse.Namespace) -> None:
             args.feat_dim,
             args.noise,
             args.seed,
+            targets=args.targets,
         )
     recorded = {k: v for k, v in vars(args).items() if k not in ("func", "parser", "required_flags")}
     out = save_dataset(ds, args.out, {"generator": recorded}, overwrite=args.overwrite)
@@ -120,6 +128,14 @@ def _generators(gen: argparse.ArgumentParser) -> None:
     ):
         h.add_argument(flag, type=positive_int, default=default, help=text)
     h.add_argument("--noise", type=float, default=2.0, help="feature noise (higher = harder from features)")
+    for g in (c, h):
+        g.add_argument(
+            "--targets",
+            default="classes",
+            choices=["classes", "regression", "multilabel"],
+            help="what label holds: the community (class); a float per node (its community's value plus a "
+            "share of its first feature); or one 0/1 column per class, the community's label set, 5%% flipped",
+        )
     for g in (r, c, h):
         seed_flag(g)
         out_flag(g, "output dataset directory")

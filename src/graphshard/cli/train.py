@@ -74,6 +74,22 @@ def options(args: argparse.Namespace, **fixed: Any) -> Any:
     return build_options(defaults | values | fixed)
 
 
+def _shown(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.4f}"
+
+
+def node_result(m: dict[str, Any], at: str, where: str) -> str:
+    """``test accuracy 0.9840 (val 0.9830) at epoch 3 (best validation), on ...`` for the metric that selected
+    the epoch, and a line of the other metrics."""
+    tests = m.get("test_metrics") or {"accuracy": m["test_acc"]}
+    vals = m.get("val_metrics") or {"accuracy": m["val_acc"]}
+    first, *rest = list(tests)
+    line = f"test {first} {_shown(tests[first])} (val {_shown(vals.get(first))}) at {at}, {where}"
+    if rest:
+        line += "\n  also: " + ", ".join(f"{k} {_shown(tests[k])} (val {_shown(vals.get(k))})" for k in rest)
+    return line
+
+
 def print_metrics(m: dict, epochs: bool = False) -> None:
     """The test result and where the time went (and the per-epoch lines with ``epochs``: rank 0 prints
     them as the epochs end)."""
@@ -111,7 +127,7 @@ def print_metrics(m: dict, epochs: bool = False) -> None:
             f"{hits_text(m, 'test_')} at {at}, {where}"
         )
     else:
-        print(f"test accuracy {m['test_acc']:.4f} (val {m['val_acc']:.4f}) at {at}, {where}")
+        print(node_result(m, at, where))
     if "last_epoch" in m:
         last = m["last_epoch"]
         figures = ", ".join(f"{k.replace('_', ' ')} {v:.4f}" for k, v in last.items() if k != "epoch")

@@ -1,6 +1,7 @@
 """Read and write the dataset directory layout of ``../shared/data`` (see its README).
 
-Homogeneous: ``src.npy``, ``dst.npy``, features (``feat.npy`` dense or ``feat_csr_*.npy``), ``label.npy``,
+Homogeneous: ``src.npy``, ``dst.npy``, features (``feat.npy`` dense or ``feat_csr_*.npy``), ``label.npy`` (an
+integer class per node, a float target, or a row of 0/1 labels or float targets),
 ``{train,val,test}_idx.npy``, ``meta.json``. Heterogeneous (``meta.json`` → ``kind``):
 ``edges/<src>__<rel>__<dst>.npy`` of shape (2, E), ``<ntype>_feat.npy`` (or CSR), ``<ntype>_label.npy``,
 ``<ntype>_{train,val,test}_idx.npy``. Every array is loaded with ``allow_pickle=False``.
@@ -110,11 +111,14 @@ def _node_ids(path: Path, ids: np.ndarray, n: int, what: str) -> np.ndarray:
 
 
 def _labels(path: Path, n: int) -> np.ndarray:
-    """The labels in ``path``: one integer per node (``n``), or an :class:`InputError` naming the file."""
+    """The labels in ``path``: one row per node (``n``) — an integer class, a float target, a row of 0/1 labels or
+    of float targets (see :mod:`graphshard.train.labels`) — or an :class:`InputError` naming the file."""
     labels = np.asarray(_load(path))
-    if labels.shape != (n,) or not (np.issubdtype(labels.dtype, np.integer) or labels.size == 0):
+    numeric = np.issubdtype(labels.dtype, np.number) or labels.dtype == bool
+    if labels.ndim not in (1, 2) or labels.shape[0] != n or not (numeric or labels.size == 0):
         raise InputError(
-            f"{path}: labels must be one integer per node, shape ({n},), got {labels.dtype} {labels.shape}"
+            f"{path}: labels must be one number (or one row of numbers) per node, shape ({n},) or ({n}, k), "
+            f"got {labels.dtype} {labels.shape}"
         )
     return labels
 

@@ -112,6 +112,9 @@ def _class_features(
     return centres[labels] + noise * rng.standard_normal((labels.shape[0], dim), dtype=np.float32)
 
 
+TARGETS = ("classes", "regression", "multilabel")
+
+
 def community_graph(
     num_nodes: int = 20000,
     num_classes: int = 8,
@@ -120,10 +123,18 @@ def community_graph(
     feat_dim: int = 32,
     noise: float = 2.0,
     seed: int = 0,
+    targets: str = "classes",
 ) -> Dataset:
-    """Planted-community graph: node ``v`` belongs to class ``label[v]``; a fraction ``intra`` of its
-    edges stay within its class. Features are the class centre plus Gaussian noise (``noise`` sets how
-    hard the task is from features alone), so both structure and features carry the label."""
+    """Planted-community graph: node ``v`` belongs to community ``c[v]``; a fraction ``intra`` of its
+    edges stay within its community. Features are the community's centre plus Gaussian noise (``noise`` sets
+    how hard the task is from features alone), so both structure and features carry the community.
+
+    ``targets``: what ``label`` holds. ``classes``: the community (int64). ``regression``: a float per node,
+    its community's value (drawn from N(0, 1)) plus a quarter of its first feature plus N(0, 0.05) noise.
+    ``multilabel``: ``num_classes`` 0/1 labels per node (int64 matrix): its community's label set (each label
+    in it with probability 0.3), each entry flipped with probability 0.05."""
+    if targets not in TARGETS:
+        raise ValueError(f"targets must be one of {TARGETS}, got {targets!r}")
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, num_classes, num_nodes)
     m = num_nodes * avg_degree // 2
@@ -132,14 +143,23 @@ def community_graph(
     dst = rng.integers(0, num_nodes, m)
     dst[inside] = _pick_within(labels, labels[src[inside]], rng)
     src, dst = _symmetric(src, dst, num_nodes)
-    feats = {
-        "feat": _class_features(labels, num_classes, feat_dim, noise, rng),
-        "label": labels,
-        **_split_masks(num_nodes, rng),
-    }
-    return Dataset(
-        "community", Graph({DEFAULT_NTYPE: num_nodes}, {DEFAULT_ETYPE: (src, dst)}, {DEFAULT_NTYPE: feats}), num_classes
-    )
+    x = _class_features(labels, num_classes, feat_dim, noise, rng)
+    planted = _planted(targets, labels, num_classes, x, rng)
+    feats = {"feat": x, "label": planted, **_split_masks(num_nodes, rng)}
+    graph = Graph({DEFAULT_NTYPE: num_nodes}, {DEFAULT_ETYPE: (src, dst)}, {DEFAULT_NTYPE: feats})
+    return Dataset("community", graph, num_classes if targets == "classes" else None)
+
+
+def _planted(targets: str, c: np.ndarray, num_classes: int, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The ``label`` of :func:`community_graph` for communities ``c`` and features ``x``."""
+    if targets == "classes":
+        return c
+    if targets == "regression":
+        value = rng.standard_normal(num_classes)
+        return (value[c] + 0.25 * x[:, 0] + 0.05 * rng.standard_normal(c.shape[0])).astype(np.float32)
+    sets = rng.random((num_classes, num_classes)) < 0.3
+    flips = rng.random((c.shape[0], num_classes)) < 0.05
+    return (sets[c] ^ flips).astype(np.int64)
 
 
 def hetero_graph(
@@ -151,11 +171,15 @@ def hetero_graph(
     feat_dim: int = 32,
     noise: float = 2.0,
     seed: int = 0,
+    targets: str = "classes",
 ) -> Dataset:
     """MAG-like heterogeneous graph: ``paper`` (features, label, splits), ``author``, ``institution`` and
     ``field`` (featureless), with relations ``author:writes:paper``, ``paper:cites:paper``,
     ``author:affiliated_with:institution`` and ``paper:has_topic:field``. Papers cite, authors write
-    and topics attach mostly within a paper's class."""
+    and topics attach mostly within a paper's class. ``targets``: what a paper's ``label`` holds, as in
+    :func:`community_graph` (the paper's class standing for its community)."""
+    if targets not in TARGETS:
+        raise ValueError(f"targets must be one of {TARGETS}, got {targets!r}")
     rng = np.random.default_rng(seed)
     label = rng.integers(0, num_classes, num_papers)
     author_class = rng.integers(0, num_classes, num_authors)
@@ -183,13 +207,11 @@ def hetero_graph(
         ),
         ("paper", "has_topic", "field"): _unique_pairs(t_src, t_dst, num_fields),
     }
-    paper = {
-        "feat": _class_features(label, num_classes, feat_dim, noise, rng),
-        "label": label,
-        **_split_masks(num_papers, rng),
-    }
+    x = _class_features(label, num_classes, feat_dim, noise, rng)
+    paper = {"feat": x, "label": _planted(targets, label, num_classes, x, rng), **_split_masks(num_papers, rng)}
     num_nodes = {"paper": num_papers, "author": num_authors, "institution": num_institutions, "field": num_fields}
-    return Dataset("hetero", Graph(num_nodes, edges, {"paper": paper}), num_classes, "paper")
+    classes = num_classes if targets == "classes" else None
+    return Dataset("hetero", Graph(num_nodes, edges, {"paper": paper}), classes, "paper")
 
 
 def _unique_pairs(src: np.ndarray, dst: np.ndarray, num_dst: int) -> tuple[np.ndarray, np.ndarray]:

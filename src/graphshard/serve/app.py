@@ -61,6 +61,7 @@ class Service:
     max_body: int = 4 << 20
     timeout: float = 30.0
     ranks: list[dict[str, Any]] = field(default_factory=list)  # rank, partition, host, pid of every rank
+    label_kind: str = "classification"  # of a node task: what its predictions are (train.labels)
 
 
 def build_app(service: Service) -> Any:
@@ -105,7 +106,7 @@ async def _answer(service: Service, request: Request, kind: str) -> Response:
         body = await _body(request, service.max_body, service.timeout)
         query = parse_query(body, kind, service.facts, service.limits)
         rows = await _rows(service, query)
-        response = JSONResponse(_render(kind, query, rows))
+        response = JSONResponse(_render(kind, query, rows, service.label_kind))
     except RequestError as exc:
         response = JSONResponse(exc.body(), exc.status)
     except Overloaded as exc:
@@ -177,7 +178,7 @@ def _settle(future: asyncio.Future[Any], result: Any) -> None:
         future.set_result(result)
 
 
-def _render(kind: str, query: Query, rows: np.ndarray) -> dict[str, Any]:
+def _render(kind: str, query: Query, rows: np.ndarray, label_kind: str = "classification") -> dict[str, Any]:
     if not np.isfinite(rows).all():  # JSON has no NaN: say so rather than fail to encode
         raise RequestError(422, "the model's output for these nodes is not finite (features far out of range?)")
     if query.pairs is not None:
@@ -188,7 +189,22 @@ def _render(kind: str, query: Query, rows: np.ndarray) -> dict[str, Any]:
     head = {"type": query.ntype, "nodes": nodes, "stale": query.stale}
     if kind == "embed":
         return head | {"embeddings": rows.tolist()}
-    return head | {"predictions": rows.argmax(axis=1).tolist() if rows.shape[0] else [], "scores": rows.tolist()}
+    return head | predictions(rows, label_kind)
+
+
+def predictions(rows: np.ndarray, label_kind: str) -> dict[str, Any]:
+    """What a prediction answers for outputs ``rows``: classification, the class with the highest score (and the
+    scores); multi-label, the labels whose probability passes 0.5 (and the probabilities and scores);
+    regression, the predicted values (one number per item for one target column)."""
+    if label_kind == "regression":
+        return {"predictions": (rows[:, 0] if rows.ndim == 2 and rows.shape[1] == 1 else rows).tolist()}
+    if label_kind == "multilabel":
+        probability = 1.0 / (1.0 + np.exp(-rows.astype(np.float64)))
+        at, labels = np.nonzero(rows > 0)
+        bounds = np.cumsum(np.bincount(at, minlength=rows.shape[0]))[:-1]
+        chosen = [c.tolist() for c in np.split(labels, bounds)] if rows.shape[0] else []
+        return {"predictions": chosen, "probabilities": probability.tolist(), "scores": rows.tolist()}
+    return {"predictions": rows.argmax(axis=1).tolist() if rows.shape[0] else [], "scores": rows.tolist()}
 
 
 class _Guard:

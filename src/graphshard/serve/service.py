@@ -284,6 +284,7 @@ def _lead(
         options.max_body,
         options.request_timeout,
         _ranks(s, per_part),
+        restored.label_kind or "classification",
     )
     sock = listener or _listen(options.host, options.port)
     server = uvicorn.Server(

@@ -51,13 +51,37 @@ RESUME_OPTIONS = (
     "heads",
     "attn_dropout",
     "edge_feat",
+    "label_kind",
+    "loss",
+    "focal_gamma",
+    "class_weights",
 )
 # How the heterogeneous GraphSAGE combines relations; checkpoints of older graphshard (summed relations,
 # every relation built) record none and cannot be resumed by this model
 HETERO_RELATIONS = "averaged, only those the outputs read"
 # recorded since graphshard 0.1 named the data (default: resolved), and since it had attention models
-LATER_OPTIONS = ("feat", "label", "split_masks", "heads", "attn_dropout", "edge_feat")
-ADDED_DEFAULTS = {"heads": 4, "attn_dropout": 0.0, "edge_feat": None}  # what a checkpoint without them had
+# (and since it had node regression and multi-label tasks, their losses and class weights)
+LATER_OPTIONS = (
+    "feat",
+    "label",
+    "split_masks",
+    "heads",
+    "attn_dropout",
+    "edge_feat",
+    "label_kind",
+    "loss",
+    "focal_gamma",
+    "class_weights",
+)
+ADDED_DEFAULTS = {  # what a checkpoint without them had
+    "heads": 4,
+    "attn_dropout": 0.0,
+    "edge_feat": None,
+    "label_kind": None,
+    "loss": "auto",
+    "focal_gamma": 2.0,
+    "class_weights": None,
+}
 
 
 def run_identity(part_config: str | os.PathLike | PartitionConfig, opts: Any, world_size: int) -> dict[str, Any]:

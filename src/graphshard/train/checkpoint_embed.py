@@ -160,6 +160,7 @@ class Restored:
     types: list[str]
     classes: int | None = None
     edge_type: EType | None = None
+    label_kind: str | None = None  # of a node task (train.labels)
 
 
 def restore(s: Session, opts: TrainOptions) -> Restored:
@@ -170,7 +171,7 @@ def restore(s: Session, opts: TrainOptions) -> Restored:
     if opts.task == "node":
         task = node_task(s, g, opts)
         model = build_model(opts, inputs, task.classes, [task.target])
-        restored = Restored(g, inputs, model, model, [task.target], classes=task.classes)
+        restored = Restored(g, inputs, model, model, [task.target], classes=task.classes, label_kind=task.kind)
     else:
         if opts.edge_type is None and len(g.canonical_etypes) > 1:
             raise InputError("the checkpoint's link run names no edge type and the graph has several")

@@ -14,7 +14,10 @@ from ..errors import InputError
 from ..format.config import PartitionConfig, read_config
 from ..graph import etype_str
 from ..models.registry import BUILTIN, check_kind, is_custom, load_factory, reads_edge_features
+from .labels import kind_of
 from .link_split import open_link_split, require_link_split
+from .losses import chosen_loss
+from .metrics import chosen_metrics
 from .options import TrainOptions
 
 notice = logging.getLogger("graphshard.notice")  # shown at the default log level
@@ -74,11 +77,12 @@ def _check_node_data(opts: TrainOptions, cfg: PartitionConfig, held: Held, targe
             "--split-masks"
         )
     code, shape = have[label]
-    if code[0] not in "IU" or shape not in ((), (1,)):
-        raise InputError(
-            f"{cfg.path}: label {label!r} of {target!r} must be one integer per node, got {code} "
-            f"of row shape {list(shape)}"
-        )
+    what = f"{cfg.path}: label {label!r} of {target!r} ({code} of row shape {list(shape)})"
+    if code == "BOOL" and not shape:
+        raise InputError(f"{what}: one boolean per node is a mask, not labels (classes are integers)")
+    kind = kind_of(code[0] in "IU" or code == "BOOL", tuple(shape), opts.label_kind, what)
+    chosen_metrics(opts.metric, kind)
+    chosen_loss(opts.loss, kind)
     for name in opts.split_masks:
         code, shape = have[name]
         if code not in ("BOOL", "U8", "I8") or shape not in ((), (1,)):

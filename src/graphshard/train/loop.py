@@ -13,7 +13,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ from .checkpoint_fit import check_weights
 from .checks import check_loss
 from .gradients import distributed_model
 from .inputs import ModelInputs
+from .metrics import higher_is_better
 from .options import TrainOptions
 from .report import epoch_line, write_json
 from .runlog import RunLog
@@ -88,8 +89,10 @@ def _agree_on_resume(s: Session, directory: str, identity: dict[str, Any]) -> No
 
 
 def best_epoch(history: list[dict[str, Any]], metric: str) -> int | None:
-    """The epoch of the highest ``metric`` in ``history`` (the first of equals), or None if none was measured."""
-    scored = [(r[metric], -r["epoch"]) for r in history if r.get(metric) is not None]
+    """The epoch of the best ``metric`` in ``history`` (the highest; the lowest of an error such as ``val_rmse``;
+    the first of equals), or None if none was measured."""
+    sign = 1.0 if higher_is_better(metric) else -1.0
+    scored = [(sign * r[metric], -r["epoch"]) for r in history if r.get(metric) is not None]
     return -max(scored)[1] if scored else None
 
 
@@ -206,7 +209,7 @@ class Trainer:
         self,
         loader: Any,
         loss: Callable[[torch.nn.Module, Any], torch.Tensor],
-        evaluate: Callable[[], dict[str, float]],
+        evaluate: Callable[[], Mapping[str, float | None]],
     ) -> list[dict[str, Any]]:
         """Train from the resumed epoch to ``opts.epochs``; ``evaluate()`` adds validation metrics after
         every ``opts.eval_every``-th epoch and after the last."""
@@ -252,7 +255,7 @@ class Trainer:
             f"{value:.4f} for {patience} epoch{'s' if patience > 1 else ''} (--patience)"
         )
 
-    def final_test(self, test: Callable[[], dict[str, float]], changed: Callable[[], None]) -> dict[str, Any]:
+    def final_test(self, test: Callable[[], Mapping[str, float | None]], changed: Callable[[], None]) -> dict[str, Any]:
         """Test at the best validation epoch (collective): ``test()`` gives the test figures of the current
         weights, ``changed()`` says the weights changed. Returns ``best_epoch``, that epoch's ``val_*`` and
         ``test_*`` figures, and when the last epoch is another one, its figures under ``last_epoch``."""
@@ -275,7 +278,7 @@ class Trainer:
         out |= {"best_epoch": chosen, **_prefixed(record, "val_", "val_"), **_prefixed(result, "", "test_")}
         out["start_epoch"] = self.start_epoch  # the first epoch this run trained (> 0: resumed from a checkpoint)
         if self.runlog is not None:
-            self.runlog.close({f"test/{k}": v for k, v in result.items()}, chosen)
+            self.runlog.close({f"test/{k}": v for k, v in result.items() if v is not None}, chosen)
         return out
 
     def _report(self, record: dict[str, Any]) -> None:
@@ -387,6 +390,6 @@ class Trainer:
             check_loss(losses[step], epoch, step, self.s.rank)
 
 
-def _prefixed(d: dict[str, Any], having: str, prefix: str) -> dict[str, Any]:
+def _prefixed(d: Mapping[str, Any], having: str, prefix: str) -> dict[str, Any]:
     """The entries of ``d`` whose key starts with ``having``, renamed to start with ``prefix`` instead."""
     return {prefix + k[len(having) :]: v for k, v in d.items() if k.startswith(having)}

@@ -1,6 +1,8 @@
-"""Node classification on one rank: DistGraph + DistNeighborLoader + a model under DDP (gloo).
+"""Node tasks on one rank — classification, multi-label classification, regression (:mod:`.labels`):
+DistGraph + DistNeighborLoader + a model under DDP, trained on the kind's loss (:mod:`.losses`).
 Evaluation computes every node's output layer by layer (exact; or by sampled mini-batches with
-``eval_fanouts``), and each rank counts its share of the validation/test nodes; counts are summed over ranks."""
+``eval_fanouts``); each rank predicts its share of the validation/test nodes, and the metrics are computed
+from every rank's predictions together (:mod:`.metrics`)."""
 
 from __future__ import annotations
 
@@ -12,10 +14,9 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from ..device.choice import rank_device
-from ..distributed.collectives import all_gather_bytes, all_reduce_sum
+from ..distributed.collectives import all_gather_bytes
 from ..distributed.graph import DistGraph
 from ..distributed.loader import DistNeighborLoader
 from ..distributed.runtime import Session
@@ -34,7 +35,10 @@ from .checks import (
 )
 from .embeddings import Outputs, predict, representations, save_tables
 from .inputs import ModelInputs, build_model, cache_summary, device_cache, feature_cache, rows_of
+from .labels import as_targets, kind_of, problem, width
 from .loop import Trainer, open_graph
+from .losses import chosen_loss, class_weights, loss_function
+from .metrics import chosen_metrics, exact_metrics
 from .model_check import check_custom_model
 from .options import TrainOptions
 
@@ -57,16 +61,17 @@ def target_type(g: DistGraph, opts: TrainOptions, label: str) -> str:
 
 @dataclass
 class NodeTask:
-    """Node classification as one rank sees it: the target type, the class count, and this rank's nodes of each
-    split with their labels only. Each rank reads the masks of its own partition and the labels of its own
-    split nodes: O(its partition), however large the graph (the labels of nodes dealt to it from another
-    partition come from their owners)."""
+    """A node task as one rank sees it: the target type, the label kind (:mod:`.labels`), the model's output
+    width (classes, or the label's columns), and this rank's nodes of each split with their labels only. Each
+    rank reads the masks of its own partition and the labels of its own split nodes: O(its partition), however
+    large the graph (the labels of nodes dealt to it from another partition come from their owners)."""
 
     target: str
-    classes: int
+    classes: int  # the output width: classes (classification), labels (multilabel) or target columns
     split: dict[str, torch.Tensor]  # this rank's nodes of each split: per-type new IDs, ascending
     ids: np.ndarray  # every node of this rank's splits, ascending
-    labels: np.ndarray  # their labels (int64)
+    labels: np.ndarray  # their labels, as the loss reads them (labels.as_targets)
+    kind: str = "classification"
 
     def __post_init__(self) -> None:
         # where each node's label is, by offset from the first ID, while the IDs span at most 4 x their number
@@ -94,14 +99,18 @@ def _data(g: DistGraph, ntype: str, names: list[str]) -> dict[str, DistTensor]:
 
 
 def node_task(s: Session, g: DistGraph, opts: TrainOptions) -> NodeTask:
-    """The node type to classify, this rank's split nodes and their labels, and the number of classes
-    (every split node's label checked against it, each partition's by one rank). Collective."""
+    """The node type to learn, this rank's split nodes and their labels, the label kind and the output width
+    (every split node's label checked against them, each partition's by one rank). Collective."""
     label = opts.label or "label"
     target = target_type(g, opts, label)
     book, ntype = g.get_partition_book(), (target if len(g.ntypes) > 1 else None)
     num_parts = book.num_partitions()
     part, trainer = rank_partition(s.rank, s.world_size, num_parts)
     data = _data(g, target, [label, *opts.mask_names.values()])
+    held = data[label]
+    row_shape = tuple(held.shape[1:])
+    dtype = held[torch.zeros(0, dtype=torch.int64)].dtype  # a read of no rows: the stored dtype
+    kind = kind_of(not dtype.is_floating_point, row_shape, opts.label_kind, f"label {label!r} of {target!r}")
     lo, hi = book.node_range(part, ntype)
     own = torch.arange(lo, hi)
     masks = {k: data[name][own].numpy().astype(bool) for k, name in opts.mask_names.items()}
@@ -112,10 +121,32 @@ def node_task(s: Session, g: DistGraph, opts: TrainOptions) -> NodeTask:
     used = np.zeros(0, dtype=np.int64)  # the partition's split nodes, whose labels its first trainer checks
     if masks and trainer == 0:
         used = lo + np.flatnonzero(np.logical_or.reduce(list(masks.values())))
-    classes = _class_count(s, g, target, used, data[label][torch.from_numpy(used)].numpy().astype(np.int64), opts)
+    checked = held[torch.from_numpy(used)].numpy()
+    if kind == "classification":
+        classes = _class_count(s, g, target, used, checked.reshape(-1).astype(np.int64), opts)
+    else:
+        _check_labels(s, g, target, kind, used, checked)
+        classes = width(row_shape)
     ids = np.unique(np.concatenate([np.zeros(0, dtype=np.int64), *(v.numpy() for v in split.values())]))
-    labels = data[label][torch.from_numpy(ids)].numpy().astype(np.int64)
-    return NodeTask(target, classes, split, ids, labels)
+    labels = as_targets(kind, held[torch.from_numpy(ids)].numpy())
+    return NodeTask(target, classes, split, ids, labels.reshape(-1) if kind == "classification" else labels, kind)
+
+
+def _check_labels(s: Session, g: DistGraph, target: str, kind: str, used: np.ndarray, labels: np.ndarray) -> None:
+    """Multi-label entries 0 or 1, regression targets finite, in every partition's split nodes (``used``: this
+    rank's share, with their ``labels``): the first bad node by ID named on every rank alike."""
+    found = problem(kind, labels)
+    mine = None if found is None else (int(used[found.position]), found.why)
+    told = [json.loads(t) for t in all_gather_bytes(s.ctx, json.dumps(mine).encode(), "label check")]
+    bad = min((tuple(t) for t in told if t is not None), default=None)
+    if bad is not None:
+        book, cfg = g.get_partition_book(), g.config
+        orig = int(book.to_original(target, torch.tensor([bad[0]]))[0])
+        part = int(g.served.stored_book.nid2partid(np.array([bad[0]]), target)[0])
+        raise InputError(
+            f"{target!r} node {orig} (original ID, label read from {cfg.part_path(part, 'node_feats')}) of a "
+            f"train/val/test split: {bad[1]}"
+        )
 
 
 def _class_count(
@@ -160,19 +191,24 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
     check_custom_model(g, opts, model, inputs, target, classes, split["train"])
 
     outputs = Outputs(s, g, model, inputs, opts, [target], "node-outputs")
+    names = chosen_metrics(opts.metric, task.kind)
+    computed = [*names, "accuracy"] if task.kind == "classification" and "accuracy" not in names else names
+    weights = class_weights(s.ctx, opts.class_weights, task.kind, task.labels_of(split["train"].numpy()), classes)
+    loss_of = loss_function(task.kind, chosen_loss(opts.loss, task.kind), weights, opts.focal_gamma)
 
-    def evaluate(ids: torch.Tensor) -> float:
-        """Accuracy of the current weights on ``ids`` (this rank's share; counts summed over ranks). Sampled
-        evaluation (``--eval-fanouts``) computes just these nodes, not every node's outputs."""
+    def evaluate(ids: torch.Tensor, prefix: str) -> dict[str, float | None]:
+        """The metrics of the current weights on ``ids`` (this rank's share; computed from every rank's
+        predictions: :func:`.metrics.exact_metrics`). Sampled evaluation (``--eval-fanouts``) computes just
+        these nodes, not every node's outputs."""
         if opts.eval_fanouts is not None:
-            out = predict(g, model, inputs, target, ids, opts)
-            pred = out.argmax(1).numpy() if out.numel() else np.zeros(0, dtype=np.int64)
+            out = predict(g, model, inputs, target, ids, opts) if ids.numel() else torch.zeros((0, classes))
         else:
-            pred = outputs.get()[target][ids].argmax(1).numpy()
-        own = ids.numpy()
-        right = (pred == task.labels_of(own)).sum()
-        counts = all_reduce_sum(s.ctx, np.array([right, own.size], dtype=np.int64), "evaluation")
-        return float(counts[0] / max(1, counts[1]))
+            out = outputs.get()[target][ids]
+        targets = torch.from_numpy(task.labels_of(ids.numpy()))
+        found = exact_metrics(s.ctx, task.kind, computed, out, targets, classes=classes)
+        if "accuracy" in found:  # also under the key of earlier releases
+            found["acc"] = found["accuracy"]
+        return {f"{prefix}{m}": v for m, v in found.items()}
 
     def labels(batch: Any) -> None:
         """On the host, before the batch goes to the device: its seeds' labels (seeds are this rank's)."""
@@ -183,9 +219,10 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
         outputs.changed()  # a training step follows: outputs computed before it are stale
         store = batch[target] if inputs.hetero else batch
         out = rows_of(ddp(*inputs(batch)), target)[: store.batch_size]
-        return F.cross_entropy(out.float(), store.y_seed)
+        return loss_of(out, store.y_seed)
 
-    trainer = Trainer(s, g, opts, model, inputs, metric="val_acc")
+    selects = "acc" if names[0] == "accuracy" else names[0]  # accuracy by the key of earlier releases
+    trainer = Trainer(s, g, opts, model, inputs, metric=f"val_{selects}")
     loader = DistNeighborLoader(
         g,
         opts.fanouts,
@@ -203,14 +240,16 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
         copy=opts.rehearse,
         transform=labels,
     )
-    history = trainer.fit(loader, loss, lambda: {"val_acc": evaluate(split["val"])})
+    history = trainer.fit(loader, loss, lambda: evaluate(split["val"], "val_"))
     metrics = {
         "task": "node",
+        "label_kind": task.kind,
         "epochs": history,
         "world_size": world,
         "num_parts": g.served.stored_book.num_partitions(),
     }
-    metrics |= trainer.final_test(lambda: {"acc": evaluate(split["test"])}, outputs.changed)
+    metrics |= trainer.final_test(lambda: evaluate(split["test"], ""), outputs.changed)
+    metrics |= {f"{k}_metrics": {m: metrics.get(f"{k}_{m}") for m in names} for k in ("val", "test")}
     if opts.save_embeddings:  # of the selected epoch's weights (the test evaluation computed the outputs)
         with timing.phase("embeddings_s"):
             save_tables(s, g, representations(g, model, inputs, opts, outputs), opts.save_embeddings)

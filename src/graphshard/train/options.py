@@ -12,6 +12,9 @@ from ..errors import InputError
 from ..models.registry import check_name, model_help
 from ..partition.methods import METHODS
 from .fields import check_fields, option
+from .labels import LABEL_KINDS
+from .losses import LOSSES
+from .metrics import METRICS
 from .schedule import SCHEDULES
 
 TASKS = ("node", "link")
@@ -110,6 +113,38 @@ class TrainOptions:
         "them is an error",
         optional=True,
         low=1,
+    )
+    label_kind: str | None = option(
+        None,
+        "str",
+        "node: what the label asks (default: read from it: integers one per node -> classification; a 2-D 0/1 "
+        "integer matrix -> multilabel; floats -> regression)",
+        optional=True,
+        choices=LABEL_KINDS,
+    )
+    metric: list[str] | None = option(
+        None,
+        "strs",
+        "node: metrics to report, comma-separated; the first selects the best epoch (classification: accuracy, "
+        "f1_micro, f1_macro, roc_auc, pr_auc; regression: rmse, mae, r2; default: accuracy,f1_macro; "
+        "f1_micro,f1_macro; rmse,mae,r2)",
+        optional=True,
+    )
+    loss: str = option(
+        "auto",
+        "str",
+        "node: the training loss (auto: cross_entropy, bce for multilabel, mse for regression; focal for "
+        "imbalanced classes; smooth_l1 for regression with outliers)",
+        choices=LOSSES,
+    )
+    focal_gamma: float = option(2.0, "float", "node: focal loss's gamma (0: cross-entropy)", **NON_NEGATIVE, **FINITE)
+    class_weights: str | None = option(
+        None,
+        "str",
+        "node: weigh classes (multilabel: each label's positives) in the loss: auto (balanced, from the "
+        "training labels) or a .npy file of one weight per class",
+        optional=True,
+        metavar="auto|FILE",
     )
     embed_dim: int = option(0, "int", "width of the learnt inputs of node types without features (0: --hidden)", low=0)
     sparse_lr: float = option(0.05, "float", "learning rate of those inputs (sparse Adagrad)", **POSITIVE, **FINITE)
@@ -288,6 +323,22 @@ class TrainOptions:
             raise InputError("embedding_layer 'hidden' needs at least 2 layers (one fanout per layer)")
         if self.task == "link" and self.num_classes is not None:
             raise InputError("num_classes is an option of --task node, not link")
+        known = {m for names in METRICS.values() for m in names}
+        unknown = [m for m in self.metric or [] if m not in known]
+        if unknown:
+            raise InputError(f"metric {unknown[0]!r} is not a metric (choose from {', '.join(sorted(known))})")
+        if self.task == "link":
+            given = [
+                name
+                for name, value in (
+                    ("label_kind", self.label_kind),
+                    ("metric", self.metric),
+                    ("class_weights", self.class_weights),
+                )
+                if value is not None
+            ] + (["loss"] if self.loss != "auto" else [])
+            if given:
+                raise InputError(f"{given[0]} is an option of node tasks (--task node), not link")
         if self.task == "node" and self.edge_type is not None:
             raise InputError("edge_type is an option of --task link, not node")
 

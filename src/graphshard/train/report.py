@@ -15,10 +15,8 @@ def epoch_line(e: dict[str, Any]) -> str:
     """``epoch   3: 0.32 s  loss 0.4439  val acc 0.9705  (sampling 0.1 + fetch 0.0 + compute 0.1 + sync 0.0)``."""
     if "val_mrr" in e:
         score = f"  val MRR {e['val_mrr']:.4f}  AUC {e['val_auc']:.4f}{hits_text(e, 'val_')}"
-    elif "val_acc" in e:
-        score = f"  val acc {e['val_acc']:.4f}"
     else:
-        score = ""
+        score = node_text(e, "val_")
     t = {k: float(e.get(k, 0.0)) for k in ("wall_s", "wait_s", "sample_s", "fetch_s", "copy_s", "compute_s", "comm_s")}
     loading = (
         f"waiting {t['wait_s']:.1f}"
@@ -30,6 +28,15 @@ def epoch_line(e: dict[str, Any]) -> str:
         f"epoch {e['epoch']:>3}: {t['wall_s']:.2f} s  loss {e['train_loss']:.4f}{score}  ({loading}{copy} + compute "
         f"{t['compute_s']:.1f} + sync {t['comm_s']:.1f})"
     )
+
+
+NODE_FIGURES = ("acc", "f1_micro", "f1_macro", "roc_auc", "pr_auc", "rmse", "mae", "r2")  # acc: accuracy's key
+
+
+def node_text(m: dict[str, Any], prefix: str) -> str:
+    """``  val acc 0.9705 f1_macro 0.9688`` from a node run's figures (those measured; empty if none)."""
+    parts = [f"{k} {m[prefix + k]:.4f}" for k in NODE_FIGURES if m.get(prefix + k) is not None]
+    return f"  {prefix.rstrip('_')} {' '.join(parts)}" if parts else ""
 
 
 def hits_text(m: dict[str, Any], prefix: str) -> str:
