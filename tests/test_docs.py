@@ -116,8 +116,9 @@ def test_models_page_example_runs_as_written(tmp_path):
 
 def test_tasks_page_example_runs_as_written(tmp_path):
     commands, _ = _run_page("guide/tasks.md", tmp_path)
-    assert [c[:2] for c in commands] == [["graphshard", "generate"], ["graphshard", "train"]] * 2
-    ratings, tags = (json.loads((tmp_path / f"{m}.json").read_text()) for m in ("ratings", "tags"))
+    assert [c[:2] for c in commands] == [["graphshard", "generate"], ["graphshard", "train"]] * 3
+    ratings, tags, flows = (json.loads((tmp_path / f"{m}.json").read_text()) for m in ("ratings", "tags", "flows"))
+    assert flows["task"] == "edge" and flows["test_metrics"]["accuracy"] > 0.9, flows["test_metrics"]
     assert ratings["label_kind"] == "regression" and list(ratings["test_metrics"]) == ["rmse", "mae", "r2"]
     assert ratings["test_metrics"]["r2"] > 0.8, ratings["test_metrics"]
     assert tags["label_kind"] == "multilabel" and list(tags["test_metrics"]) == ["f1_macro", "roc_auc"]

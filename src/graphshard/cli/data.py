@@ -56,6 +56,7 @@ def run_generate(args: argparse.Namespace) -> None:
             args.noise,
             args.seed,
             targets=args.targets,
+            edge_targets=args.edge_targets,
         )
     else:
         ds = hetero_graph(
@@ -68,6 +69,7 @@ def run_generate(args: argparse.Namespace) -> None:
             args.noise,
             args.seed,
             targets=args.targets,
+            edge_targets=args.edge_targets,
         )
     recorded = {k: v for k, v in vars(args).items() if k not in ("func", "parser", "required_flags")}
     out = save_dataset(ds, args.out, {"generator": recorded}, overwrite=args.overwrite)
@@ -129,6 +131,13 @@ def _generators(gen: argparse.ArgumentParser) -> None:
         h.add_argument(flag, type=positive_int, default=default, help=text)
     h.add_argument("--noise", type=float, default=2.0, help="feature noise (higher = harder from features)")
     for g in (c, h):
+        g.add_argument(
+            "--edge-targets",
+            choices=["classes", "regression"],
+            help="also label every edge (hetero: every paper:cites:paper edge), with splits, for train --task "
+            "edge: its class (0 within a community, 1 from a lower to a higher one, 2 the other way), or a float "
+            "(the product of the communities' values, plus noise)",
+        )
         g.add_argument(
             "--targets",
             default="classes",

@@ -4,8 +4,12 @@ Homogeneous: ``src.npy``, ``dst.npy``, features (``feat.npy`` dense or ``feat_cs
 integer class per node, a float target, or a row of 0/1 labels or float targets),
 ``{train,val,test}_idx.npy``, ``meta.json``. Heterogeneous (``meta.json`` → ``kind``):
 ``edges/<src>__<rel>__<dst>.npy`` of shape (2, E), ``<ntype>_feat.npy`` (or CSR), ``<ntype>_label.npy``,
-``<ntype>_{train,val,test}_idx.npy``. Every array is loaded with ``allow_pickle=False``.
-In the :class:`Graph`, features are ``feat``, labels ``label`` and splits boolean ``{train,val,test}_mask``.
+``<ntype>_{train,val,test}_idx.npy``. Edge labels and splits (``train --task edge``): ``edge_label.npy`` and
+``edge_{train,val,test}_idx.npy`` (homogeneous), ``edges/<src>__<rel>__<dst>_label.npy`` and
+``edges/<src>__<rel>__<dst>_{train,val,test}_idx.npy`` (per edge type), one row per edge as stored. Every array
+is loaded with ``allow_pickle=False``.
+In the :class:`Graph`, features are ``feat``, labels ``label`` and splits boolean ``{train,val,test}_mask`` (of
+the nodes, and of the edges as edge data).
 """
 
 from __future__ import annotations
@@ -110,31 +114,41 @@ def _node_ids(path: Path, ids: np.ndarray, n: int, what: str) -> np.ndarray:
     return ids
 
 
-def _labels(path: Path, n: int) -> np.ndarray:
-    """The labels in ``path``: one row per node (``n``) — an integer class, a float target, a row of 0/1 labels or
-    of float targets (see :mod:`graphshard.train.labels`) — or an :class:`InputError` naming the file."""
+def _labels(path: Path, n: int, item: str = "node") -> np.ndarray:
+    """The labels in ``path``: one row per node (``n``; or edge) — an integer class, a float target, a row of 0/1
+    labels or of float targets (see :mod:`graphshard.train.labels`) — or an :class:`InputError` naming the file."""
     labels = np.asarray(_load(path))
     numeric = np.issubdtype(labels.dtype, np.number) or labels.dtype == bool
     if labels.ndim not in (1, 2) or labels.shape[0] != n or not (numeric or labels.size == 0):
         raise InputError(
-            f"{path}: labels must be one number (or one row of numbers) per node, shape ({n},) or ({n}, k), "
+            f"{path}: labels must be one number (or one row of numbers) per {item}, shape ({n},) or ({n}, k), "
             f"got {labels.dtype} {labels.shape}"
         )
     return labels
 
 
-def _split_masks(d: Path, prefix: str, n: int) -> dict[str, np.ndarray]:
+def _edge_data(d: Path, prefix: str, count: int) -> dict[str, Feature]:
+    """An edge type's labels and split masks (``<prefix>label.npy``, ``<prefix>{train,val,test}_idx.npy``), as
+    its edge data ``label`` and ``{train,val,test}_mask``: what ``train --task edge`` learns."""
+    out: dict[str, Feature] = {}
+    if (d / f"{prefix}label.npy").is_file():
+        out["label"] = _labels(d / f"{prefix}label.npy", count, "edge")
+    out.update(_split_masks(d, prefix, count, "edge"))
+    return out
+
+
+def _split_masks(d: Path, prefix: str, n: int, item: str = "node") -> dict[str, np.ndarray]:
     masks = {}
     for split in SPLITS:
         f = d / f"{prefix}{split}_idx.npy"
         if f.is_file():
             raw = np.asarray(_load(f))
             if not np.issubdtype(raw.dtype, np.integer) and not (raw.size == 0 and raw.dtype == np.float64):
-                raise InputError(f"{f}: node indices must be integers, got {raw.dtype}")
+                raise InputError(f"{f}: {item} indices must be integers, got {raw.dtype}")
             raw = raw.reshape(-1)
             bad = np.flatnonzero((raw < 0) | (raw >= n))  # on the values as given: 2**64 - 1 is not -1
             if bad.size:
-                raise InputError(f"{f}: position {int(bad[0])}: node index {int(raw[bad[0]])} out of range [0, {n})")
+                raise InputError(f"{f}: position {int(bad[0])}: {item} index {int(raw[bad[0]])} out of range [0, {n})")
             mask = np.zeros(n, dtype=bool)
             mask[raw.astype(np.int64, copy=False)] = True
             masks[f"{split}_mask"] = mask
@@ -181,7 +195,13 @@ def _load_homo(d: Path, meta: dict[str, Any]) -> Dataset:
             f"{d / 'src.npy'} holds {src.shape[0]} node IDs but {d / 'dst.npy'} holds {dst.shape[0]}: "
             "one per edge in each"
         )
-    g = Graph({DEFAULT_NTYPE: n}, {DEFAULT_ETYPE: (src, dst)}, {DEFAULT_NTYPE: feats} if feats else {})
+    edge = _edge_data(d, "edge_", src.shape[0])
+    g = Graph(
+        {DEFAULT_NTYPE: n},
+        {DEFAULT_ETYPE: (src, dst)},
+        {DEFAULT_NTYPE: feats} if feats else {},
+        {DEFAULT_ETYPE: edge} if edge else {},
+    )
     return Dataset(meta.get("name", d.name), g, meta.get("num_classes"))
 
 
@@ -190,6 +210,7 @@ def _load_hetero(d: Path, meta: dict[str, Any]) -> Dataset:
         check_path_name(t, f"{d}/meta.json: node_types[{i}]", extra=SUFFIX_ROOM)
     num_nodes = {t: check_count(meta["num_nodes"][t], f"{d}/meta.json: num_nodes[{t!r}]") for t in meta["node_types"]}
     edges: dict[EType, tuple[np.ndarray, np.ndarray]] = {}
+    edge_feats: dict[EType, dict[str, Feature]] = {}
     for et_text in meta["edge_types"]:
         et = parse_etype(et_text)
         check_etype_names(et, f"{d}/meta.json: edge_types")
@@ -203,6 +224,9 @@ def _load_hetero(d: Path, meta: dict[str, Any]) -> Dataset:
             _node_ids(path, arr[row], num_nodes[t], f"row {row}: {t!r} node ID") for row, t in ((0, et[0]), (1, et[2]))
         )
         edges[et] = (src, dst)
+        data = _edge_data(d / "edges", f"{et[0]}__{et[1]}__{et[2]}_", src.shape[0])
+        if data:
+            edge_feats[et] = data
     target = meta.get("target_node_type")
     node_feats: dict[str, dict[str, Feature]] = {}
     for t in num_nodes:
@@ -219,7 +243,10 @@ def _load_hetero(d: Path, meta: dict[str, Any]) -> Dataset:
         if feats:
             node_feats[t] = feats
     return Dataset(
-        meta.get("name", d.name), Graph(num_nodes, edges, node_feats), meta.get("num_classes"), target or DEFAULT_NTYPE
+        meta.get("name", d.name),
+        Graph(num_nodes, edges, node_feats, edge_feats),
+        meta.get("num_classes"),
+        target or DEFAULT_NTYPE,
     )
 
 
@@ -277,10 +304,23 @@ def _save_arrays(d: Path, prefix: str, feats: Mapping[str, Feature]) -> dict[str
     return info
 
 
+def _save_edge_data(d: Path, prefix: str, feats: Mapping[str, Feature]) -> None:
+    """An edge type's ``label`` and split masks, as :func:`_edge_data` reads them (other edge data is not kept
+    by this layout)."""
+    if "label" in feats:
+        _save_npy(d, f"{prefix}label.npy", np.asarray(feats["label"]))
+    for split in SPLITS:
+        if f"{split}_mask" in feats:
+            _save_npy(
+                d, f"{prefix}{split}_idx.npy", np.flatnonzero(np.asarray(feats[f"{split}_mask"])).astype(np.int64)
+            )
+
+
 def _save_homo(g: Graph, d: Path) -> dict[str, Any]:
     src, dst = g.edges[DEFAULT_ETYPE]
     _save_npy(d, "src.npy", src)
     _save_npy(d, "dst.npy", dst)
+    _save_edge_data(d, "edge_", g.edge_feats.get(DEFAULT_ETYPE, {}))
     info = _save_arrays(d, "", g.node_feats.get(DEFAULT_NTYPE, {}))
     return {
         "kind": "homogeneous",
@@ -298,6 +338,7 @@ def _save_hetero(g: Graph, d: Path, target: str) -> dict[str, Any]:
     (d / "edges").mkdir()
     for et, (src, dst) in g.edges.items():
         _save_npy(d / "edges", f"{et[0]}__{et[1]}__{et[2]}.npy", np.stack([src, dst]))
+        _save_edge_data(d / "edges", f"{et[0]}__{et[1]}__{et[2]}_", g.edge_feats.get(et, {}))
     features, labels = {}, {}
     for t in g.ntypes:
         feats = g.node_feats.get(t, {})

@@ -113,6 +113,7 @@ def _class_features(
 
 
 TARGETS = ("classes", "regression", "multilabel")
+EDGE_TARGETS = ("classes", "regression")
 
 
 def community_graph(
@@ -124,6 +125,7 @@ def community_graph(
     noise: float = 2.0,
     seed: int = 0,
     targets: str = "classes",
+    edge_targets: str | None = None,
 ) -> Dataset:
     """Planted-community graph: node ``v`` belongs to community ``c[v]``; a fraction ``intra`` of its
     edges stay within its community. Features are the community's centre plus Gaussian noise (``noise`` sets
@@ -132,9 +134,13 @@ def community_graph(
     ``targets``: what ``label`` holds. ``classes``: the community (int64). ``regression``: a float per node,
     its community's value (drawn from N(0, 1)) plus a quarter of its first feature plus N(0, 0.05) noise.
     ``multilabel``: ``num_classes`` 0/1 labels per node (int64 matrix): its community's label set (each label
-    in it with probability 0.3), each entry flipped with probability 0.05."""
-    if targets not in TARGETS:
-        raise ValueError(f"targets must be one of {TARGETS}, got {targets!r}")
+    in it with probability 0.3), each entry flipped with probability 0.05.
+
+    ``edge_targets``: edge labels and splits (30/20/50 %) of every edge (edge data ``label``, ``*_mask``).
+    ``classes``: 0 within a community, 1 from a lower community to a higher one, 2 from a higher to a lower
+    (so the direction matters); ``regression``: the product of the two communities' values plus N(0, 0.1)."""
+    if targets not in TARGETS or edge_targets not in (None, *EDGE_TARGETS):
+        raise ValueError(f"targets must be one of {TARGETS}, edge targets None or one of {EDGE_TARGETS}")
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, num_classes, num_nodes)
     m = num_nodes * avg_degree // 2
@@ -146,8 +152,22 @@ def community_graph(
     x = _class_features(labels, num_classes, feat_dim, noise, rng)
     planted = _planted(targets, labels, num_classes, x, rng)
     feats = {"feat": x, "label": planted, **_split_masks(num_nodes, rng)}
-    graph = Graph({DEFAULT_NTYPE: num_nodes}, {DEFAULT_ETYPE: (src, dst)}, {DEFAULT_NTYPE: feats})
+    edge = {} if edge_targets is None else {DEFAULT_ETYPE: _edge_labels(edge_targets, labels, src, dst, rng)}
+    graph = Graph({DEFAULT_NTYPE: num_nodes}, {DEFAULT_ETYPE: (src, dst)}, {DEFAULT_NTYPE: feats}, edge)
     return Dataset("community", graph, num_classes if targets == "classes" else None)
+
+
+def _edge_labels(
+    kind: str, c: np.ndarray, src: np.ndarray, dst: np.ndarray, rng: np.random.Generator
+) -> dict[str, np.ndarray]:
+    """The edge data of :func:`community_graph`'s ``edge_targets``."""
+    cs, cd = c[src], c[dst]
+    if kind == "classes":
+        label = np.where(cs == cd, 0, np.where(cs < cd, 1, 2)).astype(np.int64)
+    else:
+        value = rng.standard_normal(int(c.max(initial=0)) + 1)
+        label = (value[cs] * value[cd] + 0.1 * rng.standard_normal(src.shape[0])).astype(np.float32)
+    return {"label": label, **_split_masks(src.shape[0], rng)}
 
 
 def _planted(targets: str, c: np.ndarray, num_classes: int, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -172,14 +192,16 @@ def hetero_graph(
     noise: float = 2.0,
     seed: int = 0,
     targets: str = "classes",
+    edge_targets: str | None = None,
 ) -> Dataset:
     """MAG-like heterogeneous graph: ``paper`` (features, label, splits), ``author``, ``institution`` and
     ``field`` (featureless), with relations ``author:writes:paper``, ``paper:cites:paper``,
     ``author:affiliated_with:institution`` and ``paper:has_topic:field``. Papers cite, authors write
     and topics attach mostly within a paper's class. ``targets``: what a paper's ``label`` holds, as in
-    :func:`community_graph` (the paper's class standing for its community)."""
-    if targets not in TARGETS:
-        raise ValueError(f"targets must be one of {TARGETS}, got {targets!r}")
+    :func:`community_graph` (the paper's class standing for its community); ``edge_targets``: labels of the
+    ``paper:cites:paper`` edges, as :func:`community_graph`'s of its edges."""
+    if targets not in TARGETS or edge_targets not in (None, *EDGE_TARGETS):
+        raise ValueError(f"targets must be one of {TARGETS}, edge targets None or one of {EDGE_TARGETS}")
     rng = np.random.default_rng(seed)
     label = rng.integers(0, num_classes, num_papers)
     author_class = rng.integers(0, num_classes, num_authors)
@@ -211,7 +233,9 @@ def hetero_graph(
     paper = {"feat": x, "label": _planted(targets, label, num_classes, x, rng), **_split_masks(num_papers, rng)}
     num_nodes = {"paper": num_papers, "author": num_authors, "institution": num_institutions, "field": num_fields}
     classes = num_classes if targets == "classes" else None
-    return Dataset("hetero", Graph(num_nodes, edges, {"paper": paper}), classes, "paper")
+    cites = ("paper", "cites", "paper")
+    edge = {} if edge_targets is None else {cites: _edge_labels(edge_targets, label, *edges[cites], rng)}
+    return Dataset("hetero", Graph(num_nodes, edges, {"paper": paper}, edge), classes, "paper")
 
 
 def _unique_pairs(src: np.ndarray, dst: np.ndarray, num_dst: int) -> tuple[np.ndarray, np.ndarray]:

@@ -268,8 +268,13 @@ class DistGraph:
     def local_edges(self, etype: Any = None) -> tuple[np.ndarray, np.ndarray]:
         """Source and destination (per-type IDs) of the edges of ``etype`` this partition owns (those
         into its inner nodes); together over all partitions, every edge once."""
+        src, dst, _ = self.local_edge_ids(etype)
+        return src, dst
+
+    def local_edge_ids(self, etype: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`local_edges` and, third, each edge's per-type edge ID (what ``edges[etype].data`` reads)."""
         et = self._etype(etype) if etype is not None else self._single("local_edges", self.canonical_etypes)
-        srcs, dsts = [], []
+        srcs, dsts, ids = [], [], []
         for g in self.local_graphs:
             indptr = g.indptr.numpy()
             keep = g.edata["inner_edge"].numpy().astype(bool) & (
@@ -278,8 +283,10 @@ class DistGraph:
             gid = g.ndata["_ID"].numpy()
             dsts.append(gid[np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))[keep]])
             srcs.append(gid[g.indices.numpy()[keep]])
-        src, dst = np.concatenate(srcs), np.concatenate(dsts)
-        return self.book.map_to_per_ntype(src)[1].numpy(), self.book.map_to_per_ntype(dst)[1].numpy()
+            ids.append(g.edata["_ID"].numpy()[keep].astype(np.int64))
+        src, dst, eid = np.concatenate(srcs), np.concatenate(dsts), np.concatenate(ids)
+        per_type = self.book.map_to_per_etype(eid)[1].numpy()
+        return self.book.map_to_per_ntype(src)[1].numpy(), self.book.map_to_per_ntype(dst)[1].numpy(), per_type
 
     # -- degrees ----------------------------------------------------------------------------------
     def in_degrees(self, ids: Any, etype: Any = None) -> torch.Tensor:

@@ -1,12 +1,17 @@
-"""GNN models for training on sampled mini-batches, and link-prediction decoders. Names are imported on
-first use: the ``--model`` names (:mod:`.registry`) are read by every command line, the models themselves
-(PyG's layers) only by training and inference."""
+"""GNN models for training on sampled mini-batches, and the decoders of link prediction and edge tasks. Names
+are imported on first use: the ``--model`` names (:mod:`.registry`) are read by every command line, the models
+themselves (PyG's layers) only by training and inference."""
 
 from importlib import import_module
 from typing import Any
 
 _EXPORTS = {
+    "ConcatDecoder": "edge",
+    "DistMultDecoder": "link",
     "DotDecoder": "link",
+    "EdgeDistMultDecoder": "edge",
+    "EdgeDotDecoder": "edge",
+    "EdgeModel": "edge",
     "LinkModel": "link",
     "MLPDecoder": "link",
     "GAT": "gat",

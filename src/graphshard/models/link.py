@@ -25,6 +25,18 @@ class MLPDecoder(nn.Module):
         return self.mlp(src * dst).squeeze(-1)
 
 
+class DistMultDecoder(nn.Module):
+    """Score = ``sum_k src[k] * r[k] * dst[k]`` (DistMult, Yang et al., 2015): a learnt diagonal relation ``r``
+    between the two ends, so the edge type's scores are not symmetric in what each dimension weighs."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.relation = nn.Parameter(torch.ones(dim))
+
+    def forward(self, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+        return (src * self.relation * dst).sum(-1)
+
+
 class LinkModel(nn.Module):
     """Encoder + decoder in one module (so DDP synchronises both): scores node pairs of a batch.
     ``pairs`` holds positions of sources among the batch's ``src_type`` nodes (row 0) and of

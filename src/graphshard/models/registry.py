@@ -14,6 +14,8 @@ from torch import nn
 from ..errors import InputError
 from .spec import ModelSpec
 
+EDGE_DECODERS = ("concat", "dot", "distmult")  # how an edge task scores a labelled edge (models.edge)
+
 Factory = Callable[[ModelSpec], nn.Module]
 FACTORY_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 

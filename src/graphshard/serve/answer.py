@@ -170,10 +170,12 @@ class Answerer:
         return [replace(q, ntype=t, ids=q.pairs[end], pairs=None) for end, t in enumerate((s_type, d_type))]
 
     def _score(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """A link model's score per pair, or an edge task's outputs per edge (a row each)."""
         decoder: Any = self.r.model.decoder  # a LinkModel's (nn.Module attributes are typed as tensors too)
         with torch.no_grad():
             scores = decoder(torch.from_numpy(src).to(self.device), torch.from_numpy(dst).to(self.device))
-            return scores.view(-1).float().cpu().numpy().astype(np.float32)
+            scores = scores if self.r.task == "edge" else scores.view(-1)
+            return scores.float().cpu().numpy().astype(np.float32)
 
     def _head(self, q: Query) -> Head:
         """``/v1/embed`` answers the hidden layer when the service was started so; everything else the output."""

@@ -106,7 +106,7 @@ async def _answer(service: Service, request: Request, kind: str) -> Response:
         body = await _body(request, service.max_body, service.timeout)
         query = parse_query(body, kind, service.facts, service.limits)
         rows = await _rows(service, query)
-        response = JSONResponse(_render(kind, query, rows, service.label_kind))
+        response = JSONResponse(_render(kind, query, rows, service.label_kind, service.facts.pair_etype))
     except RequestError as exc:
         response = JSONResponse(exc.body(), exc.status)
     except Overloaded as exc:
@@ -178,9 +178,14 @@ def _settle(future: asyncio.Future[Any], result: Any) -> None:
         future.set_result(result)
 
 
-def _render(kind: str, query: Query, rows: np.ndarray, label_kind: str = "classification") -> dict[str, Any]:
+def _render(
+    kind: str, query: Query, rows: np.ndarray, label_kind: str = "classification", edges: str | None = None
+) -> dict[str, Any]:
+    """The answer's JSON: ``edges``, an edge task's edge type (its pairs are labelled edges)."""
     if not np.isfinite(rows).all():  # JSON has no NaN: say so rather than fail to encode
         raise RequestError(422, "the model's output for these nodes is not finite (features far out of range?)")
+    if query.pairs is not None and edges is not None:  # an edge task's labelled edges
+        return {"edges": query.pairs.T.tolist(), "type": edges, "stale": query.stale} | predictions(rows, label_kind)
     if query.pairs is not None:
         probability = 1.0 / (1.0 + np.exp(-rows.astype(np.float64)))
         pairs = query.pairs.T.tolist()

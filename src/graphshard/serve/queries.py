@@ -9,6 +9,7 @@ A request::
     {"new": [{"features": {"feat": [...]}, "edges": [IDs], "out_edges": [IDs]}], "type": ...}   # new nodes
     {"nodes": [...], "stale": true}                          # rows of the precomputed embeddings (--embeddings)
     {"pairs": [[u, v], ...]}                                 # link scores (/v1/predict of a link checkpoint)
+    {"edges": [[u, v], ...], "type": "src:rel:dst"}          # an edge task's predictions ("type" optional)
 
 ``edges`` of a new node are its in-neighbours (the nodes whose messages it receives), ``out_edges`` the nodes
 that receive its own (on a graph stored with both directions of every link, give the same list to both)."""
@@ -90,6 +91,8 @@ class GraphFacts:
     stale: bool
     no_new: str | None = None  # why new nodes are not answered (None: they are)
     pair_types: tuple[str, str] | None = None  # a link model's source and destination types: it scores pairs
+    pair_field: str = "pairs"  # what a request names them: pairs (link prediction) or edges (an edge task)
+    pair_etype: str | None = None  # an edge task's edge type, src:rel:dst (a request's "type" must be it)
     etypes: list[EType] = field(default_factory=list)  # the graph's edge types (new nodes' edges name them)
 
 
@@ -97,9 +100,10 @@ def parse_query(body: Any, kind: str, facts: GraphFacts, limits: Limits) -> Quer
     """The :class:`Query` in ``body`` (parsed JSON), or a :class:`RequestError` naming the field at fault."""
     if not isinstance(body, dict):
         raise RequestError(400, f"the request body must be a JSON object, got {_kind(body)}")
-    unknown = sorted(set(body) - {"nodes", "type", "new", "stale", "pairs"})
+    fields = {"nodes", "type", "new", "stale", "pairs", "edges"}
+    unknown = sorted(set(body) - fields)
     if unknown:
-        raise RequestError(422, f"unknown field {unknown[0]!r} (fields: nodes, type, new, stale, pairs)", unknown[0])
+        raise RequestError(422, f"unknown field {unknown[0]!r} (fields: {', '.join(sorted(fields))})", unknown[0])
     stale = body.get("stale", False)
     if not isinstance(stale, bool):
         raise RequestError(422, f"'stale' must be true or false, got {_kind(stale)}", "stale")
@@ -111,6 +115,8 @@ def parse_query(body: Any, kind: str, facts: GraphFacts, limits: Limits) -> Quer
         return _pairs_query(body, stale, facts, limits)
     if body.get("pairs") is not None:
         raise RequestError(422, "'pairs' are scored by /v1/predict of a link prediction model", "pairs")
+    if body.get("edges") is not None:
+        raise RequestError(422, "'edges' are predicted by /v1/predict of an edge task's model", "edges")
     ntype = _type(body.get("type"), facts)
     has_nodes, has_new = body.get("nodes") is not None, body.get("new") is not None
     if has_nodes == has_new:
@@ -138,38 +144,46 @@ def parse_query(body: Any, kind: str, facts: GraphFacts, limits: Limits) -> Quer
 
 
 def _pairs_query(body: dict, stale: bool, facts: GraphFacts, limits: Limits) -> Query:
-    """A link model's ``/v1/predict``: ``pairs`` of (source, destination) original IDs of its edge type."""
+    """A link model's ``/v1/predict``: ``pairs`` of (source, destination) original IDs of its edge type; or an edge
+    task's: ``edges`` so given (and, optionally, their ``type``)."""
     assert facts.pair_types is not None
-    extra = sorted(set(body) - {"pairs", "stale"})
+    f = facts.pair_field
+    allowed = {f, "stale"} | ({"type"} if facts.pair_etype else set())
+    extra = sorted(set(body) - allowed)
     if extra:
-        raise RequestError(422, f"a link prediction model scores 'pairs' only: leave out {extra[0]!r}", extra[0])
-    value = body.get("pairs")
+        what = "a link prediction model scores 'pairs'" if f == "pairs" else "an edge task's model predicts 'edges'"
+        raise RequestError(422, f"{what} only: leave out {extra[0]!r}", extra[0])
+    if body.get("type") is not None and body["type"] != facts.pair_etype:
+        raise RequestError(
+            422, f"'type' {body['type']!r} is not the edge type the model predicts ({facts.pair_etype!r})", "type"
+        )
+    value = body.get(f)
     if not isinstance(value, list) or not value:
-        raise RequestError(422, "'pairs' must be a non-empty list of [source, destination] node IDs", "pairs")
+        raise RequestError(422, f"'{f}' must be a non-empty list of [source, destination] node IDs", f)
     if len(value) > limits.max_nodes:
-        raise RequestError(413, f"'pairs' has {len(value)} pairs, more than the {limits.max_nodes} served", "pairs")
+        raise RequestError(413, f"'{f}' has {len(value)} pairs, more than the {limits.max_nodes} served", f)
     try:
         arr = np.array(value, dtype=object)
     except ValueError:  # ragged
         arr = np.zeros((0,), dtype=object)
     if arr.ndim != 2 or arr.shape[1] != 2:
         i = next((i for i, p in enumerate(value) if not (isinstance(p, list) and len(p) == 2)), 0)  # the culprit
-        raise RequestError(422, f"pairs[{i}] must be [source, destination], got {_kind(value[i])}", f"pairs[{i}]")
+        raise RequestError(422, f"{f}[{i}] must be [source, destination], got {_kind(value[i])}", f"{f}[{i}]")
     flat = arr.ravel().tolist()
     try:
-        ids = _integers(flat, "pairs").reshape(-1, 2)
+        ids = _integers(flat, f).reshape(-1, 2)
     except RequestError as exc:
         assert exc.field is not None
-        k = int(exc.field[len("pairs[") : -1])
+        k = int(exc.field[len(f) + 1 : -1])
         raise RequestError(
-            422, f"pairs[{k // 2}][{k % 2}] must be an integer node ID", f"pairs[{k // 2}][{k % 2}]"
+            422, f"{f}[{k // 2}][{k % 2}] must be an integer node ID", f"{f}[{k // 2}][{k % 2}]"
         ) from None
     for end, t in enumerate(facts.pair_types):
         count = facts.counts[t]
         bad = (ids[:, end] < 0) | (ids[:, end] >= count)
         if bad.any():
             i = int(np.argmax(bad))
-            where = f"pairs[{i}][{end}]"
+            where = f"{f}[{i}][{end}]"
             raise RequestError(404, f"{where}: node {ids[i, end]} of type {t!r} is not in the graph", where)
     s_type = facts.pair_types[0]
     return Query("predict", s_type, stale=stale, pairs=np.ascontiguousarray(ids.T))

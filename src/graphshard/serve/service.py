@@ -29,11 +29,11 @@ from ..distributed.liveness import DEFAULT_LOST_AFTER, doing
 from ..distributed.network import LOOPBACK
 from ..distributed.runtime import Session, session
 from ..errors import DistError, InputError
-from ..format.config import read_config
 from ..train.checkpoint_embed import Restored, checkpoint_run, restore
 from ..train.options import TrainOptions
 from .answer import Answerer, HiddenLayer, hidden_layer, open_stale
 from .queries import GraphFacts, Limits, Query
+from .servable import check_servable
 
 log = logging.getLogger(__name__)
 notice = logging.getLogger("graphshard.notice")  # shown at the default log level
@@ -148,8 +148,7 @@ def serve(
         device=options.device,
     )
     options.check(opts.num_layers)
-    if options.embedding_layer == "hidden":
-        _check_hidden(opts)
+    check_servable(opts, options.embedding_layer, str(checkpoint))
     lead = num_procs is not None or int(os.environ.get("RANK", "0")) == 0  # starts rank 0, or is rank 0
     token, listener = None, None
     if lead:  # what only rank 0 uses is read and taken by its host alone (the others may not have the file)
@@ -186,25 +185,8 @@ def _rank(opts: TrainOptions, options: ServeOptions, token: str | None, listener
             _follow(s)
 
 
-HIDDEN_MODELS = ("sage", "gcn", "gat", "gin")  # the homogeneous stacks: their hidden layer is served
-
-
-def _check_hidden(opts: TrainOptions) -> None:
-    """An :class:`InputError`, before any rank starts, where ``/v1/embed`` cannot answer the hidden layer."""
-    assert opts.part_config is not None  # set by checkpoint_options
-    cfg = read_config(opts.part_config)
-    hetero = len(cfg.ntypes) > 1 or len(cfg.etypes) > 1
-    if hetero or opts.model not in HIDDEN_MODELS or opts.num_layers < 2:
-        raise InputError(
-            f"--embedding-layer hidden: model {opts.model!r} ({'heterogeneous' if hetero else 'homogeneous'}, "
-            f"{opts.num_layers} layers) has no hidden layer graphshard serve computes (the homogeneous "
-            f"{', '.join(HIDDEN_MODELS)} of 2+ layers have); 'graphshard embed --embedding-layer hidden' "
-            "writes it for any model, to serve as stale rows"
-        )
-
-
 def _hidden(restored: Restored, layer: str) -> HiddenLayer | None:
-    """The hidden-layer view ``/v1/embed`` answers with (None: the output; checked by :func:`_check_hidden`)."""
+    """The hidden-layer view ``/v1/embed`` answers with (None: the output; checked by :func:`.servable.check_servable`)."""
     if layer == "output":
         return None
     hidden = hidden_layer(restored.encoder)
@@ -338,7 +320,6 @@ def _facts(restored: Restored, answerer: Answerer, embeddings: str | None) -> Gr
     widths = {t: inputs.dims[t] if t not in inputs.embeddings else None for t in restored.types}
     no_new = "the model reads edge features, which a new node's edges do not have" if inputs.edge_dims else None
     et = restored.edge_type
-    pair_types = (et[0], et[2]) if et is not None else None
     return GraphFacts(
         counts,
         restored.types,
@@ -346,8 +327,10 @@ def _facts(restored: Restored, answerer: Answerer, embeddings: str | None) -> Gr
         widths,
         bool(embeddings),
         no_new,
-        pair_types,
-        list(g.canonical_etypes),
+        pair_types=(et[0], et[2]) if et is not None else None,
+        pair_field="edges" if restored.task == "edge" else "pairs",
+        pair_etype=":".join(et) if et is not None and restored.task == "edge" else None,
+        etypes=list(g.canonical_etypes),
     )
 
 

@@ -55,6 +55,7 @@ RESUME_OPTIONS = (
     "loss",
     "focal_gamma",
     "class_weights",
+    "edge_decoder",
 )
 # How the heterogeneous GraphSAGE combines relations; checkpoints of older graphshard (summed relations,
 # every relation built) record none and cannot be resumed by this model
@@ -72,6 +73,7 @@ LATER_OPTIONS = (
     "loss",
     "focal_gamma",
     "class_weights",
+    "edge_decoder",
 )
 ADDED_DEFAULTS = {  # what a checkpoint without them had
     "heads": 4,
@@ -81,6 +83,7 @@ ADDED_DEFAULTS = {  # what a checkpoint without them had
     "loss": "auto",
     "focal_gamma": 2.0,
     "class_weights": None,
+    "edge_decoder": "concat",
 }
 
 

@@ -25,6 +25,7 @@ from ..memory import allowed
 from .checkpoint import LATER_OPTIONS, RESUME_OPTIONS, load_checkpoint, read_state, run_identity
 from .compiled import warm_up
 from .cost import check_train_fits, evaluated
+from .edge import EdgeRows, edge_model, edge_task
 from .embeddings import check_embeddings_target, every_output, save_tables
 from .inputs import ModelInputs, build_model
 from .link import link_model
@@ -160,7 +161,8 @@ class Restored:
     types: list[str]
     classes: int | None = None
     edge_type: EType | None = None
-    label_kind: str | None = None  # of a node task (train.labels)
+    label_kind: str | None = None  # of a node or edge task (train.labels)
+    task: str = "node"
 
 
 def restore(s: Session, opts: TrainOptions) -> Restored:
@@ -172,12 +174,29 @@ def restore(s: Session, opts: TrainOptions) -> Restored:
         task = node_task(s, g, opts)
         model = build_model(opts, inputs, task.classes, [task.target])
         restored = Restored(g, inputs, model, model, [task.target], classes=task.classes, label_kind=task.kind)
+    elif opts.task == "edge":
+        edges = edge_task(s, g, opts)
+        model = edge_model(opts, inputs, edges.etype, edges.classes, EdgeRows(g, edges.etype, opts).width)
+        et = edges.etype
+        restored = Restored(
+            g,
+            inputs,
+            model,
+            model.encoder,
+            list(dict.fromkeys([et[0], et[2]])),
+            classes=edges.classes,
+            edge_type=et,
+            label_kind=edges.kind,
+            task="edge",
+        )
     else:
         if opts.edge_type is None and len(g.canonical_etypes) > 1:
             raise InputError("the checkpoint's link run names no edge type and the graph has several")
         et = g._etype(opts.edge_type) if opts.edge_type else g.canonical_etypes[0]
         model = link_model(opts, inputs, et)
-        restored = Restored(g, inputs, model, model.encoder, list(dict.fromkeys([et[0], et[2]])), edge_type=et)
+        restored = Restored(
+            g, inputs, model, model.encoder, list(dict.fromkeys([et[0], et[2]])), edge_type=et, task="link"
+        )
     directory = f"{opts.checkpoint}/rank{s.rank}"
     resumed = load_checkpoint(
         directory,

@@ -12,7 +12,7 @@ from dataclasses import replace
 from ..distributed.served import stored_per_process
 from ..errors import InputError
 from ..format.config import PartitionConfig, read_config
-from ..graph import etype_str
+from ..graph import etype_str, parse_etype
 from ..models.registry import BUILTIN, check_kind, is_custom, load_factory, reads_edge_features
 from .labels import kind_of
 from .link_split import open_link_split, require_link_split
@@ -92,6 +92,63 @@ def _check_node_data(opts: TrainOptions, cfg: PartitionConfig, held: Held, targe
             )
 
 
+def held_edge_data(cfg: PartitionConfig) -> Held:
+    """The edge data of every edge type (``src:rel:dst``), from the config's feature schema."""
+    out: Held = {t: {} for t in cfg.etypes}
+    for key, spec in cfg.feature_schema.get("edge_feats", {}).items():
+        etype, name = key.rsplit("/", 1)
+        out.setdefault(etype, {})[name] = spec
+    return out
+
+
+def _check_edge_data(opts: TrainOptions, cfg: PartitionConfig) -> tuple[str, str]:
+    """The edge type whose labels ``--task edge`` learns and the label's name, checked: the label and split
+    masks are there, the label's kind has the metrics, loss and decoder asked."""
+    held = held_edge_data(cfg)
+    names = [opts.label] if opts.label else list(LABEL_NAMES)
+    if opts.edge_type:
+        et = etype_str(parse_etype(opts.edge_type))
+        if et not in held:
+            raise InputError(f"{cfg.path}: edge type {et!r} is not in the graph (edge types: {sorted(held)})")
+    else:
+        labelled = [t for t in held if any(n in held[t] for n in names)]
+        if len(labelled) != 1:
+            raise InputError(
+                f"{cfg.path}: edge types with labels {names}: {labelled or 'none'}; "
+                + (
+                    "choose one with --edge-type"
+                    if labelled
+                    else "an edge task needs edge labels (see the dataset layout)"
+                )
+            )
+        et = labelled[0]
+    have = held[et]
+    label = _pick(opts.label, LABEL_NAMES, set(have))
+    missing = [n for n in [label, *opts.split_masks] if n not in have]
+    if missing:
+        raise InputError(
+            f"{cfg.path}: edge type {et!r} has no {', '.join(map(repr, missing))} (it holds "
+            f"{', '.join(sorted(have)) or 'no edge data'}); name its data with --label and --split-masks"
+        )
+    code, shape = have[label]
+    what = f"{cfg.path}: label {label!r} of edge type {et!r} ({code} of row shape {list(shape)})"
+    if code == "BOOL" and not shape:
+        raise InputError(f"{what}: one boolean per edge is a mask, not labels (classes are integers)")
+    kind = kind_of(code[0] in "IU" or code == "BOOL", tuple(shape), opts.label_kind, what)
+    chosen_metrics(opts.metric, kind)
+    chosen_loss(opts.loss, kind)
+    if opts.edge_decoder == "dot" and (kind != "regression" or tuple(shape) not in ((), (1,))):
+        raise InputError(f"{what}: --edge-decoder dot gives one number per edge: use concat or distmult")
+    for name in opts.split_masks:
+        code, shape = have[name]
+        if code not in ("BOOL", "U8", "I8") or shape not in ((), (1,)):
+            raise InputError(
+                f"{cfg.path}: split mask {name!r} of edge type {et!r} must be one boolean per edge, got "
+                f"{code} of row shape {list(shape)}"
+            )
+    return et, label
+
+
 def _check_link(opts: TrainOptions, cfg: PartitionConfig, held: Held) -> None:
     et = open_link_split(require_link_split(opts)).etype  # the header alone
     if etype_str(et) not in cfg.etypes:
@@ -118,10 +175,11 @@ def check_model(opts: TrainOptions, cfg: PartitionConfig) -> None:
             f"{cfg.path}: no edge type has feature {opts.edge_feat!r} (edge features: "
             f"{', '.join(sorted(held)) or 'none'})"
         )
-    if not reads_edge_features(opts.model):
+    if not reads_edge_features(opts.model) and not (opts.task == "edge" and opts.edge_decoder == "concat"):
         readers = [n for n, b in BUILTIN.items() if b.edge_features]
         raise InputError(
-            f"--edge-feat: model {opts.model!r} reads no edge features ({', '.join(readers)} and your own model do)"
+            f"--edge-feat: model {opts.model!r} reads no edge features ({', '.join(readers)} and your own model do; "
+            "so does --task edge's concat decoder, of the labelled edge)"
         )
 
 
@@ -156,6 +214,9 @@ def resolve_data(opts: TrainOptions, world_size: int, announce: bool = True) -> 
         label = _pick(opts.label, LABEL_NAMES, set(held[target]))
         _check_node_data(opts, cfg, held, target, label)
         target = target if len(cfg.ntypes) > 1 else opts.target
+    elif opts.task == "edge":
+        edge_type, label = _check_edge_data(opts, cfg)
+        opts = replace(opts, edge_type=edge_type)
     else:
         _check_link(opts, cfg, held)
     check_model(opts, cfg)
@@ -168,4 +229,4 @@ def resolve_data(opts: TrainOptions, world_size: int, announce: bool = True) -> 
             opts.sparse_lr,
             ", ".join(featureless),
         )
-    return replace(opts, feat=feat, label=label if opts.task == "node" else opts.label, target=target)
+    return replace(opts, feat=feat, label=label if opts.task != "link" else opts.label, target=target)

@@ -33,7 +33,7 @@ from ..distributed.original import OriginalIds
 from ..distributed.runtime import Session
 from ..errors import FormatError
 from ..graph import EType
-from ..models import DotDecoder, LinkModel, MLPDecoder
+from ..models import DistMultDecoder, DotDecoder, LinkModel, MLPDecoder
 from . import timing
 from .checks import check_finite_features
 from .embeddings import Outputs, representations, save_tables
@@ -137,7 +137,11 @@ class LinkEvaluator:
 def link_model(opts: TrainOptions, inputs: ModelInputs, et: EType) -> LinkModel:
     """The encoder (``opts.model``, ``opts.hidden`` outputs) and ``opts.decoder`` scoring pairs of ``et``."""
     encoder = build_model(opts, inputs, opts.hidden, [et[0], et[2]])
-    decoder = DotDecoder() if opts.decoder == "dot" else MLPDecoder(opts.hidden, opts.hidden)
+    decoder = {
+        "dot": DotDecoder,
+        "mlp": lambda: MLPDecoder(opts.hidden, opts.hidden),
+        "distmult": lambda: DistMultDecoder(opts.hidden),
+    }[opts.decoder]()
     return LinkModel(encoder, decoder, et[0], et[2])
 
 

@@ -38,6 +38,13 @@ LOWER_IS_BETTER = frozenset({"rmse", "mae"})
 _RANKING = frozenset({"roc_auc", "pr_auc"})
 
 
+def load_library() -> None:
+    """Import torchmetrics' metrics now (about 50 MB and a second, once per process): at a rank's start, with
+    the rest of what it loads, rather than at its first evaluation."""
+    import torchmetrics.functional.classification
+    import torchmetrics.functional.regression  # noqa: F401
+
+
 def chosen_metrics(asked: Sequence[str] | None, kind: str, what: str = "--metric") -> list[str]:
     """The metrics reported for a task of label ``kind``: ``asked`` (checked against the kind's) or its
     defaults. Raises :class:`InputError` naming ``what`` and the metrics the kind has."""

@@ -9,7 +9,7 @@ from ..device.choice import DEVICES, PRECISIONS
 from ..distributed.liveness import DEFAULT_LOST_AFTER
 from ..distributed.wire import WIRE_DTYPES
 from ..errors import InputError
-from ..models.registry import check_name, model_help
+from ..models.registry import EDGE_DECODERS, check_name, model_help
 from ..partition.methods import METHODS
 from .fields import check_fields, option
 from .labels import LABEL_KINDS
@@ -17,8 +17,8 @@ from .losses import LOSSES
 from .metrics import METRICS
 from .schedule import SCHEDULES
 
-TASKS = ("node", "link")
-DECODERS = ("dot", "mlp")
+TASKS = ("node", "link", "edge")
+DECODERS = ("dot", "mlp", "distmult")
 EMBEDDING_LAYERS = ("output", "hidden")
 CACHE_DEVICES = ("host", "cuda")
 SPLITS = ("train", "val", "test")
@@ -38,7 +38,11 @@ class TrainOptions:
         None, "str", "partition config JSON (from 'partition' or 'dispatch')", optional=True
     )
     task: str = option(
-        "node", "str", "node classification, or link prediction (held-out edges ranked by MRR/AUC)", choices=TASKS
+        "node",
+        "str",
+        "node: node labels (classes, 0/1 labels or regression targets); link: link prediction (held-out edges "
+        "ranked by MRR/AUC); edge: labels of existing edges (classes or targets)",
+        choices=TASKS,
     )
     model: str = option(
         "sage",
@@ -96,11 +100,11 @@ class TrainOptions:
         "node feature name (default: feat, or x where the partitions hold x, as Graph.from_pyg makes them)",
         optional=True,
     )
-    label: str | None = option(None, "str", "node: label name (default: label, or y)", optional=True)
+    label: str | None = option(None, "str", "node, edge: label name (default: label, or y)", optional=True)
     split_masks: list[str] = option(
         ["train_mask", "val_mask", "test_mask"],
         "strs",
-        "node: names of the train, validation and test masks, comma-separated",
+        "node, edge: names of the train, validation and test masks, comma-separated",
     )
     target: str | None = option(
         None, "str", "node type to classify (default: the only node type with labels)", optional=True
@@ -108,7 +112,7 @@ class TrainOptions:
     num_classes: int | None = option(
         None,
         "int",
-        "node: number of label classes (default: the dataset's "
+        "node, edge: number of label classes (default: the dataset's "
         "num_classes, else the largest label in the splits + 1); a split label outside "
         "them is an error",
         optional=True,
@@ -117,7 +121,7 @@ class TrainOptions:
     label_kind: str | None = option(
         None,
         "str",
-        "node: what the label asks (default: read from it: integers one per node -> classification; a 2-D 0/1 "
+        "node, edge: what the label asks (default: read from it: integers one per node -> classification; a 2-D 0/1 "
         "integer matrix -> multilabel; floats -> regression)",
         optional=True,
         choices=LABEL_KINDS,
@@ -125,7 +129,7 @@ class TrainOptions:
     metric: list[str] | None = option(
         None,
         "strs",
-        "node: metrics to report, comma-separated; the first selects the best epoch (classification: accuracy, "
+        "node, edge: metrics to report, comma-separated; the first selects the best epoch (classification: accuracy, "
         "f1_micro, f1_macro, roc_auc, pr_auc; regression: rmse, mae, r2; default: accuracy,f1_macro; "
         "f1_micro,f1_macro; rmse,mae,r2)",
         optional=True,
@@ -133,15 +137,17 @@ class TrainOptions:
     loss: str = option(
         "auto",
         "str",
-        "node: the training loss (auto: cross_entropy, bce for multilabel, mse for regression; focal for "
+        "node, edge: the training loss (auto: cross_entropy, bce for multilabel, mse for regression; focal for "
         "imbalanced classes; smooth_l1 for regression with outliers)",
         choices=LOSSES,
     )
-    focal_gamma: float = option(2.0, "float", "node: focal loss's gamma (0: cross-entropy)", **NON_NEGATIVE, **FINITE)
+    focal_gamma: float = option(
+        2.0, "float", "node, edge: focal loss's gamma (0: cross-entropy)", **NON_NEGATIVE, **FINITE
+    )
     class_weights: str | None = option(
         None,
         "str",
-        "node: weigh classes (multilabel: each label's positives) in the loss: auto (balanced, from the "
+        "node, edge: weigh classes (multilabel: each label's positives) in the loss: auto (balanced, from the "
         "training labels) or a .npy file of one weight per class",
         optional=True,
         metavar="auto|FILE",
@@ -188,7 +194,16 @@ class TrainOptions:
         "rounded), integers in the narrowest type that holds them (exact)",
         choices=WIRE_DTYPES,
     )
-    decoder: str = option("dot", "str", "link: how a node pair is scored", choices=DECODERS)
+    decoder: str = option(
+        "dot", "str", "link: how a pair is scored: inner product, MLP, or DistMult (relation-aware)", choices=DECODERS
+    )
+    edge_decoder: str = option(
+        "concat",
+        "str",
+        "edge: how a labelled edge's outputs are made from its ends' representations: an MLP of both (and of "
+        "the edge's --edge-feat), their inner product (one output), or DistMult (a relation per output)",
+        choices=EDGE_DECODERS,
+    )
     neg_ratio: float = option(1.0, "float", "link: random negative edges per positive", **POSITIVE, **FINITE)
     eval_negatives: int = option(100, "int", "link: random destinations each held-out edge is ranked against", low=1)
     hits_k: int = option(10, "int", "link: K of Hits@K (share of held-out edges ranked K or better)", low=1)
@@ -201,7 +216,8 @@ class TrainOptions:
     edge_type: str | None = option(
         None,
         "str",
-        "link, with --dataset: the edge type to predict, src:rel:dst (needed when the graph has several)",
+        "link, with --dataset: the edge type to predict, src:rel:dst (needed when the graph has several); edge: "
+        "the edge type whose labels to learn (default: the only one with labels)",
         optional=True,
     )
     link_split: str | None = option(
@@ -338,7 +354,7 @@ class TrainOptions:
                 if value is not None
             ] + (["loss"] if self.loss != "auto" else [])
             if given:
-                raise InputError(f"{given[0]} is an option of node tasks (--task node), not link")
+                raise InputError(f"{given[0]} is an option of --task node and edge, not link")
         if self.task == "node" and self.edge_type is not None:
             raise InputError("edge_type is an option of --task link, not node")
 

@@ -35,7 +35,8 @@ NODE_FIGURES = ("acc", "f1_micro", "f1_macro", "roc_auc", "pr_auc", "rmse", "mae
 
 def node_text(m: dict[str, Any], prefix: str) -> str:
     """``  val acc 0.9705 f1_macro 0.9688`` from a node run's figures (those measured; empty if none)."""
-    parts = [f"{k} {m[prefix + k]:.4f}" for k in NODE_FIGURES if m.get(prefix + k) is not None]
+    keys = NODE_FIGURES if prefix + "acc" in m else ("accuracy", *NODE_FIGURES[1:])  # edge tasks: no old key
+    parts = [f"{k} {m[prefix + k]:.4f}" for k in keys if m.get(prefix + k) is not None]
     return f"  {prefix.rstrip('_')} {' '.join(parts)}" if parts else ""
 
 

@@ -33,9 +33,11 @@ from .compiled import warm_up
 from .contract import resolve_data
 from .cost import check_train_fits, evaluated
 from .device_cost import check_devices_fit
+from .edge import train_edge
 from .embeddings import check_embeddings_target
 from .link import train_link
 from .link_split import save_link_split, split_edges
+from .metrics import load_library
 from .node import train_node
 from .options import TrainOptions
 from .report import write_json
@@ -78,8 +80,10 @@ def _rank_main(
             opts = resolve_data(_with_partitions(opts, dataset), s.world_size, announce=s.rank == 0)
             timing.add("partition_s", time.perf_counter() - start)
         device = rank_device(opts.device).device
+        if opts.task != "link":  # its metrics are its own sums
+            load_library()
         with named_out_of_memory(s.rank, device, now_doing):
-            metrics = (train_link if opts.task == "link" else train_node)(s, opts)
+            metrics = {"link": train_link, "edge": train_edge, "node": train_node}[opts.task](s, opts)
         assert opts.part_config is not None  # checked by resolve_data
         metrics["part_config"] = str(Path(opts.part_config).resolve())  # what embed (or another run) needs
         metrics["time"] = timing.rank_account() | ({"spawn_s": spawn_s} if spawn_s is not None else {})

@@ -1,0 +1,36 @@
+"""What a checkpoint lets ``graphshard serve`` answer, checked before any rank starts: the hidden layer for
+``/v1/embed`` (of the homogeneous stacks only), and an edge task's edges (whose decoder must read their two
+ends only: requests carry no edge features)."""
+
+from __future__ import annotations
+
+from ..errors import InputError
+from ..format.config import read_config
+from ..train.options import TrainOptions
+
+HIDDEN_MODELS = ("sage", "gcn", "gat", "gin")  # the homogeneous stacks: their hidden layer is served
+
+
+def check_servable(opts: TrainOptions, embedding_layer: str, checkpoint: str) -> None:
+    """An :class:`InputError` where the checkpoint's model (``opts``) cannot be served as asked."""
+    if embedding_layer == "hidden":
+        _check_hidden(opts)
+    if opts.task == "edge" and opts.edge_feat is not None and opts.edge_decoder == "concat":
+        raise InputError(
+            f"{checkpoint}: the model's decoder reads each labelled edge's feature {opts.edge_feat!r}, which "
+            "requests do not carry: graphshard serve answers edge tasks whose decoder reads the two ends only"
+        )
+
+
+def _check_hidden(opts: TrainOptions) -> None:
+    """Where ``/v1/embed`` cannot answer the hidden layer."""
+    assert opts.part_config is not None  # set by checkpoint_options
+    cfg = read_config(opts.part_config)
+    hetero = len(cfg.ntypes) > 1 or len(cfg.etypes) > 1
+    if hetero or opts.model not in HIDDEN_MODELS or opts.num_layers < 2:
+        raise InputError(
+            f"--embedding-layer hidden: model {opts.model!r} ({'heterogeneous' if hetero else 'homogeneous'}, "
+            f"{opts.num_layers} layers) has no hidden layer graphshard serve computes (the homogeneous "
+            f"{', '.join(HIDDEN_MODELS)} of 2+ layers have); 'graphshard embed --embedding-layer hidden' "
+            "writes it for any model, to serve as stale rows"
+        )
