@@ -23,13 +23,19 @@ from .sampler import DistNeighborSampler
 from .sampling_graph import SamplingGraph
 from .wire import STORED, check_wire
 
+NEG_MODES = ("binary", "triplet", "joint", "hard")
+
 
 @dataclass(frozen=True)
 class BatchSpec:
     """What a loader's batches hold. ``input_type``: node type of node seeds; ``edge_type``: type of
-    link seeds; ``neg_mode`` ``"binary"`` (``edge_label`` 1/0 over positives then negatives) or
-    ``"triplet"`` (``src_index``, ``dst_pos_index``, ``dst_neg_index``), ``neg_amount`` negatives per
-    positive. ``feat_name``/``label_name`` become ``x``/``y`` where a node type has them.
+    link seeds; ``neg_mode`` ``"binary"`` (``edge_label`` 1/0 over positives then negatives),
+    ``"triplet"`` (``src_index``, ``dst_pos_index``, ``dst_neg_index``) or ``"joint"`` (the positives'
+    ``edge_label_index``, and ``dst_neg_index``: ``ceil(neg_amount)`` destinations shared by all of them) or
+    ``"hard"`` (the positives' ``edge_label_index``, and ``dst_neg_index`` ``(B, 2 ceil(neg_amount))``: random
+    in-neighbours of each destination along the edge type, random nodes where it has too few, then as many
+    random nodes);
+    ``neg_amount`` negatives per positive. ``feat_name``/``label_name`` become ``x``/``y`` where a node type has them.
     ``exclude_seed_edges``: drop sampled edges joining a positive seed pair, in either direction (so the
     model cannot read a training link off its own neighbourhood — held-out links are never there).
     ``sparse_x``: a node type whose ``feat_name`` is held as CSR gets ``x`` as a sparse COO tensor of its
@@ -57,8 +63,12 @@ class BatchSpec:
 
     def __post_init__(self) -> None:
         check_wire(self.wire_dtype)
-        if self.neg_mode not in (None, "binary", "triplet"):
-            raise InputError(f"neg_mode must be 'binary', 'triplet' or None, got {self.neg_mode!r}")
+        if self.neg_mode not in (None, *NEG_MODES):
+            raise InputError(f"neg_mode must be one of {', '.join(NEG_MODES)} or None, got {self.neg_mode!r}")
+        if self.neg_mode in ("joint", "hard") and self.time_attr is not None:
+            raise InputError(f"neg_mode {self.neg_mode!r} has no temporal sampling")
+        if self.neg_mode == "hard" and self.edge_type is not None and self.edge_type[0] != self.edge_type[2]:
+            raise InputError(f"neg_mode 'hard' draws destinations' in-neighbours: {self.edge_type} joins two types")
         if self.neg_mode is not None and self.neg_amount <= 0:
             raise InputError(f"neg_amount must be positive, got {self.neg_amount}")
 
@@ -201,9 +211,11 @@ class BatchMaker:
             dst = np.concatenate([dst, rng.integers(0, self.book.num_nodes(d_t), n_neg)])
             label = torch.cat([label, torch.zeros(n_neg, dtype=label.dtype)])
             times = None if times is None else np.concatenate([times, times[np.arange(n_neg) % n_pos]])
-        elif mode == "triplet":
+        elif mode in ("triplet", "joint"):  # joint: one row of negatives, shared by the batch's positives
             k = max(1, int(np.ceil(self.spec.neg_amount)))
-            dst_neg = rng.integers(0, self.book.num_nodes(d_t), (n_pos, k))
+            dst_neg = rng.integers(0, self.book.num_nodes(d_t), (n_pos if mode == "triplet" else 1, k))
+        elif mode == "hard":
+            dst_neg = self._hard(src, dst, edge_type, max(1, int(np.ceil(self.spec.neg_amount))), req.key, rng)
         ends = [self._homo(src, s_t), self._homo(dst, d_t)]
         if dst_neg is not None:
             ends.append(self._homo(dst_neg.reshape(-1), d_t))
@@ -230,10 +242,30 @@ class BatchMaker:
         else:
             store.edge_label_index = torch.stack([at[:n_src], at[n_src : 2 * n_src]])
             store.edge_label = label
+        if mode == "joint":
+            store.dst_neg_index = at[2 * n_src :]
+        elif mode == "hard":
+            store.dst_neg_index = at[2 * n_src :].view(n_src, -1)
         store.input_id = torch.from_numpy(_input_id(req, n_pos))
         if req.time is not None:
             store.edge_label_time = torch.as_tensor(times)
         return data
+
+    def _hard(
+        self, src: np.ndarray, dst: np.ndarray, et: EType, k: int, key: int, rng: np.random.Generator
+    ) -> np.ndarray:
+        """``(B, 2k)`` per-type node IDs: up to ``k`` sampled in-neighbours (along ``et``) of each destination in
+        ``dst`` other than its positive's source in ``src``, the rest of the first ``k`` and the last ``k`` random
+        nodes of its type."""
+        homo = self._homo(dst, et[2])
+        counts, nbrs = self.sampler.in_neighbours(homo, self.book.canonical_etypes.index(et), k, key)
+        out = rng.integers(0, self.book.num_nodes(et[2]), (dst.shape[0], 2 * k))
+        row = np.repeat(np.arange(dst.shape[0]), counts)
+        col = np.arange(row.shape[0]) - np.repeat(np.cumsum(counts) - counts, counts)  # position among its own
+        out[row, col] = self.book.map_to_per_ntype(nbrs)[1].numpy()
+        mine = out[:, :k] == src[:, None]  # the positive's own source links to v: no negative
+        out[:, :k][mine] = rng.integers(0, self.book.num_nodes(et[2]), int(mine.sum()))
+        return out
 
     # -- collation --------------------------------------------------------------------------------
     def _attach(self, nodes: list[tuple[Any, str, np.ndarray]], edges: list[tuple[Any, Any, np.ndarray]]) -> None:

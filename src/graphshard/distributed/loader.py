@@ -304,7 +304,8 @@ class DistLinkNeighborLoader(_DistLoader):
     of ``edge_type``) with the sampled neighbourhoods of their endpoints; ``input_id`` is each positive
     edge's position in ``edge_label_index`` (as in PyG). ``neg_sampling`` ``"binary"``
     adds ``neg_amount × E`` random pairs and ``edge_label`` (1/0, or the given ``edge_label`` then 0);
-    ``"triplet"`` adds ``src_index``/``dst_pos_index``/``dst_neg_index``. ``exclude_seed_edges``: the
+    ``"triplet"`` adds ``src_index``/``dst_pos_index``/``dst_neg_index``; ``"joint"`` adds ``dst_neg_index``,
+    ``ceil(neg_amount)`` random destinations every positive of the batch shares. ``exclude_seed_edges``: the
     sampled neighbourhoods leave out the seed edges themselves (and their reverses). ``sparse_x``: CSR
     features come as sparse COO ``x``; ``wire_dtype``: how other processes' dense rows travel (see
     :class:`BatchSpec`); ``edge_feat_name``, ``node_attrs``, ``device``, ``device_cache``, ``transform``,

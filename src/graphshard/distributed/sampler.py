@@ -150,6 +150,14 @@ class DistNeighborSampler:
 
         return expand_hops(seeds, list(self.fanouts), layer, self.book.num_nodes(), None if disjoint else self._slot)
 
+    def in_neighbours(self, ids: np.ndarray, etype: int, k: int, key: int) -> tuple[np.ndarray, np.ndarray]:
+        """Up to ``k`` random in-neighbours along edge type ``etype`` (its index) of each of the global homogeneous
+        ``ids``: ``(counts, neighbours)``, the neighbours listed node by node (one hop, as :meth:`sample`'s)."""
+        fanouts = np.zeros(len(self.book.canonical_etypes), dtype=np.int64)
+        fanouts[etype] = k
+        counts, nbrs, _ = self._layer(np.asarray(ids, dtype=np.int64), None, fanouts, key)
+        return counts, nbrs
+
     def to_hetero(self, out: SamplerOutput) -> HeteroSamplerOutput:
         """``out`` regrouped by node and edge type (per-type IDs)."""
         ntype, nid = (t.numpy() for t in self.book.map_to_per_ntype(out.node))

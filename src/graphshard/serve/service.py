@@ -186,7 +186,8 @@ def _rank(opts: TrainOptions, options: ServeOptions, token: str | None, listener
 
 
 def _hidden(restored: Restored, layer: str) -> HiddenLayer | None:
-    """The hidden-layer view ``/v1/embed`` answers with (None: the output; checked by :func:`.servable.check_servable`)."""
+    """The hidden-layer view ``/v1/embed`` answers with (None: the output; checked by
+    :func:`.servable.check_servable`)."""
     if layer == "output":
         return None
     hidden = hidden_layer(restored.encoder)

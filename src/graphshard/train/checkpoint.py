@@ -56,6 +56,8 @@ RESUME_OPTIONS = (
     "focal_gamma",
     "class_weights",
     "edge_decoder",
+    "negatives",
+    "edge_weight",
 )
 # How the heterogeneous GraphSAGE combines relations; checkpoints of older graphshard (summed relations,
 # every relation built) record none and cannot be resumed by this model
@@ -74,6 +76,8 @@ LATER_OPTIONS = (
     "focal_gamma",
     "class_weights",
     "edge_decoder",
+    "negatives",
+    "edge_weight",
 )
 ADDED_DEFAULTS = {  # what a checkpoint without them had
     "heads": 4,
@@ -84,6 +88,8 @@ ADDED_DEFAULTS = {  # what a checkpoint without them had
     "focal_gamma": 2.0,
     "class_weights": None,
     "edge_decoder": "concat",
+    "negatives": "uniform",
+    "edge_weight": None,
 }
 
 

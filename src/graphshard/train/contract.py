@@ -156,6 +156,16 @@ def _check_link(opts: TrainOptions, cfg: PartitionConfig, held: Held) -> None:
             f"{opts.link_split}: held-out edges of type {etype_str(et)!r}, which {cfg.path} does not "
             f"have (edge types: {sorted(cfg.etypes)})"
         )
+    if opts.negatives == "hard" and et[0] != et[2]:
+        raise InputError(
+            f"--negatives hard draws a destination's neighbours as negatives: edge type {etype_str(et)!r} joins two "
+            "node types, so its destination's in-neighbours are no destinations (use in-batch or joint)"
+        )
+    if opts.edge_weight is not None and opts.edge_weight not in held_edge_data(cfg).get(etype_str(et), {}):
+        raise InputError(
+            f"{cfg.path}: --edge-weight {opts.edge_weight!r}: edge type {etype_str(et)!r} has no such edge data "
+            f"(it holds {', '.join(sorted(held_edge_data(cfg).get(etype_str(et), {}))) or 'none'})"
+        )
     if opts.model == "mlp" and len(cfg.ntypes) > 1 and et[0] != et[2]:
         raise InputError(f"model 'mlp' maps one node type; edge type {etype_str(et)!r} joins two: use --model rsage")
 

@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from ..device.choice import rank_device
 from ..distributed.collectives import all_reduce_sum
@@ -31,7 +30,7 @@ from ..distributed.graph import DistGraph
 from ..distributed.loader import DistLinkNeighborLoader
 from ..distributed.original import OriginalIds
 from ..distributed.runtime import Session
-from ..errors import FormatError
+from ..errors import FormatError, InputError
 from ..graph import EType
 from ..models import DistMultDecoder, DotDecoder, LinkModel, MLPDecoder
 from . import timing
@@ -42,20 +41,40 @@ from .link_metrics import FIGURES, KnownEdges, figures, rank_sums
 from .link_split import LinkSplitFile, open_link_split, read_held_out, require_link_split
 from .loop import Trainer, open_graph
 from .model_check import check_custom_model
+from .negatives import LOADER_MODE, link_loss, negative_pairs, per_positive
 from .options import TrainOptions
 
 log = logging.getLogger(__name__)
 _CHUNK = 4096  # held-out edges per block of negatives (blocks, not ranks, seed the negatives)
 
 
-def _my_edges(s: Session, g: DistGraph, et: EType) -> np.ndarray:
-    """This rank's training edges ``(2, E)``: its partition's edges of ``et``, cut evenly among the
-    partition's ranks."""
-    src, dst = g.local_edges(et)
+def _my_edges(s: Session, g: DistGraph, et: EType) -> tuple[np.ndarray, np.ndarray]:
+    """This rank's training edges ``(2, E)`` and their per-type edge IDs: its partition's edges of ``et``, cut
+    evenly among the partition's ranks."""
+    src, dst, eid = g.local_edge_ids(et)
     per = g.group.per_part(g.get_partition_book().num_partitions())
     t, n = s.rank % per, src.shape[0]
     lo, hi = n * t // per, n * (t + 1) // per
-    return np.stack([src[lo:hi], dst[lo:hi]])
+    return np.stack([src[lo:hi], dst[lo:hi]]), eid[lo:hi]
+
+
+def _edge_weights(g: DistGraph, et: EType, name: str | None, ids: np.ndarray) -> np.ndarray | None:
+    """The weights (edge data ``name``) of this rank's training edges ``ids``; an :class:`InputError` names the
+    first that is no finite number >= 0, by its ends' original IDs."""
+    if name is None:
+        return None
+    if name not in g.edges[et].data:
+        raise InputError(f"--edge-weight: edge type {':'.join(et)} has no edge data {name!r}")
+    w = g.edges[et].data[name][torch.from_numpy(ids)].double().numpy()
+    if w.ndim != 1 and not (w.ndim == 2 and w.shape[1] == 1):
+        raise InputError(f"--edge-weight: edge data {name!r} must be one number per edge, got rows {w.shape[1:]}")
+    w = w.reshape(-1)
+    bad = np.flatnonzero(~np.isfinite(w) | (w < 0))
+    if bad.size:
+        raise InputError(
+            f"--edge-weight: edge {int(ids[bad[0]])} of {':'.join(et)} has weight {w[bad[0]]}, not a number >= 0"
+        )
+    return w.astype(np.float32)
 
 
 def my_blocks(rank: int, world: int, count: int) -> range:
@@ -153,7 +172,8 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     et = g._etype(held.etype)
     if not opts.allow_nonfinite:
         check_finite_features(g, opts.feat or "feat")
-    mine = _my_edges(s, g, et)
+    mine, mine_ids = _my_edges(s, g, et)
+    weights = _edge_weights(g, et, opts.edge_weight, mine_ids)
     ends = {et[0]: mine[0]} if et[0] != et[2] else {et[0]: mine.reshape(-1)}
     seeds = ends | ({et[2]: mine[1]} if et[0] != et[2] else {})
     cache = feature_cache(g, opts, seeds)
@@ -163,12 +183,27 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     check_custom_model(g, opts, model.encoder, inputs, et[0], opts.hidden, torch.from_numpy(mine[0]))
     evaluate = LinkEvaluator(s, g, model, inputs, et, opts, held)
 
+    k = per_positive(opts.neg_ratio)
+
+    def attach(batch: Any) -> None:
+        """On the host, before the batch goes to the device: its positives' weights."""
+        store = batch[et] if inputs.hetero else batch
+        if weights is not None:
+            store.pos_weight = torch.from_numpy(weights[store.input_id.numpy()])
+
     def loss(ddp: torch.nn.Module, batch: Any) -> torch.Tensor:
         evaluate.outputs.changed()  # a training step follows: outputs computed before it are stale
         store = batch[et] if inputs.hetero else batch
         x, edge_index, hops, *edge_attr = inputs(batch)
-        scores = ddp(x, edge_index, hops, store.edge_label_index, *edge_attr)
-        return F.binary_cross_entropy_with_logits(scores.float(), store.edge_label.float())
+        w = store.pos_weight if "pos_weight" in store else None
+        positives = store.input_id.shape[0]
+        if opts.negatives == "uniform":
+            scores = ddp(x, edge_index, hops, store.edge_label_index, *edge_attr)
+            return link_loss(scores, positives, w, store.edge_label)
+        pos = store.edge_label_index[:, :positives]
+        neg = negative_pairs(opts.negatives, pos, k, store.dst_neg_index if "dst_neg_index" in store else None)
+        scores = ddp(x, edge_index, hops, torch.cat([pos, neg], 1), *edge_attr)
+        return link_loss(scores, positives, w)
 
     trainer = Trainer(s, g, opts, model, inputs, metric="val_mrr_filtered" if opts.filtered else "val_mrr")
     loader = DistLinkNeighborLoader(
@@ -177,7 +212,7 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
         mine,
         math.ceil(opts.batch_size / s.world_size),
         edge_type=et,
-        neg_sampling="binary",
+        neg_sampling=LOADER_MODE[opts.negatives],
         neg_amount=opts.neg_ratio,
         shuffle=True,
         num_workers=opts.num_workers,
@@ -188,6 +223,7 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
         device=trainer.device,
         device_cache=on_device,
         copy=opts.rehearse,
+        transform=attach,
     )
     history = trainer.fit(loader, loss, lambda: {f"val_{k}": v for k, v in evaluate("val", 1).items()})
     metrics = {

@@ -9,12 +9,13 @@ from ..device.choice import DEVICES, PRECISIONS
 from ..distributed.liveness import DEFAULT_LOST_AFTER
 from ..distributed.wire import WIRE_DTYPES
 from ..errors import InputError
-from ..models.registry import EDGE_DECODERS, check_name, model_help
+from ..models.registry import EDGE_DECODERS, model_help
 from ..partition.methods import METHODS
 from .fields import check_fields, option
 from .labels import LABEL_KINDS
 from .losses import LOSSES
-from .metrics import METRICS
+from .negatives import NEGATIVES
+from .option_checks import check_together
 from .schedule import SCHEDULES
 
 TASKS = ("node", "link", "edge")
@@ -197,6 +198,16 @@ class TrainOptions:
     decoder: str = option(
         "dot", "str", "link: how a pair is scored: inner product, MLP, or DistMult (relation-aware)", choices=DECODERS
     )
+    negatives: str = option(
+        "uniform",
+        "str",
+        "link: negative pairs of training: uniform random pairs; in-batch (other positives' destinations); joint "
+        "(ceil(--neg-ratio) random destinations shared by a batch); hard (sampled in-neighbours of the destination)",
+        choices=NEGATIVES,
+    )
+    edge_weight: str | None = option(
+        None, "str", "link: edge data weighing each training edge in the loss (a number >= 0 per edge)", optional=True
+    )
     edge_decoder: str = option(
         "concat",
         "str",
@@ -316,47 +327,7 @@ class TrainOptions:
             check_fields(self)
         except ValueError as exc:
             raise InputError(f"option {exc}") from None
-        check_name(self.model)
-        if len(self.split_masks) != 3:
-            raise InputError(f"split_masks needs 3 names (train, validation, test), got {self.split_masks}")
-        if self.eval_fanouts is not None and len(self.eval_fanouts) != self.num_layers:
-            raise InputError(
-                f"{len(self.eval_fanouts)} evaluation fanouts for {self.num_layers} layers (fanouts {self.fanouts})"
-            )
-        if self.cache_ratio and self.cache_mb:
-            raise InputError("give cache_ratio (--cache-ratio) or cache_mb (--cache-mb), not both")
-        if self.cache_device == "cuda":
-            if not (self.cache_ratio or self.cache_mb):
-                raise InputError("cache_device cuda (--cache-device cuda) needs a size: --cache-mb (or --cache-ratio)")
-            if self.num_workers:
-                raise InputError(
-                    "cache_device cuda (--cache-device cuda) completes batches in the training process: use it "
-                    "with num_workers 0 (--num-workers 0)"
-                )
-            if self.device == "cpu" and not self.rehearse:
-                raise InputError("cache_device cuda (--cache-device cuda) needs device cuda or auto (--device)")
-        if self.embedding_layer == "hidden" and self.num_layers < 2:
-            raise InputError("embedding_layer 'hidden' needs at least 2 layers (one fanout per layer)")
-        if self.task == "link" and self.num_classes is not None:
-            raise InputError("num_classes is an option of --task node, not link")
-        known = {m for names in METRICS.values() for m in names}
-        unknown = [m for m in self.metric or [] if m not in known]
-        if unknown:
-            raise InputError(f"metric {unknown[0]!r} is not a metric (choose from {', '.join(sorted(known))})")
-        if self.task == "link":
-            given = [
-                name
-                for name, value in (
-                    ("label_kind", self.label_kind),
-                    ("metric", self.metric),
-                    ("class_weights", self.class_weights),
-                )
-                if value is not None
-            ] + (["loss"] if self.loss != "auto" else [])
-            if given:
-                raise InputError(f"{given[0]} is an option of --task node and edge, not link")
-        if self.task == "node" and self.edge_type is not None:
-            raise InputError("edge_type is an option of --task link, not node")
+        check_together(self)
 
 
 @dataclass
