@@ -1,7 +1,7 @@
 """Node regression and multi-label classification, edge classification and regression: graphshard on 2
 processes x 2 partitions against plain full-batch PyG on the same planted targets, side by side in one run.
 
-    python benchmarks/tasks.py [--nodes 20000] [--seeds 0,1,2] [--epochs 50] [--out benchmarks/results/tasks.json]
+    python benchmarks/tasks.py [--nodes 10000] [--seeds 0,1,2] [--epochs 50] [--batch-size 1024] [--out bench-out/tasks.json]
 
 For each task (``generate community --targets regression|multilabel`` or ``--edge-targets classes|regression``,
 ``--noise 4``; the edge graphs with ``--avg-degree 8``) and seed, graphshard
@@ -71,7 +71,7 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=50)
     p.add_argument("--ref-epochs", type=int, default=200)
     p.add_argument("--batch-size", type=int, default=1024)
-    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "tasks.json"))
+    p.add_argument("--out", default="bench-out/tasks.json")
     args = p.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     runs: dict[str, list] = {}

@@ -126,6 +126,11 @@ def print_metrics(m: dict, epochs: bool = False) -> None:
             f"test MRR {m['test_mrr']:.4f} (random scores: {m['random_mrr']:.4f}), AUC {m['test_auc']:.4f}"
             f"{hits_text(m, 'test_')} at {at}, {where}"
         )
+    elif m.get("task") == "multi":
+        print(f"test figures at {at}, {where} (main task {m['main_task']}):")
+        for name, figures in m["test_metrics"].items():
+            vals = m["val_metrics"][name]
+            print(f"  {name}: " + ", ".join(f"{k} {_shown(v)} (val {_shown(vals.get(k))})" for k, v in figures.items()))
     else:
         print(node_result(m, at, where))
     if "last_epoch" in m:

@@ -1,6 +1,6 @@
 """What a checkpoint lets ``graphshard serve`` answer, checked before any rank starts: the hidden layer for
-``/v1/embed`` (of the homogeneous stacks only), and an edge task's edges (whose decoder must read their two
-ends only: requests carry no edge features)."""
+``/v1/embed`` (of the homogeneous stacks only), an edge task's edges (whose decoder must read their two ends
+only: requests carry no edge features), and no multi-task checkpoint (not served yet)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,11 @@ def check_servable(opts: TrainOptions, embedding_layer: str, checkpoint: str) ->
     """An :class:`InputError` where the checkpoint's model (``opts``) cannot be served as asked."""
     if embedding_layer == "hidden":
         _check_hidden(opts)
+    if opts.task == "multi":
+        raise InputError(
+            f"{checkpoint}: a multi-task checkpoint (--task multi) is not served yet; 'graphshard embed' writes its "
+            "encoder's node outputs"
+        )
     if opts.task == "edge" and opts.edge_feat is not None and opts.edge_decoder == "concat":
         raise InputError(
             f"{checkpoint}: the model's decoder reads each labelled edge's feature {opts.edge_feat!r}, which "

@@ -58,6 +58,8 @@ RESUME_OPTIONS = (
     "edge_decoder",
     "negatives",
     "edge_weight",
+    "tasks",
+    "main_task",
 )
 # How the heterogeneous GraphSAGE combines relations; checkpoints of older graphshard (summed relations,
 # every relation built) record none and cannot be resumed by this model
@@ -78,6 +80,8 @@ LATER_OPTIONS = (
     "edge_decoder",
     "negatives",
     "edge_weight",
+    "tasks",
+    "main_task",
 )
 ADDED_DEFAULTS = {  # what a checkpoint without them had
     "heads": 4,
@@ -90,6 +94,8 @@ ADDED_DEFAULTS = {  # what a checkpoint without them had
     "edge_decoder": "concat",
     "negatives": "uniform",
     "edge_weight": None,
+    "tasks": None,
+    "main_task": None,
 }
 
 

@@ -30,6 +30,7 @@ from .embeddings import check_embeddings_target, every_output, save_tables
 from .inputs import ModelInputs, build_model
 from .link import link_model
 from .loop import open_graph
+from .multi import build_multi
 from .node import node_task
 from .options import TrainOptions
 
@@ -174,6 +175,10 @@ def restore(s: Session, opts: TrainOptions) -> Restored:
         task = node_task(s, g, opts)
         model = build_model(opts, inputs, task.classes, [task.target])
         restored = Restored(g, inputs, model, model, [task.target], classes=task.classes, label_kind=task.kind)
+    elif opts.task == "multi":
+        model, runners = build_multi(s, g, inputs, opts)
+        types = list(dict.fromkeys(t for r in runners for t in r.types))
+        restored = Restored(g, inputs, model, model.encoder, types, task="multi")
     elif opts.task == "edge":
         edges = edge_task(s, g, opts)
         model = edge_model(opts, inputs, edges.etype, edges.classes, EdgeRows(g, edges.etype, opts).width)

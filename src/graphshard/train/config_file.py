@@ -100,8 +100,8 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in raw.items():
         name = str(key).replace("-", "_")
-        if name not in known or not known[name].cli:
-            close = difflib.get_close_matches(name, [k for k, s in known.items() if s.cli], n=1)
+        if name not in known or not (known[name].cli or known[name].config_only):
+            close = difflib.get_close_matches(name, [k for k, s in known.items() if s.cli or s.config_only], n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise InputError(
                 f"{path}: unknown key {shown(key)}{hint}; the keys are the long flags of "
@@ -141,7 +141,7 @@ def dump_config(opts: TrainOptions, launch: LaunchOptions) -> str:
     lines = ["# graphshard train configuration: every option, flags override (graphshard train --config FILE)"]
     for obj in (launch, opts):
         for name, spec in specs(obj).items():
-            if spec.cli:
+            if spec.cli or (spec.config_only and getattr(obj, name) is not None):
                 lines.append(f"{name}: {_yaml_value(getattr(obj, name))}")
     return "\n".join(lines) + "\n"
 

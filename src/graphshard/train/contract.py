@@ -18,6 +18,7 @@ from .labels import kind_of
 from .link_split import open_link_split, require_link_split
 from .losses import chosen_loss
 from .metrics import chosen_metrics
+from .multitask import task_specs, with_tasks
 from .options import TrainOptions
 
 notice = logging.getLogger("graphshard.notice")  # shown at the default log level
@@ -195,7 +196,12 @@ def check_model(opts: TrainOptions, cfg: PartitionConfig) -> None:
 
 def resolve_data(opts: TrainOptions, world_size: int, announce: bool = True) -> TrainOptions:
     """``opts`` with the data names resolved and checked against its partitions (see the module docstring);
-    raises :class:`InputError` naming the file and what it holds. ``announce``: log featureless types."""
+    raises :class:`InputError` naming the file and what it holds. ``announce``: log featureless types. A
+    multi-task run's tasks are each resolved as a run of their own."""
+    if opts.task == "multi":
+        tasks = task_specs(opts)
+        done = [replace(t, opts=resolve_data(t.opts, world_size, announce and i == 0)) for i, t in enumerate(tasks)]
+        return with_tasks(replace(opts, feat=done[0].opts.feat), done)
     if opts.part_config is None:
         raise InputError("no partitions to train on: give part_config (--part-config) or a dataset (--dataset)")
     cfg = read_config(opts.part_config)

@@ -14,7 +14,7 @@ import reprlib
 from dataclasses import dataclass, field
 from typing import Any
 
-KINDS = ("int", "float", "str", "bool", "ints", "strs")
+KINDS = ("int", "float", "str", "bool", "ints", "strs", "records")
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,7 @@ class Spec:
     open_high: bool = False
     optional: bool = False
     cli: bool = True
+    config_only: bool = False  # no flag, but a config-file key (with cli False): values a flag cannot hold
     metavar: str | None = None
     int_items: tuple[int, int] | None = None  # ints: every item >= [0], or equal to [1] (e.g. fanout -1: all)
 
@@ -44,6 +45,7 @@ class Spec:
             "bool": "true or false",
             "ints": "a list of integers (or comma-separated text such as 10,10)",
             "strs": "a list of names (or comma-separated text)",
+            "records": "a list of mappings of names to values (in a config file)",
         }[self.kind]
         if self.choices:
             base = f"one of {', '.join(self.choices)}"
@@ -128,7 +130,18 @@ def _items(value: Any) -> list:
     raise ValueError
 
 
+def _records(value: Any) -> list[dict[str, Any]]:
+    """A non-empty list of mappings with name keys, copied (their values are checked by their option's user)."""
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ValueError
+    if not all(isinstance(v, dict) and all(isinstance(k, str) and k for k in v) for v in value):
+        raise ValueError
+    return [dict(v) for v in value]
+
+
 def _convert(spec: Spec, value: Any) -> Any:
+    if spec.kind == "records":
+        return _records(value)
     if spec.kind == "int":
         return _number(value, True)
     if spec.kind == "float":
@@ -186,6 +199,8 @@ def coerce(spec: Spec, value: Any) -> Any:
         raise ValueError(f"expected {spec.wanted()}, got {shown(value)}{_bad_item(spec, value)}") from None
     values = out if isinstance(out, list) else [out]
     ok = True
+    if spec.kind == "records":
+        return out
     if spec.choices is not None:
         ok = all(v in spec.choices for v in values)
     if spec.kind in ("int", "float"):

@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 _CHUNK = 4096  # held-out edges per block of negatives (blocks, not ranks, seed the negatives)
 
 
-def _my_edges(s: Session, g: DistGraph, et: EType) -> tuple[np.ndarray, np.ndarray]:
+def my_edges(s: Session, g: DistGraph, et: EType) -> tuple[np.ndarray, np.ndarray]:
     """This rank's training edges ``(2, E)`` and their per-type edge IDs: its partition's edges of ``et``, cut
     evenly among the partition's ranks."""
     src, dst, eid = g.local_edge_ids(et)
@@ -58,7 +58,7 @@ def _my_edges(s: Session, g: DistGraph, et: EType) -> tuple[np.ndarray, np.ndarr
     return np.stack([src[lo:hi], dst[lo:hi]]), eid[lo:hi]
 
 
-def _edge_weights(g: DistGraph, et: EType, name: str | None, ids: np.ndarray) -> np.ndarray | None:
+def edge_weights(g: DistGraph, et: EType, name: str | None, ids: np.ndarray) -> np.ndarray | None:
     """The weights (edge data ``name``) of this rank's training edges ``ids``; an :class:`InputError` names the
     first that is no finite number >= 0, by its ends' original IDs."""
     if name is None:
@@ -87,7 +87,8 @@ class LinkEvaluator:
     """MRR, AUC and Hits@K of held-out edges, raw and with ``opts.filtered`` also filtered
     (:mod:`.link_metrics`; see the module docstring). Construction is collective: it reads this rank's
     blocks of ``held`` (the header checked by every rank, the IDs by the rank reading them; a bad file is
-    the same error on every rank), builds the original-ID maps and the known edges' shards."""
+    the same error on every rank), builds the original-ID maps and the known edges' shards. ``outputs``: the
+    encoder's node outputs when they are shared (a multi-task run's; default: its own)."""
 
     def __init__(
         self,
@@ -98,9 +99,10 @@ class LinkEvaluator:
         et: EType,
         opts: TrainOptions,
         held: LinkSplitFile,
+        outputs: Outputs | None = None,
     ):
         self.s, self.g, self.model, self.inputs, self.et, self.opts = s, g, model, inputs, et, opts
-        self.outputs = Outputs(s, g, model.encoder, inputs, opts, [et[0], et[2]], "link-outputs")
+        self.outputs = outputs or Outputs(s, g, model.encoder, inputs, opts, [et[0], et[2]], "link-outputs")
         counts = (g.num_nodes(et[0]), g.num_nodes(et[2]))
         self.blocks = {k: my_blocks(s.rank, s.world_size, held.sizes[k]) for k in ("val", "test")}
         problem, pairs = "", {}
@@ -153,15 +155,17 @@ class LinkEvaluator:
             self.known.free()
 
 
+def link_decoder(opts: TrainOptions) -> torch.nn.Module:
+    """``opts.decoder``, scoring pairs of ``opts.hidden``-wide representations."""
+    if opts.decoder == "mlp":
+        return MLPDecoder(opts.hidden, opts.hidden)
+    return DistMultDecoder(opts.hidden) if opts.decoder == "distmult" else DotDecoder()
+
+
 def link_model(opts: TrainOptions, inputs: ModelInputs, et: EType) -> LinkModel:
     """The encoder (``opts.model``, ``opts.hidden`` outputs) and ``opts.decoder`` scoring pairs of ``et``."""
     encoder = build_model(opts, inputs, opts.hidden, [et[0], et[2]])
-    decoder = {
-        "dot": DotDecoder,
-        "mlp": lambda: MLPDecoder(opts.hidden, opts.hidden),
-        "distmult": lambda: DistMultDecoder(opts.hidden),
-    }[opts.decoder]()
-    return LinkModel(encoder, decoder, et[0], et[2])
+    return LinkModel(encoder, link_decoder(opts), et[0], et[2])
 
 
 def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
@@ -172,8 +176,8 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     et = g._etype(held.etype)
     if not opts.allow_nonfinite:
         check_finite_features(g, opts.feat or "feat")
-    mine, mine_ids = _my_edges(s, g, et)
-    weights = _edge_weights(g, et, opts.edge_weight, mine_ids)
+    mine, mine_ids = my_edges(s, g, et)
+    weights = edge_weights(g, et, opts.edge_weight, mine_ids)
     ends = {et[0]: mine[0]} if et[0] != et[2] else {et[0]: mine.reshape(-1)}
     seeds = ends | ({et[2]: mine[1]} if et[0] != et[2] else {})
     cache = feature_cache(g, opts, seeds)

@@ -56,7 +56,7 @@ log = logging.getLogger(__name__)
 notice = logging.getLogger("graphshard.notice")  # shown at the default log level
 
 # summed over ranks, not averaged
-_COUNTS = (
+BATCH_COUNTS = (
     "fetch_bytes",
     "colocated_rows",
     "cache_hits",
@@ -68,7 +68,7 @@ _COUNTS = (
     "device_cache_bytes_saved",
 )
 # per-rank sums kept for an epoch, in this order (then the batch count): seconds (averaged), the loss, counts
-_SUMS = ("wall_s", "wait_s", "sample_s", "fetch_s", "copy_s", "compute_s", "comm_s", "loss", *_COUNTS)
+_SUMS = ("wall_s", "wait_s", "sample_s", "fetch_s", "copy_s", "compute_s", "comm_s", "loss", *BATCH_COUNTS)
 
 
 def open_graph(opts: TrainOptions) -> DistGraph:
@@ -138,6 +138,7 @@ class Trainer:
         self.comm: dict[str, Any] = {"comm_s": 0.0, "sum": None}
         self.ddp = distributed_model(s, self.model, self.rank_device, self.comm, unused, opts.timeout)
         self.steps = StepClock(self.device)
+        self.after_backward: Callable[[], None] | None = None  # e.g. a multi-task run's idle heads
 
     def _dir(self, best: bool = False) -> str:
         return f"{self.opts.checkpoint}/{'best/' if best else ''}rank{self.s.rank}"
@@ -325,7 +326,7 @@ class Trainer:
         out: dict[str, Any] = {"epoch": epoch, "lr": lr, "background": bool(getattr(loader, "background", False))}
         out.update({k: float(v) / ranks for k, v in total.items() if k.endswith("_s")})
         out["train_loss"] = float(total["loss"] / total["batches"])
-        out.update({k: int(total[k]) for k in _COUNTS})
+        out.update({k: int(total[k]) for k in BATCH_COUNTS})
         out["batches"] = int(total["batches"] / ranks)
         if os.environ.get(COUNT_SYNCS) == "1" and self.steps.cuda:
             out["device_syncs"] = syncs[0]  # this rank's (rank 0's in the record)
@@ -352,6 +353,8 @@ class Trainer:
             if host_checks:
                 check_loss(loss, epoch, step, self.s.rank)
             loss.backward()  # the comm hook all-reduces gradients here
+            if self.after_backward is not None:
+                self.after_backward()
             self.optimizer.step()
             t_sparse = time.perf_counter()
             self.inputs.step()
@@ -359,7 +362,7 @@ class Trainer:
             self.steps.stop(loss)
             sums["sample_s"] += batch.sample_time
             sums["fetch_s"] += batch.fetch_time
-            for k in _COUNTS:
+            for k in BATCH_COUNTS:
                 sums[k] += getattr(batch, k, 0)
             if not self.steps.cuda:  # the progress bar's loss: on a CPU it costs nothing to read
                 bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)

@@ -57,8 +57,9 @@ def chosen_metrics(asked: Sequence[str] | None, kind: str, what: str = "--metric
 
 
 def higher_is_better(metric: str) -> bool:
-    """Whether a larger value of ``metric`` (a name, or a record key ending in one) is better."""
-    return not any(metric == m or metric.endswith(f"_{m}") for m in LOWER_IS_BETTER)
+    """Whether a larger value of ``metric`` (a name, or a record key ending in one: ``val_rmse``,
+    ``val_ratings/rmse``) is better."""
+    return not any(metric == m or metric.endswith((f"_{m}", f"/{m}")) for m in LOWER_IS_BETTER)
 
 
 def rows_needed(kind: str, names: Sequence[str], scores: torch.Tensor, targets: torch.Tensor) -> np.ndarray:

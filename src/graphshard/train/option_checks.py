@@ -48,6 +48,20 @@ def _check_caches(o: Any) -> None:
 
 def _check_task_options(o: Any) -> None:
     """Options of other tasks than ``o.task`` are refused rather than ignored."""
+    if (o.task == "multi") != (o.tasks is not None):
+        raise InputError("--task multi and a config file's tasks: go together (see the tasks guide)")
+    if o.main_task is not None and o.task != "multi":
+        raise InputError(f"main_task is an option of --task multi, not {o.task}")
+    if o.task == "multi":
+        from .multitask import task_specs  # its tasks' own options, each checked as a run of its own
+
+        if o.cache_ratio or o.cache_mb:
+            raise InputError(
+                "--task multi reads no feature cache (--cache-ratio, --cache-mb): its tasks' batches differ"
+            )
+
+        task_specs(o)
+        return
     if o.task == "link":
         given = [n for n in NODE_AND_EDGE if getattr(o, n) is not None] + (["loss"] if o.loss != "auto" else [])
         given += ["num_classes"] if o.num_classes is not None else []

@@ -18,7 +18,7 @@ from .negatives import NEGATIVES
 from .option_checks import check_together
 from .schedule import SCHEDULES
 
-TASKS = ("node", "link", "edge")
+TASKS = ("node", "link", "edge", "multi")
 DECODERS = ("dot", "mlp", "distmult")
 EMBEDDING_LAYERS = ("output", "hidden")
 CACHE_DEVICES = ("host", "cuda")
@@ -42,8 +42,20 @@ class TrainOptions:
         "node",
         "str",
         "node: node labels (classes, 0/1 labels or regression targets); link: link prediction (held-out edges "
-        "ranked by MRR/AUC); edge: labels of existing edges (classes or targets)",
+        "ranked by MRR/AUC); edge: labels of existing edges (classes or targets); multi: the config file's tasks",
         choices=TASKS,
+    )
+    tasks: list[dict] | None = option(
+        None,
+        "records",
+        "multi: the tasks of one run on a shared encoder (config file only): each a mapping with name, task "
+        "(node, edge, link), weight, and its own target, edge_type, label, metric, loss, ...",
+        optional=True,
+        cli=False,
+        config_only=True,
+    )
+    main_task: str | None = option(
+        None, "str", "multi: the task whose first metric selects the best epoch (default: the first)", optional=True
     )
     model: str = option(
         "sage",

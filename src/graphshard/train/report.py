@@ -15,6 +15,10 @@ def epoch_line(e: dict[str, Any]) -> str:
     """``epoch   3: 0.32 s  loss 0.4439  val acc 0.9705  (sampling 0.1 + fetch 0.0 + compute 0.1 + sync 0.0)``."""
     if "val_mrr" in e:
         score = f"  val MRR {e['val_mrr']:.4f}  AUC {e['val_auc']:.4f}{hits_text(e, 'val_')}"
+    elif any("/" in k for k in e):  # a multi-task run's: the tasks' first figures
+        firsts = dict.fromkeys(k.split("/", 1)[0] for k in e if k.startswith("val_") and "/" in k)
+        shown = [next(k for k in e if k.startswith(f"{t}/")) for t in firsts]
+        score = "  " + "  ".join(f"{k[4:]} {e[k]:.4f}" for k in shown if e[k] is not None)
     else:
         score = node_text(e, "val_")
     t = {k: float(e.get(k, 0.0)) for k in ("wall_s", "wait_s", "sample_s", "fetch_s", "copy_s", "compute_s", "comm_s")}

@@ -38,6 +38,8 @@ from .embeddings import check_embeddings_target
 from .link import train_link
 from .link_split import save_link_split, split_edges
 from .metrics import load_library
+from .multi import train_multi
+from .multitask import link_part
 from .node import train_node
 from .options import TrainOptions
 from .report import write_json
@@ -83,7 +85,9 @@ def _rank_main(
         if opts.task != "link":  # its metrics are its own sums
             load_library()
         with named_out_of_memory(s.rank, device, now_doing):
-            metrics = {"link": train_link, "edge": train_edge, "node": train_node}[opts.task](s, opts)
+            metrics = {"link": train_link, "edge": train_edge, "node": train_node, "multi": train_multi}[opts.task](
+                s, opts
+            )
         assert opts.part_config is not None  # checked by resolve_data
         metrics["part_config"] = str(Path(opts.part_config).resolve())  # what embed (or another run) needs
         metrics["time"] = timing.rank_account() | ({"spawn_s": spawn_s} if spawn_s is not None else {})
@@ -266,7 +270,7 @@ def _train(
         out = f"{work_dir}/{parts}parts-{part_method}"
         if not num_procs:  # torchrun: each host partitions into its own directory, inside the job
             out += f"/host{os.environ.get('GROUP_RANK', '0')}"
-        job: PartitionJob = (dataset, out, parts, part_method, opts.seed, opts.task == "link", opts.edge_type)
+        job: PartitionJob = (dataset, out, parts, part_method, opts.seed, *link_part(opts))
         if not num_procs:
             return _rank_main(opts, None, job), launcher
         if not _paths(*job)[1].is_file():  # to be partitioned here: refused first if it cannot fit

@@ -1,0 +1,117 @@
+"""Several tasks in one run (``--task multi``): the tasks' specs and their errors, the alternating schedule, and
+node classification + link prediction on DBLP on 2 ranks x 2 partitions: every task's metrics, the main task
+selecting the epoch, the node task's figures equal to scikit-learn's on the saved encoder outputs through the
+checkpoint's head, ``embed`` writing the same encoder outputs, and ``serve`` refusing the checkpoint."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from sklearn import metrics as sk
+
+from graphshard.cli import main
+from graphshard.errors import InputError
+from graphshard.train import TrainOptions, train
+from graphshard.train.checkpoint import read_weights
+from graphshard.train.config_file import build_options, dump_config, read_config_file
+from graphshard.train.multi_model import MultiLoader
+from tests.graphs import shared_dataset
+
+NODE = {"name": "venue", "task": "node", "metric": ["accuracy", "f1_macro"]}
+LINK = {"name": "authorship", "task": "link", "edge_type": "paper:written_by:author", "weight": 0.5}
+
+
+class _Batches:
+    def __init__(self, n: int, tag: str):
+        self.n, self.tag, self.epoch = n, tag, 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self):
+        self.epoch += 1
+        return iter([f"{self.tag}{self.epoch}:{i}" for i in range(self.n)])
+
+
+def test_the_tasks_alternate_each_once_an_epoch_spread_evenly():
+    loader = MultiLoader([_Batches(2, "a"), _Batches(6, "b")])
+    steps = [(b.task, b.batch) for b in loader]
+    assert len(steps) == len(loader) == 8
+    assert [t for t, _ in steps] == [1, 0, 1, 1, 1, 0, 1, 1]  # a at 1/4 and 3/4 of the epoch, b at (k + .5) / 6
+    assert [b for t, b in steps if t == 0] == ["a1:0", "a1:1"] and len({b for _, b in steps}) == 8
+    assert [b.batch for b in loader if b.task == 0] == ["a2:0", "a2:1"]  # the next epoch: each loader's next
+
+
+@pytest.mark.parametrize(
+    ("tasks", "main_task", "message"),
+    [
+        ([{**NODE, "colour": 1}], None, r"tasks\[0\]: unknown key 'colour'"),
+        ([{**NODE, "name": "1st"}], None, r"tasks\[0\]: 'name' must be a name"),
+        ([NODE, {**LINK, "task": "graph"}], None, r"tasks\[1\] \(authorship\): 'task' must be one of node, edge, link"),
+        ([NODE, {**NODE, "weight": 0}], None, r"tasks\[1\] \(venue\): 'weight' must be a number > 0"),
+        ([NODE, NODE], None, r"tasks: names must differ"),
+        ([NODE, LINK, {**LINK, "name": "again"}], None, "one link prediction task a run"),
+        ([NODE], "other", "main_task 'other' is not among the tasks"),
+        ([{**NODE, "metric": ["mrr"]}], None, r"tasks\[0\] \(venue\): metric 'mrr' is not a metric"),
+        ([{**NODE, "loss": "huber"}], None, r"tasks\[0\] \(venue\): key 'loss': expected one of auto"),
+    ],
+)
+def test_bad_tasks_are_named(tasks, main_task, message):
+    with pytest.raises(InputError, match=message):
+        TrainOptions(task="multi", tasks=tasks, main_task=main_task).check()
+
+
+def test_tasks_come_from_the_config_file_and_back(tmp_path):
+    (tmp_path / "run.yaml").write_text(
+        "task: multi\nmain_task: authorship\ntasks:\n"
+        "  - {name: venue, task: node, metric: [accuracy, f1_macro]}\n"
+        "  - {name: authorship, task: link, edge_type: 'paper:written_by:author', weight: 0.5}\n"
+    )
+    opts, launch = build_options(read_config_file(tmp_path / "run.yaml"))
+    assert opts.tasks == [NODE, LINK] and opts.main_task == "authorship"
+    (tmp_path / "again.yaml").write_text(dump_config(opts, launch))
+    assert build_options(read_config_file(tmp_path / "again.yaml"))[0] == opts
+    with pytest.raises(InputError, match="--task multi and a config file's tasks: go together"):
+        TrainOptions(task="multi").check()
+    with pytest.raises(InputError, match="--task multi reads no feature cache"):
+        TrainOptions(task="multi", tasks=[NODE], cache_mb=10).check()
+
+
+def test_node_classification_and_link_prediction_on_dblp(tmp_path, capsys):
+    data = shared_dataset("dblp_hetero")
+    opts = TrainOptions(
+        task="multi",
+        tasks=[NODE, LINK],
+        epochs=3,
+        progress=False,
+        checkpoint=str(tmp_path / "ckpt"),
+        save_embeddings=str(tmp_path / "out"),
+    )
+    m = train(opts, num_procs=2, dataset=str(data), work_dir=str(tmp_path / "work"))
+    assert m["tasks"] == ["venue", "authorship"] and m["main_task"] == "venue"
+    assert set(m["test_metrics"]) == {"venue", "authorship"}
+    assert set(m["test_metrics"]["authorship"]) == {"mrr", "auc", "hits@10"}
+    assert m["test_metrics"]["authorship"]["mrr"] > 2 * 0.0515  # random scores' MRR of 100 candidates
+    history = [e["val_venue/accuracy"] for e in m["epochs"]]
+    assert m["best_epoch"] == int(np.argmax(history))  # the main task's first metric selects
+    # the node task's test figures from the saved encoder outputs and the checkpoint's head
+    weights = read_weights(tmp_path / "ckpt" / "best" / "rank0") or read_weights(tmp_path / "ckpt" / "rank0")
+    assert weights is not None and weights[0] == m["best_epoch"]
+    w, b = weights[1]["heads.venue.linear.weight"], weights[1]["heads.venue.linear.bias"]
+    h = torch.from_numpy(np.load(tmp_path / "out" / "author.npy"))
+    pred = (h @ w.T + b).argmax(1).numpy()
+    test, labels = np.load(data / "author_test_idx.npy"), np.load(data / "author_label.npy")
+    assert m["test_metrics"]["venue"]["accuracy"] == pytest.approx(
+        sk.accuracy_score(labels[test], pred[test]), abs=1e-6
+    )
+    assert m["test_metrics"]["venue"]["f1_macro"] == pytest.approx(
+        sk.f1_score(labels[test], pred[test], average="macro"), abs=1e-6
+    )
+    # embed writes the encoder's outputs of the checkpoint (the last epoch's: no best/ there)
+    args = ["--part-config", m["part_config"], "--checkpoint", str(tmp_path / "ckpt")]
+    assert main(["embed", *args, "--out", str(tmp_path / "emb"), "--num-procs", "2"]) == 0
+    assert np.load(tmp_path / "emb" / "author.npy").shape == h.shape
+    capsys.readouterr()
+    assert main(["serve", *args, "--num-procs", "2"]) == 2
+    assert "a multi-task checkpoint (--task multi) is not served yet" in capsys.readouterr().err
