@@ -1,7 +1,8 @@
 """Node regression and multi-label classification, edge classification and regression: graphshard on 2
 processes x 2 partitions against plain full-batch PyG on the same planted targets, side by side in one run.
 
-    python benchmarks/tasks.py [--nodes 10000] [--seeds 0,1,2] [--epochs 50] [--batch-size 1024] [--out bench-out/tasks.json]
+    python benchmarks/tasks.py [--nodes 10000] [--seeds 0,1,2] [--epochs 50] [--batch-size 1024]
+                               [--out bench-out/tasks.json]
 
 For each task (``generate community --targets regression|multilabel`` or ``--edge-targets classes|regression``,
 ``--noise 4``; the edge graphs with ``--avg-degree 8``) and seed, graphshard

@@ -92,6 +92,15 @@ def test_edge_tasks_are_checked_before_spawning(planted, tmp_path):
         train(TrainOptions(**KW), dataset=str(tmp_path / "plain"), **run)
     with pytest.raises(InputError, match="'rmse' is not a metric of classification"):
         train(TrainOptions(**KW, metric=["rmse"]), dataset=str(planted / "classes"), **run)
+    bad = community_graph(num_nodes=300, avg_degree=8, seed=2, edge_targets="regression")
+    src, dst = bad.graph.edges[("_N", "_E", "_N")]
+    label = bad.graph.edge_feats[("_N", "_E", "_N")]["label"]
+    label[5] = np.nan  # every edge is in a split
+    save_dataset(bad, tmp_path / "nan")
+    with pytest.raises(
+        Exception, match=rf"edge \({src[5]}, {dst[5]}\) of _N:_E:_N \(original node IDs\).*nan is not finite"
+    ):
+        train(TrainOptions(**KW), dataset=str(tmp_path / "nan"), **run)
 
 
 def test_edge_labels_go_through_the_chunked_format_and_dispatch(planted, tmp_path):

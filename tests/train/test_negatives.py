@@ -118,7 +118,9 @@ def test_edge_weights_and_their_checks(graph, tmp_path):
     }
     assert losses["ones"] == pytest.approx(losses[None], rel=1e-6)  # weights of 1: the unweighted loss
     assert losses["weight"][0] != pytest.approx(losses[None][0], rel=1e-3)  # other weights take effect
-    with pytest.raises(Exception, match="weight -?[0-9.e-]+, not a number >= 0"):
+    with pytest.raises(
+        Exception, match=r"edge \(\d+, \d+\) of _N:_E:_N \(original node IDs\) has weight -[0-9.e-]+, not a"
+    ):
         train(TrainOptions(**kw, edge_weight="signed"), num_procs=2)
     with pytest.raises(InputError, match="--edge-weight 'nope': edge type '_N:_E:_N' has no such edge data"):
         train(TrainOptions(**kw, edge_weight="nope"), num_procs=2)

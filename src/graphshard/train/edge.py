@@ -80,7 +80,7 @@ def edge_task(s: Session, g: DistGraph, opts: TrainOptions) -> EdgeTask:
         at = at[at.shape[0] * t // per : at.shape[0] * (t + 1) // per]
         raw = held[torch.from_numpy(eid[at])].numpy()
         split[k] = EdgeSplit(np.stack([src[at], dst[at]]), eid[at], raw)
-    classes = _check_labels(s, g, et, kind, split, opts.num_classes) if kind != "regression" else width(row_shape)
+    classes = _check_labels(s, g, et, kind, split, opts.num_classes, width(row_shape))
     for part in split.values():
         part.labels = as_targets(kind, part.labels)
         if kind == "classification":
@@ -89,17 +89,17 @@ def edge_task(s: Session, g: DistGraph, opts: TrainOptions) -> EdgeTask:
 
 
 def _check_labels(
-    s: Session, g: DistGraph, et: EType, kind: str, split: dict[str, EdgeSplit], declared: int | None
+    s: Session, g: DistGraph, et: EType, kind: str, split: dict[str, EdgeSplit], declared: int | None, columns: int
 ) -> int:
-    """The output width of classes or 0/1 labels, every rank's split edges' labels checked: a class outside
-    ``[0, declared)`` (or below 0), a multi-label entry other than 0 or 1. Errors name the first bad edge by
-    its ends' original IDs."""
-    labels = np.concatenate([p.labels.reshape(p.labels.shape[0], -1) for p in split.values()])
+    """The output width (classes; or the label's ``columns``), every rank's split edges' labels checked: a class
+    outside ``[0, declared)`` (or below 0), a multi-label entry other than 0 or 1, a regression target that is
+    not finite. Errors name the first bad edge by its ends' original IDs."""
+    labels = np.concatenate([p.labels.reshape(p.labels.shape[0], columns) for p in split.values()])
     pairs = np.concatenate([p.pairs for p in split.values()], axis=1)
-    if kind == "multilabel":
-        found = problem(kind, labels)
+    if kind != "classification":
+        found = problem(kind, labels if columns > 1 else labels.reshape(-1))
         bad = None if found is None else (int(pairs[0, found.position]), int(pairs[1, found.position]), found.why)
-        top = labels.shape[1]
+        top = columns
     else:
         flat = labels.reshape(-1).astype(np.int64)
         top = int(flat.max()) + 1 if flat.size else 0

@@ -58,9 +58,9 @@ def my_edges(s: Session, g: DistGraph, et: EType) -> tuple[np.ndarray, np.ndarra
     return np.stack([src[lo:hi], dst[lo:hi]]), eid[lo:hi]
 
 
-def edge_weights(g: DistGraph, et: EType, name: str | None, ids: np.ndarray) -> np.ndarray | None:
-    """The weights (edge data ``name``) of this rank's training edges ``ids``; an :class:`InputError` names the
-    first that is no finite number >= 0, by its ends' original IDs."""
+def edge_weights(g: DistGraph, et: EType, name: str | None, ids: np.ndarray, pairs: np.ndarray) -> np.ndarray | None:
+    """The weights (edge data ``name``) of this rank's training edges ``ids`` (ends ``pairs``, new IDs); an
+    :class:`InputError` names the first that is no finite number >= 0, by its ends' original IDs."""
     if name is None:
         return None
     if name not in g.edges[et].data:
@@ -71,8 +71,11 @@ def edge_weights(g: DistGraph, et: EType, name: str | None, ids: np.ndarray) -> 
     w = w.reshape(-1)
     bad = np.flatnonzero(~np.isfinite(w) | (w < 0))
     if bad.size:
+        book, at = g.get_partition_book(), int(bad[0])
+        u, v = (int(book.to_original(t, torch.tensor([int(pairs[i, at])]))[0]) for i, t in ((0, et[0]), (1, et[2])))
         raise InputError(
-            f"--edge-weight: edge {int(ids[bad[0]])} of {':'.join(et)} has weight {w[bad[0]]}, not a number >= 0"
+            f"--edge-weight: edge ({u}, {v}) of {':'.join(et)} (original node IDs) has weight {w[at]}, "
+            "not a number >= 0"
         )
     return w.astype(np.float32)
 
@@ -177,7 +180,7 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     if not opts.allow_nonfinite:
         check_finite_features(g, opts.feat or "feat")
     mine, mine_ids = my_edges(s, g, et)
-    weights = edge_weights(g, et, opts.edge_weight, mine_ids)
+    weights = edge_weights(g, et, opts.edge_weight, mine_ids, mine)
     ends = {et[0]: mine[0]} if et[0] != et[2] else {et[0]: mine.reshape(-1)}
     seeds = ends | ({et[2]: mine[1]} if et[0] != et[2] else {})
     cache = feature_cache(g, opts, seeds)

@@ -191,7 +191,7 @@ class LinkRunner:
         et = self.et = sh.g._etype(self.held.etype if self.held is not None else o.edge_type)
         self.types = [et[0], et[2]]
         self.mine, ids = my_edges(sh.s, sh.g, et)
-        self.weights = edge_weights(sh.g, et, o.edge_weight, ids)
+        self.weights = edge_weights(sh.g, et, o.edge_weight, ids, self.mine)
         self.head = PairHead(link_decoder(o), et[0], et[2], reads_attr=False)
         self.k = per_positive(o.neg_ratio)
         self.evaluator: LinkEvaluator | None = None
