@@ -106,6 +106,8 @@ def test_cora_link_prediction_beats_random_scores(tmp_path):
     assert m["test_mrr"] > 4 * m["random_mrr"], m
     assert m["test_auc"] > 0.8, m
     assert all(0 <= e["val_auc"] <= 1 for e in m["epochs"])
+    assert m["test_metrics"] == {"mrr": m["test_mrr"], "auc": m["test_auc"], "hits@10": m["test_hits@10"]}
+    assert m["val_metrics"]["mrr"] == m["val_mrr"]
 
 
 def test_mlp_decoder_on_the_generated_graph(tmp_path):

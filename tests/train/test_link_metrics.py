@@ -5,6 +5,7 @@ among the candidates no longer counts against the held-out edge."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from graphshard.datasets import community_graph, save_dataset
@@ -21,6 +22,25 @@ def _reference(pos, negs, keep, k):
         pairs += sum(kept)
         wins += sum(kept) - above
     return {"mrr": rr / len(pos), "auc": wins / pairs, f"hits@{k}": hits / len(pos)}
+
+
+def test_rank_figures_equal_scikit_learn():
+    """Without ties, each list a sample whose positive is "class" 0 among its 1 + C candidates: MRR is
+    scikit-learn's label ranking average precision, Hits@K its top-k accuracy, AUC the mean of each list's
+    ROC-AUC (every list has C candidates, so the pairs' share is the lists' mean)."""
+    from sklearn import metrics as sk
+
+    rng = np.random.default_rng(1)
+    pos, negs = torch.from_numpy(rng.normal(size=300)), torch.from_numpy(rng.normal(size=(300, 20)))
+    got = figures(rank_sums(pos, negs, 5), 5)
+    scores = np.concatenate([pos.numpy()[:, None], negs.numpy()], 1)
+    truth = np.zeros_like(scores, dtype=int)
+    truth[:, 0] = 1
+    assert got["mrr"] == pytest.approx(sk.label_ranking_average_precision_score(truth, scores), abs=1e-6)
+    top = sk.top_k_accuracy_score(np.zeros(300, dtype=int), scores, k=5, labels=np.arange(21))
+    assert got["hits@5"] == pytest.approx(top, abs=1e-6)
+    per_list = [sk.roc_auc_score(t, s) for t, s in zip(truth, scores)]
+    assert got["auc"] == pytest.approx(float(np.mean(per_list)), abs=1e-6)
 
 
 def test_rank_figures_match_their_definitions():

@@ -242,6 +242,8 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
         "random_mrr": _random_mrr(opts.eval_negatives),
     }
     metrics |= trainer.final_test(lambda: evaluate("test", 2), evaluate.outputs.changed)
+    names = [k[len("test_") :] for k in metrics if k.startswith("test_")]
+    metrics |= {f"{k}_metrics": {m: metrics.get(f"{k}_{m}") for m in names} for k in ("val", "test")}
     if opts.save_embeddings:  # of the selected epoch's encoder (the test evaluation computed the outputs)
         with timing.phase("embeddings_s"):
             save_tables(s, g, representations(g, model.encoder, inputs, opts, evaluate.outputs), opts.save_embeddings)

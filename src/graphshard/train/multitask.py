@@ -1,11 +1,10 @@
 """Several tasks in one run (``--task multi``): the config file's ``tasks:`` list, each task's options.
 
 Each entry is a mapping: ``name`` (its key in the metrics), ``task`` (``node``, ``edge`` or ``link``),
-``weight`` (its loss's weight, default 1) and the options of that task — ``target``, ``edge_type``, ``label``,
-``label_kind``, ``metric``, ``loss``, ``focal_gamma``, ``class_weights``, ``split_masks``, ``num_classes``,
-``edge_decoder``, ``edge_feat``, ``decoder``, ``negatives``, ``neg_ratio``, ``edge_weight``, ``link_split``,
-``filtered`` — which override the run's. Everything else (the encoder, fanouts, batch size, epochs, ...) is
-the run's, shared by all tasks. ``main_task`` names the task whose first metric selects the best epoch."""
+``weight`` (its loss's weight, default 1) and the options of that task (:data:`OWN_OPTIONS`: ``batch_size``,
+``target``, ``edge_type``, ``label``, ``metric``, ``loss``, ...), which override the run's. Everything else (the
+encoder, fanouts, epochs, ...) is the run's, shared by all tasks. ``main_task`` names the task whose first metric
+selects the best epoch."""
 
 from __future__ import annotations
 
@@ -18,6 +17,7 @@ from .fields import coerce, specs
 
 TASK_KINDS = ("node", "edge", "link")
 OWN_OPTIONS = (
+    "batch_size",
     "target",
     "edge_type",
     "label",
