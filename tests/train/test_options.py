@@ -45,7 +45,7 @@ def no_spawn(monkeypatch):
             "argument --fanouts: expected a list of integers (or comma-separated text such as "
             "10,10), each >= 1 or -1, got '5,0'",
         ),
-        (["--task", "graph"], "argument --task: expected one of node, link, edge, got 'graph'"),
+        (["--task", "graph"], "argument --task: expected one of node, link, edge, multi, got 'graph'"),
     ],
 )
 def test_bad_flags_are_usage_errors(parts, argv, message, capsys, no_spawn):
