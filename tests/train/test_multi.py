@@ -1,10 +1,12 @@
 """Several tasks in one run (``--task multi``): the tasks' specs and their errors, the alternating schedule, and
 node classification + link prediction on DBLP on 2 ranks x 2 partitions: every task's metrics, the main task
 selecting the epoch, the node task's figures equal to scikit-learn's on the saved encoder outputs through the
-checkpoint's head, ``embed`` writing the same encoder outputs, and ``serve`` refusing the checkpoint."""
+checkpoint's head, ``embed`` writing the encoder outputs, and ``serve`` answering with the main task's head
+(or the one ``--head`` names) on them."""
 
 from __future__ import annotations
 
+import httpx
 import numpy as np
 import pytest
 import torch
@@ -17,6 +19,7 @@ from graphshard.train.checkpoint import read_weights
 from graphshard.train.config_file import build_options, dump_config, read_config_file
 from graphshard.train.multi_model import MultiLoader
 from tests.graphs import shared_dataset
+from tests.serve.service import running
 
 NODE = {"name": "venue", "task": "node", "metric": ["accuracy", "f1_macro"]}
 LINK = {"name": "authorship", "task": "link", "edge_type": "paper:written_by:author", "weight": 0.5}
@@ -108,10 +111,23 @@ def test_node_classification_and_link_prediction_on_dblp(tmp_path, capsys):
     assert m["test_metrics"]["venue"]["f1_macro"] == pytest.approx(
         sk.f1_score(labels[test], pred[test], average="macro"), abs=1e-6
     )
-    # embed writes the encoder's outputs of the checkpoint (the last epoch's: no best/ there)
+    # embed writes the encoder's outputs of the checkpoint (its last epoch's), which serve's heads read
     args = ["--part-config", m["part_config"], "--checkpoint", str(tmp_path / "ckpt")]
     assert main(["embed", *args, "--out", str(tmp_path / "emb"), "--num-procs", "2"]) == 0
-    assert np.load(tmp_path / "emb" / "author.npy").shape == h.shape
+    last = read_weights(tmp_path / "ckpt" / "rank0")
+    assert last is not None
+    author, paper = (torch.from_numpy(np.load(tmp_path / "emb" / f"{t}.npy")) for t in ("author", "paper"))
+    assert author.shape == h.shape
+    w, b = last[1]["heads.venue.linear.weight"], last[1]["heads.venue.linear.bias"]
+    nodes, pairs = [0, 17, 4056], [[3, 0], [100, 17]]
+    with running([*args, "--num-procs", "2"], tmp_path) as (url, _):  # the main task's head
+        venue = httpx.post(f"{url}/v1/predict", json={"type": "author", "nodes": nodes}, timeout=60).json()
+    np.testing.assert_allclose(venue["scores"], (author[nodes] @ w.T + b).numpy(), atol=1e-4)
+    assert venue["predictions"] == (author[nodes] @ w.T + b).argmax(1).tolist()
+    with running([*args, "--num-procs", "2", "--head", "authorship"], tmp_path) as (url, _):
+        links = httpx.post(f"{url}/v1/predict", json={"pairs": pairs}, timeout=60).json()
+    want = [float(paper[u] @ author[v]) for u, v in pairs]  # the dot decoder on both ends' rows
+    np.testing.assert_allclose(links["scores"], want, rtol=1e-4, atol=1e-4)
     capsys.readouterr()
-    assert main(["serve", *args, "--num-procs", "2"]) == 2
-    assert "a multi-task checkpoint (--task multi) is not served yet" in capsys.readouterr().err
+    assert main(["serve", *args, "--num-procs", "2", "--head", "nope"]) == 2
+    assert "--head nope: " in capsys.readouterr().err

@@ -34,6 +34,7 @@ def run_serve(args: argparse.Namespace) -> None:
         request_timeout=args.request_timeout,
         embedding_layer=args.embedding_layer,
         device=args.device,
+        head=args.head,
     )
     serve(
         args.part_config,
@@ -118,6 +119,12 @@ def register(sub: Any) -> None:
         "--max-nodes", type=positive_int, default=10_000, help="nodes (or edges of a new node) per request at most"
     )
     p.add_argument("--max-body-mb", type=positive_int, default=4, help="request body size at most (MiB)")
+    p.add_argument(
+        "--head",
+        metavar="TASK",
+        help="of a multi-task checkpoint (--task multi): the task whose head answers /v1/predict (default: its "
+        "main task); /v1/embed answers that head's outputs too",
+    )
     p.add_argument(
         "--request-timeout",
         type=positive_float,

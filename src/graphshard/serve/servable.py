@@ -1,6 +1,6 @@
 """What a checkpoint lets ``graphshard serve`` answer, checked before any rank starts: the hidden layer for
 ``/v1/embed`` (of the homogeneous stacks only), an edge task's edges (whose decoder must read their two ends
-only: requests carry no edge features), and no multi-task checkpoint (not served yet)."""
+only: requests carry no edge features), and of a multi-task checkpoint the head asked for."""
 
 from __future__ import annotations
 
@@ -11,15 +11,29 @@ from ..train.options import TrainOptions
 HIDDEN_MODELS = ("sage", "gcn", "gat", "gin")  # the homogeneous stacks: their hidden layer is served
 
 
-def check_servable(opts: TrainOptions, embedding_layer: str, checkpoint: str) -> None:
-    """An :class:`InputError` where the checkpoint's model (``opts``) cannot be served as asked."""
+def check_servable(opts: TrainOptions, embedding_layer: str, checkpoint: str, head: str | None = None) -> None:
+    """An :class:`InputError` where the checkpoint's model (``opts``) cannot be served as asked (``head``: a
+    multi-task checkpoint's task)."""
     if embedding_layer == "hidden":
         _check_hidden(opts)
-    if opts.task == "multi":
-        raise InputError(
-            f"{checkpoint}: a multi-task checkpoint (--task multi) is not served yet; 'graphshard embed' writes its "
-            "encoder's node outputs"
-        )
+    if opts.task != "multi":
+        if head is not None:
+            raise InputError(f"--head {head}: {checkpoint} is a checkpoint of one task (--task {opts.task})")
+        _check_task(opts, checkpoint)
+        return
+    from ..train.multitask import main_task, task_specs  # a multi-task checkpoint: its tasks' options
+
+    tasks = task_specs(opts)
+    names = [t.name for t in tasks]
+    if head is not None and head not in names:
+        raise InputError(f"--head {head}: {checkpoint} has the tasks {', '.join(names)}")
+    chosen = next(t for t in tasks if t.name == (head or main_task(opts, tasks).name))
+    if embedding_layer == "hidden":
+        raise InputError("--embedding-layer hidden: a multi-task checkpoint's service answers its head's outputs")
+    _check_task(chosen.opts, checkpoint)
+
+
+def _check_task(opts: TrainOptions, checkpoint: str) -> None:
     if opts.task == "edge" and opts.edge_feat is not None and opts.edge_decoder == "concat":
         raise InputError(
             f"{checkpoint}: the model's decoder reads each labelled edge's feature {opts.edge_feat!r}, which "

@@ -30,6 +30,7 @@ from ..distributed.network import LOOPBACK
 from ..distributed.runtime import Session, session
 from ..errors import DistError, InputError
 from ..train.checkpoint_embed import Restored, checkpoint_run, restore
+from ..train.multi import head_view
 from ..train.options import TrainOptions
 from .answer import Answerer, HiddenLayer, hidden_layer, open_stale
 from .queries import GraphFacts, Limits, Query
@@ -51,7 +52,8 @@ class ServeOptions:
     batch, ``batch_wait`` seconds to gather one, ``max_queue`` requests waiting), the limits of one request
     (``max_nodes``, ``max_edges`` per new node, ``max_body`` bytes), how long it may wait (``request_timeout``),
     what ``/v1/embed`` answers: the model's ``output`` or the ``hidden`` layer its last layer reads, and the
-    ``device`` the model computes on (``cpu``, ``cuda``, ``auto``; batches are sampled on the CPU)."""
+    ``device`` the model computes on (``cpu``, ``cuda``, ``auto``; batches are sampled on the CPU), and of a
+    multi-task checkpoint the task whose ``head`` answers (default: its main task)."""
 
     host: str = LOOPBACK
     port: int = 8080
@@ -67,6 +69,7 @@ class ServeOptions:
     request_timeout: float = 30.0
     embedding_layer: str = "output"
     device: str = "cpu"
+    head: str | None = None  # a multi-task checkpoint's task to answer for (default: its main task)
 
     def check(self, layers: int) -> None:
         """An :class:`InputError` naming the option at fault."""
@@ -148,7 +151,7 @@ def serve(
         device=options.device,
     )
     options.check(opts.num_layers)
-    check_servable(opts, options.embedding_layer, str(checkpoint))
+    check_servable(opts, options.embedding_layer, str(checkpoint), options.head)
     lead = num_procs is not None or int(os.environ.get("RANK", "0")) == 0  # starts rank 0, or is rank 0
     token, listener = None, None
     if lead:  # what only rank 0 uses is read and taken by its host alone (the others may not have the file)
@@ -173,6 +176,8 @@ def _rank(opts: TrainOptions, options: ServeOptions, token: str | None, listener
     with session(timeout=opts.timeout, heartbeat_timeout=opts.heartbeat_timeout) as s:
         doing("loading the model")
         restored = restore(s, opts)
+        if restored.task == "multi":  # one task's head answers
+            restored = head_view(restored, opts, options.head)
         hidden = _hidden(restored, options.embedding_layer)
         fanouts = options.fanouts or [-1] * opts.num_layers
         answerer = Answerer(restored, fanouts, key=opts.seed, chunk=options.max_batch_nodes, hidden=hidden)

@@ -5,8 +5,9 @@ the outputs computed layer by layer, then written in the user's original node or
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -164,6 +165,7 @@ class Restored:
     edge_type: EType | None = None
     label_kind: str | None = None  # of a node or edge task (train.labels)
     task: str = "node"
+    tasks: list[Any] = field(default_factory=list)  # a multi-task model's tasks (train.multi's runners)
 
 
 def restore(s: Session, opts: TrainOptions) -> Restored:
@@ -178,7 +180,7 @@ def restore(s: Session, opts: TrainOptions) -> Restored:
     elif opts.task == "multi":
         model, runners = build_multi(s, g, inputs, opts)
         types = list(dict.fromkeys(t for r in runners for t in r.types))
-        restored = Restored(g, inputs, model, model.encoder, types, task="multi")
+        restored = Restored(g, inputs, model, model.encoder, types, task="multi", tasks=runners)
     elif opts.task == "edge":
         edges = edge_task(s, g, opts)
         model = edge_model(opts, inputs, edges.etype, edges.classes, EdgeRows(g, edges.etype, opts).width)
