@@ -131,3 +131,29 @@ def test_node_classification_and_link_prediction_on_dblp(tmp_path, capsys):
     capsys.readouterr()
     assert main(["serve", *args, "--num-procs", "2", "--head", "nope"]) == 2
     assert "--head nope: " in capsys.readouterr().err
+
+
+def test_a_resumed_multi_task_run_trains_as_an_uninterrupted_one(tmp_path):
+    """Node regression + edge classification on a planted graph: 2 epochs, then resumed to 4, give the losses
+    and figures of 4 epochs in one go (each task's batches are the same after the resume)."""
+    from graphshard.datasets import community_graph, save_dataset
+
+    save_dataset(
+        community_graph(num_nodes=800, avg_degree=6, seed=3, targets="regression", edge_targets="classes"),
+        tmp_path / "data",
+    )
+    tasks = [{"name": "value", "task": "node"}, {"name": "flow", "task": "edge", "weight": 0.5}]
+    kw = dict(task="multi", tasks=tasks, fanouts=[4, 4], batch_size=128, progress=False)
+    run = dict(num_procs=2, dataset=str(tmp_path / "data"), work_dir=str(tmp_path / "work"))
+    whole = train(TrainOptions(epochs=4, **kw), **run)
+    ckpt = str(tmp_path / "ckpt")
+    train(TrainOptions(epochs=2, checkpoint=ckpt, **kw), **run)
+    resumed = train(TrainOptions(epochs=4, checkpoint=ckpt, **kw), **run)
+    assert resumed["start_epoch"] == 2
+    assert [e["train_loss"] for e in resumed["epochs"]] == [e["train_loss"] for e in whole["epochs"]]
+    assert resumed["test_metrics"] == whole["test_metrics"]
+    assert set(whole["test_metrics"]) == {"value", "flow"} and set(whole["test_metrics"]["value"]) == {
+        "rmse",
+        "mae",
+        "r2",
+    }
