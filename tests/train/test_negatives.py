@@ -27,8 +27,9 @@ def test_joint_negatives_are_shared_by_the_batch():
     assert neg.T.tolist() == [[0, 20], [0, 21], [1, 20], [1, 21], [2, 20], [2, 21]]
 
 
-def _hard_batch(config: str, out: str) -> None:
-    """One rank: the hard negatives of positives (0, 1), (0, 2), (0, 3), 3 each, as node IDs, into ``out``."""
+def _hard_batch(config: str, out: str, given: list | None = None) -> None:
+    """One rank: the hard negatives of positives (0, 1), (0, 2), (0, 3), 3 each (or ``given``), as node IDs,
+    into ``out``."""
     from graphshard.distributed.graph import DistGraph
     from graphshard.distributed.loader import DistLinkNeighborLoader
     from graphshard.distributed.runtime import session
@@ -37,7 +38,9 @@ def _hard_batch(config: str, out: str) -> None:
     with session(timeout=60):
         g = DistGraph("h", read_config(config))
         pairs = np.array([[0, 0, 0], [1, 2, 3]])
-        loader = DistLinkNeighborLoader(g, [2], pairs, 3, neg_sampling="hard", neg_amount=3, feat_name="none")
+        loader = DistLinkNeighborLoader(
+            g, [2], pairs, 3, neg_sampling="hard", neg_amount=3, feat_name="none", hard_negatives=given
+        )
         batch = next(iter(loader))
         np.save(out, batch.n_id[batch.dst_neg_index].numpy())
 
@@ -57,6 +60,11 @@ def test_hard_negatives_are_in_neighbours_of_the_destination(tmp_path):
     assert sorted(neg[0, :3].tolist()) == [5, 6, 7]
     assert neg[1, 0] == 5  # its one in-neighbour, then random nodes
     assert neg.min() >= 0 and neg.max() < 10
+    given = [[8, 9, 4], [-1, 4, 4], [6, 7, 5]]  # per positive; -1: none given
+    launch(_hard_batch, 1, (str(tmp_path / "p" / "h.json"), str(tmp_path / "given.npy"), given), timeout=60)
+    neg = np.load(tmp_path / "given.npy")
+    assert neg.shape == (3, 6) and neg[0, :3].tolist() == [8, 9, 4] and neg[2, :3].tolist() == [6, 7, 5]
+    assert neg[1, 1:3].tolist() == [4, 4] and 0 <= neg[1, 0] < 10
 
 
 def test_link_loss_weighs_positives():
@@ -92,6 +100,34 @@ def test_every_mode_learns_links(graph, tmp_path, negatives):
     )
     m = train(opts, num_procs=2, dataset=str(data), work_dir=str(tmp_path))
     assert m["test_mrr"] > 2 * m["random_mrr"], (m["test_mrr"], m["random_mrr"])
+
+
+def test_given_hard_negatives_from_the_dataset(graph, tmp_path):
+    """Hard negatives given per edge (the dataset's edges/..._hard_negatives.npy, original destination IDs) go
+    through the held-out split and the partitions with their edges, train, and a bad one is named."""
+    from graphshard.datasets import load_dataset
+
+    ds = load_dataset(graph / "data")
+    et = ("_N", "_E", "_N")
+    src, dst = ds.graph.edges[et]
+    rng = np.random.default_rng(0)
+    hard = rng.integers(0, 1500, (src.shape[0], 3))
+    hard[::7, 0] = -1
+    ds.graph.edge_feats[et]["hard_negatives"] = hard
+    save_dataset(ds, tmp_path / "data")
+    assert np.array_equal(np.load(tmp_path / "data" / "edge_hard_negatives.npy"), hard)
+    kw = dict(task="link", negatives="hard", neg_ratio=3, epochs=8, fanouts=[5, 5], batch_size=512, progress=False)
+    run = dict(num_procs=2, dataset=str(tmp_path / "data"), work_dir=str(tmp_path / "work"))
+    m = train(TrainOptions(**kw, hard_negatives="hard_negatives"), **run)
+    assert m["test_mrr"] > 1.5 * m["random_mrr"], (m["test_mrr"], m["random_mrr"])
+    hard[:, 1] = 1500  # no such node (in every row: some are held out)
+    ds.graph.edge_feats[et]["hard_negatives"] = hard
+    save_dataset(ds, tmp_path / "bad")
+    run["dataset"] = str(tmp_path / "bad")
+    with pytest.raises(Exception, match=r"names node 1500, outside the 1500 '_N' nodes"):
+        train(TrainOptions(**kw, hard_negatives="hard_negatives"), **run)
+    with pytest.raises(InputError, match="no such edge data of integer node IDs"):
+        train(TrainOptions(**kw, hard_negatives="nope"), **run)
 
 
 def test_edge_weights_and_their_checks(graph, tmp_path):

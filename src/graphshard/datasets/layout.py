@@ -129,10 +129,20 @@ def _labels(path: Path, n: int, item: str = "node") -> np.ndarray:
 
 def _edge_data(d: Path, prefix: str, count: int) -> dict[str, Feature]:
     """An edge type's labels and split masks (``<prefix>label.npy``, ``<prefix>{train,val,test}_idx.npy``), as
-    its edge data ``label`` and ``{train,val,test}_mask``: what ``train --task edge`` learns."""
+    its edge data ``label`` and ``{train,val,test}_mask`` (what ``train --task edge`` learns), and its
+    ``<prefix>hard_negatives.npy`` (original destination IDs, a row per edge, -1: none) as ``hard_negatives``."""
     out: dict[str, Feature] = {}
     if (d / f"{prefix}label.npy").is_file():
         out["label"] = _labels(d / f"{prefix}label.npy", count, "edge")
+    hard = d / f"{prefix}hard_negatives.npy"
+    if hard.is_file():  # train --task link --negatives hard --hard-negatives hard_negatives
+        rows = np.asarray(_load(hard))
+        if rows.ndim not in (1, 2) or rows.shape[0] != count or not np.issubdtype(rows.dtype, np.integer):
+            raise InputError(
+                f"{hard}: hard negatives must be integer node IDs, a row per edge ({count}), got {rows.dtype} "
+                f"{rows.shape}"
+            )
+        out["hard_negatives"] = rows
     out.update(_split_masks(d, prefix, count, "edge"))
     return out
 
@@ -305,10 +315,11 @@ def _save_arrays(d: Path, prefix: str, feats: Mapping[str, Feature]) -> dict[str
 
 
 def _save_edge_data(d: Path, prefix: str, feats: Mapping[str, Feature]) -> None:
-    """An edge type's ``label`` and split masks, as :func:`_edge_data` reads them (other edge data is not kept
-    by this layout)."""
-    if "label" in feats:
-        _save_npy(d, f"{prefix}label.npy", np.asarray(feats["label"]))
+    """An edge type's ``label``, ``hard_negatives`` and split masks, as :func:`_edge_data` reads them (other edge
+    data is not kept by this layout)."""
+    for name in ("label", "hard_negatives"):
+        if name in feats:
+            _save_npy(d, f"{prefix}{name}.npy", np.asarray(feats[name]))
     for split in SPLITS:
         if f"{split}_mask" in feats:
             _save_npy(

@@ -33,8 +33,8 @@ class BatchSpec:
     ``"triplet"`` (``src_index``, ``dst_pos_index``, ``dst_neg_index``) or ``"joint"`` (the positives'
     ``edge_label_index``, and ``dst_neg_index``: ``ceil(neg_amount)`` destinations shared by all of them) or
     ``"hard"`` (the positives' ``edge_label_index``, and ``dst_neg_index`` ``(B, 2 ceil(neg_amount))``: random
-    in-neighbours of each destination along the edge type, random nodes where it has too few, then as many
-    random nodes);
+    in-neighbours of each destination along the edge type, random nodes where it has too few — or the request's
+    given ``hard`` negatives — then as many random nodes);
     ``neg_amount`` negatives per positive. ``feat_name``/``label_name`` become ``x``/``y`` where a node type has them.
     ``exclude_seed_edges``: drop sampled edges joining a positive seed pair, in either direction (so the
     model cannot read a training link off its own neighbourhood — held-out links are never there).
@@ -67,8 +67,6 @@ class BatchSpec:
             raise InputError(f"neg_mode must be one of {', '.join(NEG_MODES)} or None, got {self.neg_mode!r}")
         if self.neg_mode in ("joint", "hard") and self.time_attr is not None:
             raise InputError(f"neg_mode {self.neg_mode!r} has no temporal sampling")
-        if self.neg_mode == "hard" and self.edge_type is not None and self.edge_type[0] != self.edge_type[2]:
-            raise InputError(f"neg_mode 'hard' draws destinations' in-neighbours: {self.edge_type} joins two types")
         if self.neg_mode is not None and self.neg_amount <= 0:
             raise InputError(f"neg_amount must be positive, got {self.neg_amount}")
 
@@ -77,7 +75,8 @@ class BatchSpec:
 class BatchRequest:
     """Batch ``index`` of an epoch: ``seeds`` are per-type node IDs (node loader) or a ``(2, B)`` array of
     source/destination IDs (link loader); ``time`` per seed (temporal); ``key`` seeds all randomness;
-    ``input_id`` the position of each seed in the loader's input (PyG's ``input_id``; default 0..B-1)."""
+    ``input_id`` the position of each seed in the loader's input (PyG's ``input_id``; default 0..B-1);
+    ``hard``: each positive's given hard negatives ``(B, k)``, per-type destination IDs (-1: none given)."""
 
     index: int
     key: int
@@ -85,6 +84,7 @@ class BatchRequest:
     time: np.ndarray | None = None
     label: np.ndarray | None = None
     input_id: np.ndarray | None = None
+    hard: np.ndarray | None = None
 
 
 def _input_id(req: BatchRequest, count: int) -> np.ndarray:
@@ -215,7 +215,12 @@ class BatchMaker:
             k = max(1, int(np.ceil(self.spec.neg_amount)))
             dst_neg = rng.integers(0, self.book.num_nodes(d_t), (n_pos if mode == "triplet" else 1, k))
         elif mode == "hard":
-            dst_neg = self._hard(src, dst, edge_type, max(1, int(np.ceil(self.spec.neg_amount))), req.key, rng)
+            k = max(1, int(np.ceil(self.spec.neg_amount)))
+            dst_neg = (
+                self._hard(src, dst, edge_type, k, req.key, rng)
+                if req.hard is None
+                else self._given(req.hard, d_t, rng)
+            )
         ends = [self._homo(src, s_t), self._homo(dst, d_t)]
         if dst_neg is not None:
             ends.append(self._homo(dst_neg.reshape(-1), d_t))
@@ -257,6 +262,8 @@ class BatchMaker:
         """``(B, 2k)`` per-type node IDs: up to ``k`` sampled in-neighbours (along ``et``) of each destination in
         ``dst`` other than its positive's source in ``src``, the rest of the first ``k`` and the last ``k`` random
         nodes of its type."""
+        if et[0] != et[2]:
+            raise InputError(f"hard negatives drawn from destinations' in-neighbours: {et} joins two node types")
         homo = self._homo(dst, et[2])
         counts, nbrs = self.sampler.in_neighbours(homo, self.book.canonical_etypes.index(et), k, key)
         out = rng.integers(0, self.book.num_nodes(et[2]), (dst.shape[0], 2 * k))
@@ -265,6 +272,15 @@ class BatchMaker:
         out[row, col] = self.book.map_to_per_ntype(nbrs)[1].numpy()
         mine = out[:, :k] == src[:, None]  # the positive's own source links to v: no negative
         out[:, :k][mine] = rng.integers(0, self.book.num_nodes(et[2]), int(mine.sum()))
+        return out
+
+    def _given(self, hard: np.ndarray, d_t: str, rng: np.random.Generator) -> np.ndarray:
+        """``(B, 2k)``: the given hard negatives (a random node where one is -1), then ``k`` random nodes."""
+        n = self.book.num_nodes(d_t)
+        hard = np.asarray(hard, dtype=np.int64).reshape(hard.shape[0], -1)
+        out = rng.integers(0, n, (hard.shape[0], 2 * hard.shape[1]))
+        given = hard >= 0
+        out[:, : hard.shape[1]][given] = hard[given]
         return out
 
     # -- collation --------------------------------------------------------------------------------

@@ -74,6 +74,7 @@ class _DistLoader:
         count = seeds.shape[-1]
         self.time = None if time is None else to_numpy(time)
         self.label = None if label is None else to_numpy(label)
+        self.hard: np.ndarray | None = None  # a link loader's given hard negatives, one row per seed edge
         for name, arr in (("time", self.time), ("label", self.label)):
             if arr is not None and arr.shape[0] != count:
                 raise InputError(f"{name} has {arr.shape[0]} entries for {count} seeds")
@@ -153,6 +154,7 @@ class _DistLoader:
                     None if self.time is None else self.time[take],
                     None if self.label is None else self.label[take],
                     take,
+                    None if self.hard is None else self.hard[take],
                 )
             )
         return reqs
@@ -305,7 +307,9 @@ class DistLinkNeighborLoader(_DistLoader):
     edge's position in ``edge_label_index`` (as in PyG). ``neg_sampling`` ``"binary"``
     adds ``neg_amount × E`` random pairs and ``edge_label`` (1/0, or the given ``edge_label`` then 0);
     ``"triplet"`` adds ``src_index``/``dst_pos_index``/``dst_neg_index``; ``"joint"`` adds ``dst_neg_index``,
-    ``ceil(neg_amount)`` random destinations every positive of the batch shares. ``exclude_seed_edges``: the
+    ``ceil(neg_amount)`` random destinations every positive of the batch shares; ``"hard"`` adds
+    ``dst_neg_index`` ``(B, 2k)``: sampled in-neighbours of each destination, or ``hard_negatives`` (one row of
+    per-type destination IDs per edge, -1: none), then random ones. ``exclude_seed_edges``: the
     sampled neighbourhoods leave out the seed edges themselves (and their reverses). ``sparse_x``: CSR
     features come as sparse COO ``x``; ``wire_dtype``: how other processes' dense rows travel (see
     :class:`BatchSpec`); ``edge_feat_name``, ``node_attrs``, ``device``, ``device_cache``, ``transform``,
@@ -342,6 +346,7 @@ class DistLinkNeighborLoader(_DistLoader):
         device_cache: DeviceRowCache | None = None,
         transform: Callable[[Any], None] | None = None,
         copy: bool = False,
+        hard_negatives: Any = None,
     ):
         et = graph._etype(edge_type) if edge_type is not None else graph._single("edge_type", graph.canonical_etypes)
         pairs = to_numpy(edge_label_index).astype(np.int64)
@@ -382,3 +387,13 @@ class DistLinkNeighborLoader(_DistLoader):
             transform=transform,
             copy=copy,
         )
+        if hard_negatives is not None:
+            hard = to_numpy(hard_negatives).astype(np.int64)
+            hard = hard.reshape(hard.shape[0], -1)
+            if neg_sampling != "hard" or hard.shape[0] != pairs.shape[1]:
+                raise InputError(
+                    f"hard_negatives: one row per edge of edge_label_index ({pairs.shape[1]}) with neg_sampling "
+                    f"'hard', got {hard.shape[0]} rows with {neg_sampling!r}"
+                )
+            check_range(hard[hard >= 0], graph.num_nodes(et[2]), f"hard negative of {et}")
+            self.hard = hard

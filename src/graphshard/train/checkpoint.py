@@ -60,6 +60,7 @@ RESUME_OPTIONS = (
     "edge_weight",
     "tasks",
     "main_task",
+    "hard_negatives",
 )
 # How the heterogeneous GraphSAGE combines relations; checkpoints of older graphshard (summed relations,
 # every relation built) record none and cannot be resumed by this model
@@ -82,6 +83,7 @@ LATER_OPTIONS = (
     "edge_weight",
     "tasks",
     "main_task",
+    "hard_negatives",
 )
 ADDED_DEFAULTS = {  # what a checkpoint without them had
     "heads": 4,
@@ -96,6 +98,7 @@ ADDED_DEFAULTS = {  # what a checkpoint without them had
     "edge_weight": None,
     "tasks": None,
     "main_task": None,
+    "hard_negatives": None,
 }
 
 

@@ -157,10 +157,18 @@ def _check_link(opts: TrainOptions, cfg: PartitionConfig, held: Held) -> None:
             f"{opts.link_split}: held-out edges of type {etype_str(et)!r}, which {cfg.path} does not "
             f"have (edge types: {sorted(cfg.etypes)})"
         )
-    if opts.negatives == "hard" and et[0] != et[2]:
+    if opts.negatives == "hard" and opts.hard_negatives is None and et[0] != et[2]:
         raise InputError(
             f"--negatives hard draws a destination's neighbours as negatives: edge type {etype_str(et)!r} joins two "
-            "node types, so its destination's in-neighbours are no destinations (use in-batch or joint)"
+            "node types, so its destination's in-neighbours are no destinations (give them: --hard-negatives; or use "
+            "in-batch or joint)"
+        )
+    hard = held_edge_data(cfg).get(etype_str(et), {}).get(opts.hard_negatives or "")
+    if opts.hard_negatives is not None and (hard is None or hard[0][0] not in "IU" or len(hard[1]) > 1):
+        raise InputError(
+            f"{cfg.path}: --hard-negatives {opts.hard_negatives!r}: edge type {etype_str(et)!r} has no such edge "
+            f"data of integer node IDs, one row per edge (it holds "
+            f"{', '.join(sorted(held_edge_data(cfg).get(etype_str(et), {}))) or 'none'})"
         )
     if opts.edge_weight is not None and opts.edge_weight not in held_edge_data(cfg).get(etype_str(et), {}):
         raise InputError(

@@ -41,7 +41,7 @@ from .link_metrics import FIGURES, KnownEdges, figures, rank_sums
 from .link_split import LinkSplitFile, open_link_split, read_held_out, require_link_split
 from .loop import Trainer, open_graph
 from .model_check import check_custom_model
-from .negatives import LOADER_MODE, link_loss, negative_pairs, per_positive
+from .negatives import LOADER_MODE, given_hard, link_loss, negative_pairs, per_positive
 from .options import TrainOptions
 
 log = logging.getLogger(__name__)
@@ -181,6 +181,7 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
         check_finite_features(g, opts.feat or "feat")
     mine, mine_ids = my_edges(s, g, et)
     weights = edge_weights(g, et, opts.edge_weight, mine_ids, mine)
+    hard = given_hard(s, g, et, opts.hard_negatives, mine_ids, mine) if opts.hard_negatives else None
     ends = {et[0]: mine[0]} if et[0] != et[2] else {et[0]: mine.reshape(-1)}
     seeds = ends | ({et[2]: mine[1]} if et[0] != et[2] else {})
     cache = feature_cache(g, opts, seeds)
@@ -231,6 +232,7 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
         device_cache=on_device,
         copy=opts.rehearse,
         transform=attach,
+        hard_negatives=hard,
     )
     history = trainer.fit(loader, loss, lambda: {f"val_{k}": v for k, v in evaluate("val", 1).items()})
     metrics = {

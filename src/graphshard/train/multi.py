@@ -35,7 +35,7 @@ from .losses import chosen_loss, class_weights, loss_function
 from .metrics import chosen_metrics, exact_metrics
 from .multi_model import MultiLoader, MultiTaskModel, NodeHead, PairHead, TaskBatch
 from .multitask import TaskSpec, main_task, task_specs
-from .negatives import LOADER_MODE, link_loss, negative_pairs, per_positive
+from .negatives import LOADER_MODE, given_hard, link_loss, negative_pairs, per_positive
 from .node import node_task
 from .options import TrainOptions
 
@@ -195,6 +195,7 @@ class LinkRunner:
         self.types = [et[0], et[2]]
         self.mine, ids = my_edges(sh.s, sh.g, et)
         self.weights = edge_weights(sh.g, et, o.edge_weight, ids, self.mine)
+        self.hard = given_hard(sh.s, sh.g, et, o.hard_negatives, ids, self.mine) if o.hard_negatives else None
         self.head = PairHead(link_decoder(o), et[0], et[2], reads_attr=False)
         self.k = per_positive(o.neg_ratio)
         self.evaluator: LinkEvaluator | None = None
@@ -235,6 +236,7 @@ class LinkRunner:
             device=device,
             copy=o.rehearse,
             transform=attach,
+            hard_negatives=self.hard,
         )
 
     def step(self, batch: Any) -> tuple:

@@ -34,6 +34,7 @@ OWN_OPTIONS = (
     "negatives",
     "neg_ratio",
     "edge_weight",
+    "hard_negatives",
     "link_split",
     "filtered",
 )

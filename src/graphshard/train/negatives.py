@@ -10,9 +10,10 @@
 - ``joint``: ``k`` random destinations shared by every positive of the batch (the loader draws them once per
   batch): ``k`` can be large (32, 128) for the price of ``k`` nodes' neighbourhoods;
 - ``hard``: ``k`` random in-neighbours of ``v`` along the edge type — nodes next to the destination, often
-  confused with it — drawn by the loader (random nodes where ``v`` has fewer), and ``k`` uniform random
-  destinations beside them (hard negatives alone teach only to tell neighbours apart); needs an edge type
-  between nodes of one type.
+  confused with it — drawn by the loader (random nodes where ``v`` has fewer), or with ``--hard-negatives NAME``
+  the edge's own row of given destinations (edge data; -1: a random one), and ``k`` uniform random destinations
+  beside them (hard negatives alone teach only to tell neighbours apart); drawn ones need an edge type between
+  nodes of one type.
 
 The loss is binary cross-entropy: ``uniform`` over positives and negatives together (as earlier releases);
 the others weigh the positives' mean and the negatives' mean alike. With ``--edge-weight NAME`` each positive's
@@ -20,10 +21,15 @@ term is multiplied by its edge's weight (edge data, a number per edge)."""
 
 from __future__ import annotations
 
+import json
 import math
+from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
+
+from ..errors import InputError
 
 NEGATIVES = ("uniform", "in-batch", "joint", "hard")
 LOADER_MODE = {"uniform": "binary", "in-batch": None, "joint": "joint", "hard": "hard"}  # the loader's neg_sampling
@@ -65,3 +71,33 @@ def link_loss(scores: torch.Tensor, positives: int, weights: torch.Tensor | None
     pos_loss = F.binary_cross_entropy_with_logits(pos, torch.ones_like(pos), weight=w)
     neg_loss = F.binary_cross_entropy_with_logits(neg, torch.zeros_like(neg))
     return 0.5 * (pos_loss + neg_loss)
+
+
+def given_hard(s: Any, g: Any, et: Any, name: str, ids: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """This rank's training edges' given hard negatives ``(E, k)`` as per-type new destination IDs (-1 kept):
+    edge data ``name`` of edge type ``et`` read for edges ``ids`` (ends ``pairs``, new IDs), its original IDs
+    translated through the sharded map (collective). A value outside ``[-1, nodes)`` is an error naming the edge
+    by its ends' original IDs, the same on every rank."""
+    from ..distributed.collectives import all_gather_bytes
+    from ..distributed.original import OriginalIds
+
+    rows = g.edges[et].data[name][torch.from_numpy(ids)].numpy().astype(np.int64)
+    rows = rows.reshape(rows.shape[0], -1)
+    n = g.num_nodes(et[2])
+    bad = np.flatnonzero(((rows < -1) | (rows >= n)).any(axis=1))
+    mine = None if not bad.size else [int(pairs[0, bad[0]]), int(pairs[1, bad[0]]), int(rows[bad[0]].max())]
+    told = [json.loads(b) for b in all_gather_bytes(s.ctx, json.dumps(mine).encode(), "hard negatives check")]
+    found = min((t for t in told if t is not None), default=None)
+    if found is not None:
+        book = g.get_partition_book()
+        u, v = (int(book.to_original(t, torch.tensor([found[i]]))[0]) for i, t in ((0, et[0]), (1, et[2])))
+        raise InputError(
+            f"--hard-negatives {name!r}: edge ({u}, {v}) of {':'.join(et)} (original node IDs) names node "
+            f"{found[2]}, outside the {n} {et[2]!r} nodes (-1: none)"
+        )
+    ids_map = OriginalIds(g, et[2])
+    out = rows.copy()
+    given = rows >= 0
+    out[given] = ids_map(rows[given])
+    ids_map.free()
+    return out

@@ -10,7 +10,7 @@ from ..models.registry import check_name
 from .metrics import METRICS
 
 NODE_AND_EDGE = ("label_kind", "metric", "class_weights")  # options of the tasks that learn labels
-LINK_ONLY = ("edge_weight",)
+LINK_ONLY = ("edge_weight", "hard_negatives")
 
 
 def check_together(o: Any) -> None:
@@ -73,5 +73,7 @@ def _check_task_options(o: Any) -> None:
         )
         if given:
             raise InputError(f"{given[0]} is an option of --task link, not {o.task}")
+    if o.hard_negatives is not None and o.negatives != "hard":
+        raise InputError("hard_negatives (--hard-negatives) gives the negatives of --negatives hard")
     if o.task == "node" and o.edge_type is not None:
         raise InputError("edge_type is an option of --task link and edge, not node")

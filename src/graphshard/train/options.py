@@ -217,6 +217,14 @@ class TrainOptions:
         "(ceil(--neg-ratio) random destinations shared by a batch); hard (sampled in-neighbours of the destination)",
         choices=NEGATIVES,
     )
+    hard_negatives: str | None = option(
+        None,
+        "str",
+        "link, with --negatives hard: edge data giving each edge's hard negatives (original destination IDs, "
+        "a row of k per edge, -1: none) instead of sampled in-neighbours",
+        optional=True,
+        metavar="NAME",
+    )
     edge_weight: str | None = option(
         None, "str", "link: edge data weighing each training edge in the loss (a number >= 0 per edge)", optional=True
     )
