@@ -20,7 +20,7 @@ from tests.fuzz_helpers import FUZZ, HUGE, assert_named_error, damaged, json_val
 
 yaml = pytest.importorskip("yaml")
 
-SPECS = {k: s for k, s in option_specs().items() if s.cli}
+SPECS = {k: s for k, s in option_specs().items() if s.cli or s.config_only}  # the config file's keys
 KEYS = sorted(SPECS)
 SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -84,6 +84,9 @@ def _valid(spec: Spec) -> st.SearchStrategy:
             min_size=1,
             max_size=4,
         )
+    elif spec.kind == "records":  # mappings of names to values (a config file's tasks)
+        name = st.text(st.characters(codec="utf-8"), min_size=1, max_size=8)
+        base = st.lists(st.dictionaries(name, st.integers() | name, max_size=3), min_size=1, max_size=3)
     else:
         base = st.lists(st.text(st.characters(codec="utf-8"), min_size=1, max_size=8), min_size=1, max_size=4)
     return base | st.none() if spec.optional else base
