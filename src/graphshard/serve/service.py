@@ -30,7 +30,7 @@ from ..distributed.network import LOOPBACK
 from ..distributed.runtime import Session, session
 from ..errors import DistError, InputError
 from ..train.checkpoint_embed import Restored, checkpoint_run, restore
-from ..train.multi import head_view
+from ..train.multi_serving import head_view
 from ..train.options import TrainOptions
 from .answer import Answerer, HiddenLayer, hidden_layer, open_stale
 from .queries import GraphFacts, Limits, Query

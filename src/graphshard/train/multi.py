@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -23,11 +23,11 @@ from ..distributed.graph import DistGraph
 from ..distributed.loader import DistLinkNeighborLoader, DistNeighborLoader
 from ..distributed.runtime import Session
 from ..models import LinkModel
-from ..models.edge import EdgeModel, edge_decoder
+from ..models.edge import edge_decoder
 from . import timing
 from .edge import EdgeRows, edge_task
 from .embeddings import Outputs, representations, save_tables
-from .inputs import ModelInputs, build_model, rows_of
+from .inputs import ModelInputs, build_model
 from .link import LinkEvaluator, edge_weights, link_decoder, my_edges
 from .link_split import open_link_split, require_link_split
 from .loop import Trainer, open_graph
@@ -38,9 +38,6 @@ from .multitask import TaskSpec, main_task, task_specs
 from .negatives import LOADER_MODE, given_hard, link_loss, negative_pairs, per_positive
 from .node import node_task
 from .options import TrainOptions
-
-if TYPE_CHECKING:
-    from .checkpoint_embed import Restored
 
 
 @dataclass
@@ -276,55 +273,6 @@ def build_multi(
     model = MultiTaskModel(encoder, {r.t.name: r.head for r in runners})
     sh.outputs = Outputs(s, g, encoder, inputs, opts, types, "multi-outputs")
     return model, runners
-
-
-class HeadedEncoder(torch.nn.Module):
-    """The shared encoder followed by a node task's head: the task's outputs for its target type's nodes (what
-    a single-task node model gives), for serving that head."""
-
-    def __init__(self, encoder: torch.nn.Module, head: NodeHead):
-        super().__init__()
-        self.encoder, self.head = encoder, head
-
-    def forward(self, *args: Any) -> Any:
-        h = self.encoder(*args)
-        out = self.head.linear(rows_of(h, self.head.target))
-        return {self.head.target: out} if isinstance(h, dict) else out
-
-
-def head_view(restored: Restored, opts: TrainOptions, name: str | None) -> Restored:
-    """A restored multi-task model as the model of its task ``name`` alone (default: the main task), for
-    ``graphshard serve``."""
-    main = name or main_task(opts, task_specs(opts)).name
-    r = next(r for r in restored.tasks if r.t.name == main)
-    enc = restored.encoder
-    if isinstance(r, NodeRunner):
-        headed = HeadedEncoder(enc, r.head)
-        return replace(
-            restored,
-            model=headed,
-            encoder=headed,
-            types=[r.task.target],
-            tasks=[],
-            classes=r.task.classes,
-            label_kind=r.task.kind,
-            task="node",
-        )
-    et, types = r.et, list(dict.fromkeys([r.et[0], r.et[2]]))
-    if isinstance(r, EdgeRunner):
-        view = EdgeModel(enc, r.head.decoder, et[0], et[2])
-        return replace(
-            restored,
-            model=view,
-            types=types,
-            edge_type=et,
-            tasks=[],
-            classes=r.task.classes,
-            label_kind=r.task.kind,
-            task="edge",
-        )
-    link = LinkModel(enc, r.head.decoder, et[0], et[2])
-    return replace(restored, model=link, types=types, edge_type=et, tasks=[], task="link")
 
 
 def train_multi(s: Session, opts: TrainOptions) -> dict[str, Any]:
