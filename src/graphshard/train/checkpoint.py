@@ -21,6 +21,26 @@ from .checkpoint_fit import is_number, model_unfit, optimizer_unfit, settings_pr
 STATE = "checkpoint.json"
 TENSORS = "checkpoint.safetensors"
 STAGED = ".staged"  # a rank's checkpoint of an epoch not yet committed by every rank (see Trainer._checkpoint)
+# Options recorded by later graphshard (its data names, attention models, then the label kinds, edge and
+# multi-task runs, negatives), with what a checkpoint without them had: such a checkpoint is resumed as a run
+# of those values
+ADDED_DEFAULTS = {
+    "heads": 4,
+    "attn_dropout": 0.0,
+    "edge_feat": None,
+    "label_kind": None,
+    "loss": "auto",
+    "focal_gamma": 2.0,
+    "class_weights": None,
+    "edge_decoder": "concat",
+    "negatives": "uniform",
+    "edge_weight": None,
+    "tasks": None,
+    "main_task": None,
+    "hard_negatives": None,
+}
+# recorded since graphshard 0.1 named the data (default: resolved), and all those above
+LATER_OPTIONS = ("feat", "label", "split_masks", *ADDED_DEFAULTS)
 # Options that change what the saved state means: resuming under other values would continue a
 # different run (other model shape, other optimiser, other batches). Others (epochs, evaluation
 # cadence, outputs, workers, timeouts) may change between a run and its resume.
@@ -45,61 +65,11 @@ RESUME_OPTIONS = (
     "lr_schedule",
     "lr_step",
     "lr_gamma",
-    "feat",
-    "label",
-    "split_masks",
-    "heads",
-    "attn_dropout",
-    "edge_feat",
-    "label_kind",
-    "loss",
-    "focal_gamma",
-    "class_weights",
-    "edge_decoder",
-    "negatives",
-    "edge_weight",
-    "tasks",
-    "main_task",
-    "hard_negatives",
+    *LATER_OPTIONS,
 )
 # How the heterogeneous GraphSAGE combines relations; checkpoints of older graphshard (summed relations,
 # every relation built) record none and cannot be resumed by this model
 HETERO_RELATIONS = "averaged, only those the outputs read"
-# recorded since graphshard 0.1 named the data (default: resolved), and since it had attention models
-# (and since it had node regression and multi-label tasks, their losses and class weights)
-LATER_OPTIONS = (
-    "feat",
-    "label",
-    "split_masks",
-    "heads",
-    "attn_dropout",
-    "edge_feat",
-    "label_kind",
-    "loss",
-    "focal_gamma",
-    "class_weights",
-    "edge_decoder",
-    "negatives",
-    "edge_weight",
-    "tasks",
-    "main_task",
-    "hard_negatives",
-)
-ADDED_DEFAULTS = {  # what a checkpoint without them had
-    "heads": 4,
-    "attn_dropout": 0.0,
-    "edge_feat": None,
-    "label_kind": None,
-    "loss": "auto",
-    "focal_gamma": 2.0,
-    "class_weights": None,
-    "edge_decoder": "concat",
-    "negatives": "uniform",
-    "edge_weight": None,
-    "tasks": None,
-    "main_task": None,
-    "hard_negatives": None,
-}
 
 
 def run_identity(part_config: str | os.PathLike | PartitionConfig, opts: Any, world_size: int) -> dict[str, Any]:

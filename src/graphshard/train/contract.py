@@ -78,17 +78,29 @@ def _check_node_data(opts: TrainOptions, cfg: PartitionConfig, held: Held, targe
             "--split-masks"
         )
     code, shape = have[label]
-    what = f"{cfg.path}: label {label!r} of {target!r} ({code} of row shape {list(shape)})"
+    _label_kind(opts, f"{cfg.path}: label {label!r} of {target!r} ({code} of row shape {list(shape)})", have[label])
+    _check_masks(cfg, have, opts.split_masks, repr(target), "node")
+
+
+def _label_kind(opts: TrainOptions, what: str, held: tuple[str, tuple[int, ...]], item: str = "node") -> str:
+    """The kind of a label ``held`` (dtype code, row shape), named ``what`` in errors, checked to have the
+    metrics and loss asked; one boolean per ``item`` is refused (a mask)."""
+    code, shape = held
     if code == "BOOL" and not shape:
-        raise InputError(f"{what}: one boolean per node is a mask, not labels (classes are integers)")
+        raise InputError(f"{what}: one boolean per {item} is a mask, not labels (classes are integers)")
     kind = kind_of(code[0] in "IU" or code == "BOOL", tuple(shape), opts.label_kind, what)
     chosen_metrics(opts.metric, kind)
     chosen_loss(opts.loss, kind)
-    for name in opts.split_masks:
+    return kind
+
+
+def _check_masks(cfg: PartitionConfig, have: dict, names: list[str], owner: str, item: str) -> None:
+    """The split masks ``names`` of ``owner`` (held as ``have``) are one boolean per ``item``."""
+    for name in names:
         code, shape = have[name]
         if code not in ("BOOL", "U8", "I8") or shape not in ((), (1,)):
             raise InputError(
-                f"{cfg.path}: split mask {name!r} of {target!r} must be one boolean per node, got "
+                f"{cfg.path}: split mask {name!r} of {owner} must be one boolean per {item}, got "
                 f"{code} of row shape {list(shape)}"
             )
 
@@ -133,20 +145,10 @@ def _check_edge_data(opts: TrainOptions, cfg: PartitionConfig) -> tuple[str, str
         )
     code, shape = have[label]
     what = f"{cfg.path}: label {label!r} of edge type {et!r} ({code} of row shape {list(shape)})"
-    if code == "BOOL" and not shape:
-        raise InputError(f"{what}: one boolean per edge is a mask, not labels (classes are integers)")
-    kind = kind_of(code[0] in "IU" or code == "BOOL", tuple(shape), opts.label_kind, what)
-    chosen_metrics(opts.metric, kind)
-    chosen_loss(opts.loss, kind)
+    kind = _label_kind(opts, what, have[label], "edge")
     if opts.edge_decoder == "dot" and (kind != "regression" or tuple(shape) not in ((), (1,))):
         raise InputError(f"{what}: --edge-decoder dot gives one number per edge: use concat or distmult")
-    for name in opts.split_masks:
-        code, shape = have[name]
-        if code not in ("BOOL", "U8", "I8") or shape not in ((), (1,)):
-            raise InputError(
-                f"{cfg.path}: split mask {name!r} of edge type {et!r} must be one boolean per edge, got "
-                f"{code} of row shape {list(shape)}"
-            )
+    _check_masks(cfg, have, opts.split_masks, f"edge type {et!r}", "edge")
     return et, label
 
 
