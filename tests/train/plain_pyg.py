@@ -6,6 +6,7 @@ test metrics (scikit-learn) at the epoch of the best validation metric (the firs
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -61,29 +62,62 @@ def full_batch(
     split = {k: np.load(d / f"{k}_idx.npy") for k in ("train", "val", "test")}
     width = int(y.max()) + 1 if kind == "classification" else (y.shape[1] if y.ndim == 2 else 1)
     model = _Sage(x.shape[1], hidden, width, 0.5)
+
+    def test_outputs() -> dict[str, np.ndarray]:
+        out = model(x, edge_index).numpy()
+        return {k: out[split[k]] for k in ("val", "test")}
+
+    return _fit(
+        model,
+        lambda: model(x, edge_index)[split["train"]],
+        test_outputs,
+        kind,
+        select=select,
+        y=y,
+        split=split,
+        epochs=epochs,
+        lr=lr,
+    )
+
+
+def _loss(kind: str, out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    if kind == "classification":
+        return F.cross_entropy(out, target.long())
+    if kind == "multilabel":
+        return F.binary_cross_entropy_with_logits(out, target.float())
+    return F.mse_loss(out, target.float().view(out.shape))
+
+
+def _fit(
+    model: nn.Module,
+    train_outputs: Any,
+    test_outputs: Any,
+    kind: str,
+    *,
+    select: str,
+    y: np.ndarray,
+    split: dict[str, np.ndarray],
+    epochs: int,
+    lr: float,
+) -> dict[str, float]:
+    """``epochs`` full-batch Adam steps on ``train_outputs()`` (the training items' outputs) against their labels;
+    after each, the validation and test outputs (``test_outputs()``) in eval mode. Returns the test metrics at
+    the best validation ``select`` (the lowest for rmse and mae; the first of equals)."""
     opt = torch.optim.Adam(model.parameters(), lr=lr)
-    target = torch.from_numpy(y).long() if kind == "classification" else torch.from_numpy(y).float()
+    target = torch.from_numpy(y)[split["train"]]
     lower = select in ("rmse", "mae")
     best: tuple[float, dict[str, float]] | None = None
     for _ in range(epochs):
         model.train()
         opt.zero_grad()
-        out = model(x, edge_index)[split["train"]]
-        t = target[split["train"]]
-        if kind == "classification":
-            loss = F.cross_entropy(out, t)
-        elif kind == "multilabel":
-            loss = F.binary_cross_entropy_with_logits(out, t)
-        else:
-            loss = F.mse_loss(out, t.view(out.shape))
-        loss.backward()
+        _loss(kind, train_outputs(), target).backward()
         opt.step()
         model.eval()
         with torch.no_grad():
-            out = model(x, edge_index).numpy()
-        val = scores(kind, out[split["val"]], y[split["val"]])[select]
+            got = test_outputs()
+        val = scores(kind, got["val"], y[split["val"]])[select]
         if best is None or (val < best[0] if lower else val > best[0]):
-            best = (val, scores(kind, out[split["test"]], y[split["test"]]))
+            best = (val, scores(kind, got["test"], y[split["test"]]))
     assert best is not None
     return best[1]
 
@@ -113,23 +147,11 @@ def full_batch_edges(
     split = {k: np.load(d / f"edge_{k}_idx.npy") for k in ("train", "val", "test")}
     width = int(y.max()) + 1 if kind == "classification" else (y.shape[1] if y.ndim == 2 else 1)
     model = _EdgeModel(x.shape[1], hidden, width)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    target = torch.from_numpy(y).long() if kind == "classification" else torch.from_numpy(y).float()
-    lower = select in ("rmse", "mae")
-    best: tuple[float, dict[str, float]] | None = None
-    for _ in range(epochs):
-        model.train()
-        opt.zero_grad()
-        out = model(x, edge_index, edge_index[:, split["train"]])
-        t = target[split["train"]]
-        loss = F.cross_entropy(out, t) if kind == "classification" else F.mse_loss(out, t.view(out.shape))
-        loss.backward()
-        opt.step()
-        model.eval()
-        with torch.no_grad():
-            got = {k: model(x, edge_index, edge_index[:, split[k]]).numpy() for k in ("val", "test")}
-        val = scores(kind, got["val"], y[split["val"]])[select]
-        if best is None or (val < best[0] if lower else val > best[0]):
-            best = (val, scores(kind, got["test"], y[split["test"]]))
-    assert best is not None
-    return best[1]
+
+    def test_outputs() -> dict[str, np.ndarray]:
+        return {k: model(x, edge_index, edge_index[:, split[k]]).numpy() for k in ("val", "test")}
+
+    def train_outputs() -> torch.Tensor:
+        return model(x, edge_index, edge_index[:, split["train"]])
+
+    return _fit(model, train_outputs, test_outputs, kind, select=select, y=y, split=split, epochs=epochs, lr=lr)

@@ -33,7 +33,7 @@ from .embeddings import Outputs, representations, save_tables
 from .inputs import ModelInputs, build_model, cache_summary, device_cache, feature_cache
 from .labels import as_targets, kind_of, problem, width
 from .loop import Trainer, open_graph
-from .losses import chosen_loss, class_weights, loss_function
+from .losses import task_loss
 from .metrics import chosen_metrics, exact_metrics
 from .model_check import check_custom_model
 from .options import SPLITS, TrainOptions
@@ -144,6 +144,63 @@ class EdgeRows:
         return self.view[torch.from_numpy(ids)].float().view(ids.shape[0], self.width)
 
 
+def edge_loader(
+    g: DistGraph,
+    opts: TrainOptions,
+    inputs: ModelInputs,
+    task: EdgeTask,
+    *,
+    attrs: EdgeRows,
+    world: int,
+    device: torch.device,
+    device_cache: Any = None,
+) -> DistLinkNeighborLoader:
+    """The training batches of an edge task: its training edges with their ends' neighbourhoods, each batch's
+    labels (``y_edge``) and the edges' own feature rows (``target_attr``) attached on the host."""
+    et, part = task.etype, task.split["train"]
+
+    def labels(batch: Any) -> None:
+        store = batch[et] if inputs.hetero else batch
+        at = store.input_id.numpy()
+        store.y_edge = torch.from_numpy(part.labels[at])
+        attr = attrs(part.ids[at])
+        if attr is not None:
+            store.target_attr = attr
+
+    return DistLinkNeighborLoader(
+        g,
+        opts.fanouts,
+        part.pairs,
+        math.ceil(opts.batch_size / world),
+        edge_type=et,
+        shuffle=True,
+        num_workers=opts.num_workers,
+        seed=opts.seed,
+        wire_dtype=opts.wire_dtype,
+        **inputs.loader_options(),
+        device=device,
+        device_cache=device_cache,
+        copy=opts.rehearse,
+        transform=labels,
+    )
+
+
+def decode_edges(
+    part: EdgeSplit, tables: dict, task: EdgeTask, decoder: torch.nn.Module, *, attrs: EdgeRows, device: torch.device
+) -> torch.Tensor:
+    """The decoder's outputs (on the host) for the edges of ``part`` of ``task`` from their ends' rows in
+    ``tables`` (every node's encoder outputs), ``_DECODE`` edges at a time."""
+    et = task.etype
+    pieces = []
+    with torch.no_grad():
+        for lo in range(0, part.ids.shape[0], _DECODE):
+            pairs, ids = part.pairs[:, lo : lo + _DECODE], part.ids[lo : lo + _DECODE]
+            hs, hd = (tables[t][torch.from_numpy(p)].to(device) for t, p in ((et[0], pairs[0]), (et[2], pairs[1])))
+            attr = attrs(ids)
+            pieces.append(decoder(hs, hd, None if attr is None else attr.to(device)).float().cpu())
+    return torch.cat(pieces) if pieces else torch.zeros((0, task.classes))
+
+
 def train_edge(s: Session, opts: TrainOptions) -> dict[str, Any]:
     """Train and evaluate; returns the metrics (the same on every rank)."""
     torch.manual_seed(opts.seed)
@@ -162,31 +219,14 @@ def train_edge(s: Session, opts: TrainOptions) -> dict[str, Any]:
     check_custom_model(g, opts, model.encoder, inputs, et[0], opts.hidden, torch.from_numpy(train_part.pairs[0]))
     outputs = Outputs(s, g, model.encoder, inputs, opts, [et[0], et[2]], "edge-outputs")
     names = chosen_metrics(opts.metric, task.kind)
-    weights = class_weights(s.ctx, opts.class_weights, task.kind, train_part.labels, task.classes)
-    loss_of = loss_function(task.kind, chosen_loss(opts.loss, task.kind), weights, opts.focal_gamma)
+    loss_of = task_loss(s.ctx, opts, task.kind, train_part.labels, task.classes)
 
     def evaluate(k: str, prefix: str) -> dict[str, float | None]:
-        part, tables, dev = task.split[k], outputs.get(), inputs.device
-        pieces = []
+        part = task.split[k]
         model.eval()
-        with torch.no_grad():
-            for lo in range(0, part.ids.shape[0], _DECODE):
-                pairs, ids = part.pairs[:, lo : lo + _DECODE], part.ids[lo : lo + _DECODE]
-                hs, hd = (tables[t][torch.from_numpy(p)].to(dev) for t, p in ((et[0], pairs[0]), (et[2], pairs[1])))
-                attr = attrs(ids)
-                pieces.append(model.decoder(hs, hd, None if attr is None else attr.to(dev)).float().cpu())
-        out = torch.cat(pieces) if pieces else torch.zeros((0, task.classes))
+        out = decode_edges(part, outputs.get(), task, model.decoder, attrs=attrs, device=inputs.device)
         found = exact_metrics(s.ctx, task.kind, names, out, torch.from_numpy(part.labels), classes=task.classes)
         return {f"{prefix}{m}": v for m, v in found.items()}
-
-    def labels(batch: Any) -> None:
-        """On the host, before the batch goes to the device: its edges' labels and own features."""
-        store = batch[et] if inputs.hetero else batch
-        at = store.input_id.numpy()
-        store.y_edge = torch.from_numpy(train_part.labels[at])
-        attr = attrs(train_part.ids[at])
-        if attr is not None:
-            store.target_attr = attr
 
     def loss(ddp: torch.nn.Module, batch: Any) -> torch.Tensor:
         outputs.changed()  # a training step follows: outputs computed before it are stale
@@ -197,21 +237,8 @@ def train_edge(s: Session, opts: TrainOptions) -> dict[str, Any]:
         return loss_of(out, store.y_edge)
 
     trainer = Trainer(s, g, opts, model, inputs, metric=f"val_{names[0]}")
-    loader = DistLinkNeighborLoader(
-        g,
-        opts.fanouts,
-        train_part.pairs,
-        math.ceil(opts.batch_size / s.world_size),
-        edge_type=et,
-        shuffle=True,
-        num_workers=opts.num_workers,
-        seed=opts.seed,
-        wire_dtype=opts.wire_dtype,
-        **inputs.loader_options(),
-        device=trainer.device,
-        device_cache=on_device,
-        copy=opts.rehearse,
-        transform=labels,
+    loader = edge_loader(
+        g, opts, inputs, task, attrs=attrs, world=s.world_size, device=trainer.device, device_cache=on_device
     )
     history = trainer.fit(loader, loss, lambda: evaluate("val", "val_"))
     metrics = {

@@ -41,7 +41,7 @@ from .link_metrics import FIGURES, KnownEdges, figures, rank_sums
 from .link_split import LinkSplitFile, open_link_split, read_held_out, require_link_split
 from .loop import Trainer, open_graph
 from .model_check import check_custom_model
-from .negatives import LOADER_MODE, given_hard, link_loss, negative_pairs, per_positive
+from .negatives import LOADER_MODE, batch_loss, given_hard, per_positive, scored_pairs
 from .options import TrainOptions
 
 log = logging.getLogger(__name__)
@@ -171,6 +171,50 @@ def link_model(opts: TrainOptions, inputs: ModelInputs, et: EType) -> LinkModel:
     return LinkModel(encoder, link_decoder(opts), et[0], et[2])
 
 
+def link_loader(
+    g: DistGraph,
+    opts: TrainOptions,
+    inputs: ModelInputs,
+    et: EType,
+    *,
+    mine: np.ndarray,
+    world: int,
+    weights: np.ndarray | None,
+    hard: np.ndarray | None,
+    device: torch.device,
+    device_cache: Any = None,
+) -> DistLinkNeighborLoader:
+    """The training batches of link prediction: this rank's training edges ``mine`` of ``et`` with their
+    ends' neighbourhoods (the seed edges left out), the negatives of ``opts.negatives`` the loader draws (or
+    the ``hard`` ones given), and the positives' ``weights`` attached on the host (``pos_weight``)."""
+
+    def attach(batch: Any) -> None:
+        store = batch[et] if inputs.hetero else batch
+        if weights is not None:
+            store.pos_weight = torch.from_numpy(weights[store.input_id.numpy()])
+
+    return DistLinkNeighborLoader(
+        g,
+        opts.fanouts,
+        mine,
+        math.ceil(opts.batch_size / world),
+        edge_type=et,
+        neg_sampling=LOADER_MODE[opts.negatives],
+        neg_amount=opts.neg_ratio,
+        shuffle=True,
+        num_workers=opts.num_workers,
+        seed=opts.seed,
+        exclude_seed_edges=True,
+        wire_dtype=opts.wire_dtype,
+        **inputs.loader_options(),
+        device=device,
+        device_cache=device_cache,
+        copy=opts.rehearse,
+        transform=attach,
+        hard_negatives=hard,
+    )
+
+
 def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     """Train and evaluate; returns the metrics (the same on every rank)."""
     held = open_link_split(require_link_split(opts))
@@ -193,46 +237,25 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
 
     k = per_positive(opts.neg_ratio)
 
-    def attach(batch: Any) -> None:
-        """On the host, before the batch goes to the device: its positives' weights."""
-        store = batch[et] if inputs.hetero else batch
-        if weights is not None:
-            store.pos_weight = torch.from_numpy(weights[store.input_id.numpy()])
-
     def loss(ddp: torch.nn.Module, batch: Any) -> torch.Tensor:
         evaluate.outputs.changed()  # a training step follows: outputs computed before it are stale
         store = batch[et] if inputs.hetero else batch
         x, edge_index, hops, *edge_attr = inputs(batch)
-        w = store.pos_weight if "pos_weight" in store else None
-        positives = store.input_id.shape[0]
-        if opts.negatives == "uniform":
-            scores = ddp(x, edge_index, hops, store.edge_label_index, *edge_attr)
-            return link_loss(scores, positives, w, store.edge_label)
-        pos = store.edge_label_index[:, :positives]
-        neg = negative_pairs(opts.negatives, pos, k, store.dst_neg_index if "dst_neg_index" in store else None)
-        scores = ddp(x, edge_index, hops, torch.cat([pos, neg], 1), *edge_attr)
-        return link_loss(scores, positives, w)
+        scores = ddp(x, edge_index, hops, scored_pairs(store, opts.negatives, k), *edge_attr)
+        return batch_loss(scores, store, opts.negatives)
 
     trainer = Trainer(s, g, opts, model, inputs, metric="val_mrr_filtered" if opts.filtered else "val_mrr")
-    loader = DistLinkNeighborLoader(
+    loader = link_loader(
         g,
-        opts.fanouts,
-        mine,
-        math.ceil(opts.batch_size / s.world_size),
-        edge_type=et,
-        neg_sampling=LOADER_MODE[opts.negatives],
-        neg_amount=opts.neg_ratio,
-        shuffle=True,
-        num_workers=opts.num_workers,
-        seed=opts.seed,
-        exclude_seed_edges=True,
-        wire_dtype=opts.wire_dtype,
-        **inputs.loader_options(),
+        opts,
+        inputs,
+        et,
+        mine=mine,
+        world=s.world_size,
+        weights=weights,
+        hard=hard,
         device=trainer.device,
         device_cache=on_device,
-        copy=opts.rehearse,
-        transform=attach,
-        hard_negatives=hard,
     )
     history = trainer.fit(loader, loss, lambda: {f"val_{k}": v for k, v in evaluate("val", 1).items()})
     metrics = {

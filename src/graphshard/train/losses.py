@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -117,3 +118,10 @@ def _sigmoid_focal(out: torch.Tensor, target: torch.Tensor, w: torch.Tensor | No
     if w is not None:  # positives weighed by their label's weight, as BCE's pos_weight does
         term = term * (1 + (w - 1) * target)
     return term.mean()
+
+
+def task_loss(ctx: DistContext, opts: Any, kind: str, train_targets: np.ndarray, width: int) -> Loss:
+    """The loss ``opts`` asks for a task of label ``kind`` (``--loss``, ``--class-weights``, ``--focal-gamma``),
+    its class weights counted from every rank's ``train_targets`` (collective)."""
+    weights = class_weights(ctx, opts.class_weights, kind, train_targets, width)
+    return loss_function(kind, chosen_loss(opts.loss, kind), weights, opts.focal_gamma)

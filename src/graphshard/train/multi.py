@@ -12,7 +12,6 @@ Metrics are named ``val_<task>/<metric>`` per epoch and given per task in ``val_
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,23 +19,22 @@ from typing import Any
 import torch
 
 from ..distributed.graph import DistGraph
-from ..distributed.loader import DistLinkNeighborLoader, DistNeighborLoader
 from ..distributed.runtime import Session
 from ..models import LinkModel
 from ..models.edge import edge_decoder
 from . import timing
-from .edge import EdgeRows, edge_task
+from .edge import EdgeRows, decode_edges, edge_loader, edge_task
 from .embeddings import Outputs, representations, save_tables
 from .inputs import ModelInputs, build_model
-from .link import LinkEvaluator, edge_weights, link_decoder, my_edges
+from .link import LinkEvaluator, edge_weights, link_decoder, link_loader, my_edges
 from .link_split import open_link_split, require_link_split
 from .loop import Trainer, open_graph
-from .losses import chosen_loss, class_weights, loss_function
+from .losses import task_loss
 from .metrics import chosen_metrics, exact_metrics
 from .multi_model import MultiLoader, MultiTaskModel, NodeHead, PairHead, TaskBatch
 from .multitask import TaskSpec, main_task, task_specs
-from .negatives import LOADER_MODE, given_hard, link_loss, negative_pairs, per_positive
-from .node import node_task
+from .negatives import batch_loss, given_hard, per_positive, scored_pairs
+from .node import node_loader, node_task
 from .options import TrainOptions
 
 
@@ -65,36 +63,14 @@ class NodeRunner:
         self.head = NodeHead(o.hidden, self.task.classes, self.task.target)
         self.names = chosen_metrics(o.metric, self.task.kind)
         train = self.task.labels_of(self.task.split["train"].numpy())
-        weights = class_weights(sh.s.ctx, o.class_weights, self.task.kind, train, self.task.classes)
-        self.loss_of = loss_function(self.task.kind, chosen_loss(o.loss, self.task.kind), weights, o.focal_gamma)
+        self.loss_of = task_loss(sh.s.ctx, o, self.task.kind, train, self.task.classes)
 
     def selects(self) -> str:
         return self.names[0]
 
     def loader(self, device: torch.device) -> Any:
-        o, g, target = self.t.opts, self.sh.g, self.task.target
-        hetero = self.sh.inputs.hetero
-
-        def labels(batch: Any) -> None:
-            store = batch[target] if hetero else batch
-            store.y_seed = torch.from_numpy(self.task.labels_of(store.n_id[: store.batch_size].numpy()))
-
-        return DistNeighborLoader(
-            g,
-            o.fanouts,
-            self.task.split["train"],
-            math.ceil(o.batch_size / self.sh.s.world_size),
-            input_type=target if len(g.ntypes) > 1 else None,
-            shuffle=True,
-            num_workers=o.num_workers,
-            seed=o.seed,
-            label_name=None,
-            wire_dtype=o.wire_dtype,
-            **self.sh.inputs.loader_options(),
-            device=device,
-            copy=o.rehearse,
-            transform=labels,
-        )
+        sh = self.sh
+        return node_loader(sh.g, self.t.opts, sh.inputs, self.task, world=sh.s.world_size, device=device)
 
     def step(self, batch: Any) -> tuple:
         store = batch[self.task.target] if self.sh.inputs.hetero else batch
@@ -125,38 +101,15 @@ class EdgeRunner:
         decoder = edge_decoder(o.edge_decoder, o.hidden, self.attrs.width, o.hidden, self.task.classes)
         self.head = PairHead(decoder, et[0], et[2], reads_attr=True)
         self.names = chosen_metrics(o.metric, self.task.kind)
-        train = self.task.split["train"].labels
-        weights = class_weights(sh.s.ctx, o.class_weights, self.task.kind, train, self.task.classes)
-        self.loss_of = loss_function(self.task.kind, chosen_loss(o.loss, self.task.kind), weights, o.focal_gamma)
+        self.loss_of = task_loss(sh.s.ctx, o, self.task.kind, self.task.split["train"].labels, self.task.classes)
 
     def selects(self) -> str:
         return self.names[0]
 
     def loader(self, device: torch.device) -> Any:
-        o, part, hetero = self.t.opts, self.task.split["train"], self.sh.inputs.hetero
-
-        def labels(batch: Any) -> None:
-            store = batch[self.et] if hetero else batch
-            at = store.input_id.numpy()
-            store.y_edge = torch.from_numpy(part.labels[at])
-            attr = self.attrs(part.ids[at])
-            if attr is not None:
-                store.target_attr = attr
-
-        return DistLinkNeighborLoader(
-            self.sh.g,
-            o.fanouts,
-            part.pairs,
-            math.ceil(o.batch_size / self.sh.s.world_size),
-            edge_type=self.et,
-            shuffle=True,
-            num_workers=o.num_workers,
-            seed=o.seed,
-            wire_dtype=o.wire_dtype,
-            **self.sh.inputs.loader_options(),
-            device=device,
-            copy=o.rehearse,
-            transform=labels,
+        sh = self.sh
+        return edge_loader(
+            sh.g, self.t.opts, sh.inputs, self.task, attrs=self.attrs, world=sh.s.world_size, device=device
         )
 
     def step(self, batch: Any) -> tuple:
@@ -169,14 +122,10 @@ class EdgeRunner:
 
     def evaluate(self, key: str) -> dict[str, float | None]:
         assert self.sh.outputs is not None
-        part, tables, dev = self.task.split[key], self.sh.outputs.get(), self.sh.inputs.device
-        with torch.no_grad():
-            hs, hd = (
-                tables[t][torch.from_numpy(p)].to(dev)
-                for t, p in ((self.et[0], part.pairs[0]), (self.et[2], part.pairs[1]))
-            )
-            attr = self.attrs(part.ids)
-            out = self.head.decoder(hs, hd, None if attr is None else attr.to(dev)).float().cpu()
+        part = self.task.split[key]
+        out = decode_edges(
+            part, self.sh.outputs.get(), self.task, self.head.decoder, attrs=self.attrs, device=self.sh.inputs.device
+        )
         labels = torch.from_numpy(part.labels)
         return exact_metrics(self.sh.s.ctx, self.task.kind, self.names, out, labels, classes=self.task.classes)
 
@@ -209,49 +158,26 @@ class LinkRunner:
         )
 
     def loader(self, device: torch.device) -> Any:
-        o, hetero = self.t.opts, self.sh.inputs.hetero
-
-        def attach(batch: Any) -> None:
-            if self.weights is not None:
-                store = batch[self.et] if hetero else batch
-                store.pos_weight = torch.from_numpy(self.weights[store.input_id.numpy()])
-
-        return DistLinkNeighborLoader(
-            self.sh.g,
-            o.fanouts,
-            self.mine,
-            math.ceil(o.batch_size / self.sh.s.world_size),
-            edge_type=self.et,
-            neg_sampling=LOADER_MODE[o.negatives],
-            neg_amount=o.neg_ratio,
-            shuffle=True,
-            num_workers=o.num_workers,
-            seed=o.seed,
-            exclude_seed_edges=True,
-            wire_dtype=o.wire_dtype,
-            **self.sh.inputs.loader_options(),
+        sh = self.sh
+        return link_loader(
+            sh.g,
+            self.t.opts,
+            sh.inputs,
+            self.et,
+            mine=self.mine,
+            world=sh.s.world_size,
+            weights=self.weights,
+            hard=self.hard,
             device=device,
-            copy=o.rehearse,
-            transform=attach,
-            hard_negatives=self.hard,
         )
 
     def step(self, batch: Any) -> tuple:
         store = batch[self.et] if self.sh.inputs.hetero else batch
-        pairs = store.edge_label_index
-        if self.t.opts.negatives != "uniform":
-            pos = pairs[:, : store.input_id.shape[0]]
-            neg = negative_pairs(
-                self.t.opts.negatives, pos, self.k, store.dst_neg_index if "dst_neg_index" in store else None
-            )
-            pairs = torch.cat([pos, neg], 1)
+        pairs = scored_pairs(store, self.t.opts.negatives, self.k)
         return self.t.name, _encoder_inputs(self.sh.inputs, batch), (pairs,)
 
     def loss(self, out: torch.Tensor, batch: Any) -> torch.Tensor:
-        store = batch[self.et] if self.sh.inputs.hetero else batch
-        w = store.pos_weight if "pos_weight" in store else None
-        label = store.edge_label if self.t.opts.negatives == "uniform" else None
-        return link_loss(out, store.input_id.shape[0], w, label)
+        return batch_loss(out, batch[self.et] if self.sh.inputs.hetero else batch, self.t.opts.negatives)
 
     def evaluate(self, key: str) -> dict[str, float | None]:
         assert self.evaluator is not None

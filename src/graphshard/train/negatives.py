@@ -56,6 +56,25 @@ def negative_pairs(mode: str, pairs: torch.Tensor, k: int, dst_neg: torch.Tensor
     return torch.stack([pairs[0].repeat_interleave(k), dst])
 
 
+def scored_pairs(store: Any, negatives: str, k: int) -> torch.Tensor:
+    """The pairs a training batch's ``store`` scores: the loader's positives then uniform negatives, or for the
+    other modes its positives then their negatives (:func:`negative_pairs`)."""
+    pairs = store.edge_label_index
+    if negatives == "uniform":
+        return pairs
+    pos = pairs[:, : store.input_id.shape[0]]
+    neg = negative_pairs(negatives, pos, k, store.dst_neg_index if "dst_neg_index" in store else None)
+    return torch.cat([pos, neg], 1)
+
+
+def batch_loss(scores: torch.Tensor, store: Any, negatives: str) -> torch.Tensor:
+    """:func:`link_loss` of the scores of :func:`scored_pairs` of a batch's ``store`` (its positives' weights,
+    when attached)."""
+    weights = store.pos_weight if "pos_weight" in store else None
+    label = store.edge_label if negatives == "uniform" else None
+    return link_loss(scores, store.input_id.shape[0], weights, label)
+
+
 def link_loss(scores: torch.Tensor, positives: int, weights: torch.Tensor | None, uniform_label=None) -> torch.Tensor:
     """Binary cross-entropy of ``scores`` (the ``positives`` first, then the negatives); ``weights``: each
     positive's. ``uniform_label``: the loader's 1/0 labels of a ``uniform`` batch (one mean over all pairs)."""

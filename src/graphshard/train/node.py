@@ -37,7 +37,7 @@ from .embeddings import Outputs, predict, representations, save_tables
 from .inputs import ModelInputs, build_model, cache_summary, device_cache, feature_cache, rows_of
 from .labels import as_targets, kind_of, problem, width
 from .loop import Trainer, open_graph
-from .losses import chosen_loss, class_weights, loss_function
+from .losses import task_loss
 from .metrics import chosen_metrics, exact_metrics
 from .model_check import check_custom_model
 from .options import TrainOptions
@@ -174,13 +174,49 @@ def _class_count(
     return classes
 
 
+def node_loader(
+    g: DistGraph,
+    opts: TrainOptions,
+    inputs: ModelInputs,
+    task: NodeTask,
+    *,
+    world: int,
+    device: torch.device,
+    device_cache: Any = None,
+) -> DistNeighborLoader:
+    """The training batches of a node task: its training nodes with their neighbourhoods, each batch's seeds'
+    labels (``y_seed``) attached on the host, before the batch goes to the device (seeds are this rank's)."""
+    target = task.target
+
+    def labels(batch: Any) -> None:
+        store = batch[target] if inputs.hetero else batch
+        store.y_seed = torch.from_numpy(task.labels_of(store.n_id[: store.batch_size].numpy()))
+
+    return DistNeighborLoader(
+        g,
+        opts.fanouts,
+        task.split["train"],
+        math.ceil(opts.batch_size / world),
+        input_type=target if len(g.ntypes) > 1 else None,
+        shuffle=True,
+        num_workers=opts.num_workers,
+        seed=opts.seed,
+        label_name=None,
+        wire_dtype=opts.wire_dtype,
+        **inputs.loader_options(),
+        device=device,
+        device_cache=device_cache,
+        copy=opts.rehearse,
+        transform=labels,
+    )
+
+
 def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
     """Train and evaluate; returns the metrics (the same on every rank)."""
     torch.manual_seed(opts.seed)
     g = open_graph(opts)
     task = node_task(s, g, opts)
     target, classes, split, world = task.target, task.classes, task.split, s.world_size
-    ntype = target if len(g.ntypes) > 1 else None
     if not opts.allow_nonfinite:
         check_finite_features(g, opts.feat or "feat")
     device = rank_device(opts.device).device
@@ -193,8 +229,7 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
     outputs = Outputs(s, g, model, inputs, opts, [target], "node-outputs")
     names = chosen_metrics(opts.metric, task.kind)
     computed = [*names, "accuracy"] if task.kind == "classification" and "accuracy" not in names else names
-    weights = class_weights(s.ctx, opts.class_weights, task.kind, task.labels_of(split["train"].numpy()), classes)
-    loss_of = loss_function(task.kind, chosen_loss(opts.loss, task.kind), weights, opts.focal_gamma)
+    loss_of = task_loss(s.ctx, opts, task.kind, task.labels_of(split["train"].numpy()), classes)
 
     def evaluate(ids: torch.Tensor, prefix: str) -> dict[str, float | None]:
         """The metrics of the current weights on ``ids`` (this rank's share; computed from every rank's
@@ -210,11 +245,6 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
             found["acc"] = found["accuracy"]
         return {f"{prefix}{m}": v for m, v in found.items()}
 
-    def labels(batch: Any) -> None:
-        """On the host, before the batch goes to the device: its seeds' labels (seeds are this rank's)."""
-        store = batch[target] if inputs.hetero else batch
-        store.y_seed = torch.from_numpy(task.labels_of(store.n_id[: store.batch_size].numpy()))
-
     def loss(ddp: torch.nn.Module, batch: Any) -> torch.Tensor:
         outputs.changed()  # a training step follows: outputs computed before it are stale
         store = batch[target] if inputs.hetero else batch
@@ -223,23 +253,7 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
 
     selects = "acc" if names[0] == "accuracy" else names[0]  # accuracy by the key of earlier releases
     trainer = Trainer(s, g, opts, model, inputs, metric=f"val_{selects}")
-    loader = DistNeighborLoader(
-        g,
-        opts.fanouts,
-        split["train"],
-        math.ceil(opts.batch_size / world),
-        input_type=ntype,
-        shuffle=True,
-        num_workers=opts.num_workers,
-        seed=opts.seed,
-        label_name=None,
-        wire_dtype=opts.wire_dtype,
-        **inputs.loader_options(),
-        device=trainer.device,
-        device_cache=on_device,
-        copy=opts.rehearse,
-        transform=labels,
-    )
+    loader = node_loader(g, opts, inputs, task, world=world, device=trainer.device, device_cache=on_device)
     history = trainer.fit(loader, loss, lambda: evaluate(split["val"], "val_"))
     metrics = {
         "task": "node",
