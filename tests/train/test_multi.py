@@ -1,6 +1,6 @@
-"""Several tasks in one run (``--task multi``): the tasks' specs and their errors, the alternating schedule, and
-node classification + link prediction on DBLP on 2 ranks x 2 partitions: every task's metrics, the main task
-selecting the epoch, the node task's figures equal to scikit-learn's on the saved encoder outputs through the
+"""Several tasks in one run (``--task multi``): the tasks' specs and their errors, the summed and alternating
+schedules, and node classification + link prediction on DBLP on 2 ranks x 2 partitions: every task's metrics, the
+main task selecting the epoch, the node task's figures equal to scikit-learn's on the saved encoder outputs through the
 checkpoint's head, ``embed`` writing the encoder outputs, and ``serve`` answering with the main task's head
 (or the one ``--head`` names) on them."""
 
@@ -13,6 +13,7 @@ import torch
 from sklearn import metrics as sk
 
 from graphshard.cli import main
+from graphshard.distributed.batch import BatchRequest, stretched
 from graphshard.errors import InputError
 from graphshard.train import TrainOptions, train
 from graphshard.train.checkpoint import read_weights
@@ -26,24 +27,50 @@ LINK = {"name": "authorship", "task": "link", "edge_type": "paper:written_by:aut
 
 
 class _Batches:
+    """A loader's batches ``<tag><epoch>:<index>``, keeping pace with a longer loader as the real ones do."""
+
     def __init__(self, n: int, tag: str):
-        self.n, self.tag, self.epoch = n, tag, 0
+        self.n, self.tag, self.epoch, self.steps = n, tag, 0, None
 
     def __len__(self) -> int:
-        return self.n
+        return self.n if self.steps is None else self.steps
+
+    def requests(self, epoch: int) -> list[BatchRequest]:
+        order = np.random.default_rng(epoch).permutation(self.n)  # each epoch's own shuffle
+        return [BatchRequest(b, epoch, np.array([i])) for b, i in enumerate(order)]
 
     def __iter__(self):
         self.epoch += 1
-        return iter([f"{self.tag}{self.epoch}:{i}" for i in range(self.n)])
+        reqs = stretched(self.requests, self.epoch, self.n, len(self))
+        return iter([f"{self.tag}{r.key}:{int(r.seeds[0])}" for r in reqs])
 
 
-def test_the_tasks_alternate_each_once_an_epoch_spread_evenly():
-    loader = MultiLoader([_Batches(2, "a"), _Batches(6, "b")])
-    steps = [(b.task, b.batch) for b in loader]
+def test_alternating_tasks_take_turns_each_once_an_epoch_spread_evenly():
+    loader = MultiLoader([_Batches(2, "a"), _Batches(6, "b")], "alternate")
+    steps = [(b.parts[0].task, b.parts[0].batch) for b in loader]
     assert len(steps) == len(loader) == 8
     assert [t for t, _ in steps] == [1, 0, 1, 1, 1, 0, 1, 1]  # a at 1/4 and 3/4 of the epoch, b at (k + .5) / 6
-    assert [b for t, b in steps if t == 0] == ["a1:0", "a1:1"] and len({b for _, b in steps}) == 8
-    assert [b.batch for b in loader if b.task == 0] == ["a2:0", "a2:1"]  # the next epoch: each loader's next
+    assert sorted(b for t, b in steps if t == 0) == ["a1:0", "a1:1"] and len({b for _, b in steps}) == 8
+    assert sorted(b.parts[0].batch for b in loader if b.parts[0].task == 0) == ["a2:0", "a2:1"]  # the next epoch
+
+
+def test_summed_tasks_step_together_the_short_one_starting_again_reshuffled():
+    a, b = _Batches(2, "a"), _Batches(5, "b")
+    loader = MultiLoader([a, b])
+    epochs = [[[(p.task, p.batch) for p in step.parts] for step in loader] for _ in range(2)]
+    assert len(loader) == 5 and all(len(e) == 5 for e in epochs)
+    assert all([t for t, _ in step] == [0, 1] for e in epochs for step in e)  # every task every step
+    for epoch in epochs:
+        got = [batch for step in epoch for t, batch in step if t == 0]
+        passes = [got[0:2], got[2:4], got[4:]]  # three passes over a's 2 batches, the last cut short
+        assert [len({x.split(":")[0] for x in p}) for p in passes] == [1, 1, 1]  # a pass is one shuffle
+        assert len({p[0].split(":")[0] for p in passes}) == 3  # each pass its own
+        assert all(sorted(x.split(":")[1] for x in p) == ["0", "1"] for p in passes[:2])
+        assert sorted(batch.split(":")[1] for step in epoch for t, batch in step if t == 1) == list("01234")
+    # the next epoch's passes are new ones (b, the longest, as alone: its loader's next epoch)
+    assert not {x for s in epochs[0] for t, x in s if t == 0} & {x for s in epochs[1] for t, x in s if t == 0}
+    assert b.steps is None and a.steps == 5
+    assert [r.index for r in stretched(a.requests, 1, 2, 5)] == [0, 1, 2, 3, 4]  # numbered on
 
 
 @pytest.mark.parametrize(

@@ -87,6 +87,17 @@ class BatchRequest:
     hard: np.ndarray | None = None
 
 
+def stretched(requests_of: Any, epoch: int, per_pass: int, steps: int) -> list[BatchRequest]:
+    """``steps`` batches for ``epoch`` from passes over the seeds of ``per_pass`` batches each (a loader that
+    keeps pace with a longer one): pass ``p`` is ``requests_of(epoch * passes + p)``, shuffled anew, and the
+    batches are numbered on."""
+    if steps == per_pass:
+        return requests_of(epoch)
+    passes = -(-steps // per_pass)
+    reqs = [r for p in range(passes) for r in requests_of(epoch * passes + p)][:steps]
+    return [replace(r, index=i) for i, r in enumerate(reqs)]
+
+
 def _input_id(req: BatchRequest, count: int) -> np.ndarray:
     return np.arange(count, dtype=np.int64) if req.input_id is None else np.asarray(req.input_id, dtype=np.int64)
 

@@ -26,7 +26,7 @@ from ..device.transfer import DeviceFeeder
 from ..errors import InputError
 from ..graph import to_numpy
 from ..ids import check_range
-from .batch import BatchMaker, BatchRequest, BatchSpec
+from .batch import BatchMaker, BatchRequest, BatchSpec, stretched
 from .graph import DistGraph
 from .prefetch import prefetched
 from .threads import MAX_BUILDERS, builder_nice, prefetch_depth, rank_threads
@@ -87,6 +87,7 @@ class _DistLoader:
         self.epoch_size = max(counts)
         self.num_batches = (self.epoch_size // batch_size) if drop_last else math.ceil(self.epoch_size / batch_size)
         self.rank = graph.group.rank
+        self.steps: int | None = None  # batches an epoch, when set: keeping pace with another (batch.stretched)
         self._makers = [self._new_maker()] if num_workers == 0 else []
         self._pool = (
             WorkerPool(
@@ -105,7 +106,7 @@ class _DistLoader:
         )
 
     def __len__(self) -> int:
-        return self.num_batches
+        return self.num_batches if self.steps is None else self.steps
 
     def _new_maker(self) -> BatchMaker:
         g, feeder = self.graph, self.feeder
@@ -166,7 +167,7 @@ class _DistLoader:
 
     def _host_batches(self) -> Iterator[Any]:
         self.epoch += 1
-        reqs = self.requests(self.epoch)
+        reqs = stretched(self.requests, self.epoch, self.num_batches, len(self))
         if self._pool is not None:
             yield from self._pool.run(reqs)
         else:

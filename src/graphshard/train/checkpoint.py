@@ -38,6 +38,7 @@ ADDED_DEFAULTS = {
     "tasks": None,
     "main_task": None,
     "hard_negatives": None,
+    "task_schedule": "sum",
 }
 # recorded since graphshard 0.1 named the data (default: resolved), and all those above
 LATER_OPTIONS = ("feat", "label", "split_masks", *ADDED_DEFAULTS)

@@ -3,10 +3,11 @@
 Each task keeps what it has alone — its own seeds (node labels, labelled edges, or training links with their
 negatives), its loader, loss, head and metrics (:mod:`.node`, :mod:`.edge`, :mod:`.link`) — and they share the
 encoder (``--model``, ``--hidden`` outputs; a node task's head is a linear map of them, an edge or link task's
-its decoder). Training alternates the tasks (:class:`~.multi_model.MultiLoader`): a step is one batch of one
-task, its loss times its weight; an epoch is every task's batches, each task's spread evenly over it, so every
-task sees its data once an epoch as it would alone. Evaluation computes every node's encoder output once
-(layer by layer), and each task its metrics from it; the main task's first metric selects the best epoch.
+its decoder). A training step (``--task-schedule``, :class:`~.multi_model.MultiLoader`) takes a batch of every
+task and sums their losses times their weights (``sum``: an epoch is the longest task's batches, the others
+start again as they run out), or one task's batch (``alternate``: an epoch is every task's batches once).
+Evaluation computes every node's encoder output once (layer by layer), and each task its metrics from it; the
+main task's first metric selects the best epoch.
 Metrics are named ``val_<task>/<metric>`` per epoch and given per task in ``val_metrics`` and
 ``test_metrics``."""
 
@@ -31,7 +32,7 @@ from .link_split import open_link_split, require_link_split
 from .loop import Trainer, open_graph
 from .losses import task_loss
 from .metrics import chosen_metrics, exact_metrics
-from .multi_model import MultiLoader, MultiTaskModel, NodeHead, PairHead, TaskBatch
+from .multi_model import MultiLoader, MultiTaskModel, NodeHead, PairHead, Step
 from .multitask import TaskSpec, main_task, task_specs
 from .negatives import batch_loss, given_hard, per_positive, scored_pairs
 from .node import node_loader, node_task
@@ -196,7 +197,7 @@ def build_multi(
     runners = [make[t.opts.task](sh, t) for t in task_specs(opts)]
     types = list(dict.fromkeys(t for r in runners for t in r.types))
     encoder = build_model(opts, inputs, opts.hidden, types)
-    model = MultiTaskModel(encoder, {r.t.name: r.head for r in runners})
+    model = MultiTaskModel(encoder, {r.t.name: r.head for r in runners}, find_unused=opts.task_schedule != "sum")
     sh.outputs = Outputs(s, g, encoder, inputs, opts, types, "multi-outputs")
     return model, runners
 
@@ -215,20 +216,22 @@ def train_multi(s: Session, opts: TrainOptions) -> dict[str, Any]:
     main = main_task(opts, task_specs(opts))
     chosen = next(r for r in runners if r.t.name == main.name)
     trainer = Trainer(s, g, opts, model, inputs, metric=f"val_{main.name}/{chosen.selects()}")
-    loader = MultiLoader([r.loader(trainer.device) for r in runners])
+    loader = MultiLoader([r.loader(trainer.device) for r in runners], opts.task_schedule)
 
     heads = {r.t.name: list(r.head.parameters()) for r in runners}
     stepping: list[str] = []
 
-    def loss(ddp: torch.nn.Module, step: TaskBatch) -> torch.Tensor:
+    def loss(ddp: torch.nn.Module, step: Step) -> torch.Tensor:
         outputs.changed()  # a training step follows: outputs computed before it are stale
-        r, batch = runners[step.task], step.batch
-        stepping[:] = [r.t.name]
-        return r.t.weight * r.loss(ddp(*r.step(batch)), batch)
+        parts = [(runners[p.task], p.batch) for p in step.parts]
+        stepping[:] = [r.t.name for r, _ in parts]
+        outs = ddp([r.step(batch) for r, batch in parts])  # one forward pass: DDP reduces once a step
+        losses = [r.t.weight * r.loss(out, batch) for (r, batch), out in zip(parts, outs, strict=True)]
+        return torch.stack(losses).sum()
 
     def idle_heads() -> None:
-        """After the backward pass: the other tasks' heads have no gradient (DDP gives them zeros), so that
-        Adam leaves them be rather than move them on their momentum."""
+        """After the backward pass: the heads of tasks the step did not train have no gradient (DDP gives them
+        zeros), so that Adam leaves them be rather than move them on their momentum."""
         for name, params in heads.items():
             if name not in stepping:
                 for p in params:

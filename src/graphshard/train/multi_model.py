@@ -1,5 +1,5 @@
 """The model of a multi-task run: one shared encoder and a head per task, in one module (so DDP sums the
-gradients of all of them), and the loader that alternates the tasks' batches."""
+gradients of all of them), and the loader that gives each step its tasks' batches."""
 
 from __future__ import annotations
 
@@ -38,62 +38,86 @@ class PairHead(nn.Module):
 
 
 class MultiTaskModel(nn.Module):
-    """The shared ``encoder`` and the ``heads`` by task name. :meth:`forward` takes a task's name, the encoder's
-    inputs ``(x, edge_index, hops, edge_attr or None)`` and its head's arguments, and returns the head's outputs.
-    A step trains one task: the other heads take no part (DDP is told to look for unused parameters)."""
+    """The shared ``encoder`` and the ``heads`` by task name. :meth:`forward` takes a step's tasks, each its name,
+    the encoder's inputs ``(x, edge_index, hops, edge_attr or None)`` and its head's arguments, and returns each
+    head's outputs: one forward pass a step, so that DDP sums every task's gradients at once. When a step trains
+    one task (``alternate``), the other heads take no part: ``find_unused`` tells DDP to look for them."""
 
-    find_unused = True
-
-    def __init__(self, encoder: nn.Module, heads: dict[str, nn.Module]):
+    def __init__(self, encoder: nn.Module, heads: dict[str, nn.Module], find_unused: bool):
         super().__init__()
-        self.encoder, self.heads = encoder, nn.ModuleDict(heads)
+        self.encoder, self.heads, self.find_unused = encoder, nn.ModuleDict(heads), find_unused
 
-    def forward(self, name: str, encoder_inputs: tuple, extra: tuple) -> torch.Tensor:
+    def forward(self, tasks: list[tuple[str, tuple, tuple]]) -> list[torch.Tensor]:
+        return [self._one(name, encoder_inputs, extra) for name, encoder_inputs, extra in tasks]
+
+    def _one(self, name: str, encoder_inputs: tuple, extra: tuple) -> torch.Tensor:
         x, edge_index, hops, edge_attr = encoder_inputs
         h = self.encoder(x, edge_index, hops) if edge_attr is None else self.encoder(x, edge_index, hops, edge_attr)
         return self.heads[name](h, *extra)
 
 
 class TaskBatch:
-    """A step's batch and its task's index; the batch's timings and counts are read through it."""
+    """A step's batch of one task and the task's index."""
 
     def __init__(self, task: int, batch: Any):
         self.task, self.batch = task, batch
 
+
+class Step:
+    """A step's batches, one per task it trains; the batches' timings and counts are read through it, summed."""
+
+    def __init__(self, parts: list[TaskBatch]):
+        self.parts = parts
+
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.batch, name)
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return sum(getattr(p.batch, name, 0) for p in self.parts)
 
 
 class MultiLoader:
-    """The tasks' loaders as one, alternating: an epoch is every task's batches, one task a step, each task's
-    steps spread evenly over the epoch (its ``k``-th of ``n`` batches at ``(k + 0.5) / n`` of the way), in the
-    same order on every rank. Every task sees its data once an epoch, as it would alone: a task of few batches
-    is not repeated to keep pace with a long one (repeating overfits it). Yields :class:`TaskBatch`."""
+    """The tasks' loaders as one, yielding :class:`Step` s in the same order on every rank.
 
-    def __init__(self, loaders: list[Any]):
-        self.loaders, self.epoch = loaders, 0
+    ``sum``: a step takes the next batch of every task; an epoch is as many steps as the task of most batches
+    has, and a task of fewer starts its seeds again when they run out (each pass shuffled anew), as GraphStorm
+    does. ``alternate``: a step is one task's batch; an epoch is every task's batches once, each task's spread
+    evenly over it (its ``k``-th of ``n`` at ``(k + 0.5) / n`` of the way)."""
+
+    def __init__(self, loaders: list[Any], schedule: str = "sum"):
+        self.loaders, self.summed, self.epoch = loaders, schedule == "sum", 0
         self.feeder, self.device_cache = None, None
+        if self.summed:
+            steps = max((len(ld) for ld in loaders), default=0)
+            for ld in loaders:
+                if 0 < len(ld) < steps:  # a task without batches takes no part
+                    ld.steps = steps
 
     def schedule(self) -> list[int]:
-        """The task of each step of an epoch."""
+        """``alternate``: the task of each step of an epoch."""
         at = [((k + 0.5) / len(ld), i) for i, ld in enumerate(self.loaders) for k in range(len(ld))]
         return [i for _, i in sorted(at)]
 
     def __len__(self) -> int:
-        return sum(len(ld) for ld in self.loaders)
+        sizes = [len(ld) for ld in self.loaders]
+        return max(sizes, default=0) if self.summed else sum(sizes)
 
     @property
     def background(self) -> bool:
         return any(getattr(ld, "background", False) for ld in self.loaders)
 
-    def __iter__(self) -> Iterator[TaskBatch]:
+    def __iter__(self) -> Iterator[Step]:
         self.epoch += 1
         its = []
         for ld in self.loaders:
             ld.epoch = self.epoch - 1  # each loader's own epoch numbering, as alone
             its.append(iter(ld))
-        for i in self.schedule():
-            yield TaskBatch(i, next(its[i]))
+        if self.summed:
+            live = [i for i, ld in enumerate(self.loaders) if len(ld)]
+            for _ in range(len(self)):
+                yield Step([TaskBatch(i, next(its[i])) for i in live])
+        else:
+            for i in self.schedule():
+                yield Step([TaskBatch(i, next(its[i]))])
 
     def __enter__(self) -> MultiLoader:
         for ld in self.loaders:

@@ -57,6 +57,13 @@ class TrainOptions:
     main_task: str | None = option(
         None, "str", "multi: the task whose first metric selects the best epoch (default: the first)", optional=True
     )
+    task_schedule: str = option(
+        "sum",
+        "str",
+        "multi: sum: a step takes a batch of every task and sums their losses times their weights (a task of fewer "
+        "batches starts again); alternate: a step is one task's batch, every task once an epoch",
+        choices=("sum", "alternate"),
+    )
     model: str = option(
         "sage",
         "str",
