@@ -101,7 +101,7 @@ def _rank(config: str, up, done) -> None:
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux's /proc socket table")
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2"])
 def test_a_distributed_job_listens_on_loopback_only(tmp_path, host):
-    """The rendezvous store listens on the address given; gloo and TensorPipe (RPC) can only be bound to a
+    """The rendezvous store and the channels listen on the address given; gloo can only be bound to a
     network interface: the one holding that address (here loopback, whatever 127.x address is given)."""
     partition_graph(small_homo(), "s", 2, tmp_path / "p", part_method="random")
     ctx = multiprocessing.get_context("spawn")

@@ -18,11 +18,13 @@ import numpy as np
 import torch
 
 from ..book import RangePartitionBook
+from .channel import handler
 from .rpc import RpcGroup, by_owner, registered
 from .sampler import _GRAPH
 from .sampling_graph import SamplingGraph, sum_by_id
 
 
+@handler
 def _expand_remote(
     served: str, gids: torch.Tensor, weights: torch.Tensor, fanouts: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:

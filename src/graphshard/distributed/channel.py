@@ -1,15 +1,15 @@
-"""Direct TCP channels between the members of an RPC group, for the requests every training batch makes
-(neighbour sampling, feature rows).
+"""TCP channels between the members of a group: every request one process makes of another (neighbour sampling,
+feature rows, degrees, ``DistTensor`` and ``DistEmbedding`` reads and writes, gradient sums, look-ups, control).
 
 A request names a handler registered here (:func:`handler`) and carries its arguments as a short JSON
 header followed by the raw bytes of its tensors (:mod:`.frames`); the answer travels the same way. Nothing
-is pickled, and nothing passes through TensorPipe's loop and worker threads: measured on this project's
-2-core machine, a TensorPipe RPC costs about 0.4 ms of CPU on each side before any work, and 2.6 ms in all
-to send 14,000 rows of 32 floats (0.25 ms of which is the gather). Here a request is a ``sendmsg`` on one
-side and a ``recv_into`` preallocated tensors on the other.
+is pickled. Measured on this project's 2-core machine, a torch RPC (TensorPipe, which this replaced) cost
+about 0.4 ms of CPU on each side before any work, and 2.6 ms in all to send 14,000 rows of 32 floats (0.25 ms
+of which is the gather); here a request is a ``sendmsg`` on one side and a ``recv_into`` preallocated tensors
+on the other.
 
-Each member listens on its address of the run's network (the interface TensorPipe uses, loopback by default),
-publishes ``ip:port`` in the group's store, and connects to a peer on first use. A connection carries one
+Each member listens on its address of the run's network (loopback by default), publishes ``ip:port`` in the
+group's store, and connects to a peer on first use. A connection carries one
 request at a time, so concurrent callers (a prefetch thread, a service's workers) each take their own; a
 thread on the serving side answers each connection in turn. Every wait is bounded (the group's timeout), a
 wait on a member the caller tracks ends when it is lost (``check``), and a closed connection raises
@@ -34,6 +34,7 @@ from .counts import Counts
 from .frames import DTYPES, LENGTH, MAX_HEADER, bytes_of, decode, encode, pack
 from .network import listen_socket
 from .settings import whole_number
+from .threads import budget_this_thread
 
 log = logging.getLogger(__name__)
 
@@ -236,6 +237,7 @@ class _Server:
     def _answer(self, conn: socket.socket) -> None:
         reader = _Reader(conn)
         try:
+            budget_this_thread()  # handlers run numba kernels: this thread takes the rank's share of the cores
             while True:
                 # the next request, however long in coming (the caller's wait is its own), then read whole in time;
                 # a caller that stops reading the answer frees this thread in time too

@@ -33,7 +33,7 @@ PEER_FAILURE = "caused by a peer:"  # marks errors that only report another rank
 STOPPED = "told to stop"  # marks a rank's report of its own interruption (SIGINT, SIGTERM): never a root cause
 LIVENESS_KEY = "liveness/"  # each rank's heartbeat address
 PROCESS_KEY = "process/"  # each rank's address and process ID (its peers on the same host watch it go quiet)
-# what gloo, TensorPipe and sockets say when the other end went away (the text names no rank)
+# what gloo and sockets say when the other end went away (the text names no rank)
 _TRANSPORT_LOSS = re.compile(
     r"Connection closed by peer|Connection reset|Broken pipe|pipe closed|\beof\b|"
     r"Connection refused|ECONNRESET",

@@ -15,6 +15,7 @@ import torch
 from ..book import RangePartitionBook
 from ..errors import InputError
 from ..ids import as_id_array
+from .channel import handler
 from .rpc import RpcGroup, by_owner
 from .tensor import DistTensor, local_shard, shard
 
@@ -66,6 +67,7 @@ class DistEmbedding:
         return uniq, grads
 
 
+@handler
 def _stage(name: str, rank: int, ids: torch.Tensor, grads: torch.Tensor) -> None:
     s = shard(name)
     with s.lock:

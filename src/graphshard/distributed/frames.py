@@ -77,4 +77,7 @@ def pack(header: dict, arrays: list[torch.Tensor]) -> list[memoryview]:
 
 
 def bytes_of(t: torch.Tensor) -> memoryview:
-    return t.reshape(-1).view(torch.uint8).numpy().data
+    flat = t.reshape(-1)
+    if flat.numel() == 1 and flat.stride(0) != 1:  # one element viewed from a wider row: bytes need stride 1
+        flat = flat.clone(memory_format=torch.contiguous_format)
+    return flat.view(torch.uint8).numpy().data

@@ -18,6 +18,7 @@ from ..format.load import PartitionGraph, original_ids, original_piece, original
 from ..graph import EType, parse_etype
 from ..ids import as_id_array
 from ..sampling.degrees import DegreeTable, in_degree_table, source_counts
+from .channel import handler
 from .colocated import load_colocated
 from .feature import DistFeatureStore
 from .network import own_address
@@ -31,10 +32,12 @@ _ORIGINALS = "originals"  # the partition config, for the original-ID requests o
 _INSTANCES = itertools.count()
 
 
+@handler
 def _add_out(key: str, gids: torch.Tensor, etype: torch.Tensor, counts: torch.Tensor) -> None:
     registered(f"{_DEGREES}/{key}").add_out(gids.numpy(), etype.numpy(), counts.numpy())
 
 
+@handler
 def _degrees(key: str, kind: str, gids: torch.Tensor, etype: int | None) -> torch.Tensor:
     return torch.from_numpy(registered(f"{_DEGREES}/{key}").get(kind, gids.numpy(), etype))
 
@@ -107,6 +110,7 @@ def _check_partition_files(cfg: Any, group: RpcGroup, verify: bool) -> None:
             )
 
 
+@handler
 def _original_piece(key: str, kind: str, type_name: str, part_id: int) -> torch.Tensor:
     """RPC handler: the original IDs partition ``part_id`` (stored here) holds for one type."""
     return torch.from_numpy(original_piece(registered(f"{_ORIGINALS}/{key}"), kind, type_name, part_id))

@@ -9,7 +9,7 @@ wait) cannot raise until the call returns, so a watcher thread, woken by the sig
 (:func:`signal.set_wakeup_fd`), ends the process :attr:`Stop.grace` seconds later whatever it is doing,
 saying the same line.
 
-Quiet: a run's processes stop together, and each one's transports (gloo, TensorPipe) log every connection
+Quiet: a run's processes stop together, and each one's transports (gloo) log every connection
 a peer closes. So at the signal a process first silences its standard error (the line goes to the saved
 terminal), then tells its peers so (:func:`when_signalled`: the heartbeat carries it, see :mod:`.liveness`;
 a peer on the same host also sees it in ``/proc``, :func:`is_quiet`), and closes nothing (it raises

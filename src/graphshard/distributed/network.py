@@ -1,22 +1,18 @@
 """Where graphshard's processes listen: only on the address the user gives, loopback by default.
 
-None of the transports authenticates its peers (torch's TCPStore, gloo, and torch RPC, which
-deserialises requests with pickle): anyone who can connect can read and write the rendezvous keys
-and run code in the ranks. So every listening socket binds to one given address, never to all
-interfaces, and that address is loopback unless the user names another one. Use a non-loopback
-address only on a trusted network.
+torch's TCPStore and gloo do not authenticate their peers: anyone who can connect can read and write the
+rendezvous keys and join the collectives. graphshard's own channels (:mod:`.channel`) carry everything else, and
+pickle nothing. So every listening socket binds to one given address, never to all interfaces, and that address
+is loopback unless the user names another one.
 
 The sockets, and how each is bound:
 - rendezvous store (the launcher's, or rank 0's without torchrun): a socket bound to the address and
   handed to ``TCPStore`` (``master_listen_fd``), since TCPStore alone listens on every interface;
 - gloo: its device is created for the address (``ProcessGroupGloo.create_device(hostname=...)``);
-- RPC (TensorPipe): the rendezvous goes through the run's existing store (a ``graphshard://`` handler),
-  so torch opens no second store; TensorPipe's own listener follows ``TP_SOCKET_IFNAME``, set to the
-  interface that holds the address when the user has not set it.
-On a host that does not hold the rendezvous address (the other machines of a multi-host run), gloo, RPC
-and the heartbeat (:mod:`.liveness`) listen on :func:`own_address`: the address of this host's interface
-on the route to the rendezvous host, so no host needs ``GLOO_SOCKET_IFNAME``/``TP_SOCKET_IFNAME`` set
-(when set, they win).
+- the channels of each group (trainer ranks, sampler workers): a socket bound to the address.
+On a host that does not hold the rendezvous address (the other machines of a multi-host run), gloo, the
+channels and the heartbeat (:mod:`.liveness`) listen on :func:`own_address`: the address of this host's
+interface on the route to the rendezvous host, so no host needs ``GLOO_SOCKET_IFNAME`` set (when set, it wins).
 """
 
 from __future__ import annotations

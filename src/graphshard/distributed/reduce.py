@@ -29,7 +29,7 @@ _POLL = 0.1
 
 def fits(group: RpcGroup | None, nbytes: int) -> bool:
     """Whether a sum of ``nbytes`` goes through the channels (:class:`ChannelSum`) in ``group``."""
-    return group is not None and group.channels is not None and (group.world_size - 1) * nbytes <= EXCHANGE_BYTES
+    return group is not None and (group.world_size - 1) * nbytes <= EXCHANGE_BYTES
 
 
 class _Mailbox:

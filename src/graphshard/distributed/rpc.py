@@ -1,10 +1,10 @@
-"""``torch.distributed.rpc`` (TensorPipe) groups with bounded waits, and owner-routed batched requests.
+"""Groups of processes that serve partitions to each other, with bounded waits, and owner-routed batched requests.
 
-An :class:`RpcGroup` is the set of processes that serve partitions to each other: the trainer ranks
-(:func:`init_rpc`), or the sampler worker processes of the loaders (``dist/workers.py``). Member
-``k`` serves partition ``k // per_part``; a request for partition ``p`` goes to one of its servers.
-The first member picks a free port and publishes it in the rendezvous store; every member joins
-there. Remote calls go to module-level functions that find process-local state in a registry.
+An :class:`RpcGroup` is the trainer ranks (:func:`init_rpc`), or the sampler worker processes of the loaders
+(``dist/workers.py``). Member ``k`` serves partition ``k // per_part``; a request for partition ``p`` goes to one
+of its servers. Every request travels on the group's channels (:mod:`.channel`: a JSON header and raw arrays,
+nothing pickled) to a module-level handler that finds process-local state in a registry; each member publishes
+its channel's address in the rendezvous store, and barriers go through the store.
 """
 
 from __future__ import annotations
@@ -12,9 +12,6 @@ from __future__ import annotations
 import datetime
 import itertools
 import os
-import re
-import threading
-import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,11 +19,11 @@ from typing import Any
 import numpy as np
 
 from ..book import positions_by_part
-from .channel import ChannelLost, Channels, Pending, RemoteFailure, handler_name
+from .channel import ChannelLost, Channels, Pending, RemoteFailure
 from .context import PEER_FAILURE, DistContext, DistError
 from .group_channels import open_channels
 from .interrupt import raise_if_pending
-from .network import interface_of, own_address
+from .network import own_address
 
 _REGISTRY: dict[str, Any] = {}
 _CURRENT: list[RpcGroup] = []
@@ -71,7 +68,7 @@ class RpcGroup:
     # member name -> why it can no longer be asked (None: it can); set by a long-running service whose ranks
     # outlive a lost peer (graphshard serve): requests to it fail at once, and a wait on it ends when it is lost
     unavailable: Callable[[str], str | None] | None = None
-    # direct channels for the requests of every batch (see .channel); None: everything goes through TensorPipe
+    # the channels every request travels on (see .channel); set when the group is joined
     channels: Channels | None = None
     # what sets this group apart on its store (the key it joined under): barriers of an earlier group with the
     # same member names (one sampler pool after another) must not count for this one's
@@ -120,26 +117,6 @@ class RpcGroup:
         return [bytes(self.store.get(k)) for k in keys]
 
 
-_RENDEZVOUS: dict[str, tuple[Any, int, int]] = {}
-
-
-def _rendezvous(url: str, **_: Any):
-    """``graphshard://<token>``: the RPC rendezvous runs through a store this process already has."""
-    from urllib.parse import urlparse
-
-    yield _RENDEZVOUS.pop(urlparse(url).netloc)
-
-
-def _register_rendezvous() -> None:
-    import importlib
-
-    rdzv = importlib.import_module("torch.distributed.rendezvous")  # the package attribute is a function
-    try:
-        rdzv.register_rendezvous_handler("graphshard", _rendezvous)
-    except RuntimeError:  # registered by an earlier group of this process
-        pass
-
-
 def join_group(
     names: list[str],
     rank: int,
@@ -147,56 +124,23 @@ def join_group(
     key: str,
     timeout: float,
     host: str = "127.0.0.1",
-    num_threads: int = 8,
     lanes: int = 1,
 ) -> RpcGroup:
-    """Join RPC as member ``rank`` of ``names``. The rendezvous goes through ``store`` (under ``key``), so
-    no other store is opened; TensorPipe listens on the interface of this host's address on the run's network
-    (see :func:`graphshard.distributed.network.own_address`)."""
-    import torch.distributed as dist
-    import torch.distributed.rpc as rpc
-
-    _register_rendezvous()
-    token = f"g{os.getpid()}x{len(_RENDEZVOUS)}x{abs(hash(key))}"
-    _RENDEZVOUS[token] = (dist.PrefixStore(f"{key}/rdzv/", store), rank, len(names))
+    """Join the group ``names`` as member ``rank``: open this member's channels on its host's address on the run's
+    network (see :func:`graphshard.distributed.network.own_address`), publish it in ``store`` under ``key``, and
+    wait (at most ``timeout``) until every member has. The group becomes this process's current group."""
     address = own_address(os.environ.get("MASTER_ADDR", host))
-    iface = interface_of(address)
-    if iface:  # TensorPipe's listener, and the gloo group torch's RPC creates for itself, bind there
-        os.environ.setdefault("TP_SOCKET_IFNAME", iface)
-        os.environ.setdefault("GLOO_SOCKET_IFNAME", iface)
-    # TensorPipe's default transport between processes of one host, shared memory, keeps a thread polling
-    # for messages: measured on 2 cores, it tripled the run's system CPU time and, with other work on the
-    # cores, made the epoch 1.4 x slower than over loopback TCP (uv), which waits in the kernel instead.
-    # Between hosts TensorPipe uses uv anyway.
     group = RpcGroup(rank, names, store, timeout, lanes, scope=key)
-    channels = open_channels(group.all_gather, names, rank, store, key, timeout, address)
-    opts = rpc.TensorPipeRpcBackendOptions(
-        init_method=f"graphshard://{token}", rpc_timeout=timeout, num_worker_threads=num_threads, _transports=["uv"]
-    )
-    try:
-        with warnings.catch_warnings():
-            # torch's own RPC start-up gathers device maps over a private gloo backend handle and warns
-            # about that use of its API: nothing a caller can change, so it is not shown to users
-            warnings.filterwarnings(
-                "ignore", message=r"You are using a Backend .* as a ProcessGroup", category=UserWarning
-            )
-            rpc.init_rpc(names[rank], rank=rank, world_size=len(names), rpc_backend_options=opts)
-    except BaseException:
-        if channels is not None:
-            channels.close()
-        raise
-    finally:
-        _RENDEZVOUS.pop(token, None)
-    group.channels = channels
+    group.channels = open_channels(group.all_gather, names, rank, store, key, timeout, address)
     _CURRENT[:] = [group]
     return group
 
 
-def init_rpc(ctx: DistContext, host: str = "127.0.0.1", num_threads: int = 8) -> RpcGroup:
-    """Join RPC with the trainer ranks of ``ctx``; every call and the shutdown are bounded by ``ctx.timeout``.
+def init_rpc(ctx: DistContext, host: str = "127.0.0.1") -> RpcGroup:
+    """Join the group of the trainer ranks of ``ctx``; every request and barrier is bounded by ``ctx.timeout``.
     The group becomes this process's current group (see :func:`current_group`)."""
     names = [worker_name(r) for r in range(ctx.world_size)]
-    return join_group(names, ctx.rank, ctx.store, "rpc/port", ctx.timeout, host, num_threads)
+    return join_group(names, ctx.rank, ctx.store, "rpc/port", ctx.timeout, host)
 
 
 def current_group() -> RpcGroup:
@@ -206,15 +150,16 @@ def current_group() -> RpcGroup:
 
 
 def shutdown_rpc(group: RpcGroup | DistContext | None = None, graceful: bool = True) -> None:
-    import torch.distributed.rpc as rpc
-
-    timeout = group.timeout if group is not None else current_group().timeout
+    """Leave: ``graceful``, after every member of the group has come to leave too (so that none is still asked
+    for anything: every member's own requests were answered before it came), else at once (after a failure)."""
+    g = group if isinstance(group, RpcGroup) else current_group() if _CURRENT else None
     try:
-        rpc.shutdown(graceful=graceful, timeout=timeout)
+        if graceful and g is not None:
+            g.barrier("leaving")
     finally:
-        for g in _CURRENT:
-            if g.channels is not None:
-                g.channels.close()
+        for member in {id(x): x for x in [*_CURRENT, *([g] if g is not None else [])]}.values():
+            if member.channels is not None:
+                member.channels.close()
         _CURRENT.clear()
 
 
@@ -256,11 +201,10 @@ def by_owner(
     return done
 
 
-def drop(futures: Iterable[Any]) -> None:
-    """Drop the channel requests among ``futures`` unread (a no-op for those already answered)."""
+def drop(futures: Iterable[Pending]) -> None:
+    """Drop the requests ``futures`` unread (a no-op for those already answered)."""
     for fut in futures:
-        if isinstance(fut, Pending):
-            fut.cancel()
+        fut.cancel()
 
 
 def rpc_call(group: RpcGroup, owner: str, remote: Callable[..., Any], args: tuple, what: str) -> Any:
@@ -295,23 +239,19 @@ def collect(group: RpcGroup, sent: list[tuple[str, Any]], what: str) -> list[Any
         raise
 
 
-def _send(group: RpcGroup, owner: str, remote: Callable[..., Any], args: tuple, what: str) -> Any:
-    """Send ``remote(*args)`` to ``owner``: through a channel when ``remote`` is a channel handler and the
-    group has channels (a :class:`Pending`), else through TensorPipe (a future)."""
-    import torch.distributed.rpc as rpc
-
+def _send(group: RpcGroup, owner: str, remote: Callable[..., Any], args: tuple, what: str) -> Pending:
+    """Send ``remote(*args)`` (a channel handler) to ``owner`` on the group's channels."""
     _refuse_lost(group, owner, what)
-    if group.channels is not None and handler_name(remote) is not None:
-        try:
-            return group.channels.send(group.member(owner), remote, args)
-        except ChannelLost as exc:
-            raise _lost(group, owner, what, exc.timed_out, str(exc)) from None
-    return rpc.rpc_async(owner, remote, args=args, timeout=group.timeout)
+    if group.channels is None:
+        raise DistError(f"{group.names[group.rank]}: the group was left; no {what} request can be sent")
+    try:
+        return group.channels.send(group.member(owner), remote, args)
+    except ChannelLost as exc:
+        raise _lost(group, owner, what, exc.timed_out, str(exc)) from None
 
 
 def _lost(group: RpcGroup, owner: str, what: str, timed_out: bool, detail: str) -> PeerLost:
-    """The error of a request whose peer vanished or hung (it is at fault: said so for the launcher), over
-    either transport."""
+    """The error of a request whose peer vanished or hung (it is at fault: said so for the launcher)."""
     raise_if_pending()  # this process was told to stop, so were its peers: that is why it failed
     state = "did not answer" if timed_out else "is gone"
     return PeerLost(
@@ -320,7 +260,7 @@ def _lost(group: RpcGroup, owner: str, what: str, timed_out: bool, detail: str) 
 
 
 def _failed(group: RpcGroup, owner: str, what: str, detail: str) -> DistError:
-    """The error of a request whose handler raised on the peer, over either transport."""
+    """The error of a request whose handler raised on the peer."""
     raise_if_pending()
     return DistError(f"{group.names[group.rank]}: {what} request to {owner} failed: {detail}")
 
@@ -331,32 +271,8 @@ def _refuse_lost(group: RpcGroup, owner: str, what: str) -> None:
         raise PeerLost(f"{group.names[group.rank]}: {PEER_FAILURE} {owner} is lost ({what} request): {why}", owner)
 
 
-def _wait(group: RpcGroup, owner: str, fut: Any, what: str) -> Any:
-    """``fut``'s value; where the group tracks lost members, the wait ends as soon as ``owner`` is lost."""
-    if group.unavailable is None:
-        return fut.wait()
-    done = threading.Event()
-    fut.add_done_callback(lambda _: done.set())
-    while not done.wait(0.1):  # woken by the answer at once; otherwise look again at the peer's state
-        _refuse_lost(group, owner, what)
-    return fut.wait()
-
-
-def _result(group: RpcGroup, owner: str, fut: Any, what: str) -> Any:
-    if isinstance(fut, Pending):
-        return _answer(group, owner, fut, what)
-    try:
-        return _wait(group, owner, fut, what)
-    except PeerLost:
-        raise
-    except Exception as exc:  # remote exceptions, dead peers and timeouts all arrive here
-        if not _raised_remotely(exc):
-            raise _lost(group, owner, what, "timeout" in str(exc).lower(), remote_error(exc)) from exc
-        raise _failed(group, owner, what, remote_error(exc)) from exc
-
-
-def _answer(group: RpcGroup, owner: str, pending: Pending, what: str) -> Any:
-    """A channel request's value; its errors are raised as :func:`_result` raises TensorPipe's."""
+def _result(group: RpcGroup, owner: str, pending: Pending, what: str) -> Any:
+    """A request's value; where the group tracks lost members, the wait ends as soon as ``owner`` is lost."""
     check = None if group.unavailable is None else lambda: _refuse_lost(group, owner, what)
     try:
         return pending.result(check)
@@ -364,17 +280,3 @@ def _answer(group: RpcGroup, owner: str, pending: Pending, what: str) -> Any:
         raise _lost(group, owner, what, exc.timed_out, str(exc)) from None
     except RemoteFailure as exc:
         raise _failed(group, owner, what, str(exc)) from None
-
-
-def _raised_remotely(exc: BaseException) -> bool:
-    """Whether an RPC failed because the peer's code raised (its traceback travels as text), rather than
-    because the transport lost the peer (closed connection, vanished process, timeout)."""
-    text = str(exc).replace("\\n", "\n")
-    return re.search(r"^\s*[\w.]+(Error|Exception|Interrupt)\b", text, re.M) is not None
-
-
-def remote_error(exc: BaseException) -> str:
-    """The last exception line of an error raised on an RPC peer (its traceback travels as text)."""
-    text = str(exc).replace("\\n", "\n")
-    lines = [ln.strip() for ln in text.splitlines() if re.match(r"^\s*[\w.]+(Error|Exception|Interrupt)\b", ln)]
-    return lines[-1] if lines else text.splitlines()[0] if text else type(exc).__name__

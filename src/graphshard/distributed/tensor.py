@@ -13,6 +13,7 @@ import torch
 from ..book import RangePartitionBook
 from ..errors import InputError
 from ..ids import as_id_array, consecutive
+from .channel import handler
 from .rpc import RpcGroup, by_owner
 
 _SHARDS: dict[str, Shard] = {}
@@ -41,11 +42,13 @@ def local_shard(name: str) -> Shard | None:
     return _SHARDS.get(name)
 
 
+@handler
 def _read(name: str, ids: torch.Tensor) -> torch.Tensor:
     s = shard(name)
     return torch.index_select(s.rows, 0, s.index(ids))
 
 
+@handler
 def _write(name: str, ids: torch.Tensor, values: torch.Tensor) -> None:
     s = shard(name)
     at = s.to_local(ids.numpy())

@@ -81,13 +81,14 @@ def worker_main(setup: WorkerSetup, requests: Any, results: Any) -> None:
 
 def _serve(setup: WorkerSetup, requests: Any, results: Any) -> None:
     where = f"rank {setup.rank}, sampler worker {setup.index}"
-    group = None
+    group, ok = None, False
     try:
         group, make = _build(setup)
         results.put(("ready", -1, None))
         while True:
             req = requests.get()
             if req is None:
+                ok = True
                 break
             try:
                 results.put(("batch", req.index, make(req)))
@@ -99,7 +100,7 @@ def _serve(setup: WorkerSetup, requests: Any, results: Any) -> None:
     finally:
         if group is not None:
             try:
-                shutdown_rpc(group)
+                shutdown_rpc(group, graceful=ok)  # together with the other workers, unless this one failed
             except Exception:  # peers gone: nothing left to serve
                 pass
 

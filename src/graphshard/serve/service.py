@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..distributed import rpc
+from ..distributed.channel import handler
 from ..distributed.context import PROCESS_KEY
 from ..distributed.lifetime import refuse_spawn_reimport
 from ..distributed.liveness import DEFAULT_LOST_AFTER, doing
@@ -214,6 +215,7 @@ def _follow(s: Session) -> None:
             raise DistError(f"rank {s.rank}: the service's rank 0 is lost: {lost}")
 
 
+@handler
 def _stop_serving() -> None:
     rpc.registered(STOP_KEY).set()
 

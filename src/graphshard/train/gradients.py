@@ -30,7 +30,7 @@ def distributed_model(
 ) -> torch.nn.Module:
     """DDP around ``model`` (on ``where``'s device) for session ``s`` (collective): over NCCL where every rank has
     a GPU of its own and NCCL, else summed on the host with ``comm`` as the hook's state (``comm_s``: seconds
-    summing; ``sum``: the channels' sum, set here when every rank has channels). ``unused``: some parameters
+    summing; ``sum``: the channels' sum, set here). ``unused``: some parameters
     may take no part in a step (DDP then looks for them)."""
     from torch.nn.parallel import DistributedDataParallel
 
@@ -43,11 +43,9 @@ def distributed_model(
         return DistributedDataParallel(
             model, device_ids=[where.device], process_group=group, find_unused_parameters=unused
         )
-    # registered before the ranks agree (a collective): no rank sends its gradients before all can take them;
-    # every rank takes the same path, gloo's all-reduce unless all have channels
-    total = ChannelSum(s.group, f"gradients/{next(_TRAINERS)}") if s.group.channels is not None else None
-    if not all(b == b"1" for b in all_gather_bytes(s.ctx, b"1" if total else b"0", "gradient channels")):
-        total = None
+    # registered before the ranks meet (a collective): no rank sends its gradients before all can take them
+    total = ChannelSum(s.group, f"gradients/{next(_TRAINERS)}")
+    all_gather_bytes(s.ctx, b"1", "gradient channels")
     comm["sum"] = total
     if s.rank == 0 and any(t[0] for t in told):
         notice.info("gradients summed on the host: ranks share a GPU, or NCCL is missing (NCCL takes one rank a GPU)")

@@ -23,6 +23,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from ..distributed.channel import handler
 from ..distributed.collectives import all_reduce_sum, exchange
 from ..distributed.graph import DistGraph
 from ..distributed.rpc import by_owner
@@ -175,6 +176,7 @@ def _sorted_unique(pieces: list[np.ndarray]) -> np.ndarray:
     return keys[first]
 
 
+@handler
 def _lookup(name: str, keys: torch.Tensor) -> torch.Tensor:
     """RPC handler: which of ``keys`` are in this process's shard of known edges ``name``."""
     if name not in _SHARDS:
