@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import shutil
 import sys
 import time
@@ -32,12 +33,19 @@ _OUTER = (
     "GLOO_SOCKET_IFNAME",
     "TP_SOCKET_IFNAME",
     "GRAPHSHARD_STORE_HOSTED",
+    "GRAPHSHARD_SECRET",
+    "GRAPHSHARD_SECRET_FILE",
+    "GRAPHSHARD_INSECURE",
 )
+
+
+# every job's processes share a secret, as a cluster's would be given one (the ranks listen beyond loopback)
+JOB_SECRET = secrets.token_hex(16)
 
 
 def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _OUTER and not k.startswith("SLURM_")}
-    return env | {"PYTHONUNBUFFERED": "1"} | extra
+    return env | {"PYTHONUNBUFFERED": "1", "GRAPHSHARD_SECRET": JOB_SECRET} | extra
 
 
 def spread(config: Path, c: Cluster, parts_of: list[list[int]], sub: str = "parts", also: tuple[Path, ...] = ()) -> str:

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import torch
 
-from graphshard.distributed import channel
+from graphshard.distributed import channel, handshake
 from graphshard.distributed.channel import ChannelLost, Channels, RemoteFailure
-from graphshard.distributed.frames import decode, encode, pack
+from graphshard.distributed.frames import FrameReader, decode, encode, pack
 from graphshard.errors import InputError
 
 RELEASE = threading.Event()
@@ -185,6 +185,7 @@ def test_a_stream_that_is_not_a_channels_is_dropped_and_the_listener_lives_on(pa
     heads += [b'{"h":"x","a":[["int64",[%s]]]}' % d for d in (b"-8", b"2.5", b"true")]  # impossible shapes
     for junk in [b"\xff\xff\xff\xff" + b"x" * 8] + [len(h).to_bytes(4, "little") + h for h in heads]:
         with socket.create_connection(b.address, timeout=5) as s:
+            handshake.call(s, b"")  # a peer of the job (the pair has no secret) that then sends junk
             try:
                 s.sendall(junk)
                 s.shutdown(socket.SHUT_WR)
@@ -228,8 +229,9 @@ def test_an_answer_that_arrives_in_pieces_is_read_whole_and_the_check_runs_meanw
     def serve() -> None:
         conn, _ = listener.accept()
         with conn:
+            handshake.answer(conn, b"")
             conn.settimeout(5.0)
-            channel._Reader(conn).frame()  # the request
+            FrameReader(conn).frame()  # the request
             conn.sendall(payload[: len(payload) // 2])
             time.sleep(3 * channel._POLL)  # the pause under test, not a synchronisation
             conn.sendall(payload[len(payload) // 2 :])
@@ -284,7 +286,7 @@ def test_a_long_array_that_trickles_in_wakes_its_reader_a_few_times_only_in_bulk
         client.settimeout(5.0)
         counted = _CountingSocket(client)
         sender.start()
-        header, arrays = channel._Reader(counted, time.monotonic() + 10, bulk=bulk).frame()
+        header, arrays = FrameReader(counted, time.monotonic() + 10, bulk=bulk).frame()
         assert torch.equal(arrays[0], rows)
         assert counted.reads <= 6 if bulk else counted.reads >= 20
         assert client.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT) == 1
@@ -329,6 +331,8 @@ def test_a_caller_silent_half_way_through_a_request_frees_the_answering_thread_i
         frame = b"".join(bytes(v) for v in pack({"h": "x"}, [torch.arange(1000)]))
         for cut in (2, 40, len(frame) - 100):  # in the length, the header, an array
             with socket.create_connection(b.address, timeout=5) as s:
+                handshake.call(s, b"")
+                s.settimeout(5)
                 s.sendall(frame[:cut])  # ...and nothing more, the connection left open
                 start = time.monotonic()
                 try:
@@ -343,6 +347,8 @@ def test_a_caller_silent_half_way_through_a_request_frees_the_answering_thread_i
             time.sleep(0.05)
         assert not b._server.conns
         idle = socket.create_connection(b.address, timeout=1.0)  # a caller between requests is waited for
+        handshake.call(idle, b"")
+        idle.settimeout(1.0)
         with idle, pytest.raises(TimeoutError):
             idle.recv(1)
     finally:

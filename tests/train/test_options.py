@@ -194,12 +194,14 @@ def test_yaml_without_pyyaml_says_what_to_install(tmp_path, monkeypatch):
 
 
 def test_every_option_is_a_flag_and_a_key():
-    """The flags of ``train`` are exactly the config keys (plus --config/--print-config/-v/-h)."""
+    """The flags of ``train`` are exactly the config keys (plus --config/--print-config/-v/-h, and the job's
+    secret and --insecure, which are the command line's or the environment's: never in a shared config file)."""
     parser = next(a for a in build_parser()._actions if hasattr(a, "choices") and a.choices and "train" in a.choices)
     flags = {s for a in parser.choices["train"]._actions for s in a.option_strings if s.startswith("--")}
     text = dump_config(TrainOptions(), build_options({})[1])
     keys = {line.split(":")[0] for line in text.splitlines() if not line.startswith("#")}
-    assert flags - {"--config", "--print-config", "--verbose", "--help", "--in-dir"} == {
+    own = {"--config", "--print-config", "--verbose", "--help", "--in-dir", "--secret-file", "--insecure"}
+    assert flags - own == {
         f"--{k.replace('_', '-')}" for k in keys
     } | {"--no-allow-nonfinite", "--no-filtered", "--no-verify", "--no-colocated"}
 

@@ -13,7 +13,7 @@ from .. import __version__
 from ..distributed import interrupt, processes
 from ..errors import GraphshardError
 from . import data, infer, launch, partition, pipeline, plot, serve, train
-from .common import HelpFormatter, Parser
+from .common import HelpFormatter, Parser, apply_security
 
 NOTICE_LOGGER = "graphshard.notice"  # one-line notices shown at the default level (e.g. kernel compilation)
 
@@ -74,6 +74,7 @@ def _run(argv: list[str] | None) -> int:
             if isinstance(args, int):
                 return args
             configure_logging(getattr(args, "verbose", False))
+            apply_security(args)
             args.func(args)
             sys.stdout.flush()
         except BaseException as exc:

@@ -262,6 +262,42 @@ def cluster_flags(
         default=DEFAULT_LOST_AFTER,
         help=f"seconds without a heartbeat after which a rank (its link, process or host) is lost and {lost} (0: off)",
     )
+    security_flags(p)
+
+
+def security_flags(p: argparse.ArgumentParser) -> None:
+    """``--secret-file`` and ``--insecure``: how the ranks' channels know each other (see
+    :mod:`graphshard.distributed.handshake`; applied by :func:`apply_security`)."""
+    p.add_argument(
+        "--secret-file",
+        metavar="FILE",
+        help="file holding the job's secret, the same for every process (else GRAPHSHARD_SECRET; --num-procs "
+        "makes one per run): every connection between processes proves it before any request is read",
+    )
+    p.add_argument(
+        "--insecure",
+        action="store_true",
+        help="listen beyond loopback without a secret (a network you trust: anyone on it could send requests)",
+    )
+
+
+def apply_security(args: argparse.Namespace) -> None:
+    """Hand ``--secret-file`` and ``--insecure`` to this process and the ranks it starts (their environment);
+    the file is read now, so that a bad one is named before anything starts."""
+    import logging
+    import os
+
+    from ..distributed import handshake
+
+    if getattr(args, "secret_file", None):
+        os.environ[handshake.SECRET_FILE_ENV] = os.path.abspath(args.secret_file)
+        os.environ.pop(handshake.SECRET_ENV, None)  # the file given wins over the environment's
+        handshake.job_key()
+    if getattr(args, "insecure", False):
+        os.environ[handshake.INSECURE_ENV] = "1"
+        logging.getLogger("graphshard.notice").warning(
+            "--insecure: without a job secret, whoever reaches the ranks' ports may send them requests"
+        )
 
 
 def partition_flags(p: argparse.ArgumentParser) -> None:

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .common import command, overwrite_flag, positive_int
+from .common import command, overwrite_flag, positive_int, security_flags
 
 
 class _Given(argparse.Action):
@@ -288,6 +288,7 @@ def register(sub: Any) -> None:
         help="print the full configuration (defaults, --config, flags) as YAML and exit without training",
     )
     option_flags(tr, [n for n, s in (specs(LaunchOptions) | specs(TrainOptions)).items() if s.cli])
+    security_flags(tr)
     tr.set_defaults(func=run_train, interrupted=interrupted_line)
 
     demo = command(sub, "demo", "the main job: generate, partition (METIS, 2 parts), train on 2 processes")

@@ -8,11 +8,14 @@ about 0.4 ms of CPU on each side before any work, and 2.6 ms in all to send 14,0
 of which is the gather); here a request is a ``sendmsg`` on one side and a ``recv_into`` preallocated tensors
 on the other.
 
-Each member listens on its address of the run's network (loopback by default), publishes ``ip:port`` in the
-group's store, and connects to a peer on first use. A connection carries one
-request at a time, so concurrent callers (a prefetch thread, a service's workers) each take their own; a
-thread on the serving side answers each connection in turn. Every wait is bounded (the group's timeout), a
-wait on a member the caller tracks ends when it is lost (``check``), and a closed connection raises
+Each member listens on its address of the run's network (loopback by default), publishes ``ip:port`` in the group's
+store, and connects to a peer on first use. Every connection opens with a handshake in which both ends prove they
+hold the job's secret (:mod:`.handshake`); the listener reads no request before, closes a connection that fails it
+and names its host in the log once, and lets only so many connections prove themselves at once
+(:data:`MAX_HANDSHAKING`, per host and in all). A
+connection carries one request at a time, so concurrent callers (a prefetch thread, a service's workers) each take
+their own; a thread on the serving side answers each connection in turn. Every wait is bounded (the group's
+timeout), a wait on a member the caller tracks ends when it is lost (``check``), and a closed connection raises
 :class:`ChannelLost`. The serving side waits for a caller's next request however long (the caller's wait is
 bounded), but not for the rest of one begun, nor for a caller to read its answer. Handler errors come back as
 :class:`RemoteFailure` with the first line of the error.
@@ -20,7 +23,6 @@ bounded), but not for the rest of one begun, nor for a caller to read its answer
 
 from __future__ import annotations
 
-import json
 import logging
 import socket
 import threading
@@ -30,8 +32,9 @@ from typing import Any
 
 import torch
 
+from . import handshake
 from .counts import Counts
-from .frames import DTYPES, LENGTH, MAX_HEADER, bytes_of, decode, encode, pack
+from .frames import ChannelLost, FrameReader, decode, encode, pack
 from .network import listen_socket
 from .settings import whole_number
 from .threads import budget_this_thread
@@ -64,12 +67,13 @@ def request_priority() -> int:
     return REQUEST_PRIORITY if priority is None else priority
 
 
-class ChannelLost(ConnectionError):
-    """The peer closed the connection, could not be reached, or did not answer in time (``timed_out``)."""
+class ChannelRefused(ChannelLost):
+    """The listener did not prove the job's secret (or is no graphshard channel)."""
 
-    def __init__(self, message: str, timed_out: bool = False):
-        super().__init__(message)
-        self.timed_out = timed_out
+
+# connections a listener lets prove themselves at once, from one host and in all; more are closed unread (a flood
+# from one stranger host then takes no slot from the run's own hosts)
+MAX_HANDSHAKING = (16, 256)
 
 
 class RemoteFailure(RuntimeError):
@@ -104,112 +108,16 @@ def _send(sock: socket.socket, bufs: list[memoryview]) -> None:
                 sent = 0
 
 
-# An answer's long arrays (rows in bulk) are read with a receive low-water mark (``SO_RCVLOWAT``): the kernel wakes
-# the reader once that many bytes have arrived, not at every burst. Behind a slow link rows trickle in, and each
-# wake-up takes the core (and the GIL) from the model's step. The mark stays at most a quarter of the receive
-# buffer, so that the window never has to shrink to it, and it is dropped after a quiet poll: a wait never
-# depends on it. Requests (read by the serving side, without a poll) keep the kernel's default.
-LOWAT_FROM = 64 << 10  # arrays shorter than this are read as they come
-LOWAT_MAX = 4 << 20
-
-
-class _Reader:
-    """Reads whole frames from ``sock``; ``deadline``/``check`` bound each wait (None: wait for ever). ``bulk``:
-    long arrays are read with a low-water mark (only on a socket with a timeout, which polls)."""
-
-    def __init__(
-        self,
-        sock: socket.socket,
-        deadline: float | None = None,
-        check: Callable[[], None] | None = None,
-        bulk: bool = False,
-    ):
-        self.sock, self.deadline, self.check = sock, deadline, check
-        self.bulk = bulk and hasattr(socket, "SO_RCVLOWAT")
-        self.mark = 1
-
-    def exactly(self, view: memoryview) -> None:
-        got = 0
-        try:
-            while got < len(view):
-                if self.bulk:
-                    self._wake_at(len(view) - got)
-                try:
-                    n = self.sock.recv_into(view[got:])
-                except TimeoutError:
-                    if self.bulk:  # nothing reached the mark for a while: read whatever comes, as usual
-                        self.bulk = False
-                        self._wake_at(0)
-                    self._waited()
-                    continue
-                except OSError as exc:  # reset, or closed under us
-                    raise ChannelLost(f"the connection failed ({exc})") from None
-                if n == 0:
-                    raise ChannelLost("the connection was closed")
-                got += n
-        finally:
-            self._wake_at(0)
-
-    def _wake_at(self, remaining: int) -> None:
-        """Set the low-water mark for ``remaining`` more bytes of an array (0: back to the default, 1)."""
-        try:
-            mark = 1
-            if remaining >= LOWAT_FROM:
-                room = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) // 4
-                mark = max(1, min(remaining, room, LOWAT_MAX))
-            if mark != self.mark:
-                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, mark)
-                self.mark = mark
-        except OSError:  # closed under us: the read says so
-            return
-
-    def _waited(self) -> None:
-        if self.check is not None:
-            self.check()
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            raise ChannelLost("no answer in time", timed_out=True)
-
-    def frame(self, within: float | None = None) -> tuple[dict, list[torch.Tensor]]:
-        """The next frame. ``within``: wait however long for its first byte, then a silence of that many seconds
-        before its end drops it (the serving side: a caller's next request may be long in coming, but not the
-        rest of one begun). The socket keeps that bound for the answer sent back."""
-        raw = bytearray(LENGTH.size)
-        if within is None:
-            self.exactly(memoryview(raw))
-        else:
-            self.sock.settimeout(None)
-            self.deadline = None
-            self.exactly(memoryview(raw)[:1])
-            self.sock.settimeout(within)
-            self.deadline = time.monotonic() + within
-            self.exactly(memoryview(raw)[1:])
-        (size,) = LENGTH.unpack(raw)
-        if size > MAX_HEADER:
-            raise ChannelLost(f"a frame header of {size} bytes: not a graphshard channel")
-        head = bytearray(size)
-        self.exactly(memoryview(head))
-        header = json.loads(head)
-        arrays = []
-        for dtype, shape in header.get("a", []):
-            if dtype not in DTYPES:
-                raise ChannelLost(f"a frame names the unknown dtype {dtype!r}")
-            if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
-                raise ChannelLost(f"a frame names the impossible shape {shape!r}")
-            t = torch.empty(shape, dtype=DTYPES[dtype])
-            if t.numel():
-                self.exactly(bytes_of(t))
-            arrays.append(t)
-        return header, arrays
-
-
 # ----------------------------------------------------------------------------------------------- the serving side
 
 
 class _Server:
     """Accepts connections on ``listener``; a thread per connection answers its requests in turn."""
 
-    def __init__(self, listener: socket.socket, who: str, timeout: float):
-        self.listener, self.who, self.timeout = listener, who, timeout
+    def __init__(self, listener: socket.socket, who: str, timeout: float, key: bytes):
+        self.listener, self.who, self.timeout, self.key = listener, who, timeout, key
+        self.handshaking: dict[str, int] = {}  # connections proving themselves, by host
+        self.refused: set[str] = set()  # hosts named in the log
         self.stopped = threading.Event()
         self.conns: set[socket.socket] = set()
         self.lock = threading.Lock()
@@ -230,12 +138,50 @@ class _Server:
                 if self.closed:
                     conn.close()
                     return
-                self.conns.add(conn)
+                host = _host_of(conn)
+                crowded = (
+                    self.handshaking.get(host, 0) >= MAX_HANDSHAKING[0]
+                    or sum(self.handshaking.values()) >= MAX_HANDSHAKING[1]
+                )
+                if not crowded:
+                    self.handshaking[host] = self.handshaking.get(host, 0) + 1
+                    self.conns.add(conn)
+            if crowded:  # a flood: closed unread, so that those proving themselves keep their threads
+                self._refuse(conn, "too many connections at once")
+                continue
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            threading.Thread(target=self._answer, args=(conn,), name="graphshard-channel", daemon=True).start()
+            threading.Thread(target=self._answer, args=(conn, host), name="graphshard-channel", daemon=True).start()
 
-    def _answer(self, conn: socket.socket) -> None:
-        reader = _Reader(conn)
+    def _refuse(self, conn: socket.socket, why: str) -> None:
+        """Close a connection that did not prove the job's secret; its host is named in the log once."""
+        host = _host_of(conn)
+        _close(conn)
+        with self.lock:
+            first = host not in self.refused
+            self.refused.add(host)
+        if first and not self.closed:
+            log.warning("%s: refused a channel connection from %s: %s", self.who, host, why)
+
+    def _proven(self, conn: socket.socket, host: str) -> bool:
+        """Whether the caller proved the job's secret (the connection is refused otherwise)."""
+        try:
+            handshake.answer(conn, self.key, within=min(self.timeout, handshake.HANDSHAKE_WITHIN))
+        except (handshake.HandshakeFailed, OSError) as exc:
+            with self.lock:
+                self.conns.discard(conn)
+            self._refuse(conn, str(exc))
+            return False
+        finally:
+            with self.lock:
+                left = self.handshaking.pop(host) - 1
+                if left:
+                    self.handshaking[host] = left
+        return True
+
+    def _answer(self, conn: socket.socket, host: str) -> None:
+        if not self._proven(conn, host):
+            return
+        reader = FrameReader(conn)
         try:
             budget_this_thread()  # handlers run numba kernels: this thread takes the rank's share of the cores
             while True:
@@ -283,6 +229,13 @@ def _call(header: dict, arrays: list[torch.Tensor]) -> tuple[dict, list[torch.Te
     return {"v": value}, out
 
 
+def _host_of(conn: socket.socket) -> str:
+    try:
+        return str(conn.getpeername()[0])
+    except OSError:
+        return "an unknown address"
+
+
 def _close(sock: socket.socket) -> None:
     try:
         sock.shutdown(socket.SHUT_RDWR)
@@ -315,7 +268,7 @@ class Pending:
             raise ChannelLost("the request was already answered or cancelled")
         try:
             sock.settimeout(_POLL)  # each quiet poll looks at the deadline, the peer's state and the low-water mark
-            header, arrays = _Reader(sock, self.deadline, check, bulk=True).frame()
+            header, arrays = FrameReader(sock, self.deadline, check, bulk=True).frame()
         except BaseException:
             _close(sock)
             raise
@@ -329,12 +282,20 @@ class Channels:
     """This member's end of the group's channels: a listener, and connections to peers made on first use.
     ``address_of(member)`` gives a peer's ``(ip, port)`` (from the group's store)."""
 
-    def __init__(self, host: str, who: str, timeout: float, address_of: Callable[[int], tuple[str, int]]):
-        self.who, self.timeout, self.address_of = who, timeout, address_of
+    def __init__(
+        self,
+        host: str,
+        who: str,
+        timeout: float,
+        address_of: Callable[[int], tuple[str, int]],
+        *,
+        key: bytes = b"",
+    ):
+        self.who, self.timeout, self.address_of, self.key = who, timeout, address_of, key
         self.priority = request_priority()
         listener = listen_socket(host, 0)
         self.address: tuple[str, int] = listener.getsockname()[:2]
-        self._server = _Server(listener, who, timeout)
+        self._server = _Server(listener, who, timeout, key)
         self._idle_socks: dict[int, list[socket.socket]] = {}
         self._addresses: dict[int, tuple[str, int]] = {}
         self._lock = threading.Lock()
@@ -377,10 +338,20 @@ class Channels:
             raise ChannelLost(
                 f"cannot connect to {address[0]}:{address[1]} ({exc})", timed_out=isinstance(exc, TimeoutError)
             ) from None
+        try:
+            handshake.call(sock, self.key, within=min(self.timeout, handshake.HANDSHAKE_WITHIN))
+        except handshake.HandshakeFailed as exc:
+            _close(sock)
+            raise ChannelRefused(f"{address[0]}:{address[1]}: {exc}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if self.priority and hasattr(socket, "SO_PRIORITY"):  # Linux's
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, self.priority)
         return sock
+
+    def probe(self, member: int) -> None:
+        """Connect to ``member`` now (the handshake proves both ends hold the job's secret) and keep the connection
+        for its first request. Raises :class:`ChannelRefused`, or :class:`ChannelLost`."""
+        self._idle(member, self._connection(member))
 
     def _idle(self, member: int, sock: socket.socket) -> None:
         with self._lock:

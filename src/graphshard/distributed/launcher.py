@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from . import interrupt
 from .context import ERROR_KEY, PEER_FAILURE, STOPPED, DistError
 from .forkserver import Inherited, leave_server, start_method, stop_server
+from .handshake import SECRET_ENV, SECRET_FILE_ENV, new_secret
 from .lifetime import UNGUARDED_EXIT, die_with_parent, refuse_spawn_reimport, unguarded_message
 from .network import host_store
 from .processes import exit_now, handles
@@ -101,7 +102,7 @@ def launch(
                     with interrupt.starting_children():  # each rank acts on a signal once its handlers are in place
                         procs = mp.start_processes(
                             _entry,
-                            args=(fn, args, host, store.port, num_procs, os.getpid(), dict(os.environ), stdio),
+                            args=(fn, args, host, store.port, num_procs, os.getpid(), _child_environ(), stdio),
                             nprocs=num_procs,
                             join=False,
                             start_method=method,
@@ -229,3 +230,11 @@ def _root_cause(store: Any, processes: list, exc: ProcessException) -> str:
     if silent:
         return f"rank {silent[0][0]} exited with code {silent[0][1]} without reporting an error"
     return f"rank {exc.error_index} failed:\n{exc}"
+
+
+def _child_environ() -> dict[str, str]:
+    """The ranks' environment: this process's, with a fresh job secret unless one was given."""
+    env = dict(os.environ)
+    if not env.get(SECRET_ENV) and not env.get(SECRET_FILE_ENV):
+        env[SECRET_ENV] = new_secret()
+    return env

@@ -22,6 +22,7 @@ from ..book import positions_by_part
 from .channel import ChannelLost, Channels, Pending, RemoteFailure
 from .context import PEER_FAILURE, DistContext, DistError
 from .group_channels import open_channels
+from .handshake import listening_key
 from .interrupt import raise_if_pending
 from .network import own_address
 
@@ -128,10 +129,13 @@ def join_group(
 ) -> RpcGroup:
     """Join the group ``names`` as member ``rank``: open this member's channels on its host's address on the run's
     network (see :func:`graphshard.distributed.network.own_address`), publish it in ``store`` under ``key``, and
-    wait (at most ``timeout``) until every member has. The group becomes this process's current group."""
+    wait (at most ``timeout``) until every member has; every connection proves the job's secret (see
+    :mod:`.handshake`). The group becomes this process's current group. Raises :class:`InputError` when it would
+    listen beyond loopback without a secret (unless ``--insecure``)."""
     address = own_address(os.environ.get("MASTER_ADDR", host))
+    secret = listening_key(address, names[rank])
     group = RpcGroup(rank, names, store, timeout, lanes, scope=key)
-    group.channels = open_channels(group.all_gather, names, rank, store, key, timeout, address)
+    group.channels = open_channels(group.all_gather, names, rank, store, key, timeout, address, secret=secret)
     _CURRENT[:] = [group]
     return group
 
