@@ -201,9 +201,12 @@ def test_every_option_is_a_flag_and_a_key():
     text = dump_config(TrainOptions(), build_options({})[1])
     keys = {line.split(":")[0] for line in text.splitlines() if not line.startswith("#")}
     own = {"--config", "--print-config", "--verbose", "--help", "--in-dir", "--secret-file", "--insecure"}
-    assert flags - own == {
-        f"--{k.replace('_', '-')}" for k in keys
-    } | {"--no-allow-nonfinite", "--no-filtered", "--no-verify", "--no-colocated"}
+    assert flags - own == {f"--{k.replace('_', '-')}" for k in keys} | {
+        "--no-allow-nonfinite",
+        "--no-filtered",
+        "--no-verify",
+        "--no-colocated",
+    }
 
 
 def test_pyg_names_are_found_and_featureless_types_announced(tmp_path, caplog):
