@@ -201,6 +201,7 @@ def test_every_option_is_a_flag_and_a_key():
     text = dump_config(TrainOptions(), build_options({})[1])
     keys = {line.split(":")[0] for line in text.splitlines() if not line.startswith("#")}
     own = {"--config", "--print-config", "--verbose", "--help", "--in-dir", "--secret-file", "--insecure"}
+    own |= {"--tls-cert", "--tls-key", "--tls-ca"}
     assert flags - own == {f"--{k.replace('_', '-')}" for k in keys} | {
         "--no-allow-nonfinite",
         "--no-filtered",

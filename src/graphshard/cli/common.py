@@ -266,8 +266,9 @@ def cluster_flags(
 
 
 def security_flags(p: argparse.ArgumentParser) -> None:
-    """``--secret-file`` and ``--insecure``: how the ranks' channels know each other (see
-    :mod:`graphshard.distributed.handshake`; applied by :func:`apply_security`)."""
+    """``--secret-file``, ``--insecure`` and ``--tls-cert/--tls-key/--tls-ca``: how the ranks' channels know each
+    other, and whether they encrypt (see :mod:`graphshard.distributed.handshake` and
+    :mod:`graphshard.distributed.tls`; applied by :func:`apply_security`)."""
     p.add_argument(
         "--secret-file",
         metavar="FILE",
@@ -279,20 +280,30 @@ def security_flags(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="listen beyond loopback without a secret (a network you trust: anyone on it could send requests)",
     )
+    for flag, what in (
+        ("--tls-cert", "this process's certificate (PEM)"),
+        ("--tls-key", "its private key (PEM)"),
+        ("--tls-ca", "the CA that signed every process's certificate (PEM)"),
+    ):
+        p.add_argument(flag, metavar="FILE", help=f"TLS on the connections between processes (all three): {what}")
 
 
 def apply_security(args: argparse.Namespace) -> None:
-    """Hand ``--secret-file`` and ``--insecure`` to this process and the ranks it starts (their environment);
-    the file is read now, so that a bad one is named before anything starts."""
+    """Hand ``--secret-file``, ``--insecure`` and the TLS files to this process and the ranks it starts (their
+    environment); the files are read now, so that a bad one is named before anything starts."""
     import logging
     import os
 
-    from ..distributed import handshake
+    from ..distributed import handshake, tls
 
     if getattr(args, "secret_file", None):
         os.environ[handshake.SECRET_FILE_ENV] = os.path.abspath(args.secret_file)
         os.environ.pop(handshake.SECRET_ENV, None)  # the file given wins over the environment's
         handshake.job_key()
+    for name, env in (("tls_cert", tls.CERT_ENV), ("tls_key", tls.KEY_ENV), ("tls_ca", tls.CA_ENV)):
+        if getattr(args, name, None):
+            os.environ[env] = os.path.abspath(getattr(args, name))
+    tls.tls_from_env()
     if getattr(args, "insecure", False):
         os.environ[handshake.INSECURE_ENV] = "1"
         logging.getLogger("graphshard.notice").warning(

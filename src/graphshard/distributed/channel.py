@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -38,6 +39,7 @@ from .frames import ChannelLost, FrameReader, decode, encode, pack
 from .network import listen_socket
 from .settings import whole_number
 from .threads import budget_this_thread
+from .tls import Tls
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +99,10 @@ def handler_name(fn: Callable[..., Any]) -> str | None:
 
 
 def _send(sock: socket.socket, bufs: list[memoryview]) -> None:
+    if isinstance(sock, ssl.SSLSocket):  # TLS has no scatter-gather send: a record or more a buffer
+        for b in bufs:
+            sock.sendall(b)
+        return
     while bufs:
         sent = sock.sendmsg(bufs[:_IOV])
         while sent:
@@ -114,8 +120,8 @@ def _send(sock: socket.socket, bufs: list[memoryview]) -> None:
 class _Server:
     """Accepts connections on ``listener``; a thread per connection answers its requests in turn."""
 
-    def __init__(self, listener: socket.socket, who: str, timeout: float, key: bytes):
-        self.listener, self.who, self.timeout, self.key = listener, who, timeout, key
+    def __init__(self, listener: socket.socket, who: str, timeout: float, key: bytes, tls: Tls | None):
+        self.listener, self.who, self.timeout, self.key, self.tls = listener, who, timeout, key, tls
         self.handshaking: dict[str, int] = {}  # connections proving themselves, by host
         self.refused: set[str] = set()  # hosts named in the log
         self.stopped = threading.Event()
@@ -147,14 +153,14 @@ class _Server:
                     self.handshaking[host] = self.handshaking.get(host, 0) + 1
                     self.conns.add(conn)
             if crowded:  # a flood: closed unread, so that those proving themselves keep their threads
-                self._refuse(conn, "too many connections at once")
+                self._refuse(conn, host, "too many connections at once")
                 continue
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             threading.Thread(target=self._answer, args=(conn, host), name="graphshard-channel", daemon=True).start()
 
-    def _refuse(self, conn: socket.socket, why: str) -> None:
-        """Close a connection that did not prove the job's secret; its host is named in the log once."""
-        host = _host_of(conn)
+    def _refuse(self, conn: socket.socket, host: str, why: str) -> None:
+        """Close a connection from ``host`` that did not prove the job's secret; the host is named in the log
+        once."""
         _close(conn)
         with self.lock:
             first = host not in self.refused
@@ -162,24 +168,34 @@ class _Server:
         if first and not self.closed:
             log.warning("%s: refused a channel connection from %s: %s", self.who, host, why)
 
-    def _proven(self, conn: socket.socket, host: str) -> bool:
-        """Whether the caller proved the job's secret (the connection is refused otherwise)."""
+    def _proven(self, conn: socket.socket, host: str) -> socket.socket | None:
+        """The connection (in TLS, when the run has it) once the caller proved the job's secret; None when it was
+        refused."""
+        within = min(self.timeout, handshake.HANDSHAKE_WITHIN)
         try:
-            handshake.answer(conn, self.key, within=min(self.timeout, handshake.HANDSHAKE_WITHIN))
-        except (handshake.HandshakeFailed, OSError) as exc:
+            if self.tls is not None:
+                conn.settimeout(within)
+                wrapped = self.tls.server.wrap_socket(conn, server_side=True)
+                with self.lock:
+                    self.conns.discard(conn)
+                    self.conns.add(wrapped)
+                conn = wrapped
+            handshake.answer(conn, self.key, within=within)
+        except (handshake.HandshakeFailed, OSError) as exc:  # ssl.SSLError too
             with self.lock:
                 self.conns.discard(conn)
-            self._refuse(conn, str(exc))
-            return False
+            self._refuse(conn, host, str(exc))
+            return None
         finally:
             with self.lock:
                 left = self.handshaking.pop(host) - 1
                 if left:
                     self.handshaking[host] = left
-        return True
+        return conn
 
-    def _answer(self, conn: socket.socket, host: str) -> None:
-        if not self._proven(conn, host):
+    def _answer(self, accepted: socket.socket, host: str) -> None:
+        conn = self._proven(accepted, host)
+        if conn is None:
             return
         reader = FrameReader(conn)
         try:
@@ -290,12 +306,13 @@ class Channels:
         address_of: Callable[[int], tuple[str, int]],
         *,
         key: bytes = b"",
+        tls: Tls | None = None,
     ):
-        self.who, self.timeout, self.address_of, self.key = who, timeout, address_of, key
+        self.who, self.timeout, self.address_of, self.key, self.tls = who, timeout, address_of, key, tls
         self.priority = request_priority()
         listener = listen_socket(host, 0)
         self.address: tuple[str, int] = listener.getsockname()[:2]
-        self._server = _Server(listener, who, timeout, key)
+        self._server = _Server(listener, who, timeout, key, tls)
         self._idle_socks: dict[int, list[socket.socket]] = {}
         self._addresses: dict[int, tuple[str, int]] = {}
         self._lock = threading.Lock()
@@ -339,10 +356,16 @@ class Channels:
                 f"cannot connect to {address[0]}:{address[1]} ({exc})", timed_out=isinstance(exc, TimeoutError)
             ) from None
         try:
+            if self.tls is not None:
+                sock.settimeout(min(self.timeout, handshake.HANDSHAKE_WITHIN))
+                sock = self.tls.client.wrap_socket(sock)
             handshake.call(sock, self.key, within=min(self.timeout, handshake.HANDSHAKE_WITHIN))
-        except handshake.HandshakeFailed as exc:
+        except (handshake.HandshakeFailed, ssl.SSLError) as exc:
             _close(sock)
             raise ChannelRefused(f"{address[0]}:{address[1]}: {exc}") from None
+        except OSError as exc:
+            _close(sock)
+            raise ChannelLost(f"{address[0]}:{address[1]}: the connection failed ({exc})") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if self.priority and hasattr(socket, "SO_PRIORITY"):  # Linux's
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, self.priority)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import struct
 import time
 from collections.abc import Callable
@@ -115,7 +116,7 @@ class FrameReader:
         bulk: bool = False,
     ):
         self.sock, self.deadline, self.check = sock, deadline, check
-        self.bulk = bulk and hasattr(socket, "SO_RCVLOWAT")
+        self.bulk = bulk and hasattr(socket, "SO_RCVLOWAT") and not isinstance(sock, ssl.SSLSocket)  # TLS: records
         self.mark = 1
 
     def exactly(self, view: memoryview) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from .channel import ChannelLost, ChannelRefused, Channels
 from .context import DistError
+from .tls import Tls
 
 
 def open_channels(
@@ -21,17 +22,18 @@ def open_channels(
     host: str,
     *,
     secret: bytes = b"",
+    tls: Tls | None = None,
 ) -> Channels:
     """This member's channels, listening on ``host``, its address published under ``key`` in ``store``; every
-    connection proves ``secret`` (the job key, see :mod:`.handshake`). Collective through the group's
-    ``all_gather`` (:meth:`RpcGroup.all_gather`, bounded by the group's timeout). Raises :class:`DistError`
-    naming the next member and its address when it does not prove the same secret."""
+    connection proves ``secret`` (the job key, see :mod:`.handshake`), inside TLS when ``tls`` is given.
+    Collective through the group's ``all_gather`` (:meth:`RpcGroup.all_gather`, bounded by the group's timeout).
+    Raises :class:`DistError` naming the next member and its address when it does not prove the same secret."""
 
     def address_of(member: int) -> tuple[str, int]:
         ip, _, port = bytes(store.get(f"{key}/channel/{member}")).decode().rpartition(":")
         return ip, int(port)
 
-    channels = Channels(host, names[rank], timeout, address_of, key=secret)
+    channels = Channels(host, names[rank], timeout, address_of, key=secret, tls=tls)
     try:
         store.set(f"{key}/channel/{rank}", f"{channels.address[0]}:{channels.address[1]}")
         all_gather(b"1", "channels")
@@ -50,7 +52,7 @@ def _probe(channels: Channels, names: list[str], rank: int) -> None:
     except ChannelRefused as exc:
         raise DistError(
             f"{names[rank]}: {names[peer]} at {exc} — every process of the run must be given the same secret "
-            "(GRAPHSHARD_SECRET or --secret-file)"
+            "(GRAPHSHARD_SECRET or --secret-file), and with TLS certificates of one CA"
         ) from None
     except ChannelLost as exc:
         raise DistError(f"{names[rank]}: cannot reach {names[peer]}'s channel: {exc}") from None

@@ -25,6 +25,7 @@ from .group_channels import open_channels
 from .handshake import listening_key
 from .interrupt import raise_if_pending
 from .network import own_address
+from .tls import tls_from_env
 
 _REGISTRY: dict[str, Any] = {}
 _CURRENT: list[RpcGroup] = []
@@ -135,7 +136,9 @@ def join_group(
     address = own_address(os.environ.get("MASTER_ADDR", host))
     secret = listening_key(address, names[rank])
     group = RpcGroup(rank, names, store, timeout, lanes, scope=key)
-    group.channels = open_channels(group.all_gather, names, rank, store, key, timeout, address, secret=secret)
+    group.channels = open_channels(
+        group.all_gather, names, rank, store, key, timeout, address, secret=secret, tls=tls_from_env()
+    )
     _CURRENT[:] = [group]
     return group
 
