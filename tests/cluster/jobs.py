@@ -9,6 +9,7 @@ import os
 import re
 import secrets
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -168,3 +169,30 @@ def faulted(c: Cluster, args: list[str], kind: str, at: str, timeout: float = 18
     for p in procs[1:]:
         p.wait(30)
     return seen - struck, found.group(1), survivor.output()
+
+
+STRANGER = str(Path(__file__).with_name("stranger.py"))
+
+
+def listening(netns: str, skip: tuple[int, ...] = ()) -> list[tuple[int, str]]:
+    """The (port, protocol) of every socket listening in ``netns``, but the rendezvous store's and ``skip``."""
+    out = []
+    for proto, flag in (("tcp", "-Hltn"), ("udp", "-Hlun")):
+        lines = subprocess.run(["ip", "netns", "exec", netns, "ss", flag], capture_output=True, text=True).stdout
+        for line in lines.splitlines():
+            port = int(line.split()[3].rpartition(":")[2])
+            if str(port) != PORT and port not in skip:
+                out.append((port, proto))
+    return out
+
+
+def probe(c: Cluster, stranger: int, hosts: list[int], pwned: Path, skip: tuple[int, ...] = ()) -> list[dict]:
+    """Run :mod:`tests.cluster.stranger` on host ``stranger`` against every socket listening on ``hosts`` (but
+    ``skip``); its report per socket."""
+    targets = [[c.hosts[i].address, port, proto] for i in hosts for port, proto in listening(c.hosts[i].netns, skip)]
+    assert sum(1 for *_, proto in targets if proto == "tcp") >= 2 * len(hosts)  # channels and gloo of each rank
+    run = c.run(stranger, [PY, STRANGER, json.dumps(targets), str(pwned)], clean_env(), name="stranger")
+    assert run.wait(120) == 0, run.tail()
+    reports = [json.loads(ln) for ln in run.output().splitlines() if ln.startswith("{")]
+    assert len(reports) == len(targets), run.tail()
+    return reports

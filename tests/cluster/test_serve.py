@@ -1,6 +1,7 @@
 """``graphshard serve`` across two emulated hosts under torchrun: rank 0 answers on its host's network address
-with a bearer token; when host 1's link is cut, ``/healthz`` and the requests that need partition 1 answer 503
-naming it within the heartbeat bound, and the service goes on answering."""
+with a bearer token; a stranger on a third host probing the ranks' own sockets gets nothing; when host 1's link
+is cut, ``/healthz`` and the requests that need partition 1 answer 503 naming it within the heartbeat bound, and
+the service goes on answering."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from graphshard.train import TrainOptions, train
 
-from .jobs import PY, clean_env, spread, start
+from .jobs import PY, clean_env, probe, spread, start
 from .test_train import FAST, _partitions
 
 HEARTBEAT = 3.0
@@ -39,9 +40,9 @@ def test_serving_across_hosts_names_the_partition_a_cut_link_took(cluster, tmp_p
         ),
         num_procs=2,
     )
-    c = cluster(2)
-    mine = spread(config, c, [[0], [1]])
-    for i, h in enumerate(c.hosts):  # each host gets its own rank's checkpoint only
+    c = cluster(3)  # host 2: a stranger on the same network
+    mine = spread(config, c, [[0], [1], []])
+    for i, h in enumerate(c.hosts[:2]):  # each host gets its own rank's checkpoint only
         (h.workdir / "ckpt").mkdir()
         shutil.copytree(tmp_path / "ckpt" / "best" / f"rank{i}", h.workdir / "ckpt" / f"rank{i}")
     (c.hosts[0].workdir / "token").write_text(TOKEN + "\n")
@@ -63,7 +64,7 @@ def test_serving_across_hosts_names_the_partition_a_cut_link_took(cluster, tmp_p
         "--timeout",
         "60",
     ]
-    service = start(c, args, name="serve")
+    service = start(c, args, hosts=2, name="serve")
     client = c.run(0, [PY, CLIENT, f"http://{address}:8080", TOKEN], clean_env(), name="client")
     deadline = time.monotonic() + 120
     while "answered" not in _steps(client):  # polling the client's output, against a deadline
@@ -73,6 +74,9 @@ def test_serving_across_hosts_names_the_partition_a_cut_link_took(cluster, tmp_p
     assert steps["unauthorised"]["status"] == 401
     assert steps["answered"]["status"] == 200
     np.testing.assert_allclose(np.array(steps["answered"]["scores"]), np.load(tmp_path / "e.npy"), atol=1e-5)
+    reports = probe(c, stranger=2, hosts=[0, 1], pwned=tmp_path / "pwned", skip=(8080,))  # the ranks' own sockets
+    assert all(v == 0 for r in reports if r["proto"] == "tcp" for v in r["got"].values()), reports
+    assert not (tmp_path / "pwned").exists()
     c.cut(1)
     (c.hosts[0].workdir / "cut").write_text("")
     assert client.wait(60) == 0, client.tail()
@@ -87,6 +91,7 @@ def test_serving_across_hosts_names_the_partition_a_cut_link_took(cluster, tmp_p
     c.signal(0, signal.SIGINT, match="torch.distributed.run")  # SIGINT: rank 0 stops, naming the lost rank
     assert service[0].wait(60) != 0
     assert "lost rank 1 on host 198.18.0.2" in service[0].output(), service[0].tail()
+    assert f"rank0: refused a channel connection from {c.hosts[2].address}" in service[0].output()
     c.kill(1)
     service[1].wait(60)
 

@@ -4,6 +4,8 @@ another run are ignored; a rank held up itself does not blame its peers; torchru
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import socket
 import threading
@@ -83,10 +85,21 @@ def test_a_failed_peer_is_named_at_once_to_a_rank_that_asks():
         p.close()
 
 
-def test_datagrams_of_another_run_are_ignored(pair):
+def _signed(key: bytes, nonce: bytes, count: int) -> bytes:
+    body = liveness._HEADER.pack(liveness._MAGIC, liveness.BEAT, 1, nonce, count) + b"alive"
+    return body + hmac.new(key, body, hashlib.sha256).digest()[: liveness._MAC]
+
+
+@pytest.mark.parametrize("forged", ["another run", "no secret", "replayed"])
+def test_datagrams_of_another_run_without_the_secret_or_replayed_are_ignored(pair, forged):
+    """Rank 1 falls silent; a stranger keeps sending its heartbeats: another run's nonce, rank 1's nonce (read
+    from the store) without the job's secret, or a genuine heartbeat of rank 1's recorded and replayed."""
+    pair.a.key = pair.b.key = b"the job's key"
     pair.b._stop.set()
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:  # rank 1's number, another run's nonce
-        fake = liveness._HEADER.pack(liveness._MAGIC, liveness.BEAT, 1, b"\0" * 8) + b"alive"
+    nonce = pair.b.nonce if forged != "another run" else b"\0" * 8
+    count = 1 if forged == "replayed" else 10**9  # a count seen already, or one far ahead
+    fake = _signed(b"a guess" if forged == "no secret" else pair.b.key, nonce, count)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         for _ in range(int(3 * LOST_AFTER / 0.05)):
             s.sendto(fake, pair.a._sock.getsockname())
             time.sleep(0.05)  # pacing the forged datagrams

@@ -100,7 +100,7 @@ def test_members_of_one_ca_talk_in_tls(tmp_path, monkeypatch):
         b.close()
 
 
-def test_callers_without_tls_or_of_another_ca_are_refused(tmp_path, monkeypatch, caplog):
+def test_callers_without_tls_or_of_another_ca_are_refused(tmp_path, monkeypatch, channel_log):
     theirs = _contexts(monkeypatch, _ca(tmp_path / "theirs", "other"))
     ours = _contexts(monkeypatch, _ca(tmp_path / "ours", "run"))
     b = Channels("127.0.0.1", "b", 5.0, lambda m: None, key=KEY, tls=ours)
@@ -122,7 +122,7 @@ def test_callers_without_tls_or_of_another_ca_are_refused(tmp_path, monkeypatch,
     finally:
         for c in (stranger, plain, b):
             c.close()
-    assert any("refused a channel connection from 127.0.0.1" in r.getMessage() for r in caplog.records)
+    assert any("refused a channel connection from 127.0.0.1" in line for line in channel_log.refusals())
 
 
 def test_the_flags_go_together_and_name_their_files(tmp_path, monkeypatch):

@@ -23,6 +23,9 @@ re-reads them first.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import itertools
 import json
 import os
 import secrets
@@ -36,11 +39,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import InputError
+from .handshake import job_key
 
 DEFAULT_LOST_AFTER = 6.0  # seconds of silence after which a peer is lost
 INTERVAL_FRACTION = 12  # heartbeats per lost_after (twice a second at the default)
 LOST_EXIT = 1
-_HEADER = struct.Struct("!4sBxI8s")  # magic, kind, rank, the sender's nonce (published in the store)
+# magic, kind, rank, the sender's nonce (published in the store), its packet count; then the text, then an
+# HMAC-SHA256 (the first _MAC bytes) of both under the job's key (see .handshake): a datagram of anyone who does
+# not hold the job's secret is dropped, and a heartbeat replayed (a count seen before) too
+_HEADER = struct.Struct("!4sBxI8sQ")
+_MAC = 16
 _MAGIC = b"GSHB"
 BEAT, DONE, FAILED, QUIET = 1, 2, 3, 4
 _MAX_TEXT = 900  # bytes of "doing" / error text carried (a datagram stays far below any MTU trouble)
@@ -83,6 +91,7 @@ class Peer:
     failed: str | None = None  # the line naming its failure, until this rank stops on its own or is stopped
     failed_at: float = 0.0
     lost: str | None = None  # the line naming why it is gone: failed, silent, or left (see Heartbeat.unavailable)
+    count: int = 0  # the last heartbeat's packet count: one not above it is a replay
 
 
 class Heartbeat:
@@ -98,7 +107,7 @@ class Heartbeat:
         self.rank, self.world_size, self.address, self.lost_after = rank, world_size, address, lost_after
         self.interval = lost_after / INTERVAL_FRACTION
         self.on_lost = on_lost or stop_process
-        self.nonce = secrets.token_bytes(8)
+        self.nonce, self.key, self._counts = secrets.token_bytes(8), job_key(), itertools.count(1)
         self.peers: dict[int, Peer] = {}
         self._sock: socket.socket | None = None
         self._stop = threading.Event()
@@ -175,7 +184,8 @@ class Heartbeat:
         sock = self._sock
         if sock is None:  # closed by leave(): nothing to send from
             return
-        packet = _HEADER.pack(_MAGIC, kind, self.rank, self.nonce) + text.encode()[:_MAX_TEXT]
+        body = _HEADER.pack(_MAGIC, kind, self.rank, self.nonce, next(self._counts)) + text.encode()[:_MAX_TEXT]
+        packet = body + self._sign(body)
         for p in self.peers.values():
             if not p.gone:
                 try:
@@ -207,18 +217,25 @@ class Heartbeat:
     def _read(self, sock: socket.socket) -> None:
         while True:
             try:
-                data, _ = sock.recvfrom(_HEADER.size + _MAX_TEXT)
+                data, _ = sock.recvfrom(_HEADER.size + _MAX_TEXT + _MAC)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
                 return
-            if len(data) < _HEADER.size:
+            if len(data) < _HEADER.size + _MAC:
                 continue
-            magic, kind, rank, nonce = _HEADER.unpack_from(data)
+            body = data[:-_MAC]
+            magic, kind, rank, nonce, count = _HEADER.unpack_from(body)
             peer = self.peers.get(rank)
             if magic != _MAGIC or peer is None or nonce != peer.nonce:  # not of this run
                 continue
-            text = data[_HEADER.size :].decode(errors="replace")
+            if not hmac.compare_digest(data[-_MAC:], self._sign(body)):  # not of the job's secret
+                continue
+            if kind == BEAT:
+                if count <= peer.count:  # a replay (or late): it says nothing of now
+                    continue
+                peer.count = count
+            text = body[_HEADER.size :].decode(errors="replace")
             peer.last = time.monotonic()
             if kind == BEAT:
                 peer.doing = text
@@ -234,6 +251,9 @@ class Heartbeat:
                     f"rank {self.rank} on {self.address} while {now_doing()}"
                 )
                 peer.lost = peer.failed
+
+    def _sign(self, body: bytes) -> bytes:
+        return hmac.new(self.key, body, hashlib.sha256).digest()[:_MAC]
 
     def _check(self, now: float) -> None:
         for p in self.peers.values():
