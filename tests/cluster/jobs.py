@@ -75,14 +75,16 @@ def start(
     name: str = "job",
     env: dict[str, str] | None = None,
     entry: list[str] | None = None,
+    host_env: list[dict[str, str]] | None = None,
 ) -> list[Proc]:
     """Start ``graphshard ARGS`` on the first ``hosts`` hosts (all by default), ``per_host`` ranks each,
     as launcher ``how`` starts them; host 0 is the master. ``entry``: what torchrun runs instead of
-    ``-m graphshard.cli`` (e.g. :mod:`tests.cluster.victim`)."""
+    ``-m graphshard.cli`` (e.g. :mod:`tests.cluster.victim`); ``host_env``: more environment, host by host."""
     n = hosts or len(c.hosts)
     master, world = c.hosts[0], n * per_host
     procs = []
     for i in range(n):
+        here = {**(env or {}), **(host_env[i] if host_env else {})}
         if how == "torchrun":
             argv = [
                 PY,
@@ -101,7 +103,7 @@ def start(
                 *(entry or ["-m", "graphshard.cli"]),
                 *args,
             ]
-            procs.append(c.run(i, argv, clean_env(**(env or {})), name=f"{name}-torchrun"))
+            procs.append(c.run(i, argv, clean_env(**here), name=f"{name}-torchrun"))
             continue
         for local in range(per_host):
             rank = i * per_host + local
@@ -126,9 +128,7 @@ def start(
             else:
                 raise ValueError(f"launcher {how!r}: one of {LAUNCHERS}")
             procs.append(
-                c.run(
-                    i, [PY, "-m", "graphshard.cli", *args], clean_env(**ranks, **(env or {})), name=f"{name}-rank{rank}"
-                )
+                c.run(i, [PY, "-m", "graphshard.cli", *args], clean_env(**ranks, **here), name=f"{name}-rank{rank}")
             )
     return procs
 

@@ -32,3 +32,17 @@ def test_a_stranger_gets_nothing_and_changes_nothing(cluster, tmp_path):
     said = [ln for p in procs for ln in p.output().splitlines() if "refused a channel connection" in ln]
     assert said and all(c.hosts[2].address in ln for ln in said), said
     assert [sum(f"rank{r}: refused" in ln for ln in said) for r in (0, 1)] == [1, 1], said  # once by each rank
+
+
+def test_hosts_given_different_secrets_are_refused_at_start_naming_each_other(cluster, tmp_path):
+    c = cluster(2)
+    mine = spread(_partitions(tmp_path), c, [[0], [1]])
+    train = ["train", "--part-config", mine, *FAST, "--epochs", "1"]
+    begun = time.monotonic()
+    secrets = [{"GRAPHSHARD_SECRET": f"the secret of host {i}"} for i in range(2)]
+    procs = start(c, train, name="secrets", env=ONE_THREAD, host_env=secrets)
+    codes = [p.wait(60) for p in procs]
+    assert all(codes) and time.monotonic() - begun < 40, [p.tail() for p in procs]  # start-up, then seconds
+    for i, p in enumerate(procs):  # each names the other's channel address
+        other = c.hosts[1 - i].address
+        assert f"rank{1 - i} at {other}" in p.output() and "must be given the same secret" in p.output(), p.tail()

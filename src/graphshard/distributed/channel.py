@@ -371,6 +371,11 @@ class Channels:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, self.priority)
         return sock
 
+    def refused_hosts(self) -> set[str]:
+        """The hosts whose connections this member's listener refused."""
+        with self._server.lock:
+            return set(self._server.refused)
+
     def probe(self, member: int) -> None:
         """Connect to ``member`` now (the handshake proves both ends hold the job's secret) and keep the connection
         for its first request. Raises :class:`ChannelRefused`, or :class:`ChannelLost`."""

@@ -55,4 +55,11 @@ def _probe(channels: Channels, names: list[str], rank: int) -> None:
             "(GRAPHSHARD_SECRET or --secret-file), and with TLS certificates of one CA"
         ) from None
     except ChannelLost as exc:
+        host = channels.address_of(peer)[0]
+        if host in channels.refused_hosts():  # it gave up on our proof too: it holds another secret
+            raise DistError(
+                f"{names[rank]}: {names[peer]} at {host} did not prove the job secret (its connection here failed "
+                "the handshake) — every process of the run must be given the same secret (GRAPHSHARD_SECRET or "
+                "--secret-file), and with TLS certificates of one CA"
+            ) from None
         raise DistError(f"{names[rank]}: cannot reach {names[peer]}'s channel: {exc}") from None
