@@ -13,8 +13,8 @@ from ..distributed.liveness import DEFAULT_LOST_AFTER
 from ..partition.methods import METHODS
 
 HOST_HELP = (
-    "address every socket of the run listens on (127.0.0.1: this machine only). The transport has no "
-    "authentication (torch RPC unpickles requests): give another address only on a trusted network"
+    "address every socket of the run listens on (127.0.0.1: this machine only); beyond loopback every process "
+    "needs the job's secret (GRAPHSHARD_SECRET or --secret-file), or --insecure"
 )
 # Old spellings, still accepted but not shown in --help: one name per concept.
 HIDDEN_ALIASES = {"--out-dir", "--in-dir", "--partitions-dir"}

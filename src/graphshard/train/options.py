@@ -375,9 +375,8 @@ class LaunchOptions:
     host: str = option(
         "127.0.0.1",
         "str",
-        "address every socket of the run listens on (127.0.0.1: this machine "
-        "only). The transport has no authentication (torch RPC unpickles requests): give another "
-        "address only on a trusted network",
+        "address every socket of the run listens on (127.0.0.1: this machine only); beyond loopback every "
+        "process needs the job's secret (GRAPHSHARD_SECRET or --secret-file), or --insecure",
     )
     memory: str | None = option(
         None,
