@@ -1,6 +1,7 @@
 """A stranger on the run's network (run on a host of its own by tests/cluster/test_stranger.py): given the ranks'
 listening sockets, it sends each TCP one random bytes, a well-formed channel request, a pickle that would create
-``PWNED`` if it were unpickled, a handshake that replays the listener's own proof, and a flood of connections;
+``PWNED`` if it were unpickled, a handshake that gives the listener's nonce back as a proof, and a flood of
+connections;
 each UDP one (the heartbeat) random bytes and a forged-looking datagram. Prints one JSON line per socket: the
 bytes it got back for each probe beyond a listener's half of the handshake (all zero when nothing was served;
 -1 when nothing listened there any more).
@@ -17,8 +18,8 @@ import socket
 import sys
 import time
 
-HELLO = b"GSCHAN1\n"  # graphshard's channel handshake, as anyone could read it in the source
-NONCE, DIGEST = 32, 32
+from graphshard.distributed.handshake import MAGIC as HELLO  # as anyone could read it in the source
+from graphshard.distributed.handshake import NONCE, REFUSED
 
 
 class Evil:
@@ -53,15 +54,15 @@ def answered(address: tuple[str, int], data: bytes, hello_first: bool = False) -
         with s:
             if hello_first:
                 s.sendall(HELLO + os.urandom(NONCE))
-                theirs = s.recv(NONCE + DIGEST)
-                data = data or theirs[NONCE:]  # replay its own proof as ours
+                theirs = s.recv(NONCE)
+                data = data or theirs  # its own nonce given back as a proof
             s.sendall(data)
             s.settimeout(1)  # a listener that answers does so at once
             while chunk := s.recv(4096):
                 got += chunk
     except OSError:
         pass
-    return len(got)
+    return 0 if got == REFUSED else len(got)  # told it was refused: nothing served
 
 
 def flood(address: tuple[str, int], n: int = 100) -> int:

@@ -49,9 +49,9 @@ class _Evil:
         return (open, (self.path, "w"))  # unpickled, it would create the file
 
 
-def _refused_after(sock: socket.socket, data: bytes) -> bool:
+def _refused_after(sock: socket.socket, data: bytes, told: bytes = b"") -> bool:
     """Send ``data`` then see the listener close (or reset) the connection having answered nothing but, to a
-    caller's opening, its own half of the handshake."""
+    caller's opening, its nonce and :data:`~handshake.REFUSED` (``told``: what it must say)."""
     got = b""
     try:
         sock.sendall(data)
@@ -59,7 +59,9 @@ def _refused_after(sock: socket.socket, data: bytes) -> bool:
             got += chunk
     except OSError:
         pass
-    return len(got) <= (handshake.NONCE + handshake.DIGEST if data.startswith(handshake.MAGIC) else 0)
+    if not data.startswith(handshake.MAGIC) and not told:
+        return got == b""
+    return got.endswith(told) and len(got) <= handshake.NONCE + handshake.DIGEST
 
 
 def test_peers_holding_the_secret_are_answered(pair):
@@ -89,20 +91,22 @@ def test_strangers_get_nothing_read_and_are_named_once(pair, tmp_path, channel_l
     assert a.send(1, _create, ("z",)).result() == "z"  # the job's own peer is answered as before
 
 
-def test_a_replayed_handshake_proves_nothing(pair):
+def test_a_replayed_handshake_proves_nothing_and_a_listener_signs_nothing_for_a_stranger(pair):
     _, b = pair
     mine = b"\1" * handshake.NONCE
     with socket.create_connection(b.address, timeout=15) as s:  # a genuine session, recorded
         s.sendall(handshake.MAGIC + mine)
-        theirs = s.recv(handshake.NONCE + handshake.DIGEST)[: handshake.NONCE]
+        theirs = s.recv(handshake.NONCE)
+        assert len(theirs) == handshake.NONCE  # its nonce only: nothing derived from the secret yet
         proof = hmac.new(KEY, b"caller" + mine + theirs, hashlib.sha256).digest()
         s.sendall(proof)
+        assert s.recv(handshake.DIGEST) == hmac.new(KEY, b"listener" + mine + theirs, hashlib.sha256).digest()
         s.sendall(b"".join(bytes(v) for v in pack({"h": channel.handler_name(_create), "v": encode(("ok",), [])}, [])))
         assert s.recv(4)  # answered
     with socket.create_connection(b.address, timeout=15) as s:  # the same bytes again: a new nonce, refused
         s.sendall(handshake.MAGIC + mine)
-        s.recv(handshake.NONCE + handshake.DIGEST)
-        assert _refused_after(s, proof)
+        s.recv(handshake.NONCE)
+        assert _refused_after(s, proof, told=handshake.REFUSED)
     assert CREATED == ["ok"]
 
 
@@ -132,7 +136,7 @@ def test_a_listener_of_another_secret_is_refused_and_names_its_address():
     a = Channels("127.0.0.1", "a", 5.0, lambda m: b.address, key=KEY)
     CREATED.clear()
     try:
-        with pytest.raises(ChannelRefused, match=rf"127.0.0.1:{b.address[1]}: the listener did not prove"):
+        with pytest.raises(ChannelRefused, match=rf"127.0.0.1:{b.address[1]}: the listener refused .* another secret"):
             a.send(1, _create, ("w",))
         assert CREATED == []
     finally:
@@ -144,12 +148,16 @@ def test_the_secret_comes_from_the_environment_or_a_file(tmp_path, monkeypatch):
     monkeypatch.delenv(handshake.SECRET_ENV, raising=False)
     monkeypatch.delenv(handshake.SECRET_FILE_ENV, raising=False)
     assert handshake.job_key() == b""
-    monkeypatch.setenv(handshake.SECRET_ENV, "s3cret")
-    assert handshake.job_key() == hashlib.sha256(b"s3cret").digest()
+    monkeypatch.setenv(handshake.SECRET_ENV, "s3cret of this job")
+    assert handshake.job_key() == hashlib.sha256(b"s3cret of this job").digest()
     monkeypatch.delenv(handshake.SECRET_ENV)
-    (tmp_path / "secret").write_text("s3cret\n")  # as a Kubernetes Secret mounts it
+    (tmp_path / "secret").write_text("s3cret of this job\n")  # as a Kubernetes Secret mounts it
     monkeypatch.setenv(handshake.SECRET_FILE_ENV, str(tmp_path / "secret"))
-    assert handshake.job_key() == hashlib.sha256(b"s3cret").digest()
+    assert handshake.job_key() == hashlib.sha256(b"s3cret of this job").digest()
+    (tmp_path / "short").write_text("hunter2\n")
+    monkeypatch.setenv(handshake.SECRET_FILE_ENV, str(tmp_path / "short"))
+    with pytest.raises(InputError, match=f"--secret-file {tmp_path / 'short'}: the secret has 7 characters, fewer"):
+        handshake.job_key()
     (tmp_path / "empty").write_text("")
     for path, why in ((tmp_path / "empty", "the file is empty"), (tmp_path / "none", "cannot be read")):
         monkeypatch.setenv(handshake.SECRET_FILE_ENV, str(path))

@@ -37,7 +37,7 @@ from . import handshake
 from .counts import Counts
 from .frames import ChannelLost, FrameReader, decode, encode, pack
 from .network import listen_socket
-from .settings import whole_number
+from .settings import request_priority
 from .threads import budget_this_thread
 from .tls import Tls
 
@@ -52,22 +52,6 @@ _IOV = 512  # buffers per sendmsg (Linux allows 1024)
 # messages from waiting long behind rows; with the requests ahead, on 2 emulated hosts at 1 Gbit/s, 128-d, the
 # kernel's own gave 11.94-14.47 s an epoch (median 12.52) against 12.83-16.05 s (14.41), 5 alternated pairs.
 
-# The priority of the connections' requests (``SO_PRIORITY``; answers keep the default, 0). Every step waits on
-# small requests (neighbour sampling, the IDs of the rows it needs, its gradient sum) while answers carry rows in
-# bulk; a host whose outgoing queue honours priorities (pfifo_fast, prio, mqprio) sends the requests ahead of the
-# rows queued for the link, and fq_codel keeps each connection apart anyway. 6 is TC_PRIO_INTERACTIVE, the
-# highest a process may set without CAP_NET_ADMIN (pfifo_fast's first band). 2 emulated hosts at 1 Gbit/s,
-# 128-d, behind pfifo_fast: gradient sync 1.7-2.6 s of the epoch against 2.6-3.3 s at 0 or behind a FIFO.
-REQUEST_PRIORITY = 6
-PRIORITY_ENV = "GRAPHSHARD_REQUEST_PRIORITY"
-
-
-def request_priority() -> int:
-    """The priority requests leave at: ``GRAPHSHARD_REQUEST_PRIORITY`` (0 to 6; 0: as every other socket's), else
-    :data:`REQUEST_PRIORITY`."""
-    priority = whole_number(PRIORITY_ENV, 6)
-    return REQUEST_PRIORITY if priority is None else priority
-
 
 class ChannelRefused(ChannelLost):
     """The listener did not prove the job's secret (or is no graphshard channel)."""
@@ -76,6 +60,7 @@ class ChannelRefused(ChannelLost):
 # connections a listener lets prove themselves at once, from one host and in all; more are closed unread (a flood
 # from one stranger host then takes no slot from the run's own hosts)
 MAX_HANDSHAKING = (16, 256)
+MAX_NAMED = 64  # hosts named in the log as refused (a stranger of many addresses is not given a line each)
 
 
 class RemoteFailure(RuntimeError):
@@ -153,18 +138,26 @@ class _Server:
                     self.handshaking[host] = self.handshaking.get(host, 0) + 1
                     self.conns.add(conn)
             if crowded:  # a flood: closed unread, so that those proving themselves keep their threads
-                self._refuse(conn, host, "too many connections at once")
+                _close(conn)
                 continue
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            threading.Thread(target=self._answer, args=(conn, host), name="graphshard-channel", daemon=True).start()
+            try:
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                threading.Thread(target=self._answer, args=(conn, host), name="graphshard-channel", daemon=True).start()
+            except (OSError, RuntimeError) as exc:  # closed already, or no thread to be had: this one only
+                log.debug("%s: a channel connection from %s could not be served: %s", self.who, host, exc)
+                with self.lock:
+                    self.conns.discard(conn)
+                    self._proving_done(host)
+                _close(conn)
 
     def _refuse(self, conn: socket.socket, host: str, why: str) -> None:
         """Close a connection from ``host`` that did not prove the job's secret; the host is named in the log
         once."""
         _close(conn)
         with self.lock:
-            first = host not in self.refused
-            self.refused.add(host)
+            first = host not in self.refused and len(self.refused) < MAX_NAMED
+            if first:
+                self.refused.add(host)
         if first and not self.closed:
             log.warning("%s: refused a channel connection from %s: %s", self.who, host, why)
 
@@ -188,10 +181,14 @@ class _Server:
             return None
         finally:
             with self.lock:
-                left = self.handshaking.pop(host) - 1
-                if left:
-                    self.handshaking[host] = left
+                self._proving_done(host)
         return conn
+
+    def _proving_done(self, host: str) -> None:
+        """One connection from ``host`` has ended its handshake (hold the lock)."""
+        left = self.handshaking.pop(host) - 1
+        if left:
+            self.handshaking[host] = left
 
     def _answer(self, accepted: socket.socket, host: str) -> None:
         conn = self._proven(accepted, host)
@@ -360,6 +357,9 @@ class Channels:
                 sock.settimeout(min(self.timeout, handshake.HANDSHAKE_WITHIN))
                 sock = self.tls.client.wrap_socket(sock)
             handshake.call(sock, self.key, within=min(self.timeout, handshake.HANDSHAKE_WITHIN))
+        except handshake.HandshakeCut as exc:  # not an answer: slow, or gone
+            _close(sock)
+            raise ChannelLost(f"{address[0]}:{address[1]}: {exc}", timed_out="in time" in str(exc)) from None
         except (handshake.HandshakeFailed, ssl.SSLError) as exc:
             _close(sock)
             raise ChannelRefused(f"{address[0]}:{address[1]}: {exc}") from None
