@@ -12,13 +12,12 @@ Each member listens on its address of the run's network (loopback by default), p
 store, and connects to a peer on first use. Every connection opens with a handshake in which both ends prove they
 hold the job's secret (:mod:`.handshake`); the listener reads no request before, closes a connection that fails it
 and names its host in the log once, and lets only so many connections prove themselves at once
-(:data:`MAX_HANDSHAKING`, per host and in all). A
-connection carries one request at a time, so concurrent callers (a prefetch thread, a service's workers) each take
-their own; a thread on the serving side answers each connection in turn. Every wait is bounded (the group's
-timeout), a wait on a member the caller tracks ends when it is lost (``check``), and a closed connection raises
-:class:`ChannelLost`. The serving side waits for a caller's next request however long (the caller's wait is
-bounded), but not for the rest of one begun, nor for a caller to read its answer. Handler errors come back as
-:class:`RemoteFailure` with the first line of the error.
+(:data:`MAX_HANDSHAKING`, per host and in all). A connection carries one request at a time, so concurrent callers (a
+prefetch thread, a service's workers) each take their own; a thread on the serving side answers each connection in
+turn. Every wait is bounded (the group's timeout), a wait on a member the caller tracks ends when it is lost
+(``check``), and a closed connection raises :class:`ChannelLost`. The serving side waits for a caller's next request
+however long (the caller's wait is bounded), but not for the rest of one begun, nor for a caller to read its answer.
+Handler errors come back as :class:`RemoteFailure` with the first line of the error.
 """
 
 from __future__ import annotations
@@ -353,13 +352,14 @@ class Channels:
                 f"cannot connect to {address[0]}:{address[1]} ({exc})", timed_out=isinstance(exc, TimeoutError)
             ) from None
         try:
+            within = min(self.timeout, handshake.HANDSHAKE_WITHIN)
             if self.tls is not None:
-                sock.settimeout(min(self.timeout, handshake.HANDSHAKE_WITHIN))
+                sock.settimeout(within)
                 sock = self.tls.client.wrap_socket(sock)
-            handshake.call(sock, self.key, within=min(self.timeout, handshake.HANDSHAKE_WITHIN))
+            handshake.call(sock, self.key, within=within)
         except handshake.HandshakeCut as exc:  # not an answer: slow, or gone
             _close(sock)
-            raise ChannelLost(f"{address[0]}:{address[1]}: {exc}", timed_out="in time" in str(exc)) from None
+            raise ChannelLost(f"{address[0]}:{address[1]}: {exc}", timed_out=exc.timed_out) from None
         except (handshake.HandshakeFailed, ssl.SSLError) as exc:
             _close(sock)
             raise ChannelRefused(f"{address[0]}:{address[1]}: {exc}") from None

@@ -11,6 +11,11 @@ from .channel import ChannelLost, ChannelRefused, Channels
 from .context import DistError
 from .tls import Tls
 
+SAME_SECRET = (
+    "every process of the run must be given the same secret (GRAPHSHARD_SECRET or --secret-file), and with TLS "
+    "certificates of one CA"
+)
+
 
 def open_channels(
     all_gather: Callable[[bytes, str], list[bytes]],
@@ -50,16 +55,12 @@ def _probe(channels: Channels, names: list[str], rank: int) -> None:
     try:
         channels.probe(peer)
     except ChannelRefused as exc:
-        raise DistError(
-            f"{names[rank]}: {names[peer]} at {exc} — every process of the run must be given the same secret "
-            "(GRAPHSHARD_SECRET or --secret-file), and with TLS certificates of one CA"
-        ) from None
+        raise DistError(f"{names[rank]}: {names[peer]} at {exc} — {SAME_SECRET}") from None
     except ChannelLost as exc:
         host = channels.address_of(peer)[0]
         if host in channels.refused_hosts():  # it gave up on our proof too: it holds another secret
             raise DistError(
-                f"{names[rank]}: {names[peer]} at {host} did not prove the job secret (its connection here failed "
-                "the handshake) — every process of the run must be given the same secret (GRAPHSHARD_SECRET or "
-                "--secret-file), and with TLS certificates of one CA"
+                f"{names[rank]}: {names[peer]} at {host} holds another secret (its connection here failed the "
+                f"handshake) — {SAME_SECRET}"
             ) from None
         raise DistError(f"{names[rank]}: cannot reach {names[peer]}'s channel: {exc}") from None

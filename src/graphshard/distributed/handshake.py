@@ -46,7 +46,11 @@ class HandshakeFailed(ConnectionError):
 
 
 class HandshakeCut(HandshakeFailed):
-    """The handshake did not end in time, or the connection failed or closed during it."""
+    """The handshake did not end in time (``timed_out``), or the connection failed or closed during it."""
+
+    def __init__(self, message: str, timed_out: bool = False):
+        super().__init__(message)
+        self.timed_out = timed_out
 
 
 def job_key() -> bytes:
@@ -103,12 +107,13 @@ def _exactly(sock: socket.socket, n: int, deadline: float) -> bytes:
     while len(buf) < n:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise HandshakeCut("the handshake did not end in time")
+            raise HandshakeCut("the handshake did not end in time", timed_out=True)
         try:
             sock.settimeout(left)  # one deadline for the whole exchange, however slowly the bytes come
             chunk = sock.recv(n - len(buf))
         except OSError as exc:  # a time-out too
-            raise HandshakeCut(f"the handshake was cut short ({exc or 'timed out'})") from None
+            cut = f"the handshake was cut short ({exc or 'timed out'})"
+            raise HandshakeCut(cut, timed_out=isinstance(exc, TimeoutError)) from None
         if not chunk:
             raise HandshakeCut("the connection closed during the handshake")
         buf += chunk
@@ -120,7 +125,8 @@ def _send(sock: socket.socket, data: bytes, deadline: float) -> None:
         sock.settimeout(max(0.001, deadline - time.monotonic()))
         sock.sendall(data)
     except OSError as exc:
-        raise HandshakeCut(f"the handshake was cut short ({exc or 'timed out'})") from None
+        cut = f"the handshake was cut short ({exc or 'timed out'})"
+        raise HandshakeCut(cut, timed_out=isinstance(exc, TimeoutError)) from None
 
 
 def call(sock: socket.socket, key: bytes, within: float = HANDSHAKE_WITHIN) -> None:

@@ -164,9 +164,9 @@ def shutdown_rpc(group: RpcGroup | DistContext | None = None, graceful: bool = T
         if graceful and g is not None:
             g.barrier("leaving")
     finally:
-        for member in {id(x): x for x in [*_CURRENT, *([g] if g is not None else [])]}.values():
-            if member.channels is not None:
-                member.channels.close()
+        for left in [x for x in _CURRENT if x is not g] + ([g] if g is not None else []):
+            if left.channels is not None:
+                left.channels.close()
         _CURRENT.clear()
 
 

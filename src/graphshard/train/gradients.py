@@ -17,7 +17,7 @@ import torch
 import torch.distributed as dist
 
 from ..device.choice import RankDevice, nccl_for
-from ..distributed.collectives import all_gather_bytes
+from ..distributed.collectives import all_gather_bytes, barrier
 from ..distributed.reduce import ChannelSum, fits
 from ..distributed.runtime import Session
 
@@ -45,7 +45,7 @@ def distributed_model(
         )
     # registered before the ranks meet (a collective): no rank sends its gradients before all can take them
     total = ChannelSum(s.group, f"gradients/{next(_TRAINERS)}")
-    all_gather_bytes(s.ctx, b"1", "gradient channels")
+    barrier(s.ctx, "gradient channels")
     comm["sum"] = total
     if s.rank == 0 and any(t[0] for t in told):
         notice.info("gradients summed on the host: ranks share a GPU, or NCCL is missing (NCCL takes one rank a GPU)")
