@@ -30,7 +30,7 @@ from ..models.edge import EdgeModel, edge_decoder
 from . import timing
 from .checks import check_finite_features
 from .embeddings import Outputs, representations, save_tables
-from .inputs import ModelInputs, build_model, cache_summary, device_cache, feature_cache
+from .inputs import ModelInputs, build_model, cache_summary, device_cache, feature_cache, training_loader_options
 from .labels import as_targets, kind_of, problem, width
 from .loop import Trainer, open_graph
 from .losses import task_loss
@@ -173,14 +173,7 @@ def edge_loader(
         part.pairs,
         math.ceil(opts.batch_size / world),
         edge_type=et,
-        shuffle=True,
-        num_workers=opts.num_workers,
-        seed=opts.seed,
-        wire_dtype=opts.wire_dtype,
-        **inputs.loader_options(),
-        device=device,
-        device_cache=device_cache,
-        copy=opts.rehearse,
+        **training_loader_options(opts, inputs, device=device, device_cache=device_cache),
         transform=labels,
     )
 

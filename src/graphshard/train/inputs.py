@@ -24,6 +24,24 @@ from ..models.spec import ModelSpec
 from .options import TrainOptions
 
 
+def training_loader_options(
+    opts: TrainOptions, inputs: ModelInputs, *, device: Any, device_cache: Any = None
+) -> dict[str, Any]:
+    """What every training loader of a run shares (node, edge and link tasks alike): shuffled seeds, the run's
+    sampler workers, seed and wire dtype, what the model reads (:meth:`ModelInputs.loader_options`), where
+    batches go (``device``, ``device_cache``), and whether a CPU run rehearses the device path."""
+    return {
+        "shuffle": True,
+        "num_workers": opts.num_workers,
+        "seed": opts.seed,
+        "wire_dtype": opts.wire_dtype,
+        **inputs.loader_options(),
+        "device": device,
+        "device_cache": device_cache,
+        "copy": opts.rehearse,
+    }
+
+
 class ModelInputs:
     """Inputs for the models of :mod:`graphshard.models` from ``DistGraph`` batches. Construction is
     collective (it creates the embeddings of featureless node types on every rank alike)."""

@@ -36,7 +36,7 @@ from ..models import DistMultDecoder, DotDecoder, LinkModel, MLPDecoder
 from . import timing
 from .checks import check_finite_features
 from .embeddings import Outputs, representations, save_tables
-from .inputs import ModelInputs, build_model, cache_summary, device_cache, feature_cache
+from .inputs import ModelInputs, build_model, cache_summary, device_cache, feature_cache, training_loader_options
 from .link_metrics import FIGURES, KnownEdges, figures, rank_sums
 from .link_split import LinkSplitFile, open_link_split, read_held_out, require_link_split
 from .loop import Trainer, open_graph
@@ -201,15 +201,8 @@ def link_loader(
         edge_type=et,
         neg_sampling=LOADER_MODE[opts.negatives],
         neg_amount=opts.neg_ratio,
-        shuffle=True,
-        num_workers=opts.num_workers,
-        seed=opts.seed,
         exclude_seed_edges=True,
-        wire_dtype=opts.wire_dtype,
-        **inputs.loader_options(),
-        device=device,
-        device_cache=device_cache,
-        copy=opts.rehearse,
+        **training_loader_options(opts, inputs, device=device, device_cache=device_cache),
         transform=attach,
         hard_negatives=hard,
     )

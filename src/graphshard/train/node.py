@@ -34,7 +34,15 @@ from .checks import (
     split_node_text,
 )
 from .embeddings import Outputs, predict, representations, save_tables
-from .inputs import ModelInputs, build_model, cache_summary, device_cache, feature_cache, rows_of
+from .inputs import (
+    ModelInputs,
+    build_model,
+    cache_summary,
+    device_cache,
+    feature_cache,
+    rows_of,
+    training_loader_options,
+)
 from .labels import as_targets, kind_of, problem, width
 from .loop import Trainer, open_graph
 from .losses import task_loss
@@ -198,15 +206,8 @@ def node_loader(
         task.split["train"],
         math.ceil(opts.batch_size / world),
         input_type=target if len(g.ntypes) > 1 else None,
-        shuffle=True,
-        num_workers=opts.num_workers,
-        seed=opts.seed,
         label_name=None,
-        wire_dtype=opts.wire_dtype,
-        **inputs.loader_options(),
-        device=device,
-        device_cache=device_cache,
-        copy=opts.rehearse,
+        **training_loader_options(opts, inputs, device=device, device_cache=device_cache),
         transform=labels,
     )
 
