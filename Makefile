@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "$(TORCH_PIN)"
-	$(PY) -m pip install --quiet -e ".[test,serve]" "$(TORCH_PIN)"
+	$(PY) -m pip install --quiet -e ".[test,serve,prepare]" "$(TORCH_PIN)"
 	touch $@
 
 venv: $(VENV)/.installed

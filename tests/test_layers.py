@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("book",),  # the partition book
     ("format",),  # write and load: the partition format
     ("chunked",),  # input: the chunked graph format
+    ("prepare",),  # input: users' tables into a chunked graph (DuckDB or Spark)
     ("partition",),  # assign → relabel → build, in memory
     ("datasets", "stats"),  # input datasets and generators; partition statistics
     ("sampling",),  # single-partition neighbour sampling

@@ -28,7 +28,7 @@ def read_edges(spec: FileSpec, i: int) -> tuple[np.ndarray, np.ndarray]:
         cols = [arr[:, 0], arr[:, 1]]
     elif spec.format == "parquet":
         cols = _parquet_columns(path, spec)
-        if len(cols) != 2:
+        if len(cols) != 2 or any(c.ndim != 1 for c in cols):
             raise InputError(f"{path}: edge chunk must have 2 columns (src, dst), got {len(cols)} ({spec.where})")
     else:
         cols = _csv_int_columns(path, spec.delimiter, 2, spec.where)
@@ -54,7 +54,9 @@ def read_data(spec: FileSpec, i: int) -> np.ndarray:
         cols = _parquet_columns(path, spec)
         for j, c in enumerate(cols):
             _numeric(c, path, spec, f"column {j} ")
-        return _numeric(cols[0] if len(cols) == 1 else np.stack(cols, axis=1), path, spec)
+        if len(cols) == 1:
+            return cols[0]
+        return _numeric(np.concatenate([c.reshape(c.shape[0], -1) for c in cols], axis=1), path, spec)
     import pyarrow.csv as pacsv
 
     table = _read_csv(pacsv, path, spec.delimiter, spec.where, None)
@@ -159,10 +161,14 @@ def _npy(path: Path) -> np.ndarray:
 
 
 def _parquet_columns(path: Path, spec: FileSpec) -> list[np.ndarray]:
+    """The columns of a Parquet chunk (those ``spec.columns`` names, in that order): a list column (a vector
+    per row, of one length) becomes a 2-D array, its elements then count as columns of their own."""
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(path)
+        table = pq.read_table(path, columns=list(spec.columns) if spec.columns else None)
+        if spec.columns:
+            table = table.select(list(spec.columns))
         cols = []
         for j, c in enumerate(table.columns):
             if c.null_count:  # a missing value: to_numpy() would make it NaN (or None)
@@ -171,12 +177,37 @@ def _parquet_columns(path: Path, spec: FileSpec) -> list[np.ndarray]:
                     f"{path}, line {row + 1}: column {j} holds no value (null) ({spec.where}); "
                     "chunks hold no missing values"
                 )
-            cols.append(c.to_numpy())
+            cols.append(_vectors(c, path, spec, j) if _is_list(c.type) else c.to_numpy())
     except InputError:
         raise
     except Exception as exc:  # pyarrow raises several types for corrupt files
         raise InputError(f"{path}: cannot read Parquet ({exc}) ({spec.where})") from None
     return cols
+
+
+def _is_list(t) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
+def _vectors(column, path: Path, spec: FileSpec, j: int) -> np.ndarray:
+    """A list column whose rows all have one length, as a 2-D array."""
+    import pyarrow.compute as pc
+
+    chunk = column.combine_chunks()
+    lengths = pc.list_value_length(chunk).to_numpy(zero_copy_only=False)
+    width = int(lengths[0]) if lengths.size else 0
+    if lengths.size and (lengths != width).any():
+        row = int(np.argmax(lengths != width))
+        raise InputError(
+            f"{path}, line {row + 1}: column {j} holds a list of {int(lengths[row])} values, line 1 one of {width} "
+            f"({spec.where}); a feature's rows have one length"
+        )
+    values = pc.list_flatten(chunk)
+    if values.null_count:
+        raise InputError(f"{path}: column {j} holds lists with missing values ({spec.where})")
+    return values.to_numpy(zero_copy_only=False).reshape(lengths.size, width)
 
 
 def _read_csv(pacsv, path: Path, delimiter: str, where: str, types):

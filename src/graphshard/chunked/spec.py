@@ -37,6 +37,7 @@ class FileSpec:
     where: str = ""
     kind: str = "data"  # "edges": two integer columns (source, destination); "data": numeric rows
     metadata: Path | None = field(default=None, compare=False)  # the metadata file that lists the chunks
+    columns: tuple[str, ...] | None = None  # Parquet: the columns to read, in order (default: every column)
 
     @property
     def declared(self) -> str:
@@ -47,6 +48,8 @@ class FileSpec:
         fmt: dict[str, Any] = {"name": self.format}
         if self.format == "csv":
             fmt["delimiter"] = self.delimiter
+        if self.columns is not None:
+            fmt["columns"] = list(self.columns)
         return {"format": fmt, "data": [_relative(p, root) for p in self.paths]}
 
 
@@ -249,6 +252,14 @@ class _Reader:
                 f"{self.path}: {where}: format delimiter must be one character that separates numbers "
                 f"(' ', ',', '\\t', ';', '|', ...), got {delimiter!r}"
             )
+        columns = v["format"].get("columns")
+        if columns is not None and (
+            name != "parquet"
+            or not isinstance(columns, list)
+            or not columns
+            or not all(isinstance(c, str) and c for c in columns)
+        ):
+            raise InputError(f"{self.path}: {where}: format columns must be a non-empty list of Parquet column names")
         paths = []
         for i, p in enumerate(v["data"]):
             if not isinstance(p, str) or not p:
@@ -264,7 +275,13 @@ class _Reader:
                 raise InputError(f"{self.path}: {where}: chunk file {full} is missing")
             paths.append(full)
         return FileSpec(
-            name, tuple(paths), delimiter if name == "csv" else " ", f"{self.path.name} {where}", kind, self.path
+            name,
+            tuple(paths),
+            delimiter if name == "csv" else " ",
+            f"{self.path.name} {where}",
+            kind,
+            self.path,
+            tuple(columns) if columns else None,
         )
 
     def data_specs(self, v: Any, section: str, type_name: str) -> dict[str, FileSpec]:

@@ -12,7 +12,7 @@ import sys
 from .. import __version__
 from ..distributed import interrupt, processes
 from ..errors import GraphshardError
-from . import data, infer, launch, partition, pipeline, plot, serve, train
+from . import data, infer, launch, partition, pipeline, plot, prepare, serve, train
 from .common import HelpFormatter, Parser, apply_security
 
 NOTICE_LOGGER = "graphshard.notice"  # one-line notices shown at the default level (e.g. kernel compilation)
@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="log each phase (time, peak memory), on every rank")
     p.add_argument("--version", action="version", version=f"graphshard {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (data, partition, pipeline, launch, train, infer, serve, plot):
+    for group in (data, prepare, partition, pipeline, launch, train, infer, serve, plot):
         group.register(sub)
     return p
 

@@ -12,12 +12,7 @@ from typing import Any
 import torch
 
 from ..errors import FormatError
-
-
-def shown(value: Any) -> str:
-    """``repr(value)``, cut to 60 characters (for messages)."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+from ..format.textconfig import shown
 
 
 def is_number(value: Any) -> bool:

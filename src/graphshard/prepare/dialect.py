@@ -1,0 +1,85 @@
+"""The few words in which DuckDB's SQL and Spark SQL differ, so that one query builder serves both engines.
+
+Everything else the builder writes (``CASE``, ``COALESCE``, ``CAST(.. AS DOUBLE)``, ``AVG``, ``STDDEV_POP``,
+``RANK() OVER``, ``LN``, ``SQRT``, joins) reads the same in both.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """One engine's spelling of identifiers, string literals, lists and a few functions."""
+
+    name: str
+    quote: str  # identifier quote
+    string_type: str
+    float_list: str  # a list of 32-bit floats
+    make_list: str  # a list from values: NAME(a, b, ...)
+    concat_lists: str
+    contains: str  # CONTAINS(list, value)
+    explode: str  # one row per element of a list
+    size: str
+    median: str  # exact median of a column of doubles: MEDIAN(x)
+
+    def ident(self, name: str) -> str:
+        """``name`` quoted as an identifier (a column or table name holding any characters)."""
+        q = self.quote
+        return q + name.replace(q, q + q) + q
+
+    def literal(self, value: str) -> str:
+        """``value`` as a string literal."""
+        if self.name == "spark":  # Spark SQL reads backslash escapes inside literals
+            return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        return "'" + value.replace("'", "''") + "'"
+
+    def split(self, column: str, separator: str) -> str:
+        """The list of parts of string ``column`` between ``separator``s (taken literally)."""
+        if self.name == "spark":  # Spark's split takes a regular expression
+            return f"split({column}, {self.literal(re.escape(separator))})"
+        return f"string_split({column}, {self.literal(separator)})"
+
+    def as_strings(self, column: str) -> str:
+        return f"CAST({column} AS {self.string_type})"
+
+    def string_list(self, column: str) -> str:
+        return (
+            f"CAST({column} AS {self.string_type}[])" if self.name == "duckdb" else f"CAST({column} AS ARRAY<STRING>)"
+        )
+
+    def floats(self, items: list[str]) -> str:
+        """A list of 32-bit floats from scalar expressions and list expressions (``items`` of the form
+        ``("scalar", expr)`` joined as the builder gives them)."""
+        return f"CAST({items[0]} AS {self.float_list})" if len(items) == 1 else self.concat(items)
+
+    def concat(self, lists: list[str]) -> str:
+        return f"CAST({self.concat_lists}({', '.join(lists)}) AS {self.float_list})"
+
+
+DUCKDB = Dialect(
+    name="duckdb",
+    quote='"',
+    string_type="VARCHAR",
+    float_list="FLOAT[]",
+    make_list="list_value",
+    concat_lists="list_concat",
+    contains="list_contains",
+    explode="unnest",
+    size="len",
+    median="quantile_cont",
+)
+SPARK = Dialect(
+    name="spark",
+    quote="`",
+    string_type="STRING",
+    float_list="ARRAY<FLOAT>",
+    make_list="array",
+    concat_lists="concat",
+    contains="array_contains",
+    explode="explode",
+    size="size",
+    median="percentile",
+)

@@ -1,0 +1,39 @@
+"""Choosing an engine by name; a missing package is one line saying what to install."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from ..errors import GraphshardError, InputError
+from .engine import Engine
+
+ENGINES = ("local", "spark")
+INSTALL = "pip install 'graphshard[prepare]'"
+
+
+def open_engine(name: str, *, spill: Path, master: str | None = None, memory: str | None = None) -> Engine:
+    """The engine ``name`` (``local``: DuckDB; ``spark``: PySpark), spilling into ``spill``.
+
+    Raises:
+        GraphshardError: its package is not installed (the line names what to install).
+        InputError: an unknown engine, or a master URL given to the local engine.
+    """
+    if name not in ENGINES:
+        raise InputError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
+    if name == "local":
+        if master:
+            raise InputError("--master is for the spark engine; the local engine runs in this process")
+        _require("duckdb", "the local engine")
+        from .duck import DuckEngine
+
+        return DuckEngine(spill, memory=memory or "3GB")
+    _require("pyspark", "the spark engine")
+    from .spark import SparkEngine
+
+    return SparkEngine(spill, master=master, memory=memory)
+
+
+def _require(module: str, what: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        raise GraphshardError(f"{what} needs {module}: {INSTALL}")

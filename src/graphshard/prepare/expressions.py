@@ -1,0 +1,139 @@
+"""Fitted transforms as SQL expressions, one per output feature: the pieces of one feature name concatenated,
+in the config's order, into a list of 32-bit floats (a categorical index: a 64-bit integer of its own).
+
+Definitions (``x``: the value after imputation):
+
+- ``none``: ``x`` (a vector column: as it is); ``min_max``: ``(x - min) / (max - min)`` (0 where max = min);
+  ``standard``: ``(x - mean) / std`` (0 where std = 0);
+- ``bucket`` with bounds ``b_1 < ... < b_k``: one-hot of ``#{i : b_i <= x}`` (k + 1 columns);
+- ``rank_gauss``: ``Φ⁻¹((rank(x) - 0.5) / n)``, ``rank`` 1-based, ties sharing the lowest, ``Φ⁻¹`` the
+  standard normal quantile (Acklam's approximation, relative error below 1.2e-9);
+- ``categorical``: one-hot over the sorted vocabulary (a missing value: all zeros), or the index in it (a
+  missing value: the vocabulary's length); ``multi_categorical``: multi-hot over the vocabulary.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .dialect import Dialect
+
+# Acklam's rational approximations of the normal quantile: central region, and the tails
+_A = (
+    -39.69683028665376,
+    220.9460984245205,
+    -275.9285104469687,
+    138.3577518672690,
+    -30.66479806614716,
+    2.506628277459239,
+)
+_B = (-54.47609879822406, 161.5858368580409, -155.6989798598866, 66.80131188771972, -13.28068155288572)
+_C = (
+    -0.007784894002430293,
+    -0.3223964580411365,
+    -2.400758277161838,
+    -2.549732539343734,
+    4.374664141464968,
+    2.938163982698783,
+)
+_D = (0.007784695709041462, 0.3224671290700398, 2.445134137142996, 3.754408661907416)
+P_LOW = 0.02425
+
+
+def _poly(coefs: tuple[float, ...], x: str, tail_one: bool = False) -> str:
+    """Horner's form of ``coefs`` in ``x`` (with a final ``+ 1`` term for the denominators)."""
+    text = repr(coefs[0])
+    for c in coefs[1:]:
+        text = f"({text}) * {x} + {c!r}"
+    return f"({text}) * {x} + 1.0" if tail_one else text
+
+
+def normal_quantile(u: str) -> str:
+    """``Φ⁻¹(u)`` for ``0 < u < 1`` as SQL."""
+    r = f"(({u}) - 0.5) * (({u}) - 0.5)"
+    central = f"({_poly(_A, r)}) * (({u}) - 0.5) / ({_poly(_B, r, True)})"
+    lo = f"SQRT(-2.0 * LN({u}))"
+    hi = f"SQRT(-2.0 * LN(1.0 - ({u})))"
+    low = f"({_poly(_C, lo)}) / ({_poly(_D, lo, True)})"
+    high = f"-({_poly(_C, hi)}) / ({_poly(_D, hi, True)})"
+    return f"CASE WHEN {u} < {P_LOW} THEN {low} WHEN {u} > {1 - P_LOW} THEN {high} ELSE {central} END"
+
+
+class Builder:
+    """Builds the expressions of one table's features; ``rank`` names the column holding a rank_gauss
+    feature's ``u`` (computed one query level below, where a window may run)."""
+
+    def __init__(self, dialect: Dialect, fitter: Any):
+        self.d, self.fitter = dialect, fitter
+        self.q = dialect.ident
+
+    def uniform(self, fitted: dict[str, Any]) -> str:
+        """The window expression of a rank_gauss feature's ``u``."""
+        x = self.fitter.imputed(fitted["column"], fitted["fill"])
+        # doubles throughout: Spark would compute a decimal quotient, rounded to its scale
+        return f"(CAST(RANK() OVER (ORDER BY {x}) AS DOUBLE) - 0.5) / CAST({int(fitted['count'])} AS DOUBLE)"
+
+    def piece(self, fitted: dict[str, Any], u_column: str | None = None) -> str:
+        """A list expression holding the columns ``fitted`` contributes to its feature."""
+        d, t = self.d, fitted["transform"]
+        col = self.q(fitted["column"])
+        if fitted.get("vector"):
+            return f"CAST({col} AS {d.float_list})"
+        if t == "categorical":
+            s = d.as_strings(col)
+            return self._hot([f"{s} = {d.literal(v)}" for v in fitted["vocabulary"]])
+        if t == "multi_categorical":
+            items = self.fitter.elements(fitted["column"], _Col(fitted), fitted.get("separator"))
+            return self._hot([f"{d.contains}({items}, {d.literal(v)})" for v in fitted["vocabulary"]])
+        x = self.fitter.imputed(fitted["column"], fitted["fill"])
+        if t == "bucket":
+            b = fitted["buckets"]
+            conds = [f"{x} < {b[0]!r}"]
+            conds += [f"{x} >= {lo!r} AND {x} < {hi!r}" for lo, hi in zip(b, b[1:])]
+            return self._hot([*conds, f"{x} >= {b[-1]!r}"])
+        return f"{d.make_list}({self.scalar(fitted, x, u_column)})"
+
+    def scalar(self, fitted: dict[str, Any], x: str, u_column: str | None) -> str:
+        t = fitted["transform"]
+        if t == "min_max":
+            span = fitted["max"] - fitted["min"]
+            return f"({x} - {fitted['min']!r}) / {span!r}" if span > 0 else "0.0"
+        if t == "standard":
+            return f"({x} - {fitted['mean']!r}) / {fitted['std']!r}" if fitted["std"] > 0 else "0.0"
+        if t == "rank_gauss":
+            return normal_quantile(self.q(u_column or ""))
+        return x
+
+    def index(self, fitted: dict[str, Any]) -> str:
+        """A categorical feature's index in its vocabulary (a 64-bit integer)."""
+        s, vocab = self.d.as_strings(self.q(fitted["column"])), fitted["vocabulary"]
+        whens = " ".join(f"WHEN {s} = {self.d.literal(v)} THEN {i}" for i, v in enumerate(vocab))
+        return f"CAST(CASE {whens} ELSE {len(vocab)} END AS BIGINT)" if vocab else "CAST(0 AS BIGINT)"
+
+    def _hot(self, conditions: list[str]) -> str:
+        if not conditions:
+            return f"CAST({self.d.make_list}() AS {self.d.float_list})"
+        cases = ", ".join(f"CASE WHEN {c} THEN 1.0 ELSE 0.0 END" for c in conditions)
+        return f"{self.d.make_list}({cases})"
+
+    def feature(self, pieces: list[str]) -> str:
+        return self.d.floats(pieces)
+
+
+def feature_columns(b: Builder, fitted: list[dict[str, Any]], ranks: dict[int, str]) -> dict[str, str]:
+    """Output column name -> SQL, features of one name concatenated in order; index features alone."""
+    pieces: dict[str, list[str]] = {}
+    out: dict[str, str] = {}
+    for i, f in enumerate(fitted):
+        if f.get("output") == "index":
+            out[f["name"]] = b.index(f)
+        else:
+            pieces.setdefault(f["name"], []).append(b.piece(f, ranks.get(i)))
+    return {**{name: b.feature(p) for name, p in pieces.items()}, **out}
+
+
+class _Col:
+    """The list-or-string question :meth:`Fitter.elements` asks of a column, answered from the fitted dict."""
+
+    def __init__(self, fitted: dict[str, Any]):
+        self.kind = "string" if fitted.get("separator") else "list"
