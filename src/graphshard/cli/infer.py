@@ -30,6 +30,11 @@ def run_embed(args: argparse.Namespace) -> None:
         device=args.device,
     )
     print(f"wrote every node's output in {time.perf_counter() - start:.1f} s -> {args.out}")
+    if args.id_map and os.environ.get("RANK", "0") == "0":  # under torchrun: rank 0 names the rows
+        from ..prepare.idmap import name_outputs
+
+        named = name_outputs(args.out, args.id_map)
+        print(f"with the users' IDs (from {args.id_map}): {', '.join(map(str, named))}")
 
 
 def interrupted_line(args: argparse.Namespace) -> str:
@@ -80,5 +85,11 @@ def register(sub: Any) -> None:
         "to need more (layer-wise inference: see 'graphshard plan --part-config') are refused before they start",
     )
     out_flag(p, "output .npy file (homogeneous) or directory (heterogeneous)")
+    p.add_argument(
+        "--id-map",
+        metavar="PREPARED_DIR",
+        help="a 'graphshard prepare --out' directory: also write the rows with the users' own IDs, as Parquet "
+        "(columns id, embedding) beside the .npy output",
+    )
     cluster_flags(p, "start this many local ranks: the training run's rank count (omit under torchrun)")
     p.set_defaults(func=run_embed, interrupted=interrupted_line)

@@ -19,6 +19,11 @@ from .common import (
 def run_serve(args: argparse.Namespace) -> None:
     from ..serve import ServeOptions, serve
 
+    if args.id_map:  # a bad map is named before any rank starts (its sizes are checked against the graph later)
+        from ..prepare.idmap import read_id_maps
+
+        read_id_maps(args.id_map)
+
     options = ServeOptions(
         host=args.host,
         port=args.port,
@@ -35,6 +40,7 @@ def run_serve(args: argparse.Namespace) -> None:
         embedding_layer=args.embedding_layer,
         device=args.device,
         head=args.head,
+        id_map=args.id_map,
     )
     serve(
         args.part_config,
@@ -124,6 +130,12 @@ def register(sub: Any) -> None:
         metavar="TASK",
         help="of a multi-task checkpoint (--task multi): the task whose head answers /v1/predict (default: its "
         "main task); /v1/embed answers that head's outputs too",
+    )
+    p.add_argument(
+        "--id-map",
+        metavar="PREPARED_DIR",
+        help="a 'graphshard prepare --out' directory: requests and answers name nodes by the users' own IDs "
+        "(strings or integers), through its ID maps",
     )
     p.add_argument(
         "--request-timeout",

@@ -33,6 +33,7 @@ from starlette.routing import Route
 
 from .batching import MicroBatcher, Overloaded
 from .metrics import Metrics
+from .names import NodeNames
 from .queries import GraphFacts, Limits, Query, RequestError, parse_query
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,7 @@ class Service:
     timeout: float = 30.0
     ranks: list[dict[str, Any]] = field(default_factory=list)  # rank, partition, host, pid of every rank
     label_kind: str = "classification"  # of a node task: what its predictions are (train.labels)
+    names: NodeNames | None = None  # the users' IDs of the nodes (serve --id-map)
 
 
 def build_app(service: Service) -> Any:
@@ -104,9 +106,12 @@ async def _answer(service: Service, request: Request, kind: str) -> Response:
     response: Response
     try:
         body = await _body(request, service.max_body, service.timeout)
+        if service.names is not None:
+            body = service.names.request(body, service.facts)
         query = parse_query(body, kind, service.facts, service.limits)
         rows = await _rows(service, query)
-        response = JSONResponse(_render(kind, query, rows, service.label_kind, service.facts.pair_etype))
+        answer = _render(kind, query, rows, service.label_kind, service.facts.pair_etype)
+        response = JSONResponse(answer if service.names is None else service.names.answer(answer, service.facts))
     except RequestError as exc:
         response = JSONResponse(exc.body(), exc.status)
     except Overloaded as exc:

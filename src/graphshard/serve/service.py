@@ -54,7 +54,8 @@ class ServeOptions:
     (``max_nodes``, ``max_edges`` per new node, ``max_body`` bytes), how long it may wait (``request_timeout``),
     what ``/v1/embed`` answers: the model's ``output`` or the ``hidden`` layer its last layer reads, and the
     ``device`` the model computes on (``cpu``, ``cuda``, ``auto``; batches are sampled on the CPU), and of a
-    multi-task checkpoint the task whose ``head`` answers (default: its main task)."""
+    multi-task checkpoint the task whose ``head`` answers (default: its main task); ``id_map``: a
+    ``graphshard prepare`` output whose ID maps name the nodes in requests and answers (the users' own IDs)."""
 
     host: str = LOOPBACK
     port: int = 8080
@@ -71,6 +72,7 @@ class ServeOptions:
     embedding_layer: str = "output"
     device: str = "cpu"
     head: str | None = None  # a multi-task checkpoint's task to answer for (default: its main task)
+    id_map: str | None = None  # a prepared directory: requests and answers name nodes by the users' IDs
 
     def check(self, layers: int) -> None:
         """An :class:`InputError` naming the option at fault."""
@@ -234,6 +236,7 @@ def _lead(
     from .app import Service, build_app
     from .batching import MicroBatcher
     from .metrics import Metrics
+    from .names import NodeNames
 
     g, beat = restored.g, s.ctx.heartbeat
     per_part = s.group.per_part(g.get_partition_book().num_partitions())
@@ -275,6 +278,7 @@ def _lead(
         options.request_timeout,
         _ranks(s, per_part),
         restored.label_kind or "classification",
+        NodeNames.load(options.id_map, facts.counts) if options.id_map else None,
     )
     sock = listener or _listen(options.host, options.port)
     server = uvicorn.Server(

@@ -1,0 +1,50 @@
+"""``serve --id-map``: requests name nodes by the users' own IDs (strings here), answers name them back, an ID
+the map lacks is a 404 naming the field; the model's stand-in answers row i of graphshard's node i, so the
+answer shows which node each user ID reached."""
+
+from __future__ import annotations
+
+import httpx
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from graphshard.errors import FormatError, InputError
+from graphshard.prepare.idmap import read_id_maps
+from graphshard.serve.names import NodeNames
+
+from .test_app import app
+
+
+def _prepared(root, ids, ntype="n"):
+    folder = root / "id_maps" / ntype
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"id": ids, "__gs_nid": np.arange(len(ids))}), folder / "data_0.parquet")
+    return root
+
+
+def test_requests_and_answers_in_the_users_ids(tmp_path):
+    users = sorted(f"user-{i:03d}" for i in range(100))  # graphshard's ID of a user is its rank
+    names = NodeNames.load(str(_prepared(tmp_path, users)), {"n": 100})
+    with app(names=names) as (url, _):
+        r = httpx.post(f"{url}/v1/predict", json={"nodes": ["user-042", "user-007"]})
+        assert r.status_code == 200, r.text
+        assert r.json()["nodes"] == ["user-042", "user-007"]
+        assert r.json()["scores"] == [[42.0] * 3, [7.0] * 3]
+        r = httpx.post(f"{url}/v1/predict", json={"nodes": ["user-042", "nobody"]})
+        assert r.status_code == 404 and r.json()["field"] == "nodes[1]" and "'nobody'" in r.json()["error"]
+        r = httpx.post(f"{url}/v1/predict", json={"nodes": [42]})  # a graphshard ID is no user's ID here
+        assert r.status_code == 404 and r.json()["field"] == "nodes[0]"
+
+
+def test_maps_checked_against_the_graph(tmp_path):
+    prepared = _prepared(tmp_path, [3, 5, 9])
+    assert NodeNames.load(str(prepared), {"_N": 3}).maps["_N"].lookup([9, 3])[0].tolist() == [2, 0]
+    with pytest.raises(InputError, match="names 3 nodes, the graph has 4"):
+        NodeNames.load(str(prepared), {"n": 4})
+    with pytest.raises(InputError, match="no id_maps/ here"):
+        read_id_maps(tmp_path / "id_maps")
+    bad = _prepared(tmp_path / "bad", [5, 3, 9])  # not sorted: not a map prepare wrote
+    with pytest.raises(FormatError, match="not in graphshard's order"):
+        read_id_maps(bad)
