@@ -5,7 +5,6 @@ labels (in whatever order each wrote them), the same fitted statistics."""
 from __future__ import annotations
 
 import copy
-import json
 import shutil
 
 import numpy as np
@@ -16,7 +15,7 @@ import pytest
 
 from graphshard.prepare import prepare
 
-from .tables import CONFIG, id_map, load, write_config, write_tables
+from .tables import CONFIG, assert_same_graph, id_map, load, write_config, write_tables
 
 pytest.importorskip("duckdb")
 pytest.importorskip("pyspark")
@@ -53,31 +52,6 @@ def both(tmp_path_factory):
     return root, out
 
 
-def _edges(out, et):
-    g = load(out)
-    src, dst = g.edges[et]
-    cols = [src[:, None], dst[:, None]] + [
-        np.asarray(v, np.float64).reshape(src.size, -1) for _, v in sorted(g.edge_feats.get(et, {}).items())
-    ]
-    rows = np.nan_to_num(np.hstack(cols), nan=-9.0)
-    return rows[np.lexsort(rows.T[::-1])]
-
-
-def _close(a, b, path=""):
-    if isinstance(a, dict):
-        assert a.keys() == b.keys(), path
-        for k in a:
-            _close(a[k], b[k], f"{path}.{k}")
-    elif isinstance(a, list):
-        assert len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b)):
-            _close(x, y, f"{path}[{i}]")
-    elif isinstance(a, float):
-        assert a == pytest.approx(b, rel=1e-9, abs=1e-12), path
-    else:
-        assert a == b, path
-
-
 @pytest.mark.parametrize("name", ["config", "variant"])
 def test_engines_write_the_same_graph(both, name):
     root, done = both
@@ -85,19 +59,7 @@ def test_engines_write_the_same_graph(both, name):
     assert done[name, "local"].num_nodes == done[name, "spark"].num_nodes
     assert done[name, "local"].num_edges == done[name, "spark"].num_edges
     assert done[name, "local"].dropped == done[name, "spark"].dropped == {("user", "buys", "item"): 1}
-    for t in ("user", "item"):
-        np.testing.assert_array_equal(id_map(local, t), id_map(spark, t))
-    gl, gs = load(local), load(spark)
-    for t, data in gl.node_feats.items():
-        assert data.keys() == gs.node_feats[t].keys()
-        for k, v in data.items():
-            assert v.dtype == gs.node_feats[t][k].dtype, (t, k)
-            np.testing.assert_allclose(v, gs.node_feats[t][k], rtol=1e-6, atol=1e-6, err_msg=f"{t}/{k}")
-    for et in gl.canonical_etypes:
-        np.testing.assert_allclose(_edges(local, et), _edges(spark, et), rtol=1e-6, atol=1e-6, err_msg=str(et))
-    fitted = [json.loads((p / "transforms.json").read_text()) for p in (local, spark)]
-    assert (fitted[0].pop("engine"), fitted[1].pop("engine")) == ("local", "spark")
-    _close(fitted[0], fitted[1])
+    assert_same_graph(local, spark)
 
 
 def test_variant_splits(both):

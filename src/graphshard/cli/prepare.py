@@ -19,6 +19,7 @@ def run_prepare(args: argparse.Namespace) -> None:
         master=args.master,
         on_dangling=args.on_dangling,
         memory=args.memory,
+        spark_conf=dict(args.conf),
         overwrite=args.overwrite,
     )
     nodes = ", ".join(f"{n:,} {t}" for t, n in done.num_nodes.items())
@@ -60,5 +61,20 @@ def register(sub: Any) -> None:
         help="the engine's memory, e.g. 3GB (local: DuckDB's limit, default 3GB; spark: driver and executor "
         "memory, default 2g)",
     )
+    p.add_argument(
+        "--conf",
+        metavar="KEY=VALUE",
+        type=_setting,
+        action="append",
+        default=[],
+        help="a Spark setting, as spark-submit --conf takes it (repeatable; the spark engine only)",
+    )
     overwrite_flag(p)
     p.set_defaults(func=run_prepare)
+
+
+def _setting(text: str) -> tuple[str, str]:
+    key, eq, value = text.partition("=")
+    if not eq or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE (e.g. spark.executor.cores=4), got {text!r}")
+    return key.strip(), value

@@ -12,7 +12,14 @@ ENGINES = ("local", "spark")
 INSTALL = "pip install 'graphshard[prepare]'"
 
 
-def open_engine(name: str, *, spill: Path, master: str | None = None, memory: str | None = None) -> Engine:
+def open_engine(
+    name: str,
+    *,
+    spill: Path,
+    master: str | None = None,
+    memory: str | None = None,
+    conf: dict[str, str] | None = None,
+) -> Engine:
     """The engine ``name`` (``local``: DuckDB; ``spark``: PySpark), spilling into ``spill``.
 
     Raises:
@@ -22,8 +29,8 @@ def open_engine(name: str, *, spill: Path, master: str | None = None, memory: st
     if name not in ENGINES:
         raise InputError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
     if name == "local":
-        if master:
-            raise InputError("--master is for the spark engine; the local engine runs in this process")
+        if master or conf:
+            raise InputError("--master and --conf are for the spark engine; the local engine runs in this process")
         _require("duckdb", "the local engine")
         from .duck import DuckEngine
 
@@ -31,7 +38,7 @@ def open_engine(name: str, *, spill: Path, master: str | None = None, memory: st
     _require("pyspark", "the spark engine")
     from .spark import SparkEngine
 
-    return SparkEngine(spill, master=master, memory=memory)
+    return SparkEngine(spill, master=master, memory=memory, conf=conf)
 
 
 def _require(module: str, what: str) -> None:

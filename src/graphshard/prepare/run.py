@@ -57,6 +57,7 @@ def prepare(
     master: str | None = None,
     on_dangling: str = "error",
     memory: str | None = None,
+    spark_conf: dict[str, str] | None = None,
     overwrite: bool = False,
 ) -> Prepared:
     """Prepare the graph a config describes (see :mod:`graphshard.prepare.config`) into ``out``.
@@ -68,6 +69,7 @@ def prepare(
         master: Spark's master URL (``local[*]`` by default).
         on_dangling: ``error`` or ``drop``: what becomes of edges naming a node their node table lacks.
         memory: the engine's memory (DuckDB's limit; Spark's driver and executor memory), e.g. ``3GB``.
+        spark_conf: more Spark settings (the spark engine only).
         overwrite: write into ``out`` even if it holds something else (keeping files of other names).
 
     Returns:
@@ -84,7 +86,7 @@ def prepare(
     with staged_dir(final, "chunked") as tmp:
         spill = tmp / ".spill"
         spill.mkdir()
-        eng = open_engine(engine, spill=spill, master=master, memory=memory)
+        eng = open_engine(engine, spill=spill, master=master, memory=memory, conf=spark_conf)
         try:
             result = _Run(cfg, eng, tmp, on_dangling).run()
         finally:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -84,12 +85,21 @@ class SparkEngine:
         spill: a folder for Spark's local files and this run's log configuration.
         master: the master URL (default ``local[*]``).
         memory: driver and executor memory, e.g. ``"2g"``.
+        conf: more Spark settings (``spark.executor.cores``, ...), as ``spark-submit --conf`` takes them.
+        executors_within: on a cluster, seconds to wait for a first executor before giving up.
     """
 
     name = "spark"
     dialect = SPARK
 
-    def __init__(self, spill: Path, master: str | None = None, memory: str | None = None):
+    def __init__(
+        self,
+        spill: Path,
+        master: str | None = None,
+        memory: str | None = None,
+        conf: dict[str, str] | None = None,
+        executors_within: float = 120.0,
+    ):
         java = find_java()
         if java:
             os.environ["JAVA_HOME"] = java
@@ -112,10 +122,30 @@ class SparkEngine:
             .config("spark.executor.memory", memory)
             .config("spark.executor.extraJavaOptions", opts)
         )
-        if (master or "local").startswith("local"):
+        local = (master or "local").startswith("local")
+        if local:
             builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+        for key, value in (conf or {}).items():
+            builder = builder.config(key, value)
         self.spark = builder.getOrCreate()
         self.spark.sparkContext.setLogLevel("ERROR")
+        if not local:
+            self._await_executors(master or "", executors_within)
+
+    def _await_executors(self, master: str, within: float) -> None:
+        """Wait (bounded) for a first executor: a cluster without a worker that fits the executors asked for
+        would otherwise leave every job waiting for ever."""
+        status = self.spark.sparkContext._jsc.sc().getExecutorMemoryStatus()
+        deadline = time.monotonic() + within
+        while status.size() < 2:  # the driver counts as one
+            if time.monotonic() > deadline:
+                self.spark.stop()
+                raise GraphshardError(
+                    f"no Spark executor joined from {master} within {within:g} s: is a worker running, with the "
+                    "cores and memory asked for (--memory, --conf spark.executor.memory=...)?"
+                )
+            time.sleep(0.2)  # polling the master's state: there is no event to wait on
+            status = self.spark.sparkContext._jsc.sc().getExecutorMemoryStatus()
 
     def _sql(self, sql: str) -> Any:
         from pyspark.errors import PySparkException
@@ -165,7 +195,9 @@ class SparkEngine:
         for p in sorted(counts):
             offsets.append((p, first))
             first += counts[p]
-        table = self.spark.createDataFrame(offsets or [(0, 0)], "_p INT, _off LONG")
+        # the offsets as SQL values: a relation of the driver's JVM, so no executor needs Python
+        values = ", ".join(f"({p}, {o})" for p, o in (offsets or [(0, 0)]))
+        table = self._sql(f"SELECT * FROM VALUES {values} AS t(_p, _off)")
         local = F.col("_i") - F.shiftleft(F.col("_p").cast("long"), 33)
         mapped = tagged.join(F.broadcast(table), "_p").select("key", (F.col("_off") + local).alias("nid"))
         mapped.localCheckpoint(eager=True).createOrReplaceTempView(name)
