@@ -4,6 +4,7 @@ what it leaves out; the command line says what to install when an engine is miss
 from __future__ import annotations
 
 import copy
+import shutil
 import subprocess
 import sys
 
@@ -12,6 +13,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
+from scipy.special import ndtri
 
 from graphshard.errors import GraphshardError, InputError
 from graphshard.prepare import prepare, read_prepare_config
@@ -186,4 +188,46 @@ def test_command_line_and_missing_engine(root):
     assert run.returncode != 0
     assert (
         run.stderr.strip().splitlines()[-1].endswith("the local engine needs duckdb: pip install 'graphshard[prepare]'")
+    )
+
+
+def test_nan_seen_whatever_the_parquet_statistics_say(tmp_path):
+    # pyarrow writes min/max statistics without the NaNs: an engine trusting them would find none
+    x = np.arange(1000, dtype=float)
+    x[[3, 500]] = np.nan
+    pq.write_table(pa.table({"id": np.arange(1000), "x": x}), tmp_path / "n.parquet")
+    pq.write_table(pa.table({"s": [1, 2], "d": [2, 3]}), tmp_path / "e.parquet")
+    cfg = {
+        "nodes": [
+            {"type": "n", "path": "n.parquet", "id": "id", "features": [{"column": "x", "transform": "standard"}]}
+        ],
+        "edges": [{"type": ["n", "to", "n"], "path": "e.parquet", "source": "s", "destination": "d"}],
+    }
+    prepare(write_config(tmp_path, cfg, "nan.json"), tmp_path / "out")
+    filled = np.where(np.isnan(x), np.nanmean(x), x)
+    feat = load(tmp_path / "out").node_feats["n"]["feat"][:, 0]
+    np.testing.assert_allclose(feat, (filled - filled.mean()) / filled.std(), rtol=1e-5, atol=1e-6)
+    cfg["nodes"][0]["features"][0]["imputer"] = "none"
+    with pytest.raises(InputError, match=r"2 values are missing \(rows 3, 500\)"):
+        prepare(write_config(tmp_path, cfg, "nan.json"), tmp_path / "out2")
+
+
+def test_columns_named_like_graphshards_own(tmp_path):
+    rng = np.random.default_rng(2)
+    table = pa.table({"key": np.arange(50), "nid": rng.normal(size=50), "value": rng.normal(size=50)})
+    pq.write_table(table, tmp_path / "n.parquet")
+    pq.write_table(pa.table({"s": [1, 2], "d": [2, 3]}), tmp_path / "e.parquet")
+    features = [{"column": "nid", "transform": "rank_gauss"}, {"column": "value", "transform": "min_max"}]
+    cfg = {
+        "nodes": [{"type": "n", "path": "n.parquet", "id": "key", "features": features}],
+        "edges": [{"type": ["n", "to", "n"], "path": "e.parquet", "source": "s", "destination": "d"}],
+    }
+    prepare(write_config(tmp_path, cfg, "names.json"), tmp_path / "out")
+    feat = load(tmp_path / "out").node_feats["n"]["feat"]
+    order = np.argsort(np.argsort(table.column("nid").to_numpy()))  # rank - 1 of each row
+    np.testing.assert_allclose(feat[:, 0], ndtri((order + 0.5) / 50), rtol=1e-5)
+    pq.write_table(table.append_column("__gs_nid", pa.array(np.arange(50))), tmp_path / "n.parquet")
+    shutil.rmtree(tmp_path / "out")
+    _refused(
+        tmp_path, cfg | {"graph_name": "names"}, r"column '__gs_nid': names starting with __gs_ are graphshard's own"
     )

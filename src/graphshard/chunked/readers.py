@@ -54,7 +54,7 @@ def read_data(spec: FileSpec, i: int) -> np.ndarray:
         cols = _parquet_columns(path, spec)
         for j, c in enumerate(cols):
             _numeric(c, path, spec, f"column {j} ")
-        if len(cols) == 1:
+        if len(cols) == 1 and not (spec.matrix and cols[0].ndim == 1):
             return cols[0]
         return _numeric(np.concatenate([c.reshape(c.shape[0], -1) for c in cols], axis=1), path, spec)
     import pyarrow.csv as pacsv

@@ -38,6 +38,7 @@ class FileSpec:
     kind: str = "data"  # "edges": two integer columns (source, destination); "data": numeric rows
     metadata: Path | None = field(default=None, compare=False)  # the metadata file that lists the chunks
     columns: tuple[str, ...] | None = None  # Parquet: the columns to read, in order (default: every column)
+    matrix: bool = False  # Parquet: rows are vectors even of one column (a feature of width 1)
 
     @property
     def declared(self) -> str:
@@ -50,6 +51,8 @@ class FileSpec:
             fmt["delimiter"] = self.delimiter
         if self.columns is not None:
             fmt["columns"] = list(self.columns)
+        if self.matrix:
+            fmt["matrix"] = True
         return {"format": fmt, "data": [_relative(p, root) for p in self.paths]}
 
 
@@ -260,6 +263,9 @@ class _Reader:
             or not all(isinstance(c, str) and c for c in columns)
         ):
             raise InputError(f"{self.path}: {where}: format columns must be a non-empty list of Parquet column names")
+        matrix = v["format"].get("matrix", False)
+        if not isinstance(matrix, bool) or (matrix and name != "parquet"):
+            raise InputError(f"{self.path}: {where}: format matrix must be true or false (Parquet only)")
         paths = []
         for i, p in enumerate(v["data"]):
             if not isinstance(p, str) or not p:
@@ -282,6 +288,7 @@ class _Reader:
             kind,
             self.path,
             tuple(columns) if columns else None,
+            matrix,
         )
 
     def data_specs(self, v: Any, section: str, type_name: str) -> dict[str, FileSpec]:

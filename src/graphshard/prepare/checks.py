@@ -129,8 +129,8 @@ def dangling(engine: Engine, spec: EdgeSpec, src: Source, maps: dict[str, str], 
     logged, and the edge query's inner joins leave them out."""
     q, rel = engine.dialect.ident, engine.dialect.ident(src.relation)
     ends = ((spec.source, spec.type[0]), (spec.destination, spec.type[2]))
-    joins = " ".join(f"LEFT JOIN {q(maps[t])} AS m{i} ON e.{q(c)} = m{i}.key" for i, (c, t) in enumerate(ends))
-    bad = "m0.key IS NULL OR m1.key IS NULL"
+    joins = " ".join(f"LEFT JOIN {q(maps[t])} AS m{i} ON e.{q(c)} = m{i}.__gs_key" for i, (c, t) in enumerate(ends))
+    bad = "m0.__gs_key IS NULL OR m1.__gs_key IS NULL"
     found = engine.rows(
         f"SELECT e.{q(spec.source)}, e.{q(spec.destination)} FROM {rel} AS e {joins} WHERE {bad} LIMIT {SAMPLE + 1}"
     )

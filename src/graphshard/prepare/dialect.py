@@ -18,8 +18,6 @@ class Dialect:
     quote: str  # identifier quote
     string_type: str
     float_list: str  # a list of 32-bit floats
-    make_list: str  # a list from values: NAME(a, b, ...)
-    concat_lists: str
     contains: str  # CONTAINS(list, value)
     explode: str  # one row per element of a list
     size: str
@@ -50,22 +48,12 @@ class Dialect:
             f"CAST({column} AS {self.string_type}[])" if self.name == "duckdb" else f"CAST({column} AS ARRAY<STRING>)"
         )
 
-    def floats(self, items: list[str]) -> str:
-        """A list of 32-bit floats from scalar expressions and list expressions (``items`` of the form
-        ``("scalar", expr)`` joined as the builder gives them)."""
-        return f"CAST({items[0]} AS {self.float_list})" if len(items) == 1 else self.concat(items)
-
-    def concat(self, lists: list[str]) -> str:
-        return f"CAST({self.concat_lists}({', '.join(lists)}) AS {self.float_list})"
-
 
 DUCKDB = Dialect(
     name="duckdb",
     quote='"',
     string_type="VARCHAR",
     float_list="FLOAT[]",
-    make_list="list_value",
-    concat_lists="list_concat",
     contains="list_contains",
     explode="unnest",
     size="len",
@@ -76,8 +64,6 @@ SPARK = Dialect(
     quote="`",
     string_type="STRING",
     float_list="ARRAY<FLOAT>",
-    make_list="array",
-    concat_lists="concat",
     contains="array_contains",
     explode="explode",
     size="size",

@@ -50,9 +50,10 @@ class DuckEngine:
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         self.con.execute("SET preserve_insertion_order = false")  # order is asked for where it matters
-        # DuckDB 2.0's filter pushdown into Parquet scans finds no row for ``WHERE isnan(x)`` (the NaNs are
-        # there: a SUM over the same condition counts them); the missing-value checks need those rows
-        self.con.execute("SET disabled_optimizers = 'filter_pushdown'")
+        # DuckDB 2.0 trusts Parquet's min/max statistics, which leave NaN out, to decide that a column holds no
+        # NaN: ``isnan(x)`` is then folded to false (statistics propagation) and ``WHERE isnan(x)`` finds no row
+        # (filter pushdown into the scan). The missing-value checks and imputation need the NaNs seen.
+        self.con.execute("SET disabled_optimizers = 'filter_pushdown,statistics_propagation'")
 
     def _run(self, sql: str, *params: Any) -> Any:
         try:
@@ -95,8 +96,15 @@ class DuckEngine:
 
     def number(self, name: str, keys_sql: str) -> None:
         self._run(
-            f"CREATE TABLE {DUCKDB.ident(name)} AS SELECT key, CAST(row_number() OVER (ORDER BY key) - 1 AS BIGINT) "
-            f"AS nid FROM (SELECT DISTINCT key FROM ({keys_sql}) WHERE key IS NOT NULL)"
+            f"CREATE TABLE {DUCKDB.ident(name)} AS SELECT key AS __gs_key, CAST(row_number() OVER (ORDER BY key) - 1 "
+            f"AS BIGINT) AS __gs_id FROM (SELECT DISTINCT key FROM ({keys_sql}) WHERE key IS NOT NULL)"
+        )
+
+    def ranks(self, name: str, values_sql: str) -> None:
+        self._run(
+            f"CREATE TABLE {DUCKDB.ident(name)} AS SELECT __gs_x, CAST(SUM(__gs_c) OVER (ORDER BY __gs_x ROWS "
+            "BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - __gs_c + 1 AS BIGINT) AS __gs_r, __gs_c "
+            f"FROM (SELECT __gs_x, COUNT(*) AS __gs_c FROM ({values_sql}) AS v GROUP BY __gs_x) AS d"
         )
 
     def write(self, sql: str, folder: Path, ordered_by: str | None = None) -> list[Path]:

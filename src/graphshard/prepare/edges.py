@@ -45,12 +45,12 @@ class EdgeWriter:
         self.classes: list[str] | None = None
         self.fitter = Fitter(engine, src, (spec.source, spec.destination))
 
-    def joined(self, windows: str = "") -> str:
+    def joined(self, extra: str = "", joins: str = "") -> str:
         q, s = self.q, self.spec
         return (
-            f"SELECT t.*, a.nid AS {q(SRC)}, b.nid AS {q(DST)}{windows} FROM {q(self.src.relation)} AS t "
-            f"JOIN {q(self.maps[s.type[0]])} AS a ON t.{q(s.source)} = a.key "
-            f"JOIN {q(self.maps[s.type[2]])} AS b ON t.{q(s.destination)} = b.key"
+            f"SELECT t.*, a.__gs_id AS {q(SRC)}, b.__gs_id AS {q(DST)}{extra} FROM {q(self.src.relation)} AS t "
+            f"JOIN {q(self.maps[s.type[0]])} AS a ON t.{q(s.source)} = a.__gs_key "
+            f"JOIN {q(self.maps[s.type[2]])} AS b ON t.{q(s.destination)} = b.__gs_key{joins}"
         )
 
     def fit(self) -> None:
@@ -112,12 +112,12 @@ class EdgeWriter:
         q, spec = self.q, self.spec
         b = Builder(self.engine.dialect, self.fitter)
         ranks = {i: f"__gs_u{i}" for i, f in enumerate(self.fitted) if f["transform"] == "rank_gauss"}
-        windows = "".join(f", {b.uniform(self.fitted[i])} AS {q(c)}" for i, c in ranks.items())
-        columns = feature_columns(b, self.fitted, ranks)
+        extra, joins = b.rank_joins(self.fitted, ranks)
+        columns, features = feature_columns(b, self.fitted, ranks)
         select = [q(SRC), q(DST), *(f"{expr} AS {q(name)}" for name, expr in columns.items()), *self._label_sql()]
         name = "__".join(spec.type)
         folder = inside(tmp, "edges", name)
-        files = self.engine.write(f"SELECT {', '.join(select)} FROM ({self.joined(windows)}) AS s", folder)
+        files = self.engine.write(f"SELECT {', '.join(select)} FROM ({self.joined(extra, joins)}) AS s", folder)
         where = f"edges/{name}"
         rows = parquet_rows(files)
         out = EdgesWritten()
@@ -125,7 +125,9 @@ class EdgeWriter:
         for et, ends in zip(types, ([SRC, DST], [DST, SRC])):
             out.edges[et] = parquet_spec(files, ends, where, "edges")
             out.counts[et] = sum(rows)
-            out.data[et] = {n: parquet_spec(files, [n], where) for n in columns}
+            out.data[et] = {
+                n: parquet_spec(files, cols, where, matrix=n not in columns) for n, cols in features.items()
+            }
         if spec.label:
             out.data[spec.type]["label"] = parquet_spec(files, [LABEL], where)
             out.data[spec.type].update(self._masks(files, inside(tmp, "edge_masks", name)))

@@ -50,8 +50,12 @@ class Engine(Protocol):
         """Make the rows of ``sql`` queryable as relation ``name`` (computed when read)."""
 
     def number(self, name: str, keys_sql: str) -> None:
-        """Create relation ``name`` (``key``, ``nid``) from the distinct ``key`` column of ``keys_sql``:
-        ``nid`` is the key's rank, 0-based, in ascending order (integers by value, strings by their bytes)."""
+        """Create relation ``name`` (``__gs_key``, ``__gs_id``) from the distinct ``key`` column of ``keys_sql``:
+        ``__gs_id`` is the key's rank, 0-based, in ascending order (integers by value, strings by their bytes)."""
+
+    def ranks(self, name: str, values_sql: str) -> None:
+        """Create relation ``name`` (``__gs_x``, ``__gs_r``, ``__gs_c``): each distinct value of the ``__gs_x``
+        column of ``values_sql``, its rank (1 + how many values are smaller) and how many rows hold it."""
 
     def write(self, sql: str, folder: Path, ordered_by: str | None = None) -> list[Path]:
         """Write the rows of ``sql`` as Parquet files into the new ``folder``; with ``ordered_by``, sorted

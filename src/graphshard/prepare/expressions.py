@@ -1,5 +1,7 @@
-"""Fitted transforms as SQL expressions, one per output feature: the pieces of one feature name concatenated,
-in the config's order, into a list of 32-bit floats (a categorical index: a 64-bit integer of its own).
+"""Fitted transforms as SQL expressions, written as the columns of one feature: the pieces of one feature name
+in the config's order, each a 32-bit float column (a vector: one list column), which the chunked reader
+puts side by side (a categorical index: a 64-bit integer feature of its own). Scalar columns rather than
+one list per row: DuckDB writes them twice as fast.
 
 Definitions (``x``: the value after imputation):
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from .dialect import Dialect
+from .fit import RANK_R, RANK_X
 
 # Acklam's rational approximations of the normal quantile: central region, and the tails
 _A = (
@@ -67,18 +70,26 @@ class Builder:
         self.d, self.fitter = dialect, fitter
         self.q = dialect.ident
 
-    def uniform(self, fitted: dict[str, Any]) -> str:
-        """The window expression of a rank_gauss feature's ``u``."""
-        x = self.fitter.imputed(fitted["column"], fitted["fill"])
-        # doubles throughout: Spark would compute a decimal quotient, rounded to its scale
-        return f"(CAST(RANK() OVER (ORDER BY {x}) AS DOUBLE) - 0.5) / CAST({int(fitted['count'])} AS DOUBLE)"
+    def rank_joins(self, fitted: list[dict[str, Any]], ranks: dict[int, str]) -> tuple[str, str]:
+        """For the rank_gauss features (``ranks``: index -> the column to hold its ``u``): the columns to add to
+        the query below the features (``u``) and the joins of their rank tables (built by the fitter)."""
+        q, cols, joins = self.q, [], []
+        for i, column in ranks.items():
+            f = fitted[i]
+            table, alias = self.fitter.rank_tables[(f["column"], f["fill"])], f"__gs_rk{i}"
+            x = self.fitter.imputed(f["column"], f["fill"])
+            joins.append(f" LEFT JOIN {q(table)} AS {alias} ON {x} = {alias}.{q(RANK_X)}")
+            # doubles throughout: Spark would compute a decimal quotient, rounded to its scale
+            u = f"(CAST({alias}.{q(RANK_R)} AS DOUBLE) - 0.5) / CAST({int(f['count'])} AS DOUBLE)"
+            cols.append(f", {u} AS {q(column)}")
+        return "".join(cols), "".join(joins)
 
-    def piece(self, fitted: dict[str, Any], u_column: str | None = None) -> str:
-        """A list expression holding the columns ``fitted`` contributes to its feature."""
+    def piece(self, fitted: dict[str, Any], u_column: str | None = None) -> list[str]:
+        """The columns (SQL) ``fitted`` contributes to its feature: 32-bit floats, or one list of them."""
         d, t = self.d, fitted["transform"]
         col = self.q(fitted["column"])
         if fitted.get("vector"):
-            return f"CAST({col} AS {d.float_list})"
+            return [f"CAST({col} AS {d.float_list})"]
         if t == "categorical":
             s = d.as_strings(col)
             return self._hot([f"{s} = {d.literal(v)}" for v in fitted["vocabulary"]])
@@ -91,7 +102,7 @@ class Builder:
             conds = [f"{x} < {b[0]!r}"]
             conds += [f"{x} >= {lo!r} AND {x} < {hi!r}" for lo, hi in zip(b, b[1:])]
             return self._hot([*conds, f"{x} >= {b[-1]!r}"])
-        return f"{d.make_list}({self.scalar(fitted, x, u_column)})"
+        return [f"CAST({self.scalar(fitted, x, u_column)} AS FLOAT)"]
 
     def scalar(self, fitted: dict[str, Any], x: str, u_column: str | None) -> str:
         t = fitted["transform"]
@@ -110,26 +121,28 @@ class Builder:
         whens = " ".join(f"WHEN {s} = {self.d.literal(v)} THEN {i}" for i, v in enumerate(vocab))
         return f"CAST(CASE {whens} ELSE {len(vocab)} END AS BIGINT)" if vocab else "CAST(0 AS BIGINT)"
 
-    def _hot(self, conditions: list[str]) -> str:
-        if not conditions:
-            return f"CAST({self.d.make_list}() AS {self.d.float_list})"
-        cases = ", ".join(f"CASE WHEN {c} THEN 1.0 ELSE 0.0 END" for c in conditions)
-        return f"{self.d.make_list}({cases})"
-
-    def feature(self, pieces: list[str]) -> str:
-        return self.d.floats(pieces)
+    @staticmethod
+    def _hot(conditions: list[str]) -> list[str]:
+        return [f"CAST(CASE WHEN {c} THEN 1.0 ELSE 0.0 END AS FLOAT)" for c in conditions]
 
 
-def feature_columns(b: Builder, fitted: list[dict[str, Any]], ranks: dict[int, str]) -> dict[str, str]:
-    """Output column name -> SQL, features of one name concatenated in order; index features alone."""
-    pieces: dict[str, list[str]] = {}
-    out: dict[str, str] = {}
+def feature_columns(
+    b: Builder, fitted: list[dict[str, Any]], ranks: dict[int, str]
+) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """Output columns (name -> SQL) and, per feature, its columns in order (``<feature>:<k>``); an index
+    feature is one integer column of its own name. A feature of no column (an empty vocabulary) is left out."""
+    columns: dict[str, str] = {}
+    features: dict[str, list[str]] = {}
     for i, f in enumerate(fitted):
         if f.get("output") == "index":
-            out[f["name"]] = b.index(f)
-        else:
-            pieces.setdefault(f["name"], []).append(b.piece(f, ranks.get(i)))
-    return {**{name: b.feature(p) for name, p in pieces.items()}, **out}
+            columns[f["name"]] = b.index(f)
+            features[f["name"]] = [f["name"]]
+            continue
+        names = features.setdefault(f["name"], [])
+        for expr in b.piece(f, ranks.get(i)):
+            names.append(f"{f['name']}:{len(names)}")
+            columns[names[-1]] = expr
+    return columns, {name: cols for name, cols in features.items() if cols}
 
 
 class _Col:

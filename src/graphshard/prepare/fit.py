@@ -18,6 +18,7 @@ from .config import MAX_CATEGORIES, NUMERIC, Feature
 from .engine import Column, Engine
 
 QUANTILES = 1001
+RANK_X, RANK_R, RANK_C = "__gs_x", "__gs_r", "__gs_c"  # a rank table: value, its rank, its count
 
 
 class Fitter:
@@ -28,6 +29,7 @@ class Fitter:
         self.q = engine.dialect.ident
         self.rel = self.q(src.relation)
         self._stats: dict[str, tuple[Any, ...]] = {}
+        self.rank_tables: dict[tuple[str, float], str] = {}  # (column, fill) -> its rank table
 
     def scan(self, columns: list[str]) -> None:
         """The statistics of every numeric column of ``columns``, in one pass over the table."""
@@ -121,13 +123,28 @@ class Fitter:
         return f"CASE WHEN {self.missing(column)} THEN {fill!r} ELSE {self.value(column)} END"
 
     def _order_statistics(self, f: Feature, fill: float, total: int) -> list[float]:
-        ranks = sorted({1 + round(i * (total - 1) / (QUANTILES - 1)) for i in range(QUANTILES)})
-        x = self.imputed(f.column, fill)
-        rows = self.engine.rows(
-            f"SELECT r, x FROM (SELECT x, ROW_NUMBER() OVER (ORDER BY x) AS r FROM (SELECT {x} AS x FROM {self.rel}) "
-            f"AS t) AS s WHERE r IN ({', '.join(map(str, ranks))})"
-        )
-        return [float(x) for _, x in sorted(rows)]
+        """The values at ranks ``1 + floor(i (n - 1) / 1000)``, i = 0..1000, read off the column's rank table
+        (built here: the write joins it back for ``u``): only the distinct values whose rows hold such a rank."""
+        name = f"__gs_rank_{len(self.rank_tables)}_{self.src.relation}"
+        self.engine.ranks(name, f"SELECT {self.imputed(f.column, fill)} AS {self.q(RANK_X)} FROM {self.rel}")
+        self.rank_tables[(f.column, fill)] = name
+        targets = [1 + (i * (total - 1)) // (QUANTILES - 1) for i in range(QUANTILES)]
+        if total == 1:
+            rows = self.engine.rows(f"SELECT {self.q(RANK_R)}, {self.q(RANK_C)}, {self.q(RANK_X)} FROM {self.q(name)}")
+        else:
+            # a distinct value's rows hold ranks r .. r + c - 1; keep it if one of them is a target
+            m, a, b = float(total - 1), f"({self.q(RANK_R)} - 1)", f"({self.q(RANK_R)} + {self.q(RANK_C)} - 1)"
+            first = f"CEIL({QUANTILES - 1}.0 * {a} / {m!r})"
+            last = f"FLOOR(({QUANTILES - 1}.0 * {b} - 1.0) / {m!r})"
+            columns = f"{self.q(RANK_R)}, {self.q(RANK_C)}, {self.q(RANK_X)}"
+            rows = self.engine.rows(f"SELECT {columns} FROM {self.q(name)} WHERE {first} <= {last}")
+        rows.sort()
+        out, j = [], 0
+        for k in targets:
+            while j + 1 < len(rows) and rows[j + 1][0] <= k:
+                j += 1
+            out.append(float(rows[j][2]))
+        return out
 
     def _vector_width(self, f: Feature) -> int:
         size, col = self.engine.dialect.size, self.q(f.column)

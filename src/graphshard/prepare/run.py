@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..chunked.spec import ChunkedMeta, FileSpec, read_metadata, write_metadata
+from ..errors import InputError
 from ..format.outputs import check_output_dir
 from ..format.staging import atomic_file, staged_dir
 from ..graph import EType, etype_str
@@ -165,11 +166,19 @@ class _Run:
         return next(n for n in self.cfg.nodes if n.type == ntype)
 
     def _register(self) -> None:
+        tables = [(f"__gs_nodes_{i}", n.table) for i, n in enumerate(self.cfg.nodes)]
+        tables += [(f"__gs_edges_{i}", e.table) for i, e in enumerate(self.cfg.edges)]
+        for name, table in tables:
+            self.engine.register(name, table)
+            taken = [c for c in self.engine.columns(name) if c.startswith("__gs_")]
+            if taken:
+                raise InputError(
+                    f"{table.describe()} ({table.where}): column {taken[0]!r}: names starting with __gs_ are "
+                    "graphshard's own; rename it"
+                )
         for i, spec in enumerate(self.cfg.nodes):
-            self.engine.register(f"__gs_nodes_{i}", spec.table)
             self.nodes[spec.type] = checks.Source(f"__gs_nodes_{i}", spec.table, self.engine.columns(f"__gs_nodes_{i}"))
         for i, e in enumerate(self.cfg.edges):
-            self.engine.register(f"__gs_edges_{i}", e.table)
             self.edges.append(checks.Source(f"__gs_edges_{i}", e.table, self.engine.columns(f"__gs_edges_{i}")))
 
     def _number(self) -> None:
@@ -212,8 +221,8 @@ class _Run:
             f", t.{q(c)} AS __gs_{k}" for k, c in (("split", label.split.column), ("time", label.split.time)) if c
         )
         table = self.engine.arrow(
-            f"SELECT m.nid AS nid, t.{q(label.column)} AS value, t.{q(spec.id)} AS key{extra} "
-            f"FROM {q(src.relation)} AS t JOIN {q(self.maps[spec.type])} AS m ON t.{q(spec.id)} = m.key"
+            f"SELECT m.__gs_id AS nid, t.{q(label.column)} AS value, t.{q(spec.id)} AS key{extra} "
+            f"FROM {q(src.relation)} AS t JOIN {q(self.maps[spec.type])} AS m ON t.{q(spec.id)} = m.__gs_key"
         )
         nids = table.column("nid").to_numpy()
         n = self.counts[spec.type]
@@ -250,12 +259,12 @@ class _Run:
     def _node_features(self, spec: NodeSpec, fitter: Fitter, fitted: list[dict[str, Any]]) -> dict[str, FileSpec]:
         q, b = self.q, Builder(self.engine.dialect, fitter)
         ranks = {i: f"__gs_u{i}" for i, f in enumerate(fitted) if f["transform"] == "rank_gauss"}
-        windows = "".join(f", {b.uniform(fitted[i])} AS {q(c)}" for i, c in ranks.items())
+        extra, joins = b.rank_joins(fitted, ranks)
         inner = (
-            f"SELECT t.*, m.nid AS {q(NID)}{windows} FROM {q(self.nodes[spec.type].relation)} AS t "
-            f"JOIN {q(self.maps[spec.type])} AS m ON t.{q(spec.id)} = m.key"
+            f"SELECT t.*, m.__gs_id AS {q(NID)}{extra} FROM {q(self.nodes[spec.type].relation)} AS t "
+            f"JOIN {q(self.maps[spec.type])} AS m ON t.{q(spec.id)} = m.__gs_key{joins}"
         )
-        columns = feature_columns(b, fitted, ranks)
+        columns, features = feature_columns(b, fitted, ranks)
         select = ", ".join(f"{expr} AS {q(name)}" for name, expr in columns.items())
         folder = inside(self.tmp, "nodes", spec.type)
         files = write_sorted(
@@ -265,13 +274,14 @@ class _Run:
             self.counts[spec.type],
             f"{spec.type} node rows",
         )
-        return {name: parquet_spec(files, [name], f"nodes/{spec.type}") for name in columns}
+        where = f"nodes/{spec.type}"
+        return {name: parquet_spec(files, cols, where, matrix=name not in columns) for name, cols in features.items()}
 
     def _write_id_maps(self, kinds: dict[str, str]) -> None:
         q = self.q
         for t in self.cfg.ntypes:
             folder = inside(self.tmp, "id_maps", t)
-            sql = f"SELECT key AS id, nid AS {q(NID)} FROM {q(self.maps[t])}"
+            sql = f"SELECT __gs_key AS id, __gs_id AS {q(NID)} FROM {q(self.maps[t])}"
             write_sorted(self.engine, sql, folder, self.counts[t], f"{t} ID map")
             self.transforms.setdefault("nodes", {}).setdefault(t, {}).setdefault(
                 "id", {"column": None, "kind": kinds[t]}

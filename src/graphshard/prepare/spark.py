@@ -188,19 +188,39 @@ class SparkEngine:
         from pyspark.sql import functions as F
 
         keys = self._sql(f"SELECT DISTINCT key FROM ({keys_sql}) AS k WHERE key IS NOT NULL").orderBy("key")
-        keys = keys.localCheckpoint(eager=True)  # partitions fixed, each in order
-        tagged = keys.withColumn("_p", F.spark_partition_id()).withColumn("_i", F.monotonically_increasing_id())
-        counts = dict(tagged.groupBy("_p").count().collect())
-        first, offsets = 0, []
-        for p in sorted(counts):
-            offsets.append((p, first))
-            first += counts[p]
+        first, local = self._placed(keys, F.lit(1))
+        position = first + F.col("_i") - F.shiftleft(F.col("_p").cast("long"), 33)
+        mapped = local.select(F.col("key").alias("__gs_key"), position.alias("__gs_id"))
+        mapped.localCheckpoint(eager=True).createOrReplaceTempView(name)
+
+    def ranks(self, name: str, values_sql: str) -> None:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        counts = self._sql(f"SELECT __gs_x, COUNT(*) AS __gs_c FROM ({values_sql}) AS v GROUP BY __gs_x")
+        first, placed = self._placed(counts.orderBy("__gs_x"), F.col("__gs_c"))
+        before = F.sum("__gs_c").over(Window.partitionBy("_p").orderBy("_i").rowsBetween(Window.unboundedPreceding, 0))
+        ranked = placed.select("__gs_x", (first + before - F.col("__gs_c") + 1).alias("__gs_r"), "__gs_c")
+        ranked.localCheckpoint(eager=True).createOrReplaceTempView(name)
+
+    def _placed(self, ordered: Any, weight: Any) -> tuple[Any, Any]:
+        """Sorted rows pinned in their partitions (``_p``, and ``_i`` rising within one), and for each row the
+        total ``weight`` of the partitions before its own: the parts of a global position computed in
+        parallel, with no partition holding every row."""
+        from pyspark.sql import functions as F
+
+        pinned = ordered.localCheckpoint(eager=True)  # partitions fixed, each in order
+        tagged = pinned.withColumn("_p", F.spark_partition_id()).withColumn("_i", F.monotonically_increasing_id())
+        totals = dict(tagged.groupBy("_p").agg(F.sum(weight)).collect())
+        offset, offsets = 0, []
+        for p in sorted(totals):
+            offsets.append((p, offset))
+            offset += int(totals[p] or 0)
         # the offsets as SQL values: a relation of the driver's JVM, so no executor needs Python
         values = ", ".join(f"({p}, {o})" for p, o in (offsets or [(0, 0)]))
         table = self._sql(f"SELECT * FROM VALUES {values} AS t(_p, _off)")
-        local = F.col("_i") - F.shiftleft(F.col("_p").cast("long"), 33)
-        mapped = tagged.join(F.broadcast(table), "_p").select("key", (F.col("_off") + local).alias("nid"))
-        mapped.localCheckpoint(eager=True).createOrReplaceTempView(name)
+        joined = tagged.join(F.broadcast(table), "_p")
+        return F.col("_off"), joined
 
     def write(self, sql: str, folder: Path, ordered_by: str | None = None) -> list[Path]:
         folder.parent.mkdir(parents=True, exist_ok=True)

@@ -49,8 +49,11 @@ def write_sorted(engine: Engine, sql: str, folder: Path, total: int, what: str) 
     return files
 
 
-def parquet_spec(files: list[Path], columns: list[str], where: str, kind: str = "data") -> FileSpec:
-    return FileSpec("parquet", tuple(files), " ", where, kind, None, tuple(columns))
+def parquet_spec(
+    files: list[Path], columns: list[str], where: str, kind: str = "data", matrix: bool = False
+) -> FileSpec:
+    """Parquet chunk files read through ``columns``; ``matrix``: their rows are vectors (even of one column)."""
+    return FileSpec("parquet", tuple(files), " ", where, kind, None, tuple(columns), matrix)
 
 
 def npy_chunks(folder: Path, name: str, rows: np.ndarray, where: str, cuts: list[int] | None = None) -> FileSpec:
