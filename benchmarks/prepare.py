@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -55,7 +54,7 @@ def _numeric(rng, n: int, missing: float = 0.0) -> dict:
     return cols
 
 
-def make_tables(root: Path, edges: int, seed: int = 0) -> Path:
+def make_tables(root: Path, edges: int, seed: int = 0, edge_rank_gauss: bool = False) -> Path:
     """The tables of ``edges`` edges (kept: made once per size) and their prepare config."""
     import numpy as np
     import pyarrow as pa
@@ -64,7 +63,7 @@ def make_tables(root: Path, edges: int, seed: int = 0) -> Path:
 
     config = root / "prepare.yaml"
     if config.is_file():
-        return config
+        return config_for(root, edge_rank_gauss)
     rng = np.random.default_rng(seed)
     users, items = edges // 8, edges // 64
     user_key, item_key = rng.permutation(users * 4)[:users], rng.permutation(items * 4)[:items]
@@ -73,7 +72,11 @@ def make_tables(root: Path, edges: int, seed: int = 0) -> Path:
         (root / name).mkdir(parents=True, exist_ok=True)
         for i, lo in enumerate(range(0, keys.size, ROWS_PER_FILE)):
             part = keys[lo : lo + ROWS_PER_FILE]
-            cols = {"id": _ids(prefix, part), **_numeric(rng, part.size, 0.01), "country": countries[rng.integers(0, 50, part.size)]}
+            cols = {
+                "id": _ids(prefix, part),
+                **_numeric(rng, part.size, 0.01),
+                "country": countries[rng.integers(0, 50, part.size)],
+            }
             if extra:
                 cols["label"] = rng.integers(0, 10, part.size)
             pq.write_table(pa.table(cols), root / name / f"part-{i:03d}.parquet")
@@ -88,7 +91,11 @@ def make_tables(root: Path, edges: int, seed: int = 0) -> Path:
             "kind": kinds[rng.integers(0, 20, n)],
         }
         pq.write_table(pa.table(cols), root / "edges" / f"part-{i:03d}.parquet")
+    # nodes: the four numeric transforms fitted to statistics or to ranks; edges: rank_gauss only with
+    # --edge-rank-gauss (it sorts every edge: measured apart)
     numeric = [{"column": f"x{k}", "transform": t} for k, t in enumerate(["standard", "min_max", "rank_gauss", "none"])]
+    bucket = {"column": "x2", "transform": "bucket", "buckets": [0.0, 1.0, 2.0, 3.0, 4.0]}
+    edge_numeric = numeric if edge_rank_gauss else [*numeric[:2], bucket, numeric[3]]
     node = lambda t, path, label: {  # noqa: E731
         "type": t,
         "path": f"{path}/*.parquet",
@@ -105,22 +112,38 @@ def make_tables(root: Path, edges: int, seed: int = 0) -> Path:
                 "path": "edges/*.parquet",
                 "source": "user",
                 "destination": "item",
-                "features": [*numeric, {"column": "kind", "transform": "categorical"}],
+                "features": [*edge_numeric, {"column": "kind", "transform": "categorical"}],
             }
         ],
     }
-    config.write_text(yaml.safe_dump(spec))
-    return config
+    config.write_text(yaml.safe_dump(json.loads(json.dumps(spec))))
+    return config_for(root, edge_rank_gauss)
+
+
+def config_for(tables: Path, edge_rank_gauss: bool) -> Path:
+    """The tables' config, with or without rank_gauss on an edge column."""
+    import yaml
+
+    spec = yaml.safe_load((tables / "prepare.yaml").read_text())
+    features = spec["edges"][0]["features"]
+    features[2] = (
+        {"column": "x2", "transform": "rank_gauss"}
+        if edge_rank_gauss
+        else {"column": "x2", "transform": "bucket", "buckets": [0.0, 1.0, 2.0, 3.0, 4.0]}
+    )
+    path = tables / ("prepare-edge-rank-gauss.yaml" if edge_rank_gauss else "prepare-default.yaml")
+    path.write_text(yaml.safe_dump(json.loads(json.dumps(spec))))  # no YAML aliases
+    return path
 
 
 def du(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
 
 
-def run_prepare(config: Path, out: Path, engine: str, memory: str, log: Path) -> dict:
+def run_prepare(config: Path, out: Path, engine: str, memory: str | None, log: Path) -> dict:
     shutil.rmtree(out, ignore_errors=True)
     cmd = [sys.executable, "-m", "graphshard.cli", "prepare", str(config), "--out", str(out), "--engine", engine]
-    cmd += ["--memory", memory]
+    cmd += ["--memory", memory] if memory else []
     res = watched(cmd, log, out.parent, shutil.disk_usage(out.parent).used)
     if res["returncode"] != 0:
         raise RuntimeError(f"{engine} failed:\n{log.read_text()[-3000:]}")
@@ -160,7 +183,14 @@ def core_polars(tables: Path, out: Path) -> None:
         pl.scan_parquet(f"{tables}/{t}/*.parquet").select("id").sort("id").with_row_index("nid").sink_parquet(path)
         maps[t] = pl.scan_parquet(path)
     e = pl.scan_parquet(f"{tables}/edges/*.parquet")
-    stats = e.select([pl.col(f"x{k}").mean().alias(f"m{k}") for k in range(4)] + [pl.col(f"x{k}").std(ddof=0).alias(f"s{k}") for k in range(4)]).collect(engine="streaming").row(0)
+    stats = (
+        e.select(
+            [pl.col(f"x{k}").mean().alias(f"m{k}") for k in range(4)]
+            + [pl.col(f"x{k}").std(ddof=0).alias(f"s{k}") for k in range(4)]
+        )
+        .collect(engine="streaming")
+        .row(0)
+    )
     scaled = [((pl.col(f"x{k}") - stats[k]) / stats[4 + k]).alias(f"x{k}") for k in range(4)]
     joined = (
         e.join(maps["users"].rename({"nid": "src"}), left_on="user", right_on="id")
@@ -176,7 +206,8 @@ def compare_local(args, tables: Path, work: Path, log: Path) -> list[dict]:
         out = work / f"core-{engine}"
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
-        cmd = [sys.executable, __file__, "--child", engine, "--tables", str(tables), "--out", str(out), "--memory", args.memory]
+        cmd = [sys.executable, __file__, "--child", engine, "--tables", str(tables), "--out", str(out)]
+        cmd += ["--memory", args.memory or "2.5GB"]
         res = watched(cmd, log, work, shutil.disk_usage(work).used)
         if res["returncode"] != 0:
             raise RuntimeError(f"{engine} failed:\n{log.read_text()[-3000:]}")
@@ -189,9 +220,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--edges", default="10M", help="comma-separated edge counts (e.g. 10M,100M)")
     p.add_argument("--engines", default="local,spark")
-    p.add_argument("--memory", default="3GB", help="the engine's memory (--memory of prepare)")
+    p.add_argument("--memory", help="the engine's memory (--memory of prepare; default: prepare's, per engine)")
     p.add_argument("--repeat", type=int, default=1, help="runs per engine, interleaved (A B A B)")
     p.add_argument("--compare-local", action="store_true", help="DuckDB against Polars on the job's core")
+    p.add_argument("--edge-rank-gauss", action="store_true", help="rank_gauss on an edge column too (sorts every edge)")
     p.add_argument("--work", type=Path, default=Path("/tmp/graphshard-bench-prepare"))
     p.add_argument("--json", type=Path, default=Path("benchmarks/results/prepare.json"))
     p.add_argument("--child", help=argparse.SUPPRESS)
@@ -200,7 +232,9 @@ def main() -> None:
     args = p.parse_args()
     if args.child:
         start = time.perf_counter()
-        core_duckdb(args.tables, args.out, args.memory) if args.child == "duckdb" else core_polars(args.tables, args.out)
+        core_duckdb(args.tables, args.out, args.memory) if args.child == "duckdb" else core_polars(
+            args.tables, args.out
+        )
         print(json.dumps({"seconds": time.perf_counter() - start, "peak_rss": peak_rss()}))
         return
     result: dict = {"machine": machine(), "runs": [], "core": []}
@@ -210,23 +244,30 @@ def main() -> None:
         edges = count(size)
         tables = args.work / f"tables-{size}"
         t0 = time.perf_counter()
-        config = make_tables(tables, edges)
+        config = make_tables(tables, edges, edge_rank_gauss=args.edge_rank_gauss)
         made = time.perf_counter() - t0
         log = args.work / "run.log"
         if args.compare_local:
             for row in compare_local(args, tables, args.work, log):
                 row["edges"] = edges
                 result["core"].append(row)
-                print(f"| {size} | core: {row['engine']} | {row['seconds']:.1f} | {edges / row['seconds'] / 1e6:.2f} | {row['peak_memory'] / 2**30:.2f} | | |")
+                rate, peak = edges / row["seconds"] / 1e6, row["peak_memory"] / 2**30
+                print(f"| {size} | core: {row['engine']} | {row['seconds']:.1f} | {rate:.2f} | {peak:.2f} | | |")
             continue
         for engine in args.engines.split(",") * args.repeat:
-            memory = args.memory if engine == "local" else args.memory.lower().replace("gb", "g")
-            res = run_prepare(config, args.work / f"out-{size}-{engine}", engine, memory, log)
-            row = {"edges": edges, "engine": engine, "tables_made_s": made, **res}
+            res = run_prepare(config, args.work / f"out-{size}-{engine}", engine, args.memory, log)
+            row = {
+                "edges": edges,
+                "engine": engine,
+                "edge_rank_gauss": args.edge_rank_gauss,
+                "tables_made_s": made,
+                **res,
+            }
             result["runs"].append(row)
+            gib = [res[k] / 2**30 for k in ("peak_memory", "peak_disk", "output_bytes")]
+            rate = edges / res["seconds"] / 1e6
             print(
-                f"| {size} | {engine} | {res['seconds']:.1f} | {edges / res['seconds'] / 1e6:.2f} | "
-                f"{res['peak_memory'] / 2**30:.2f} | {res['peak_disk'] / 2**30:.2f} | {res['output_bytes'] / 2**30:.2f} |"
+                f"| {size} | {engine} | {res['seconds']:.1f} | {rate:.2f} | {gib[0]:.2f} | {gib[1]:.2f} | {gib[2]:.2f} |"
             )
             shutil.rmtree(args.work / f"out-{size}-{engine}", ignore_errors=True)
     write_result(args.json, result)

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from tests import test_readme
 
@@ -26,7 +27,8 @@ RUN_PAGES = (
     "dataset.md",
     "models.md",
     "guide/tasks.md",
-)  # pages whose Python and shell blocks _run_page runs, all of them
+    "guide/prepare.md",
+)  # pages whose Python, YAML (# NAME.yaml) and shell blocks _run_page runs, all of them but those marked not run
 LANGUAGES = {"python", "bash", "yaml", "text"}
 NOT_RUN = re.compile(r"# not run(?: as written)?: \S.{9,}")  # the marker, with a reason of some words
 WAIVED: dict[tuple[str, str], str] = {}  # (page, a line of the block) -> why it is neither run nor marked
@@ -58,7 +60,12 @@ def _run_blocks() -> set[str]:
     """The text of every block a test runs as written."""
     run = {block for _, block in test_readme._blocks()} | {test_readme._command_line_block()}
     for page in RUN_PAGES:
-        run |= {body for lang, body, _ in _fenced((DOCS / page).read_text()) if lang in ("python", "bash")}
+        run |= {
+            body
+            for lang, body, _ in _fenced((DOCS / page).read_text())
+            if (lang in ("python", "bash") or (lang == "yaml" and re.match(r"# [\w-]+\.yaml\n", body)))
+            and not _marker(body)
+        }
     return {block.strip() for block in run | {_config_block()}}
 
 
@@ -76,9 +83,14 @@ def _run_page(page: str, tmp_path: Path) -> tuple[list[list[str]], list[str]]:
         name = re.match(r"# (\w+\.py)", block)
         assert name, f"docs/{page} Python block without a '# NAME.py' first line:\n{block[:200]}"
         (tmp_path / name.group(1)).write_text(block)
+    for block in re.findall(r"```yaml\n(.*?)```", text, re.S):
+        name = re.match(r"# ([\w-]+\.yaml)\n", block)
+        if name:
+            (tmp_path / name.group(1)).write_text(block)
     commands = [
         line.split()
         for block in re.findall(r"```bash\n(.*?)```", text, re.S)
+        if not _marker(block)
         for line in block.splitlines()
         if line.strip()
     ]
@@ -123,6 +135,22 @@ def test_tasks_page_example_runs_as_written(tmp_path):
     assert ratings["test_metrics"]["r2"] > 0.8, ratings["test_metrics"]
     assert tags["label_kind"] == "multilabel" and list(tags["test_metrics"]) == ["f1_macro", "roc_auc"]
     assert tags["test_metrics"]["f1_macro"] > 0.6 and tags["test_metrics"]["roc_auc"] > 0.8, tags["test_metrics"]
+
+
+def test_prepare_page_example_runs_as_written(tmp_path):
+    pytest.importorskip("duckdb")
+    commands, errors = _run_page("guide/prepare.md", tmp_path)
+    assert [c[:2] for c in commands] == [
+        ["python", "make_tables.py"],
+        ["graphshard", "prepare"],
+        ["graphshard", "train"],
+    ]
+    meta = json.loads((tmp_path / "shop" / "metadata.json").read_text())
+    assert meta["node_type"] == ["user", "item"] and meta["num_nodes_per_type"] == [2000, 300]
+    assert meta["edge_type"] == ["user:buys:item", "item:rev_buys:user"]
+    assert not any("warning" in e.lower() or "Traceback" in e for e in errors), errors
+    made = errors[2].strip().splitlines()[-1]  # train says where it partitioned, for embed and serve
+    assert made.startswith("graphshard: partitions of shop: work/1parts-metis/shop-"), made
 
 
 def test_config_file_example_is_read_as_written(tmp_path):

@@ -58,7 +58,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--memory",
         metavar="SIZE",
-        help="the engine's memory, e.g. 3GB (local: DuckDB's limit, default 3GB; spark: driver and executor "
+        help="the engine's memory, e.g. 3GB (local: DuckDB's limit, default 2.5GB; spark: driver and executor "
         "memory, default 2g)",
     )
     p.add_argument(

@@ -42,7 +42,7 @@ class DuckEngine:
     name = "local"
     dialect = DUCKDB
 
-    def __init__(self, spill: Path, memory: str = "3GB", threads: int | None = None):
+    def __init__(self, spill: Path, memory: str = "2.5GB", threads: int | None = None):
         import duckdb
 
         self._duckdb = duckdb

@@ -9,6 +9,9 @@ from ..errors import GraphshardError, InputError
 from .engine import Engine
 
 ENGINES = ("local", "spark")
+# DuckDB's own limit: the process holds Python, pyarrow and DuckDB's other memory besides (about 1 GiB at 100 M
+# edges, benchmarks/prepare.py), so 2.5 GB keeps the whole within 4 GiB
+DEFAULT_MEMORY = "2.5GB"
 INSTALL = "pip install 'graphshard[prepare]'"
 
 
@@ -34,7 +37,7 @@ def open_engine(
         _require("duckdb", "the local engine")
         from .duck import DuckEngine
 
-        return DuckEngine(spill, memory=memory or "3GB")
+        return DuckEngine(spill, memory=memory or DEFAULT_MEMORY)
     _require("pyspark", "the spark engine")
     from .spark import SparkEngine
 

@@ -28,7 +28,7 @@ from ..graph import EType, etype_str
 from ..names import inside
 from . import checks
 from .config import EdgeSpec, NodeSpec, PrepareConfig, read_prepare_config
-from .edges import EdgeWriter
+from .edges import BROADCAST, EdgeWriter, broadcast
 from .engines import open_engine
 from .expressions import Builder, feature_columns
 from .fit import Fitter, check_finite_fit, numeric_columns
@@ -123,30 +123,32 @@ class _Run:
         for spec in self.cfg.nodes:
             checks.check_node_ids(self.engine, spec, self.nodes[spec.type])
         self._number()
+        # --on-dangling drop: counted now, so that features are fitted to the edges kept; error: the edges
+        # written are counted instead (a join fewer), and a shortfall is named before anything is published
         dropped = {
-            spec.type: checks.dangling(self.engine, spec, src, self.maps, self.on_dangling)
+            spec.type: checks.dangling(self.engine, spec, src, self.maps, "drop") if self.on_dangling == "drop" else 0
             for spec, src in zip(self.cfg.edges, self.edges)
         }
         node_plans = {spec.type: self._fit_nodes(spec, kinds[spec.type]) for spec in self.cfg.nodes}
         edge_writers = [
-            EdgeWriter(self.engine, spec, src, self.maps, dropped[spec.type])
+            EdgeWriter(self.engine, spec, src, self.maps, dropped=dropped[spec.type], counts=self.counts)
             for spec, src in zip(self.cfg.edges, self.edges)
         ]
         for w in edge_writers:
             w.fit()
-        # every check has passed: write
-        node_data = {t: self._write_nodes(self.nodes_spec(t), plan) for t, plan in node_plans.items()}
-        self._write_id_maps(kinds)
+        # every check has passed: write (into the staging directory: nothing is published before the end)
         edges: dict[EType, FileSpec] = {}
         edge_data: dict[EType, dict[str, FileSpec]] = {}
         num_edges: dict[EType, int] = {}
         self.transforms["edges"] = {}
         for w in edge_writers:
-            written = w.write(self.tmp)
+            written = w.write(self.tmp, strict=self.on_dangling == "error")
             edges.update(written.edges)
             edge_data.update(written.data)
             num_edges.update(written.counts)
             self.transforms["edges"][etype_str(w.spec.type)] = written.fitted
+        node_data = {t: self._write_nodes(self.nodes_spec(t), plan) for t, plan in node_plans.items()}
+        self._write_id_maps(kinds)
         meta = ChunkedMeta(
             self.tmp / "metadata.json",
             self.cfg.graph_name,
@@ -260,8 +262,9 @@ class _Run:
         q, b = self.q, Builder(self.engine.dialect, fitter)
         ranks = {i: f"__gs_u{i}" for i, f in enumerate(fitted) if f["transform"] == "rank_gauss"}
         extra, joins = b.rank_joins(fitted, ranks)
+        hint = broadcast(["m"] if self.counts[spec.type] <= BROADCAST else [])
         inner = (
-            f"SELECT t.*, m.__gs_id AS {q(NID)}{extra} FROM {q(self.nodes[spec.type].relation)} AS t "
+            f"SELECT {hint}t.*, m.__gs_id AS {q(NID)}{extra} FROM {q(self.nodes[spec.type].relation)} AS t "
             f"JOIN {q(self.maps[spec.type])} AS m ON t.{q(spec.id)} = m.__gs_key{joins}"
         )
         columns, features = feature_columns(b, fitted, ranks)
