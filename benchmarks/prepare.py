@@ -266,9 +266,8 @@ def main() -> None:
             result["runs"].append(row)
             gib = [res[k] / 2**30 for k in ("peak_memory", "peak_disk", "output_bytes")]
             rate = edges / res["seconds"] / 1e6
-            print(
-                f"| {size} | {engine} | {res['seconds']:.1f} | {rate:.2f} | {gib[0]:.2f} | {gib[1]:.2f} | {gib[2]:.2f} |"
-            )
+            cells = [size, engine, f"{res['seconds']:.1f}", f"{rate:.2f}", *(f"{g:.2f}" for g in gib)]
+            print("| " + " | ".join(cells) + " |")
             shutil.rmtree(args.work / f"out-{size}-{engine}", ignore_errors=True)
     write_result(args.json, result)
 
