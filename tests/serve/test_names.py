@@ -48,3 +48,22 @@ def test_maps_checked_against_the_graph(tmp_path):
     bad = _prepared(tmp_path / "bad", [5, 3, 9])  # not sorted: not a map prepare wrote
     with pytest.raises(FormatError, match="not in graphshard's order"):
         read_id_maps(bad)
+
+
+def test_pairs_asked_and_answered_in_the_users_ids(tmp_path):
+    from graphshard.serve.queries import GraphFacts
+
+    users = sorted(f"u{i:02d}" for i in range(10))
+    prepared = _prepared(tmp_path, users, "user")
+    items = tmp_path / "id_maps" / "item"
+    items.mkdir()
+    pq.write_table(pa.table({"id": [10, 20, 30], "__gs_nid": [0, 1, 2]}), items / "data_0.parquet")
+    names = NodeNames.load(str(prepared), {"user": 10, "item": 3})
+    facts = GraphFacts({"user": 10, "item": 3}, ["user"], "feat", {}, False, pair_types=("user", "item"))
+    asked = names.request({"pairs": [["u03", 30], ["u09", 10]]}, facts)
+    assert asked["pairs"] == [[3, 2], [9, 0]]
+    assert names.answer({"pairs": asked["pairs"], "scores": [0.1, 0.2]}, facts)["pairs"] == [["u03", 30], ["u09", 10]]
+    from graphshard.serve.queries import RequestError
+
+    with pytest.raises(RequestError, match=r"pairs\[1\]\[1\]: node 40 of type 'item' is not in the ID map"):
+        names.request({"pairs": [["u03", 30], ["u09", 40]]}, facts)

@@ -1,22 +1,28 @@
 """Nodes named by the users' own IDs (``serve --id-map``): a request's IDs (``nodes``, ``pairs`` or ``edges``, a
 new node's ``edges`` and ``out_edges``) become graphshard's before the request is checked, and the answer names
-them by the users' IDs again. An ID the map lacks is a 404 naming the field."""
+them by the users' IDs again. An ID the map lacks is a 404 naming the field. A new node may be given by its
+raw column values (``{"columns": {"age": 31, "country": "fr"}}``): ``prepare``'s fitted transforms make its
+feature row."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..prepare.apply import feature_row, read_transforms
 from ..prepare.idmap import IDMap, read_id_maps
 from .queries import GraphFacts, RequestError
 
 
 @dataclass(frozen=True)
 class NodeNames:
-    """The ID map of every node type the service answers for, by the graph's type names."""
+    """The ID map of every node type the service answers for, by the graph's type names, and their fitted
+    feature transforms (``transforms.json``, by the same names)."""
 
     maps: dict[str, IDMap]
+    transforms: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, prepared: str, counts: dict[str, int]) -> NodeNames:
@@ -26,8 +32,11 @@ class NodeNames:
             InputError: a type without a map, or a map of another size (another graph's).
         """
         maps = read_id_maps(prepared)
+        known = read_transforms(prepared)["nodes"] if (Path(prepared) / "transforms.json").exists() else {}
+        fitted = {t: d.get("features", []) for t, d in known.items()}
         if len(counts) == 1 and len(maps) == 1:  # a one-type graph: the partitions may name its type otherwise
-            maps = {next(iter(counts)): next(iter(maps.values()))}
+            only = next(iter(maps))
+            maps, fitted = {next(iter(counts)): maps[only]}, {next(iter(counts)): fitted.get(only, [])}
         for ntype, n in counts.items():
             if ntype not in maps:
                 raise InputError(f"{prepared}: no ID map of node type {ntype!r} (maps: {', '.join(maps)})")
@@ -36,7 +45,7 @@ class NodeNames:
                     f"{prepared}: the ID map of {ntype!r} names {maps[ntype].ids.size} nodes, the graph has {n} "
                     "(another graph's maps?)"
                 )
-        return cls(maps)
+        return cls(maps, fitted)
 
     def _graph_ids(self, values: Any, ntype: str, name: str) -> Any:
         if not isinstance(values, list):
@@ -81,6 +90,8 @@ class NodeNames:
         if not isinstance(item, dict):
             return item
         item = dict(item)
+        if "columns" in item:
+            item = self._columns(item, where, ntype, facts.feat_name)
         for key, end in (("edges", 2), ("out_edges", 0)):
             fits = [et for et in facts.etypes if et[end] == ntype]
             value = item.get(key)
@@ -94,14 +105,27 @@ class NodeNames:
                 item[key] = named
         return item
 
+    def _columns(self, item: dict[str, Any], where: str, ntype: str, feat_name: str) -> dict[str, Any]:
+        """A new node's raw column values made into its feature row (``features``), as prepare made the table's."""
+        columns = item.pop("columns")
+        if "features" in item:
+            raise RequestError(422, f"{where}: give 'features' or 'columns', not both", f"{where}.columns")
+        if not isinstance(columns, dict):
+            raise RequestError(422, f"{where}.columns must be an object of column values", f"{where}.columns")
+        try:
+            row = feature_row(self.transforms.get(ntype, []), columns, feat_name)
+        except InputError as exc:
+            raise RequestError(422, f"{where}.columns: {exc}", f"{where}.columns") from None
+        return item | {"features": {feat_name: row.tolist()}}
+
     def answer(self, answer: dict[str, Any], facts: GraphFacts) -> dict[str, Any]:
         """``answer`` naming its nodes by the users' IDs."""
         out = dict(answer)
         if "nodes" in out and out.get("type") in self.maps:
             ids = self.maps[out["type"]].ids
             out["nodes"] = [None if n is None else ids[n].item() for n in out["nodes"]]
-        for field in ("pairs", "edges"):
-            if field in out and facts.pair_types is not None:
+        for key in ("pairs", "edges"):
+            if key in out and facts.pair_types is not None:
                 s, d = (self.maps[t].ids for t in facts.pair_types)
-                out[field] = [[s[u].item(), d[v].item()] for u, v in out[field]]
+                out[key] = [[s[u].item(), d[v].item()] for u, v in out[key]]
         return out
