@@ -225,7 +225,7 @@ def main() -> None:
     p.add_argument("--compare-local", action="store_true", help="DuckDB against Polars on the job's core")
     p.add_argument("--edge-rank-gauss", action="store_true", help="rank_gauss on an edge column too (sorts every edge)")
     p.add_argument("--work", type=Path, default=Path("/tmp/graphshard-bench-prepare"))
-    p.add_argument("--json", type=Path, default=Path("benchmarks/results/prepare.json"))
+    p.add_argument("--json", type=Path, default=Path("bench-out/prepare.json"))
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--tables", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--out", type=Path, help=argparse.SUPPRESS)
