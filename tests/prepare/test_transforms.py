@@ -14,7 +14,7 @@ from sklearn.preprocessing import MinMaxScaler, MultiLabelBinarizer, StandardSca
 
 from graphshard.prepare import prepare
 
-from .tables import id_map, load, rows_in_id_order, write_config, write_tables
+from .tables import CONFIG, id_map, load, rows_in_id_order, write_config, write_tables
 
 pytest.importorskip("duckdb")
 
@@ -129,3 +129,29 @@ def test_fitted_transforms_recorded(shop):
     )
     assert fitted["nodes"]["user"]["features"][4]["vocabulary"] == ["de", "fr", "jp", "us"]
     assert fitted["nodes"]["item"]["id"]["kind"] == "int"
+
+
+def test_regression_and_multi_label_labels(tmp_path):
+    import copy
+
+    tables = write_tables(tmp_path, seed=9)
+    cfg = copy.deepcopy(CONFIG)
+    cfg["nodes"][0]["label"] = {"column": "score", "kind": "regression", "allow_missing": True}
+    cfg["nodes"][1]["label"] = {"column": "genres", "kind": "multi_label", "split": {"fractions": [0.5, 0.5, 0.0]}}
+    out = tmp_path / "out"
+    prepare(write_config(tmp_path, cfg), out)
+    g = load(out)
+    users = rows_in_id_order(tables["users"], "user_id", id_map(out, "user"))
+    score = _column(users, "score")
+    label = g.node_feats["user"]["label"]
+    assert label.dtype == np.float32
+    np.testing.assert_array_equal(np.isnan(label), np.isnan(score))
+    np.testing.assert_allclose(label[~np.isnan(score)], score[~np.isnan(score)])
+    split = g.node_feats["user"]["train_mask"] | g.node_feats["user"]["val_mask"] | g.node_feats["user"]["test_mask"]
+    np.testing.assert_array_equal(split, ~np.isnan(score))  # the unlabelled in no split
+    items = rows_in_id_order(tables["items"], "item_id", id_map(out, "item"))
+    expected = MultiLabelBinarizer(classes=["x", "y", "z"]).fit_transform(items.column("genres").to_pylist())
+    np.testing.assert_array_equal(g.node_feats["item"]["label"], expected)
+    assert (g.node_feats["item"]["train_mask"].sum(), g.node_feats["item"]["test_mask"].sum()) == (30, 0)
+    fitted = json.loads((out / "transforms.json").read_text())["nodes"]["item"]["label"]
+    assert fitted["kind"] == "multi_label" and fitted["classes"] == ["x", "y", "z"]
