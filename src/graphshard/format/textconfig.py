@@ -76,3 +76,13 @@ def _yaml_value_error(yaml: Any, path: Path, text: str, exc: Exception) -> str:
         elif isinstance(node, yaml.MappingNode):
             stack.extend(n for pair in reversed(node.value) for n in reversed(pair))
     return f"{path}: not valid YAML ({exc})"
+
+
+def read_config_text(path: Path, what: str = "config file") -> Any:
+    """The parsed contents of the YAML or JSON file ``path`` (``what`` it is, for the message when it cannot
+    be read)."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read {what} {path}: {exc}") from None
+    return parse_config_text(path, text)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..format.textconfig import parse_config_text, shown
+from ..format.textconfig import read_config_text, shown
 from ..graph import EType
 from ..names import check_etype_names, check_path_name
 
@@ -136,11 +136,7 @@ def read_prepare_config(path: str | os.PathLike) -> PrepareConfig:
         InputError: the file cannot be read, or a key is missing, unknown or holds a bad value (named).
     """
     path = Path(path)
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read prepare config {path}: {exc}") from None
-    raw = parse_config_text(path, text)
+    raw = read_config_text(path, "prepare config")
     r = _Keys(path, raw, "", {"graph_name", "nodes", "edges"})
     nodes = tuple(_node(r.child(v, f"nodes[{i}]")) for i, v in enumerate(r.list("nodes", required=False)))
     edges = tuple(_edge(r.child(v, f"edges[{i}]")) for i, v in enumerate(r.list("edges", required=True)))

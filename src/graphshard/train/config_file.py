@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..format.textconfig import parse_config_text
+from ..format.textconfig import read_config_text
 from .fields import coerce, shown, specs
 from .options import LaunchOptions, TrainOptions
 
@@ -28,11 +28,7 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
     """The options a config file sets, coerced to their types. Raises :class:`InputError` naming the file
     and the key at fault (with the closest known key for a misspelt one)."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read config file {path}: {exc}") from None
-    raw = parse_config_text(path, text)
+    raw = read_config_text(path)
     if raw is None:
         return {}
     if not isinstance(raw, dict):
