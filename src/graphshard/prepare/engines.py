@@ -15,6 +15,23 @@ DEFAULT_MEMORY = "2.5GB"
 INSTALL = "pip install 'graphshard[prepare]'"
 
 
+def require_engine(name: str, *, master: str | None = None, conf: dict[str, str] | None = None) -> None:
+    """Check, before anything is made, that engine ``name`` is known, installed and given options it takes.
+
+    Raises:
+        GraphshardError: its package is not installed (the line names what to install).
+        InputError: an unknown engine, or Spark's options given to the local engine.
+    """
+    if name not in ENGINES:
+        raise InputError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
+    if name == "local" and (master or conf):
+        raise InputError("--master and --conf are for the spark engine; the local engine runs in this process")
+    if name == "local":
+        _require("duckdb", "the local engine")
+    else:
+        _require("pyspark", "the spark engine")
+
+
 def open_engine(
     name: str,
     *,
@@ -29,16 +46,11 @@ def open_engine(
         GraphshardError: its package is not installed (the line names what to install).
         InputError: an unknown engine, or a master URL given to the local engine.
     """
-    if name not in ENGINES:
-        raise InputError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
+    require_engine(name, master=master, conf=conf)
     if name == "local":
-        if master or conf:
-            raise InputError("--master and --conf are for the spark engine; the local engine runs in this process")
-        _require("duckdb", "the local engine")
         from .duck import DuckEngine
 
         return DuckEngine(spill, memory=memory or DEFAULT_MEMORY)
-    _require("pyspark", "the spark engine")
     from .spark import SparkEngine
 
     return SparkEngine(spill, master=master, memory=memory, conf=conf)

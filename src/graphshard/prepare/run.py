@@ -29,7 +29,7 @@ from ..names import inside
 from . import checks
 from .config import EdgeSpec, NodeSpec, PrepareConfig, read_prepare_config
 from .edges import BROADCAST, EdgeWriter, broadcast
-from .engines import open_engine
+from .engines import open_engine, require_engine
 from .expressions import Builder, feature_columns
 from .fit import Fitter, check_finite_fit, numeric_columns
 from .labels import label_arrays, node_splits
@@ -82,9 +82,9 @@ def prepare(
     """
     start = time.perf_counter()
     cfg = read_prepare_config(config)
+    require_engine(engine, master=master, conf=spark_conf)
     final = check_output_dir(out, "chunked", overwrite, graph=cfg.graph_name)
-    final.mkdir(parents=True, exist_ok=True)
-    with staged_dir(final, "chunked") as tmp:
+    with staged_dir(final, "chunked") as tmp:  # a directory it creates is removed again on failure
         spill = tmp / ".spill"
         spill.mkdir()
         eng = open_engine(engine, spill=spill, master=master, memory=memory, conf=spark_conf)
