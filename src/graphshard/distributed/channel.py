@@ -152,13 +152,13 @@ class _Server:
     def _refuse(self, conn: socket.socket, host: str, why: str) -> None:
         """Close a connection from ``host`` that did not prove the job's secret; the host is named in the log
         once."""
-        _close(conn)
         with self.lock:
             first = host not in self.refused and len(self.refused) < MAX_NAMED
             if first:
                 self.refused.add(host)
-        if first and not self.closed:
+        if first and not self.closed:  # said before the connection closes: the caller sees the close after it
             log.warning("%s: refused a channel connection from %s: %s", self.who, host, why)
+        _close(conn)
 
     def _proven(self, conn: socket.socket, host: str) -> socket.socket | None:
         """The connection (in TLS, when the run has it) once the caller proved the job's secret; None when it was
