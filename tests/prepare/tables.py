@@ -110,9 +110,7 @@ def write_config(root: Path, config: dict | None = None, name: str = "prepare.ya
 
 def id_map(out: Path, ntype: str) -> np.ndarray:
     """The users' IDs of a node type in graphshard's ID order."""
-    files = sorted(
-        (out / "id_maps" / ntype).glob("*.parquet"), key=lambda p: int("".join(filter(str.isdigit, p.stem)) or 0)
-    )
+    files = sorted((out / "id_maps" / ntype).glob("*.parquet"))
     table = pa.concat_tables([pq.read_table(p) for p in files])
     nid = table.column("__gs_nid").to_numpy()
     assert (nid == np.arange(nid.size)).all()

@@ -60,6 +60,10 @@ def test_engines_write_the_same_graph(both, name):
     assert done[name, "local"].num_edges == done[name, "spark"].num_edges
     assert done[name, "local"].dropped == done[name, "spark"].dropped == {("user", "buys", "item"): 1}
     assert_same_graph(local, spark)
+    for out in (local, spark):  # ordered outputs named in order, whatever the engine called its files
+        for folder in [*(out / "id_maps").iterdir(), *(out / "nodes").iterdir()]:
+            names = sorted(p.name for p in folder.iterdir())
+            assert names == [f"part-{i:05d}.parquet" for i in range(len(names))], (folder, names)
 
 
 def test_variant_splits(both):

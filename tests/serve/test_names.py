@@ -67,3 +67,13 @@ def test_pairs_asked_and_answered_in_the_users_ids(tmp_path):
 
     with pytest.raises(RequestError, match=r"pairs\[1\]\[1\]: node 40 of type 'item' is not in the ID map"):
         names.request({"pairs": [["u03", 30], ["u09", 40]]}, facts)
+
+
+def test_a_map_of_many_files_reads_in_their_order(tmp_path):
+    folder = tmp_path / "id_maps" / "n"
+    folder.mkdir(parents=True)
+    for i in range(12):  # part-00010 after part-00009, as prepare names them
+        nid = np.arange(i * 5, i * 5 + 5)
+        pq.write_table(pa.table({"id": nid * 3, "__gs_nid": nid}), folder / f"part-{i:05d}.parquet")
+    ids = read_id_maps(tmp_path)["n"].ids
+    np.testing.assert_array_equal(ids, np.arange(60) * 3)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from .fit import order_statistic_ranks
 
 _NORMAL = NormalDist()
 
@@ -52,7 +53,7 @@ def _number(value: Any, column: str) -> float:
 
 def _rank_u(f: dict[str, Any], x: float) -> float:
     q, n = f["quantiles"], int(f["count"])
-    ranks = [1 + (i * (n - 1)) // (len(q) - 1) for i in range(len(q))] if len(q) > 1 else [1]
+    ranks = order_statistic_ranks(n, len(q))
     j = int(np.searchsorted(q, x, side="left"))
     if j < len(q) and q[j] == x:
         rank = float(ranks[j])

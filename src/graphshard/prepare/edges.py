@@ -18,7 +18,7 @@ from ..names import inside
 from .checks import Source, check_feature, check_label, dangling, sample_text
 from .config import EdgeSpec
 from .engine import Engine
-from .expressions import Builder, feature_columns
+from .expressions import Builder, feature_select
 from .fit import Fitter, check_finite_fit, numeric_columns, sort_categories
 from .labels import SPLITS, edge_masks, edge_uniform
 from .write import DST, SRC, parquet_rows, parquet_spec
@@ -132,14 +132,12 @@ class EdgeWriter:
         """Write the edges into ``tmp``; ``strict``: every edge of the table must be written (else the edges
         naming no node are an error, named with a sample)."""
         q, spec = self.q, self.spec
-        b = Builder(self.engine.dialect, self.fitter)
-        ranks = {i: f"__gs_u{i}" for i, f in enumerate(self.fitted) if f["transform"] == "rank_gauss"}
-        extra, joins = b.rank_joins(self.fitted, ranks)
-        columns, features = feature_columns(b, self.fitted, ranks)
-        select = [q(SRC), q(DST), *(f"{expr} AS {q(name)}" for name, expr in columns.items()), *self._label_sql()]
+        plan = feature_select(Builder(self.engine.dialect, self.fitter), self.fitted)
+        select = [q(SRC), q(DST), *plan.select(q), *self._label_sql()]
         name = "__".join(spec.type)
         folder = inside(tmp, "edges", name)
-        files = self.engine.write(f"SELECT {', '.join(select)} FROM ({self.joined(extra, joins)}) AS s", folder)
+        query = f"SELECT {', '.join(select)} FROM ({self.joined(plan.extra, plan.joins)}) AS s"
+        files = self.engine.write(query, folder)
         where = f"edges/{name}"
         rows = parquet_rows(files)
         if strict and sum(rows) != self.engine.rows(f"SELECT COUNT(*) FROM {q(self.src.relation)}")[0][0]:
@@ -149,9 +147,7 @@ class EdgeWriter:
         for et, ends in zip(types, ([SRC, DST], [DST, SRC])):
             out.edges[et] = parquet_spec(files, ends, where, "edges")
             out.counts[et] = sum(rows)
-            out.data[et] = {
-                n: parquet_spec(files, cols, where, matrix=n not in columns) for n, cols in features.items()
-            }
+            out.data[et] = plan.specs(files, where)
         if spec.label:
             out.data[spec.type]["label"] = parquet_spec(files, [LABEL], where)
             out.data[spec.type].update(self._masks(files, inside(tmp, "edge_masks", name)))

@@ -16,10 +16,14 @@ Definitions (``x``: the value after imputation):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from ..chunked.spec import FileSpec
 from .dialect import Dialect
 from .fit import RANK_R, RANK_X
+from .write import parquet_spec
 
 # Acklam's rational approximations of the normal quantile: central region, and the tails
 _A = (
@@ -126,11 +130,34 @@ class Builder:
         return [f"CAST(CASE WHEN {c} THEN 1.0 ELSE 0.0 END AS FLOAT)" for c in conditions]
 
 
-def feature_columns(
-    b: Builder, fitted: list[dict[str, Any]], ranks: dict[int, str]
-) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """Output columns (name -> SQL) and, per feature, its columns in order (``<feature>:<k>``); an index
-    feature is one integer column of its own name. A feature of no column (an empty vocabulary) is left out."""
+@dataclass(frozen=True)
+class FeatureSelect:
+    """What a table's write selects for its features: ``extra`` columns and ``joins`` below them (rank_gauss's
+    ``u`` and rank tables), the output ``columns`` (name -> SQL) and each feature's columns in order
+    (``<feature>:<k>``; an index feature is one integer column of its own name; a feature of no column, an
+    empty vocabulary, is left out)."""
+
+    extra: str
+    joins: str
+    columns: dict[str, str]
+    features: dict[str, list[str]]
+
+    def select(self, q: Any) -> list[str]:
+        """The output columns as select terms (``q`` quotes a name)."""
+        return [f"{expr} AS {q(name)}" for name, expr in self.columns.items()]
+
+    def specs(self, files: list[Path], where: str) -> dict[str, FileSpec]:
+        """Each feature's file spec over the written ``files`` (float features read as matrices)."""
+        return {
+            name: parquet_spec(files, cols, where, matrix=name not in self.columns)
+            for name, cols in self.features.items()
+        }
+
+
+def feature_select(b: Builder, fitted: list[dict[str, Any]]) -> FeatureSelect:
+    """The :class:`FeatureSelect` of a table's ``fitted`` features."""
+    ranks = {i: f"__gs_u{i}" for i, f in enumerate(fitted) if f["transform"] == "rank_gauss"}
+    extra, joins = b.rank_joins(fitted, ranks)
     columns: dict[str, str] = {}
     features: dict[str, list[str]] = {}
     for i, f in enumerate(fitted):
@@ -142,7 +169,7 @@ def feature_columns(
         for expr in b.piece(f, ranks.get(i)):
             names.append(f"{f['name']}:{len(names)}")
             columns[names[-1]] = expr
-    return columns, {name: cols for name, cols in features.items() if cols}
+    return FeatureSelect(extra, joins, columns, {name: cols for name, cols in features.items() if cols})
 
 
 class _Col:

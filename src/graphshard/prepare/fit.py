@@ -128,7 +128,7 @@ class Fitter:
         name = f"__gs_rank_{len(self.rank_tables)}_{self.src.relation}"
         self.engine.ranks(name, f"SELECT {self.imputed(f.column, fill)} AS {self.q(RANK_X)} FROM {self.rel}")
         self.rank_tables[(f.column, fill)] = name
-        targets = [1 + (i * (total - 1)) // (QUANTILES - 1) for i in range(QUANTILES)]
+        targets = order_statistic_ranks(total)
         if total == 1:
             rows = self.engine.rows(f"SELECT {self.q(RANK_R)}, {self.q(RANK_C)}, {self.q(RANK_X)} FROM {self.q(name)}")
         else:
@@ -185,6 +185,12 @@ class Fitter:
             )
         numeric = col.kind == "int" or (col.kind == "list" and col.element == "int")
         return sort_categories([r[0] for r in rows], numeric)
+
+
+def order_statistic_ranks(count: int, kept: int = QUANTILES) -> list[int]:
+    """The ranks (1-based) of the ``kept`` order statistics recorded of a column of ``count`` values:
+    ``1 + floor(i (count - 1) / (kept - 1))``, i = 0..kept-1."""
+    return [1 + (i * (count - 1)) // (kept - 1) for i in range(kept)] if kept > 1 else [1]
 
 
 def numeric_columns(features: Any, columns: list[Column]) -> list[str]:

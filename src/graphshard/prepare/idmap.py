@@ -71,7 +71,7 @@ def read_id_maps(prepared: str | os.PathLike) -> dict[str, IDMap]:
     out = {}
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
         ntype = check_path_name(folder.name, f"{root}: node type")
-        files = sorted(folder.glob("*.parquet"), key=_file_order)
+        files = sorted(folder.glob("*.parquet"))  # prepare names them in ID order (write.write_sorted)
         try:
             table = pa.concat_tables([pq.read_table(p, columns=["id", "__gs_nid"]) for p in files])
         except Exception as exc:  # pyarrow raises several types for damaged files
@@ -86,11 +86,6 @@ def read_id_maps(prepared: str | os.PathLike) -> dict[str, IDMap]:
             raise FormatError(f"{folder}: the ID map is not in graphshard's order (damaged?)")
         out[ntype] = IDMap(ntype, ids)
     return out
-
-
-def _file_order(path: Path) -> tuple[int, str]:
-    digits = "".join(c for c in path.stem if c.isdigit())
-    return (int(digits) if digits else 0, path.name)
 
 
 def write_named_rows(rows_file: Path, id_map: IDMap, out: Path) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,10 +31,10 @@ from . import checks
 from .config import EdgeSpec, NodeSpec, PrepareConfig, read_prepare_config
 from .edges import BROADCAST, EdgeWriter, broadcast
 from .engines import open_engine, require_engine
-from .expressions import Builder, feature_columns
+from .expressions import Builder, feature_select
 from .fit import Fitter, check_finite_fit, numeric_columns
 from .labels import label_arrays, node_splits
-from .write import NID, npy_chunks, parquet_spec, write_sorted
+from .write import NID, npy_chunks, write_sorted
 
 log = logging.getLogger("graphshard.prepare")
 FORMAT_VERSION = 1
@@ -92,15 +93,9 @@ def prepare(
             result = _Run(cfg, eng, tmp, on_dangling).run()
         finally:
             eng.close()
-            _remove_tree(spill)
+            shutil.rmtree(spill, ignore_errors=True)
     result.out, result.seconds = final, time.perf_counter() - start
     return result
-
-
-def _remove_tree(path: Path) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
 
 
 class _Run:
@@ -170,18 +165,19 @@ class _Run:
     def _register(self) -> None:
         tables = [(f"__gs_nodes_{i}", n.table) for i, n in enumerate(self.cfg.nodes)]
         tables += [(f"__gs_edges_{i}", e.table) for i, e in enumerate(self.cfg.edges)]
+        sources = []
         for name, table in tables:
             self.engine.register(name, table)
-            taken = [c for c in self.engine.columns(name) if c.startswith("__gs_")]
+            source = checks.Source(name, table, self.engine.columns(name))
+            taken = [c for c in source.columns if c.startswith("__gs_")]
             if taken:
                 raise InputError(
                     f"{table.describe()} ({table.where}): column {taken[0]!r}: names starting with __gs_ are "
                     "graphshard's own; rename it"
                 )
-        for i, spec in enumerate(self.cfg.nodes):
-            self.nodes[spec.type] = checks.Source(f"__gs_nodes_{i}", spec.table, self.engine.columns(f"__gs_nodes_{i}"))
-        for i, e in enumerate(self.cfg.edges):
-            self.edges.append(checks.Source(f"__gs_edges_{i}", e.table, self.engine.columns(f"__gs_edges_{i}")))
+            sources.append(source)
+        self.nodes = {spec.type: src for spec, src in zip(self.cfg.nodes, sources)}
+        self.edges = sources[len(self.cfg.nodes) :]
 
     def _number(self) -> None:
         """Each node type's IDs ranked: from its node table, or from the edges that name it."""
@@ -259,26 +255,21 @@ class _Run:
         return out
 
     def _node_features(self, spec: NodeSpec, fitter: Fitter, fitted: list[dict[str, Any]]) -> dict[str, FileSpec]:
-        q, b = self.q, Builder(self.engine.dialect, fitter)
-        ranks = {i: f"__gs_u{i}" for i, f in enumerate(fitted) if f["transform"] == "rank_gauss"}
-        extra, joins = b.rank_joins(fitted, ranks)
+        q = self.q
+        plan = feature_select(Builder(self.engine.dialect, fitter), fitted)
         hint = broadcast(["m"] if self.counts[spec.type] <= BROADCAST else [])
         inner = (
-            f"SELECT {hint}t.*, m.__gs_id AS {q(NID)}{extra} FROM {q(self.nodes[spec.type].relation)} AS t "
-            f"JOIN {q(self.maps[spec.type])} AS m ON t.{q(spec.id)} = m.__gs_key{joins}"
+            f"SELECT {hint}t.*, m.__gs_id AS {q(NID)}{plan.extra} FROM {q(self.nodes[spec.type].relation)} AS t "
+            f"JOIN {q(self.maps[spec.type])} AS m ON t.{q(spec.id)} = m.__gs_key{plan.joins}"
         )
-        columns, features = feature_columns(b, fitted, ranks)
-        select = ", ".join(f"{expr} AS {q(name)}" for name, expr in columns.items())
-        folder = inside(self.tmp, "nodes", spec.type)
         files = write_sorted(
             self.engine,
-            f"SELECT {q(NID)}, {select} FROM ({inner}) AS s",
-            folder,
+            f"SELECT {', '.join([q(NID), *plan.select(q)])} FROM ({inner}) AS s",
+            inside(self.tmp, "nodes", spec.type),
             self.counts[spec.type],
             f"{spec.type} node rows",
         )
-        where = f"nodes/{spec.type}"
-        return {name: parquet_spec(files, cols, where, matrix=name not in columns) for name, cols in features.items()}
+        return plan.specs(files, f"nodes/{spec.type}")
 
     def _write_id_maps(self, kinds: dict[str, str]) -> None:
         q = self.q

@@ -43,10 +43,16 @@ def check_in_order(files: list[Path], column: str, total: int, what: str) -> Non
 
 
 def write_sorted(engine: Engine, sql: str, folder: Path, total: int, what: str) -> list[Path]:
-    """Rows of ``sql`` (with an ``__gs_nid`` column) written in ID order, and checked to be."""
+    """Rows of ``sql`` (with an ``__gs_nid`` column) written in ID order, checked to be, and the files renamed
+    ``part-00000.parquet``, ``part-00001.parquet``, ... in that order, whatever the engine called them (Spark's
+    names hold a random part that a reader must not sort by): a reader of the folder sorts by name."""
     files = engine.write(sql, folder, ordered_by=NID)
     check_in_order(files, NID, total, what)
-    return files
+    named = [folder / f"part-{i:05d}.parquet" for i in range(len(files))]
+    for old, new in zip(files, named):
+        if old != new:
+            old.rename(new)  # never onto another of them: the engines' names differ from these
+    return named
 
 
 def parquet_spec(
