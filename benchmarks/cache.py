@@ -29,11 +29,11 @@ RATIOS = (0.0, 0.2, 0.5, 1.0)
 def _rank(config: str, fanouts: list[int], batch: int, out: str) -> None:
     import torch
 
-    from graphshard.distributed.cache import build_cache
-    from graphshard.distributed.graph import DistGraph
-    from graphshard.distributed.loader import DistNeighborLoader
-    from graphshard.distributed.runtime import session
-    from graphshard.distributed.split import node_split
+    from graphshard.distributed.loaders.loader import DistNeighborLoader
+    from graphshard.distributed.remote.cache import build_cache
+    from graphshard.distributed.runtime.graph import DistGraph
+    from graphshard.distributed.runtime.session import session
+    from graphshard.distributed.runtime.split import node_split
     from graphshard.train.loop import graph_name
 
     with session(timeout=1200) as s:
@@ -84,7 +84,7 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=512, help="seeds per rank per batch")
     p.add_argument("--json", type=Path, default=Path("bench-out/cache.json"))
     args = p.parse_args()
-    from graphshard.distributed.launcher import launch
+    from graphshard.distributed.ranks.launcher import launch
 
     fanouts = [int(f) for f in args.fanouts.split(",")]
     with tempfile.TemporaryDirectory() as tmp:

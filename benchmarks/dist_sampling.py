@@ -25,10 +25,10 @@ from partition import machine
 def _rank(config: str, fanouts: list[int], batch: int, batches: int, out: str) -> None:
     import os
 
-    from graphshard.distributed.context import DistContext
-    from graphshard.distributed.graph import DistGraph
-    from graphshard.distributed.rpc import init_rpc, shutdown_rpc
-    from graphshard.distributed.sampler import DistNeighborSampler
+    from graphshard.distributed.groups.rpc import init_rpc, shutdown_rpc
+    from graphshard.distributed.ranks.context import DistContext
+    from graphshard.distributed.remote.sampler import DistNeighborSampler
+    from graphshard.distributed.runtime.graph import DistGraph
 
     with DistContext.from_env(timeout=600) as ctx:
         group = init_rpc(ctx)
@@ -87,7 +87,7 @@ def main() -> None:
     args = p.parse_args()
     from graphshard import partition_graph
     from graphshard.datasets import load_dataset, rmat_graph, save_dataset
-    from graphshard.distributed.launcher import launch
+    from graphshard.distributed.ranks.launcher import launch
 
     data = args.data or Path(f"bench-out/rmat{args.scale}")
     if not (data / "meta.json").is_file():

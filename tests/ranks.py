@@ -1,5 +1,5 @@
 """Find a launcher's rank processes through ``/proc``: the children of its fork server (see
-``graphshard.distributed.forkserver``), or, where ranks are spawned, its children that run multiprocessing's
+``graphshard.distributed.ranks.forkserver``), or, where ranks are spawned, its children that run multiprocessing's
 ``spawn_main``; and read a process's state there."""
 
 from __future__ import annotations

@@ -3,6 +3,8 @@ circle. Function-level imports count as imports (hiding one in a function does n
 
 The table below is the layer order, bottom to top (see docs/design.md). Each entry names top-level modules or
 packages of ``graphshard``; entries on one line are siblings: each may use what lies below, neither the other.
+The tables are tight: every entry above the ground imports from the floor just below it. ``WINGS`` orders
+the wings of ``graphshard.distributed`` by the same rules.
 """
 
 from __future__ import annotations
@@ -11,32 +13,41 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 import graphshard
 
 PACKAGE = Path(graphshard.__file__).parent
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("__init__", "errors"),  # the root package (version, names resolved on first use) and the exceptions
-    ("names", "limits", "memory", "disk", "jit", "progress", "fingerprint", "sparse"),  # ground floor
-    ("mixing",),  # counter-based random bits for compiled kernels (uses jit)
+    # the root package (version, names resolved on first use), the exceptions, and what imports neither
+    ("__init__", "errors", "jit", "progress", "fingerprint"),
+    # ground floor; device: accelerators (a rank's device, pinned buffers, copy streams, rows kept there)
+    # mixing: counter-based random bits for compiled kernels
+    ("names", "limits", "memory", "disk", "sparse", "device", "mixing"),
     ("graph",),  # the in-memory graph
-    ("ids",),  # ID ranges and conversions
+    ("ids", "models"),  # ID ranges and conversions; the GNN models (plain PyTorch/PyG over a graph's types)
     ("ranges",),  # which ID range each ID falls in, compiled (uses ids and jit)
-    ("book",),  # the partition book
+    ("book", "sampling"),  # the partition book; single-partition neighbour sampling
     ("format",),  # write and load: the partition format
-    ("chunked",),  # input: the chunked graph format
-    ("prepare",),  # input: users' tables into a chunked graph (DuckDB or Spark)
-    ("partition",),  # assign → relabel → build, in memory
-    ("datasets", "stats"),  # input datasets and generators; partition statistics
-    ("sampling",),  # single-partition neighbour sampling
-    ("device",),  # accelerators: a rank's device, pinned buffers, copy streams, rows kept on the device
-    ("distributed",),  # the runtime: processes, collectives, distributed graph, sampling and loaders
-    ("pipeline",),  # out-of-core assign and dispatch, run as distributed jobs
-    ("models",),  # the GNN models
-    ("infer",),  # layer-wise inference
+    ("chunked", "plot", "stats"),  # input: the chunked graph format; figures; partition statistics
+    ("prepare", "partition"),  # users' tables into a chunked graph; assign → relabel → build, in memory
+    ("datasets", "distributed"),  # input datasets and generators; the runtime (see WINGS)
+    ("pipeline", "infer"),  # out-of-core assign and dispatch, run as distributed jobs; layer-wise inference
     ("train",),  # training, its evaluation, embeddings from checkpoints
-    ("serve", "plan", "plot"),  # online inference over HTTP; reports: predicted memory of every step; figures
+    ("serve", "plan"),  # online inference over HTTP; the planner: predicted memory of every step
     ("cli",),  # the command line
+)
+
+# The wings of graphshard.distributed, bottom to top, in the same terms (see each wing's __init__ docstring).
+WINGS: tuple[tuple[str, ...], ...] = (
+    ("__init__", "host", "stores"),  # the public names (resolved on first use); this process; local stores
+    ("transport",),  # bytes between processes: network, frames, handshake, TLS, channels, liveness, wire
+    ("ranks",),  # launcher, process context, collectives, interrupts
+    ("groups",),  # RPC groups, their channels, reductions
+    ("remote",),  # any partition's data from any rank: sampler, feature store, caches, DistTensor
+    ("runtime",),  # what users call: DistGraph, work split, original IDs, session
+    ("loaders",),  # mini-batches: batch building, sampler workers, prefetch, loaders
 )
 
 # Function-level imports of graphshard modules that may point upwards or close a circle, each with its reason.
@@ -97,15 +108,44 @@ def _existing(target: str, modules: dict[str, Path]) -> str:
     return target
 
 
+@dataclass(frozen=True)
+class Floors:
+    """A layer table over the modules of one package: ``depth`` is how many dotted parts name its units."""
+
+    name: str
+    table: tuple[tuple[str, ...], ...]
+    package: str  # dotted; its units are the names one level below it
+
+    def unit(self, module: str) -> str | None:
+        """The entry of the table ``module`` belongs to; None when it lies outside the package."""
+        parts, top = module.split("."), self.package.split(".")
+        if parts[: len(top)] != top:
+            return None
+        return parts[len(top)] if len(parts) > len(top) else "__init__"
+
+    def level(self, module: str) -> int:
+        u = self.unit(module)
+        return next(i for i, entry in enumerate(self.table) if u in entry)
+
+    def imports(self) -> list[Import]:
+        """The imports between two different units of the package."""
+        return [
+            i
+            for i in every_import()
+            if self.unit(i.importer) is not None
+            and self.unit(i.imported) is not None
+            and self.unit(i.importer) != self.unit(i.imported)
+        ]
+
+
+PACKAGE_FLOORS = Floors("layer", LAYERS, "graphshard")
+WING_FLOORS = Floors("wing", WINGS, "graphshard.distributed")
+BOTH = pytest.mark.parametrize("floors", [PACKAGE_FLOORS, WING_FLOORS], ids=["package", "distributed"])
+
+
 def unit(name: str) -> str:
     """The entry of :data:`LAYERS` a module belongs to."""
-    parts = name.split(".")
-    return parts[1] if len(parts) > 1 else "__init__"
-
-
-def level(name: str) -> int:
-    u = unit(name)
-    return next(i for i, entry in enumerate(LAYERS) if u in entry)
+    return PACKAGE_FLOORS.unit(name) or ""
 
 
 def every_import() -> list[Import]:
@@ -118,25 +158,44 @@ def every_import() -> list[Import]:
     ]
 
 
-def test_every_module_has_a_layer() -> None:
-    units = {unit(m) for m in all_modules()}
-    listed = {u for entry in LAYERS for u in entry}
-    assert units - listed == set(), "modules or packages missing from LAYERS"
-    assert listed - units == set(), "LAYERS names modules or packages that do not exist"
+@BOTH
+def test_every_module_has_a_layer(floors: Floors) -> None:
+    units = {floors.unit(m) for m in all_modules()} - {None}
+    listed = {u for entry in floors.table for u in entry}
+    assert units - listed == set(), f"modules or packages missing from the {floors.name} table"
+    assert listed - units == set(), f"the {floors.name} table names modules or packages that do not exist"
 
 
-def test_no_import_runs_upwards() -> None:
+@BOTH
+def test_no_import_runs_upwards(floors: Floors) -> None:
+    found = floors.imports()
     wrong = [
-        f"{i} (layer {unit(i.imported)!r} lies above {unit(i.importer)!r})"
-        for i in every_import()
-        if level(i.imported) > level(i.importer)
+        f"{i} ({floors.name} {floors.unit(i.imported)!r} lies above {floors.unit(i.importer)!r})"
+        for i in found
+        if floors.level(i.imported) > floors.level(i.importer)
     ]
     siblings = [
-        f"{i} (siblings {unit(i.importer)!r} and {unit(i.imported)!r} may not import each other)"
-        for i in every_import()
-        if level(i.imported) == level(i.importer) and unit(i.imported) != unit(i.importer)
+        f"{i} (siblings {floors.unit(i.importer)!r} and {floors.unit(i.imported)!r} may not import each other)"
+        for i in found
+        if floors.level(i.imported) == floors.level(i.importer)
     ]
-    assert not wrong + siblings, "imports against the layer order:\n" + "\n".join(wrong + siblings)
+    assert not wrong + siblings, "imports against the order:\n" + "\n".join(wrong + siblings)
+
+
+@BOTH
+def test_every_unit_sits_as_low_as_its_imports_allow(floors: Floors) -> None:
+    """The table is tight: each unit above the ground imports from the floor just below it, so that the order
+    claims no more than the code needs (a unit placed too high would let a wrong import pass)."""
+    below: dict[str, set[int]] = {}
+    for i in floors.imports():
+        below.setdefault(floors.unit(i.importer) or "", set()).add(floors.level(i.imported))
+    loose = [
+        f"{u!r} (floor {k}) imports nothing from floor {k - 1}"
+        for k, entry in enumerate(floors.table)
+        for u in entry
+        if k > 0 and k - 1 not in below.get(u, set())
+    ]
+    assert not loose, f"{floors.name}s that could sit lower:\n" + "\n".join(loose)
 
 
 def test_no_circle() -> None:

@@ -54,7 +54,7 @@ def test_damaged_tensors_are_refused_naming_the_file(damage, what):
 def test_rows_across_stored_partitions_served_as_one():
     """A process serving several stored partitions reads a CSR feature's rows across them, dense or as
     non-zeros, in the order asked."""
-    from graphshard.distributed.served import Stacked
+    from graphshard.distributed.stores.partitions import Stacked
 
     x = _csr()
     dense = x.dense()

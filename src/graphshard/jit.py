@@ -47,7 +47,7 @@ class _FirstCompile(event.Listener):
 def kernel(**options: Any) -> Callable[[Callable], Any]:
     """``numba.njit(cache=True, nogil=True, **options)``, with the first real compilation announced. Kernels
     release the GIL, so a long one does not silence the process's other threads (its heartbeat among
-    them: see :mod:`graphshard.distributed.liveness`)."""
+    them: see :mod:`graphshard.distributed.transport.liveness`)."""
     if not _LISTENING:
         event.register("numba:compile", _FirstCompile())
         _LISTENING.append(True)

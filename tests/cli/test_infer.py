@@ -1,5 +1,5 @@
 """What an interrupted ``embed`` says about its output (the end-to-end interrupts are in
-tests/distributed/test_interrupt.py; this is the case they meet only when a signal lands during the rename)."""
+tests/distributed/ranks/test_interrupt.py; this is the case they meet only when a signal lands during the rename)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from graphshard.distributed import channel
+from graphshard.distributed.transport import channel
 
 BOUND = 60.0  # seconds any wait may last (the test's own deadline is shorter)
 ROWS = torch.ones(1 << 20)  # 4 MB of float32

@@ -18,8 +18,8 @@ import socket
 import sys
 import time
 
-from graphshard.distributed.handshake import MAGIC as HELLO  # as anyone could read it in the source
-from graphshard.distributed.handshake import NONCE, REFUSED
+from graphshard.distributed.transport.handshake import MAGIC as HELLO  # as anyone could read it in the source
+from graphshard.distributed.transport.handshake import NONCE, REFUSED
 
 
 class Evil:
@@ -34,7 +34,7 @@ def frame() -> bytes:
     """A well-formed channel request: a DistTensor write."""
     head = json.dumps(
         {
-            "h": "graphshard.distributed.tensor._write",
+            "h": "graphshard.distributed.remote.tensor._write",
             "v": {"(": ["x", {"T": 0}, {"T": 1}]},
             "a": [["int64", [1]], ["float32", [1]]],
         }

@@ -2,7 +2,7 @@
 
 torchrun runs this file in place of ``-m graphshard.cli``. ``GS_FAULT`` (``cut``: take this host's link
 down; ``stop``: SIGSTOP this process; ``kill``: SIGKILL it) strikes when rank ``GS_FAULT_RANK`` first says
-it is doing something that starts with ``GS_FAULT_AT`` (see :func:`graphshard.distributed.liveness.doing`),
+it is doing something that starts with ``GS_FAULT_AT`` (see :func:`graphshard.distributed.transport.liveness.doing`),
 so a test faults a host in the phase it means to, not at a moment guessed from outside. The rank first
 goes on beating for a second in that phase (its peers learn what it is doing), then the fault strikes;
 its time (``time.time()``) is written to ``GS_FAULT_MARK`` just before.
@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from graphshard.distributed import liveness
+from graphshard.distributed.transport import liveness
 
 
 def _arm() -> None:

@@ -30,7 +30,7 @@ class Logged(logging.Handler):
 
 @pytest.fixture
 def channel_log():
-    logger = logging.getLogger("graphshard.distributed.channel")
+    logger = logging.getLogger("graphshard.distributed.transport.channel")
     handler, level = Logged(), logger.level
     logger.addHandler(handler)
     logger.setLevel(logging.WARNING)

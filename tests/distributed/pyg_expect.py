@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from graphshard import load_partition, partition_graph
-from graphshard.distributed.local_store import LocalFeatureStore, LocalGraphStore
+from graphshard.distributed.stores.local import LocalFeatureStore, LocalGraphStore
 
 HOMO = ("_N", "_E", "_N")
 

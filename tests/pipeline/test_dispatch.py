@@ -9,7 +9,7 @@ import pytest
 
 from graphshard import partition_graph
 from graphshard.chunked.writer import chunk_graph
-from graphshard.distributed.launcher import launch
+from graphshard.distributed.ranks.launcher import launch
 from graphshard.pipeline.assign import assign_chunked
 from graphshard.pipeline.assignment_files import read_assignment
 from graphshard.pipeline.dispatch import DispatchOptions, run_dispatch
@@ -63,7 +63,7 @@ TWO_RANKS = {
 
 def _dispatch_all(jobs: list[DispatchOptions]) -> None:
     """One rank: every dispatch of ``jobs`` in turn (each as run_dispatch's ranks run one)."""
-    from graphshard.distributed.context import DistContext
+    from graphshard.distributed.ranks.context import DistContext
     from graphshard.pipeline.dispatch import dispatch
 
     with DistContext.from_env(timeout=60) as ctx:

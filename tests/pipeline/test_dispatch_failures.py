@@ -11,8 +11,8 @@ import pytest
 
 from graphshard import partition_graph
 from graphshard.chunked.writer import chunk_graph
-from graphshard.distributed.context import DistContext, DistError
-from graphshard.distributed.launcher import launch
+from graphshard.distributed.ranks.context import DistContext, DistError
+from graphshard.distributed.ranks.launcher import launch
 from graphshard.pipeline.assign import assign_chunked
 from graphshard.pipeline.assignment_files import read_assignment
 from graphshard.pipeline.dispatch import DispatchOptions, dispatch, run_dispatch

@@ -20,8 +20,8 @@ from graphshard.chunked.spec import read_metadata
 from graphshard.cli import main
 from graphshard.datasets import rmat_graph, save_dataset
 from graphshard.datasets.rmat_chunked import rmat_chunked_disk, write_rmat_chunked
-from graphshard.distributed.context import DistContext, DistError
-from graphshard.distributed.launcher import launch
+from graphshard.distributed.ranks.context import DistContext, DistError
+from graphshard.distributed.ranks.launcher import launch
 from graphshard.partition.api import partition_graph
 from graphshard.partition.cost import graph_data_bytes, partition_disk
 from graphshard.pipeline.assign import assign_chunked

@@ -13,7 +13,7 @@ from graphshard.chunked.spec import read_metadata
 from graphshard.chunked.writer import chunk_graph
 from graphshard.cli import main
 from graphshard.datasets import Dataset, community_graph, load_dataset, save_dataset
-from graphshard.distributed.context import DistError
+from graphshard.distributed.ranks.context import DistError
 from graphshard.pipeline.assign import assign_chunked
 from graphshard.pipeline.assignment_files import read_assignment
 from graphshard.pipeline.dispatch import DispatchOptions, run_dispatch

@@ -80,9 +80,9 @@ def _rank_losing_its_worker(config: str) -> None:
     """Rank 1 SIGKILLs its own sampler worker after the first batch, then carries on."""
     import numpy as np  # noqa: F401
 
-    from graphshard.distributed.graph import DistGraph
-    from graphshard.distributed.loader import DistNeighborLoader
-    from graphshard.distributed.runtime import session
+    from graphshard.distributed.loaders.loader import DistNeighborLoader
+    from graphshard.distributed.runtime.graph import DistGraph
+    from graphshard.distributed.runtime.session import session
 
     # a rank that fails on a lost peer first gives the heartbeat its bound to name it: 2 s, not the default 6
     with session(timeout=30, heartbeat_timeout=2.0) as s:
@@ -100,8 +100,8 @@ def test_a_killed_sampler_worker_is_named_with_its_rank(tmp_path):
     import pytest
 
     from graphshard import partition_graph
-    from graphshard.distributed.context import DistError
-    from graphshard.distributed.launcher import launch
+    from graphshard.distributed.ranks.context import DistError
+    from graphshard.distributed.ranks.launcher import launch
     from tests.graphs import small_homo
 
     partition_graph(small_homo(), "s", 2, tmp_path, part_method="random")
@@ -121,7 +121,7 @@ def _dispatch_on_a_full_disk(opts) -> None:
 
     import graphshard.pipeline.dispatch as dispatch_module
     import graphshard.pipeline.dispatch.write as write_module
-    from graphshard.distributed.context import DistContext
+    from graphshard.distributed.ranks.context import DistContext
 
     real, calls = write_module.write_tensors, []
 
@@ -139,8 +139,8 @@ def _dispatch_on_a_full_disk(opts) -> None:
 def test_full_disk_during_dispatch_names_the_file_and_leaves_no_staging(tmp_path):
     import pytest
 
-    from graphshard.distributed.context import DistError
-    from graphshard.distributed.launcher import launch
+    from graphshard.distributed.ranks.context import DistError
+    from graphshard.distributed.ranks.launcher import launch
     from graphshard.pipeline.dispatch import DispatchOptions
     from tests.graphs import small_hetero
 

@@ -408,8 +408,8 @@ def test_sampler_refuses_bad_indptr_and_seeds():
 def test_distributed_stores_refuse_bad_structure(parts):
     import torch
 
-    from graphshard.distributed.local_store import LocalGraphStore
-    from graphshard.distributed.sampling_graph import LocalSamplingGraph
+    from graphshard.distributed.remote.sampling_graph import LocalSamplingGraph
+    from graphshard.distributed.stores.local import LocalGraphStore
 
     part = load_partition(parts / "h.json", 0, load_feats=False)
     bad = part.graph.indices.clone()

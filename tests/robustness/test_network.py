@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from graphshard import InputError, partition_graph
-from graphshard.distributed.launcher import launch
-from graphshard.distributed.network import check_host, listen_socket
+from graphshard.distributed.ranks.launcher import launch
+from graphshard.distributed.transport.network import check_host, listen_socket
 from graphshard.errors import DistError
 from tests.graphs import small_homo
 
@@ -82,9 +82,9 @@ def descendants(pid: int) -> set[int]:
 
 def _rank(config: str, up, done) -> None:
     """A rank that starts everything that listens (store, gloo, RPC, sampler workers), then waits."""
-    from graphshard.distributed.graph import DistGraph
-    from graphshard.distributed.loader import DistNeighborLoader
-    from graphshard.distributed.runtime import session
+    from graphshard.distributed.loaders.loader import DistNeighborLoader
+    from graphshard.distributed.runtime.graph import DistGraph
+    from graphshard.distributed.runtime.session import session
 
     with session(timeout=60) as s:
         dg = DistGraph("s", config)

@@ -13,8 +13,8 @@ from graphshard import InputError, load_partition, load_partition_book, partitio
 from graphshard.chunked.writer import chunk_graph
 from graphshard.cli import main
 from graphshard.datasets import community_graph, load_dataset, save_dataset
-from graphshard.distributed.context import DistError
-from graphshard.distributed.launcher import launch
+from graphshard.distributed.ranks.context import DistError
+from graphshard.distributed.ranks.launcher import launch
 from graphshard.pipeline.assign import assign_chunked
 from graphshard.pipeline.assignment_files import read_assignment
 from graphshard.pipeline.dispatch import DispatchOptions, run_dispatch
@@ -144,7 +144,7 @@ def _corrupting_dispatch(opts):
     """Runs in a spawned rank: dispatch whose structure writer claims a HALO node for the wrong owner."""
     import graphshard.pipeline.dispatch as dispatch_module
     import graphshard.pipeline.dispatch.write as write_module
-    from graphshard.distributed.context import DistContext
+    from graphshard.distributed.ranks.context import DistContext
 
     real = write_module.structure_arrays
 
@@ -260,7 +260,7 @@ def _agree(ckpt, identity):
     """Runs in a spawned rank: the in-rank resume check (what a torchrun rank does before loading)."""
     from types import SimpleNamespace
 
-    from graphshard.distributed.context import DistContext
+    from graphshard.distributed.ranks.context import DistContext
     from graphshard.train.loop import _agree_on_resume
 
     with DistContext.from_env(timeout=30) as ctx:

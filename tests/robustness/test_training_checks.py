@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from graphshard.datasets import community_graph, save_dataset
-from graphshard.distributed.context import DistError
+from graphshard.distributed.ranks.context import DistError
 from graphshard.errors import InputError
 from graphshard.train import TrainOptions, train
 from graphshard.train.checks import num_classes_of

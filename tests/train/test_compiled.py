@@ -35,6 +35,6 @@ def test_warm_up_compiles_every_kernel_ranks_run():
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     found = json.loads(done.stdout)
-    assert {"graphshard.sampling.kernels.neighbour_ids", "graphshard.distributed.rows._gather"} <= set(found)
+    assert {"graphshard.sampling.kernels.neighbour_ids", "graphshard.distributed.stores.rows._gather"} <= set(found)
     assert {"graphshard.models.dropout._forward", "graphshard.ranges._count_at_or_below"} <= set(found)
     assert [k for k, n in found.items() if n == 0] == []

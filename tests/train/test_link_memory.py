@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from graphshard import Graph, partition_graph
-from graphshard.distributed.launcher import launch
+from graphshard.distributed.ranks.launcher import launch
 from graphshard.train.link_split import LinkSplit, save_link_split
 from tests.memory import needs_peak_reset, peak_rss, restart_peak
 
@@ -45,8 +45,8 @@ def _worker(config: str, split: str, out: str) -> None:
     import numpy as np
     import torch
 
-    from graphshard.distributed.original import OriginalIds
-    from graphshard.distributed.runtime import session
+    from graphshard.distributed.runtime.original import OriginalIds
+    from graphshard.distributed.runtime.session import session
     from graphshard.train.inputs import ModelInputs
     from graphshard.train.link import LinkEvaluator, link_model
     from graphshard.train.link_split import open_link_split
@@ -60,7 +60,7 @@ def _worker(config: str, split: str, out: str) -> None:
         torch.manual_seed(0)
         g = open_graph(opts)
         held = open_link_split(split)
-        et = g._etype(held.etype)
+        et = g.canonical_etype(held.etype)
         inputs = ModelInputs(g, opts)
         model = link_model(opts, inputs, et)
         warm = OriginalIds(g, "_N")  # the first maps, RPCs and exchanges allocate their buffers once

@@ -23,7 +23,7 @@ from safetensors.numpy import save_file
 
 from graphshard import partition_graph
 from graphshard.datasets import community_graph, hetero_graph
-from graphshard.distributed.launcher import launch
+from graphshard.distributed.ranks.launcher import launch
 from graphshard.format.load import load_partition_book
 from graphshard.graph import with_reverse_edges
 from graphshard.models import DotDecoder
@@ -63,8 +63,8 @@ def _cases(root: Path) -> dict[str, dict]:
 def _worker(root: str, names: list[str]) -> None:
     import graphshard.train.link as link
     import graphshard.train.link_metrics as link_metrics
-    from graphshard.distributed.original import OriginalIds
-    from graphshard.distributed.runtime import session
+    from graphshard.distributed.runtime.original import OriginalIds
+    from graphshard.distributed.runtime.session import session
     from graphshard.errors import FormatError
     from graphshard.train.embeddings import save_tables
     from graphshard.train.inputs import ModelInputs
@@ -97,7 +97,7 @@ def _worker(root: str, names: list[str]) -> None:
             torch.manual_seed(SEED)
             g = open_graph(opts)
             held = open_link_split(split)
-            et = g._etype(held.etype)
+            et = g.canonical_etype(held.etype)
             inputs = ModelInputs(g, opts)
             evaluate = link.LinkEvaluator(s, g, link.link_model(opts, inputs, et), inputs, et, opts, held)
             figures = {"val": evaluate("val", 1), "test": evaluate("test", 2)}

@@ -12,7 +12,7 @@ import torch
 from sklearn import metrics as sk
 from sklearn.preprocessing import label_binarize
 
-from graphshard.distributed.launcher import launch
+from graphshard.distributed.ranks.launcher import launch
 from graphshard.errors import InputError
 from graphshard.train.labels import kind_of, problem
 from graphshard.train.loop import best_epoch
@@ -84,7 +84,7 @@ def _rank_share(kind: str, out: str) -> None:
     """Rank r of 3 evaluates an uneven share of the items (rank 1 none) and writes what exact_metrics gave."""
     import os
 
-    from graphshard.distributed.runtime import session
+    from graphshard.distributed.runtime.session import session
 
     scores, y = _data(kind)
     rank = int(os.environ["RANK"])

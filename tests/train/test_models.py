@@ -13,7 +13,7 @@ import pytest
 
 from graphshard import Graph, partition_graph
 from graphshard.datasets import community_graph, hetero_graph, save_dataset
-from graphshard.distributed.launcher import launch
+from graphshard.distributed.ranks.launcher import launch
 from graphshard.train import TrainOptions
 from graphshard.train.contract import resolve_data
 from graphshard.train.run import partition_dataset
@@ -31,7 +31,7 @@ HETEROGENEOUS = {"rsage": {}, "rgcn": {}, "rgat": {"heads": 2}, "hgt": {"heads":
 
 
 def _rank(runs: list[tuple[str, str, TrainOptions]], out: str) -> None:
-    from graphshard.distributed.runtime import session
+    from graphshard.distributed.runtime.session import session
     from graphshard.train.link import train_link
     from graphshard.train.node import train_node
 

@@ -13,7 +13,7 @@ import torch
 from sklearn import metrics as sk
 
 from graphshard.cli import main
-from graphshard.distributed.batch import BatchRequest, stretched
+from graphshard.distributed.loaders.batch import BatchRequest, stretched
 from graphshard.errors import InputError
 from graphshard.train import TrainOptions, train
 from graphshard.train.checkpoint import read_weights

@@ -30,9 +30,9 @@ def test_joint_negatives_are_shared_by_the_batch():
 def _hard_batch(config: str, out: str, given: list | None = None) -> None:
     """One rank: the hard negatives of positives (0, 1), (0, 2), (0, 3), 3 each (or ``given``), as node IDs,
     into ``out``."""
-    from graphshard.distributed.graph import DistGraph
-    from graphshard.distributed.loader import DistLinkNeighborLoader
-    from graphshard.distributed.runtime import session
+    from graphshard.distributed.loaders.loader import DistLinkNeighborLoader
+    from graphshard.distributed.runtime.graph import DistGraph
+    from graphshard.distributed.runtime.session import session
     from graphshard.format.config import read_config
 
     with session(timeout=60):
@@ -49,7 +49,7 @@ def test_hard_negatives_are_in_neighbours_of_the_destination(tmp_path):
     """The loader's hard negatives of a positive (u, v): v's in-neighbours (all of them, when they are fewer
     than k, then random nodes), and as many uniform ones, read against the graph as built."""
     from graphshard import Graph, partition_graph
-    from graphshard.distributed.launcher import launch
+    from graphshard.distributed.ranks.launcher import launch
 
     src = np.array([5, 6, 7, 5, 8, 0, 1, 2])
     dst = np.array([1, 1, 1, 2, 4, 9, 9, 9])  # into 1: 5, 6, 7; into 2: 5; into 3: none

@@ -11,7 +11,7 @@ import pytest
 
 from graphshard import partition_graph
 from graphshard.datasets import community_graph, save_dataset
-from graphshard.distributed.launcher import launch
+from graphshard.distributed.ranks.launcher import launch
 from graphshard.train import TrainOptions, train
 from tests.graphs import shared_dataset, small_homo
 from tests.train.torchrun import torchrun_train
@@ -94,8 +94,8 @@ def test_resume_after_interruption_gives_the_same_metrics(stored, tmp_path):
 def _embedding_worker(config, path):
     import torch
 
-    from graphshard.distributed.graph import DistGraph
-    from graphshard.distributed.runtime import session
+    from graphshard.distributed.runtime.graph import DistGraph
+    from graphshard.distributed.runtime.session import session
     from graphshard.train.embeddings import write_embeddings
 
     with session(timeout=60) as s:

@@ -26,7 +26,7 @@ def parts(tmp_path_factory):
 @pytest.fixture
 def no_spawn(monkeypatch):
     """Fail the test if any rank process were started."""
-    import graphshard.distributed.launcher as launcher
+    import graphshard.distributed.ranks.launcher as launcher
 
     def refuse(*a, **k):
         raise AssertionError("a process was started before the options were checked")

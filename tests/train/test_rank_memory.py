@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from graphshard import Graph, partition_graph
-from graphshard.distributed.launcher import launch
+from graphshard.distributed.ranks.launcher import launch
 from tests.memory import needs_peak_reset, peak_rss, restart_peak
 
 OWN = 20_000  # nodes of partition 0, the only ones in a split
@@ -39,7 +39,7 @@ def _graph(other: int, out: Path) -> tuple[str, dict[str, int]]:
 
 
 def _worker(config: str, out: str) -> None:
-    from graphshard.distributed.runtime import session
+    from graphshard.distributed.runtime.session import session
     from graphshard.train.embeddings import my_share
     from graphshard.train.loop import open_graph
     from graphshard.train.node import node_task

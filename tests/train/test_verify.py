@@ -10,7 +10,7 @@ import pytest
 
 from graphshard.cli import main
 from graphshard.datasets import community_graph, save_dataset
-from graphshard.distributed.context import DistError
+from graphshard.distributed.ranks.context import DistError
 from graphshard.format.config import read_config
 from graphshard.train import TrainOptions, embed, train
 

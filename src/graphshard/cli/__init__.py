@@ -10,7 +10,8 @@ import os
 import sys
 
 from .. import __version__
-from ..distributed import interrupt, processes
+from ..distributed.host import processes
+from ..distributed.ranks import interrupt
 from ..errors import GraphshardError
 from . import data, infer, launch, partition, pipeline, plot, prepare, serve, train
 from .common import HelpFormatter, Parser, apply_security
@@ -86,7 +87,7 @@ def _run(argv: list[str] | None) -> int:
                 return code
             if isinstance(exc, BrokenPipeError) or not isinstance(exc, (GraphshardError, OSError, RuntimeError)):
                 raise
-            from ..distributed.liveness import write_error_file
+            from ..distributed.transport.liveness import write_error_file
 
             print(f"graphshard: error: {exc}", file=sys.stderr)  # OSError names its path (permissions, ...)
             write_error_file(str(exc))  # under torchrun: its summary names this, not "no error file"

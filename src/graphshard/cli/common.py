@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any, NoReturn, TypeVar, overload
 
-from ..distributed.liveness import DEFAULT_LOST_AFTER
+from ..distributed.transport.liveness import DEFAULT_LOST_AFTER
 from ..partition.methods import METHODS
 
 HOST_HELP = (
@@ -267,8 +267,8 @@ def cluster_flags(
 
 def security_flags(p: argparse.ArgumentParser) -> None:
     """``--secret-file``, ``--insecure`` and ``--tls-cert/--tls-key/--tls-ca``: how the ranks' channels know each
-    other, and whether they encrypt (see :mod:`graphshard.distributed.handshake` and
-    :mod:`graphshard.distributed.tls`; applied by :func:`apply_security`)."""
+    other, and whether they encrypt (see :mod:`graphshard.distributed.transport.handshake` and
+    :mod:`graphshard.distributed.transport.tls`; applied by :func:`apply_security`)."""
     p.add_argument(
         "--secret-file",
         metavar="FILE",
@@ -294,7 +294,7 @@ def apply_security(args: argparse.Namespace) -> None:
     import logging
     import os
 
-    from ..distributed import handshake, tls
+    from ..distributed.transport import handshake, tls
 
     if getattr(args, "secret_file", None):
         os.environ[handshake.SECRET_FILE_ENV] = os.path.abspath(args.secret_file)

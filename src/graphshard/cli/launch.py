@@ -11,7 +11,7 @@ from .common import cluster_flags, command
 
 
 def run_launch(args: argparse.Namespace) -> None:
-    from ..distributed.launcher import launch, run_script
+    from ..distributed.ranks.launcher import launch, run_script
     from ..train.compiled import warm_up
 
     if not Path(args.script).is_file():

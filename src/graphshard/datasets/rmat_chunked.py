@@ -25,7 +25,7 @@ from ..errors import InputError
 from ..format.outputs import check_output_dir
 from ..format.staging import naming, staged_dir
 from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE
-from .synthetic import GRAPH500, _rmat_edges
+from .synthetic import GRAPH500, rmat_edges
 
 SPLITS = ("train_mask", "val_mask", "test_mask")
 
@@ -111,7 +111,7 @@ def _edge_chunks(
     folder, paths, counts = tmp / "edges" / "_N___E___N", [], []
     for i in range(k):
         lo, hi = sampled * i // k, sampled * (i + 1) // k
-        src, dst = _rmat_edges(scale, hi - lo, *GRAPH500, seed, lo)
+        src, dst = rmat_edges(scale, hi - lo, *GRAPH500, seed, lo)
         keep = src != dst
         src, dst = scramble[src[keep]], scramble[dst[keep]]
         rows = np.empty((2 * src.shape[0], 2), dtype=np.int64)

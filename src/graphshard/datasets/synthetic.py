@@ -18,7 +18,7 @@ GRAPH500 = (0.57, 0.19, 0.19)  # a, b, c (d = 1 - a - b - c)
 
 
 @kernel(parallel=True)
-def _rmat_edges(scale: int, num_edges: int, a: float, b: float, c: float, seed: int, first: int = 0):
+def rmat_edges(scale: int, num_edges: int, a: float, b: float, c: float, seed: int, first: int = 0):
     """Sampled edges ``first .. first + num_edges - 1`` of the seed's stream (each a function of its index)."""
     src = np.empty(num_edges, dtype=np.int64)
     dst = np.empty(num_edges, dtype=np.int64)
@@ -68,7 +68,7 @@ def rmat_graph(
             "read off the features"
         )
     n = 1 << scale
-    src, dst = _rmat_edges(scale, edge_factor * n, *abc, seed)
+    src, dst = rmat_edges(scale, edge_factor * n, *abc, seed)
     scramble = np.random.default_rng([seed, 1]).permutation(n)
     src, dst = _symmetric(scramble[src], scramble[dst], n)
     feats = {}

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..distributed.graph import DistGraph
-from ..distributed.liveness import doing, now_doing
-from ..distributed.tensor import DistTensor, local_shard
+from ..distributed.remote.tensor import DistTensor, local_shard
+from ..distributed.runtime.graph import DistGraph
+from ..distributed.transport.liveness import doing, now_doing
 from ..graph import EType
 from ..ids import consecutive
 from ..models.layer_context import LayerContext

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..distributed.graph import DistGraph
+from ..distributed.runtime.graph import DistGraph
 from ..format.load import PartitionGraph
 from ..graph import EType
 

@@ -1,7 +1,7 @@
 """The rows a batch of queries asks for, computed by the serving rank with the restored model.
 
 Existing nodes: their original IDs become graphshard's IDs through the original-ID map (held whole by this
-rank up to :data:`WHOLE_MAP_NODES`, else sharded: :class:`~graphshard.distributed.original.OriginalIds`),
+rank up to :data:`WHOLE_MAP_NODES`, else sharded: :class:`~graphshard.distributed.runtime.original.OriginalIds`),
 their L-hop neighbourhoods are sampled with the served fanouts (every in-edge by default) and their feature
 rows fetched from the partitions that own them, one request per owner; the model's forward pass over that
 subgraph gives their rows, which with every in-edge equal the layer-wise outputs ``graphshard embed`` writes.
@@ -28,8 +28,8 @@ import torch
 from torch import nn
 
 from ..device.transfer import DeviceFeeder
-from ..distributed.batch import BatchMaker, BatchRequest, BatchSpec
-from ..distributed.original import OriginalIds
+from ..distributed.loaders.batch import BatchMaker, BatchRequest, BatchSpec
+from ..distributed.runtime.original import OriginalIds
 from ..errors import FormatError
 from ..format.npyfile import read_npy
 from ..models.stack import ConvStack

@@ -5,7 +5,7 @@ Every rank restores its part of the checkpoint (weights, learnt input embeddings
 structure and features to the others. Rank 0 also runs the HTTP service (uvicorn, in a thread) and the
 micro-batcher; the other ranks wait until rank 0 tells them to stop, or leave (naming it) when it is lost.
 
-A lost rank does not stop the service: rank 0's heartbeat (:mod:`~graphshard.distributed.liveness`) marks it
+A lost rank does not stop the service: rank 0's heartbeat (:mod:`~graphshard.distributed.transport.liveness`) marks it
 lost within ``heartbeat_timeout`` seconds; from then ``/healthz`` answers 503 naming it, and a request whose
 computation needs its partition answers 503 naming the partition at once (a request already waiting on it
 is released as soon as it is marked). Requests that need only live partitions are still answered."""
@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from ..distributed import rpc
-from ..distributed.channel import handler
-from ..distributed.context import PROCESS_KEY
-from ..distributed.lifetime import refuse_spawn_reimport
-from ..distributed.liveness import DEFAULT_LOST_AFTER, doing
-from ..distributed.network import LOOPBACK
-from ..distributed.runtime import Session, session
+from ..distributed.groups import rpc
+from ..distributed.host.lifetime import refuse_spawn_reimport
+from ..distributed.ranks.context import PROCESS_KEY
+from ..distributed.runtime.session import Session, session
+from ..distributed.transport.channel import handler
+from ..distributed.transport.liveness import DEFAULT_LOST_AFTER, doing
+from ..distributed.transport.network import LOOPBACK
 from ..errors import DistError, InputError
 from ..train.checkpoint_embed import Restored, checkpoint_run, restore
 from ..train.multi_serving import head_view
@@ -138,7 +138,7 @@ def serve(
     over HTTP until interrupted (see :mod:`graphshard.serve`). ``num_procs``: start that many local ranks (the
     checkpoint's rank count); None: this process is one rank of a torchrun job of that size. ``rank_host``:
     the address the ranks' own transports listen on (see ``--host`` of ``graphshard train``). ``verify``,
-    ``colocated``: see :class:`~graphshard.distributed.graph.DistGraph`."""
+    ``colocated``: see :class:`~graphshard.distributed.runtime.graph.DistGraph`."""
     refuse_spawn_reimport()
     require_extra()
     opts = checkpoint_run(
@@ -163,7 +163,7 @@ def serve(
     if num_procs is None:
         _rank(opts, options, token, listener)
         return
-    from ..distributed.launcher import launch
+    from ..distributed.ranks.launcher import launch
     from ..train.compiled import warm_up
 
     warm_up()  # compiled here once (first run only), loaded from the cache by every rank

@@ -13,12 +13,12 @@ import torch
 
 from ..device.choice import check_device, local_ranks, rank_device
 from ..device.memory import named_out_of_memory
-from ..distributed.environment import adopt_launcher_env
-from ..distributed.graph import DistGraph
-from ..distributed.launcher import launch
-from ..distributed.lifetime import refuse_spawn_reimport
-from ..distributed.liveness import DEFAULT_LOST_AFTER, doing, now_doing
-from ..distributed.runtime import Session, session
+from ..distributed.host.environment import adopt_launcher_env
+from ..distributed.host.lifetime import refuse_spawn_reimport
+from ..distributed.ranks.launcher import launch
+from ..distributed.runtime.graph import DistGraph
+from ..distributed.runtime.session import Session, session
+from ..distributed.transport.liveness import DEFAULT_LOST_AFTER, doing, now_doing
 from ..errors import InputError
 from ..format.config import read_config
 from ..graph import EType
@@ -117,11 +117,11 @@ def embed(
     run on the partitions of ``part_config`` (``<checkpoint>/best`` of a run: its best validation epoch).
     ``num_procs``: start that many local ranks (the checkpoint's rank count); None: this process is one rank
     of a torchrun job of that size. ``layer``: ``output``, or ``hidden`` (the layer the last one reads).
-    ``heartbeat_timeout``: see :mod:`graphshard.distributed.liveness`. ``verify``: check the partition files
-    against their checksums first (see :class:`~graphshard.distributed.graph.DistGraph`). ``memory``: what the
+    ``heartbeat_timeout``: see :mod:`graphshard.distributed.transport.liveness`. ``verify``: check the partition files
+    against their checksums first (see :class:`~graphshard.distributed.runtime.graph.DistGraph`). ``memory``: what the
     processes started here may use together (bytes or a size such as ``16G``; default: the machine's memory):
     ``num_procs`` ranks predicted to need more (layer-wise inference, see ``graphshard plan``) are refused
-    before any starts. ``colocated``: see :class:`~graphshard.distributed.graph.DistGraph`. ``device``: where
+    before any starts. ``colocated``: see :class:`~graphshard.distributed.runtime.graph.DistGraph`. ``device``: where
     the model computes, layer-wise chunk by chunk (see :mod:`graphshard.infer.on_device`)."""
     refuse_spawn_reimport()
     opts = checkpoint_run(
@@ -199,7 +199,7 @@ def restore(s: Session, opts: TrainOptions) -> Restored:
     else:
         if opts.edge_type is None and len(g.canonical_etypes) > 1:
             raise InputError("the checkpoint's link run names no edge type and the graph has several")
-        et = g._etype(opts.edge_type) if opts.edge_type else g.canonical_etypes[0]
+        et = g.canonical_etype(opts.edge_type) if opts.edge_type else g.canonical_etypes[0]
         model = link_model(opts, inputs, et)
         restored = Restored(
             g, inputs, model, model.encoder, list(dict.fromkeys([et[0], et[2]])), edge_type=et, task="link"

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from ..distributed.graph import DistGraph
+from ..distributed.runtime.graph import DistGraph
 from ..errors import InputError
 from ..sparse import CSRRows
 

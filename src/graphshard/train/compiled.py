@@ -6,7 +6,7 @@ the same cores. Every command that starts ranks (``train``, ``embed``, ``serve``
 
 from __future__ import annotations
 
-from ..distributed.rows import warm_up as warm_rows
+from ..distributed.stores.rows import warm_up as warm_rows
 from ..models.dropout import warm_up as warm_dropout
 from ..sampling.kernels import warm_up as warm_sampling
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from ..distributed.served import stored_per_process
+from ..distributed.stores.partitions import stored_per_process
 from ..errors import InputError
 from ..format.config import PartitionConfig, read_config
 from ..graph import etype_str, parse_etype

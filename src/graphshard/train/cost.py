@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import math
 
-from ..distributed.sampler import DENSE_SLOT_NODES
-from ..distributed.served import served_range, stored_per_process
+from ..distributed.remote.sampler import DENSE_SLOT_NODES
+from ..distributed.stores.partitions import served_range, stored_per_process
 from ..errors import InputError
 from ..format.config import PartitionConfig
 from ..format.tensorfile import read_header

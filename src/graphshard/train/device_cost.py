@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..device.choice import cuda_devices, resolve
 from ..device.memory import capacity as device_capacity
-from ..distributed.cache import cache_budget
+from ..distributed.remote.cache import cache_budget
 from ..errors import InputError
 from ..format.config import PartitionConfig
 from ..infer.plan import EDGES_PER_CHUNK

@@ -20,10 +20,10 @@ import numpy as np
 import torch
 
 from ..device.choice import rank_device
-from ..distributed.collectives import all_gather_bytes
-from ..distributed.graph import DistGraph
-from ..distributed.loader import DistLinkNeighborLoader
-from ..distributed.runtime import Session
+from ..distributed.loaders.loader import DistLinkNeighborLoader
+from ..distributed.ranks.collectives import all_gather_bytes
+from ..distributed.runtime.graph import DistGraph
+from ..distributed.runtime.session import Session
 from ..errors import InputError
 from ..graph import EType
 from ..models.edge import EdgeModel, edge_decoder
@@ -65,7 +65,7 @@ def edge_task(s: Session, g: DistGraph, opts: TrainOptions) -> EdgeTask:
     """This rank's labelled edges of each split, the label kind and the output width (every split edge's label
     checked, the same error on every rank). Collective."""
     assert opts.edge_type is not None  # resolved by contract.resolve_data
-    et, label = g._etype(opts.edge_type), opts.label or "label"
+    et, label = g.canonical_etype(opts.edge_type), opts.label or "label"
     data = g.edges[et].data
     src, dst, eid = g.local_edge_ids(et)
     per = g.group.per_part(g.get_partition_book().num_partitions())

@@ -15,13 +15,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..distributed.graph import DistGraph
-from ..distributed.interrupt import atomic, deferred
-from ..distributed.loader import DistNeighborLoader
-from ..distributed.original import OriginalIds
-from ..distributed.runtime import Session
-from ..distributed.split import rank_partition, split_owned
-from ..distributed.tensor import DistTensor
+from ..distributed.loaders.loader import DistNeighborLoader
+from ..distributed.ranks.interrupt import atomic, deferred
+from ..distributed.remote.tensor import DistTensor
+from ..distributed.runtime.graph import DistGraph
+from ..distributed.runtime.original import OriginalIds
+from ..distributed.runtime.session import Session
+from ..distributed.runtime.split import rank_partition, split_owned
 from ..errors import InputError
 from ..format.outputs import MARKER, check_output_dir, mark_output_dir
 from ..format.staging import naming

@@ -17,9 +17,9 @@ import torch
 import torch.distributed as dist
 
 from ..device.choice import RankDevice, nccl_for
-from ..distributed.collectives import all_gather_bytes, barrier
-from ..distributed.reduce import ChannelSum, fits
-from ..distributed.runtime import Session
+from ..distributed.groups.reduce import ChannelSum, fits
+from ..distributed.ranks.collectives import all_gather_bytes, barrier
+from ..distributed.runtime.session import Session
 
 notice = logging.getLogger("graphshard.notice")  # shown at the default log level
 _TRAINERS = itertools.count()  # trainers made in this process (in the same order on every rank): their sums' keys

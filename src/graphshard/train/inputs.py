@@ -11,12 +11,12 @@ import torch
 from torch import nn
 
 from ..device.rowcache import DeviceRowCache
-from ..distributed.cache import FeatureCache, build_cache
-from ..distributed.collectives import all_reduce_sum
-from ..distributed.device_cache import build_device_cache
-from ..distributed.embedding import DistEmbedding, SparseAdagrad
-from ..distributed.graph import DistGraph
-from ..distributed.tensor import local_shard
+from ..distributed.ranks.collectives import all_reduce_sum
+from ..distributed.remote.cache import FeatureCache, build_cache
+from ..distributed.remote.device_cache import build_device_cache
+from ..distributed.remote.embedding import DistEmbedding, SparseAdagrad
+from ..distributed.remote.tensor import local_shard
+from ..distributed.runtime.graph import DistGraph
 from ..errors import FormatError, InputError
 from ..models.custom import build_custom
 from ..models.registry import builtin_for, is_custom, projects_inputs, reads_edge_features

@@ -12,7 +12,7 @@ original IDs only, so the figures do not depend on the number of ranks or the pa
 Held-out edges come in blocks of ``_CHUNK``; rank ``r`` of ``W`` evaluates blocks ``[B r / W, B (r + 1) / W)``
 of each list and reads only those columns of the held-out file. What a rank holds is O(its partition +
 its blocks), never O(total nodes or edges): its blocks translated to new IDs once (through the sharded
-map of :mod:`graphshard.distributed.original`; a block's negatives are translated as it is evaluated),
+map of :mod:`graphshard.distributed.runtime.original`; a block's negatives are translated as it is evaluated),
 and with ``--filtered`` its partition's shard of the known edges (:class:`.link_metrics.KnownEdges`)."""
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ import numpy as np
 import torch
 
 from ..device.choice import rank_device
-from ..distributed.collectives import all_reduce_sum
-from ..distributed.graph import DistGraph
-from ..distributed.loader import DistLinkNeighborLoader
-from ..distributed.original import OriginalIds
-from ..distributed.runtime import Session
+from ..distributed.loaders.loader import DistLinkNeighborLoader
+from ..distributed.ranks.collectives import all_reduce_sum
+from ..distributed.runtime.graph import DistGraph
+from ..distributed.runtime.original import OriginalIds
+from ..distributed.runtime.session import Session
 from ..errors import FormatError, InputError
 from ..graph import EType
 from ..models import DistMultDecoder, DotDecoder, LinkModel, MLPDecoder
@@ -213,7 +213,7 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     held = open_link_split(require_link_split(opts))
     torch.manual_seed(opts.seed)
     g = open_graph(opts)
-    et = g._etype(held.etype)
+    et = g.canonical_etype(held.etype)
     if not opts.allow_nonfinite:
         check_finite_features(g, opts.feat or "feat")
     mine, mine_ids = my_edges(s, g, et)

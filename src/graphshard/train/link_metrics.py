@@ -23,11 +23,11 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from ..distributed.channel import handler
-from ..distributed.collectives import all_reduce_sum, exchange
-from ..distributed.graph import DistGraph
-from ..distributed.rpc import by_owner
-from ..distributed.runtime import Session
+from ..distributed.groups.rpc import by_owner
+from ..distributed.ranks.collectives import all_reduce_sum, exchange
+from ..distributed.runtime.graph import DistGraph
+from ..distributed.runtime.session import Session
+from ..distributed.transport.channel import handler
 from ..errors import InputError
 from ..format.load import PartitionGraph
 from ..graph import EType

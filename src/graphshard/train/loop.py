@@ -24,11 +24,11 @@ from tqdm import tqdm
 
 from ..device.choice import rank_device
 from ..device.clock import COUNT_SYNCS, StepClock, counted_syncs
-from ..distributed.collectives import all_gather_bytes, all_reduce_sum, barrier
-from ..distributed.graph import DistGraph
-from ..distributed.interrupt import atomic, deferred
-from ..distributed.liveness import doing
-from ..distributed.runtime import Session
+from ..distributed.ranks.collectives import all_gather_bytes, all_reduce_sum, barrier
+from ..distributed.ranks.interrupt import atomic, deferred
+from ..distributed.runtime.graph import DistGraph
+from ..distributed.runtime.session import Session
+from ..distributed.transport.liveness import doing
 from ..format.config import read_config
 from . import timing
 from .checkpoint import (

@@ -24,8 +24,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..distributed.collectives import all_reduce_sum
-from ..distributed.context import DistContext
+from ..distributed.ranks.collectives import all_reduce_sum
+from ..distributed.ranks.context import DistContext
 from ..errors import InputError
 from ..format.npyfile import read_npy
 

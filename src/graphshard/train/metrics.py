@@ -20,8 +20,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from ..distributed.collectives import all_reduce_sum, exchange
-from ..distributed.context import DistContext
+from ..distributed.ranks.collectives import all_reduce_sum, exchange
+from ..distributed.ranks.context import DistContext
 from ..errors import InputError
 
 log = logging.getLogger(__name__)

@@ -9,8 +9,8 @@ from typing import Any
 
 import torch
 
-from ..distributed.graph import DistGraph
-from ..distributed.loader import DistNeighborLoader
+from ..distributed.loaders.loader import DistNeighborLoader
+from ..distributed.runtime.graph import DistGraph
 from ..errors import InputError
 from ..models.registry import is_custom
 from .inputs import ModelInputs, rows_of

@@ -19,8 +19,8 @@ from typing import Any
 
 import torch
 
-from ..distributed.graph import DistGraph
-from ..distributed.runtime import Session
+from ..distributed.runtime.graph import DistGraph
+from ..distributed.runtime.session import Session
 from ..models import LinkModel
 from ..models.edge import edge_decoder
 from . import timing
@@ -138,7 +138,7 @@ class LinkRunner:
         self.sh, self.t, o = sh, t, t.opts
         # training reads the held-out edges; a restored checkpoint (embed) has none, and its recorded edge type
         self.held = open_link_split(require_link_split(o)) if o.link_split or o.edge_type is None else None
-        et = self.et = sh.g._etype(self.held.etype if self.held is not None else o.edge_type)
+        et = self.et = sh.g.canonical_etype(self.held.etype if self.held is not None else o.edge_type)
         self.types = [et[0], et[2]]
         self.mine, ids = my_edges(sh.s, sh.g, et)
         self.weights = edge_weights(sh.g, et, o.edge_weight, ids, self.mine)

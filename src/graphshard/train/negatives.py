@@ -97,8 +97,8 @@ def given_hard(s: Any, g: Any, et: Any, name: str, ids: np.ndarray, pairs: np.nd
     edge data ``name`` of edge type ``et`` read for edges ``ids`` (ends ``pairs``, new IDs), its original IDs
     translated through the sharded map (collective). A value outside ``[-1, nodes)`` is an error naming the edge
     by its ends' original IDs, the same on every rank."""
-    from ..distributed.collectives import all_gather_bytes
-    from ..distributed.original import OriginalIds
+    from ..distributed.ranks.collectives import all_gather_bytes
+    from ..distributed.runtime.original import OriginalIds
 
     rows = g.edges[et].data[name][torch.from_numpy(ids)].numpy().astype(np.int64)
     rows = rows.reshape(rows.shape[0], -1)

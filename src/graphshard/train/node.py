@@ -16,12 +16,12 @@ import numpy as np
 import torch
 
 from ..device.choice import rank_device
-from ..distributed.collectives import all_gather_bytes
-from ..distributed.graph import DistGraph
-from ..distributed.loader import DistNeighborLoader
-from ..distributed.runtime import Session
-from ..distributed.split import rank_partition, split_owned
-from ..distributed.tensor import DistTensor
+from ..distributed.loaders.loader import DistNeighborLoader
+from ..distributed.ranks.collectives import all_gather_bytes
+from ..distributed.remote.tensor import DistTensor
+from ..distributed.runtime.graph import DistGraph
+from ..distributed.runtime.session import Session
+from ..distributed.runtime.split import rank_partition, split_owned
 from ..errors import InputError
 from . import timing
 from .checks import (

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..device.choice import DEVICES, PRECISIONS
-from ..distributed.liveness import DEFAULT_LOST_AFTER
-from ..distributed.wire import WIRE_DTYPES
+from ..distributed.transport.liveness import DEFAULT_LOST_AFTER
+from ..distributed.transport.wire import WIRE_DTYPES
 from ..errors import InputError
 from ..models.registry import EDGE_DECODERS, model_help
 from ..partition.methods import METHODS

@@ -15,11 +15,11 @@ from typing import Any
 from ..datasets import load_dataset
 from ..device.choice import check_device, local_ranks, rank_device, rule_line
 from ..device.memory import named_out_of_memory
-from ..distributed.environment import adopt_launcher_env
-from ..distributed.launcher import launch
-from ..distributed.lifetime import refuse_spawn_reimport
-from ..distributed.liveness import now_doing
-from ..distributed.runtime import session
+from ..distributed.host.environment import adopt_launcher_env
+from ..distributed.host.lifetime import refuse_spawn_reimport
+from ..distributed.ranks.launcher import launch
+from ..distributed.runtime.session import session
+from ..distributed.transport.liveness import now_doing
 from ..fingerprint import tree_fingerprint
 from ..format.config import read_config
 from ..format.outputs import prepare_output_dir

@@ -19,7 +19,7 @@ import pytest
 
 from graphshard import Graph
 from graphshard.chunked.writer import chunk_graph
-from graphshard.distributed.context import DistContext
+from graphshard.distributed.ranks.context import DistContext
 from graphshard.pipeline.assignment_files import write_assignment
 from graphshard.pipeline.dispatch import DispatchOptions
 

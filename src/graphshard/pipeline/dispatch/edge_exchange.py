@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...chunked.readers import read_data
-from ...distributed.collectives import exchange
+from ...distributed.ranks.collectives import exchange
 from ...graph import EType, etype_str
 from .plan import EdgePlan
 from .read import EdgeReader, aligned_edge_data, check_chunk_count

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...distributed.collectives import exchange
+from ...distributed.ranks.collectives import exchange
 from ...partition.halo import HaloInEdges, OwnInEdges
 from ...partition.kernels import ragged_ranges, range_in_edges
 from .edge_exchange import PartEdges

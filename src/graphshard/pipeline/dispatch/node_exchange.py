@@ -7,7 +7,7 @@ import numpy as np
 
 from ...chunked.readers import read_data, read_data_like
 from ...chunked.spec import FileSpec
-from ...distributed.collectives import exchange
+from ...distributed.ranks.collectives import exchange
 from .plan import NodeDataPlans, Piece
 from .state import DispatchState
 

@@ -11,7 +11,7 @@ import numpy as np
 from ...chunked.load import checked_offsets
 from ...chunked.readers import count_rows, read_data
 from ...chunked.spec import FileSpec
-from ...distributed.collectives import all_reduce_sum
+from ...distributed.ranks.collectives import all_reduce_sum
 from ...graph import etype_str
 from .read import EdgeReader
 from .state import DispatchState, chunk_share

@@ -14,7 +14,7 @@ import numpy as np
 
 from ...chunked.readers import read_data
 from ...chunked.spec import ChunkedMeta, FileSpec
-from ...distributed.collectives import all_gather_bytes, barrier
+from ...distributed.ranks.collectives import all_gather_bytes, barrier
 from ...format.config import PartitionConfig, Schema, feature_schema, write_config
 from ...format.feat_dtype import feat_dtype_entry, stored_dtype
 from ...format.load import load_partition

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from ...chunked.spec import read_metadata
-from ...distributed.collectives import barrier
-from ...distributed.context import DistContext
-from ...distributed.launcher import launch
-from ...distributed.liveness import doing
+from ...distributed.ranks.collectives import barrier
+from ...distributed.ranks.context import DistContext
+from ...distributed.ranks.launcher import launch
+from ...distributed.transport.liveness import doing
 from ...format.feat_dtype import check_feat_dtype
 from ...format.outputs import check_output_dir, claim_for_graph, prepare_output_dir
 from ...partition.homogenize import HomoView
@@ -135,7 +135,7 @@ def run_dispatch(
     heartbeat_timeout: float | None = None,
 ) -> Path:
     """Run dispatch: start ``num_procs`` local ranks, or (None) join as one rank of a torchrun (or srun, or
-    PyTorchJob) job. ``heartbeat_timeout``: see :mod:`graphshard.distributed.liveness`."""
+    PyTorchJob) job. ``heartbeat_timeout``: see :mod:`graphshard.distributed.transport.liveness`."""
     level = logging.getLogger("graphshard").getEffectiveLevel()
     check_feat_dtype(opts.feat_dtype)
     if not opts.overwrite:  # a refusal is reported before any process starts

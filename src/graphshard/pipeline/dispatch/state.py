@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ...chunked.spec import ChunkedMeta, read_metadata
-from ...distributed.context import DistContext
+from ...distributed.ranks.context import DistContext
 from ...format.config import check_graph_name
 from ...partition.halo import check_hops
 from ...partition.relabel import relabel_nodes
