@@ -9,8 +9,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
-
 _EXPORTS = {
     "FormatError": "errors",
     "GraphshardError": "errors",
@@ -46,7 +44,22 @@ _SUBMODULES = {
 __all__ = sorted(_EXPORTS)
 
 
+def _version() -> str:
+    """The installed package's version. pyproject.toml is the one place it is written; installing graphshard
+    (editable or not) records it in the package metadata, read here on first use of ``__version__``. A source
+    tree on ``sys.path`` that was never installed has no metadata, hence no version: ``0+unknown``."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("graphshard")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = version = _version()
+        return version
     if name in _SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
     if name not in _EXPORTS:
@@ -57,4 +70,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(list(globals()) + __all__)
+    return sorted(set(globals()) | {"__version__", *__all__})
