@@ -83,7 +83,7 @@ def test_book_matches_brute_force(sizes, data):
     if not table:
         return
     edge_map = {"t0:r:t0": np.zeros((len(sizes), 2), np.int64)}
-    book = RangePartitionBook(len(sizes), ntypes, ["t0:r:t0"], node_map, edge_map)
+    book = RangePartitionBook(len(sizes), ntypes, ["t0:r:t0"], node_map, edge_map=edge_map)
     ids = np.array(data.draw(st.lists(st.integers(0, len(table) - 1), min_size=1, max_size=15)))
     assert book.nid2partid(ids).tolist() == [table[i][0] for i in ids]
     t, per = book.map_to_per_ntype(ids)

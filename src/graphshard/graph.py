@@ -49,14 +49,18 @@ def to_numpy(value: Any) -> np.ndarray:
 class Graph:
     """A (heterogeneous) graph in memory.
 
+    Construction validates everything. A homogeneous graph has the single node type ``"_N"`` and edge
+    type ``("_N", "_E", "_N")``.
+
     Attributes:
         num_nodes: node type → number of nodes; the order of the keys is the node type order.
         edges: canonical edge type ``(src, rel, dst)`` → ``(src_ids, dst_ids)`` per-type int64 arrays.
         node_feats: node type → feature name → array whose first dimension is that type's count.
         edge_feats: canonical edge type → feature name → array whose first dimension is its edge count.
 
-    Construction validates everything and raises :class:`InputError` naming the type and ID at fault.
-    A homogeneous graph has the single node type ``"_N"`` and edge type ``("_N", "_E", "_N")``.
+    Raises:
+        InputError: a count, type name, edge array or feature is invalid; the message names the type and
+            ID at fault.
     """
 
     num_nodes: dict[str, int]
@@ -98,6 +102,17 @@ class Graph:
         return int(sum(len(s) for s, _ in self.edges.values()))
 
     def num_edges(self, etype: EType) -> int:
+        """The number of edges of one edge type.
+
+        Args:
+            etype: a canonical edge type ``(src, rel, dst)`` of the graph.
+
+        Returns:
+            How many edges of ``etype`` the graph holds.
+
+        Raises:
+            KeyError: ``etype`` is not an edge type of the graph.
+        """
         return len(self.edges[etype][0])
 
     # -- constructors ------------------------------------------------------------------------
@@ -108,9 +123,26 @@ class Graph:
         dst: Any,
         num_nodes: int | None = None,
         node_feats: Mapping[str, Any] | None = None,
+        *,
         edge_feats: Mapping[str, Any] | None = None,
     ) -> Graph:
-        """A homogeneous graph from edge endpoint arrays; ``num_nodes`` defaults to ``max ID + 1``."""
+        """A homogeneous graph from edge endpoint arrays.
+
+        Args:
+            src: source node ID of each edge (a 1-D integer array or tensor).
+            dst: destination node ID of each edge, as long as ``src``.
+            num_nodes: the number of nodes; default: ``max ID + 1``, or more if a node feature has more
+                rows.
+            node_feats: feature name → array with one row per node.
+            edge_feats: feature name → array with one row per edge.
+
+        Returns:
+            The graph, with node type ``"_N"`` and edge type ``("_N", "_E", "_N")``.
+
+        Raises:
+            InputError: the IDs are not 1-D integers, ``src`` and ``dst`` differ in length, an ID is out of
+                range, or a feature has the wrong number of rows.
+        """
         src_a, dst_a = _ids(src, "src", DEFAULT_ETYPE), _ids(dst, "dst", DEFAULT_ETYPE)
         if num_nodes is None:
             num_nodes = int(max(src_a.max(initial=-1), dst_a.max(initial=-1)) + 1)
@@ -125,10 +157,19 @@ class Graph:
 
     @classmethod
     def from_pyg(cls, data: Any) -> Graph:
-        """From ``torch_geometric.data.Data`` or ``HeteroData``.
+        """A graph from a PyG ``torch_geometric.data.Data`` or ``HeteroData``.
 
         Every node-level tensor attribute (``x``, ``y``, masks, ...) becomes a node feature under its
         own name, every edge-level one (``edge_attr``, ...) an edge feature.
+
+        Args:
+            data: the PyG ``Data`` or ``HeteroData`` object.
+
+        Returns:
+            The graph, homogeneous for ``Data``.
+
+        Raises:
+            InputError: the object's edges or features are invalid (as for the constructor).
         """
         from torch_geometric.data import HeteroData
 

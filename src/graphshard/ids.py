@@ -93,6 +93,11 @@ class IDConverter:
     Node (edge) homogeneous IDs are ordered by type in the order the types are listed, then by
     per-type ID — the numbering the chunked graph format and DGL's distributed pipeline use.
     Tensors in give tensors out; NumPy arrays in give NumPy arrays out.
+
+    Args:
+        num_nodes_per_type: node type → number of nodes, in the node type order.
+        num_edges_per_type: canonical edge type (``src:rel:dst``) → number of edges, in the edge type
+            order; None: no edge types (only node IDs are converted).
     """
 
     def __init__(self, num_nodes_per_type: Mapping[str, int], num_edges_per_type: Mapping[str, int] | None = None):
@@ -105,7 +110,19 @@ class IDConverter:
 
     @classmethod
     def from_metadata(cls, meta: Mapping[str, Any]) -> IDConverter:
-        """Build from chunked-format metadata (``node_type``, ``num_nodes_per_type``, ``edge_type``, ...)."""
+        """Build from chunked-format metadata.
+
+        Args:
+            meta: the chunked graph's ``metadata.json`` as a mapping: ``node_type``, ``edge_type`` and
+                either ``num_nodes_per_type``/``num_edges_per_type`` or the older per-chunk counts
+                ``num_nodes_per_chunk``/``num_edges_per_chunk``.
+
+        Returns:
+            The converter for the graph's node and edge types.
+
+        Raises:
+            InputError: a key is missing, or a count list's length differs from its type list's.
+        """
         try:
             nodes = _per_type_counts(meta, "node_type", "num_nodes_per_type", "num_nodes_per_chunk")
             edges = _per_type_counts(meta, "edge_type", "num_edges_per_type", "num_edges_per_chunk")
@@ -123,19 +140,65 @@ class IDConverter:
         return table[name]
 
     def node_to_homo(self, ntype: str | int, ids: Any) -> Any:
-        """Per-type node IDs of ``ntype`` → homogeneous node IDs."""
+        """Per-type node IDs of ``ntype`` → homogeneous node IDs.
+
+        Args:
+            ntype: the node type, by name or by its index in the type order.
+            ids: per-type node IDs (tensor, array, list or scalar).
+
+        Returns:
+            The homogeneous node IDs, a tensor for a tensor given, else a NumPy array.
+
+        Raises:
+            InputError: an unknown node type name, or IDs that are not integers.
+            IDRangeError: a type index or an ID out of range.
+        """
         return self._to_homo(self._type_id(self._ntype_id, ntype, "node"), ids, self.node_offsets)
 
     def edge_to_homo(self, etype: str | int, ids: Any) -> Any:
-        """Per-type edge IDs of ``etype`` (canonical ``src:rel:dst``) → homogeneous edge IDs."""
+        """Per-type edge IDs of ``etype`` → homogeneous edge IDs.
+
+        Args:
+            etype: the edge type, by canonical name ``src:rel:dst`` or by its index in the type order.
+            ids: per-type edge IDs (tensor, array, list or scalar).
+
+        Returns:
+            The homogeneous edge IDs, a tensor for a tensor given, else a NumPy array.
+
+        Raises:
+            InputError: an unknown edge type name, or IDs that are not integers.
+            IDRangeError: a type index or an ID out of range.
+        """
         return self._to_homo(self._type_id(self._etype_id, etype, "edge"), ids, self.edge_offsets)
 
     def node_to_hetero(self, ids: Any) -> tuple[Any, Any]:
-        """Homogeneous node IDs → ``(node type IDs, per-type IDs)``."""
+        """Homogeneous node IDs → ``(node type IDs, per-type IDs)``.
+
+        Args:
+            ids: homogeneous node IDs (tensor, array, list or scalar).
+
+        Returns:
+            ``(node type IDs, per-type IDs)``, tensors for a tensor given, else NumPy arrays.
+
+        Raises:
+            InputError: IDs that are not integers.
+            IDRangeError: an ID outside ``[0, number of nodes)``.
+        """
         return self._to_hetero(ids, self.node_offsets)
 
     def edge_to_hetero(self, ids: Any) -> tuple[Any, Any]:
-        """Homogeneous edge IDs → ``(edge type IDs, per-type IDs)``."""
+        """Homogeneous edge IDs → ``(edge type IDs, per-type IDs)``.
+
+        Args:
+            ids: homogeneous edge IDs (tensor, array, list or scalar).
+
+        Returns:
+            ``(edge type IDs, per-type IDs)``, tensors for a tensor given, else NumPy arrays.
+
+        Raises:
+            InputError: IDs that are not integers.
+            IDRangeError: an ID outside ``[0, number of edges)``.
+        """
         return self._to_hetero(ids, self.edge_offsets)
 
     @staticmethod

@@ -3,7 +3,7 @@ a step may use, one predicted peak (:class:`Estimate`), and how messages show by
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 from .errors import InputError
@@ -19,6 +19,7 @@ class Estimate:
     peak_bytes: int
     disk_bytes: int
     phase: str  # the phase at the peak
+    _: KW_ONLY
     mapped_bytes: int = 0
 
 

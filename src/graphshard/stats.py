@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import KW_ONLY, asdict, dataclass
 
 import numpy as np
 
@@ -17,6 +17,7 @@ class PartStats:
     inner_nodes: int
     halo_nodes: int
     inner_edges: int
+    _: KW_ONLY
     local_edges: int
     cut_edges: int
     node_feat_bytes: int
@@ -30,6 +31,7 @@ class PartitioningStats:
     part_method: str
     num_parts: int
     halo_hops: int
+    _: KW_ONLY
     num_nodes: int
     num_edges: int
     edge_cut: int

@@ -105,7 +105,7 @@ def test_heterogeneous_batches_and_the_device_cache_complete_x():
     h = HeteroData()
     h["paper"].x = table[ids[miss_pos]]  # what the builder fetched: the misses alone
     h["paper"].n_id = torch.from_numpy(ids)
-    cached_layout(h["paper"], hit_pos, hit_slot, miss_pos, ids.shape[0])
+    cached_layout(h["paper"], hit_pos, hit_slot, miss_pos, count=ids.shape[0])
     h["paper", "cites", "paper"].edge_index = torch.tensor([[0, 1], [1, 2]])
     (got,) = list(DeviceFeeder(torch.device("cpu"), cache=cache, copy_on_cpu=True)([h]))
     assert torch.equal(got["paper"].x, table[ids]) and "x_hit_pos" not in got["paper"]

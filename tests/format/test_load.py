@@ -56,6 +56,9 @@ def _edit_json(path, fn):
         (lambda m: m.pop("part-1"), "missing key 'part-1'"),
         (lambda m: m.__setitem__("format_version", 2), "unsupported format"),
         (lambda m: m.__setitem__("num_parts", "2"), "'num_parts' must be an integer"),
+        # a checksum's file must lie inside the partition directory: '/' joined to it is the file system's root
+        (lambda m: m["checksums"].__setitem__("/", "0" * 64), r"key 'checksums' file '/'"),
+        (lambda m: m["checksums"].__setitem__("../h.json", "0" * 64), r"key 'checksums' file '\.\./h\.json'"),
     ],
 )
 def test_bad_json_raises_format_error(written, edit, match):

@@ -38,7 +38,7 @@ HOMOGENEOUS = {  # kind -> (model, whether it reads the edge feature "w")
 
 
 def _users(factory: str, in_dim: int) -> torch.nn.Module:
-    spec = ModelSpec({"_N": in_dim}, 5, ["_N"], [("_N", "_E", "_N")], ["_N"], hidden=8, num_layers=3)
+    spec = ModelSpec({"_N": in_dim}, 5, ["_N"], [("_N", "_E", "_N")], outputs=["_N"], hidden=8, num_layers=3)
     return build_custom(f"tests.train.custom_factories:{factory}", spec)
 
 

@@ -130,9 +130,9 @@ def test_trimmed_by_hop_gives_the_seeds_the_same_rows(cls):
         types,
         ntype[out.node],
         node_id[out.node],
-        etypes,
-        3 * ntype[out.node[out.row]] + ntype[out.node[out.col]],
-        out.edge,
+        etypes=etypes,
+        edge_type=3 * ntype[out.node[out.row]] + ntype[out.node[out.col]],
+        edge_id=out.edge,
     )
     x = {t: torch.randn(het.node[t].shape[0], 4) for t in types}
     edges = {et: torch.from_numpy(np.stack([het.row[et], het.col[et]])) for et in etypes}
@@ -243,7 +243,7 @@ def test_hgt_layer_is_pyg_hgtconv():
 
 @pytest.mark.parametrize("cls", MODELS)
 def test_from_spec_and_sparse_inputs(cls):
-    spec = ModelSpec({"a": 3, "b": 2}, 4, ["a", "b"], ETS, ["b"], hidden=6, num_layers=1, heads=3)
+    spec = ModelSpec({"a": 3, "b": 2}, 4, ["a", "b"], ETS, outputs=["b"], hidden=6, num_layers=1, heads=3)
     model = cls.from_spec(spec).eval()
     assert model.outputs == ["b"] and model.num_layers == 1
     x = {"a": torch.randn(3, 3), "b": torch.randn(2, 2)}
@@ -260,7 +260,7 @@ def test_hidden_must_split_into_heads(cls):
 
 
 def test_a_layerwise_chunk_transforms_only_the_sources_it_reads():
-    from graphshard.models.rgcn import compact
+    from graphshard.models.hetero_stack import compact
 
     x_src = {"a": torch.arange(10.0)[:, None], "b": torch.arange(4.0)[:, None], "c": torch.ones(3, 1)}
     edges = {

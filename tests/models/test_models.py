@@ -32,7 +32,7 @@ def test_hetero_sage_routes_messages_along_edge_types_only():
 
 def test_hetero_sage_returns_only_requested_types():
     torch.manual_seed(0)
-    model = HeteroSAGE({"a": 3, "b": 2}, [("a", "to", "b")], 4, 2, 1, 0.0, outputs=["b"])
+    model = HeteroSAGE({"a": 3, "b": 2}, [("a", "to", "b")], 4, 2, num_layers=1, dropout=0.0, outputs=["b"])
     out = model({"a": torch.randn(2, 3), "b": torch.randn(2, 2)}, {("a", "to", "b"): torch.tensor([[0], [1]])})
     assert list(out) == ["b"]
 
@@ -120,7 +120,13 @@ def test_hetero_sage_trimmed_by_hop_gives_the_seeds_the_same_rows():
     out = sample_neighbors(graph, np.flatnonzero(ntype != 2)[:6], [4, 3], seed=2)
     sampled_src, sampled_dst = out.node[out.row], out.node[out.col]
     het = to_hetero(
-        out, types, ntype[out.node], node_id[out.node], etypes, 3 * ntype[sampled_src] + ntype[sampled_dst], out.edge
+        out,
+        types,
+        ntype[out.node],
+        node_id[out.node],
+        etypes=etypes,
+        edge_type=3 * ntype[sampled_src] + ntype[sampled_dst],
+        edge_id=out.edge,
     )
     x = {t: torch.randn(het.node[t].shape[0], 4) for t in types}
     edges = {et: torch.from_numpy(np.stack([het.row[et], het.col[et]])) for et in etypes}
@@ -151,7 +157,7 @@ def test_hetero_sage_builds_only_what_its_outputs_read():
 
 
 def test_sparse_inputs_project_like_dense_ones():
-    from graphshard.models.hetero import project
+    from graphshard.models.hetero_stack import project
     from graphshard.sparse import sparse_tensor
     from tests.graphs import sparse_hetero
 

@@ -47,7 +47,7 @@ def expected_halo_edges(g: Graph, inner: set[tuple[str, int]], hops: int) -> set
 def check_partitioning(
     g: Graph, config: Path, hops: int, num_parts: int, trainers: int = 1, assignment: np.ndarray | None = None
 ) -> dict:
-    """Assert every DESIGN.md §3 rule; returns per-partition inner node sets for further checks."""
+    """Assert every rule of docs/format.md; returns per-partition inner node sets for further checks."""
     meta = json.loads(Path(config).read_text())
     root = Path(config).parent
     ntypes = sorted(meta["ntypes"], key=meta["ntypes"].get)

@@ -68,7 +68,9 @@ def test_weighted_placement_is_fennel_over_clusters_largest_first():
     sizes = np.random.default_rng(4).integers(1, 9, 120)
     for k, passes in ((2, 1), (4, 3)):
         cap = math.ceil(1.03 * sizes.sum() / k)
-        got = coarse.coarse_parts(csr.xadj, csr.adjncy, w, sizes, k, cap, int(sizes.sum()), passes)
+        got = coarse.coarse_parts(
+            csr.xadj, csr.adjncy, w, sizes, k=k, cap=cap, num_nodes=int(sizes.sum()), passes=passes
+        )
         want = _reference(
             csr.xadj.tolist(), csr.adjncy.tolist(), w.tolist(), sizes.tolist(), k, cap, int(sizes.sum()), passes
         )

@@ -26,7 +26,9 @@ def test_range_in_edges_reference():
     # partition = new ID range [10, 30); its edges are those with new dst in the range, in original order
     mine = np.flatnonzero((old2new[dst] >= 10) & (old2new[dst] < 30))
     perm = np.concatenate([mine, np.setdiff1d(np.arange(m), mine)])
-    indptr, eids, new_src = range_in_edges(perm, src, dst, old2new, 10, 30, 0, len(mine))
+    indptr, eids, new_src = range_in_edges(
+        perm, src, dst, old2new, node_lo=10, node_hi=30, edge_lo=0, edge_hi=len(mine)
+    )
     for v in range(20):
         got = eids[indptr[v] : indptr[v + 1]]
         want = [j for j in range(len(mine)) if old2new[dst[perm[j]]] == 10 + v]

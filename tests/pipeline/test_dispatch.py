@@ -42,7 +42,15 @@ def _prepare(root, g, chunks, parts, hops=1, fmt="numpy", orig=True, feat_dtype=
     partition_graph(
         g, "g", parts, root / "ref", num_hops=hops, part_method=explicit, save_orig_ids=orig, feat_dtype=feat_dtype
     )
-    return DispatchOptions(root / "chunked", root / "assign", root / "out", hops, orig, orig, feat_dtype=feat_dtype)
+    return DispatchOptions(
+        root / "chunked",
+        root / "assign",
+        root / "out",
+        hops,
+        save_orig_nids=orig,
+        save_orig_eids=orig,
+        feat_dtype=feat_dtype,
+    )
 
 
 def _featureless_homo():

@@ -25,7 +25,9 @@ def prepared(tmp_path):
     g = small_hetero()
     chunk_graph(g, tmp_path / "c", 4, "numpy", graph_name="g")
     assign_chunked(tmp_path / "c", tmp_path / "a", 4, "random")
-    return g, DispatchOptions(tmp_path / "c", tmp_path / "a", tmp_path / "out", 2, True, True)
+    return g, DispatchOptions(
+        tmp_path / "c", tmp_path / "a", tmp_path / "out", 2, save_orig_nids=True, save_orig_eids=True
+    )
 
 
 def _faulty(opts, mode, rank_to_fail, part_to_fail):
@@ -33,12 +35,12 @@ def _faulty(opts, mode, rank_to_fail, part_to_fail):
     rank = int(os.environ["RANK"])
     original = PartWriter.write_structure
 
-    def write(self, p, *args):
+    def write(self, p, *args, **kwargs):
         if mode == "raise" and p == part_to_fail:
             raise OSError(f"disk full while writing partition {p}")
         if mode == "die" and rank == rank_to_fail:
             os._exit(3)
-        return original(self, p, *args)
+        return original(self, p, *args, **kwargs)
 
     PartWriter.write_structure = write
     with DistContext.from_env(timeout=20) as ctx:

@@ -110,7 +110,7 @@ def test_stream_balance_caps_hold():
     blocks = in_memory_blocks(csr.xadj, csr.adjncy)
     classes = (np.arange(4000) % 7 == 0).astype(np.int64)  # a rare class (1 in 7)
     indeg = np.bincount(dst, minlength=4000)
-    parts = stream_partition(blocks, 4000, len(csr.adjncy), 4, classes, indeg, passes=4)
+    parts = stream_partition(blocks, 4000, len(csr.adjncy), 4, classes=classes, weights=indeg, passes=4)
     assert np.bincount(parts).max() <= math.ceil(1.03 * 4000 / 4)
     for c in (0, 1):
         assert np.bincount(parts[classes == c], minlength=4).max() <= math.ceil(1.03 * (classes == c).sum() / 4)
@@ -184,7 +184,9 @@ def test_out_of_core_assignments_dispatch_into_valid_partitions(tmp_path, method
     for a in per_type.values():
         assert ((a >= 0) & (a < 3)).all()
     config = run_dispatch(
-        DispatchOptions(tmp_path / "c", tmp_path / "a", tmp_path / "p", 1, True, True), num_procs=2, timeout=120
+        DispatchOptions(tmp_path / "c", tmp_path / "a", tmp_path / "p", 1, save_orig_nids=True, save_orig_eids=True),
+        num_procs=2,
+        timeout=120,
     )
     # every node where the assignment put it, and every format rule, checked against the original graph
     check_partitioning(g, config, 1, 3, assignment=np.concatenate([per_type[t] for t in g.ntypes]))

@@ -78,7 +78,7 @@ def test_a_plan_that_cannot_fit_is_refused_before_it_starts(graph, tmp_path, cap
         match=r"assign --method metis is predicted to need .* GiB at its peak \(METIS\), "
         r"more than the .* GiB allowed; methods that fit: random",
     ):
-        check_fits(graph, "metis", 4, tight, 1024)
+        check_fits(graph, "metis", 4, tight, memory_mb=1024)
     assert choose(list(options.values()), tight).method == "random"
     assert choose(list(options.values()), 1 << 40).method == "kaminpar"
     assert (

@@ -85,7 +85,7 @@ def chunked(tmp_path_factory):
 
 def test_generator_writes_what_it_predicts(tmp_path):
     write_rmat_chunked(tmp_path / "g", 13, edge_factor=8, feat_dim=16, num_classes=4, num_chunks=3)
-    predicted = rmat_chunked_disk(tmp_path / "g", 13, 8, 16, 3, 4).peak_bytes
+    predicted = rmat_chunked_disk(tmp_path / "g", 13, 8, 16, num_chunks=3, num_classes=4).peak_bytes
     _within(predicted, du(tmp_path / "g"), "generate")
 
 
@@ -106,7 +106,16 @@ def test_partition_disk(tmp_path, hops, orig):
     g = rmat_graph(13, feat_dim=16, num_classes=4).graph
     partition_graph(g, "g", 4, tmp_path / "p", num_hops=hops, part_method="random", save_orig_ids=orig)
     node_data, edge_data = graph_data_bytes(g)
-    predicted = partition_disk(tmp_path / "p", g.total_nodes, g.total_edges, 4, node_data, edge_data, hops, orig)
+    predicted = partition_disk(
+        tmp_path / "p",
+        g.total_nodes,
+        g.total_edges,
+        4,
+        node_data_bytes=node_data,
+        edge_data_bytes=edge_data,
+        num_hops=hops,
+        orig_ids=orig,
+    )
     _within(predicted.peak_bytes, du(tmp_path / "p"), f"partition {hops} hops")
 
 
@@ -115,7 +124,15 @@ def test_deeper_halo_is_bounded_above(tmp_path):
     g = rmat_graph(12, feat_dim=16).graph
     partition_graph(g, "g", 2, tmp_path / "p", num_hops=2, part_method="random")
     node_data, edge_data = graph_data_bytes(g)
-    predicted = partition_disk(tmp_path / "p", g.total_nodes, g.total_edges, 2, node_data, edge_data, 2).peak_bytes
+    predicted = partition_disk(
+        tmp_path / "p",
+        g.total_nodes,
+        g.total_edges,
+        2,
+        node_data_bytes=node_data,
+        edge_data_bytes=edge_data,
+        num_hops=2,
+    ).peak_bytes
     measured = du(tmp_path / "p")
     assert measured - SLACK <= predicted <= 2.5 * measured + SLACK, (predicted, measured)
 
@@ -128,7 +145,7 @@ def test_dispatch_disk(chunked, tmp_path, orig):
     counts = count_partitions(str(chunked), str(tmp_path / "a"), 4)
     predicted = counts.disk(tmp_path / "o", 1, orig, orig).peak_bytes
     _within(predicted, du(tmp_path / "o"), "dispatch")
-    plan = plan_data(str(chunked), None, str(tmp_path / "a"), 4, 2, 1 << 40, out=tmp_path / "o")
+    plan = plan_data(str(chunked), None, str(tmp_path / "a"), 4, procs=2, budget=1 << 40, out=tmp_path / "o")
     assert plan["dispatch"]["disk"]["peak_disk_bytes"] == counts.disk(tmp_path / "o").peak_bytes
 
 

@@ -102,7 +102,9 @@ def test_dispatch_and_training_predictions_bound_what_the_graph_adds(graphs, dis
         for s in paths:
             cfg = read_config(root / f"p{s}" / f"rmat{s}.json")
             trained[s] = _train(cfg.path, sampled)
-            estimates = train_estimates(cfg, 2, feature_width(cfg), 64, not sampled, host_ranks=2)  # co-located
+            estimates = train_estimates(
+                cfg, 2, feature_width(cfg), 64, layerwise=not sampled, host_ranks=2
+            )  # co-located
             predicted[s] = max(e.peak_bytes for e in estimates)
         _within(trained[18] - trained[10], predicted[18] - predicted[10])
 
@@ -138,7 +140,7 @@ def test_runs_predicted_not_to_fit_are_refused_before_they_start(graphs, dispatc
         match=r"training is predicted to need .* GiB on this machine \(2 processes; "
         r"rank \d .* at its layer-wise evaluation\), more than the 0.50 GiB",
     ):
-        check_train_fits(cfg, 2, 2, 64, True, 512 << 20)
+        check_train_fits(cfg, 2, 2, 64, layerwise=True, budget=512 << 20)
     assert main(["train", "--part-config", str(cfg.path), "--num-procs", "2", "--memory", "512M"]) == 2
     assert "start fewer processes or --eval-fanouts" in capsys.readouterr().err
     assert main(["plan", "--part-config", str(cfg.path), "--num-procs", "2", "--memory", "64G"]) == 0

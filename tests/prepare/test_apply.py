@@ -47,7 +47,7 @@ def test_a_new_node_by_its_columns(shop):
     out, _ = shop
     names = NodeNames.load(str(out), {"user": 300, "item": 60})
     facts = GraphFacts(
-        {"user": 300, "item": 60}, ["user"], "feat", {"user": 12}, False, etypes=[("user", "buys", "item")]
+        {"user": 300, "item": 60}, ["user"], "feat", {"user": 12}, stale=False, etypes=[("user", "buys", "item")]
     )
     body = {"type": "user", "new": [{"columns": {"age": 31.0, "country": "fr", "tags": "a|d"}, "out_edges": [67]}]}
     asked = names.request(body, facts)

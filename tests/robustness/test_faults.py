@@ -125,11 +125,11 @@ def _dispatch_on_a_full_disk(opts) -> None:
 
     real, calls = write_module.write_tensors, []
 
-    def full(path, *args):
+    def full(path, *args, **kwargs):
         calls.append(path)
         if len(calls) == 2 and int(os.environ["RANK"]) == 1:
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real(path, *args)
+        return real(path, *args, **kwargs)
 
     write_module.write_tensors = full
     with DistContext.from_env(timeout=30) as ctx:

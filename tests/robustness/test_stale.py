@@ -65,7 +65,9 @@ def test_dispatch_resume_notices_changed_chunk_content(tmp_path):
     g = small_hetero()
     chunk_graph(g, tmp_path / "c", 4, "numpy", graph_name="g")
     assign_chunked(tmp_path / "c", tmp_path / "a", 4, "random")
-    opts = DispatchOptions(tmp_path / "c", tmp_path / "a", tmp_path / "out", 2, True, True)
+    opts = DispatchOptions(
+        tmp_path / "c", tmp_path / "a", tmp_path / "out", 2, save_orig_nids=True, save_orig_eids=True
+    )
     with pytest.raises(DistError, match="rank 1 failed"):
         launch(_faulty, 2, (opts, "raise", 1, 3), timeout=30)  # interrupted: some partitions finished
     done = {int(p.name[4 : -len(".done.json")]) for p in (tmp_path / "out" / ".dispatch-g").glob("part*.done.json")}

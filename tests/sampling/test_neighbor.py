@@ -26,7 +26,7 @@ def _ranges(g, seeds):
 def test_layer_counts_and_ranges(fanout, replace):
     g, _, _ = _graph()
     seeds = np.arange(60)
-    counts, pos = sample_layer(g.indptr, g.indices, seeds, fanout, replace, key=7)
+    counts, pos = sample_layer(g.indptr, g.indices, seeds, fanout, replace=replace, key=7)
     deg = np.diff(g.indptr)
     if fanout < 0:
         assert np.array_equal(counts, deg)
@@ -49,16 +49,16 @@ def test_without_replacement_is_uniform():
     indptr, indices = np.array([0, 10]), np.arange(10)
     hits = np.zeros(10)
     for key in range(3000):
-        _, pos = sample_layer(indptr, indices, np.array([0]), 3, False, key=key)
+        _, pos = sample_layer(indptr, indices, np.array([0]), 3, replace=False, key=key)
         hits[pos] += 1
     assert np.allclose(hits / 3000, 0.3, atol=0.04)
 
 
 def test_deterministic_per_key():
     g, _, _ = _graph()
-    a = sample_layer(g.indptr, g.indices, np.arange(60), 2, False, key=1)[1]
-    b = sample_layer(g.indptr, g.indices, np.arange(60), 2, False, key=1)[1]
-    c = sample_layer(g.indptr, g.indices, np.arange(60), 2, False, key=2)[1]
+    a = sample_layer(g.indptr, g.indices, np.arange(60), 2, replace=False, key=1)[1]
+    b = sample_layer(g.indptr, g.indices, np.arange(60), 2, replace=False, key=1)[1]
+    c = sample_layer(g.indptr, g.indices, np.arange(60), 2, replace=False, key=2)[1]
     assert np.array_equal(a, b) and not np.array_equal(a, c)
 
 
@@ -67,7 +67,9 @@ def test_temporal_never_newer_than_seed():
     seeds = np.arange(60)
     st = np.random.default_rng(3).integers(0, 10, 60)
     for fanout in (-1, 2):
-        counts, pos = sample_layer(g.indptr, g.indices, seeds, fanout, False, 5, g.node_time, st)
+        counts, pos = sample_layer(
+            g.indptr, g.indices, seeds, fanout, replace=False, key=5, node_time=g.node_time, seed_time=st
+        )
         owner = np.repeat(seeds, counts)
         assert (g.node_time[g.indices[pos]] <= st[owner]).all()
         if fanout < 0:

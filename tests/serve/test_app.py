@@ -27,7 +27,7 @@ from graphshard.serve.queries import GraphFacts, Limits, Query
 from graphshard.serve.service import ServeOptions, read_token, require_extra
 from graphshard.serve.service import _listen as listen
 
-FACTS = GraphFacts({"n": 100}, ["n"], "feat", {"n": 3}, False)
+FACTS = GraphFacts({"n": 100}, ["n"], "feat", {"n": 3}, stale=False)
 TOKEN = "s3cret-token-0123456789"
 
 
@@ -39,7 +39,9 @@ def _rows(queries: list[Query]) -> list[np.ndarray]:
 @contextmanager
 def app(answer: Callable = _rows, **kw) -> Iterator[tuple[str, Service]]:
     batcher = MicroBatcher(answer, kw.pop("max_nodes", 64), kw.pop("wait", 0.0), kw.pop("max_queue", 64)).start()
-    service = Service(batcher, FACTS, Limits(), 3, lambda: [], lambda exc: None, Metrics(), **kw)
+    service = Service(
+        batcher, FACTS, Limits(), 3, health=lambda: [], unavailable=lambda exc: None, metrics=Metrics(), **kw
+    )
     sock = listen("127.0.0.1", 0)  # the service's own listening socket
     server = uvicorn.Server(uvicorn.Config(build_app(service), log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

@@ -59,7 +59,7 @@ def test_pairs_asked_and_answered_in_the_users_ids(tmp_path):
     items.mkdir()
     pq.write_table(pa.table({"id": [10, 20, 30], "__gs_nid": [0, 1, 2]}), items / "data_0.parquet")
     names = NodeNames.load(str(prepared), {"user": 10, "item": 3})
-    facts = GraphFacts({"user": 10, "item": 3}, ["user"], "feat", {}, False, pair_types=("user", "item"))
+    facts = GraphFacts({"user": 10, "item": 3}, ["user"], "feat", {}, stale=False, pair_types=("user", "item"))
     asked = names.request({"pairs": [["u03", 30], ["u09", 10]]}, facts)
     assert asked["pairs"] == [[3, 2], [9, 0]]
     assert names.answer({"pairs": asked["pairs"], "scores": [0.1, 0.2]}, facts)["pairs"] == [["u03", 30], ["u09", 10]]

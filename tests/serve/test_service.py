@@ -79,7 +79,7 @@ def _whole_graph_outputs(tmp, g, feat: np.ndarray, ins: list[int], outs: list[in
     new = 240
     src = np.concatenate([src, ins, np.full(len(outs), new)])
     dst = np.concatenate([dst, np.full(len(ins), new), outs])
-    model = GraphSAGE(x.shape[1], HIDDEN, 4, 2, 0.5)
+    model = GraphSAGE(x.shape[1], HIDDEN, 4, 2, dropout=0.5)
     model.load_state_dict(weights)
     edge_index = torch.from_numpy(np.stack([src, dst])).long()
     with torch.no_grad():

@@ -55,7 +55,7 @@ def test_edge_predictions_are_embed_and_the_decoder(tmp_path):
     h = torch.from_numpy(np.load(tmp_path / "e.npy"))
     weights = read_weights(f"{ckpt}/rank0")
     assert weights is not None
-    decoder = edge_decoder("concat", 64, 0, 64, 3)
+    decoder = edge_decoder("concat", 64, 0, 64, out_dim=3)
     decoder.load_state_dict({k[len("decoder.") :]: v for k, v in weights[1].items() if k.startswith("decoder.")})
     edges = [[3, 7], [0, 399], [7, 3]]
     with torch.no_grad():

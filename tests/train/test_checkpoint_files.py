@@ -21,7 +21,7 @@ def _saved(tmp_path):
     opt = torch.optim.Adam(model.parameters())
     model(torch.ones(2, 4)).sum().backward()
     opt.step()
-    save_checkpoint(tmp_path / "rank0", 0, model, opt, [{"epoch": 0}], identity={"graph": "g"})
+    save_checkpoint(tmp_path / "rank0", 0, model, opt, history=[{"epoch": 0}], identity={"graph": "g"})
     return model, opt, tmp_path / "rank0" / "checkpoint.safetensors"
 
 
@@ -83,7 +83,7 @@ def test_a_safetensors_file_of_something_else_is_not_a_checkpoint(tmp_path):
     with pytest.raises(FormatError, match=rf"^{path}: not a valid checkpoint file \(a safetensors file without"):
         load_checkpoint(tmp_path / "rank0", model, opt)
     other = torch.nn.Linear(5, 3)  # a checkpoint of another model
-    save_checkpoint(tmp_path / "rank0", 0, other, torch.optim.Adam(other.parameters()), [{"epoch": 0}])
+    save_checkpoint(tmp_path / "rank0", 0, other, torch.optim.Adam(other.parameters()), history=[{"epoch": 0}])
     with pytest.raises(
         FormatError,
         match=rf"^{tmp_path / 'rank0'}: not a valid checkpoint of this model and optimiser "
@@ -132,7 +132,7 @@ def test_a_save_cut_between_its_two_files_is_completed_on_resume(tmp_path):
     with torch.no_grad():
         model.weight.add_(1.0)
     want = model.weight.detach().clone()
-    save_checkpoint(path.parent / STAGED, 1, model, opt, [{"epoch": 0}, {"epoch": 1}], identity={"graph": "g"})
+    save_checkpoint(path.parent / STAGED, 1, model, opt, history=[{"epoch": 0}, {"epoch": 1}], identity={"graph": "g"})
     (path.parent / STAGED / path.name).replace(path)  # the first of the two moves only
     fresh = torch.nn.Linear(4, 3)
     nxt, history, _ = load_checkpoint(path.parent, fresh, torch.optim.Adam(fresh.parameters()))

@@ -47,7 +47,7 @@ def _run(root: Path, name: str, tmp: Path, **kw) -> tuple[dict, np.ndarray, np.n
     weights = read_weights(tmp / "ckpt" / "best" / "rank0") or read_weights(tmp / "ckpt" / "rank0")
     assert weights is not None and weights[0] == m["best_epoch"]
     width = int(labels.max()) + 1 if labels.dtype.kind == "i" else 1
-    decoder = edge_decoder(kw.get("edge_decoder", "concat"), 64, 0, 64, width)
+    decoder = edge_decoder(kw.get("edge_decoder", "concat"), 64, 0, 64, out_dim=width)
     decoder.load_state_dict({k[len("decoder.") :]: v for k, v in weights[1].items() if k.startswith("decoder.")})
     with torch.no_grad():
         out = decoder(torch.from_numpy(h[edges[0, test]]), torch.from_numpy(h[edges[1, test]])).numpy()

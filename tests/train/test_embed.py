@@ -106,7 +106,7 @@ def test_hidden_embeddings_are_the_layer_before_the_output_on_the_whole_graph(tm
     epoch, weights, _ = read_weights(f"{ckpt}/best/rank0")
     assert epoch == m["best_epoch"] == read_state(f"{ckpt}/best/rank0")["epoch"]
     x = torch.from_numpy(g.node_feats["_N"]["feat"]).float()
-    model = GraphSAGE(x.shape[1], 12, 4, 2, 0.5)
+    model = GraphSAGE(x.shape[1], 12, 4, 2, dropout=0.5)
     model.load_state_dict(weights)
     src, dst = g.edges[("_N", "_E", "_N")]
     with torch.no_grad():

@@ -85,7 +85,7 @@ class Saved:
 
     def model(self) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
         """A fresh model and optimiser as the run builds them (not yet trained)."""
-        model = GraphSAGE(*self.dims, 2, 0.5)
+        model = GraphSAGE(*self.dims, 2, dropout=0.5)
         return model, torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=0.0)
 
 

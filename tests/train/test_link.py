@@ -54,12 +54,12 @@ def test_held_out_edges_are_read_in_slices_and_checked(tmp_path):
     save_link_split(held, tmp_path / "split.safetensors")
     split = open_link_split(tmp_path / "split.safetensors")
     assert (split.etype, split.sizes) == (("a", "r", "b"), {"val": 5, "test": 1})
-    assert np.array_equal(read_held_out(split, "val", 1, 4, (5, 10)), held.val[:, 1:4])
+    assert np.array_equal(read_held_out(split, "val", 1, 4, num_nodes=(5, 10)), held.val[:, 1:4])
     assert read_held_out(split, "val", 5, 5).shape == (2, 0)
     with pytest.raises(FormatError, match=r"split.safetensors: tensor 'test' gives edge 0 the destination node ID 12"):
-        read_held_out(split, "test", 0, 1, (5, 10))
+        read_held_out(split, "test", 0, 1, num_nodes=(5, 10))
     with pytest.raises(FormatError, match=r"tensor 'val' gives edge 4 the source node ID 4, outside \[0, 4\)"):
-        read_held_out(split, "val", 2, 5, (4, 10))
+        read_held_out(split, "val", 2, 5, num_nodes=(4, 10))
     save_file(
         {"val": torch.zeros((2, 3), dtype=torch.int32), "test": torch.zeros((2, 1), dtype=torch.int64)},
         str(tmp_path / "int32.safetensors"),

@@ -67,7 +67,7 @@ def _worker(config: str, split: str, out: str) -> None:
         warm(np.arange(0, g.num_nodes("_N"), 1000))
         warm.free()
         before = restart_peak()
-        evaluate = LinkEvaluator(s, g, model, inputs, et, opts, held)
+        evaluate = LinkEvaluator(s, g, model, inputs, et=et, opts=opts, held=held)
         setup = peak_rss() - before
         evaluate.outputs.get()  # every node's outputs (layer-wise inference, O(partition); not measured here)
         before = restart_peak()

@@ -99,7 +99,7 @@ def _worker(root: str, names: list[str]) -> None:
             held = open_link_split(split)
             et = g.canonical_etype(held.etype)
             inputs = ModelInputs(g, opts)
-            evaluate = link.LinkEvaluator(s, g, link.link_model(opts, inputs, et), inputs, et, opts, held)
+            evaluate = link.LinkEvaluator(s, g, link.link_model(opts, inputs, et), inputs, et=et, opts=opts, held=held)
             figures = {"val": evaluate("val", 1), "test": evaluate("test", 2)}
             save_tables(s, g, evaluate.outputs.get(), str(out / f"{name}-emb" / ("" if name == "het" else "x.npy")))
             maps = {}
@@ -119,7 +119,9 @@ def _worker(root: str, names: list[str]) -> None:
                 (out / f"{name}.json").write_text(json.dumps({"figures": figures, "refused": maps}))
             if name == "four":  # a held-out ID outside the graph, read by rank 1 alone: every rank says so
                 try:
-                    link.LinkEvaluator(s, g, evaluate.model, inputs, et, opts, open_link_split(out / "bad.safetensors"))
+                    link.LinkEvaluator(
+                        s, g, evaluate.model, inputs, et=et, opts=opts, held=open_link_split(out / "bad.safetensors")
+                    )
                 except FormatError as exc:
                     (out / f"bad-rank{s.rank}.txt").write_text(str(exc))
 

@@ -50,30 +50,37 @@ def test_regression_losses_read_one_value_or_a_vector():
 
 def test_balanced_weights_match_scikit_learn(one_rank):
     y = np.array([0, 0, 0, 1, 2, 2, 0, 1, 0, 0])
-    got = class_weights(one_rank, "auto", "classification", y, 3).numpy()
+    got = class_weights(one_rank, "auto", "classification", y, width=3).numpy()
     assert got == pytest.approx(compute_class_weight("balanced", classes=np.arange(3), y=y), rel=1e-6)
-    assert class_weights(one_rank, "auto", "classification", y, 4).numpy()[3] == 0  # no item of class 3
+    assert class_weights(one_rank, "auto", "classification", y, width=4).numpy()[3] == 0  # no item of class 3
     weighted = loss_function("classification", "cross_entropy", torch.from_numpy(got))
     out = torch.randn(10, 3)
     assert weighted(out, torch.from_numpy(y)) == pytest.approx(
         float(F.cross_entropy(out, torch.from_numpy(y), weight=torch.from_numpy(got))), rel=1e-6
     )
     labels = np.array([[1, 0], [0, 0], [1, 0], [0, 1]], dtype=np.float32)
-    assert class_weights(one_rank, "auto", "multilabel", labels, 2).tolist() == [1.0, 3.0]  # negatives / positives
+    assert class_weights(one_rank, "auto", "multilabel", labels, width=2).tolist() == [
+        1.0,
+        3.0,
+    ]  # negatives / positives
 
 
 def test_weight_files_and_loss_choices(one_rank, tmp_path):
     np.save(tmp_path / "w.npy", np.array([1.0, 2.0, 0.5]))
-    assert class_weights(one_rank, str(tmp_path / "w.npy"), "classification", np.zeros(0), 3).tolist() == [1, 2, 0.5]
+    assert class_weights(one_rank, str(tmp_path / "w.npy"), "classification", np.zeros(0), width=3).tolist() == [
+        1,
+        2,
+        0.5,
+    ]
     with pytest.raises(InputError, match=r"w\.npy: class weights must be 4 numbers"):
-        class_weights(one_rank, str(tmp_path / "w.npy"), "classification", np.zeros(0), 4)
+        class_weights(one_rank, str(tmp_path / "w.npy"), "classification", np.zeros(0), width=4)
     np.save(tmp_path / "bad.npy", np.array([1.0, -2.0]))
     with pytest.raises(InputError, match="position 1: weight -2.0 is not a finite number >= 0"):
-        class_weights(one_rank, str(tmp_path / "bad.npy"), "classification", np.zeros(0), 2)
+        class_weights(one_rank, str(tmp_path / "bad.npy"), "classification", np.zeros(0), width=2)
     with pytest.raises(InputError, match="not found"):
-        class_weights(one_rank, str(tmp_path / "none.npy"), "classification", np.zeros(0), 2)
+        class_weights(one_rank, str(tmp_path / "none.npy"), "classification", np.zeros(0), width=2)
     with pytest.raises(InputError, match="regression targets have none"):
-        class_weights(one_rank, "auto", "regression", np.zeros(0), 1)
+        class_weights(one_rank, "auto", "regression", np.zeros(0), width=1)
     assert chosen_loss("auto", "multilabel") == "bce" and chosen_loss("smooth_l1", "regression") == "smooth_l1"
     with pytest.raises(InputError, match="--loss mse does not fit classification"):
         chosen_loss("mse", "classification")

@@ -90,7 +90,9 @@ def _rank_share(kind: str, out: str) -> None:
     rank = int(os.environ["RANK"])
     lo, hi = [(0, 90), (90, 90), (90, N)][rank]
     with session(timeout=60) as s:
-        got = exact_metrics(s.ctx, kind, KINDS[kind], scores[lo:hi], y[lo:hi], classes=3 if kind == "regression" else C)
+        got = exact_metrics(
+            s.ctx, kind, KINDS[kind], scores[lo:hi], targets=y[lo:hi], classes=3 if kind == "regression" else C
+        )
     Path(f"{out}.{rank}").write_text(json.dumps(got))
 
 

@@ -1,4 +1,4 @@
-"""The chunked graph format (DESIGN.md §4): metadata model, chunk readers, writer, whole-graph loader."""
+"""The chunked graph format (docs/guide/out-of-core.md): metadata model, chunk readers, writer, whole-graph loader."""
 
 from .spec import ChunkedMeta, FileSpec, read_metadata, write_metadata
 

@@ -4,7 +4,7 @@ the adjacency entries expected (estimated from the first chunk)."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 import numpy as np
 
@@ -22,6 +22,7 @@ class GraphCounts:
     edges: int
     max_chunk_edges: int
     disk_bytes: int
+    _: KW_ONLY
     entries: int  # adjacency entries (2 × undirected edges) expected: 2 × edges less reverse pairs seen
     ordered: bool = False  # the node order carries locality (stream then coarsens), judged on the first chunk
 
@@ -39,8 +40,8 @@ class GraphCounts:
             edges,
             max(counts, default=0),
             sum(os.path.getsize(p) for p in files if os.path.exists(p)),
-            int(2 * edges * (1 - paired / 2)),
-            ordered,
+            entries=int(2 * edges * (1 - paired / 2)),
+            ordered=ordered,
         )
 
 

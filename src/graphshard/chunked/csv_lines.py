@@ -46,7 +46,7 @@ def line_message(path: Path, lineno: int, problem: str, where: str) -> str:
     return f"{path}, line {lineno}{' ' if problem.startswith('looks like a header') else ': '}{problem} ({where})"
 
 
-def _line_problem(line: str, lineno: int, delimiter: str, ncols: int | None, integers: bool) -> str | None:
+def _line_problem(line: str, lineno: int, delimiter: str, ncols: int | None, *, integers: bool) -> str | None:
     """What is wrong with one line of a CSV chunk (None: it is a data row)."""
     if lineno == 1:
         line = line.removeprefix("\ufeff")  # pyarrow skips a byte order mark
@@ -150,7 +150,7 @@ def first_bad_line(path: Path, delimiter: str, ncols: int | None, integers: bool
             ).astype(np.int64)
             for i in candidates[: _MAX_CHECKED - checked]:
                 line = data[starts[i] : ends[i]].decode("utf-8", "replace").rstrip("\r")
-                problem = _line_problem(line, lineno + int(i) + 1, delimiter, ncols, integers)
+                problem = _line_problem(line, lineno + int(i) + 1, delimiter, ncols, integers=integers)
                 if problem is not None:
                     return lineno + int(i) + 1, problem
                 if lineno == 0 and i == 0 and ncols is None:

@@ -13,12 +13,12 @@ from .spec import ChunkedMeta, FileSpec
 def chunk_offsets(spec: FileSpec, declared_total: int, declared_chunks: list[int] | None, what: str) -> np.ndarray:
     """Row offsets of every chunk (len = chunks + 1), checked against the metadata's counts."""
     return checked_offsets(
-        spec, [count_rows(spec, i) for i in range(len(spec.paths))], declared_total, declared_chunks, what
+        spec, [count_rows(spec, i) for i in range(len(spec.paths))], declared_total, declared_chunks, what=what
     )
 
 
 def checked_offsets(
-    spec: FileSpec, rows: list[int], declared_total: int, declared_chunks: list[int] | None, what: str
+    spec: FileSpec, rows: list[int], declared_total: int, declared_chunks: list[int] | None, *, what: str
 ) -> np.ndarray:
     """Row offsets from counted chunk ``rows``, after checking them against the metadata's counts."""
     rows = [int(r) for r in rows]

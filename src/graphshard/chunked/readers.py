@@ -59,12 +59,14 @@ def read_data(spec: FileSpec, i: int) -> np.ndarray:
         return _numeric(np.concatenate([c.reshape(c.shape[0], -1) for c in cols], axis=1), path, spec)
     import pyarrow.csv as pacsv
 
-    table = _read_csv(pacsv, path, spec.delimiter, spec.where, None)
+    table = _read_csv(pacsv, path, spec.delimiter, spec.where, types=None)
     cols = [c.to_numpy() for c in table.columns]
     for j, c in enumerate(cols):
         if c.dtype.kind not in "biuf":
             raise InputError(
-                _csv_problem(path, spec.delimiter, spec.where, f"column {j} is not numeric", len(cols), integers=False)
+                _csv_problem(
+                    path, spec.delimiter, spec.where, f"column {j} is not numeric", ncols=len(cols), integers=False
+                )
             )
     return _numeric(cols[0] if len(cols) == 1 else np.stack(cols, axis=1), path, spec)
 
@@ -210,7 +212,7 @@ def _vectors(column, path: Path, spec: FileSpec, j: int) -> np.ndarray:
     return values.to_numpy(zero_copy_only=False).reshape(lengths.size, width)
 
 
-def _read_csv(pacsv, path: Path, delimiter: str, where: str, types):
+def _read_csv(pacsv, path: Path, delimiter: str, where: str, *, types):
     import pyarrow as pa
 
     ncols, integers = len(types) if types else None, types is not None
@@ -227,7 +229,7 @@ def _read_csv(pacsv, path: Path, delimiter: str, where: str, types):
             ),
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise InputError(_csv_problem(path, delimiter, where, exc, ncols, integers)) from None
+        raise InputError(_csv_problem(path, delimiter, where, exc, ncols=ncols, integers=integers)) from None
     tabbed = tab and delimiter != "\t"
     if table.num_rows != lines or (integers and hexadecimal) or tabbed:
         # pyarrow ends rows at a lone CR too, reads 0xFF as 255 (0xFFFFFFFFFFFFFFFF as -1) and "\t1" as 1: a chunk
@@ -235,7 +237,7 @@ def _read_csv(pacsv, path: Path, delimiter: str, where: str, types):
         reason = f"{table.num_rows} rows in {lines} lines"
         if table.num_rows == lines:
             reason = "hexadecimal number" if integers and hexadecimal else "a tab inside a field"
-        raise InputError(_csv_problem(path, delimiter, where, reason, ncols, integers))
+        raise InputError(_csv_problem(path, delimiter, where, reason, ncols=ncols, integers=integers))
     return table
 
 
@@ -258,16 +260,16 @@ def _csv_int_columns(path: Path, delimiter: str, ncols: int, where: str) -> list
 
     if path.stat().st_size == 0:
         return [np.zeros(0, np.int64) for _ in range(ncols)]
-    table = _read_csv(pacsv, path, delimiter, where, {f"f{k}": pa.int64() for k in range(ncols)})
+    table = _read_csv(pacsv, path, delimiter, where, types={f"f{k}": pa.int64() for k in range(ncols)})
     if table.num_columns != ncols:
         raise InputError(
-            _csv_problem(path, delimiter, where, f"expected {ncols} columns, got {table.num_columns}", ncols)
+            _csv_problem(path, delimiter, where, f"expected {ncols} columns, got {table.num_columns}", ncols=ncols)
         )
     return [c.to_numpy() for c in table.columns]
 
 
 def _csv_problem(
-    path: Path, delimiter: str, where: str, exc: object, ncols: int | None = 2, integers: bool = True
+    path: Path, delimiter: str, where: str, exc: object, *, ncols: int | None = 2, integers: bool = True
 ) -> str:
     """Locate the first bad line (only on the error path) so the message names it."""
     found = first_bad_line(path, delimiter, ncols, integers)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ class FileSpec:
     paths: tuple[Path, ...]
     delimiter: str = " "
     where: str = ""
+    _: KW_ONLY
     kind: str = "data"  # "edges": two integer columns (source, destination); "data": numeric rows
     metadata: Path | None = field(default=None, compare=False)  # the metadata file that lists the chunks
     columns: tuple[str, ...] | None = None  # Parquet: the columns to read, in order (default: every column)
@@ -64,6 +65,7 @@ class ChunkedMeta:
     graph_name: str
     num_nodes: dict[str, int]
     num_edges: dict[EType, int]
+    _: KW_ONLY
     edges: dict[EType, FileSpec]
     node_data: dict[str, dict[str, FileSpec]] = field(default_factory=dict)
     edge_data: dict[EType, dict[str, FileSpec]] = field(default_factory=dict)
@@ -285,10 +287,10 @@ class _Reader:
             tuple(paths),
             delimiter if name == "csv" else " ",
             f"{self.path.name} {where}",
-            kind,
-            self.path,
-            tuple(columns) if columns else None,
-            matrix,
+            kind=kind,
+            metadata=self.path,
+            columns=tuple(columns) if columns else None,
+            matrix=matrix,
         )
 
     def data_specs(self, v: Any, section: str, type_name: str) -> dict[str, FileSpec]:

@@ -23,6 +23,7 @@ def chunk_graph(
     out_dir: str | os.PathLike,
     num_chunks: int,
     fmt: str = "numpy",
+    *,
     graph_name: str = "graph",
     feat_num_chunks: int | None = None,
     overwrite: bool = False,
@@ -40,39 +41,40 @@ def chunk_graph(
     check_path_name(graph_name, "chunk_graph: graph_name")
     final = check_output_dir(out_dir, "chunked", overwrite, graph=graph_name)
     with staged_dir(final, "chunked") as tmp:
-        _write_graph(g, tmp, num_chunks, fmt, graph_name, feat_num_chunks or num_chunks)
+        _write_graph(g, tmp, num_chunks, fmt, graph_name=graph_name, feat_chunks=feat_num_chunks or num_chunks)
     return read_metadata(final)
 
 
-def _write_graph(g: Graph, tmp: Path, num_chunks: int, fmt: str, graph_name: str, feat_chunks: int) -> None:
+def _write_graph(g: Graph, tmp: Path, num_chunks: int, fmt: str, *, graph_name: str, feat_chunks: int) -> None:
     data_fmt = "parquet" if fmt == "parquet" else "numpy"
     edges, node_data, edge_data = {}, {}, {}
     for et, (src, dst) in g.edges.items():
         name = f"{et[0]}__{et[1]}__{et[2]}"
-        edges[et] = _write_chunks(inside(tmp, "edges", name), np.stack([src, dst], axis=1), num_chunks, fmt, tmp)
+        edges[et] = _write_chunks(inside(tmp, "edges", name), np.stack([src, dst], axis=1), num_chunks, fmt, root=tmp)
         feats = g.edge_feats.get(et, {})
         if feats:
             edge_data[et] = {
-                k: _write_chunks(inside(tmp, "edge_data", name, k), v, feat_chunks, data_fmt, tmp)
+                k: _write_chunks(inside(tmp, "edge_data", name, k), v, feat_chunks, data_fmt, root=tmp)
                 for k, v in feats.items()
             }
     for t, feats in g.node_feats.items():
         node_data[t] = {
-            k: _write_chunks(inside(tmp, "node_data", t, k), v, feat_chunks, data_fmt, tmp) for k, v in feats.items()
+            k: _write_chunks(inside(tmp, "node_data", t, k), v, feat_chunks, data_fmt, root=tmp)
+            for k, v in feats.items()
         }
     meta = ChunkedMeta(
         tmp / "metadata.json",
         graph_name,
         dict(g.num_nodes),
         {et: g.num_edges(et) for et in g.canonical_etypes},
-        edges,
-        node_data,
-        edge_data,
+        edges=edges,
+        node_data=node_data,
+        edge_data=edge_data,
     )
     write_metadata(meta)
 
 
-def _write_chunks(folder: Path, rows: np.ndarray | CSRRows, num_chunks: int, fmt: str, root: Path) -> FileSpec:
+def _write_chunks(folder: Path, rows: np.ndarray | CSRRows, num_chunks: int, fmt: str, *, root: Path) -> FileSpec:
     folder.mkdir(parents=True, exist_ok=True)
     count = max(1, min(num_chunks, rows.shape[0]))
     paths = []

@@ -242,6 +242,7 @@ def cluster_flags(
     num_procs_help: str | None,
     required: bool = False,
     host_flag: str = "--host",
+    *,
     lost: str = "the run stops, naming it",
 ) -> None:
     """``--num-procs`` (unless ``num_procs_help`` is None), ``--host`` (or ``host_flag``: where a command's own

@@ -31,9 +31,9 @@ def run_generate(args: argparse.Namespace) -> None:
             args.scale,
             args.edge_factor,
             args.feat_dim,
-            args.num_chunks,
-            args.seed,
-            args.num_classes,
+            num_chunks=args.num_chunks,
+            seed=args.seed,
+            num_classes=args.num_classes,
             overwrite=args.overwrite,
             check_disk=args.check_disk,
         )
@@ -52,9 +52,9 @@ def run_generate(args: argparse.Namespace) -> None:
             args.classes,
             args.avg_degree,
             args.intra,
-            args.feat_dim,
-            args.noise,
-            args.seed,
+            feat_dim=args.feat_dim,
+            noise=args.noise,
+            seed=args.seed,
             targets=args.targets,
             edge_targets=args.edge_targets,
         )
@@ -64,10 +64,10 @@ def run_generate(args: argparse.Namespace) -> None:
             args.authors,
             args.institutions,
             args.fields,
-            args.classes,
-            args.feat_dim,
-            args.noise,
-            args.seed,
+            num_classes=args.classes,
+            feat_dim=args.feat_dim,
+            noise=args.noise,
+            seed=args.seed,
             targets=args.targets,
             edge_targets=args.edge_targets,
         )
@@ -86,7 +86,13 @@ def run_chunk(args: argparse.Namespace) -> None:
     ds = load_dataset(args.dataset)
     name = args.graph_name or "".join(c if c.isalnum() else "_" for c in ds.name)
     meta = chunk_graph(
-        ds.graph, args.out, args.num_chunks, args.format, name, args.feat_num_chunks, overwrite=args.overwrite
+        ds.graph,
+        args.out,
+        args.num_chunks,
+        args.format,
+        graph_name=name,
+        feat_num_chunks=args.feat_num_chunks,
+        overwrite=args.overwrite,
     )
     print(f"wrote chunked graph {name!r} ({args.format}, {args.num_chunks} chunks) -> {meta.path}")
 

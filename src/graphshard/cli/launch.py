@@ -18,7 +18,7 @@ def run_launch(args: argparse.Namespace) -> None:
         raise FileNotFoundError(f"{args.script}: no such script")
     warm_up()  # the runtime's kernels, compiled here once (first run only) rather than by every rank at once
     os.environ["GRAPHSHARD_HEARTBEAT_TIMEOUT"] = str(args.heartbeat_timeout)  # the ranks' default (see liveness)
-    launch(run_script, args.num_procs, (str(args.script), list(args.script_args)), args.host, args.timeout)
+    launch(run_script, args.num_procs, (str(args.script), list(args.script_args)), args.host, timeout=args.timeout)
 
 
 def register(sub: Any) -> None:

@@ -52,9 +52,9 @@ def run_partition(args: argparse.Namespace) -> None:
         args.out,
         args.num_parts,
         args.num_hops,
-        args.save_orig_ids,
-        args.trainers_per_machine,
-        args.check_disk,
+        orig_ids=args.save_orig_ids,
+        trainers=args.trainers_per_machine,
+        check=args.check_disk,
     )
     ds = load_dataset(args.dataset)
     name = args.graph_name or "".join(c if c.isalnum() else "_" for c in ds.name)

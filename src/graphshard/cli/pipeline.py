@@ -39,11 +39,11 @@ def run_assign(args: argparse.Namespace) -> None:
         args.out,
         args.num_parts,
         args.method,
-        args.format,
-        args.seed,
-        args.balance_ntypes,
-        args.balance_edges,
-        args.objtype,
+        fmt=args.format,
+        seed=args.seed,
+        balance_ntypes=args.balance_ntypes,
+        balance_edges=args.balance_edges,
+        objtype=args.objtype,
         overwrite=args.overwrite,
         memory_mb=args.memory_mb,
         passes=args.passes,
@@ -65,15 +65,15 @@ def run_dispatch(args: argparse.Namespace) -> None:
         Path(args.assignment),
         Path(args.out),
         args.num_hops,
-        nids,
-        eids,
+        save_orig_nids=nids,
+        save_orig_eids=eids,
         overwrite=args.overwrite,
         memory=parse_size(args.memory) if args.memory else 0,
         feat_dtype=args.feat_dtype,
         check_disk=args.check_disk,
     )
     start = time.perf_counter()
-    path = dispatch(opts, args.num_procs, args.timeout, args.host, args.heartbeat_timeout)
+    path = dispatch(opts, args.num_procs, args.timeout, args.host, heartbeat_timeout=args.heartbeat_timeout)
     if args.num_procs is not None or int(os.environ.get("RANK", "0")) == 0:  # one line, not one per rank
         print(f"dispatched in {time.perf_counter() - start:.1f} s -> {path}")
 
@@ -94,7 +94,7 @@ def run_parmetis(args: argparse.Namespace) -> None:
             print(f"wrote {path}")
     else:
         path = import_parmetis(
-            args.dataset, args.parmetis_dir, args.out, args.num_parts, args.format, overwrite=args.overwrite
+            args.dataset, args.parmetis_dir, args.out, args.num_parts, fmt=args.format, overwrite=args.overwrite
         )
         print(f"wrote assignment files -> {path.parent}")
 
@@ -109,13 +109,13 @@ def run_plan(args: argparse.Namespace) -> None:
         args.part_config,
         args.assignment,
         args.num_parts,
-        args.num_procs,
-        budget,
-        args.memory_mb,
-        args.hidden,
-        args.sampled_eval,
-        args.out,
-        args.num_hops,
+        procs=args.num_procs,
+        budget=budget,
+        memory_mb=args.memory_mb,
+        hidden=args.hidden,
+        sampled_eval=args.sampled_eval,
+        out=args.out,
+        num_hops=args.num_hops,
     )
     print(json.dumps(data, indent=1) if args.json else render(data))
 

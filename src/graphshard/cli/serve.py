@@ -47,11 +47,11 @@ def run_serve(args: argparse.Namespace) -> None:
         args.checkpoint,
         options,
         args.num_procs,
-        args.rank_host,
-        args.timeout,
-        args.heartbeat_timeout,
-        args.verify,
-        args.colocated,
+        rank_host=args.rank_host,
+        timeout=args.timeout,
+        heartbeat_timeout=args.heartbeat_timeout,
+        verify=args.verify,
+        colocated=args.colocated,
     )
 
 

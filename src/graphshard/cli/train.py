@@ -204,8 +204,8 @@ def run_train(args: argparse.Namespace) -> None:
         launch.num_procs,
         launch.dataset,
         launch.work_dir,
-        launch.method,
-        launch.host,
+        part_method=launch.method,
+        host=launch.host,
         memory=parse_size(launch.memory) if launch.memory else 0,
     )
     if int(os.environ.get("RANK", "0")) == 0:

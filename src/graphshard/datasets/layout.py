@@ -46,7 +46,7 @@ def _load(path: Path) -> np.ndarray:
     return read_npy(path, mmap=True)  # damaged, empty, pickled or .npz files: an error naming the file
 
 
-def _features(d: Path, fmt: str, files: list[str], shape: list[int] | None, n: int) -> np.ndarray | CSRRows | None:
+def _features(d: Path, fmt: str, files: list[str], shape: list[int] | None, *, n: int) -> np.ndarray | CSRRows | None:
     """The features of ``n`` nodes as ``meta.json`` describes them (``fmt``, ``files``, ``shape``)."""
     if fmt == "none":
         return None
@@ -72,13 +72,13 @@ def _features(d: Path, fmt: str, files: list[str], shape: list[int] | None, n: i
         rows, cols = (check_count(v, f"{d}/meta.json: feature shape") for v in shape)
         if rows != n:
             raise InputError(f"{d}/meta.json: a CSR feature of {rows} rows for {n} nodes")
-        _check_csr(d, files, indptr, indices, data, rows, cols)
+        _check_csr(d, files, indptr, indices, data=data, rows=rows, cols=cols)
         return CSRRows(indptr.astype(np.int64), indices.astype(np.int64), data, cols)  # kept sparse
     raise InputError(f"{d}/meta.json: unknown feature format {fmt!r} (expected dense, csr or none)")
 
 
 def _check_csr(
-    d: Path, files: list[str], indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, rows: int, cols: int
+    d: Path, files: list[str], indptr: np.ndarray, indices: np.ndarray, *, data: np.ndarray, rows: int, cols: int
 ) -> None:
     """A CSR matrix of ``rows`` x ``cols``: integer ``indptr`` from 0 to ``len(indices)``, never decreasing;
     integer column indices in ``[0, cols)``; one value per index. Errors name the file and position."""
@@ -193,7 +193,7 @@ def load_dataset(path: str | os.PathLike) -> Dataset:
 def _load_homo(d: Path, meta: dict[str, Any]) -> Dataset:
     n = check_count(meta["num_nodes"], f"{d}/meta.json: num_nodes")
     feats: dict[str, Feature] = {}
-    x = _features(d, meta.get("feat_format", "none"), meta.get("feat_files", []), meta.get("feat_shape"), n)
+    x = _features(d, meta.get("feat_format", "none"), meta.get("feat_files", []), meta.get("feat_shape"), n=n)
     if x is not None:
         feats["feat"] = x
     if (d / "label.npy").is_file():
@@ -242,7 +242,7 @@ def _load_hetero(d: Path, meta: dict[str, Any]) -> Dataset:
     for t in num_nodes:
         spec = meta.get("features", {}).get(t, {"format": "none"})
         feats: dict[str, Feature] = {}
-        x = _features(d, spec.get("format", "none"), spec.get("files", []), spec.get("shape"), num_nodes[t])
+        x = _features(d, spec.get("format", "none"), spec.get("files", []), spec.get("shape"), n=num_nodes[t])
         if x is not None:
             feats["feat"] = x
         label_file = meta.get("label_files", {}).get(t)

@@ -159,7 +159,7 @@ def _matrix(path: Path, dtype: type, rows: int | None = None, nullable: bool = F
     for batch in _batches(path, dtype, nullable):
         k = batch.num_columns
         if rows is None:
-            pieces.append(np.column_stack([_numeric(c, path, dtype, nullable, at) for c in batch.columns]))
+            pieces.append(np.column_stack([_numeric(c, path, dtype, nullable, first_row=at) for c in batch.columns]))
             at += batch.num_rows
             continue
         if out is None:
@@ -167,7 +167,7 @@ def _matrix(path: Path, dtype: type, rows: int | None = None, nullable: bool = F
         if at + batch.num_rows > rows:
             raise InputError(f"{path}: more than {rows} rows, expected one per node")
         for j, c in enumerate(batch.columns):
-            out[at : at + batch.num_rows, j] = _numeric(c, path, dtype, nullable, at)
+            out[at : at + batch.num_rows, j] = _numeric(c, path, dtype, nullable, first_row=at)
         at += batch.num_rows
     if rows is None:
         return np.concatenate(pieces) if pieces else np.zeros((0, 0), dtype=dtype)
@@ -176,7 +176,7 @@ def _matrix(path: Path, dtype: type, rows: int | None = None, nullable: bool = F
     return out if out is not None else np.zeros((0, 0), dtype=dtype)  # no rows, as expected
 
 
-def _numeric(col, path: Path, dtype: type, nullable: bool = False, first_row: int = 0) -> np.ndarray:
+def _numeric(col, path: Path, dtype: type, nullable: bool = False, *, first_row: int = 0) -> np.ndarray:
     """A parsed column as ``dtype``. Integers: an empty, NA or NaN field is -1 where ``nullable`` (labels:
     unlabelled) and an error otherwise; a value that is not a whole number, infinite or beyond 64 bits is an
     error naming its row (``first_row``: the rows before this column's batch)."""

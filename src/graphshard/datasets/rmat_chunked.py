@@ -35,6 +35,7 @@ def rmat_chunked_disk(
     scale: int,
     edge_factor: int = 16,
     feat_dim: int = 0,
+    *,
     num_chunks: int = 8,
     num_classes: int = 0,
 ) -> DiskNeed:
@@ -58,6 +59,7 @@ def write_rmat_chunked(
     scale: int,
     edge_factor: int = 16,
     feat_dim: int = 0,
+    *,
     num_chunks: int = 8,
     seed: int = 0,
     num_classes: int = 0,
@@ -77,21 +79,24 @@ def write_rmat_chunked(
     name = graph_name or f"rmat{scale}"
     final = check_output_dir(out_dir, "chunked", overwrite, graph=name)
     if check_disk:
-        disk_guard(rmat_chunked_disk(final, scale, edge_factor, feat_dim, num_chunks, num_classes), hint=" (--out)")
+        disk_guard(
+            rmat_chunked_disk(final, scale, edge_factor, feat_dim, num_chunks=num_chunks, num_classes=num_classes),
+            hint=" (--out)",
+        )
     n, sampled = 1 << scale, edge_factor << scale
     with staged_dir(final, "chunked") as tmp:
         scramble = np.random.default_rng([seed, 1]).permutation(n)
-        edges, counts = _edge_chunks(tmp, scale, sampled, num_chunks, seed, scramble)
+        edges, counts = _edge_chunks(tmp, scale, sampled, num_chunks, seed=seed, scramble=scramble)
         del scramble
-        node_data = _node_chunks(tmp, n, feat_dim, num_chunks, seed, num_classes, fractions)
+        node_data = _node_chunks(tmp, n, feat_dim, num_chunks, seed=seed, classes=num_classes, fractions=fractions)
         et = DEFAULT_ETYPE
         meta = ChunkedMeta(
             tmp / "metadata.json",
             name,
             {DEFAULT_NTYPE: n},
             {et: int(sum(counts))},
-            {et: edges},
-            {DEFAULT_NTYPE: node_data} if node_data else {},
+            edges={et: edges},
+            node_data={DEFAULT_NTYPE: node_data} if node_data else {},
             edge_chunk_counts={et: counts},
         )
         write_metadata(meta)
@@ -106,7 +111,7 @@ def _save(path: Path, rows: np.ndarray) -> Path:
 
 
 def _edge_chunks(
-    tmp: Path, scale: int, sampled: int, k: int, seed: int, scramble: np.ndarray
+    tmp: Path, scale: int, sampled: int, k: int, *, seed: int, scramble: np.ndarray
 ) -> tuple[FileSpec, list[int]]:
     folder, paths, counts = tmp / "edges" / "_N___E___N", [], []
     for i in range(k):
@@ -122,7 +127,7 @@ def _edge_chunks(
 
 
 def _node_chunks(
-    tmp: Path, n: int, dim: int, k: int, seed: int, classes: int, fractions: tuple[float, float, float]
+    tmp: Path, n: int, dim: int, k: int, *, seed: int, classes: int, fractions: tuple[float, float, float]
 ) -> dict[str, FileSpec]:
     names = (["feat"] if dim else []) + (["label", *SPLITS] if classes else [])
     paths: dict[str, list[Path]] = {name: [] for name in names}

@@ -52,6 +52,7 @@ def rmat_graph(
     edge_factor: int = 16,
     feat_dim: int = 0,
     seed: int = 0,
+    *,
     abc: tuple[float, float, float] = GRAPH500,
     num_classes: int = 0,
     fractions: tuple[float, float, float] = (0.1, 0.05, 0.05),
@@ -106,7 +107,7 @@ def _pick_within(labels: np.ndarray, wanted: np.ndarray, rng: np.random.Generato
 
 
 def _class_features(
-    labels: np.ndarray, num_classes: int, dim: int, noise: float, rng: np.random.Generator
+    labels: np.ndarray, num_classes: int, dim: int, noise: float, *, rng: np.random.Generator
 ) -> np.ndarray:
     centres = rng.standard_normal((num_classes, dim), dtype=np.float32)
     return centres[labels] + noise * rng.standard_normal((labels.shape[0], dim), dtype=np.float32)
@@ -121,6 +122,7 @@ def community_graph(
     num_classes: int = 8,
     avg_degree: int = 16,
     intra: float = 0.85,
+    *,
     feat_dim: int = 32,
     noise: float = 2.0,
     seed: int = 0,
@@ -149,16 +151,16 @@ def community_graph(
     dst = rng.integers(0, num_nodes, m)
     dst[inside] = _pick_within(labels, labels[src[inside]], rng)
     src, dst = _symmetric(src, dst, num_nodes)
-    x = _class_features(labels, num_classes, feat_dim, noise, rng)
-    planted = _planted(targets, labels, num_classes, x, rng)
+    x = _class_features(labels, num_classes, feat_dim, noise, rng=rng)
+    planted = _planted(targets, labels, num_classes, x, rng=rng)
     feats = {"feat": x, "label": planted, **_split_masks(num_nodes, rng)}
-    edge = {} if edge_targets is None else {DEFAULT_ETYPE: _edge_labels(edge_targets, labels, src, dst, rng)}
+    edge = {} if edge_targets is None else {DEFAULT_ETYPE: _edge_labels(edge_targets, labels, src, dst, rng=rng)}
     graph = Graph({DEFAULT_NTYPE: num_nodes}, {DEFAULT_ETYPE: (src, dst)}, {DEFAULT_NTYPE: feats}, edge)
     return Dataset("community", graph, num_classes if targets == "classes" else None)
 
 
 def _edge_labels(
-    kind: str, c: np.ndarray, src: np.ndarray, dst: np.ndarray, rng: np.random.Generator
+    kind: str, c: np.ndarray, src: np.ndarray, dst: np.ndarray, *, rng: np.random.Generator
 ) -> dict[str, np.ndarray]:
     """The edge data of :func:`community_graph`'s ``edge_targets``."""
     cs, cd = c[src], c[dst]
@@ -170,7 +172,7 @@ def _edge_labels(
     return {"label": label, **_split_masks(src.shape[0], rng)}
 
 
-def _planted(targets: str, c: np.ndarray, num_classes: int, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _planted(targets: str, c: np.ndarray, num_classes: int, x: np.ndarray, *, rng: np.random.Generator) -> np.ndarray:
     """The ``label`` of :func:`community_graph` for communities ``c`` and features ``x``."""
     if targets == "classes":
         return c
@@ -187,6 +189,7 @@ def hetero_graph(
     num_authors: int = 8000,
     num_institutions: int = 200,
     num_fields: int = 50,
+    *,
     num_classes: int = 8,
     feat_dim: int = 32,
     noise: float = 2.0,
@@ -229,12 +232,12 @@ def hetero_graph(
         ),
         ("paper", "has_topic", "field"): _unique_pairs(t_src, t_dst, num_fields),
     }
-    x = _class_features(label, num_classes, feat_dim, noise, rng)
-    paper = {"feat": x, "label": _planted(targets, label, num_classes, x, rng), **_split_masks(num_papers, rng)}
+    x = _class_features(label, num_classes, feat_dim, noise, rng=rng)
+    paper = {"feat": x, "label": _planted(targets, label, num_classes, x, rng=rng), **_split_masks(num_papers, rng)}
     num_nodes = {"paper": num_papers, "author": num_authors, "institution": num_institutions, "field": num_fields}
     classes = num_classes if targets == "classes" else None
     cites = ("paper", "cites", "paper")
-    edge = {} if edge_targets is None else {cites: _edge_labels(edge_targets, label, *edges[cites], rng)}
+    edge = {} if edge_targets is None else {cites: _edge_labels(edge_targets, label, *edges[cites], rng=rng)}
     return Dataset("hetero", Graph(num_nodes, edges, {"paper": paper}, edge), classes, "paper")
 
 

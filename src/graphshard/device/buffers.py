@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import torch
@@ -35,6 +35,7 @@ class PoolStats:
     reused: int = 0
     bytes: int = 0
     waited: int = 0
+    _: KW_ONLY
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 

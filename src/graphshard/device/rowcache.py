@@ -95,7 +95,7 @@ class DeviceRowCache:
             del store[key]
 
 
-def cached_layout(store: Any, hit_pos: np.ndarray, hit_slot: np.ndarray, miss_pos: np.ndarray, count: int) -> None:
+def cached_layout(store: Any, hit_pos: np.ndarray, hit_slot: np.ndarray, miss_pos: np.ndarray, *, count: int) -> None:
     """Record on a batch's node ``store`` where its cached rows go (see :meth:`DeviceRowCache.fill`)."""
     store[MISS_POS] = torch.from_numpy(miss_pos)
     store[HIT_POS] = torch.from_numpy(hit_pos)

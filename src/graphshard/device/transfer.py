@@ -50,6 +50,7 @@ class DeviceFeeder:
         ahead: int = 1,
         prepare: Callable[[Any], None] | None = None,
         cache: DeviceRowCache | None = None,
+        *,
         copy_on_cpu: bool = False,
         inflight: int = 3,
         pool: BufferPool | None = None,

@@ -1,1 +1,1 @@
-"""The partition format (version 1): writing, reading, checksums and validation — DESIGN.md §3."""
+"""The partition format (version 1): writing, reading, checksums and validation — see docs/format.md."""

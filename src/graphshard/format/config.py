@@ -7,7 +7,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,7 @@ class PartitionConfig:
     graph_name: str
     part_method: str
     num_parts: int
+    _: KW_ONLY
     halo_hops: int
     num_nodes: int
     num_edges: int
@@ -249,8 +250,8 @@ def read_config(path: str | os.PathLike) -> PartitionConfig:
         num_classes=r.int("num_classes", 1) if "num_classes" in raw else None,
         extra={k: v for k, v in raw.items() if k not in _KNOWN and not k.startswith("part-")},
     )
-    _check_tiling(path, "node_map", cfg.node_map, list(ntypes), cfg.num_nodes, num_parts)
-    _check_tiling(path, "edge_map", cfg.edge_map, list(etypes), cfg.num_edges, num_parts)
+    _check_tiling(path, "node_map", cfg.node_map, list(ntypes), total=cfg.num_nodes, num_parts=num_parts)
+    _check_tiling(path, "edge_map", cfg.edge_map, list(etypes), total=cfg.num_edges, num_parts=num_parts)
     if cfg.run_fingerprint != run_fingerprint(cfg):
         raise FormatError(
             f"{path}: graph_name, num_parts, halo_hops, counts, types, ID maps or feature_schema were "
@@ -370,11 +371,14 @@ class _Reader:
         v = self.raw.get("checksums", {})
         if not isinstance(v, dict) or not all(isinstance(x, str) for x in v.values()):
             raise FormatError(f"{self.path}: key 'checksums' must map file paths to sha256 hex strings")
+        for rel in v:  # a relative path inside the partition directory: never absolute, never '..'
+            for part in rel.split("/"):
+                check_path_name(part, f"{self.path}: key 'checksums' file {rel!r}", FormatError)
         return v
 
 
 def _check_tiling(
-    path: Path, key: str, ranges: dict[str, np.ndarray], types: list[str], total: int, num_parts: int
+    path: Path, key: str, ranges: dict[str, np.ndarray], types: list[str], *, total: int, num_parts: int
 ) -> None:
     """Ranges ordered partition-major, type-minor must tile ``[0, total)`` without gaps or overlaps."""
     expected = 0

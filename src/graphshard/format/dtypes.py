@@ -23,6 +23,7 @@ def structure_dtypes(
     num_local_edges: int,
     num_nodes: int,
     num_edges: int,
+    *,
     type_nodes: int,
     type_edges: int,
     num_parts: int,

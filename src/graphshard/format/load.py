@@ -29,10 +29,16 @@ class PartitionGraph:
     """One partition's local graph: CSC in-adjacency over local IDs plus node/edge data.
 
     ``indptr`` and ``ndata["_ID"]`` are int64; the other integer tensors are as the file stores them
-    (``indices`` and edge IDs int32 or int64, type and part IDs possibly int8: see :mod:`.dtypes`), memory-mapped.
+    (``indices`` and edge IDs int32 or int64, type and part IDs possibly int8: see `graphshard.format.dtypes`),
+    memory-mapped. Local IDs ``[0, num_inner_nodes)`` are inner nodes in new-ID order, then HALO nodes.
 
-    Local IDs ``[0, num_inner_nodes)`` are inner nodes in new-ID order, then HALO nodes.
-    ``ndata``/``edata`` are keyed without their ``node/``/``edge/`` prefix (``_ID``, ``inner_node``, ...).
+    Attributes:
+        indptr: CSC pointers, one more than the partition's local nodes (int64): the in-edges of local
+            node ``v`` are entries ``indptr[v] ... indptr[v + 1] - 1``.
+        indices: local source ID of each edge, in destination order.
+        ndata: node data by local ID, keyed without the ``node/`` prefix (``_ID``, ``inner_node``, ...).
+        edata: edge data in ``indices`` order, keyed without the ``edge/`` prefix (``_ID``,
+            ``inner_edge``, ...).
     """
 
     indptr: torch.Tensor
@@ -62,6 +68,19 @@ class PartitionGraph:
 
 
 class Partition(NamedTuple):
+    """One loaded partition, as `load_partition` returns it.
+
+    Attributes:
+        graph: the partition's local graph (structure and node/edge data).
+        node_feats: node features of the partition's inner nodes, keyed ``"<type>/<name>"`` (a sparse
+            feature is one ``CSRRows``); empty when loaded without features.
+        edge_feats: edge features of the partition's inner edges, keyed ``"<type>/<name>"``.
+        partition_book: the partition book of the whole graph, for this partition.
+        graph_name: the graph's name (its config is ``<graph_name>.json``).
+        ntypes: the node types, in the type order.
+        etypes: the canonical edge types ``(src, rel, dst)``, in the type order.
+    """
+
     graph: PartitionGraph
     node_feats: dict[str, torch.Tensor | CSRRows]  # a sparse feature is one CSRRows
     edge_feats: dict[str, torch.Tensor]
@@ -74,11 +93,23 @@ class Partition(NamedTuple):
 def load_partition(
     part_config: str | os.PathLike | PartitionConfig, part_id: int, load_feats: bool = True, verify: bool = False
 ) -> Partition:
-    """Load partition ``part_id`` described by ``part_config`` (the ``<graph_name>.json``).
+    """Load partition ``part_id`` of a partitioned graph.
 
-    Tensors are memory-mapped, not copied. ``verify=True`` checks the sha256 of every file read.
-    Raises :class:`FormatError` naming the file and what is wrong. ``part_config``: the path, or the config
-    already loaded.
+    Tensors are memory-mapped, not copied.
+
+    Args:
+        part_config: the path of the partition config (the ``<graph_name>.json``), or the config already
+            loaded.
+        part_id: the partition to load.
+        load_feats: also load the partition's node and edge features; False leaves them empty.
+        verify: check the sha256 of every file read against the config's checksums.
+
+    Returns:
+        The partition: its local graph, features, the partition book, and the graph's name and types.
+
+    Raises:
+        FormatError: the config or a partition file is missing, corrupt or inconsistent, or ``part_id``
+            does not exist; names the file and what is wrong.
     """
     cfg = as_config(part_config)
     book = book_from_config(cfg, part_id)
@@ -92,7 +123,21 @@ def load_partition(
 def load_partition_feats(
     part_config: str | os.PathLike | PartitionConfig, part_id: int, verify: bool = False
 ) -> tuple[dict[str, torch.Tensor | CSRRows], dict[str, torch.Tensor]]:
-    """Node and edge features of partition ``part_id``'s inner items, keyed ``"<type>/<name>"``."""
+    """Node and edge features of partition ``part_id``'s inner items, keyed ``"<type>/<name>"``.
+
+    Args:
+        part_config: the path of the partition config (the ``<graph_name>.json``), or the config already
+            loaded.
+        part_id: the partition whose features to load.
+        verify: check the sha256 of the feature files against the config's checksums.
+
+    Returns:
+        ``(node features, edge features)``, memory-mapped; a sparse node feature is one ``CSRRows``.
+
+    Raises:
+        FormatError: the config or a feature file is missing, corrupt or inconsistent with the config,
+            or ``part_id`` does not exist; names the file and what is wrong.
+    """
     cfg = as_config(part_config)
     _check_part(cfg, part_id)
     node = assemble(
@@ -101,8 +146,8 @@ def load_partition_feats(
         cfg.part_path(part_id, "node_feats"),
     )
     edge = _read(cfg, part_id, "edge_feats", verify)
-    _check_feature_rows(cfg, part_id, node, cfg.node_map, "node_feats")
-    _check_feature_rows(cfg, part_id, edge, cfg.edge_map, "edge_feats")
+    _check_feature_rows(cfg, part_id, node, cfg.node_map, key="node_feats")
+    _check_feature_rows(cfg, part_id, edge, cfg.edge_map, key="edge_feats")
     _check_feature_schema(cfg, part_id, "node_feats")
     _check_feature_schema(cfg, part_id, "edge_feats")
     return node, edge
@@ -111,7 +156,21 @@ def load_partition_feats(
 def load_partition_book(
     part_config: str | os.PathLike | PartitionConfig, part_id: int | None = None
 ) -> RangePartitionBook:
-    """The partition book of a partitioned graph (reads only the JSON until original IDs are asked for)."""
+    """The partition book of a partitioned graph.
+
+    Reads only the config until original IDs are asked for.
+
+    Args:
+        part_config: the path of the partition config (the ``<graph_name>.json``), or the config already
+            loaded.
+        part_id: the partition this process holds (the book's ``partid``), if any.
+
+    Returns:
+        The partition book; it reads the original ID files when asked for original IDs.
+
+    Raises:
+        FormatError: the config is missing or invalid, or ``part_id`` does not exist.
+    """
     return book_from_config(as_config(part_config), part_id)
 
 
@@ -123,9 +182,9 @@ def book_from_config(cfg: PartitionConfig, part_id: int | None = None) -> RangeP
         list(cfg.ntypes),
         list(cfg.etypes),
         cfg.node_map,
-        cfg.edge_map,
-        part_id,
-        lambda kind, name: original_ids(cfg, kind, name),
+        edge_map=cfg.edge_map,
+        part_id=part_id,
+        original_loader=lambda kind, name: original_ids(cfg, kind, name),
     )
 
 
@@ -228,7 +287,7 @@ def _part_range(ranges: dict[str, np.ndarray], part_id: int) -> tuple[int, int]:
 
 
 def _check_feature_rows(
-    cfg: PartitionConfig, part_id: int, feats: dict[str, torch.Tensor], ranges: dict[str, np.ndarray], key: str
+    cfg: PartitionConfig, part_id: int, feats: dict[str, torch.Tensor], ranges: dict[str, np.ndarray], *, key: str
 ) -> None:
     path = cfg.part_path(part_id, key)
     for name, tensor in feats.items():
@@ -254,14 +313,16 @@ def _check_feature_schema(cfg: PartitionConfig, part_id: int, key: str) -> None:
     mine_path = cfg.part_path(part_id, key)
     widths = sparse_widths(cfg, key) if key == "node_feats" else {}
     mine = logical_schema(_schema(mine_path), widths)
-    _differ(mine_path, mine, cfg.path, cfg.feature_schema[key], "its config's feature_schema")
+    _differ(mine_path, mine, cfg.path, cfg.feature_schema[key], other_name="its config's feature_schema")
     for p in range(cfg.num_parts):
         other_path = cfg.part_path(p, key)
         if p != part_id and other_path.is_file():
-            _differ(mine_path, mine, other_path, logical_schema(_schema(other_path), widths), str(other_path))
+            _differ(
+                mine_path, mine, other_path, logical_schema(_schema(other_path), widths), other_name=str(other_path)
+            )
 
 
-def _differ(path: Path, mine: dict, other_path: Path, other: dict, other_name: str) -> None:
+def _differ(path: Path, mine: dict, other_path: Path, other: dict, *, other_name: str) -> None:
     if other == mine:
         return
     diff = sorted(set(mine.items()) ^ set(other.items()))[0][0]

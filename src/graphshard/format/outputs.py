@@ -180,16 +180,16 @@ def check_same_graph(out_dir: Path, kind: str, graph: str) -> None:
                 kind,
                 others[0].name,
                 graph,
-                f"the files {others[0].name} describes",
-                " (the other config is removed)",
+                replaced=f"the files {others[0].name} describes",
+                after=" (the other config is removed)",
             )
         return
     held = graph_held(out_dir, kind)
     if held is not None and held != graph:
-        raise other_graph_error(out_dir, kind, f"{held!r}, says {GRAPH_FILES[kind][0]}", graph, "it")
+        raise other_graph_error(out_dir, kind, f"{held!r}, says {GRAPH_FILES[kind][0]}", graph, replaced="it")
 
 
-def other_graph_error(out_dir: Path, kind: str, held: str, graph: str, replaced: str, after: str = "") -> InputError:
+def other_graph_error(out_dir: Path, kind: str, held: str, graph: str, *, replaced: str, after: str = "") -> InputError:
     """The one message for :func:`check_same_graph`'s refusal, whichever writer it stops."""
     return InputError(
         f"{out_dir}: already holds the {_WHAT.get(kind, kind)} of another graph ({held}); writing "

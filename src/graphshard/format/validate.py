@@ -72,7 +72,7 @@ def _blocks(n: int) -> range:
     return range(0, n, BLOCK)
 
 
-def _fail(path: Path, what: str, bad: torch.Tensor, values: torch.Tensor | None = None, offset: int = 0) -> None:
+def _fail(path: Path, what: str, bad: torch.Tensor, values: torch.Tensor | None = None, *, offset: int = 0) -> None:
     pos = torch.nonzero(bad)
     if pos.numel():
         i = int(pos[0, 0])
@@ -108,10 +108,10 @@ def check_structure(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tenso
     _fail(path, "'indptr' decreases", indptr.diff() < 0)
     for b in _blocks(e):
         part = indices[b : b + BLOCK]
-        _fail(path, f"'indices' holds a local node ID outside [0, {n})", (part < 0) | (part >= n), part, b)
+        _fail(path, f"'indices' holds a local node ID outside [0, {n})", (part < 0) | (part >= n), part, offset=b)
     nodes, edges = _Ranges(cfg.node_map, cfg.num_parts), _Ranges(cfg.edge_map, cfg.num_parts)
-    n_inner = _check_nodes(cfg, part_id, t, path, nodes)
-    _check_edges(cfg, part_id, t, path, edges, n_inner)
+    n_inner = _check_nodes(cfg, part_id, t, path, nodes=nodes)
+    _check_edges(cfg, part_id, t, path, edges=edges, n_inner=n_inner)
     _check_halo_depth(cfg.halo_hops, t, path, n_inner)
 
 
@@ -160,7 +160,7 @@ def _sources_of(
     return out
 
 
-def _check_nodes(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tensor], path: Path, nodes: _Ranges) -> int:
+def _check_nodes(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tensor], path: Path, *, nodes: _Ranges) -> int:
     ids = t["node/_ID"]
     lo, hi = (
         (
@@ -201,7 +201,7 @@ def _check_nodes(cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tensor],
 
 
 def _check_edges(
-    cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tensor], path: Path, edges: _Ranges, n_inner: int
+    cfg: PartitionConfig, part_id: int, t: dict[str, torch.Tensor], path: Path, *, edges: _Ranges, n_inner: int
 ) -> None:
     indptr, eids, inner = t["indptr"], t["edge/_ID"], t["edge/inner_edge"]
     n_own = int(indptr[n_inner])  # CSC by destination: the in-edges of inner nodes come first
@@ -216,20 +216,26 @@ def _check_edges(
     for b in _blocks(inner.shape[0]):
         block = inner[b : b + BLOCK]
         cut = max(0, min(n_own - b, block.shape[0]))  # where the block's HALO edges start
-        _fail(path, "edge/inner_edge is false for an in-edge of an inner node", ~block[:cut], None, b)
-        _fail(path, "edge/inner_edge is true for an in-edge of a HALO node", block[cut:], None, b + cut)
+        _fail(path, "edge/inner_edge is false for an in-edge of an inner node", ~block[:cut], None, offset=b)
+        _fail(path, "edge/inner_edge is true for an in-edge of a HALO node", block[cut:], None, offset=b + cut)
     seen = torch.zeros(n_own, dtype=torch.bool)
     for b in _blocks(eids.shape[0]):
         ids = eids[b : b + BLOCK].long()  # compared with counts that need not fit the stored type
         own, halo = ids[: max(n_own - b, 0)], ids[max(n_own - b, 0) :]
-        _fail(path, f"inner edge/_ID outside this partition's range [{elo}, {ehi})", (own < elo) | (own >= ehi), own, b)
+        _fail(
+            path,
+            f"inner edge/_ID outside this partition's range [{elo}, {ehi})",
+            (own < elo) | (own >= ehi),
+            own,
+            offset=b,
+        )
         seen[own - elo] = True  # in range (checked above): each of the partition's edge IDs must appear once
         _fail(
             path,
             f"HALO edge/_ID outside [0, {cfg.num_edges}) or inside this partition's range",
             (halo < 0) | (halo >= cfg.num_edges) | ((halo >= elo) & (halo < ehi)),
             halo,
-            max(n_own, b),
+            offset=max(n_own, b),
         )
     if not bool(seen.all()):
         missing = elo + int(torch.nonzero(~seen)[0, 0])
@@ -239,7 +245,7 @@ def _check_edges(
     if len(cfg.etypes) == 1:  # one edge type (and endpoints of its node types, checked per node): no look-up
         for b in _blocks(eids.shape[0]):
             given = t["edge/_TYPE"][b : b + BLOCK]
-            _fail(path, "edge/_TYPE is not 0, the only edge type", given != 0, given, b)
+            _fail(path, "edge/_TYPE is not 0, the only edge type", given != 0, given, offset=b)
         if len(cfg.ntypes) == 1:
             return
     else:
@@ -247,7 +253,11 @@ def _check_edges(
             _, etype = edges.locate(eids[b : b + BLOCK])
             given = t["edge/_TYPE"][b : b + BLOCK]
             _fail(
-                path, "edge/_TYPE differs from the type of edge/_ID in the config's edge_map", given != etype, given, b
+                path,
+                "edge/_TYPE differs from the type of edge/_ID in the config's edge_map",
+                given != etype,
+                given,
+                offset=b,
             )
     _check_endpoint_types(cfg, t, path)
 
@@ -267,7 +277,7 @@ def _check_endpoint_types(cfg: PartitionConfig, t: dict[str, torch.Tensor], path
             "an edge's source node has another type than its edge type's source",
             node_type[indices[b : b + BLOCK].long()] != ends[et, 0],
             None,
-            b,
+            offset=b,
         )
         if len(ntypes) > 1:  # CSC: an edge's destination is the node whose run of in-edges holds it
             dst = torch.searchsorted(indptr, torch.arange(b, b + et.shape[0]), right=True) - 1
@@ -276,5 +286,5 @@ def _check_endpoint_types(cfg: PartitionConfig, t: dict[str, torch.Tensor], path
                 "an edge's destination node has another type than its edge type's destination",
                 node_type[dst] != ends[et, 1],
                 None,
-                b,
+                offset=b,
             )

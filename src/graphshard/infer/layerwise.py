@@ -23,6 +23,7 @@ from ..distributed.runtime.graph import DistGraph
 from ..distributed.transport.liveness import doing, now_doing
 from ..graph import EType
 from ..ids import consecutive
+from ..models.contract import LayerwiseTraits, layerwise_traits
 from ..models.layer_context import LayerContext
 from .on_device import chunk_on, inputs_on
 from .plan import EDGES_PER_CHUNK, Plan, chunks, dst_rows, dst_types, own_prefix, plan
@@ -38,13 +39,15 @@ def _chunk(
     i: int,
     p: Plan,
     x: dict[str, torch.Tensor],
+    *,
     lo: int,
     hi: int,
+    traits: LayerwiseTraits,
     edge_rows: EdgeRows | None,
     device: torch.device | None = None,
 ) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
     """Layer ``i`` for destinations ``[lo, hi)``: (their indices into ``need``, output rows per type); on
-    ``device`` when given (see :mod:`.on_device`), else where ``x`` is."""
+    ``device`` when given (see :mod:`.on_device`), else where ``x`` is. ``traits``: the model's."""
     at, chunk_pos = dst_rows(p, lo, hi)
     dst_pos = {t: p.pos_in_type[at[p.need_type[at] == ti]] for ti, t in enumerate(p.ntypes) if t in x}
     e0, e1 = int(p.indptr[lo]), int(p.indptr[hi])
@@ -59,12 +62,12 @@ def _chunk(
         for r, et in enumerate(p.etypes):
             sel = etype == r
             pairs[et], picks[et] = (src[sel], dst[sel]), e0 + np.flatnonzero(sel)
-    ctx = _context(p, at, picks, edge_rows) if getattr(model, "layer_context", False) else None
+    ctx = _context(p, at, picks, edge_rows) if traits.layer_context else None
     if device is not None:
-        return at, chunk_on(model, i, x, dst_pos, pairs, ctx, device)
+        return at, chunk_on(model, i, x, dst_pos, edges=pairs, context=ctx, device=device)
     x_dst = {t: _rows(x[t], pos) for t, pos in dst_pos.items()}
     edges = {et: torch.from_numpy(np.stack(pair)) for et, pair in pairs.items()}
-    return at, model.layer(i, x, x_dst, edges) if ctx is None else model.layer(i, x, x_dst, edges, ctx)
+    return at, model.layer(i, x, x_dst, edges) if ctx is None else model.layer(i, x, x_dst, edges, context=ctx)
 
 
 def _context(
@@ -96,20 +99,23 @@ def _layer(
     i: int,
     p: Plan,
     x: dict[str, torch.Tensor],
+    *,
+    traits: LayerwiseTraits,
     edge_rows: EdgeRows | None = None,
     grow: bool = False,
     device: torch.device | None = None,
 ) -> dict[str, torch.Tensor]:
-    """Layer ``i`` for all destinations of the plan, in chunks of about :data:`EDGES_PER_CHUNK` edges,
-    written into one output tensor per type (no list of chunks to concatenate: half the peak). With ``grow``
-    (a layer follows), a type whose own rows lead its need rows (``p.prefix``) gets its outputs as the first
-    rows of a tensor of all its need rows (``p.storage``): the next layer's inputs, the rest read into it."""
+    """Layer ``i`` for all destinations of the plan, in chunks of about :data:`EDGES_PER_CHUNK` edges (the
+    model's ``layer_edges_per_chunk`` where ``traits`` has one), written into one output tensor per type (no
+    list of chunks to concatenate: half the peak). With ``grow`` (a layer follows), a type whose own rows lead
+    its need rows (``p.prefix``) gets its outputs as the first rows of a tensor of all its need rows
+    (``p.storage``): the next layer's inputs, the rest read into it."""
     at = p.slot[p.dst_lo : p.dst_hi]
     count = {t: int((p.need_type[at] == ti).sum()) for ti, t in enumerate(p.ntypes)}
     out: dict[str, torch.Tensor] = {}
     filled = dict.fromkeys(p.ntypes, 0)
-    for lo, hi in chunks(p, getattr(model, "layer_edges_per_chunk", None) or EDGES_PER_CHUNK):
-        _, rows = _chunk(model, i, p, x, lo, hi, edge_rows, device)
+    for lo, hi in chunks(p, traits.layer_edges_per_chunk or EDGES_PER_CHUNK):
+        _, rows = _chunk(model, i, p, x, lo=lo, hi=hi, traits=traits, edge_rows=edge_rows, device=device)
         for t, v in rows.items():
             if t not in out:
                 if grow and t in p.prefix and v.dtype == torch.float32:
@@ -139,28 +145,30 @@ def layerwise_inference(
     model: Any,
     inputs: Rows,
     name: str,
+    *,
     types: list[str] | None = None,
     layers: int | None = None,
     edge_rows: EdgeRows | None = None,
     device: torch.device | None = None,
 ) -> tuple[dict[str, DistTensor], list[Plan]]:
-    """The output of ``model`` (a graphshard model with ``layer_inputs``/``layer``/``num_layers``, see
-    :mod:`graphshard.models.layer_context` for what a ``layer_context`` model is given) for every node, as
-    one :class:`DistTensor` per node type in ``types`` (all by default). ``inputs`` gives the input rows of
-    any nodes (features, or learnt embeddings); ``edge_rows`` the feature rows of any edges (for models that
-    read edge features); ``layers``: stop after that many layers (e.g. ``num_layers - 1`` for the hidden
-    representation the last layer reads); ``device``: compute each chunk there (the model's device; see
-    :mod:`.on_device`), the tables staying on the host. Also returns the plan of each stored partition this
-    rank serves. Collective over ``g``'s group."""
+    """The output of ``model`` (a :class:`~graphshard.models.contract.LayerwiseModel`: ``layer_inputs``,
+    ``layer``, ``num_layers``, and the traits :func:`~graphshard.models.contract.layerwise_traits` reads) for
+    every node, as one :class:`DistTensor` per node type in ``types`` (all by default). ``inputs`` gives the
+    input rows of any nodes (features, or learnt embeddings); ``edge_rows`` the feature rows of any edges (for
+    models that read edge features); ``layers``: stop after that many layers (e.g. ``num_layers - 1`` for the
+    hidden representation the last layer reads); ``device``: compute each chunk there (the model's device;
+    see :mod:`.on_device`), the tables staying on the host. Also returns the plan of each stored partition
+    this rank serves. Collective over ``g``'s group."""
     plans, was_training = [plan(g, part) for part in g.local_graphs], model.training
     for p in plans:
         p.prefix = own_prefix(g, p)
+    traits = layerwise_traits(model)
     depth = model.num_layers if layers is None else layers
     model.eval()
     context = now_doing()
-    if getattr(model, "wants_degrees", False):
+    if traits.wants_degrees:
         _count_degrees(g, plans, name)
-    edge_rows = edge_rows if getattr(model, "uses_edge_attr", False) else None
+    edge_rows = edge_rows if traits.uses_edge_attr else None
     with torch.no_grad():
         tables: dict[str, DistTensor] = {}
         rows: list[dict[str, torch.Tensor]]
@@ -171,7 +179,8 @@ def layerwise_inference(
                 x: dict[str, torch.Tensor] | None
                 x = _first_inputs(model, p, inputs, device) if i == 0 else _next_inputs(p, tables)
                 p.storage = {}  # x holds them now
-                rows.append(_layer(model, i, p, x, edge_rows, grow=i + 1 < depth, device=device))
+                grow = i + 1 < depth
+                rows.append(_layer(model, i, p, x, traits=traits, edge_rows=edge_rows, grow=grow, device=device))
                 x = None
             for table in tables.values():  # every rank has read its inputs: the layer before goes first
                 table.free()
@@ -208,7 +217,7 @@ def _publish(g: DistGraph, plans: list[Plan], rows: list[dict[str, torch.Tensor]
             book,
             (g.num_nodes(t), width[t]),
             torch.float32,
-            f"{name}/{t}#{g.key}",
+            name=f"{name}/{t}#{g.key}",
             ntype=t,
             init=_given(held[t]) if t in held else None,
         )

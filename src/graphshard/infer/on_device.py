@@ -44,6 +44,7 @@ def chunk_on(
     i: int,
     x: dict[str, torch.Tensor],
     dst_pos: dict[str, np.ndarray],
+    *,
     edges: dict[EType, tuple[np.ndarray, np.ndarray]],
     context: LayerContext | None,
     device: torch.device,
@@ -62,7 +63,7 @@ def chunk_on(
     if context is None:
         out = model.layer(i, x_src, x_dst, on_edges)
     else:
-        out = model.layer(i, x_src, x_dst, on_edges, _context_on(context, used, device))
+        out = model.layer(i, x_src, x_dst, on_edges, context=_context_on(context, used, device))
     return {t: v.float().cpu() for t, v in out.items()}
 
 

@@ -5,7 +5,7 @@ destinations one chunk computes at a time."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 import numpy as np
 import torch
@@ -28,6 +28,7 @@ class Plan:
     indices: np.ndarray
     etype: np.ndarray
     dst_lo: int
+    _: KW_ONLY
     dst_hi: int
     need: np.ndarray
     slot: np.ndarray
@@ -76,16 +77,16 @@ def plan(g: DistGraph, part: PartitionGraph) -> Plan:
         indices,
         etype,
         lo,
-        hi,
-        need,
-        slot,
-        types,
-        tids,
-        pos,
-        remote,
-        list(book.ntypes),
-        list(book.canonical_etypes),
-        part.edata["_ID"].numpy(),
+        dst_hi=hi,
+        need=need,
+        slot=slot,
+        need_type=types,
+        need_tid=tids,
+        pos_in_type=pos,
+        remote=remote,
+        ntypes=list(book.ntypes),
+        etypes=list(book.canonical_etypes),
+        edge_ids=part.edata["_ID"].numpy(),
     )
 
 

@@ -1,6 +1,7 @@
 """GNN models for training on sampled mini-batches, and the decoders of link prediction and edge tasks. Names
 are imported on first use: the ``--model`` names (:mod:`.registry`) are read by every command line, the models
-themselves (PyG's layers) only by training and inference."""
+themselves (PyG's layers) only by training and inference. :class:`LayerwiseModel` (:mod:`.contract`) is the
+contract a model meets for layer-wise inference."""
 
 from importlib import import_module
 from typing import Any
@@ -20,6 +21,7 @@ _EXPORTS = {
     "GraphSAGE": "sage",
     "HGT": "hgt",
     "HeteroSAGE": "hetero",
+    "LayerwiseModel": "contract",
     "MLP": "mlp",
     "ModelSpec": "spec",
     "RGAT": "rgat",

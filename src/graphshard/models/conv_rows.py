@@ -37,6 +37,7 @@ def conv_rows(
     t: str,
     x_src: torch.Tensor,
     x_dst: torch.Tensor,
+    *,
     edges: torch.Tensor,
     ctx: LayerContext,
     edge_attr: torch.Tensor | None = None,
@@ -45,9 +46,9 @@ def conv_rows(
     if isinstance(conv, SAGEConv):
         return sage_rows(conv, x_src, x_dst, edges)
     if isinstance(conv, GCNConv):
-        return gcn_rows(conv, t, x_src, x_dst, edges, ctx)
+        return gcn_rows(conv, t, x_src, x_dst, edges=edges, ctx=ctx)
     if isinstance(conv, ATTENTION):
-        return attention_rows(conv, t, x_src, x_dst, edges, ctx, edge_attr)
+        return attention_rows(conv, t, x_src, x_dst, edges=edges, ctx=ctx, edge_attr=edge_attr)
     if isinstance(conv, BIPARTITE):
         extra = {} if edge_attr is None or isinstance(conv, GINConv) else {"edge_attr": edge_attr}
         return conv((x_src, x_dst), edges, **extra)
@@ -58,7 +59,7 @@ def conv_rows(
 
 
 def gcn_rows(
-    conv: GCNConv, t: str, x_src: torch.Tensor, x_dst: torch.Tensor, edges: torch.Tensor, ctx: LayerContext
+    conv: GCNConv, t: str, x_src: torch.Tensor, x_dst: torch.Tensor, *, edges: torch.Tensor, ctx: LayerContext
 ) -> torch.Tensor:
     """``GCNConv`` over the whole graph, for the chunk's destinations: each edge weighted by
     ``(deg(src) deg(dst))^-1/2`` with degrees counting one self-loop (of weight 2 when ``improved``), the
@@ -88,6 +89,7 @@ def attention_rows(
     t: str,
     x_src: torch.Tensor,
     x_dst: torch.Tensor,
+    *,
     edges: torch.Tensor,
     ctx: LayerContext,
     edge_attr: torch.Tensor | None,

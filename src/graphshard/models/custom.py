@@ -8,17 +8,17 @@ the way PyG's models are: ``module(x, edge_index)`` on a homogeneous graph (``ed
 heterogeneous one (returning a dictionary with the output types), or ``module(batch)`` when ``forward``
 takes one argument (a ``Data``/``HeteroData`` whose ``x`` holds the model's inputs).
 
-Layer-wise inference (exact, O(layers × edges)) runs for a module that offers the protocol of the
-built-in models: ``num_layers``, ``layer_inputs(x_dict)`` and ``layer(i, x_src, x_dst, edges[, context])``
-(see :mod:`graphshard.infer.layerwise`), and for PyG's own ``BasicGNN`` models (``torch_geometric.nn.GCN``,
-``GAT``, ``GraphSAGE``, ``GIN``, ...) without jumping knowledge or per-graph normalisation. Any other model
-is evaluated on every node's sampled full neighbourhood instead."""
+Layer-wise inference (exact, O(layers × edges)) runs for a module that meets the contract of the built-in
+models, :class:`~.contract.LayerwiseModel`: ``num_layers`` and ``layer(i, x_src, x_dst, edges[, context])``
+at least (``layer_inputs`` is the identity where it has none; the traits it does not declare are read at
+their defaults by :func:`~.contract.layerwise_traits`), and for PyG's own ``BasicGNN`` models
+(``torch_geometric.nn.GCN``, ``GAT``, ``GraphSAGE``, ``GIN``, ...) without jumping knowledge or per-graph
+normalisation. Any other model is evaluated on every node's sampled full neighbourhood instead."""
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -26,6 +26,7 @@ from torch_geometric.data import Data, HeteroData
 from torch_geometric.nn.models.basic_gnn import BasicGNN
 
 from ..errors import InputError
+from .contract import LayerwiseModel, layerwise_traits
 from .conv_rows import conv_rows, supports
 from .layer_context import LayerContext
 from .registry import load_factory
@@ -49,17 +50,9 @@ def build_custom(name: str, spec: ModelSpec) -> CustomModel:
     return CustomModel(module, name, spec)
 
 
-class _Layerwise(Protocol):
-    """The layer-wise protocol a user's module may offer (see the module docstring; ``layer_inputs`` is optional)."""
-
-    num_layers: int
-    layer: Callable[..., dict[str, torch.Tensor]]  # (i, x_src, x_dst, edges[, context])
-    layer_inputs: Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]]
-
-
-def _offered(module: nn.Module) -> _Layerwise:
-    """``module`` as the protocol it offers: duck-typed (torch types a module's own attributes Tensor | Module)."""
-    return cast(_Layerwise, module)
+def _offered(module: nn.Module) -> LayerwiseModel:
+    """``module`` as the contract it meets: duck-typed (torch types a module's own attributes Tensor | Module)."""
+    return cast(LayerwiseModel, module)
 
 
 def _parameters(module: nn.Module) -> list[str]:
@@ -68,7 +61,8 @@ def _parameters(module: nn.Module) -> list[str]:
 
 class CustomModel(nn.Module):
     """Calls the user's ``module`` with graphshard's ``(x, edge_index, hops, edge_attr)`` the way it takes
-    its inputs (see the module docstring) and offers layer-wise inference where the module allows it."""
+    its inputs (see the module docstring) and offers layer-wise inference where the module allows it: its
+    traits are those the module declares (:func:`~.contract.layerwise_traits`), a ``BasicGNN``'s set here."""
 
     def __init__(self, module: nn.Module, name: str, spec: ModelSpec):
         super().__init__()
@@ -76,10 +70,13 @@ class CustomModel(nn.Module):
         params = _parameters(module)
         self.batch_form = len(params) == 1
         self.takes_edge_attr = "edge_attr" in params
-        self.layer_context = isinstance(module, BasicGNN) or getattr(module, "layer_context", False)
-        self.wants_degrees = isinstance(module, BasicGNN) or getattr(module, "wants_degrees", False)  # GCN layers
-        self.uses_edge_attr = self.takes_edge_attr or getattr(module, "uses_edge_attr", False)
-        self.layerwise = _basic_gnn_fits(module) or all(hasattr(module, a) for a in ("num_layers", "layer"))
+        traits, basic = layerwise_traits(module), isinstance(module, BasicGNN)
+        self.layer_context = basic or traits.layer_context
+        self.wants_degrees = basic or traits.wants_degrees  # GCN layers
+        self.uses_edge_attr = self.takes_edge_attr or traits.uses_edge_attr
+        self.layer_edges_per_chunk = traits.layer_edges_per_chunk
+        self.layerwise = _basic_gnn_fits(module) or (traits.layerwise and traits.num_layers is not None)
+        self._module_context = traits.layer_context  # the module's own layer takes a context
 
     def forward(self, x: Any, edge_index: Any, hops: Any = None, edge_attr: Any = None) -> Any:
         if self.batch_form:
@@ -95,10 +92,10 @@ class CustomModel(nn.Module):
     def layer_inputs(self, x: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         return _offered(self.module).layer_inputs(x) if hasattr(self.module, "layer_inputs") else x
 
-    def layer(self, i: int, x_src: dict, x_dst: dict, edges: dict, context: LayerContext | None = None) -> dict:
+    def layer(self, i: int, x_src: dict, x_dst: dict, edges: dict, *, context: LayerContext | None = None) -> dict:
         if not isinstance(self.module, BasicGNN):
-            if getattr(self.module, "layer_context", False):
-                return _offered(self.module).layer(i, x_src, x_dst, edges, context)
+            if self._module_context:
+                return _offered(self.module).layer(i, x_src, x_dst, edges, context=context)
             return _offered(self.module).layer(i, x_src, x_dst, edges)
         assert context is not None  # layer_context is set for a BasicGNN: layer-wise inference passes one
         (t,) = x_dst
@@ -106,8 +103,19 @@ class CustomModel(nn.Module):
         ei = edges[et] if et is not None else torch.zeros((2, 0), dtype=torch.long, device=x_dst[t].device)
         attr = context.edge_attr.get(et) if et is not None else None
         conv = self.module.convs[i]
-        out = conv_rows(conv, t, x_src[t], x_dst[t], ei, context, attr if self.module.supports_edge_attr else None)
+        out = conv_rows(
+            conv,
+            t,
+            x_src[t],
+            x_dst[t],
+            edges=ei,
+            ctx=context,
+            edge_attr=attr if self.module.supports_edge_attr else None,
+        )
         return {t: _between_layers(self.module, i, out)}
+
+
+_MEETS_CONTRACT: type[LayerwiseModel] = CustomModel  # mypy checks that CustomModel meets the layer-wise contract
 
 
 def _basic_gnn_fits(module: nn.Module) -> bool:

@@ -41,7 +41,7 @@ class EdgeDistMultDecoder(nn.Module):
         return (src * dst) @ self.relations.T
 
 
-def edge_decoder(name: str, dim: int, edge_dim: int, hidden: int, out_dim: int) -> nn.Module:
+def edge_decoder(name: str, dim: int, edge_dim: int, hidden: int, *, out_dim: int) -> nn.Module:
     """The decoder ``name`` (of :data:`EDGE_DECODERS`) from ``dim``-wide node representations (and ``edge_dim``
     edge feature columns, read by ``concat`` only) to ``out_dim`` outputs. Raises ValueError when ``dot``, which
     gives one number, is asked for more."""

@@ -17,10 +17,10 @@ class GCN(ConvStack):
     trims = False
     wants_degrees = True
 
-    def __init__(self, in_dim: int, hidden: int, out_dim: int, num_layers: int = 2, dropout: float = 0.5):
+    def __init__(self, in_dim: int, hidden: int, out_dim: int, num_layers: int = 2, *, dropout: float = 0.5):
         dims = widths(in_dim, hidden, out_dim, num_layers)
         super().__init__([GCNConv(a, b) for a, b in zip(dims[:-1], dims[1:])], dropout)
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> GCN:
-        return cls(spec.in_dim, spec.hidden, spec.out_dim, spec.num_layers, spec.dropout)
+        return cls(spec.in_dim, spec.hidden, spec.out_dim, spec.num_layers, dropout=spec.dropout)

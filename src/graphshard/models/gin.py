@@ -28,6 +28,7 @@ class GIN(ConvStack):
         hidden: int,
         out_dim: int,
         num_layers: int = 2,
+        *,
         dropout: float = 0.5,
         edge_dim: int | None = None,
     ):
@@ -40,4 +41,6 @@ class GIN(ConvStack):
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> GIN:
-        return cls(spec.in_dim, spec.hidden, spec.out_dim, spec.num_layers, spec.dropout, spec.edge_dim)
+        return cls(
+            spec.in_dim, spec.hidden, spec.out_dim, spec.num_layers, dropout=spec.dropout, edge_dim=spec.edge_dim
+        )

@@ -18,6 +18,7 @@ skips of types it only reads from are dropped, so every parameter takes part in 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import cast
 
 import torch
@@ -27,9 +28,7 @@ from torch_geometric.nn import HGTConv
 from torch_geometric.utils import softmax
 
 from ..graph import EType
-from .dropout import relu_dropout
-from .hetero import project
-from .rgcn import Hops, compact, hop_rows, plan, usable_hops
+from .hetero_stack import HeteroStack, compact
 from .spec import ModelSpec
 
 _NO_EDGES = torch.zeros((2, 0), dtype=torch.long)
@@ -39,7 +38,7 @@ class _HGTConv(HGTConv):
     """``HGTConv`` with dropout on its attention weights, and without the output maps and skips of the
     node types no relation of it reaches (it never uses them)."""
 
-    def __init__(self, width: int, rels: list[EType], types: list[str], heads: int, attn_dropout: float):
+    def __init__(self, width: int, rels: list[EType], types: list[str], heads: int, *, attn_dropout: float):
         super().__init__(width, width, (types, rels), heads=heads)
         self.attn_dropout = attn_dropout
         for t in types:
@@ -62,7 +61,7 @@ class _HGTConv(HGTConv):
         return (v_j * alpha.unsqueeze(-1)).view(-1, self.out_channels)
 
 
-class HGT(nn.Module):
+class HGT(HeteroStack):
     """Input projection to ``hidden``, ``num_layers`` HGT layers (ReLU and dropout between them), a
     per-type ``Linear`` to ``out_dim`` after the last (see the module docstring)."""
 
@@ -72,91 +71,63 @@ class HGT(nn.Module):
         etypes: list[EType],
         hidden: int,
         out_dim: int,
+        *,
         num_layers: int = 2,
         dropout: float = 0.5,
         outputs: list[str] | None = None,
         heads: int = 4,
         attn_dropout: float = 0.0,
     ):
-        super().__init__()
         if hidden % heads:
             raise ValueError(f"HGT: hidden width {hidden} is not a multiple of the {heads} attention heads")
-        self.outputs = list(in_dims) if outputs is None else list(outputs)
-        layers, inputs = plan(etypes, self.outputs, num_layers)
-        self.proj = nn.ModuleDict({t: nn.Linear(d, hidden) for t, d in in_dims.items() if t in inputs})
+        super().__init__(in_dims, etypes, hidden, num_layers=num_layers, dropout=dropout, outputs=outputs)
         reached = {et[2] for et in etypes}
         self.convs = nn.ModuleDict()  # by layer index: layers no relation of which is needed have none
-        for i, (rels, types) in enumerate(layers):
+        for i, (rels, types) in enumerate(self.layer_plan):
             if rels:
                 read = sorted(set(types) | {et[0] for et in rels})
-                self.convs[str(i)] = _HGTConv(hidden, rels, read, heads, attn_dropout)
+                self.convs[str(i)] = _HGTConv(hidden, rels, read, heads, attn_dropout=attn_dropout)
         widths = [hidden] * (num_layers - 1) + [out_dim]
         self.keep = nn.ModuleList(
             nn.ModuleDict({t: nn.Linear(hidden, b) for t in types if t not in reached})
-            for (_, types), b in zip(layers, widths)
+            for (_, types), b in zip(self.layer_plan, widths)
         )
         self.head = nn.ModuleDict({t: nn.Linear(hidden, out_dim) for t in self.outputs if t in reached})
-        self.dropout = dropout
 
     def _conv(self, i: int) -> _HGTConv | None:
         """Layer ``i``'s conv (None: no relation of the layer is needed)."""
         return cast(_HGTConv, self.convs[str(i)]) if str(i) in self.convs else None  # convs holds _HGTConvs only
 
-    def _rels(self, i: int) -> list[EType]:
+    def relations_of(self, i: int) -> Iterable[EType]:
         conv = self._conv(i)
         return conv.edge_types if conv is not None else []
 
     def step(
         self, i: int, x: dict[str, torch.Tensor], edges: dict[EType, torch.Tensor], rows: dict[str, int]
     ) -> dict[str, torch.Tensor]:
-        """Layer ``i`` before its activation for the first ``rows[t]`` rows of each ``x[t]`` (the destinations;
-        ``x`` holds sources and destinations in one index space per type)."""
         keep = cast(nn.ModuleDict, self.keep[i])  # keep: a ModuleDict per layer
         out = {t: lin(x[t][: rows[t]]) for t, lin in keep.items() if t in x}
         conv = self._conv(i)
         if conv is not None:
             none = _NO_EDGES.to(next(iter(x.values())).device)
             h = conv({t: x[t] for t in conv.node_types}, {et: edges.get(et, none) for et in conv.edge_types})
-            last = i == len(self.keep) - 1
+            last = i == self.num_layers - 1
             out.update({t: self.head[t](v[: rows[t]]) if last else v[: rows[t]] for t, v in h.items()})
         return out
 
-    def forward(
-        self, x_dict: dict[str, torch.Tensor], edge_index_dict: dict[EType, torch.Tensor], hops: Hops | None = None
-    ) -> dict[str, torch.Tensor]:
-        """The ``outputs`` types' rows: all of them, or the seeds' only with ``hops`` (equal either way)."""
-        x = self.layer_inputs({t: x_dict[t] for t in self.proj})
-        depth = len(self.keep)
-        hops = usable_hops(hops, depth)
-        for i in range(depth):
-            rows, edges = hop_rows(hops, i, depth, x, edge_index_dict, self._rels(i))
-            x = self.step(i, x, edges, rows)
-            if i < depth - 1:
-                x = {t: relu_dropout(v, self.dropout, self.training) for t, v in x.items()}
-        return {t: x[t] for t in self.outputs}
-
-    # Layer-wise inference (see graphshard.infer): one layer at a time over (sources, destinations, edges).
-    @property
-    def num_layers(self) -> int:
-        return len(self.keep)
-
-    def layer_inputs(self, x: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        return {t: project(cast(nn.Linear, self.proj[t]), v) for t, v in x.items() if t in self.proj}  # Linear layers
-
-    def layer(
+    def chunk_step(
         self, i: int, x_src: dict[str, torch.Tensor], x_dst: dict[str, torch.Tensor], edges: dict[EType, torch.Tensor]
     ) -> dict[str, torch.Tensor]:
-        """Layer ``i`` (activated but the last) for the rows of ``x_dst``: each type's destination rows go
-        before the source rows the edges read, and the source indices past them."""
-        x_src, edges = compact(x_src, {et: ei for et, ei in edges.items() if et in self._rels(i)})
+        """Each type's destination rows go before the source rows the edges read, and the source indices past
+        them: then :meth:`step` over one index space per type."""
+        x_src, edges = compact(x_src, {et: ei for et, ei in edges.items() if et in self.relations_of(i)})
         rows = {t: v.shape[0] for t, v in x_dst.items()}
         x = {t: torch.cat([v, x_src[t]]) if t in x_src else v for t, v in x_dst.items()}
         x.update({t: v for t, v in x_src.items() if t not in x})
         shift = {
             et: torch.tensor([[rows.get(et[0], 0)], [0]], dtype=ei.dtype, device=ei.device) for et, ei in edges.items()
         }
-        out = self.step(i, x, {et: ei + shift[et] for et, ei in edges.items()}, {**dict.fromkeys(x, 0), **rows})
-        return {t: F.relu(v) for t, v in out.items()} if i < len(self.keep) - 1 else out
+        return self.step(i, x, {et: ei + shift[et] for et, ei in edges.items()}, {**dict.fromkeys(x, 0), **rows})
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> HGT:
@@ -165,9 +136,9 @@ class HGT(nn.Module):
             spec.etypes,
             spec.hidden,
             spec.out_dim,
-            spec.num_layers,
-            spec.dropout,
-            spec.outputs,
-            spec.heads,
-            spec.attn_dropout,
+            num_layers=spec.num_layers,
+            dropout=spec.dropout,
+            outputs=spec.outputs,
+            heads=spec.heads,
+            attn_dropout=spec.attn_dropout,
         )

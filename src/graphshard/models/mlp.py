@@ -6,6 +6,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..errors import InputError
+from .contract import LayerwiseModel
 from .dropout import relu_dropout
 from .spec import ModelSpec
 
@@ -14,12 +15,20 @@ class MLP(nn.Module):
     """``num_layers`` linear layers (ReLU + dropout between them). ``forward`` takes the same arguments as
     the GNNs and ignores the edges; with dictionaries (heterogeneous) it maps only ``target``'s rows."""
 
+    # the layer-wise contract (graphshard.models.contract.LayerwiseModel): the edges are ignored
+    layerwise = True
+    layer_context = False
+    wants_degrees = False
+    uses_edge_attr = False
+    layer_edges_per_chunk: int | None = None
+
     def __init__(
         self,
         in_dim: int,
         hidden: int,
         out_dim: int,
         num_layers: int = 2,
+        *,
         dropout: float = 0.5,
         target: str | None = None,
     ):
@@ -33,7 +42,12 @@ class MLP(nn.Module):
         if len(set(spec.outputs)) > 1:
             raise InputError(f"model 'mlp' maps one node type, not {spec.outputs}")
         return cls(
-            spec.in_dim, spec.hidden, spec.out_dim, spec.num_layers, spec.dropout, spec.target if spec.hetero else None
+            spec.in_dim,
+            spec.hidden,
+            spec.out_dim,
+            spec.num_layers,
+            dropout=spec.dropout,
+            target=spec.target if spec.hetero else None,
         )
 
     def forward(self, x, edge_index=None, hops=None):
@@ -57,3 +71,6 @@ class MLP(nn.Module):
         types = [self.target] if self.target is not None else list(x_dst)
         out = {t: self.lins[i](x_dst[t]) for t in types if t in x_dst}
         return {t: F.relu(v) for t, v in out.items()} if i < len(self.lins) - 1 else out
+
+
+_MEETS_CONTRACT: type[LayerwiseModel] = MLP  # mypy checks that MLP meets the layer-wise contract

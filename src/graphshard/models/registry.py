@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from torch import nn
@@ -32,6 +32,7 @@ class Builtin:
     heterogeneous: str | None
     help: str
     edge_features: bool = False
+    _: KW_ONLY
     projects_inputs: bool = False
 
 

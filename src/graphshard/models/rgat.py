@@ -30,6 +30,7 @@ class RGAT(Relational):
         etypes: list[EType],
         hidden: int,
         out_dim: int,
+        *,
         num_layers: int = 2,
         dropout: float = 0.5,
         outputs: list[str] | None = None,
@@ -39,7 +40,7 @@ class RGAT(Relational):
         if hidden % heads:
             raise ValueError(f"RGAT: hidden width {hidden} is not a multiple of the {heads} attention heads")
         self.heads, self.attn_dropout = heads, attn_dropout
-        super().__init__(in_dims, etypes, hidden, out_dim, num_layers, dropout, outputs)
+        super().__init__(in_dims, etypes, hidden, out_dim, num_layers=num_layers, dropout=dropout, outputs=outputs)
 
     def relation(self, in_dim: int, out_dim: int, last: bool) -> nn.Module:
         width = out_dim if last else out_dim // self.heads
@@ -60,9 +61,9 @@ class RGAT(Relational):
             spec.etypes,
             spec.hidden,
             spec.out_dim,
-            spec.num_layers,
-            spec.dropout,
-            spec.outputs,
-            spec.heads,
-            spec.attn_dropout,
+            num_layers=spec.num_layers,
+            dropout=spec.dropout,
+            outputs=spec.outputs,
+            heads=spec.heads,
+            attn_dropout=spec.attn_dropout,
         )

@@ -22,13 +22,13 @@ class GraphSAGE(ConvStack):
     the last hop. Where a layer's inputs need no gradient, the mean is one CSR product
     (:func:`~.aggregate.sage_forward`)."""
 
-    def __init__(self, in_dim: int, hidden: int, out_dim: int, num_layers: int = 2, dropout: float = 0.5):
+    def __init__(self, in_dim: int, hidden: int, out_dim: int, num_layers: int = 2, *, dropout: float = 0.5):
         dims = widths(in_dim, hidden, out_dim, num_layers)
         super().__init__([SAGEConv(a, b) for a, b in zip(dims[:-1], dims[1:])], dropout)
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> GraphSAGE:
-        return cls(spec.in_dim, spec.hidden, spec.out_dim, spec.num_layers, spec.dropout)
+        return cls(spec.in_dim, spec.hidden, spec.out_dim, spec.num_layers, dropout=spec.dropout)
 
     def _call(
         self,
@@ -36,6 +36,7 @@ class GraphSAGE(ConvStack):
         x: torch.Tensor,
         x_dst: torch.Tensor | None,
         edge_index: torch.Tensor,
+        *,
         edge_attr: torch.Tensor | None,
     ) -> torch.Tensor:
         return conv(x, edge_index) if x_dst is None else sage_forward(conv, x, x_dst, edge_index)

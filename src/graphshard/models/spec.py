@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from ..graph import EType
@@ -23,6 +23,7 @@ class ModelSpec:
     out_dim: int
     ntypes: list[str]
     etypes: list[EType]
+    _: KW_ONLY
     outputs: list[str]
     hidden: int = 64
     num_layers: int = 2

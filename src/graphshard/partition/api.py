@@ -37,6 +37,7 @@ def partition_graph(
     graph_name: str,
     num_parts: int,
     out_path: str | os.PathLike,
+    *,
     num_hops: int = 1,
     part_method: str | Any = "metis",
     balance_ntypes: Any = None,
@@ -55,9 +56,10 @@ def partition_graph(
     """Partition ``g`` into ``num_parts`` parts and write partition format v1 to ``out_path``.
 
     Args:
-        g: a :class:`Graph`, or a PyG ``Data``/``HeteroData``.
+        g: a `Graph`, or a PyG ``Data``/``HeteroData``.
         graph_name: letters, digits and underscores; the config is ``out_path/<graph_name>.json``.
         num_parts: number of partitions (machines), 1 ≤ num_parts ≤ number of nodes.
+        out_path: the directory to write the partitions and their config into (created if missing).
         num_hops: HALO depth k ≥ 1 (in-edges of nodes within k-1 backward hops are stored too).
         part_method: ``"metis"``, ``"random"``, ``"kaminpar"``, or an explicit array giving each node's
             partition in homogeneous order (node types in order, then per-type IDs).
@@ -76,18 +78,25 @@ def partition_graph(
         num_classes: the dataset's number of label classes, recorded in the config: training checks every
             split node's label against it.
         memory: what this step may use (bytes, or a size such as ``"16G"``; default: the machine's memory):
-            a method predicted to need more is refused before any work (see :mod:`.cost`).
+            a method predicted to need more is refused before any work (see `graphshard.partition.cost`).
         feat_dtype: ``"float16"`` or ``"bfloat16"``: floating-point node and edge features are stored in that
             type (half the bytes of float32; recorded in the config and its ``feature_schema``; models upcast
             them to float32 at their input). CSR features keep their dtype. Default: as given.
         check_disk: refuse before any work when the partitions are predicted not to fit the free space of
-            the file system holding ``out_path`` (with a margin, see :mod:`graphshard.disk`); False skips it.
+            the file system holding ``out_path`` (with a margin, see `graphshard.disk`); False skips it.
+
+    Returns:
+        With ``return_mapping``, ``(orig_nids, orig_eids)``: the new → original ID maps (tensors for a
+        homogeneous graph, dicts of per-type tensors otherwise); else None.
 
     Raises:
-        InputError: invalid graph, name, counts or options.
+        InputError: invalid graph, name, counts or options; an output directory that is refused; a
+            method predicted to need more memory than ``memory``, or partitions predicted not to fit
+            the disk.
+        WriteError: a partition file could not be written (no space left, no permission); names the path.
     """
     g = g if isinstance(g, Graph) else Graph.from_pyg(g)
-    _check_args(g, graph_name, num_parts, num_hops, num_trainers_per_machine, seed)
+    _check_args(g, graph_name, num_parts, num_hops, trainers=num_trainers_per_machine, seed=seed)
     check_feat_dtype(feat_dtype)
     if isinstance(part_method, str):  # predicted not to fit: refused before any work
         refuse_unfit({e.method: e for e in graph_estimates(g.total_nodes, g.total_edges)}, part_method, allowed(memory))
@@ -95,7 +104,14 @@ def partition_graph(
         node_data, edge_data = graph_data_bytes(g)
         node_data += 8 * g.total_nodes if num_trainers_per_machine > 1 else 0  # <ntype>/trainer_id
         need = partition_disk(
-            out_path, g.total_nodes, g.total_edges, num_parts, node_data, edge_data, num_hops, save_orig_ids
+            out_path,
+            g.total_nodes,
+            g.total_edges,
+            num_parts,
+            node_data_bytes=node_data,
+            edge_data_bytes=edge_data,
+            num_hops=num_hops,
+            orig_ids=save_orig_ids,
         )
         disk_guard(need, hint=" (out_path)")
     if num_classes is not None and (
@@ -112,19 +128,44 @@ def partition_graph(
             classes = _balance_vector(g, balance_ntypes)
         with timer.phase("assign"):
             result = assign(
-                view, part_method, num_parts, num_trainers_per_machine, classes, balance_edges, objtype, seed
+                view,
+                part_method,
+                num_parts,
+                num_trainers_per_machine,
+                balance_ntypes=classes,
+                balance_edges=balance_edges,
+                objtype=objtype,
+                seed=seed,
             )
         with timer.phase("relabel"):
             rl = relabel(view, result.parts, num_parts)
             adj = InEdges.build(view, rl) if num_hops > 1 else None
         method = part_method if isinstance(part_method, str) else "explicit"
         cfg = _config(
-            out_dir, g, graph_name, method, num_hops, rl, num_trainers_per_machine, result.trainer_ids, feat_dtype
+            out_dir,
+            g,
+            graph_name,
+            method,
+            num_hops=num_hops,
+            rl=rl,
+            trainers=num_trainers_per_machine,
+            trainer_ids=result.trainer_ids,
+            feat_dtype=feat_dtype,
         ).with_fingerprint()
         cfg = replace(cfg, num_classes=num_classes)
         with PartitionWriter(out_path, graph_name, overwrite, identity=cfg) as writer:
             with timer.phase("build+write"):
-                _write_parts(writer, g, view, rl, adj, num_hops, result.trainer_ids, save_orig_ids, feat_dtype)
+                _write_parts(
+                    writer,
+                    g,
+                    view,
+                    rl,
+                    adj=adj,
+                    num_hops=num_hops,
+                    trainer_ids=result.trainer_ids,
+                    save_orig=save_orig_ids,
+                    feat_dtype=feat_dtype,
+                )
             with timer.phase("commit"):
                 cfg = writer.commit(cfg)
     finally:
@@ -133,7 +174,7 @@ def partition_graph(
     return _mapping(g, view, rl) if return_mapping else None
 
 
-def _check_args(g: Graph, name: str, num_parts: int, num_hops: int, trainers: int, seed: int) -> None:
+def _check_args(g: Graph, name: str, num_parts: int, num_hops: int, *, trainers: int, seed: int) -> None:
     check_graph_name(name)
     check_hops(num_hops)
     for label, v in (("num_parts", num_parts), ("num_trainers_per_machine", trainers)):
@@ -176,6 +217,7 @@ def _write_parts(
     g: Graph,
     view: HomoView,
     rl: Relabelling,
+    *,
     adj: InEdges | None,
     num_hops: int,
     trainer_ids: np.ndarray | None,
@@ -197,9 +239,9 @@ def _write_parts(
             writer.write_file(p, "orig_nids", nids)
             writer.write_file(p, "orig_eids", eids)
         start, end = rl.part_nodes(p)
-        halo_dsts = expand_dsts(start, end, num_hops, adj, view.num_nodes)
+        halo_dsts = expand_dsts(start, end, num_hops, adj, num_nodes=view.num_nodes)
         halo = HaloInEdges.gather(adj, halo_dsts) if adj is not None else HaloInEdges.empty()
-        local = local_structure(start, end, own_in_edges(view, rl, p), halo, scratch)
+        local = local_structure(start, end, own_in_edges(view, rl, p), halo, scratch=scratch)
         writer.write_file(p, "part_graph", structure_arrays(local, view, rl))
         del local, nids, eids
 
@@ -209,6 +251,7 @@ def _config(
     g: Graph,
     name: str,
     method: str,
+    *,
     num_hops: int,
     rl: Relabelling,
     trainers: int,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 import numpy as np
 
@@ -19,12 +19,13 @@ from .relabel import Relabelling
 
 @dataclass(frozen=True)
 class PartitionArrays:
-    """Everything written for one partition, as name → array dicts (keys as in DESIGN.md §3)."""
+    """Everything written for one partition, as name → array dicts (keys as docs/format.md lists them)."""
 
     graph: dict[str, np.ndarray]
     node_feats: dict[str, np.ndarray]
     edge_feats: dict[str, np.ndarray]
     orig_nids: dict[str, np.ndarray]
+    _: KW_ONLY
     orig_eids: dict[str, np.ndarray]
 
 
@@ -53,11 +54,11 @@ def structure_arrays(
         m[0],
         view.num_nodes,
         int(view.edge_offsets[-1]),
-        int(np.diff(view.node_offsets).max(initial=0)),
-        int(np.diff(view.edge_offsets).max(initial=0)),
-        rl.num_parts,
-        view.node_offsets.shape[0] - 1,
-        view.edge_offsets.shape[0] - 1,
+        type_nodes=int(np.diff(view.node_offsets).max(initial=0)),
+        type_edges=int(np.diff(view.edge_offsets).max(initial=0)),
+        num_parts=rl.num_parts,
+        num_ntypes=view.node_offsets.shape[0] - 1,
+        num_etypes=view.edge_offsets.shape[0] - 1,
     )
 
     def orig_nodes(lo: int, hi: int) -> np.ndarray:

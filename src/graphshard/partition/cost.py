@@ -116,7 +116,7 @@ def partition_bytes(local_nodes: int, stored_edges: int, index_bytes: int = 8, s
     return local_nodes * per_node + stored_edges * per_edge + index_bytes
 
 
-def local_bounds(nodes: int, edges: int, inner: int, inner_edges: int, num_hops: int) -> tuple[int, int]:
+def local_bounds(nodes: int, edges: int, inner: int, inner_edges: int, *, num_hops: int) -> tuple[int, int]:
     """Upper bounds of one partition's local nodes and stored edges from its inner nodes and in-edges: with a
     1-hop HALO every in-edge brings at most one HALO node (and there are ``nodes - inner`` others); deeper
     HALOs are bounded by the whole graph (every node, every edge)."""
@@ -135,6 +135,7 @@ def partitions_disk(
     edges: int,
     part_nodes: Sequence[int],
     part_edges: Sequence[int],
+    *,
     feature_bytes: int,
     num_hops: int = 1,
     orig_nids: bool = False,
@@ -146,7 +147,7 @@ def partitions_disk(
     written). ``nodes``, ``edges``: the whole graph's."""
     widths = structure_widths(nodes, edges)
     structure = sum(
-        partition_bytes(*local_bounds(nodes, edges, int(n), int(e), num_hops), *widths)
+        partition_bytes(*local_bounds(nodes, edges, int(n), int(e), num_hops=num_hops), *widths)
         for n, e in zip(part_nodes, part_edges)
     )
     ids = 8 * sum(int(n) for n in part_nodes) * orig_nids + 8 * sum(int(e) for e in part_edges) * orig_eids
@@ -166,6 +167,7 @@ def partition_disk(
     nodes: int,
     edges: int,
     num_parts: int,
+    *,
     node_data_bytes: int,
     edge_data_bytes: int,
     num_hops: int = 1,
@@ -180,10 +182,10 @@ def partition_disk(
         edges,
         even_counts(nodes, num_parts),
         even_counts(edges, num_parts),
-        node_data_bytes + edge_data_bytes,
-        num_hops,
-        orig_ids,
-        orig_ids,
+        feature_bytes=node_data_bytes + edge_data_bytes,
+        num_hops=num_hops,
+        orig_nids=orig_ids,
+        orig_eids=orig_ids,
     )
     return DiskNeed("partition", Path(out).expanduser().absolute(), {f"partitions' {k}": v for k, v in parts.items()})
 
@@ -216,6 +218,7 @@ def check_partition_disk(
     out: str | os.PathLike,
     num_parts: int,
     num_hops: int = 1,
+    *,
     orig_ids: bool = False,
     trainers: int = 1,
     check: bool = True,
@@ -230,4 +233,16 @@ def check_partition_disk(
     except (InputError, OSError):
         return  # no counts to plan with: reading the dataset reports what is wrong with it
     node_data += 8 * nodes if trainers > 1 else 0
-    check_disk(partition_disk(out, nodes, edges, num_parts, node_data, edge_data, num_hops, orig_ids), hint=" (--out)")
+    check_disk(
+        partition_disk(
+            out,
+            nodes,
+            edges,
+            num_parts,
+            node_data_bytes=node_data,
+            edge_data_bytes=edge_data,
+            num_hops=num_hops,
+            orig_ids=orig_ids,
+        ),
+        hint=" (--out)",
+    )

@@ -1,4 +1,4 @@
-"""HALO construction: which edges and nodes a partition holds besides its own (DESIGN.md §3).
+"""HALO construction: which edges and nodes a partition holds besides its own (the HALO rule of docs/format.md).
 
 With ``num_hops = k`` a partition holds the in-edges of its inner nodes and of every node reachable
 from them backwards within ``k - 1`` hops, plus every endpoint of those edges.
@@ -6,7 +6,7 @@ from them backwards within ``k - 1`` hops, plus every endpoint of those edges.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 import numpy as np
 
@@ -32,7 +32,9 @@ class OwnInEdges:
 def own_in_edges(view: HomoView, rl: Relabelling, p: int) -> OwnInEdges:
     """The in-edges of partition ``p``'s inner nodes (compiled kernel, one pass over them)."""
     (lo, hi), (elo, ehi) = rl.part_nodes(p), rl.part_edges(p)
-    return OwnInEdges(*range_in_edges(rl.perm, view.src, view.dst, rl.old2new, lo, hi, elo, ehi))
+    return OwnInEdges(
+        *range_in_edges(rl.perm, view.src, view.dst, rl.old2new, node_lo=lo, node_hi=hi, edge_lo=elo, edge_hi=ehi)
+    )
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,7 @@ class LocalStructure:
     indptr: np.ndarray
     indices: np.ndarray
     eids: np.ndarray
+    _: KW_ONLY
     num_inner: int
     num_inner_edges: int
     eid_base: int = 0
@@ -85,7 +88,7 @@ def check_hops(num_hops: int) -> None:
         raise InputError(f"num_hops must be an integer >= 1, got {num_hops!r}")
 
 
-def expand_dsts(start: int, end: int, num_hops: int, adj: InEdges | None, num_nodes: int) -> np.ndarray:
+def expand_dsts(start: int, end: int, num_hops: int, adj: InEdges | None, *, num_nodes: int) -> np.ndarray:
     """New IDs outside ``[start, end)`` whose in-edges the partition must also hold (ascending)."""
     if num_hops == 1 or adj is None:
         return np.zeros(0, dtype=np.int64)
@@ -122,7 +125,7 @@ class HaloInEdges:
         return cls(halo_dsts, adj.indptr[halo_dsts + 1] - adj.indptr[halo_dsts], eids, adj.sources(eids))
 
 
-def local_structure(start: int, end: int, own: OwnInEdges, halo: HaloInEdges, scratch: np.ndarray) -> LocalStructure:
+def local_structure(start: int, end: int, own: OwnInEdges, halo: HaloInEdges, *, scratch: np.ndarray) -> LocalStructure:
     """Local CSC of the partition owning new IDs ``[start, end)``, with the in-edges ``halo`` of the
     HALO nodes that hold theirs. ``scratch``: int64 work array of length N, reused."""
     n_inner = end - start
@@ -143,7 +146,15 @@ def local_structure(start: int, end: int, own: OwnInEdges, halo: HaloInEdges, sc
     indptr = np.zeros(node_ids.shape[0] + 1, dtype=np.int64)
     np.cumsum(degrees, out=indptr[1:])
     indices = relabel_in_place(srcs, scratch)  # srcs is owned here (own.src is consumed)
-    return LocalStructure(node_ids, indptr, indices, eids, n_inner, int(own.eids.shape[0]), own.eid_base)
+    return LocalStructure(
+        node_ids,
+        indptr,
+        indices,
+        eids,
+        num_inner=n_inner,
+        num_inner_edges=int(own.eids.shape[0]),
+        eid_base=own.eid_base,
+    )
 
 
 def _halo_nodes(srcs: np.ndarray, start: int, end: int, num_nodes: int) -> np.ndarray:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 import numpy as np
 
@@ -23,6 +23,7 @@ class HomoView:
     node_offsets: np.ndarray
     edge_offsets: np.ndarray
     src: np.ndarray
+    _: KW_ONLY
     dst: np.ndarray
 
     @property
@@ -57,11 +58,11 @@ def homogenize(g: Graph) -> HomoView:
     ntype_id = {t: i for i, t in enumerate(g.ntypes)}
     if len(g.ntypes) == 1 and len(g.edges) == 1:
         src, dst = next(iter(g.edges.values()))
-        return HomoView(int(node_offsets[-1]), node_offsets, edge_offsets, src, dst)
+        return HomoView(int(node_offsets[-1]), node_offsets, edge_offsets, src, dst=dst)
     src = np.empty(int(edge_offsets[-1]), dtype=np.int64)
     dst = np.empty_like(src)
     for r, (et, (s, d)) in enumerate(g.edges.items()):
         lo, hi = edge_offsets[r], edge_offsets[r + 1]
         np.add(s, node_offsets[ntype_id[et[0]]], out=src[lo:hi])
         np.add(d, node_offsets[ntype_id[et[2]]], out=dst[lo:hi])
-    return HomoView(int(node_offsets[-1]), node_offsets, edge_offsets, src, dst)
+    return HomoView(int(node_offsets[-1]), node_offsets, edge_offsets, src, dst=dst)

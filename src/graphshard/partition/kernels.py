@@ -68,7 +68,7 @@ def stable_order(keys: np.ndarray, num_keys: int) -> tuple[np.ndarray, np.ndarra
     return order, offsets
 
 
-def range_in_edges(perm, src, dst, old2new, node_lo, node_hi, edge_lo, edge_hi, out_dtype=np.int64):
+def range_in_edges(perm, src, dst, old2new, *, node_lo, node_hi, edge_lo, edge_hi, out_dtype=np.int64):
     """In-edges of the nodes with new IDs ``[node_lo, node_hi)``, which are exactly the new edges
     ``[edge_lo, edge_hi)`` (an edge belongs to its destination's partition), grouped by destination.
 

@@ -1,9 +1,9 @@
 """New IDs: nodes ordered by (partition, node type, original ID), edges by (partition of destination,
-edge type, original ID) — DESIGN.md §3."""
+edge type, original ID) — docs/format.md, "ID rules"."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 import numpy as np
 
@@ -29,6 +29,7 @@ class Relabelling:
     new2old: np.ndarray
     old2new: np.ndarray
     perm: np.ndarray
+    _: KW_ONLY
     node_bounds: np.ndarray
     edge_bounds: np.ndarray
 

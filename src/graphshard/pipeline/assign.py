@@ -37,6 +37,7 @@ def assign_chunked(
     out_dir: str | os.PathLike,
     num_parts: int,
     method: str = "metis",
+    *,
     fmt: str = "txt",
     seed: int = 0,
     balance_ntypes: np.ndarray | str | None = None,
@@ -73,11 +74,20 @@ def assign_chunked(
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError(f"seed must be a non-negative integer, got {seed!r}")
     budget = allowed(memory)
-    if budget and method in PREFERENCE and not surely_fits(meta, method, num_parts, budget, memory_mb):
-        check_fits(in_dir, method, num_parts, budget, memory_mb, meta)  # refused before any work if it cannot fit
+    if budget and method in PREFERENCE and not surely_fits(meta, method, num_parts, budget, memory_mb=memory_mb):
+        check_fits(
+            in_dir, method, num_parts, budget, memory_mb=memory_mb, meta=meta
+        )  # refused before any work if it cannot fit
     if check_disk and method in PREFERENCE:  # from counts; KaMinPar's ParHIP file is checked once its size is known
         need = assign_disk(
-            GraphCounts.of(meta, shape=False), method, num_parts, out_dir, memory_mb, fmt, balance_edges, False
+            GraphCounts.of(meta, shape=False),
+            method,
+            num_parts,
+            out_dir,
+            memory_mb=memory_mb,
+            fmt=fmt,
+            balance_edges=balance_edges,
+            parhip=False,
         )
         disk_guard(need, hint=" (--out)")
     if isinstance(balance_ntypes, (str, os.PathLike)):
@@ -90,17 +100,41 @@ def assign_chunked(
         per_type = _random(meta, num_parts, seed, balance_ntypes)
     elif method in ("stream", "kaminpar"):
         per_type = _out_of_core(
-            meta, Path(out_dir), method, num_parts, seed, balance_ntypes, balance_edges, memory_mb, passes, check_disk
+            meta,
+            Path(out_dir),
+            method,
+            num_parts,
+            seed=seed,
+            classes=balance_ntypes,
+            balance_edges=balance_edges,
+            memory_mb=memory_mb,
+            passes=passes,
+            check_disk=check_disk,
         )
     elif method == "metis":
         g = load_chunked_graph(meta, features=False)
         view = homogenize(g)
-        parts = assign(view, method, num_parts, 1, balance_ntypes, balance_edges, objtype, seed).parts
+        parts = assign(
+            view,
+            method,
+            num_parts,
+            1,
+            balance_ntypes=balance_ntypes,
+            balance_edges=balance_edges,
+            objtype=objtype,
+            seed=seed,
+        ).parts
         per_type = {t: parts[view.node_offsets[i] : view.node_offsets[i + 1]] for i, t in enumerate(g.ntypes)}
     else:
         raise InputError(f"unknown assignment method {method!r}; choose one of {', '.join(METHODS)}")
     path = write_assignment(
-        out_dir, per_type, num_parts, method, fmt, {"graph_name": meta.graph_name, "seed": seed}, overwrite=overwrite
+        out_dir,
+        per_type,
+        num_parts,
+        method,
+        fmt=fmt,
+        extra={"graph_name": meta.graph_name, "seed": seed},
+        overwrite=overwrite,
     )
     log.info("wrote %s assignment of %d nodes into %d parts to %s", method, total, num_parts, path.parent)
     return path
@@ -111,6 +145,7 @@ def _out_of_core(
     out_dir: Path,
     method: str,
     num_parts: int,
+    *,
     seed: int,
     classes: np.ndarray | None,
     balance_edges: bool,
@@ -137,9 +172,9 @@ def _out_of_core(
                 total,
                 csr.num_entries,
                 num_parts,
-                classes,
-                csr.in_degree,
-                passes,
+                classes=classes,
+                weights=csr.in_degree,
+                passes=passes,
             )
         else:
             weights = None if csr.in_degree is None else csr.in_degree + 1
@@ -148,7 +183,9 @@ def _out_of_core(
                 parhip = parhip_disk_parts(total, csr.num_entries, weights is not None)
                 parhip.pop("adjacency (CSR)")  # on disk already: the free space counts it
                 disk_guard(DiskNeed("assign --method kaminpar", work, parhip), hint=" (--out)")
-            write_parhip_blocks(path, total, _xadj_pieces(csr), (adj for _, _, adj in csr.blocks(1 << 20)), weights)
+            write_parhip_blocks(
+                path, total, _xadj_pieces(csr), (adj for _, _, adj in csr.blocks(1 << 20)), node_weights=weights
+            )
             parts = kaminpar_from_file(path, total, num_parts, seed)
         log.info("%s assignment in %.2f s", method, time.perf_counter() - start)
     finally:

@@ -99,7 +99,7 @@ def choose(options: list[Estimate], memory_bytes: int) -> Estimate | None:
     return next((fitting[m] for m in PREFERENCE if m in fitting), None)
 
 
-def surely_fits(meta: ChunkedMeta, method: str, num_parts: int, memory_bytes: int, memory_mb: int) -> bool:
+def surely_fits(meta: ChunkedMeta, method: str, num_parts: int, memory_bytes: int, *, memory_mb: int) -> bool:
     """Whether ``method`` fits ``memory_bytes`` even at its largest prediction for any first-chunk shape (every
     edge without its reverse, node order with or without locality): decided from counts alone, without the
     sample of the first chunk that :func:`check_fits` reads (its memory would add to the step's peak)."""
@@ -118,6 +118,7 @@ def check_fits(
     method: str,
     num_parts: int,
     memory_bytes: int,
+    *,
     memory_mb: int,
     meta: ChunkedMeta | None = None,
 ) -> Estimate:
@@ -147,6 +148,7 @@ def assign_disk_parts(
     method: str,
     num_parts: int,
     memory_mb: int = 1024,
+    *,
     fmt: str = "txt",
     balance_edges: bool = False,
     parhip: bool = True,
@@ -185,6 +187,7 @@ def assign_disk(
     method: str,
     num_parts: int,
     out: str | os.PathLike,
+    *,
     memory_mb: int = 1024,
     fmt: str = "txt",
     balance_edges: bool = False,
@@ -196,5 +199,5 @@ def assign_disk(
     return DiskNeed(
         f"assign --method {method}",
         where.parent if method in OUT_OF_CORE else where,
-        assign_disk_parts(c, method, num_parts, memory_mb, fmt, balance_edges, parhip),
+        assign_disk_parts(c, method, num_parts, memory_mb, fmt=fmt, balance_edges=balance_edges, parhip=parhip),
     )

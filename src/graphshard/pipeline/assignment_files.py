@@ -27,6 +27,7 @@ def write_assignment(
     per_type: dict[str, np.ndarray],
     num_parts: int,
     method: str,
+    *,
     fmt: str = "txt",
     extra: dict | None = None,
     overwrite: bool = False,

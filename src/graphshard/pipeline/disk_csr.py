@@ -24,7 +24,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 import numba
@@ -60,6 +60,7 @@ class DiskCSR:
     num_nodes: int
     num_entries: int
     id_dtype: np.dtype
+    _: KW_ONLY
     type_offsets: dict[str, int]
     in_degree: np.ndarray | None = None
     timings: dict[str, float] = field(default_factory=dict)
@@ -125,6 +126,7 @@ def build_disk_csr(
     directory: str | os.PathLike,
     memory_bytes: int = 1 << 30,
     in_degree: bool = False,
+    *,
     ascending: bool = True,
 ) -> DiskCSR:
     """Build the adjacency of the chunked graph ``meta`` into ``directory`` (created; see the module
@@ -148,17 +150,19 @@ def build_disk_csr(
     times["degrees_s"] = time.perf_counter() - start
     start = time.perf_counter()
     buckets = [out / f"bucket-{b}.bin" for b in range(len(bounds) - 1)]
-    _distribute_pass(meta, offsets, n, bounds, buckets)
+    _distribute_pass(meta, offsets, n, bounds, buckets=buckets)
     times["distribute_s"] = time.perf_counter() - start
     start = time.perf_counter()
     id_dtype = np.dtype(np.int32 if n < 2**31 else np.int64)
-    entries = _sort_pass(out, buckets, bounds, n, id_dtype, ascending)
+    entries = _sort_pass(out, buckets, bounds, n, id_dtype=id_dtype, ascending=ascending)
     times["sort_s"] = time.perf_counter() - start
     log.info("out-of-core adjacency of %d nodes, %d entries in %d buckets: %s", n, entries, len(buckets), times)
-    return DiskCSR(out, n, entries, id_dtype, offsets, indeg, times)
+    return DiskCSR(out, n, entries, id_dtype, type_offsets=offsets, in_degree=indeg, timings=times)
 
 
-def _sort_pass(out: Path, buckets: list[Path], bounds: np.ndarray, n: int, id_dtype: np.dtype, ascending: bool) -> int:
+def _sort_pass(
+    out: Path, buckets: list[Path], bounds: np.ndarray, n: int, *, id_dtype: np.dtype, ascending: bool
+) -> int:
     """Bucket by bucket (each file deleted once read), the rows appended to ``xadj.bin`` and ``adjncy.bin``;
     returns the number of entries."""
     marks = np.full((dedup_chunks(), n), -1, dtype=id_dtype)
@@ -169,7 +173,7 @@ def _sort_pass(out: Path, buckets: list[Path], bounds: np.ndarray, n: int, id_dt
             keys = np.fromfile(path, dtype=np.int64) if path.exists() else np.zeros(0, dtype=np.int64)
             path.unlink(missing_ok=True)
             adj = np.empty(keys.shape[0], dtype=id_dtype)
-            rows_at, pos = _row_starts(keys, n, int(bounds[b]), int(bounds[b + 1]), numba.get_num_threads())
+            rows_at, pos = _row_starts(keys, n, int(bounds[b]), int(bounds[b + 1]), threads=numba.get_num_threads())
             counts, kept = _rows(keys, n, int(bounds[b]), adj, rows_at, pos, marks, ascending)
             del keys
             fx.write((entries + np.cumsum(counts)).data)
@@ -179,7 +183,7 @@ def _sort_pass(out: Path, buckets: list[Path], bounds: np.ndarray, n: int, id_dt
 
 
 def _distribute_pass(
-    meta: ChunkedMeta, offsets: dict[str, int], n: int, bounds: np.ndarray, buckets: list[Path]
+    meta: ChunkedMeta, offsets: dict[str, int], n: int, bounds: np.ndarray, *, buckets: list[Path]
 ) -> None:
     """Append every chunk's keys to the files of their buckets (each opened per write: no limit on open
     files however many buckets there are)."""
@@ -248,7 +252,7 @@ def _distribute(src, dst, n, bucket_of, num_buckets, chunks):
     return keys, cuts
 
 
-def _row_starts(keys: np.ndarray, n: int, lo: int, hi: int, threads: int) -> tuple[np.ndarray, np.ndarray]:
+def _row_starts(keys: np.ndarray, n: int, lo: int, hi: int, *, threads: int) -> tuple[np.ndarray, np.ndarray]:
     """Row offsets of the keys of nodes ``[lo, hi)`` (m + 1) and each thread's write positions (threads, m)."""
     counts = _chunk_rows(keys, n, lo, hi, threads)
     pos, start = chunk_positions(counts)

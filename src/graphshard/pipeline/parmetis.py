@@ -72,6 +72,7 @@ def import_parmetis(
     parmetis_dir: str | os.PathLike,
     out_dir: str | os.PathLike,
     num_parts: int | None = None,
+    *,
     fmt: str = "txt",
     overwrite: bool = False,
 ) -> Path:
@@ -107,7 +108,9 @@ def import_parmetis(
         raise InputError(f"{parmetis_dir}: {missing.size} nodes have no partition (first: node {int(missing[0])})")
     total = num_parts if num_parts is not None else int(parts.max()) + 1
     by_type = {t: parts[node_off[i] : node_off[i + 1]] for i, t in enumerate(ntypes)}
-    return write_assignment(out_dir, by_type, total, "parmetis", fmt, {"graph_name": name}, overwrite=overwrite)
+    return write_assignment(
+        out_dir, by_type, total, "parmetis", fmt=fmt, extra={"graph_name": name}, overwrite=overwrite
+    )
 
 
 def _read_rows(path: Path, width: int) -> np.ndarray:

@@ -61,6 +61,7 @@ def plan_data(
     part_config: str | None,
     assignment: str | None,
     num_parts: int,
+    *,
     procs: int,
     budget: int,
     memory_mb: int = 1024,
@@ -75,7 +76,9 @@ def plan_data(
     out = Path(out).expanduser().absolute()
     if dataset and not (Path(dataset) / "metadata.json").is_file():  # a dataset partitioned in memory
         return {
-            "partition": method_data(dataset, partition_estimates(dataset, num_parts), budget, out, num_parts, num_hops)
+            "partition": method_data(
+                dataset, partition_estimates(dataset, num_parts), budget, out, num_parts=num_parts, num_hops=num_hops
+            )
         }
     if dataset:
         counts = GraphCounts.of(read_metadata(dataset))
@@ -87,11 +90,13 @@ def plan_data(
             budget,
             parts.disk(out, num_hops),
         )
-        return {"assign": assign_data(counts, num_parts, memory_mb, budget, out), "dispatch": dispatch}
+        return {"assign": assign_data(counts, num_parts, memory_mb, budget, out=out), "dispatch": dispatch}
     assert part_config is not None  # given when dataset is not (graphshard plan takes exactly one of them)
     cfg = read_config(part_config)
     width = feature_width(cfg) or hidden  # featureless types learn inputs of --embed-dim (--hidden by default)
-    per = train_estimates(cfg, procs, width, hidden, not sampled_eval, host_ranks=procs)  # on this host: co-located
+    per = train_estimates(
+        cfg, procs, width, hidden, layerwise=not sampled_eval, host_ranks=procs
+    )  # on this host: co-located
     title = (
         f"train on {procs} processes x {cfg.num_parts} partitions ({width} input columns, hidden "
         f"{hidden}, {'sampled' if sampled_eval else 'layer-wise'} evaluation):"
@@ -153,13 +158,17 @@ def process_text(d: dict[str, Any]) -> str:
 
 
 def method_data(
-    dataset: str, options: list[Estimate], budget: int, out: Path, num_parts: int, num_hops: int = 1
+    dataset: str, options: list[Estimate], budget: int, out: Path, *, num_parts: int, num_hops: int = 1
 ) -> dict[str, Any]:
     """``graphshard partition`` (in memory) per method: predicted peak, fit, the disk of the partitions (the
     same for every method), recommendation."""
     nodes, edges, data = dataset_counts(dataset)
     node_data, edge_data = dataset_data_bytes(dataset)
-    disk = disk_entry(partition_disk(out, nodes, edges, num_parts, node_data, edge_data, num_hops))
+    disk = disk_entry(
+        partition_disk(
+            out, nodes, edges, num_parts, node_data_bytes=node_data, edge_data_bytes=edge_data, num_hops=num_hops
+        )
+    )
     methods = [
         {
             "method": e.method,
@@ -206,10 +215,10 @@ def method_text(d: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def assign_data(c: GraphCounts, num_parts: int, memory_mb: int, budget: int, out: Path) -> dict[str, Any]:
+def assign_data(c: GraphCounts, num_parts: int, memory_mb: int, budget: int, *, out: Path) -> dict[str, Any]:
     """Every assignment method on ``c``: peak memory and phase, peak disk where it lands, fit, recommendation."""
     options = estimates(c, num_parts, memory_mb)
-    disks = {e.method: disk_entry(assign_disk(c, e.method, num_parts, out, memory_mb)) for e in options}
+    disks = {e.method: disk_entry(assign_disk(c, e.method, num_parts, out, memory_mb=memory_mb)) for e in options}
     methods = [
         {
             "method": e.method,

@@ -9,7 +9,7 @@ partition book, give one column of the cut matrix and the in-degree of every des
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ class PartitionSummary:
     part_method: str
     num_parts: int
     halo_hops: int
+    _: KW_ONLY
     num_nodes: int
     num_edges: int
     inner_nodes: np.ndarray
@@ -105,8 +106,8 @@ def plot_partitions(
     fig = new_figure(12, 9)  # fails before any partition is read when matplotlib is missing
     s = partition_summary(part_config, verify=verify)
     (ax_nodes, ax_edges), (ax_cut, ax_deg) = fig.subplots(2, 2)
-    _stacked(ax_nodes, s.inner_nodes, s.halo_nodes, "nodes", "nodes per partition")
-    _stacked(ax_edges, s.inner_edges, s.halo_edges, "edges", "stored edges per partition (inner = owned)")
+    _stacked(ax_nodes, s.inner_nodes, s.halo_nodes, "nodes", title="nodes per partition")
+    _stacked(ax_edges, s.inner_edges, s.halo_edges, "edges", title="stored edges per partition (inner = owned)")
     _cut_heatmap(fig, ax_cut, s.cut_matrix)
     _degree_histogram(ax_deg, s.cut_by_degree, s.kept_by_degree)
     share = s.edge_cut / s.num_edges if s.num_edges else 0.0
@@ -130,7 +131,7 @@ def _pad(counts: np.ndarray, length: int) -> np.ndarray:
     return out
 
 
-def _stacked(ax: Any, inner: np.ndarray, halo: np.ndarray, what: str, title: str) -> None:
+def _stacked(ax: Any, inner: np.ndarray, halo: np.ndarray, what: str, *, title: str) -> None:
     x = np.arange(len(inner))
     ax.bar(x, inner, label=f"inner {what}", color="tab:blue")
     ax.bar(x, halo, bottom=inner, label=f"HALO {what}", color="tab:orange")

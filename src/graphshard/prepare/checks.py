@@ -51,11 +51,11 @@ def check_feature(src: Source, f: Feature) -> Column:
     if f.transform == "categorical" and col.kind not in ("int", "string", "bool"):
         raise src.fail(f.column, f"transform 'categorical' needs strings or integers, the column holds {col.type}")
     if f.transform == "multi_categorical":
-        _check_multi(src, f.column, col, f.separator, "transform 'multi_categorical'")
+        _check_multi(src, f.column, col, f.separator, what="transform 'multi_categorical'")
     return col
 
 
-def _check_multi(src: Source, name: str, col: Column, separator: str | None, what: str) -> None:
+def _check_multi(src: Source, name: str, col: Column, separator: str | None, *, what: str) -> None:
     if col.kind == "list" and col.element in ("int", "string", "bool"):
         return
     if col.kind == "string" and separator:
@@ -74,7 +74,7 @@ def check_label(src: Source, label: Label) -> Column:
     if label.kind == "regression" and col.kind not in ("int", "float"):
         raise src.fail(label.column, f"a regression label is a number, not {col.type}")
     if label.kind == "multi_label":
-        _check_multi(src, label.column, col, label.separator, "a multi_label label")
+        _check_multi(src, label.column, col, label.separator, what="a multi_label label")
     split = label.split
     if split.column and src.column(split.column, "the split").kind != "string":
         raise src.fail(split.column, "a split column holds the strings train, val and test")
@@ -123,7 +123,7 @@ def check_node_ids(engine: Engine, spec: NodeSpec, src: Source) -> None:
         )
 
 
-def dangling(engine: Engine, spec: EdgeSpec, src: Source, maps: dict[str, str], policy: str) -> int:
+def dangling(engine: Engine, spec: EdgeSpec, src: Source, maps: dict[str, str], *, policy: str) -> int:
     """The number of edges naming a node their node tables lack (or none: a null ID). With ``policy``
     ``error`` there must be none (else an error naming a sample); with ``drop`` they are counted, sampled and
     logged, and the edge query's inner joins leave them out."""

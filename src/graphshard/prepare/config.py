@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import glob
 import os
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ class Feature:
     transform: str
     name: str = DEFAULT_FEATURE
     imputer: str = "mean"  # numeric transforms: what fills a missing value (null or NaN)
+    _: KW_ONLY
     buckets: tuple[float, ...] = ()  # bucket: ascending bounds; value x falls in bucket #{b <= x}
     output: str = "onehot"  # categorical: one-hot columns, or the category's index (an integer feature)
     separator: str | None = None  # multi_categorical from a string column: what separates its categories
@@ -63,6 +64,7 @@ class Label:
     kind: str
     split: Split
     separator: str | None = None  # multi_label from a string column
+    _: KW_ONLY
     allow_missing: bool = False  # rows without a label are left out of every split (else: an error)
 
 
@@ -86,6 +88,7 @@ class NodeSpec:
     table: Table
     id: str
     features: tuple[Feature, ...] = ()
+    _: KW_ONLY
     label: Label | None = None
 
 
@@ -95,6 +98,7 @@ class EdgeSpec:
     table: Table
     source: str
     destination: str
+    _: KW_ONLY
     features: tuple[Feature, ...] = ()
     label: Label | None = None
     reverse: bool = False
@@ -237,7 +241,7 @@ def _table(r: _Keys) -> Table:
 
 def _node(r: _Keys) -> NodeSpec:
     ntype = check_path_name(r.text("type", required=True), f"{r.path}: {r.key('type')}")
-    return NodeSpec(ntype, _table(r), r.text("id", required=True), _features(r), _label(r))
+    return NodeSpec(ntype, _table(r), r.text("id", required=True), _features(r), label=_label(r))
 
 
 def _edge(r: _Keys) -> EdgeSpec:
@@ -251,9 +255,9 @@ def _edge(r: _Keys) -> EdgeSpec:
         _table(r),
         r.text("source", required=True),
         r.text("destination", required=True),
-        _features(r),
-        _label(r),
-        r.flag("reverse"),
+        features=_features(r),
+        label=_label(r),
+        reverse=r.flag("reverse"),
     )
 
 
@@ -273,9 +277,9 @@ def _features(r: _Keys) -> tuple[Feature, ...]:
                 transform,
                 name,
                 f.choice("imputer", IMPUTERS, "mean"),
-                _buckets(f) if transform == "bucket" else (),
-                "index" if index else "onehot",
-                f.text("separator"),
+                buckets=_buckets(f) if transform == "bucket" else (),
+                output="index" if index else "onehot",
+                separator=f.text("separator"),
             )
         )
     _check_names(r, out)
@@ -312,7 +316,7 @@ def _label(r: _Keys) -> Label | None:
         lab.choice("kind", LABEL_KINDS),
         _split(lab),
         lab.text("separator"),
-        lab.flag("allow_missing"),
+        allow_missing=lab.flag("allow_missing"),
     )
 
 

@@ -7,7 +7,7 @@ Everything else the builder writes (``CASE``, ``COALESCE``, ``CAST(.. AS DOUBLE)
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,7 @@ class Dialect:
     quote: str  # identifier quote
     string_type: str
     float_list: str  # a list of 32-bit floats
+    _: KW_ONLY
     contains: str  # CONTAINS(list, value)
     explode: str  # one row per element of a list
     size: str

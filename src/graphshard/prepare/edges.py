@@ -141,7 +141,7 @@ class EdgeWriter:
         where = f"edges/{name}"
         rows = parquet_rows(files)
         if strict and sum(rows) != self.engine.rows(f"SELECT COUNT(*) FROM {q(self.src.relation)}")[0][0]:
-            dangling(self.engine, spec, self.src, self.maps, "error")  # raises, naming a sample
+            dangling(self.engine, spec, self.src, self.maps, policy="error")  # raises, naming a sample
         out = EdgesWritten()
         types = [spec.type, spec.reverse_type] if spec.reverse else [spec.type]
         for et, ends in zip(types, ([SRC, DST], [DST, SRC])):

@@ -93,7 +93,7 @@ class Fitter:
             raise self.src.fail(f.column, f"holds no value to fit {f.transform!r} to (every one of {total} is missing)")
         fill = self._fill(f, ok) if missing else 0.0
         out = {"imputer": f.imputer, "fill": fill, "missing": missing, "width": 1}
-        stats = _filled_stats(int(total), seen, mean or 0.0, std or 0.0, lo, hi, fill)
+        stats = _filled_stats(int(total), seen, mean or 0.0, std or 0.0, lo=lo, hi=hi, fill=fill)
         if f.transform == "min_max":
             out |= {"min": stats[2], "max": stats[3]}
         elif f.transform == "standard":
@@ -204,7 +204,7 @@ def sort_categories(values: list[str], numeric: bool) -> list[str]:
 
 
 def _filled_stats(
-    total: int, seen: int, mean: float, std: float, lo: Any, hi: Any, fill: float
+    total: int, seen: int, mean: float, std: float, *, lo: Any, hi: Any, fill: float
 ) -> tuple[float, float, float, float]:
     """Mean, population std, min and max of a column after ``total - seen`` missing values became ``fill``,
     from those of the ``seen`` values (exact: no sum of squares)."""

@@ -45,7 +45,7 @@ def _split_values(values: Any, separator: str | None) -> Any:
 
 
 def label_arrays(
-    label: Label, nids: np.ndarray, values: Any, keys: Any, count: int, where: str
+    label: Label, nids: np.ndarray, values: Any, keys: Any, *, count: int, where: str
 ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """The label array of ``count`` items from labelled rows (``nids``, Arrow ``values``, user IDs ``keys``
     for messages), which rows hold a label, and the label's description for ``transforms.json``.
@@ -92,7 +92,7 @@ def label_arrays(
 
 
 def node_splits(
-    split: Split, nids: np.ndarray, order: np.ndarray | None, column: Any, count: int
+    split: Split, nids: np.ndarray, order: np.ndarray | None, column: Any, *, count: int
 ) -> dict[str, np.ndarray]:
     """Boolean train/val/test masks of ``count`` nodes over the labelled ``nids`` (sorted), split as ``split``
     says: ``order`` holds the time values of a time split, ``column`` the split column's strings."""

@@ -15,7 +15,7 @@ import json
 import logging
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ class Prepared:
     num_nodes: dict[str, int]
     num_edges: dict[EType, int]
     dropped: dict[EType, int] = field(default_factory=dict)
+    _: KW_ONLY
     seconds: float = 0.0
 
 
@@ -121,7 +122,9 @@ class _Run:
         # --on-dangling drop: counted now, so that features are fitted to the edges kept; error: the edges
         # written are counted instead (a join fewer), and a shortfall is named before anything is published
         dropped = {
-            spec.type: checks.dangling(self.engine, spec, src, self.maps, "drop") if self.on_dangling == "drop" else 0
+            spec.type: checks.dangling(self.engine, spec, src, self.maps, policy="drop")
+            if self.on_dangling == "drop"
+            else 0
             for spec, src in zip(self.cfg.edges, self.edges)
         }
         node_plans = {spec.type: self._fit_nodes(spec, kinds[spec.type]) for spec in self.cfg.nodes}
@@ -149,9 +152,9 @@ class _Run:
             self.cfg.graph_name,
             {t: self.counts[t] for t in self.cfg.ntypes},
             {et: num_edges[et] for et in self.cfg.etypes},
-            {et: edges[et] for et in self.cfg.etypes},
-            {t: d for t, d in node_data.items() if d},
-            {et: d for et, d in edge_data.items() if d},
+            edges={et: edges[et] for et in self.cfg.etypes},
+            node_data={t: d for t, d in node_data.items() if d},
+            edge_data={et: d for et, d in edge_data.items() if d},
         )
         with atomic_file(self.tmp / "transforms.json") as path:
             path.write_text(json.dumps(self.transforms, indent=1) + "\n")
@@ -225,7 +228,7 @@ class _Run:
         nids = table.column("nid").to_numpy()
         n = self.counts[spec.type]
         rows, has, fitted = label_arrays(
-            label, nids, table.column("value"), table.column("key"), n, src.table.describe()
+            label, nids, table.column("value"), table.column("key"), count=n, where=src.table.describe()
         )
         order = None
         if label.split.time:
@@ -238,7 +241,7 @@ class _Run:
             labelled[sort],
             order[sort] if order is not None else None,
             column.take(sort) if column is not None else None,
-            n,
+            count=n,
         )
         entry["label"] = fitted | {"split": _split_json(label.split), "labelled": int(has.sum())}
         return {"label": rows, **masks}
@@ -267,7 +270,7 @@ class _Run:
             f"SELECT {', '.join([q(NID), *plan.select(q)])} FROM ({inner}) AS s",
             inside(self.tmp, "nodes", spec.type),
             self.counts[spec.type],
-            f"{spec.type} node rows",
+            what=f"{spec.type} node rows",
         )
         return plan.specs(files, f"nodes/{spec.type}")
 
@@ -276,7 +279,7 @@ class _Run:
         for t in self.cfg.ntypes:
             folder = inside(self.tmp, "id_maps", t)
             sql = f"SELECT __gs_key AS id, __gs_id AS {q(NID)} FROM {q(self.maps[t])}"
-            write_sorted(self.engine, sql, folder, self.counts[t], f"{t} ID map")
+            write_sorted(self.engine, sql, folder, self.counts[t], what=f"{t} ID map")
             self.transforms.setdefault("nodes", {}).setdefault(t, {}).setdefault(
                 "id", {"column": None, "kind": kinds[t]}
             )

@@ -98,6 +98,7 @@ class SparkEngine:
         master: str | None = None,
         memory: str | None = None,
         conf: dict[str, str] | None = None,
+        *,
         executors_within: float = 120.0,
     ):
         java = find_java()

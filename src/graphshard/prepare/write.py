@@ -42,7 +42,7 @@ def check_in_order(files: list[Path], column: str, total: int, what: str) -> Non
         raise FormatError(f"{what}: {expected} rows written, {total} expected")
 
 
-def write_sorted(engine: Engine, sql: str, folder: Path, total: int, what: str) -> list[Path]:
+def write_sorted(engine: Engine, sql: str, folder: Path, total: int, *, what: str) -> list[Path]:
     """Rows of ``sql`` (with an ``__gs_nid`` column) written in ID order, checked to be, and the files renamed
     ``part-00000.parquet``, ``part-00001.parquet``, ... in that order, whatever the engine called them (Spark's
     names hold a random part that a reader must not sort by): a reader of the folder sorts by name."""
@@ -56,13 +56,15 @@ def write_sorted(engine: Engine, sql: str, folder: Path, total: int, what: str) 
 
 
 def parquet_spec(
-    files: list[Path], columns: list[str], where: str, kind: str = "data", matrix: bool = False
+    files: list[Path], columns: list[str], where: str, kind: str = "data", *, matrix: bool = False
 ) -> FileSpec:
     """Parquet chunk files read through ``columns``; ``matrix``: their rows are vectors (even of one column)."""
-    return FileSpec("parquet", tuple(files), " ", where, kind, None, tuple(columns), matrix)
+    return FileSpec(
+        "parquet", tuple(files), " ", where, kind=kind, metadata=None, columns=tuple(columns), matrix=matrix
+    )
 
 
-def npy_chunks(folder: Path, name: str, rows: np.ndarray, where: str, cuts: list[int] | None = None) -> FileSpec:
+def npy_chunks(folder: Path, name: str, rows: np.ndarray, where: str, *, cuts: list[int] | None = None) -> FileSpec:
     """``rows`` as NumPy chunk files ``name-<i>.npy`` (cut at ``cuts``, else every :data:`CHUNK_ROWS`)."""
     folder.mkdir(parents=True, exist_ok=True)
     if cuts is None:

@@ -40,7 +40,7 @@ def in_degree_table(indptr: np.ndarray, etype: np.ndarray, count: int, num_etype
 
 
 def source_counts(
-    indptr: np.ndarray, indices: np.ndarray, etype: np.ndarray, count: int, num_nodes: int, num_etypes: int
+    indptr: np.ndarray, indices: np.ndarray, etype: np.ndarray, count: int, *, num_nodes: int, num_etypes: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Out-edges counted per local source node and edge type over the in-edges of the inner nodes (the
     partition's own edges, stored first): ``(local node, edge type, count)`` of every non-zero pair."""

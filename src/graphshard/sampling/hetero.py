@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ class HeteroSamplerOutput:
     row: dict[Any, np.ndarray]
     col: dict[Any, np.ndarray]
     edge: dict[Any, np.ndarray]
+    _: KW_ONLY
     batch: dict[str, np.ndarray] | None
     num_sampled_nodes: dict[str, list[int]]
     num_sampled_edges: dict[Any, list[int]]
@@ -36,6 +37,7 @@ def to_hetero(
     ntypes: list[str],
     node_type: np.ndarray,
     node_id: np.ndarray,
+    *,
     etypes: list[Any],
     edge_type: np.ndarray,
     edge_id: np.ndarray,
@@ -61,5 +63,12 @@ def to_hetero(
         row[et], col[et], edge[et] = position[out.row[sel]], position[out.col[sel]], edge_id[sel]
         n_edges[et] = np.bincount(edge_hop[sel], minlength=hops_e).tolist()
     return HeteroSamplerOutput(
-        node, row, col, edge, batch if out.batch is not None else None, n_nodes, n_edges, position
+        node,
+        row,
+        col,
+        edge,
+        batch=batch if out.batch is not None else None,
+        num_sampled_nodes=n_nodes,
+        num_sampled_edges=n_edges,
+        position=position,
     )

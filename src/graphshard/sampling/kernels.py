@@ -87,6 +87,7 @@ def sample_ranges(
     ends: np.ndarray,
     indices: np.ndarray,
     fanouts: np.ndarray,
+    *,
     replace: bool,
     key: int,
     node_time: np.ndarray | None = None,
@@ -120,6 +121,7 @@ def sample_layer(
     indices: np.ndarray,
     seeds: np.ndarray,
     fanout: int,
+    *,
     replace: bool,
     key: int,
     node_time: np.ndarray | None = None,
@@ -127,7 +129,16 @@ def sample_layer(
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`sample_ranges` over the in-edges of ``seeds`` in a CSC graph, one fanout for all."""
     fanouts = np.full(seeds.shape[0], fanout, dtype=np.int64)
-    return sample_ranges(indptr[seeds], indptr[seeds + 1], indices, fanouts, replace, key, node_time, seed_time)
+    return sample_ranges(
+        indptr[seeds],
+        indptr[seeds + 1],
+        indices,
+        fanouts,
+        replace=replace,
+        key=key,
+        node_time=node_time,
+        slot_time=seed_time,
+    )
 
 
 # How far ahead the serial kernels below ask for the cache lines they will read at random (``jit.prefetch``): the
@@ -272,12 +283,14 @@ def warm_up() -> None:
     relabel_hashed(np.array([1, 0], np.int64), np.full(4, -1, np.int64), np.zeros(4, np.int64), 0)
     for index_type, type_type in ((np.int32, np.int8),):
         indices, etype = np.array([1, 0], index_type), np.zeros(2, type_type)
-        sample_ranges(starts, ends, indices, fanouts, False, 1)
-        sample_ranges(starts, ends, indices, fanouts, False, 1, np.zeros(2), np.zeros(2))  # temporal: float64 times
+        sample_ranges(starts, ends, indices, fanouts, replace=False, key=1)
+        sample_ranges(
+            starts, ends, indices, fanouts, replace=False, key=1, node_time=np.zeros(2), slot_time=np.zeros(2)
+        )  # temporal: float64 times
         typed_ranges(indptr, etype, nodes, np.zeros(2, np.int64))
         for edge_type in (np.int32, np.int64):
             neighbour_ids(nodes, indices, nodes, nodes.astype(edge_type), 1, 0)
         in_degree_table(indptr, etype, 2, 2)
-        source_counts(indptr, indices, etype, 2, 2, 1)
+        source_counts(indptr, indices, etype, 2, num_nodes=2, num_etypes=1)
     place_runs(nodes, fanouts, nodes, nodes, np.empty(2, np.int64), np.empty(2, np.int64))
     warm_ranges()

@@ -9,7 +9,7 @@ source → destination message passing), ``edge`` the sampled edges' IDs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 import numpy as np
 
@@ -80,6 +80,7 @@ class SamplerOutput:
     row: np.ndarray
     col: np.ndarray
     edge: np.ndarray
+    _: KW_ONLY
     batch: np.ndarray | None
     num_sampled_nodes: list[int]
     num_sampled_edges: list[int]
@@ -147,7 +148,14 @@ class NeighborSampler:
     def sample(self, seeds: np.ndarray, seed: int = 0, seed_time: np.ndarray | None = None) -> SamplerOutput:
         """One mini-batch: see :func:`sample_neighbors`."""
         return sample_neighbors(
-            self.graph, seeds, self.fanouts, self.replace, seed, self.disjoint, seed_time, _slot=self._slot
+            self.graph,
+            seeds,
+            self.fanouts,
+            self.replace,
+            seed=seed,
+            disjoint=self.disjoint,
+            seed_time=seed_time,
+            _slot=self._slot,
         )
 
 
@@ -156,6 +164,7 @@ def sample_neighbors(
     seeds: np.ndarray,
     fanouts: list[int],
     replace: bool = False,
+    *,
     seed: int = 0,
     disjoint: bool = False,
     seed_time: np.ndarray | None = None,
@@ -186,22 +195,22 @@ def sample_neighbors(
             graph.indices,
             ids,
             fanout,
-            replace,
-            seed * 1_000_003 + hop,
-            None if times is None else graph.node_time,
-            times,
+            replace=replace,
+            key=seed * 1_000_003 + hop,
+            node_time=None if times is None else graph.node_time,
+            seed_time=times,
         )
         return counts, graph.indices[pos], pos if graph.edge_ids is None else graph.edge_ids[pos]
 
     slot = None if disjoint else (_slot if _slot is not None else DenseSlot(graph.num_nodes))
-    return expand_hops(seeds, fanouts, layer, graph.num_nodes, slot)
+    return expand_hops(seeds, fanouts, layer, graph.num_nodes, slot=slot)
 
 
 Layer = Callable[[np.ndarray, np.ndarray | None, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
 def expand_hops(
-    seeds: np.ndarray, fanouts: list[int], layer: Layer, num_nodes: int, slot: Slot | None
+    seeds: np.ndarray, fanouts: list[int], layer: Layer, num_nodes: int, *, slot: Slot | None
 ) -> SamplerOutput:
     """The hop loop shared by the local and distributed samplers.
 
@@ -249,7 +258,15 @@ def expand_hops(
         if slot is not None:
             slot.clear(all_nodes)  # leave the workspace clean for the next batch
     cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64)  # noqa: E731
-    return SamplerOutput(all_nodes, cat(rows), cat(cols), cat(edges), all_owner if disjoint else None, n_nodes, n_edges)
+    return SamplerOutput(
+        all_nodes,
+        cat(rows),
+        cat(cols),
+        cat(edges),
+        batch=all_owner if disjoint else None,
+        num_sampled_nodes=n_nodes,
+        num_sampled_edges=n_edges,
+    )
 
 
 def _relabel(keys: np.ndarray, known: dict[str, np.ndarray], base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -32,6 +32,7 @@ from ..distributed.loaders.batch import BatchMaker, BatchRequest, BatchSpec
 from ..distributed.runtime.original import OriginalIds
 from ..errors import FormatError
 from ..format.npyfile import read_npy
+from ..models.contract import layerwise_traits
 from ..models.stack import ConvStack
 from ..train.checkpoint_embed import Restored
 from ..train.inputs import rows_of
@@ -94,6 +95,7 @@ class Answerer:
         fanouts: list[int],
         stale: dict[str, np.ndarray] | None = None,
         key: int = 0,
+        *,
         chunk: int = 1024,
         hidden: HiddenLayer | None = None,
     ):
@@ -223,7 +225,7 @@ class Answerer:
         in-neighbours of new nodes) to hop ``layers``, and one hop more of every in-edge for a model
         normalising by in-degrees (GCN), so that every node whose row the answer reads has its whole in-degree
         in the subgraph, as layer-wise inference has it (when every in-edge is sampled)."""
-        extra = [-1] if self.exact and getattr(self.r.encoder, "wants_degrees", False) else []
+        extra = [-1] if self.exact and layerwise_traits(self.r.encoder).wants_degrees else []
         return self.fanouts[first:layers] + extra
 
     def _maker(self, ntype: str, first: int, layers: int) -> BatchMaker:
@@ -236,7 +238,7 @@ class Answerer:
                 input_type=ntype if self.hetero else None,
                 **self.r.inputs.loader_options(),
             )
-            self._makers[key] = BatchMaker(spec, g.group, g.sampling_graph, g.features, g.book, g.near_graphs)
+            self._makers[key] = BatchMaker(spec, g.group, g.sampling_graph, g.features, book=g.book, near=g.near_graphs)
         return self._makers[key]
 
     def _count(self, batch: Any) -> None:

@@ -21,7 +21,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -55,6 +55,7 @@ class Service:
     facts: GraphFacts
     limits: Limits
     classes: int | None
+    _: KW_ONLY
     health: Callable[[], list[dict[str, Any]]]
     unavailable: Callable[[BaseException], str | None]
     metrics: Metrics
@@ -110,7 +111,7 @@ async def _answer(service: Service, request: Request, kind: str) -> Response:
             body = service.names.request(body, service.facts)
         query = parse_query(body, kind, service.facts, service.limits)
         rows = await _rows(service, query)
-        answer = _render(kind, query, rows, service.label_kind, service.facts.pair_etype)
+        answer = _render(kind, query, rows, service.label_kind, edges=service.facts.pair_etype)
         response = JSONResponse(answer if service.names is None else service.names.answer(answer, service.facts))
     except RequestError as exc:
         response = JSONResponse(exc.body(), exc.status)
@@ -184,7 +185,7 @@ def _settle(future: asyncio.Future[Any], result: Any) -> None:
 
 
 def _render(
-    kind: str, query: Query, rows: np.ndarray, label_kind: str = "classification", edges: str | None = None
+    kind: str, query: Query, rows: np.ndarray, label_kind: str = "classification", *, edges: str | None = None
 ) -> dict[str, Any]:
     """The answer's JSON: ``edges``, an edge task's edge type (its pairs are labelled edges)."""
     if not np.isfinite(rows).all():  # JSON has no NaN: say so rather than fail to encode

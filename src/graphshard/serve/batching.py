@@ -45,6 +45,7 @@ class MicroBatcher:
         max_nodes: int = 1024,
         wait: float = 0.0,
         max_queue: int = 256,
+        *,
         on_batch: Callable[[Batch], None] | None = None,
     ):
         self.answer, self.max_nodes, self.wait = answer, max_nodes, wait

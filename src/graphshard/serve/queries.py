@@ -17,7 +17,7 @@ that receive its own (on a graph stored with both directions of every link, give
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -60,6 +60,7 @@ class Query:
     ntype: str
     ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     new: tuple[NewNode, ...] = ()
+    _: KW_ONLY
     stale: bool = False
     pairs: np.ndarray | None = None  # (2, n) original IDs of sources and destinations: link scores
 
@@ -88,6 +89,7 @@ class GraphFacts:
     types: list[str]
     feat_name: str
     widths: dict[str, int | None]
+    _: KW_ONLY
     stale: bool
     no_new: str | None = None  # why new nodes are not answered (None: they are)
     pair_types: tuple[str, str] | None = None  # a link model's source and destination types: it scores pairs
@@ -122,7 +124,7 @@ def parse_query(body: Any, kind: str, facts: GraphFacts, limits: Limits) -> Quer
     if has_nodes == has_new:
         raise RequestError(422, "give either 'nodes' (existing nodes) or 'new' (new nodes)", "nodes")
     if has_nodes:
-        ids = ids_of(body["nodes"], "nodes", ntype, facts, limits.max_nodes)
+        ids = ids_of(body["nodes"], "nodes", ntype, facts, most=limits.max_nodes)
         return Query(kind, ntype, ids, stale=stale)
     if stale:
         raise RequestError(422, "new nodes have no precomputed embeddings: leave out 'stale'", "stale")
@@ -131,7 +133,7 @@ def parse_query(body: Any, kind: str, facts: GraphFacts, limits: Limits) -> Quer
         raise RequestError(422, "'new' lists no node", "new")
     if len(items) > limits.max_nodes:
         raise RequestError(413, f"'new' has {len(items)} nodes, more than the {limits.max_nodes} served", "new")
-    new = tuple(_new(item, f"new[{i}]", ntype, facts, limits) for i, item in enumerate(items))
+    new = tuple(_new(item, f"new[{i}]", ntype, facts, limits=limits) for i, item in enumerate(items))
     sending = sum(1 for n in new if n.out_edges)
     if sending > limits.max_sending:
         raise RequestError(
@@ -201,7 +203,7 @@ def _type(value: Any, facts: GraphFacts) -> str:
     return value
 
 
-def ids_of(value: Any, name: str, ntype: str, facts: GraphFacts, most: int) -> np.ndarray:
+def ids_of(value: Any, name: str, ntype: str, facts: GraphFacts, *, most: int) -> np.ndarray:
     """The original node IDs listed in ``value`` (field ``name``), each checked to be an integer in range."""
     if not isinstance(value, list):
         raise RequestError(422, f"'{name}' must be a list of node IDs, got {_kind(value)}", name)
@@ -220,7 +222,7 @@ def ids_of(value: Any, name: str, ntype: str, facts: GraphFacts, most: int) -> n
     return ids
 
 
-def _new(item: Any, where: str, ntype: str, facts: GraphFacts, limits: Limits) -> NewNode:
+def _new(item: Any, where: str, ntype: str, facts: GraphFacts, *, limits: Limits) -> NewNode:
     if not isinstance(item, dict):
         raise RequestError(422, f"{where} must be an object with 'features' and 'edges', got {_kind(item)}", where)
     unknown = sorted(set(item) - {"features", "edges", "out_edges"})
@@ -242,12 +244,12 @@ def _new(item: Any, where: str, ntype: str, facts: GraphFacts, limits: Limits) -
             422, f"{where}.features must be an object with the node's {facts.feat_name!r} row", f"{where}.features"
         )
     row = _row(feats[facts.feat_name], f"{where}.features.{facts.feat_name}", width)
-    ins = _edge_lists(item.get("edges", []), f"{where}.edges", ntype, 2, facts, limits)
-    outs = _edge_lists(item.get("out_edges", []), f"{where}.out_edges", ntype, 0, facts, limits)
+    ins = _edge_lists(item.get("edges", []), f"{where}.edges", ntype, 2, facts=facts, limits=limits)
+    outs = _edge_lists(item.get("out_edges", []), f"{where}.out_edges", ntype, 0, facts=facts, limits=limits)
     return NewNode(row, ins, outs)
 
 
-def _edge_lists(value: Any, name: str, ntype: str, end: int, facts: GraphFacts, limits: Limits) -> dict:
+def _edge_lists(value: Any, name: str, ntype: str, end: int, *, facts: GraphFacts, limits: Limits) -> dict:
     """A new node's edges of one direction (``end``: 2 in-edges, the node is the destination; 0 out-edges):
     a list of IDs where one edge type fits, else an object ``{edge type: [IDs]}`` (``"src,rel,dst"`` or the
     relation's name), each list's IDs checked against the other end's type."""
@@ -262,13 +264,13 @@ def _edge_lists(value: Any, name: str, ntype: str, end: int, facts: GraphFacts, 
                 "object {edge type: [IDs]}",
                 name,
             )
-        return {fits[0]: ids_of(value, name, fits[0][2 - end], facts, limits.max_edges)}
+        return {fits[0]: ids_of(value, name, fits[0][2 - end], facts, most=limits.max_edges)}
     if not isinstance(value, dict):
         raise RequestError(422, f"{name} must be a list of node IDs or an object {{edge type: [IDs]}}", name)
     out: dict[EType, np.ndarray] = {}
     for key, ids in value.items():
         et = _edge_type(key, fits, f"{name}.{key}")
-        out[et] = ids_of(ids, f"{name}.{key}", et[2 - end], facts, limits.max_edges)
+        out[et] = ids_of(ids, f"{name}.{key}", et[2 - end], facts, most=limits.max_edges)
     return out
 
 

@@ -17,7 +17,7 @@ import os
 import re
 import socket
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -47,20 +47,37 @@ READY = "graphshard: serving"  # the line rank 0 prints once it answers (tests a
 
 @dataclass(frozen=True)
 class ServeOptions:
-    """How the service answers: where it listens (``host``, ``port``; 0 picks a free one), the bearer token
-    file (required unless ``host`` is a loopback address), precomputed ``embeddings`` for stale answers, the
-    ``fanouts`` sampled per layer (None: every in-edge, exact), micro-batching (``max_batch_nodes`` per model
-    batch, ``batch_wait`` seconds to gather one, ``max_queue`` requests waiting), the limits of one request
-    (``max_nodes``, ``max_edges`` per new node, ``max_body`` bytes), how long it may wait (``request_timeout``),
-    what ``/v1/embed`` answers: the model's ``output`` or the ``hidden`` layer its last layer reads, and the
-    ``device`` the model computes on (``cpu``, ``cuda``, ``auto``; batches are sampled on the CPU), and of a
-    multi-task checkpoint the task whose ``head`` answers (default: its main task); ``id_map``: a
-    ``graphshard prepare`` output whose ID maps name the nodes in requests and answers (the users' own IDs)."""
+    """How the service answers: where it listens, micro-batching, the limits of a request, what it answers with.
+
+    Call `check` to validate (``serve`` does, before starting any process).
+
+    Attributes:
+        host: the address the HTTP service listens on.
+        port: the port it listens on; 0 picks a free one.
+        token_file: the file holding the bearer token every request must carry (required unless ``host`` is
+            a loopback address).
+        embeddings: precomputed embeddings for stale answers.
+        fanouts: neighbours sampled per layer; None: every in-edge (exact).
+        max_batch_nodes: nodes per model batch (micro-batching).
+        batch_wait: seconds to gather a batch.
+        max_queue: requests waiting at most.
+        max_nodes: nodes in one request at most.
+        max_edges: edges per new node of a request at most.
+        max_body: bytes of a request's body at most.
+        request_timeout: seconds a request may wait.
+        embedding_layer: what ``/v1/embed`` answers: the model's ``output`` or the ``hidden`` layer its last
+            layer reads.
+        device: what the model computes on (``cpu``, ``cuda``, ``auto``; batches are sampled on the CPU).
+        head: of a multi-task checkpoint, the task whose head answers; None: its main task.
+        id_map: a ``graphshard prepare`` output whose ID maps name the nodes in requests and answers (the
+            users' own IDs).
+    """
 
     host: str = LOOPBACK
     port: int = 8080
     token_file: str | None = None
     embeddings: str | None = None
+    _: KW_ONLY
     fanouts: list[int] | None = None
     max_batch_nodes: int = 1024
     batch_wait: float = 0.0
@@ -75,7 +92,16 @@ class ServeOptions:
     id_map: str | None = None  # a prepared directory: requests and answers name nodes by the users' IDs
 
     def check(self, layers: int) -> None:
-        """An :class:`InputError` naming the option at fault."""
+        """Check the options against the model.
+
+        Args:
+            layers: the model's number of layers (``fanouts`` must give one count per layer).
+
+        Raises:
+            InputError: names the option at fault: ``fanouts`` not one count per layer, each > 0 or -1; an
+                unknown ``embedding_layer``; a ``port`` outside 0..65535; no ``token_file`` with a ``host``
+                that is not a loopback address.
+        """
         if self.fanouts is not None and (len(self.fanouts) != layers or any(f == 0 or f < -1 for f in self.fanouts)):
             raise InputError(f"--fanouts {self.fanouts}: give {layers} counts (one per layer), each > 0 or -1 (all)")
         if self.embedding_layer not in ("output", "hidden"):
@@ -128,17 +154,34 @@ def serve(
     checkpoint: str | os.PathLike,
     options: ServeOptions = ServeOptions(),
     num_procs: int | None = None,
+    *,
     rank_host: str = LOOPBACK,
     timeout: float = 300.0,
     heartbeat_timeout: float = DEFAULT_LOST_AFTER,
     verify: bool = True,
     colocated: bool = True,
 ) -> None:
-    """Serve the model of ``checkpoint`` (a ``graphshard train --checkpoint DIR`` directory, or ``DIR/best``)
-    over HTTP until interrupted (see :mod:`graphshard.serve`). ``num_procs``: start that many local ranks (the
-    checkpoint's rank count); None: this process is one rank of a torchrun job of that size. ``rank_host``:
-    the address the ranks' own transports listen on (see ``--host`` of ``graphshard train``). ``verify``,
-    ``colocated``: see :class:`~graphshard.distributed.runtime.graph.DistGraph`."""
+    """Serve the model of a training checkpoint over HTTP until interrupted (see `graphshard.serve`).
+
+    Args:
+        part_config: the partition config (``<graph_name>.json``) of the partitions the run trained on.
+        checkpoint: a ``graphshard train --checkpoint DIR`` directory, or ``DIR/best``.
+        options: how the service answers (checked here, before any process starts).
+        num_procs: start that many local ranks (the checkpoint's rank count); None: this process is one rank
+            of a torchrun job of that size.
+        rank_host: the address the ranks' own transports listen on (see ``--host`` of ``graphshard train``).
+        timeout: seconds any distributed wait may take.
+        heartbeat_timeout: seconds without a heartbeat after which a rank is lost (0: off).
+        verify: check the partition files against their checksums first (see `DistGraph`).
+        colocated: read the partitions of other ranks on the same host in-process (see `DistGraph`).
+
+    Raises:
+        InputError: the ``serve`` extra is not installed; an option at fault; a checkpoint that cannot be
+            served as asked (no checkpoint, another rank count, an unusable ``head`` or layer); an unreadable
+            token file; an address and port that cannot be listened on.
+        FormatError: an unreadable checkpoint, or a missing or corrupt partition config or file.
+        DistError: a rank failed; names the rank.
+    """
     refuse_spawn_reimport()
     require_extra()
     opts = checkpoint_run(
@@ -146,11 +189,11 @@ def serve(
         checkpoint,
         num_procs,
         None,
-        timeout,
-        "output",
-        heartbeat_timeout,
-        verify,
-        colocated,
+        timeout=timeout,
+        layer="output",
+        heartbeat_timeout=heartbeat_timeout,
+        verify=verify,
+        colocated=colocated,
         device=options.device,
     )
     options.check(opts.num_layers)
@@ -169,7 +212,7 @@ def serve(
     warm_up()  # compiled here once (first run only), loaded from the cache by every rank
     served = replace(options, port=listener.getsockname()[1]) if listener is not None else options
     try:  # the socket itself goes to the ranks (a port closed and bound again could be taken meanwhile)
-        launch(_rank, num_procs, (opts, served, token, listener), rank_host, timeout, lead_only=True)
+        launch(_rank, num_procs, (opts, served, token, listener), rank_host, timeout=timeout, lead_only=True)
     finally:
         if listener is not None:
             listener.close()
@@ -186,7 +229,7 @@ def _rank(opts: TrainOptions, options: ServeOptions, token: str | None, listener
         answerer = Answerer(restored, fanouts, key=opts.seed, chunk=options.max_batch_nodes, hidden=hidden)
         answerer.open_maps()
         if s.rank == 0:
-            _lead(s, opts, options, token, listener, restored, answerer)
+            _lead(s, opts, options, token, listener=listener, restored=restored, answerer=answerer)
         else:
             if listener is not None:
                 listener.close()  # rank 0's: every rank got a copy
@@ -227,6 +270,7 @@ def _lead(
     opts: TrainOptions,
     options: ServeOptions,
     token: str | None,
+    *,
     listener: socket.socket | None,
     restored: Restored,
     answerer: Answerer,
@@ -263,22 +307,22 @@ def _lead(
         metrics.batch(b, answerer.take_remote_rows())
 
     batcher = MicroBatcher(
-        answerer.answer_each, options.max_batch_nodes, options.batch_wait, options.max_queue, on_batch
+        answerer.answer_each, options.max_batch_nodes, options.batch_wait, options.max_queue, on_batch=on_batch
     ).start()
     service = Service(
         batcher,
         facts,
         Limits(options.max_nodes, options.max_edges),
         restored.classes,
-        health,
-        unavailable,
-        metrics,
-        token,
-        options.max_body,
-        options.request_timeout,
-        _ranks(s, per_part),
-        restored.label_kind or "classification",
-        NodeNames.load(options.id_map, facts.counts) if options.id_map else None,
+        health=health,
+        unavailable=unavailable,
+        metrics=metrics,
+        token=token,
+        max_body=options.max_body,
+        timeout=options.request_timeout,
+        ranks=_ranks(s, per_part),
+        label_kind=restored.label_kind or "classification",
+        names=NodeNames.load(options.id_map, facts.counts) if options.id_map else None,
     )
     sock = listener or _listen(options.host, options.port)
     server = uvicorn.Server(
@@ -314,7 +358,7 @@ def _lead(
         for r in range(1, s.world_size):
             if r not in lost:
                 try:
-                    rpc.rpc_call(s.group, s.group.names[r], _stop_serving, (), "stop serving")
+                    rpc.rpc_call(s.group, s.group.names[r], _stop_serving, (), what="stop serving")
                 except DistError:
                     pass
         if lost:
@@ -337,8 +381,8 @@ def _facts(restored: Restored, answerer: Answerer, embeddings: str | None) -> Gr
         restored.types,
         inputs.feat_name,
         widths,
-        bool(embeddings),
-        no_new,
+        stale=bool(embeddings),
+        no_new=no_new,
         pair_types=(et[0], et[2]) if et is not None else None,
         pair_field="edges" if restored.task == "edge" else "pairs",
         pair_etype=":".join(et) if et is not None and restored.task == "edge" else None,

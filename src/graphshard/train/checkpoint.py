@@ -229,6 +229,7 @@ def save_checkpoint(
     epoch: int,
     model: torch.nn.Module,
     optimizer: torch.optim.Optimizer,
+    *,
     history: list[dict],
     extra: dict[str, torch.Tensor] | None = None,
     identity: dict[str, Any] | None = None,

@@ -5,7 +5,7 @@ the outputs computed layer by layer, then written in the user's original node or
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from ..errors import InputError
 from ..format.config import read_config
 from ..graph import EType
 from ..memory import allowed
+from ..models.contract import layerwise_traits
 from .checkpoint import LATER_OPTIONS, RESUME_OPTIONS, load_checkpoint, read_state, run_identity
 from .compiled import warm_up
 from .cost import check_train_fits, evaluated
@@ -41,6 +42,7 @@ def checkpoint_options(
     checkpoint: str,
     out: str | None,
     timeout: float = 300.0,
+    *,
     layer: str = "output",
     heartbeat_timeout: float = DEFAULT_LOST_AFTER,
     rank: int = 0,
@@ -77,6 +79,7 @@ def checkpoint_run(
     checkpoint: str | os.PathLike,
     num_procs: int | None,
     out: str | None = None,
+    *,
     timeout: float = 300.0,
     layer: str = "output",
     heartbeat_timeout: float = DEFAULT_LOST_AFTER,
@@ -91,7 +94,9 @@ def checkpoint_run(
     if num_procs is None:
         adopt_launcher_env()
     rank = 0 if num_procs is not None else int(os.environ.get("RANK", "0"))
-    opts, world = checkpoint_options(str(part_config), str(checkpoint), out, timeout, layer, heartbeat_timeout, rank)
+    opts, world = checkpoint_options(
+        str(part_config), str(checkpoint), out, timeout, layer=layer, heartbeat_timeout=heartbeat_timeout, rank=rank
+    )
     ranks = num_procs if num_procs is not None else int(os.environ.get("WORLD_SIZE", "1"))
     if ranks != world:
         raise InputError(f"{checkpoint}: the checkpoint was written by {world} ranks; run it on {world} (got {ranks})")
@@ -104,6 +109,7 @@ def embed(
     checkpoint: str | os.PathLike,
     out: str | os.PathLike,
     num_procs: int | None = None,
+    *,
     host: str = "127.0.0.1",
     timeout: float = 300.0,
     layer: str = "output",
@@ -113,27 +119,46 @@ def embed(
     colocated: bool = True,
     device: str = "cpu",
 ) -> None:
-    """Write every node's output (as ``--save-embeddings`` does) from the checkpoint in ``checkpoint`` of a
-    run on the partitions of ``part_config`` (``<checkpoint>/best`` of a run: its best validation epoch).
-    ``num_procs``: start that many local ranks (the checkpoint's rank count); None: this process is one rank
-    of a torchrun job of that size. ``layer``: ``output``, or ``hidden`` (the layer the last one reads).
-    ``heartbeat_timeout``: see :mod:`graphshard.distributed.transport.liveness`. ``verify``: check the partition files
-    against their checksums first (see :class:`~graphshard.distributed.runtime.graph.DistGraph`). ``memory``: what the
-    processes started here may use together (bytes or a size such as ``16G``; default: the machine's memory):
-    ``num_procs`` ranks predicted to need more (layer-wise inference, see ``graphshard plan``) are refused
-    before any starts. ``colocated``: see :class:`~graphshard.distributed.runtime.graph.DistGraph`. ``device``: where
-    the model computes, layer-wise chunk by chunk (see :mod:`graphshard.infer.on_device`)."""
+    """Write every node's output from a training checkpoint, as ``--save-embeddings`` does (``graphshard embed``).
+
+    Args:
+        part_config: the partition config (``<graph_name>.json``) of the partitions the run trained on.
+        checkpoint: the checkpoint directory of the run (``<checkpoint>/best`` of a run: its best validation
+            epoch).
+        out: where to write: a ``.npy`` file, or for a heterogeneous graph a directory of
+            ``<node type>.npy``.
+        num_procs: start that many local ranks (the checkpoint's rank count); None: this process is one rank
+            of a torchrun job of that size.
+        host: the address every socket of the run listens on (127.0.0.1: this machine only).
+        timeout: seconds any distributed wait may take.
+        layer: ``output``, or ``hidden`` (the layer the last one reads).
+        heartbeat_timeout: seconds without a heartbeat after which a rank is lost (0: off; see
+            `graphshard.distributed.transport.liveness`).
+        verify: check the partition files against their checksums first (see `DistGraph`).
+        memory: what the processes started here may use together (bytes or a size such as ``16G``; default:
+            the machine's memory): ``num_procs`` ranks predicted to need more (layer-wise inference, see
+            ``graphshard plan``) are refused before any starts.
+        colocated: read the partitions of other ranks on the same host in-process (see `DistGraph`).
+        device: where the model computes, layer-wise chunk by chunk (``cpu``, ``cuda``, ``auto``; see
+            `graphshard.infer.on_device`).
+
+    Raises:
+        InputError: no checkpoint for the rank, one that does not record its options, a checkpoint of
+            another rank count, an unusable ``out`` or ``device``, or ranks predicted not to fit ``memory``.
+        FormatError: an unreadable checkpoint, or a missing or corrupt partition config or file.
+        DistError: a rank failed; names the rank.
+    """
     refuse_spawn_reimport()
     opts = checkpoint_run(
         part_config,
         checkpoint,
         num_procs,
         str(out),
-        timeout,
-        layer,
-        heartbeat_timeout,
-        verify,
-        colocated,
+        timeout=timeout,
+        layer=layer,
+        heartbeat_timeout=heartbeat_timeout,
+        verify=verify,
+        colocated=colocated,
         device=device,
     )
     check_embeddings_target(out)
@@ -144,10 +169,19 @@ def embed(
     cfg = read_config(opts.part_config)
     layers, outputs = evaluated(cfg, opts, opts.embedding_layer)
     check_train_fits(
-        cfg, num_procs, num_procs, opts.hidden, True, allowed(memory), "embed", layers, outputs, opts.colocated
+        cfg,
+        num_procs,
+        num_procs,
+        opts.hidden,
+        layerwise=True,
+        budget=allowed(memory),
+        step="embed",
+        layers=layers,
+        outputs=outputs,
+        colocated=opts.colocated,
     )
     warm_up()  # compiled here once (first run only), loaded from the cache by every rank
-    launch(_rank, num_procs, (opts,), host, timeout)
+    launch(_rank, num_procs, (opts,), host, timeout=timeout)
 
 
 @dataclass
@@ -160,6 +194,7 @@ class Restored:
     inputs: ModelInputs
     model: torch.nn.Module
     encoder: torch.nn.Module
+    _: KW_ONLY
     types: list[str]
     classes: int | None = None
     edge_type: EType | None = None
@@ -176,21 +211,21 @@ def restore(s: Session, opts: TrainOptions) -> Restored:
     if opts.task == "node":
         task = node_task(s, g, opts)
         model = build_model(opts, inputs, task.classes, [task.target])
-        restored = Restored(g, inputs, model, model, [task.target], classes=task.classes, label_kind=task.kind)
+        restored = Restored(g, inputs, model, model, types=[task.target], classes=task.classes, label_kind=task.kind)
     elif opts.task == "multi":
         model, runners = build_multi(s, g, inputs, opts)
         types = list(dict.fromkeys(t for r in runners for t in r.types))
-        restored = Restored(g, inputs, model, model.encoder, types, task="multi", tasks=runners)
+        restored = Restored(g, inputs, model, model.encoder, types=types, task="multi", tasks=runners)
     elif opts.task == "edge":
         edges = edge_task(s, g, opts)
-        model = edge_model(opts, inputs, edges.etype, edges.classes, EdgeRows(g, edges.etype, opts).width)
+        model = edge_model(opts, inputs, edges.etype, edges.classes, edge_dim=EdgeRows(g, edges.etype, opts).width)
         et = edges.etype
         restored = Restored(
             g,
             inputs,
             model,
             model.encoder,
-            list(dict.fromkeys([et[0], et[2]])),
+            types=list(dict.fromkeys([et[0], et[2]])),
             classes=edges.classes,
             edge_type=et,
             label_kind=edges.kind,
@@ -202,7 +237,7 @@ def restore(s: Session, opts: TrainOptions) -> Restored:
         et = g.canonical_etype(opts.edge_type) if opts.edge_type else g.canonical_etypes[0]
         model = link_model(opts, inputs, et)
         restored = Restored(
-            g, inputs, model, model.encoder, list(dict.fromkeys([et[0], et[2]])), edge_type=et, task="link"
+            g, inputs, model, model.encoder, types=list(dict.fromkeys([et[0], et[2]])), edge_type=et, task="link"
         )
     directory = f"{opts.checkpoint}/rank{s.rank}"
     resumed = load_checkpoint(
@@ -232,7 +267,8 @@ def _rank(opts: TrainOptions) -> None:
     ):
         r = restore(s, opts)
         doing("computing embeddings")
-        layers = getattr(r.encoder, "num_layers", opts.num_layers) - 1 if opts.embedding_layer == "hidden" else None
-        tables = every_output(s, r.g, r.encoder, r.inputs, opts, r.types, "embed", layers=layers)
+        depth = layerwise_traits(r.encoder).num_layers or opts.num_layers
+        layers = depth - 1 if opts.embedding_layer == "hidden" else None
+        tables = every_output(s, r.g, r.encoder, r.inputs, opts=opts, types=r.types, name="embed", layers=layers)
         assert opts.save_embeddings is not None  # set to embed's output by checkpoint_options
         save_tables(s, r.g, tables, opts.save_embeddings)

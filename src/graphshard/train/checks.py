@@ -95,7 +95,7 @@ def out_of_range(ids: np.ndarray, labels: np.ndarray, classes: int) -> tuple[int
 
 
 def refuse_out_of_range(
-    found: tuple[int, int] | None, classes: int, declared: int | None, source: str, node_text: Callable[[int], str]
+    found: tuple[int, int] | None, classes: int, declared: int | None, source: str, *, node_text: Callable[[int], str]
 ) -> None:
     if found is None:
         return
@@ -118,6 +118,7 @@ def num_classes_of(
     masks: dict[str, np.ndarray],
     declared: int | None,
     ntype: str,
+    *,
     to_original=lambda ids: ids,
     source: str = "--num-classes",
     where=lambda node: "",
@@ -135,7 +136,7 @@ def num_classes_of(
     ids = np.flatnonzero(used)
     text = split_node_text(ntype, to_original, where)
     classes = classes_of(label_summary(ids, labels[ids]), declared, text)
-    refuse_out_of_range(out_of_range(ids, labels[ids], classes), classes, declared, source, text)
+    refuse_out_of_range(out_of_range(ids, labels[ids], classes), classes, declared, source, node_text=text)
     return classes
 
 

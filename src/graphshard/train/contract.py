@@ -68,7 +68,7 @@ def _target(opts: TrainOptions, cfg: PartitionConfig, held: Held, label: str | N
     return labelled[0]
 
 
-def _check_node_data(opts: TrainOptions, cfg: PartitionConfig, held: Held, target: str, label: str) -> None:
+def _check_node_data(opts: TrainOptions, cfg: PartitionConfig, held: Held, target: str, *, label: str) -> None:
     have = held[target]
     missing = [n for n in [label, *opts.split_masks] if n not in have]
     if missing:
@@ -79,7 +79,7 @@ def _check_node_data(opts: TrainOptions, cfg: PartitionConfig, held: Held, targe
         )
     code, shape = have[label]
     _label_kind(opts, f"{cfg.path}: label {label!r} of {target!r} ({code} of row shape {list(shape)})", have[label])
-    _check_masks(cfg, have, opts.split_masks, repr(target), "node")
+    _check_masks(cfg, have, opts.split_masks, repr(target), item="node")
 
 
 def _label_kind(opts: TrainOptions, what: str, held: tuple[str, tuple[int, ...]], item: str = "node") -> str:
@@ -94,7 +94,7 @@ def _label_kind(opts: TrainOptions, what: str, held: tuple[str, tuple[int, ...]]
     return kind
 
 
-def _check_masks(cfg: PartitionConfig, have: dict, names: list[str], owner: str, item: str) -> None:
+def _check_masks(cfg: PartitionConfig, have: dict, names: list[str], owner: str, *, item: str) -> None:
     """The split masks ``names`` of ``owner`` (held as ``have``) are one boolean per ``item``."""
     for name in names:
         code, shape = have[name]
@@ -148,7 +148,7 @@ def _check_edge_data(opts: TrainOptions, cfg: PartitionConfig) -> tuple[str, str
     kind = _label_kind(opts, what, have[label], "edge")
     if opts.edge_decoder == "dot" and (kind != "regression" or tuple(shape) not in ((), (1,))):
         raise InputError(f"{what}: --edge-decoder dot gives one number per edge: use concat or distmult")
-    _check_masks(cfg, have, opts.split_masks, f"edge type {et!r}", "edge")
+    _check_masks(cfg, have, opts.split_masks, f"edge type {et!r}", item="edge")
     return et, label
 
 
@@ -238,7 +238,7 @@ def resolve_data(opts: TrainOptions, world_size: int, announce: bool = True) -> 
     if opts.task == "node":
         target = _target(opts, cfg, held, opts.label)
         label = _pick(opts.label, LABEL_NAMES, set(held[target]))
-        _check_node_data(opts, cfg, held, target, label)
+        _check_node_data(opts, cfg, held, target, label=label)
         target = target if len(cfg.ntypes) > 1 else opts.target
     elif opts.task == "edge":
         edge_type, label = _check_edge_data(opts, cfg)

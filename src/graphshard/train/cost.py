@@ -50,6 +50,7 @@ def train_estimates(
     world: int,
     feat_width: int,
     hidden: int,
+    *,
     layerwise: bool,
     layers: int = 2,
     outputs: int | None = None,
@@ -90,7 +91,10 @@ def train_estimates(
             peak += (
                 min(LAYERWISE_CHUNK_CAP, LAYERWISE_CHUNK * edges)
                 + LAYERWISE_PLAN * need
-                + int(LAYERWISE_ROWS * _layer_rows(need, dst, feat_width, hidden, outputs or hidden, layers, aliased))
+                + int(
+                    LAYERWISE_ROWS
+                    * _layer_rows(need, dst, feat_width, hidden, last=outputs or hidden, layers=layers, aliased=aliased)
+                )
                 + 4 * hidden * others
                 + LAYERWISE_SEGMENT * (group > 1)
             )
@@ -98,11 +102,11 @@ def train_estimates(
         mapped = sum(
             cfg.part_path(p, k).stat().st_size for p in served for k in cfg.parts[p] if cfg.part_path(p, k).is_file()
         )
-        out.append(Estimate(f"rank {rank}", peak, 0, phase, mapped))
+        out.append(Estimate(f"rank {rank}", peak, 0, phase, mapped_bytes=mapped))
     return out
 
 
-def _layer_rows(need: int, dst: int, feat: int, hidden: int, last: int, layers: int, aliased: bool) -> int:
+def _layer_rows(need: int, dst: int, feat: int, hidden: int, *, last: int, layers: int, aliased: bool) -> int:
     """Bytes of float32 rows at the peak of a layer (graphshard.infer.layerwise): its inputs (one row per needed
     node), its outputs (one per destination) and, unless ``aliased`` (the previous outputs are the first rows of
     the inputs), the previous layer's shard while the inputs are read; ``last``: the last layer's output
@@ -150,6 +154,7 @@ def check_train_fits(
     world: int,
     local: int,
     hidden: int,
+    *,
     layerwise: bool,
     budget: int,
     step: str = "training",
@@ -163,7 +168,9 @@ def check_train_fits(
     ``colocated``: they read each other's partitions in-process)."""
     width = feature_width(cfg) or hidden
     host_ranks = local if colocated else 1
-    per = train_estimates(cfg, world, width, hidden, layerwise, layers, outputs, host_ranks)[:local]
+    per = train_estimates(
+        cfg, world, width, hidden, layerwise=layerwise, layers=layers, outputs=outputs, host_ranks=host_ranks
+    )[:local]
     need = sum(e.peak_bytes for e in per)
     if budget and need > budget:
         worst = max(per, key=lambda e: e.peak_bytes)

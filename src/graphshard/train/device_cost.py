@@ -11,7 +11,7 @@ context and torch's kernels take a fixed amount per process."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 from ..device.choice import cuda_devices, resolve
 from ..device.memory import capacity as device_capacity
@@ -39,6 +39,7 @@ class DeviceNeed:
     model: int
     batches: int
     cache: int
+    _: KW_ONLY
     layerwise: int
 
     @property
@@ -64,7 +65,7 @@ def sampled(seeds: int, fanouts: list[int], mean_degree: float, nodes: int) -> t
     return int(min(total, nodes)), int(edges)
 
 
-def parameters(width: int, hidden: int, out: int, layers: int, relations: int) -> int:
+def parameters(width: int, hidden: int, out: int, layers: int, *, relations: int) -> int:
     """An upper bound on the parameters of a GNN of ``layers`` layers, two weight matrices a layer per relation."""
     dims = [width] + [hidden] * (layers - 1) + [out]
     per_relation = sum(2 * a * b + b for a, b in zip(dims, dims[1:]))
@@ -83,7 +84,7 @@ def device_need(cfg: PartitionConfig, opts: TrainOptions, world: int, width: int
     row = 2 if opts.precision == "bf16-mixed" else 4  # activations under autocast are half as wide
     batch = n * (4 * width + 16) + e * 16  # input rows, labels and IDs; edge index pairs
     work = layers * (n * hidden * NODE_ACTIVATIONS + e * hidden * EDGE_MESSAGES) * row
-    params = parameters(width, hidden, out, layers, len(cfg.etypes))
+    params = parameters(width, hidden, out, layers, relations=len(cfg.etypes))
     chunk = min(EDGES_PER_CHUNK, edges)
     # edge pairs; the chunk's source rows (at most one per edge) and outputs; messages of the hidden width
     layerwise = chunk * 16 + min(chunk, nodes) * 4 * max(width, hidden) * 2 + chunk * 4 * hidden * EDGE_MESSAGES
@@ -91,7 +92,7 @@ def device_need(cfg: PartitionConfig, opts: TrainOptions, world: int, width: int
     cache = 0
     if opts.cache_device == "cuda":  # the rows the cache's budget holds, as the cache itself counts them
         cache = cache_budget(opts.cache_ratio, opts.cache_mb, nodes // max(1, cfg.num_parts), row_bytes) * row_bytes
-    return DeviceNeed(CONTEXT, params * 4 * (OPTIMISER + 1), IN_FLIGHT * batch + work, cache, layerwise)
+    return DeviceNeed(CONTEXT, params * 4 * (OPTIMISER + 1), IN_FLIGHT * batch + work, cache, layerwise=layerwise)
 
 
 def check_device_fits(need: DeviceNeed, ranks: list[int], capacity: list[int]) -> None:

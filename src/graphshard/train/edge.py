@@ -80,7 +80,7 @@ def edge_task(s: Session, g: DistGraph, opts: TrainOptions) -> EdgeTask:
         at = at[at.shape[0] * t // per : at.shape[0] * (t + 1) // per]
         raw = held[torch.from_numpy(eid[at])].numpy()
         split[k] = EdgeSplit(np.stack([src[at], dst[at]]), eid[at], raw)
-    classes = _check_labels(s, g, et, kind, split, opts.num_classes, width(row_shape))
+    classes = _check_labels(s, g, et, kind, split=split, declared=opts.num_classes, columns=width(row_shape))
     for part in split.values():
         part.labels = as_targets(kind, part.labels)
         if kind == "classification":
@@ -89,7 +89,7 @@ def edge_task(s: Session, g: DistGraph, opts: TrainOptions) -> EdgeTask:
 
 
 def _check_labels(
-    s: Session, g: DistGraph, et: EType, kind: str, split: dict[str, EdgeSplit], declared: int | None, columns: int
+    s: Session, g: DistGraph, et: EType, kind: str, *, split: dict[str, EdgeSplit], declared: int | None, columns: int
 ) -> int:
     """The output width (classes; or the label's ``columns``), every rank's split edges' labels checked: a class
     outside ``[0, declared)`` (or below 0), a multi-label entry other than 0 or 1, a regression target that is
@@ -119,12 +119,12 @@ def _check_labels(
     return declared if declared is not None and kind == "classification" else max(1, max(t for _, t in told))
 
 
-def edge_model(opts: TrainOptions, inputs: ModelInputs, et: EType, out_dim: int, edge_dim: int) -> EdgeModel:
+def edge_model(opts: TrainOptions, inputs: ModelInputs, et: EType, out_dim: int, *, edge_dim: int) -> EdgeModel:
     """The encoder (``opts.model``, ``opts.hidden`` outputs) and ``opts.edge_decoder`` to ``out_dim`` outputs
     (``edge_dim``: the labelled edge's feature columns the ``concat`` decoder reads, 0: none)."""
     encoder = build_model(opts, inputs, opts.hidden, [et[0], et[2]])
     try:
-        decoder = edge_decoder(opts.edge_decoder, opts.hidden, edge_dim, opts.hidden, out_dim)
+        decoder = edge_decoder(opts.edge_decoder, opts.hidden, edge_dim, opts.hidden, out_dim=out_dim)
     except ValueError as exc:
         raise InputError(f"--edge-decoder: {exc}") from None
     return EdgeModel(encoder, decoder, et[0], et[2])
@@ -208,17 +208,19 @@ def train_edge(s: Session, opts: TrainOptions) -> dict[str, Any]:
     on_device = device_cache(g, opts, seeds, rank_device(opts.device).device)
     inputs = ModelInputs(g, opts)
     attrs = EdgeRows(g, et, opts)
-    model = edge_model(opts, inputs, et, task.classes, attrs.width)
-    check_custom_model(g, opts, model.encoder, inputs, et[0], opts.hidden, torch.from_numpy(train_part.pairs[0]))
-    outputs = Outputs(s, g, model.encoder, inputs, opts, [et[0], et[2]], "edge-outputs")
+    model = edge_model(opts, inputs, et, task.classes, edge_dim=attrs.width)
+    check_custom_model(
+        g, opts, model.encoder, inputs, ntype=et[0], out_dim=opts.hidden, seeds=torch.from_numpy(train_part.pairs[0])
+    )
+    outputs = Outputs(s, g, model.encoder, inputs, opts=opts, types=[et[0], et[2]], name="edge-outputs")
     names = chosen_metrics(opts.metric, task.kind)
-    loss_of = task_loss(s.ctx, opts, task.kind, train_part.labels, task.classes)
+    loss_of = task_loss(s.ctx, opts, task.kind, train_part.labels, width=task.classes)
 
     def evaluate(k: str, prefix: str) -> dict[str, float | None]:
         part = task.split[k]
         model.eval()
         out = decode_edges(part, outputs.get(), task, model.decoder, attrs=attrs, device=inputs.device)
-        found = exact_metrics(s.ctx, task.kind, names, out, torch.from_numpy(part.labels), classes=task.classes)
+        found = exact_metrics(s.ctx, task.kind, names, out, targets=torch.from_numpy(part.labels), classes=task.classes)
         return {f"{prefix}{m}": v for m, v in found.items()}
 
     def loss(ddp: torch.nn.Module, batch: Any) -> torch.Tensor:
@@ -229,7 +231,7 @@ def train_edge(s: Session, opts: TrainOptions) -> dict[str, Any]:
         out = ddp(x, edge_index, hops, store.edge_label_index, *edge_attr, target_attr=target)
         return loss_of(out, store.y_edge)
 
-    trainer = Trainer(s, g, opts, model, inputs, metric=f"val_{names[0]}")
+    trainer = Trainer(s, g, opts, model, inputs=inputs, metric=f"val_{names[0]}")
     loader = edge_loader(
         g, opts, inputs, task, attrs=attrs, world=s.world_size, device=trainer.device, device_cache=on_device
     )
@@ -246,7 +248,7 @@ def train_edge(s: Session, opts: TrainOptions) -> dict[str, Any]:
     metrics |= {f"{k}_metrics": {m: metrics.get(f"{k}_{m}") for m in names} for k in ("val", "test")}
     if opts.save_embeddings:  # of the selected epoch's encoder (the test evaluation computed the outputs)
         with timing.phase("embeddings_s"):
-            save_tables(s, g, representations(g, model.encoder, inputs, opts, outputs), opts.save_embeddings)
+            save_tables(s, g, representations(g, model.encoder, inputs, opts, outputs=outputs), opts.save_embeddings)
     metrics["inference_s"] = outputs.seconds
     metrics.update(cache_summary(s, cache or on_device))
     return metrics

@@ -9,6 +9,7 @@ import math
 import os
 import shutil
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from ..errors import InputError
 from ..format.outputs import MARKER, check_output_dir, mark_output_dir
 from ..format.staging import naming
 from ..infer.layerwise import layerwise_inference
+from ..models.contract import layerwise_traits
 from .inputs import ModelInputs, rows_of
 from .options import TrainOptions
 
@@ -34,7 +36,7 @@ notice = logging.getLogger("graphshard.notice")  # shown at the default log leve
 
 
 def predict(
-    g: DistGraph, model: torch.nn.Module, inputs: ModelInputs, ntype: str, ids: torch.Tensor, opts: TrainOptions
+    g: DistGraph, model: torch.nn.Module, inputs: ModelInputs, ntype: str, *, ids: torch.Tensor, opts: TrainOptions
 ) -> torch.Tensor:
     """Model outputs for nodes ``ids`` of ``ntype`` (distinct; rows in the order of ``ids``), sampling
     ``opts.eval_fanouts`` (every in-edge by default)."""
@@ -78,6 +80,7 @@ class Outputs:
         g: DistGraph,
         model: torch.nn.Module,
         inputs: ModelInputs,
+        *,
         opts: TrainOptions,
         types: list[str],
         name: str,
@@ -102,9 +105,9 @@ class Outputs:
                 self.g,
                 self.model,
                 self.inputs,
-                self.opts,
-                self.types,
-                name,
+                opts=self.opts,
+                types=self.types,
+                name=name,
                 sampled=self.opts.eval_fanouts is not None,
             )
             self.computed = self.version
@@ -113,27 +116,31 @@ class Outputs:
 
 
 def representations(
-    g: DistGraph, model: torch.nn.Module, inputs: ModelInputs, opts: TrainOptions, outputs: Outputs
+    g: DistGraph, model: torch.nn.Module, inputs: ModelInputs, opts: TrainOptions, *, outputs: Outputs
 ) -> dict[str, DistTensor]:
     """What ``--save-embeddings`` writes for ``outputs``' node types: those outputs, or with
     ``opts.embedding_layer == "hidden"`` the hidden layer the last layer reads (computed layer by layer)."""
     if opts.embedding_layer == "output":
         return outputs.get()
+    depth = layerwise_traits(model).num_layers
     return every_output(
         outputs.s,
         g,
         model,
         inputs,
-        opts,
-        outputs.types,
-        f"{outputs.name}-hidden",
-        layers=getattr(model, "num_layers", opts.num_layers) - 1,
+        opts=opts,
+        types=outputs.types,
+        name=f"{outputs.name}-hidden",
+        layers=(opts.num_layers if depth is None else depth) - 1,
     )
 
 
 def has_layerwise(model: torch.nn.Module) -> bool:
     """Whether ``model`` offers layer-wise inference (every built-in model does; the user's may not)."""
-    return bool(getattr(model, "layerwise", hasattr(model, "layer")))
+    return layerwise_traits(model).layerwise
+
+
+_SAID_SAMPLED: weakref.WeakSet[torch.nn.Module] = weakref.WeakSet()  # models whose sampled evaluation was told
 
 
 def every_output(
@@ -141,6 +148,7 @@ def every_output(
     g: DistGraph,
     model: torch.nn.Module,
     inputs: ModelInputs,
+    *,
     opts: TrainOptions,
     types: list[str],
     name: str,
@@ -154,16 +162,15 @@ def every_output(
         edge_rows = inputs.edge_rows if inputs.edge_feat else None
         device = inputs.device if inputs.device.type != "cpu" or opts.rehearse else None  # chunks on the device
         return layerwise_inference(
-            g, model, inputs.rows, name, types, layers=layers, edge_rows=edge_rows, device=device
+            g, model, inputs.rows, name, types=types, layers=layers, edge_rows=edge_rows, device=device
         )[0]
     if layers is not None:
         raise InputError(
             f"model {opts.model!r} offers no layer-wise inference, so no hidden layer's output: "
             "use --embedding-layer output"
         )
-    if not sampled and not getattr(model, "said_sampled", False):
-        # torch types Module.__setattr__ for tensors and modules; any other value is kept as a plain attribute
-        model.said_sampled = True  # type: ignore[assignment]
+    if not sampled and model not in _SAID_SAMPLED:
+        _SAID_SAMPLED.add(model)
         if s.rank == 0:
             notice.info(
                 "model %s offers no layer-wise inference: every node is computed from its sampled full "
@@ -171,7 +178,8 @@ def every_output(
                 opts.model,
             )
     return {
-        t: embed_all(s, g, lambda nt, ids: predict(g, model, inputs, nt, ids, opts), t, f"{name}/{t}") for t in types
+        t: embed_all(s, g, lambda nt, ids: predict(g, model, inputs, nt, ids=ids, opts=opts), t, name=f"{name}/{t}")
+        for t in types
     }
 
 
@@ -185,14 +193,14 @@ def my_share(s: Session, g: DistGraph, ntype: str) -> torch.Tensor:
     return torch.from_numpy(split_owned(s.ctx, np.arange(lo, hi, dtype=np.int64), num_parts, what=f"{ntype} nodes"))
 
 
-def embed_all(s: Session, g: DistGraph, predict: Predict, ntype: str, name: str) -> DistTensor:
+def embed_all(s: Session, g: DistGraph, predict: Predict, ntype: str, *, name: str) -> DistTensor:
     """A new DistTensor holding ``predict`` for every node of ``ntype`` (collective)."""
     mine = my_share(s, g, ntype)
     rows = predict(ntype, mine)
     dims = g.group.all_gather(str(int(rows.shape[1]) if rows.numel() else -1).encode(), f"{name} width")
     dim = max(int(d) for d in dims)  # a rank with no nodes of the type has no rows to tell the width
     table = DistTensor(
-        g.group, g.get_partition_book(), (g.num_nodes(ntype), dim), torch.float32, f"{name}#{g.key}", ntype=ntype
+        g.group, g.get_partition_book(), (g.num_nodes(ntype), dim), torch.float32, name=f"{name}#{g.key}", ntype=ntype
     )
     if mine.numel():
         table[mine] = rows
@@ -200,12 +208,12 @@ def embed_all(s: Session, g: DistGraph, predict: Predict, ntype: str, name: str)
     return table
 
 
-def write_embeddings(s: Session, g: DistGraph, predict: Predict, path: str, ntypes: list[str] | None = None) -> None:
+def write_embeddings(s: Session, g: DistGraph, predict: Predict, path: str, *, ntypes: list[str] | None = None) -> None:
     """``predict`` for every node of ``ntypes`` (all by default); row ``i`` of a type's array = the node
     with original ID ``i``. A homogeneous graph: ``path`` is that ``.npy`` file; a heterogeneous one:
     ``path`` is a directory of ``<node type>.npy``. Written atomically (temporary file or directory,
     then rename) by rank 0."""
-    tables = {t: embed_all(s, g, predict, t, f"embeddings/{t}") for t in (ntypes or g.ntypes)}
+    tables = {t: embed_all(s, g, predict, t, name=f"embeddings/{t}") for t in (ntypes or g.ntypes)}
     save_tables(s, g, tables, path)
 
 

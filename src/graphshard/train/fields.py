@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import reprlib
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 KINDS = ("int", "float", "str", "bool", "ints", "strs", "records")
@@ -27,6 +27,7 @@ class Spec:
     help: str
     choices: tuple[str, ...] | None = None
     low: float | None = None
+    _: KW_ONLY
     high: float | None = None
     open_low: bool = False
     open_high: bool = False

@@ -26,7 +26,7 @@ _TRAINERS = itertools.count()  # trainers made in this process (in the same orde
 
 
 def distributed_model(
-    s: Session, model: torch.nn.Module, where: RankDevice, comm: dict[str, Any], unused: bool, timeout: float
+    s: Session, model: torch.nn.Module, where: RankDevice, comm: dict[str, Any], *, unused: bool, timeout: float
 ) -> torch.nn.Module:
     """DDP around ``model`` (on ``where``'s device) for session ``s`` (collective): over NCCL where every rank has
     a GPU of its own and NCCL, else summed on the host with ``comm`` as the hook's state (``comm_s``: seconds

@@ -69,7 +69,13 @@ class ModelInputs:
                 self.dims[t] = int(shape[1]) if len(shape) > 1 else 1
             else:
                 self.embeddings[t] = DistEmbedding(
-                    g.group, g.book, g.num_nodes(t), embed_dim, f"embed/{t}#{g.key}", ntype=t, seed=opts.seed * 1009 + i
+                    g.group,
+                    g.book,
+                    g.num_nodes(t),
+                    embed_dim,
+                    name=f"embed/{t}#{g.key}",
+                    ntype=t,
+                    seed=opts.seed * 1009 + i,
                 )
                 self.dims[t] = embed_dim
         self.optimizer = SparseAdagrad(list(self.embeddings.values()), opts.sparse_lr) if self.embeddings else None
@@ -205,14 +211,14 @@ def model_spec(opts: TrainOptions, inputs: ModelInputs, out_dim: int, targets: l
         out_dim,
         list(inputs.ntypes),
         list(inputs.etypes),
-        list(dict.fromkeys(targets)),
-        opts.hidden,
-        opts.num_layers,
-        opts.dropout,
-        opts.heads,
-        opts.attn_dropout,
-        dict(inputs.edge_dims),
-        opts,
+        outputs=list(dict.fromkeys(targets)),
+        hidden=opts.hidden,
+        num_layers=opts.num_layers,
+        dropout=opts.dropout,
+        heads=opts.heads,
+        attn_dropout=opts.attn_dropout,
+        edge_dims=dict(inputs.edge_dims),
+        options=opts,
     )
 
 
@@ -238,7 +244,7 @@ def feature_cache(g: DistGraph, opts: TrainOptions, seeds: dict[str, Any]) -> Fe
     batches read (collective; None without one, or with the cache on the device)."""
     if not (opts.cache_ratio or opts.cache_mb) or opts.cache_device != "host":
         return None
-    cache = build_cache(g, seeds, opts.fanouts, [opts.feat or "feat"], opts.cache_ratio, opts.cache_mb)
+    cache = build_cache(g, seeds, opts.fanouts, [opts.feat or "feat"], ratio=opts.cache_ratio, megabytes=opts.cache_mb)
     g.features.attach_cache(cache)
     return cache
 
@@ -251,7 +257,7 @@ def device_cache(
     if not (opts.cache_ratio or opts.cache_mb) or opts.cache_device == "host":
         return None
     return build_device_cache(
-        g, seeds, opts.fanouts, opts.feat or "feat", device, ratio=opts.cache_ratio, megabytes=opts.cache_mb
+        g, seeds, opts.fanouts, opts.feat or "feat", device=device, ratio=opts.cache_ratio, megabytes=opts.cache_mb
     )
 
 

@@ -58,7 +58,7 @@ def my_edges(s: Session, g: DistGraph, et: EType) -> tuple[np.ndarray, np.ndarra
     return np.stack([src[lo:hi], dst[lo:hi]]), eid[lo:hi]
 
 
-def edge_weights(g: DistGraph, et: EType, name: str | None, ids: np.ndarray, pairs: np.ndarray) -> np.ndarray | None:
+def edge_weights(g: DistGraph, et: EType, name: str | None, ids: np.ndarray, *, pairs: np.ndarray) -> np.ndarray | None:
     """The weights (edge data ``name``) of this rank's training edges ``ids`` (ends ``pairs``, new IDs); an
     :class:`InputError` names the first that is no finite number >= 0, by its ends' original IDs."""
     if name is None:
@@ -99,20 +99,23 @@ class LinkEvaluator:
         g: DistGraph,
         model: LinkModel,
         inputs: ModelInputs,
+        *,
         et: EType,
         opts: TrainOptions,
         held: LinkSplitFile,
         outputs: Outputs | None = None,
     ):
         self.s, self.g, self.model, self.inputs, self.et, self.opts = s, g, model, inputs, et, opts
-        self.outputs = outputs or Outputs(s, g, model.encoder, inputs, opts, [et[0], et[2]], "link-outputs")
+        self.outputs = outputs or Outputs(
+            s, g, model.encoder, inputs, opts=opts, types=[et[0], et[2]], name="link-outputs"
+        )
         counts = (g.num_nodes(et[0]), g.num_nodes(et[2]))
         self.blocks = {k: my_blocks(s.rank, s.world_size, held.sizes[k]) for k in ("val", "test")}
         problem, pairs = "", {}
         try:
             for k, blocks in self.blocks.items():
                 lo, hi = (min(held.sizes[k], b * _CHUNK) for b in (blocks.start, blocks.stop))
-                pairs[k] = read_held_out(held, k, lo, hi, counts)
+                pairs[k] = read_held_out(held, k, lo, hi, num_nodes=counts)
         except FormatError as exc:
             problem = str(exc)
         said = [b.decode() for b in g.group.all_gather(problem.encode(), "held-out edges read")]
@@ -217,16 +220,18 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     if not opts.allow_nonfinite:
         check_finite_features(g, opts.feat or "feat")
     mine, mine_ids = my_edges(s, g, et)
-    weights = edge_weights(g, et, opts.edge_weight, mine_ids, mine)
-    hard = given_hard(s, g, et, opts.hard_negatives, mine_ids, mine) if opts.hard_negatives else None
+    weights = edge_weights(g, et, opts.edge_weight, mine_ids, pairs=mine)
+    hard = given_hard(s, g, et, opts.hard_negatives, ids=mine_ids, pairs=mine) if opts.hard_negatives else None
     ends = {et[0]: mine[0]} if et[0] != et[2] else {et[0]: mine.reshape(-1)}
     seeds = ends | ({et[2]: mine[1]} if et[0] != et[2] else {})
     cache = feature_cache(g, opts, seeds)
     on_device = device_cache(g, opts, seeds, rank_device(opts.device).device)
     inputs = ModelInputs(g, opts)
     model = link_model(opts, inputs, et)
-    check_custom_model(g, opts, model.encoder, inputs, et[0], opts.hidden, torch.from_numpy(mine[0]))
-    evaluate = LinkEvaluator(s, g, model, inputs, et, opts, held)
+    check_custom_model(
+        g, opts, model.encoder, inputs, ntype=et[0], out_dim=opts.hidden, seeds=torch.from_numpy(mine[0])
+    )
+    evaluate = LinkEvaluator(s, g, model, inputs, et=et, opts=opts, held=held)
 
     k = per_positive(opts.neg_ratio)
 
@@ -237,7 +242,7 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
         scores = ddp(x, edge_index, hops, scored_pairs(store, opts.negatives, k), *edge_attr)
         return batch_loss(scores, store, opts.negatives)
 
-    trainer = Trainer(s, g, opts, model, inputs, metric="val_mrr_filtered" if opts.filtered else "val_mrr")
+    trainer = Trainer(s, g, opts, model, inputs=inputs, metric="val_mrr_filtered" if opts.filtered else "val_mrr")
     loader = link_loader(
         g,
         opts,
@@ -264,7 +269,9 @@ def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
     metrics |= {f"{k}_metrics": {m: metrics.get(f"{k}_{m}") for m in names} for k in ("val", "test")}
     if opts.save_embeddings:  # of the selected epoch's encoder (the test evaluation computed the outputs)
         with timing.phase("embeddings_s"):
-            save_tables(s, g, representations(g, model.encoder, inputs, opts, evaluate.outputs), opts.save_embeddings)
+            save_tables(
+                s, g, representations(g, model.encoder, inputs, opts, outputs=evaluate.outputs), opts.save_embeddings
+            )
     evaluate.close()
     metrics["inference_s"] = evaluate.outputs.seconds
     metrics.update(cache_summary(s, cache or on_device))

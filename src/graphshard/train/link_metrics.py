@@ -124,9 +124,9 @@ class KnownEdges:
             part,
             self.book.num_partitions(),
             None,
-            _lookup,
-            lambda pos: (self.name, torch.from_numpy(keys[pos])),
-            "known-edge lookup",
+            remote=_lookup,
+            args=lambda pos: (self.name, torch.from_numpy(keys[pos])),
+            what="known-edge lookup",
         ):
             found[pos] = hit.numpy()
         return found.reshape(dst.shape)

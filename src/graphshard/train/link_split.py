@@ -33,7 +33,7 @@ class LinkSplit:
 
 
 def split_edges(
-    g: Graph, etype: EType | None = None, val_frac: float = 0.05, test_frac: float = 0.1, seed: int = 0
+    g: Graph, etype: EType | None = None, val_frac: float = 0.05, test_frac: float = 0.1, *, seed: int = 0
 ) -> tuple[Graph, LinkSplit]:
     """``g`` without the held-out edges of ``etype`` (the only edge type by default), and those edges.
 
@@ -124,7 +124,7 @@ def open_link_split(path: str | os.PathLike) -> LinkSplitFile:
 
 
 def read_held_out(
-    split: LinkSplitFile, key: str, lo: int, hi: int, num_nodes: tuple[int, int] | None = None
+    split: LinkSplitFile, key: str, lo: int, hi: int, *, num_nodes: tuple[int, int] | None = None
 ) -> np.ndarray:
     """Edges ``[lo, hi)`` of list ``key`` (``(2, hi - lo)`` int64, original IDs), read as a slice of the file.
     ``num_nodes``: the node counts of the edge type's source and destination types, which the IDs must be

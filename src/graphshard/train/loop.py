@@ -105,7 +105,7 @@ class Trainer:
     back. With ``opts.patience``, training stops once that many epochs passed without a better metric."""
 
     def __init__(
-        self, s: Session, g: DistGraph, opts: TrainOptions, model: torch.nn.Module, inputs: ModelInputs, metric: str
+        self, s: Session, g: DistGraph, opts: TrainOptions, model: torch.nn.Module, *, inputs: ModelInputs, metric: str
     ):
         self.s, self.g, self.opts, self.inputs = s, g, opts, inputs
         self.rank_device = rank_device(opts.device)
@@ -136,7 +136,7 @@ class Trainer:
         # leave some unused (found on a trial batch, train.model_check)
         unused = any(getattr(m, "find_unused", False) for m in model.modules())
         self.comm: dict[str, Any] = {"comm_s": 0.0, "sum": None}
-        self.ddp = distributed_model(s, self.model, self.rank_device, self.comm, unused, opts.timeout)
+        self.ddp = distributed_model(s, self.model, self.rank_device, self.comm, unused=unused, timeout=opts.timeout)
         self.steps = StepClock(self.device)
         self.after_backward: Callable[[], None] | None = None  # e.g. a multi-task run's idle heads
 
@@ -185,7 +185,9 @@ class Trainer:
     def _stage(self, directory: str, epoch: int, extra: dict[str, torch.Tensor]) -> Path:
         """This rank's checkpoint of ``epoch`` in ``directory``'s staging directory (returned)."""
         stage = Path(directory) / STAGED
-        save_checkpoint(stage, epoch, self.model, self.optimizer, self.history, extra, self.identity)
+        save_checkpoint(
+            stage, epoch, self.model, self.optimizer, history=self.history, extra=extra, identity=self.identity
+        )
         return stage
 
     def restore_best(self) -> int | None:
@@ -296,7 +298,7 @@ class Trainer:
 
     def _epoch(self, loader: Any, loss_fn: Callable, epoch: int) -> dict[str, Any]:
         o = self.opts
-        lr = lr_at(o.lr_schedule, o.lr, epoch, o.epochs, o.lr_step, o.lr_gamma)
+        lr = lr_at(o.lr_schedule, o.lr, epoch, o.epochs, step=o.lr_step, gamma=o.lr_gamma)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         self.ddp.train()
@@ -307,7 +309,7 @@ class Trainer:
         if feeder is not None:
             feeder.reset()
         with counted_syncs(self.device) as syncs:
-            self._steps(loader, loss_fn, epoch, sums, start)
+            self._steps(loader, loss_fn, epoch, sums, start=start)
             sums["compute_s"], losses = self.steps.collect()
         self._check_losses(losses, epoch)
         sums["loss"] = float(losses.sum())
@@ -332,7 +334,7 @@ class Trainer:
             out["device_syncs"] = syncs[0]  # this rank's (rank 0's in the record)
         return out
 
-    def _steps(self, loader: Any, loss_fn: Callable, epoch: int, sums: dict[str, float], start: float) -> None:
+    def _steps(self, loader: Any, loss_fn: Callable, epoch: int, sums: dict[str, float], *, start: float) -> None:
         """The epoch's steps over ``loader``, adding the batches' sampling, fetch and counts to ``sums``."""
         bar = tqdm(
             total=len(loader),

@@ -48,7 +48,7 @@ def chosen_loss(loss: str, kind: str) -> str:
 
 
 def class_weights(
-    ctx: DistContext, spec: str | None, kind: str, train_targets: np.ndarray, width: int
+    ctx: DistContext, spec: str | None, kind: str, train_targets: np.ndarray, *, width: int
 ) -> torch.Tensor | None:
     """The weights ``spec`` asks for (None: none): ``auto`` from every rank's training targets (this rank's
     ``train_targets``; collective), or read from a file. ``width``: classes or labels."""
@@ -120,8 +120,8 @@ def _sigmoid_focal(out: torch.Tensor, target: torch.Tensor, w: torch.Tensor | No
     return term.mean()
 
 
-def task_loss(ctx: DistContext, opts: Any, kind: str, train_targets: np.ndarray, width: int) -> Loss:
+def task_loss(ctx: DistContext, opts: Any, kind: str, train_targets: np.ndarray, *, width: int) -> Loss:
     """The loss ``opts`` asks for a task of label ``kind`` (``--loss``, ``--class-weights``, ``--focal-gamma``),
     its class weights counted from every rank's ``train_targets`` (collective)."""
-    weights = class_weights(ctx, opts.class_weights, kind, train_targets, width)
+    weights = class_weights(ctx, opts.class_weights, kind, train_targets, width=width)
     return loss_function(kind, chosen_loss(opts.loss, kind), weights, opts.focal_gamma)

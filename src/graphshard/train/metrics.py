@@ -136,8 +136,8 @@ def exact_metrics(
     kind: str,
     names: Sequence[str],
     scores: torch.Tensor,
-    targets: torch.Tensor,
     *,
+    targets: torch.Tensor,
     classes: int,
     what: str = "evaluation",
 ) -> dict[str, float | None]:

@@ -24,6 +24,7 @@ def check_custom_model(
     opts: TrainOptions,
     model: torch.nn.Module,
     inputs: ModelInputs,
+    *,
     ntype: str,
     out_dim: int,
     seeds: torch.Tensor,
@@ -50,8 +51,8 @@ def check_custom_model(
     model.eval()
     try:
         with torch.no_grad():
-            out = _output(opts.model, model, args, ntype, rows, out_dim)
-            moved = _output(opts.model, model, _changed(args), ntype, rows, out_dim)
+            out = _output(opts.model, model, args, ntype, rows=rows, out_dim=out_dim)
+            moved = _output(opts.model, model, _changed(args), ntype, rows=rows, out_dim=out_dim)
         if torch.equal(out, moved):
             raise InputError(
                 f"--model {opts.model}: the output does not depend on the batch (the same rows for "
@@ -68,7 +69,7 @@ def check_custom_model(
     model.find_unused = bool(unused)  # type: ignore[assignment]
 
 
-def _output(name: str, model: torch.nn.Module, args: tuple, ntype: str, rows: int, out_dim: int) -> torch.Tensor:
+def _output(name: str, model: torch.nn.Module, args: tuple, ntype: str, *, rows: int, out_dim: int) -> torch.Tensor:
     try:
         out = model(*args)
     except Exception as exc:  # the user's forward failing is reported, naming the factory

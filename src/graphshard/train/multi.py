@@ -64,7 +64,7 @@ class NodeRunner:
         self.head = NodeHead(o.hidden, self.task.classes, self.task.target)
         self.names = chosen_metrics(o.metric, self.task.kind)
         train = self.task.labels_of(self.task.split["train"].numpy())
-        self.loss_of = task_loss(sh.s.ctx, o, self.task.kind, train, self.task.classes)
+        self.loss_of = task_loss(sh.s.ctx, o, self.task.kind, train, width=self.task.classes)
 
     def selects(self) -> str:
         return self.names[0]
@@ -87,7 +87,7 @@ class NodeRunner:
         with torch.no_grad():
             out = self.head.linear(self.sh.outputs.get()[self.task.target][ids].to(self.sh.inputs.device)).cpu()
         targets = torch.from_numpy(self.task.labels_of(ids.numpy()))
-        return exact_metrics(self.sh.s.ctx, self.task.kind, self.names, out, targets, classes=self.task.classes)
+        return exact_metrics(self.sh.s.ctx, self.task.kind, self.names, out, targets=targets, classes=self.task.classes)
 
 
 class EdgeRunner:
@@ -99,10 +99,10 @@ class EdgeRunner:
         et = self.et = self.task.etype
         self.types = [et[0], et[2]]
         self.attrs = EdgeRows(sh.g, et, o)
-        decoder = edge_decoder(o.edge_decoder, o.hidden, self.attrs.width, o.hidden, self.task.classes)
+        decoder = edge_decoder(o.edge_decoder, o.hidden, self.attrs.width, o.hidden, out_dim=self.task.classes)
         self.head = PairHead(decoder, et[0], et[2], reads_attr=True)
         self.names = chosen_metrics(o.metric, self.task.kind)
-        self.loss_of = task_loss(sh.s.ctx, o, self.task.kind, self.task.split["train"].labels, self.task.classes)
+        self.loss_of = task_loss(sh.s.ctx, o, self.task.kind, self.task.split["train"].labels, width=self.task.classes)
 
     def selects(self) -> str:
         return self.names[0]
@@ -128,7 +128,7 @@ class EdgeRunner:
             part, self.sh.outputs.get(), self.task, self.head.decoder, attrs=self.attrs, device=self.sh.inputs.device
         )
         labels = torch.from_numpy(part.labels)
-        return exact_metrics(self.sh.s.ctx, self.task.kind, self.names, out, labels, classes=self.task.classes)
+        return exact_metrics(self.sh.s.ctx, self.task.kind, self.names, out, targets=labels, classes=self.task.classes)
 
 
 class LinkRunner:
@@ -141,8 +141,8 @@ class LinkRunner:
         et = self.et = sh.g.canonical_etype(self.held.etype if self.held is not None else o.edge_type)
         self.types = [et[0], et[2]]
         self.mine, ids = my_edges(sh.s, sh.g, et)
-        self.weights = edge_weights(sh.g, et, o.edge_weight, ids, self.mine)
-        self.hard = given_hard(sh.s, sh.g, et, o.hard_negatives, ids, self.mine) if o.hard_negatives else None
+        self.weights = edge_weights(sh.g, et, o.edge_weight, ids, pairs=self.mine)
+        self.hard = given_hard(sh.s, sh.g, et, o.hard_negatives, ids=ids, pairs=self.mine) if o.hard_negatives else None
         self.head = PairHead(link_decoder(o), et[0], et[2], reads_attr=False)
         self.k = per_positive(o.neg_ratio)
         self.evaluator: LinkEvaluator | None = None
@@ -155,7 +155,14 @@ class LinkRunner:
         assert self.held is not None
         view = LinkModel(encoder, self.head.decoder, self.et[0], self.et[2])
         self.evaluator = LinkEvaluator(
-            self.sh.s, self.sh.g, view, self.sh.inputs, self.et, self.t.opts, self.held, self.sh.outputs
+            self.sh.s,
+            self.sh.g,
+            view,
+            self.sh.inputs,
+            et=self.et,
+            opts=self.t.opts,
+            held=self.held,
+            outputs=self.sh.outputs,
         )
 
     def loader(self, device: torch.device) -> Any:
@@ -198,7 +205,7 @@ def build_multi(
     types = list(dict.fromkeys(t for r in runners for t in r.types))
     encoder = build_model(opts, inputs, opts.hidden, types)
     model = MultiTaskModel(encoder, {r.t.name: r.head for r in runners}, find_unused=opts.task_schedule != "sum")
-    sh.outputs = Outputs(s, g, encoder, inputs, opts, types, "multi-outputs")
+    sh.outputs = Outputs(s, g, encoder, inputs, opts=opts, types=types, name="multi-outputs")
     return model, runners
 
 
@@ -215,7 +222,7 @@ def train_multi(s: Session, opts: TrainOptions) -> dict[str, Any]:
             r.evaluating(model.encoder)
     main = main_task(opts, task_specs(opts))
     chosen = next(r for r in runners if r.t.name == main.name)
-    trainer = Trainer(s, g, opts, model, inputs, metric=f"val_{main.name}/{chosen.selects()}")
+    trainer = Trainer(s, g, opts, model, inputs=inputs, metric=f"val_{main.name}/{chosen.selects()}")
     loader = MultiLoader([r.loader(trainer.device) for r in runners], opts.task_schedule)
 
     heads = {r.t.name: list(r.head.parameters()) for r in runners}
@@ -259,7 +266,7 @@ def train_multi(s: Session, opts: TrainOptions) -> dict[str, Any]:
         }
     if opts.save_embeddings:  # the encoder's outputs at the selected epoch
         with timing.phase("embeddings_s"):
-            save_tables(s, g, representations(g, model.encoder, inputs, opts, outputs), opts.save_embeddings)
+            save_tables(s, g, representations(g, model.encoder, inputs, opts, outputs=outputs), opts.save_embeddings)
     for r in runners:
         if isinstance(r, LinkRunner) and r.evaluator is not None:
             r.evaluator.close()

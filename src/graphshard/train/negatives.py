@@ -92,7 +92,7 @@ def link_loss(scores: torch.Tensor, positives: int, weights: torch.Tensor | None
     return 0.5 * (pos_loss + neg_loss)
 
 
-def given_hard(s: Any, g: Any, et: Any, name: str, ids: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+def given_hard(s: Any, g: Any, et: Any, name: str, *, ids: np.ndarray, pairs: np.ndarray) -> np.ndarray:
     """This rank's training edges' given hard negatives ``(E, k)`` as per-type new destination IDs (-1 kept):
     edge data ``name`` of edge type ``et`` read for edges ``ids`` (ends ``pairs``, new IDs), its original IDs
     translated through the sharded map (collective). A value outside ``[-1, nodes)`` is an error naming the edge

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import numpy as np
@@ -78,6 +78,7 @@ class NodeTask:
     classes: int  # the output width: classes (classification), labels (multilabel) or target columns
     split: dict[str, torch.Tensor]  # this rank's nodes of each split: per-type new IDs, ascending
     ids: np.ndarray  # every node of this rank's splits, ascending
+    _: KW_ONLY
     labels: np.ndarray  # their labels, as the loss reads them (labels.as_targets)
     kind: str = "classification"
 
@@ -131,16 +132,18 @@ def node_task(s: Session, g: DistGraph, opts: TrainOptions) -> NodeTask:
         used = lo + np.flatnonzero(np.logical_or.reduce(list(masks.values())))
     checked = held[torch.from_numpy(used)].numpy()
     if kind == "classification":
-        classes = _class_count(s, g, target, used, checked.reshape(-1).astype(np.int64), opts)
+        classes = _class_count(s, g, target, used, labels=checked.reshape(-1).astype(np.int64), opts=opts)
     else:
-        _check_labels(s, g, target, kind, used, checked)
+        _check_labels(s, g, target, kind, used=used, labels=checked)
         classes = width(row_shape)
     ids = np.unique(np.concatenate([np.zeros(0, dtype=np.int64), *(v.numpy() for v in split.values())]))
     labels = as_targets(kind, held[torch.from_numpy(ids)].numpy())
-    return NodeTask(target, classes, split, ids, labels.reshape(-1) if kind == "classification" else labels, kind)
+    return NodeTask(
+        target, classes, split, ids, labels=labels.reshape(-1) if kind == "classification" else labels, kind=kind
+    )
 
 
-def _check_labels(s: Session, g: DistGraph, target: str, kind: str, used: np.ndarray, labels: np.ndarray) -> None:
+def _check_labels(s: Session, g: DistGraph, target: str, kind: str, *, used: np.ndarray, labels: np.ndarray) -> None:
     """Multi-label entries 0 or 1, regression targets finite, in every partition's split nodes (``used``: this
     rank's share, with their ``labels``): the first bad node by ID named on every rank alike."""
     found = problem(kind, labels)
@@ -158,7 +161,7 @@ def _check_labels(s: Session, g: DistGraph, target: str, kind: str, used: np.nda
 
 
 def _class_count(
-    s: Session, g: DistGraph, target: str, used: np.ndarray, labels: np.ndarray, opts: TrainOptions
+    s: Session, g: DistGraph, target: str, used: np.ndarray, *, labels: np.ndarray, opts: TrainOptions
 ) -> int:
     """The number of classes, from every partition's split nodes (``used``: this rank's share of them, with
     their ``labels``): the checks of :func:`num_classes_of`, the same error on every rank."""
@@ -178,7 +181,7 @@ def _class_count(
     classes = classes_of(merge_summaries([tuple(json.loads(t)) for t in told]), declared, text)
     told = all_gather_bytes(s.ctx, json.dumps(out_of_range(used, labels, classes)).encode(), "label check")
     found = [tuple(f) for f in (json.loads(t) for t in told) if f is not None]
-    refuse_out_of_range(min(found) if found else None, classes, declared, source, text)
+    refuse_out_of_range(min(found) if found else None, classes, declared, source, node_text=text)
     return classes
 
 
@@ -225,23 +228,23 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
     on_device = device_cache(g, opts, {target: split["train"].numpy()}, device)
     inputs = ModelInputs(g, opts)
     model = build_model(opts, inputs, classes, [target])
-    check_custom_model(g, opts, model, inputs, target, classes, split["train"])
+    check_custom_model(g, opts, model, inputs, ntype=target, out_dim=classes, seeds=split["train"])
 
-    outputs = Outputs(s, g, model, inputs, opts, [target], "node-outputs")
+    outputs = Outputs(s, g, model, inputs, opts=opts, types=[target], name="node-outputs")
     names = chosen_metrics(opts.metric, task.kind)
     computed = [*names, "accuracy"] if task.kind == "classification" and "accuracy" not in names else names
-    loss_of = task_loss(s.ctx, opts, task.kind, task.labels_of(split["train"].numpy()), classes)
+    loss_of = task_loss(s.ctx, opts, task.kind, task.labels_of(split["train"].numpy()), width=classes)
 
     def evaluate(ids: torch.Tensor, prefix: str) -> dict[str, float | None]:
         """The metrics of the current weights on ``ids`` (this rank's share; computed from every rank's
         predictions: :func:`.metrics.exact_metrics`). Sampled evaluation (``--eval-fanouts``) computes just
         these nodes, not every node's outputs."""
         if opts.eval_fanouts is not None:
-            out = predict(g, model, inputs, target, ids, opts) if ids.numel() else torch.zeros((0, classes))
+            out = predict(g, model, inputs, target, ids=ids, opts=opts) if ids.numel() else torch.zeros((0, classes))
         else:
             out = outputs.get()[target][ids]
         targets = torch.from_numpy(task.labels_of(ids.numpy()))
-        found = exact_metrics(s.ctx, task.kind, computed, out, targets, classes=classes)
+        found = exact_metrics(s.ctx, task.kind, computed, out, targets=targets, classes=classes)
         if "accuracy" in found:  # also under the key of earlier releases
             found["acc"] = found["accuracy"]
         return {f"{prefix}{m}": v for m, v in found.items()}
@@ -253,7 +256,7 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
         return loss_of(out, store.y_seed)
 
     selects = "acc" if names[0] == "accuracy" else names[0]  # accuracy by the key of earlier releases
-    trainer = Trainer(s, g, opts, model, inputs, metric=f"val_{selects}")
+    trainer = Trainer(s, g, opts, model, inputs=inputs, metric=f"val_{selects}")
     loader = node_loader(g, opts, inputs, task, world=world, device=trainer.device, device_cache=on_device)
     history = trainer.fit(loader, loss, lambda: evaluate(split["val"], "val_"))
     metrics = {
@@ -267,7 +270,7 @@ def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
     metrics |= {f"{k}_metrics": {m: metrics.get(f"{k}_{m}") for m in names} for k in ("val", "test")}
     if opts.save_embeddings:  # of the selected epoch's weights (the test evaluation computed the outputs)
         with timing.phase("embeddings_s"):
-            save_tables(s, g, representations(g, model, inputs, opts, outputs), opts.save_embeddings)
+            save_tables(s, g, representations(g, model, inputs, opts, outputs=outputs), opts.save_embeddings)
     metrics["inference_s"] = outputs.seconds
     metrics.update(cache_summary(s, cache or on_device))
     return metrics

@@ -3,7 +3,7 @@ the ``graphshard train`` flags, the keys of its config file and the checks run b
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 from ..device.choice import DEVICES, PRECISIONS
 from ..distributed.transport.liveness import DEFAULT_LOST_AFTER
@@ -30,10 +30,119 @@ FINITE = {"high": float("inf"), "open_high": True}
 
 @dataclass
 class TrainOptions:
-    """What to train and how. ``batch_size`` is the global mini-batch size (seed nodes, or positive edges
-    for ``link``): each of the ``W`` ranks takes ``ceil(batch_size / W)`` per step and DDP averages their
-    gradients, so 1 rank and W ranks optimise alike. Call :meth:`check` to validate (``train`` does,
-    before starting any process)."""
+    """What to train and how.
+
+    ``batch_size`` is the global mini-batch size (seed nodes, or positive edges for ``link``): each of the
+    ``W`` ranks takes ``ceil(batch_size / W)`` per step and DDP averages their gradients, so 1 rank and W
+    ranks optimise alike. Call `check` to validate (``train`` does, before starting any process). Every
+    attribute is a key of the config file of ``graphshard train`` and, unless noted, its flag (``batch_size``
+    is ``--batch-size``); the descriptions name the flags. A task named first (``node:``, ``link:``, ...)
+    is the task the option is for.
+
+    Attributes:
+        part_config: partition config JSON (from 'partition' or 'dispatch').
+        task: node: node labels (classes, 0/1 labels or regression targets); link: link prediction (held-out edges
+            ranked by MRR/AUC); edge: labels of existing edges (classes or targets); multi: the config file's tasks.
+        tasks: multi: the tasks of one run on a shared encoder (config file only): each a mapping with name, task
+            (node, edge, link), weight, and its own target, edge_type, label, metric, loss, ...
+        main_task: multi: the task whose first metric selects the best epoch (default: the first).
+        task_schedule: multi: sum: a step takes a batch of every task and sums their losses times their weights (a
+            task of fewer batches starts again); alternate: a step is one task's batch, every task once an epoch.
+        model: the model: a built-in name (see `graphshard.models`); or your own, package.module:factory (a function
+            given the sizes and types, returning a torch.nn.Module: see the docs).
+        heads: attention heads of gat, rgat and hgt (the hidden width must be a multiple).
+        attn_dropout: dropout of the attention coefficients of gat and rgat.
+        edge_feat: edge feature given to the models that read one (gat, gin, your own) as edge_attr (default: none).
+        fanouts: neighbours sampled per layer, a list (comma-separated as a flag) (-1: all); one value per layer, so
+            this also sets the number of layers.
+        batch_size: global mini-batch size, seed nodes or positive edges (split across ranks).
+        hidden: hidden width.
+        dropout: dropout probability.
+        epochs: training epochs (at most: see --patience).
+        lr: learning rate (Adam).
+        weight_decay: L2 penalty on the weights (Adam).
+        lr_schedule: learning rate over the epochs: constant; cosine from --lr towards 0 over --epochs; step: x
+            --lr-gamma every --lr-step epochs.
+        lr_step: step schedule: epochs between decays.
+        lr_gamma: step schedule: factor per decay.
+        patience: stop after this many epochs without a better validation metric (0: never; counted at the
+            validations, see --eval-every).
+        num_workers: sampler worker processes per rank.
+        seed: random seed.
+        feat: node feature name (default: feat, or x where the partitions hold x, as Graph.from_pyg makes them).
+        label: node, edge: label name (default: label, or y).
+        split_masks: node, edge: names of the train, validation and test masks, a list (comma-separated as a flag).
+        target: node type to classify (default: the only node type with labels).
+        num_classes: node, edge: number of label classes (default: the dataset's num_classes, else the largest label
+            in the splits + 1); a split label outside them is an error.
+        label_kind: node, edge: what the label asks (default: read from it: integers one per node -> classification;
+            a 2-D 0/1 integer matrix -> multilabel; floats -> regression).
+        metric: node, edge: metrics to report, a list (comma-separated as a flag); the first selects the best epoch
+            (classification: accuracy, f1_micro, f1_macro, roc_auc, pr_auc; regression: rmse, mae, r2; default:
+            accuracy,f1_macro; f1_micro,f1_macro; rmse,mae,r2).
+        loss: node, edge: the training loss (auto: cross_entropy, bce for multilabel, mse for regression; focal for
+            imbalanced classes; smooth_l1 for regression with outliers).
+        focal_gamma: node, edge: focal loss's gamma (0: cross-entropy).
+        class_weights: node, edge: weigh classes (multilabel: each label's positives) in the loss: auto (balanced,
+            from the training labels) or a .npy file of one weight per class.
+        embed_dim: width of the learnt inputs of node types without features (0: --hidden).
+        sparse_lr: learning rate of those inputs (sparse Adagrad).
+        cache_ratio: cache the features of the remote nodes each rank's batches read most, this many x the
+            partition's own nodes in rows (0: no cache).
+        cache_mb: the same cache, sized in megabytes per rank.
+        cache_device: where that cache is: host memory (rows of other ranks), or the GPU (cuda: the rows this rank's
+            batches read most, its own and others', kept on the device; needs --device cuda and --num-workers 0).
+        device: what the model computes on: cpu, cuda (rank with LOCAL_RANK r takes cuda:r; more ranks than devices
+            share them round robin), or auto (cuda where a device is visible); sampling stays on the CPU cores.
+        precision: fp32, or bf16-mixed: forward and loss under bfloat16 autocast, weights and optimiser in fp32.
+        wire_dtype: how training batches receive other ranks' dense float feature rows: as stored, or compact:
+            floats as float16/bfloat16 (half the bytes on the network, rounded), integers in the narrowest type that
+            holds them (exact).
+        decoder: link: how a pair is scored: inner product, MLP, or DistMult (relation-aware) (one of: dot, mlp,
+            distmult).
+        negatives: link: negative pairs of training: uniform random pairs; in-batch (other positives' destinations);
+            joint (ceil(--neg-ratio) random destinations shared by a batch); hard (sampled in-neighbours of the
+            destination).
+        hard_negatives: link, with --negatives hard: edge data giving each edge's hard negatives (original
+            destination IDs, a row of k per edge, -1: none) instead of sampled in-neighbours.
+        edge_weight: link: edge data weighing each training edge in the loss (a number >= 0 per edge).
+        edge_decoder: edge: how a labelled edge's outputs are made from its ends' representations: an MLP of both
+            (and of the edge's --edge-feat), their inner product (one output), or DistMult (a relation per output)
+            (one of: concat, dot, distmult).
+        neg_ratio: link: random negative edges per positive.
+        eval_negatives: link: random destinations each held-out edge is ranked against.
+        hits_k: link: K of Hits@K (share of held-out edges ranked K or better).
+        filtered: link: also filtered MRR and Hits@K, the candidates that are known edges (training, validation,
+            test) left out of each list; selects on filtered MRR.
+        edge_type: link, with --dataset: the edge type to predict, src:rel:dst (needed when the graph has several);
+            edge: the edge type whose labels to learn (default: the only one with labels).
+        link_split: link, with --part-config: the held-out edges file (safetensors).
+        eval_every: validate after every n-th epoch (0: after the last only).
+        eval_fanouts: neighbours sampled per layer when evaluating (default: all, computed layer by layer).
+        eval_batch_size: seeds per evaluation batch with --eval-fanouts.
+        metrics_out: write per-epoch metrics (rewritten after every epoch) and the final test figures to this JSON
+            file.
+        log_dir: write TensorBoard event files (where the tensorboard package is installed) and metrics.csv to this
+            directory, live.
+        save_embeddings: write every node's representation (of the best validation epoch) in original ID order: a
+            .npy file, or for a heterogeneous graph a directory of <node type>.npy.
+        embedding_layer: what --save-embeddings writes: the model's output (node: class scores; link: the encoder's
+            output) or the hidden layer before it.
+        checkpoint: directory for checkpoints (and best/, the best validation epoch); an interrupted run resumes
+            from it.
+        timeout: seconds any distributed wait may take.
+        heartbeat_timeout: seconds without a heartbeat after which a rank (its link, process or host) is lost and
+            the run stops, naming it (0: off).
+        verify: check the partition files each rank serves against the sha256 checksums of the partition config
+            before training on them (--no-verify skips it).
+        colocated: read the partitions of other ranks on the same host from their files in-process (shared page
+            cache) instead of over RPC, when they are the same files (--no-colocated: always RPC).
+        allow_nonfinite: train on NaN or infinite features and losses instead of stopping with an error.
+        progress: progress bars (no command-line flag).
+        rehearse: take the GPU's path on the CPU: batches copied through the device buffers, a device cache in host
+            memory (how machines without a GPU test that path) (no command-line flag).
+        print_epochs: rank 0 prints each epoch's line as it ends (no command-line flag).
+    """
 
     part_config: str | None = option(
         None, "str", "partition config JSON (from 'partition' or 'dispatch')", optional=True
@@ -57,6 +166,7 @@ class TrainOptions:
     main_task: str | None = option(
         None, "str", "multi: the task whose first metric selects the best epoch (default: the first)", optional=True
     )
+    _: KW_ONLY
     task_schedule: str = option(
         "sum",
         "str",
@@ -348,8 +458,11 @@ class TrainOptions:
         return dict(zip(SPLITS, self.split_masks))
 
     def check(self) -> None:
-        """Raise :class:`InputError` naming the first option out of its type or range, or options that do
-        not fit together."""
+        """Check every option's type and range, and that the options fit together.
+
+        Raises:
+            InputError: names the first option out of its type or range, or options that do not fit together.
+        """
         try:
             check_fields(self)
         except ValueError as exc:
@@ -372,6 +485,7 @@ class LaunchOptions:
     num_procs: int | None = option(
         None, "int", "start this many local ranks (omit under torchrun)", optional=True, low=1
     )
+    _: KW_ONLY
     host: str = option(
         "127.0.0.1",
         "str",

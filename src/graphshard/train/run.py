@@ -10,7 +10,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..datasets import load_dataset
 from ..device.choice import check_device, local_ranks, rank_device, rule_line
@@ -47,8 +47,19 @@ from .runlog import KIND, check_log_dir
 
 log = logging.getLogger(__name__)
 notice = logging.getLogger("graphshard.notice")  # shown at the default log level
+
+
 # partition_dataset's arguments: dataset, out_dir, num_parts, method, seed, link, edge_type
-PartitionJob = tuple[str, str, int, str, int, bool, str | None]
+class PartitionJob(NamedTuple):
+    """The arguments of :func:`partition_dataset` for a ``--dataset`` run."""
+
+    dataset: str
+    out_dir: str
+    num_parts: int
+    method: str
+    seed: int
+    link: bool
+    edge_type: str | None
 
 
 def _rank_main(
@@ -129,7 +140,7 @@ def rank_log(s: Any, directory: str) -> None:
 
 
 def _paths(
-    dataset: str, out_dir: str, num_parts: int, method: str, seed: int, link: bool, edge_type: str | None
+    dataset: str, out_dir: str, num_parts: int, method: str, *, seed: int, link: bool, edge_type: str | None
 ) -> tuple[Path, Path, str | None]:
     """Where :func:`partition_dataset` puts ``dataset``: (directory, config, held-out edges file).
 
@@ -145,7 +156,7 @@ def _paths(
 
 def _with_partitions(opts: TrainOptions, job: PartitionJob) -> TrainOptions:
     """``opts`` on the partitions :func:`partition_dataset` made (or found) for ``job``, its arguments."""
-    _, config, split = _paths(*job)
+    _, config, split = _paths(**job._asdict())
     return replace(opts, part_config=str(config), link_split=split or opts.link_split)
 
 
@@ -153,8 +164,8 @@ def _partition_announced(job: PartitionJob, announce: bool = True, memory: int |
     """:func:`partition_dataset` of ``job`` (its arguments); ``announce``: say in a notice where the partitions
     are (what ``graphshard embed --part-config`` needs), made now or reused; ``memory``: what partitioning may
     use (default: the machine's memory). Returns the partition config."""
-    made = not _paths(*job)[1].is_file()
-    config, _ = partition_dataset(*job, memory=memory)
+    made = not _paths(**job._asdict())[1].is_file()
+    config, _ = partition_dataset(**job._asdict(), memory=memory)
     if announce:
         notice.info(
             "partitions of %s: %s (%s; give it as --part-config to embed, or to train without partitioning again)",
@@ -170,6 +181,7 @@ def partition_dataset(
     out_dir: str,
     num_parts: int,
     method: str = "metis",
+    *,
     seed: int = 0,
     link: bool = False,
     edge_type: str | None = None,
@@ -181,7 +193,7 @@ def partition_dataset(
     validation/test edges (of ``edge_type``, ``"src:rel:dst"``; needed when there are several) leave the
     graph before it is partitioned. ``memory``: what partitioning may use (see
     :func:`~graphshard.partition.api.partition_graph`)."""
-    out, config, split_file = _paths(dataset, out_dir, num_parts, method, seed, link, edge_type)
+    out, config, split_file = _paths(dataset, out_dir, num_parts, method, seed=seed, link=link, edge_type=edge_type)
     if not config.is_file():
         ds = load_dataset(dataset)
         g = ds.graph
@@ -219,20 +231,43 @@ def train(
     num_procs: int | None = None,
     dataset: str | None = None,
     work_dir: str = "out/train",
+    *,
     part_method: str = "metis",
     host: str = "127.0.0.1",
     memory: int = 0,
 ) -> dict[str, Any]:
-    """Train as ``opts`` says and return the metrics. ``num_procs``: start that many local ranks (one
-    partition each); None: this process is one rank of a torchrun job. ``dataset``: partition it into
-    ``work_dir`` first (into ``num_procs`` parts, or ``WORLD_SIZE`` under torchrun). ``memory``: bytes the
-    local processes may use together (0: the machine's memory); a run predicted to need more is refused
-    before any process starts."""
+    """Train as ``opts`` says and return the metrics.
+
+    The options, the data and the memory the run needs are checked before any process starts. With
+    ``opts.metrics_out``, the metrics are written there too.
+
+    Args:
+        opts: what to train and how (validated here with `TrainOptions.check`).
+        num_procs: start that many local ranks (one partition each); None: this process is one rank of a
+            torchrun job.
+        dataset: a dataset directory (``meta.json``) or chunked graph to partition into ``work_dir`` first
+            (into ``num_procs`` parts, or ``WORLD_SIZE`` under torchrun), instead of ``opts.part_config``.
+        work_dir: where ``dataset`` is partitioned.
+        part_method: how ``dataset`` is partitioned (e.g. ``metis``, ``random``).
+        host: the address every socket of the run listens on (127.0.0.1: this machine only); beyond loopback
+            every process needs the job's secret (``GRAPHSHARD_SECRET`` or a secret file).
+        memory: bytes the local processes may use together (0: the machine's memory); a run predicted to
+            need more is refused before any process starts.
+
+    Returns:
+        The metrics: per-epoch figures, the final test figures and the time account.
+
+    Raises:
+        InputError: an option out of its type or range, options that do not fit together, data that does
+            not fit the options, or a run predicted not to fit the memory or the devices.
+        FormatError: the partition config, a partition file or a checkpoint is missing or corrupt.
+        DistError: a rank failed; names the rank.
+    """
     refuse_spawn_reimport()
     if not num_procs:  # one rank of a job: torchrun's variables, or Slurm's under srun
         adopt_launcher_env()
     started = time.perf_counter()
-    metrics, launcher = _train(opts, num_procs, dataset, work_dir, part_method, host, memory)
+    metrics, launcher = _train(opts, num_procs, dataset, work_dir, part_method=part_method, host=host, memory=memory)
     rank = metrics.pop("time", {})
     if "finished_at" in rank and num_procs:
         launcher["shutdown_s"] = time.time() - rank.pop("finished_at")
@@ -249,6 +284,7 @@ def _train(
     num_procs: int | None,
     dataset: str | None,
     work_dir: str,
+    *,
     part_method: str,
     host: str,
     memory: int = 0,
@@ -270,10 +306,11 @@ def _train(
         out = f"{work_dir}/{parts}parts-{part_method}"
         if not num_procs:  # torchrun: each host partitions into its own directory, inside the job
             out += f"/host{os.environ.get('GROUP_RANK', '0')}"
-        job: PartitionJob = (dataset, out, parts, part_method, opts.seed, *link_part(opts))
+        link, edge_type = link_part(opts)
+        job = PartitionJob(dataset, out, parts, part_method, seed=opts.seed, link=link, edge_type=edge_type)
         if not num_procs:
             return _rank_main(opts, None, job), launcher
-        if not _paths(*job)[1].is_file():  # to be partitioned here: refused first if it cannot fit
+        if not _paths(**job._asdict())[1].is_file():  # to be partitioned here: refused first if it cannot fit
             check_partition_fits(dataset, part_method, parts, allowed(memory))
         with timing.phase("partition_s", launcher):
             _partition_announced(job, memory=allowed(memory))
@@ -291,7 +328,16 @@ def _train(
         layers, outputs = evaluated(cfg, opts)
         budget, layerwise = allowed(memory), opts.eval_fanouts is None
         check_train_fits(
-            cfg, num_procs, num_procs, opts.hidden, layerwise, budget, "training", layers, outputs, opts.colocated
+            cfg,
+            num_procs,
+            num_procs,
+            opts.hidden,
+            layerwise=layerwise,
+            budget=budget,
+            step="training",
+            layers=layers,
+            outputs=outputs,
+            colocated=opts.colocated,
         )
         check_devices_fit(cfg, opts, num_procs, num_procs)  # each device's ranks: refused now if they cannot fit
         if opts.checkpoint:  # a checkpoint of another run, or ranks at different epochs: say so now
@@ -308,6 +354,6 @@ def _train(
             num_procs,
             (opts, result, None, logging.getLogger().getEffectiveLevel(), began),
             host,
-            opts.timeout,
+            timeout=opts.timeout,
         )
         return json.loads(Path(result).read_text()), launcher

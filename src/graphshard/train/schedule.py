@@ -7,7 +7,7 @@ import math
 SCHEDULES = ("constant", "cosine", "step")
 
 
-def lr_at(schedule: str, lr: float, epoch: int, epochs: int, step: int = 10, gamma: float = 0.5) -> float:
+def lr_at(schedule: str, lr: float, epoch: int, epochs: int, *, step: int = 10, gamma: float = 0.5) -> float:
     """The learning rate of ``epoch`` (0-based) of ``epochs``: ``constant``; ``cosine`` from ``lr`` down
     towards 0 over the run; ``step``: × ``gamma`` every ``step`` epochs."""
     if schedule == "constant":

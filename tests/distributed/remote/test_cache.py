@@ -147,7 +147,7 @@ def _reads_worker(config, out):
         dg = DistGraph("s", config)
         book = dg.get_partition_book()
         seeds = book.partid2nids(s.rank).numpy()[::3]
-        ids, reads = expected_reads(dg.group, dg.sampling_graph, book, seeds, np.array([[3], [2]]))
+        ids, reads = expected_reads(dg.group, dg.sampling_graph, book, seeds, fanouts=np.array([[3], [2]]))
         np.save(f"{out}/reads{s.rank}.npy", np.stack([book.to_original("_N", ids).numpy(), reads]))
         np.save(f"{out}/seeds{s.rank}.npy", book.to_original("_N", seeds).numpy())
 

@@ -99,9 +99,9 @@ def _worker(config: str, check_error: bool, sparse: bool = False) -> None:
                     np.array([1]),
                     2,
                     None,
-                    _serve_many,
-                    lambda pos: ("", [("paper", "no_such_feature", book.partid2nids(1, "paper")[:1], False)]),
-                    "feature",
+                    remote=_serve_many,
+                    args=lambda pos: ("", [("paper", "no_such_feature", book.partid2nids(1, "paper")[:1], False)]),
+                    what="feature",
                 )
             for t, feats in g.node_feats.items():
                 ids = torch.from_numpy(rng.permutation(g.num_nodes[t]))

@@ -41,19 +41,19 @@ def _check_tensors(dg, rank):
     from graphshard.distributed.remote.tensor import DistTensor
 
     book = dg.get_partition_book()
-    t = DistTensor(dg.group, book, (60, 2), torch.float32, "scores", ntype="paper")
+    t = DistTensor(dg.group, book, (60, 2), torch.float32, name="scores", ntype="paper")
     mine = np.arange(rank, 60, 2)
     t[mine] = torch.from_numpy(np.stack([mine * 10.0 + rank, -mine], axis=1))
     dg.barrier()
     ids = np.arange(60)
     assert np.array_equal(t[ids].numpy(), np.stack([ids * 10.0 + ids % 2, -ids], axis=1))
     et = ("paper", "cites", "paper")
-    e = DistTensor(dg.group, book, (dg.num_edges(et),), torch.int64, "marks", etype=et)
+    e = DistTensor(dg.group, book, (dg.num_edges(et),), torch.int64, name="marks", etype=et)
     e[np.arange(rank, dg.num_edges(et), 2)] = 7 + rank
     dg.barrier()
     assert np.array_equal(e[np.arange(dg.num_edges(et))].numpy(), 7 + np.arange(dg.num_edges(et)) % 2)
 
-    emb = DistEmbedding(dg.group, book, 25, 4, "author_emb", ntype="author")
+    emb = DistEmbedding(dg.group, book, 25, 4, name="author_emb", ntype="author")
     before = emb.weight[np.arange(25)].clone()
     dg.barrier()
     opt = SparseAdagrad([emb], lr=0.5)
@@ -142,7 +142,7 @@ def _shared_worker(config):
         ids = np.arange(240)
         assert np.array_equal(dg.out_degrees(ids).numpy(), np.bincount(src, minlength=240))
         assert np.array_equal(dg.in_degrees(ids).numpy(), np.bincount(dst, minlength=240))
-        t = DistTensor(group, dg.book, (240,), torch.float64, "x")
+        t = DistTensor(group, dg.book, (240,), torch.float64, name="x")
         t[np.arange(ctx.rank, 240, 2)] = torch.tensor(1.0 + ctx.rank)
         dg.barrier()
         assert np.array_equal(t[ids].numpy(), 1.0 + ids % 2)

@@ -15,7 +15,7 @@ def _book(sizes):
     bounds = np.concatenate([[0], np.cumsum(sizes)])
     nm = {"_N": np.stack([bounds[:-1], bounds[1:]], axis=1)}
     em = {"_N:_E:_N": np.stack([bounds[:-1], bounds[1:]], axis=1)}
-    return RangePartitionBook(len(sizes), ["_N"], ["_N:_E:_N"], nm, em)
+    return RangePartitionBook(len(sizes), ["_N"], ["_N:_E:_N"], nm, edge_map=em)
 
 
 @settings(max_examples=80, deadline=None)

@@ -361,9 +361,9 @@ class _OneHopSampler(NeighborSampler):
             row,
             col,
             edge,
-            None,
-            {k: [len(v)] for k, v in node.items()},
-            {k: [len(v)] for k, v in row.items()},
+            batch=None,
+            num_sampled_nodes={k: [len(v)] for k, v in node.items()},
+            num_sampled_edges={k: [len(v)] for k, v in row.items()},
             metadata=(torch.arange(len(seeds)), None),
         )
 

@@ -43,7 +43,9 @@ def tiny(tmp_path):
     """Options for dispatching the tiny graph (2 edge chunks, 2-hop HALO, original IDs saved)."""
     chunk_graph(tiny_graph(), tmp_path / "c", 2, "numpy", graph_name="t")
     write_assignment(tmp_path / "a", {"a": np.array([1, 0, 1]), "b": np.array([0, 1])}, 2, "explicit")
-    return DispatchOptions(tmp_path / "c", tmp_path / "a", tmp_path / "out", 2, True, True)
+    return DispatchOptions(
+        tmp_path / "c", tmp_path / "a", tmp_path / "out", 2, save_orig_nids=True, save_orig_eids=True
+    )
 
 
 @pytest.fixture

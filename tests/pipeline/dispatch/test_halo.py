@@ -94,7 +94,7 @@ def test_deeper_hops_follow_sources_back_and_group_by_destination():
     table = {3: [(30, 1, 300)], 1: [(10, 0, 100), (11, 2, 101)], 0: [], 2: [(20, 4, 200)]}
     own = {0: (OwnInEdges(np.array([0, 1]), np.array([40]), np.array([3])), np.array([400]))}
     asked: list[list[int]] = []
-    halo = expand_halo(own, np.array([[4, 5]]), 5, 3, _table_fetch(table, asked))
+    halo = expand_halo(own, np.array([[4, 5]]), 5, 3, fetch=_table_fetch(table, asked))
     assert asked == [[3], [1]]  # hop by hop; 0 and 2 are three hops away: not asked
     h, orig = halo[0]
     assert h.halo_dsts.tolist() == [1, 3] and h.degrees.tolist() == [2, 1]  # by destination, not by hop
@@ -103,5 +103,5 @@ def test_deeper_hops_follow_sources_back_and_group_by_destination():
 
 def test_a_rank_without_partitions_still_takes_part_in_every_hop():
     asked: list[list[int]] = []
-    assert expand_halo({}, np.zeros((0, 2), np.int64), 5, 3, _table_fetch({}, asked)) == {}
+    assert expand_halo({}, np.zeros((0, 2), np.int64), 5, 3, fetch=_table_fetch({}, asked)) == {}
     assert asked == [[], []]

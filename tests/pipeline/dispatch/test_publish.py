@@ -19,8 +19,8 @@ def _template(tiny):
         state.new2old,
         state.old2new,
         np.zeros(0, np.int64),
-        state.node_bounds,
-        edge_bounds_from_counts(np.array(EDGE_COUNTS)),
+        node_bounds=state.node_bounds,
+        edge_bounds=edge_bounds_from_counts(np.array(EDGE_COUNTS)),
     )
     return config_template(state, rl, state.out / "t.json")
 

@@ -30,10 +30,10 @@ def test_output_loads_back_as_computed_by_hand(tiny, solo):
 def _interrupt_at_partition_1(tiny, solo, monkeypatch):
     original = PartWriter.write_structure
 
-    def write(self, p, *args):
+    def write(self, p, *args, **kwargs):
         if p == 1:
             raise OSError("disk gone while writing partition 1")
-        return original(self, p, *args)
+        return original(self, p, *args, **kwargs)
 
     with monkeypatch.context() as m:
         m.setattr(PartWriter, "write_structure", write)

@@ -32,8 +32,8 @@ def setup(tiny):
         state.new2old,
         state.old2new,
         np.zeros(0, np.int64),
-        state.node_bounds,
-        edge_bounds_from_counts(np.array(EDGE_COUNTS)),
+        node_bounds=state.node_bounds,
+        edge_bounds=edge_bounds_from_counts(np.array(EDGE_COUNTS)),
     )
     identity = config_template(state, rl, state.out / "t.json")
     resume = ResumeArea(state.out / ".dispatch-t", "fp")
@@ -71,9 +71,9 @@ def test_feature_files_load_back_with_identity_and_checksums(setup):
 def test_structure_loads_back_and_the_partition_is_finished(setup):
     state, rl, identity, resume, writer, edges, node_feats = setup
     sums = writer.write_features(1, edges, rl, node_feats)
-    view = HomoView(5, state.node_off, state.edge_off, np.zeros(0, np.int64), np.zeros(0, np.int64))
+    view = HomoView(5, state.node_off, state.edge_off, np.zeros(0, np.int64), dst=np.zeros(0, np.int64))
     own = own_structure(state, 1, edges, 3)
-    writer.write_structure(1, edges, rl, view, own, (HaloInEdges.empty(), np.zeros(0, np.int64)), sums)
+    writer.write_structure(1, edges, rl, view, own=own, halo=(HaloInEdges.empty(), np.zeros(0, np.int64)), sums=sums)
     g = _read(resume.part_dir(1) / "graph.safetensors", identity, "part_graph")
     # inner a0, a2, b1 (new 2-4), then the HALO sources a1, b0 (new 0, 1)
     assert g["node/_ID"] == [2, 3, 4, 0, 1] and g["node/part_id"] == [1, 1, 1, 0, 0]
@@ -91,11 +91,11 @@ def test_failed_write_names_the_file_and_removes_the_staging(setup, monkeypatch)
     state, rl, identity, resume, writer, edges, node_feats = setup
     real, calls = write_module.write_tensors, []
 
-    def full(path, *args):
+    def full(path, *args, **kwargs):
         calls.append(path)
         if len(calls) == 2:  # node_feats is written, edge_feats finds the disk full
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real(path, *args)
+        return real(path, *args, **kwargs)
 
     monkeypatch.setattr(write_module, "write_tensors", full)
     with pytest.raises(WriteError, match=r"part1\.tmp-\d+/edge_feats\.safetensors: No space left on device"):

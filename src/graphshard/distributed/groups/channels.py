@@ -22,10 +22,10 @@ def open_channels(
     names: list[str],
     rank: int,
     store: Any,
+    *,
     key: str,
     timeout: float,
     host: str,
-    *,
     secret: bytes = b"",
     tls: Tls | None = None,
 ) -> Channels:

@@ -13,7 +13,7 @@ import datetime
 import itertools
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -66,6 +66,7 @@ class RpcGroup:
     names: list[str]
     store: Any
     timeout: float
+    _: KW_ONLY
     lanes: int = 1
     # member name -> why it can no longer be asked (None: it can); set by a long-running service whose ranks
     # outlive a lost peer (graphshard serve): requests to it fail at once, and a wait on it ends when it is lost
@@ -124,6 +125,7 @@ def join_group(
     rank: int,
     store: Any,
     key: str,
+    *,
     timeout: float,
     host: str = "127.0.0.1",
     lanes: int = 1,
@@ -136,9 +138,9 @@ def join_group(
     listen beyond loopback without a secret (unless ``--insecure``)."""
     address = own_address(os.environ.get("MASTER_ADDR", host))
     secret = listening_key(address, names[rank])
-    group = RpcGroup(rank, names, store, timeout, lanes, scope=key)
+    group = RpcGroup(rank, names, store, timeout, lanes=lanes, scope=key)
     group.channels = open_channels(
-        group.all_gather, names, rank, store, key, timeout, address, secret=secret, tls=tls_from_env()
+        group.all_gather, names, rank, store, key=key, timeout=timeout, host=address, secret=secret, tls=tls_from_env()
     )
     _CURRENT[:] = [group]
     return group
@@ -148,7 +150,7 @@ def init_rpc(ctx: DistContext, host: str = "127.0.0.1") -> RpcGroup:
     """Join the group of the trainer ranks of ``ctx``; every request and barrier is bounded by ``ctx.timeout``.
     The group becomes this process's current group (see :func:`current_group`)."""
     names = [worker_name(r) for r in range(ctx.world_size)]
-    return join_group(names, ctx.rank, ctx.store, "rpc/port", ctx.timeout, host)
+    return join_group(names, ctx.rank, ctx.store, "rpc/port", timeout=ctx.timeout, host=host)
 
 
 def current_group() -> RpcGroup:
@@ -176,6 +178,7 @@ def by_owner(
     parts: np.ndarray,
     num_parts: int,
     local: Callable[[np.ndarray], Any] | None,
+    *,
     remote: Callable[..., Any],
     args: Callable[[np.ndarray], tuple],
     what: str,
@@ -198,7 +201,7 @@ def by_owner(
             elif near is not None and p in near:
                 here.append((pos, near[p]))
             else:
-                pending.append((pos, owner, _send(group, owner, remote, args(pos), what)))
+                pending.append((pos, owner, _send(group, owner, remote, args(pos), what=what)))
         for pos, serve in here:
             done.append((pos, serve(pos)))
         for pos, owner, fut in pending:
@@ -215,9 +218,9 @@ def drop(futures: Iterable[Pending]) -> None:
         fut.cancel()
 
 
-def rpc_call(group: RpcGroup, owner: str, remote: Callable[..., Any], args: tuple, what: str) -> Any:
+def rpc_call(group: RpcGroup, owner: str, remote: Callable[..., Any], args: tuple, *, what: str) -> Any:
     """``remote(*args)`` on member ``owner``, bounded by the group's timeout; errors name the member."""
-    return _result(group, owner, _send(group, owner, remote, args, what), what)
+    return _result(group, owner, _send(group, owner, remote, args, what=what), what)
 
 
 def rpc_calls(group: RpcGroup, calls: list[tuple[str, Callable[..., Any], tuple]], what: str) -> list[Any]:
@@ -231,7 +234,7 @@ def send_all(group: RpcGroup, calls: list[tuple[str, Callable[..., Any], tuple]]
     sent: list[tuple[str, Any]] = []
     try:
         for owner, remote, args in calls:
-            sent.append((owner, _send(group, owner, remote, args, what)))
+            sent.append((owner, _send(group, owner, remote, args, what=what)))
     except BaseException:
         drop(fut for _, fut in sent)
         raise
@@ -247,7 +250,7 @@ def collect(group: RpcGroup, sent: list[tuple[str, Any]], what: str) -> list[Any
         raise
 
 
-def _send(group: RpcGroup, owner: str, remote: Callable[..., Any], args: tuple, what: str) -> Pending:
+def _send(group: RpcGroup, owner: str, remote: Callable[..., Any], args: tuple, *, what: str) -> Pending:
     """Send ``remote(*args)`` (a channel handler) to ``owner`` on the group's channels."""
     _refuse_lost(group, owner, what)
     if group.channels is None:
@@ -255,10 +258,10 @@ def _send(group: RpcGroup, owner: str, remote: Callable[..., Any], args: tuple, 
     try:
         return group.channels.send(group.member(owner), remote, args)
     except ChannelLost as exc:
-        raise _lost(group, owner, what, exc.timed_out, str(exc)) from None
+        raise _lost(group, owner, what, exc.timed_out, detail=str(exc)) from None
 
 
-def _lost(group: RpcGroup, owner: str, what: str, timed_out: bool, detail: str) -> PeerLost:
+def _lost(group: RpcGroup, owner: str, what: str, timed_out: bool, *, detail: str) -> PeerLost:
     """The error of a request whose peer vanished or hung (it is at fault: said so for the launcher)."""
     raise_if_pending()  # this process was told to stop, so were its peers: that is why it failed
     state = "did not answer" if timed_out else "is gone"
@@ -285,6 +288,6 @@ def _result(group: RpcGroup, owner: str, pending: Pending, what: str) -> Any:
     try:
         return pending.result(check)
     except ChannelLost as exc:
-        raise _lost(group, owner, what, exc.timed_out, str(exc)) from None
+        raise _lost(group, owner, what, exc.timed_out, detail=str(exc)) from None
     except RemoteFailure as exc:
         raise _failed(group, owner, what, str(exc)) from None

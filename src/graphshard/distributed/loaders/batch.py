@@ -5,7 +5,7 @@ link seeds, with negative sampling), fetch features and labels of every sampled 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -49,6 +49,7 @@ class BatchSpec:
     replace: bool = False
     disjoint: bool = False
     time_attr: str | None = None
+    _: KW_ONLY
     feat_name: str = "feat"
     label_name: str | None = "label"
     input_type: str | None = None
@@ -82,6 +83,7 @@ class BatchRequest:
     key: int
     seeds: np.ndarray
     time: np.ndarray | None = None
+    _: KW_ONLY
     label: np.ndarray | None = None
     input_id: np.ndarray | None = None
     hard: np.ndarray | None = None
@@ -134,9 +136,9 @@ class BatchMaker:
         group: RpcGroup,
         sampling_graph: SamplingGraph,
         features: DistFeatureStore,
+        *,
         book: RangePartitionBook,
         near: dict[int, SamplingGraph] | None = None,
-        *,
         allocate: Allocate | None = None,
         row_cache: DeviceRowCache | None = None,
     ):
@@ -144,7 +146,14 @@ class BatchMaker:
         # where dense rows are gathered (reused pinned buffers for a GPU), and the rows the device holds
         self.allocate, self.row_cache = allocate, row_cache
         self.sampler = DistNeighborSampler(
-            group, sampling_graph, book, spec.num_neighbors, spec.replace, spec.disjoint, spec.time_attr, near
+            group,
+            sampling_graph,
+            book,
+            spec.num_neighbors,
+            replace=spec.replace,
+            disjoint=spec.disjoint,
+            time_attr=spec.time_attr,
+            near=near,
         )
         self.hetero = len(book.ntypes) > 1 or len(book.canonical_etypes) > 1
 
@@ -228,7 +237,7 @@ class BatchMaker:
         elif mode == "hard":
             k = max(1, int(np.ceil(self.spec.neg_amount)))
             dst_neg = (
-                self._hard(src, dst, edge_type, k, req.key, rng)
+                self._hard(src, dst, edge_type, k, key=req.key, rng=rng)
                 if req.hard is None
                 else self._given(req.hard, d_t, rng)
             )
@@ -268,7 +277,7 @@ class BatchMaker:
         return data
 
     def _hard(
-        self, src: np.ndarray, dst: np.ndarray, et: EType, k: int, key: int, rng: np.random.Generator
+        self, src: np.ndarray, dst: np.ndarray, et: EType, k: int, *, key: int, rng: np.random.Generator
     ) -> np.ndarray:
         """``(B, 2k)`` per-type node IDs: up to ``k`` sampled in-neighbours (along ``et``) of each destination in
         ``dst`` other than its positive's source in ``src``, the rest of the first ``k`` and the last ``k`` random
@@ -329,7 +338,7 @@ class BatchMaker:
         if cache is None or cache.name != self.spec.feat_name or not cache.holds(ntype):
             return ids
         hit_pos, hit_slot, miss_pos = cache.split(ntype, ids)
-        cached_layout(store, hit_pos, hit_slot, miss_pos, int(ids.shape[0]))
+        cached_layout(store, hit_pos, hit_slot, miss_pos, count=int(ids.shape[0]))
         return ids[miss_pos]
 
     def _collate(self, out) -> tuple[Data | HeteroData, np.ndarray | None]:

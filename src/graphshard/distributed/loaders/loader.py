@@ -43,6 +43,7 @@ class _DistLoader:
         spec: BatchSpec,
         seeds: np.ndarray,
         batch_size: int,
+        *,
         shuffle: bool,
         drop_last: bool,
         num_workers: int,
@@ -50,7 +51,6 @@ class _DistLoader:
         seed: int,
         time: Any,
         label: Any,
-        *,
         device: Any = None,
         device_cache: DeviceRowCache | None = None,
         transform: Callable[[Any], None] | None = None,
@@ -95,9 +95,9 @@ class _DistLoader:
                 graph.group.rank,
                 graph.group.world_size,
                 spec,
-                num_workers,
-                prefetch,
-                graph.group.timeout,
+                num_workers=num_workers,
+                prefetch=prefetch,
+                timeout=graph.group.timeout,
                 cache=graph.features.cache,
                 colocated=graph.colocated,
             )
@@ -115,8 +115,8 @@ class _DistLoader:
             g.group,
             g.sampling_graph,
             g.features,
-            g.book,
-            g.near_graphs,
+            book=g.book,
+            near=g.near_graphs,
             allocate=feeder.pool.take if feeder is not None and feeder.copying else None,
             row_cache=self.device_cache,
         )
@@ -153,9 +153,9 @@ class _DistLoader:
                     key,
                     self.seeds[..., take],
                     None if self.time is None else self.time[take],
-                    None if self.label is None else self.label[take],
-                    take,
-                    None if self.hard is None else self.hard[take],
+                    label=None if self.label is None else self.label[take],
+                    input_id=take,
+                    hard=None if self.hard is None else self.hard[take],
                 )
             )
         return reqs
@@ -179,7 +179,7 @@ class _DistLoader:
                     reqs,
                     self.prefetch,
                     self.graph.group.timeout,
-                    f"rank {self.rank}: ",
+                    where=f"rank {self.rank}: ",
                     max_builders=MAX_BUILDERS,
                     cores=rank_threads(),
                     nice=builder_nice(self.remote),
@@ -216,27 +216,57 @@ def _feeder(
 
 
 class DistNeighborLoader(_DistLoader):
-    """Mini-batches of ``input_nodes`` (this rank's per-type IDs of ``input_type``, e.g. from
-    ``node_split``) with their sampled ``num_neighbors``-hop neighbourhoods, as PyG ``Data`` (one node
-    and edge type) or ``HeteroData``: ``n_id``, ``e_id``, ``x``, ``y``, ``edge_index``, ``batch_size``,
-    ``num_sampled_nodes``/``num_sampled_edges``, ``input_id`` (as in PyG: each seed's position in
-    ``input_nodes``); the first ``batch_size`` nodes are the batch's distinct seeds (a repeated seed
-    appears once, with the ``input_id`` of its first occurrence in the batch). ``time_attr`` +
-    ``input_time``: temporal sampling (neighbours never newer than their seed; seeds are kept as given,
-    one subtree each). ``sparse_x``: CSR features come as sparse COO ``x``; ``wire_dtype``: ``float16`` or
-    ``bfloat16`` sends other processes' dense feature rows at half the bytes, rounded (see :class:`BatchSpec`).
-    ``edge_feat_name``: edges get that feature as ``edge_attr``; ``node_attrs``: further node data by name
-    (default: the split masks ``train_mask``, ``val_mask``, ``test_mask`` where a type has them, as PyG's
-    loaders give them; ``()`` for none).
+    """Mini-batches of seed nodes with their sampled multi-hop neighbourhoods, as PyG ``Data`` or ``HeteroData``.
 
-    For a GPU: ``device`` (e.g. ``"cuda:0"``) hands out batches on that device, copied ahead of the one being
-    computed on through reused pinned buffers on a stream of their own (see :mod:`graphshard.device.transfer`;
-    ``n_id``, ``e_id`` and ``input_id`` stay on the host); ``device_cache`` (a
-    :class:`~graphshard.device.rowcache.DeviceRowCache`, e.g. from
-    :func:`~graphshard.distributed.remote.device_cache.build_device_cache`) keeps the rows read most on the device and
-    fetches only the others; ``transform(batch)`` runs on the host before the copies (to attach what the loss
-    reads, so it travels the same way). ``copy``: take the device path even when the device is the CPU (each
-    batch copied through the reused buffers; rehearses a GPU's path on a machine without one)."""
+    ``Data`` for one node and edge type, ``HeteroData`` otherwise, holding ``n_id``, ``e_id``, ``x``, ``y``,
+    ``edge_index``, ``batch_size``, ``num_sampled_nodes``/``num_sampled_edges`` and ``input_id`` (as in PyG:
+    each seed's position in ``input_nodes``); the first ``batch_size`` nodes are the batch's distinct seeds
+    (a repeated seed appears once, with the ``input_id`` of its first occurrence in the batch). Every rank
+    runs the same number of batches per epoch (construction is collective over the graph's group); iterate
+    it once per epoch, and `close` it (or use it as a context manager) before leaving RPC.
+
+    Args:
+        graph: the distributed graph to sample from.
+        num_neighbors: the fanout of each hop (``-1``: every in-neighbour), a list, or a dict of such
+            lists per edge type.
+        input_nodes: this rank's seeds: per-type node IDs of ``input_type`` (e.g. from `node_split`).
+        batch_size: seeds per batch on this rank.
+        input_type: the node type of the seeds; needed for a graph of several node types.
+        shuffle: shuffle the seeds every epoch.
+        drop_last: leave out the last batch of an epoch when it is not full.
+        replace: sample neighbours with replacement.
+        disjoint: give every seed its own subtree.
+        time_attr: with ``input_time``, temporal sampling: the node attribute holding each node's time;
+            neighbours are never newer than their seed, and seeds are kept as given, one subtree each.
+        input_time: each seed's time (temporal sampling, with ``time_attr``).
+        feat_name: the node feature that becomes ``x`` where a node type has it.
+        label_name: the node data that becomes ``y`` where a node type has it; None: no ``y``.
+        num_workers: sampler worker processes building the batches; 0: built in the training process.
+        prefetch: batches built ahead of the training loop (0: built in-line); None: 2 per worker, or,
+            without workers, ahead only when the rank has a core to spare or reads other processes' data.
+        seed: the random seed; batches depend on ``(seed, epoch, batch, rank)`` only.
+        sparse_x: CSR features come as sparse COO ``x``.
+        wire_dtype: how other processes' dense feature rows travel: ``stored``, or ``float16``/``bfloat16``
+            (half the bytes, rounded; see `graphshard.distributed.transport.wire`).
+        edge_feat_name: edges get that edge feature as ``edge_attr``.
+        node_attrs: further node data by name; None: the split masks ``train_mask``, ``val_mask``,
+            ``test_mask`` where a type has them, as PyG's loaders give them; ``()`` for none.
+        device: for a GPU, e.g. ``"cuda:0"``: hands out batches on that device, copied ahead of the one being
+            computed on through reused pinned buffers on a stream of their own (see
+            `graphshard.device.transfer`; ``n_id``, ``e_id`` and ``input_id`` stay on the host).
+        device_cache: a `DeviceRowCache` (e.g. from `build_device_cache`) that keeps the rows read most on the
+            device, so that only the others are fetched; needs ``num_workers=0``.
+        transform: ``transform(batch)`` runs on the host before the copies to the device (to attach what the
+            loss reads, so it travels the same way).
+        copy: take the device path even when the device is the CPU (each batch copied through the reused
+            buffers; rehearses a GPU's path on a machine without one).
+
+    Raises:
+        InputError: no ``input_type`` on a graph of several node types; ``batch_size`` below 1; a
+            ``device_cache`` with workers; ``input_time`` of another length than the seeds; an unknown
+            ``wire_dtype``; a rank without seeds while others have some.
+        IDRangeError: a seed ID out of range.
+    """
 
     def __init__(
         self,
@@ -244,6 +274,7 @@ class DistNeighborLoader(_DistLoader):
         num_neighbors: Any,
         input_nodes: Any,
         batch_size: int = 1024,
+        *,
         input_type: str | None = None,
         shuffle: bool = False,
         drop_last: bool = False,
@@ -260,7 +291,6 @@ class DistNeighborLoader(_DistLoader):
         wire_dtype: str = STORED,
         edge_feat_name: str | None = None,
         node_attrs: Any = None,
-        *,
         device: Any = None,
         device_cache: DeviceRowCache | None = None,
         transform: Callable[[Any], None] | None = None,
@@ -275,8 +305,8 @@ class DistNeighborLoader(_DistLoader):
             replace,
             disjoint,
             time_attr,
-            feat_name,
-            label_name,
+            feat_name=feat_name,
+            label_name=label_name,
             input_type=input_type,
             sparse_x=sparse_x,
             wire_dtype=wire_dtype,
@@ -288,13 +318,13 @@ class DistNeighborLoader(_DistLoader):
             spec,
             seeds,
             batch_size,
-            shuffle,
-            drop_last,
-            num_workers,
-            prefetch,
-            seed,
-            input_time,
-            None,
+            shuffle=shuffle,
+            drop_last=drop_last,
+            num_workers=num_workers,
+            prefetch=prefetch,
+            seed=seed,
+            time=input_time,
+            label=None,
             device=device,
             device_cache=device_cache,
             transform=transform,
@@ -303,18 +333,62 @@ class DistNeighborLoader(_DistLoader):
 
 
 class DistLinkNeighborLoader(_DistLoader):
-    """Mini-batches of edges ``edge_label_index`` (a ``(2, E)`` array of per-type source/destination IDs
-    of ``edge_type``) with the sampled neighbourhoods of their endpoints; ``input_id`` is each positive
-    edge's position in ``edge_label_index`` (as in PyG). ``neg_sampling`` ``"binary"``
-    adds ``neg_amount × E`` random pairs and ``edge_label`` (1/0, or the given ``edge_label`` then 0);
-    ``"triplet"`` adds ``src_index``/``dst_pos_index``/``dst_neg_index``; ``"joint"`` adds ``dst_neg_index``,
-    ``ceil(neg_amount)`` random destinations every positive of the batch shares; ``"hard"`` adds
-    ``dst_neg_index`` ``(B, 2k)``: sampled in-neighbours of each destination, or ``hard_negatives`` (one row of
-    per-type destination IDs per edge, -1: none), then random ones. ``exclude_seed_edges``: the
-    sampled neighbourhoods leave out the seed edges themselves (and their reverses). ``sparse_x``: CSR
-    features come as sparse COO ``x``; ``wire_dtype``: how other processes' dense rows travel (see
-    :class:`BatchSpec`); ``edge_feat_name``, ``node_attrs``, ``device``, ``device_cache``, ``transform``,
-    ``copy``: as for :class:`DistNeighborLoader`."""
+    """Mini-batches of seed edges with the sampled neighbourhoods of their endpoints, and negative samples.
+
+    ``input_id`` is each positive edge's position in ``edge_label_index`` (as in PyG). Every rank runs the
+    same number of batches per epoch (construction is collective over the graph's group); iterate it once
+    per epoch, and `close` it (or use it as a context manager) before leaving RPC.
+
+    Args:
+        graph: the distributed graph to sample from.
+        num_neighbors: the fanout of each hop (``-1``: every in-neighbour), a list, or a dict of such
+            lists per edge type.
+        edge_label_index: this rank's seed edges: a ``(2, E)`` array of per-type source/destination IDs of
+            ``edge_type``.
+        batch_size: seed edges per batch on this rank.
+        edge_type: the edge type of the seed edges (as `DistGraph.canonical_etype` takes it); None on a graph
+            of a single edge type.
+        edge_label: a label per seed edge (with ``"binary"``, the positives' ``edge_label``, negatives 0).
+        neg_sampling: None: no negatives; ``"binary"`` adds ``neg_amount × E`` random pairs and ``edge_label``
+            (1/0, or the given ``edge_label`` then 0); ``"triplet"`` adds
+            ``src_index``/``dst_pos_index``/``dst_neg_index``; ``"joint"`` adds ``dst_neg_index``,
+            ``ceil(neg_amount)`` random destinations every positive of the batch shares; ``"hard"`` adds
+            ``dst_neg_index`` ``(B, 2k)``: sampled in-neighbours of each destination, or ``hard_negatives``,
+            then random ones.
+        neg_amount: negatives per positive.
+        shuffle: shuffle the seed edges every epoch.
+        drop_last: leave out the last batch of an epoch when it is not full.
+        replace: sample neighbours with replacement.
+        disjoint: give every seed its own subtree.
+        time_attr: with ``edge_label_time``, temporal sampling: the node attribute holding each node's time.
+        edge_label_time: each seed edge's time (temporal sampling, with ``time_attr``).
+        feat_name: the node feature that becomes ``x`` where a node type has it.
+        label_name: the node data that becomes ``y`` where a node type has it; None: no ``y``.
+        num_workers: sampler worker processes building the batches; 0: built in the training process.
+        prefetch: batches built ahead of the training loop, as for `DistNeighborLoader`.
+        seed: the random seed; batches depend on ``(seed, epoch, batch, rank)`` only.
+        exclude_seed_edges: the sampled neighbourhoods leave out the seed edges themselves (and their
+            reverses).
+        sparse_x: CSR features come as sparse COO ``x``.
+        wire_dtype: how other processes' dense rows travel: ``stored``, ``float16`` or ``bfloat16`` (see
+            `graphshard.distributed.transport.wire`).
+        edge_feat_name: as for `DistNeighborLoader`.
+        node_attrs: as for `DistNeighborLoader`.
+        device: as for `DistNeighborLoader`.
+        device_cache: as for `DistNeighborLoader`.
+        transform: as for `DistNeighborLoader`.
+        copy: as for `DistNeighborLoader`.
+        hard_negatives: with ``neg_sampling="hard"``, given hard negatives: one row of per-type destination
+            IDs per seed edge (-1: none).
+
+    Raises:
+        InputError: an unknown or ambiguous ``edge_type``; ``edge_label_index`` not of shape ``(2, E)``;
+            ``batch_size`` below 1; an unknown ``neg_sampling`` or ``wire_dtype``; ``"joint"`` or ``"hard"``
+            with temporal sampling; ``neg_amount`` not positive; ``edge_label`` or ``edge_label_time`` of
+            another length than the seeds; ``hard_negatives`` without ``"hard"`` or not one row per edge; a
+            ``device_cache`` with workers; a rank without seeds while others have some.
+        IDRangeError: a seed or hard negative ID out of range.
+    """
 
     def __init__(
         self,
@@ -322,6 +396,7 @@ class DistLinkNeighborLoader(_DistLoader):
         num_neighbors: Any,
         edge_label_index: Any,
         batch_size: int = 1024,
+        *,
         edge_type: Any = None,
         edge_label: Any = None,
         neg_sampling: str | None = None,
@@ -342,7 +417,6 @@ class DistLinkNeighborLoader(_DistLoader):
         wire_dtype: str = STORED,
         edge_feat_name: str | None = None,
         node_attrs: Any = None,
-        *,
         device: Any = None,
         device_cache: DeviceRowCache | None = None,
         transform: Callable[[Any], None] | None = None,
@@ -360,8 +434,8 @@ class DistLinkNeighborLoader(_DistLoader):
             replace,
             disjoint,
             time_attr,
-            feat_name,
-            label_name,
+            feat_name=feat_name,
+            label_name=label_name,
             edge_type=et,
             neg_mode=neg_sampling,
             neg_amount=neg_amount,
@@ -376,13 +450,13 @@ class DistLinkNeighborLoader(_DistLoader):
             spec,
             pairs,
             batch_size,
-            shuffle,
-            drop_last,
-            num_workers,
-            prefetch,
-            seed,
-            edge_label_time,
-            edge_label,
+            shuffle=shuffle,
+            drop_last=drop_last,
+            num_workers=num_workers,
+            prefetch=prefetch,
+            seed=seed,
+            time=edge_label_time,
+            label=edge_label,
             device=device,
             device_cache=device_cache,
             transform=transform,

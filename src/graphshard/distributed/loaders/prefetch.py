@@ -107,6 +107,7 @@ def prefetched(
     requests: Sequence[Any],
     depth: int,
     timeout: float,
+    *,
     where: str = "",
     max_builders: int = 1,
     cores: int = 1,

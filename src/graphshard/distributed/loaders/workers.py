@@ -14,7 +14,7 @@ import signal
 import time
 import traceback
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from ...format.config import as_config
@@ -40,6 +40,7 @@ class WorkerSetup:
     rank: int
     world_size: int
     index: int
+    _: KW_ONLY
     num_workers: int
     store_host: str
     store_port: int
@@ -64,12 +65,12 @@ def _build(s: WorkerSetup) -> tuple[Any, BatchMaker]:
     names = [f"rank{r}-sampler{i}" for r in range(s.world_size) for i in range(s.num_workers)]
     me = s.rank * s.num_workers + s.index
     store = _connect_store(s)
-    group = join_group(names, me, store, f"{s.pool_key}/port", s.timeout, s.rpc_host, lanes=s.num_workers)
+    group = join_group(names, me, store, f"{s.pool_key}/port", timeout=s.timeout, host=s.rpc_host, lanes=s.num_workers)
     cfg = as_config(s.part_config)
     served = load_served(cfg, group.world_size, group.lanes, group.rank)
     serving = start_serving(group, served, load_colocated(cfg, group, s.colocated), cache=s.cache)
     group.barrier("sampler workers ready")
-    return group, BatchMaker(s.spec, group, serving.graph, serving.features, served.book, serving.near_graphs)
+    return group, BatchMaker(s.spec, group, serving.graph, serving.features, book=served.book, near=serving.near_graphs)
 
 
 def worker_main(setup: WorkerSetup, requests: Any, results: Any) -> None:
@@ -116,6 +117,7 @@ class WorkerPool:
         rank: int,
         world_size: int,
         spec: BatchSpec,
+        *,
         num_workers: int,
         prefetch: int = 2,
         timeout: float = 300.0,
@@ -143,15 +145,15 @@ class WorkerPool:
                     rank,
                     world_size,
                     i,
-                    num_workers,
-                    host,
-                    port,
-                    key,
-                    rpc_host,
-                    timeout,
-                    spec,
-                    cache.share_memory_() if cache is not None else None,
-                    colocated,
+                    num_workers=num_workers,
+                    store_host=host,
+                    store_port=port,
+                    pool_key=key,
+                    rpc_host=rpc_host,
+                    timeout=timeout,
+                    spec=spec,
+                    cache=cache.share_memory_() if cache is not None else None,
+                    colocated=colocated,
                 )
                 p = mp_ctx.Process(target=worker_main, args=(setup, self.requests[i], self.results), daemon=True)
                 p.start()

@@ -16,7 +16,7 @@ import re
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from ...errors import DistError
@@ -43,12 +43,27 @@ _TRANSPORT_LOSS = re.compile(
 
 @dataclass
 class DistContext:
-    """Everything a rank needs to talk to the others. Use as a context manager to tear down."""
+    """Everything a rank needs to talk to the others.
+
+    Use as a context manager to tear down: leaving it records an error for the other ranks, stops the
+    heartbeat and destroys the process group. Made by `from_env`.
+
+    Attributes:
+        rank: this process's rank.
+        world_size: the number of ranks of the run.
+        store: the run's key-value store (a ``torch.distributed`` store), for the side channel.
+        timeout: seconds a collective or a store read may wait.
+        address: this host's address on the run's network.
+        heartbeat: the heartbeat that finds a peer that stops answering; None when off.
+        reporter: a store client of its own for failure reports (a report must not wait behind another
+            thread's request on the same client); None: reports go through ``store``.
+    """
 
     rank: int
     world_size: int
     store: Any
     timeout: float
+    _: KW_ONLY
     address: str = LOOPBACK  # this host's address on the run's network
     heartbeat: Heartbeat | None = None
     # a store client of its own for failure reports: a thread's request waits while another thread's waits
@@ -58,9 +73,22 @@ class DistContext:
 
     @classmethod
     def from_env(cls, timeout: float = 300.0, heartbeat_timeout: float | None = None) -> DistContext:
-        """Join the process group described by torchrun-style environment variables (or by Slurm's under
-        ``srun``: see :mod:`.environment`). ``heartbeat_timeout``: seconds of silence after which a peer is
-        lost (see :mod:`.liveness`; None: ``GRAPHSHARD_HEARTBEAT_TIMEOUT`` or the default; 0: off)."""
+        """Join the process group described by torchrun-style environment variables.
+
+        Slurm's variables under ``srun`` are read too (see `graphshard.distributed.host.environment`).
+
+        Args:
+            timeout: seconds a collective or a store read may wait.
+            heartbeat_timeout: seconds of silence after which a peer is lost (see
+                `graphshard.distributed.transport.liveness`; None: ``GRAPHSHARD_HEARTBEAT_TIMEOUT`` or the
+                default; 0: off).
+
+        Returns:
+            This rank's context, joined to the gloo process group.
+
+        Raises:
+            DistError: ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` or ``MASTER_PORT`` is not set.
+        """
         import torch.distributed as dist
 
         adopt_launcher_env()
@@ -98,7 +126,7 @@ class DistContext:
             pg_options=pg_options,
         )
         reporter = dist.PrefixStore("graphshard/", dist.TCPStore(host, port, world, is_master=False, timeout=delta))
-        ctx = cls(rank, world, store, timeout, address, reporter=reporter)
+        ctx = cls(rank, world, store, timeout, address=address, reporter=reporter)
         # every rank published before joining the group, so these reads do not wait
         processes = {r: store.get(f"{PROCESS_KEY}{r}").decode().split() for r in range(world) if r != rank}
         if beat is not None:
@@ -158,7 +186,11 @@ class DistContext:
             time.sleep(0.005)  # polling the peers' state, against a deadline
 
     def report_failure(self, exc: BaseException) -> None:
-        """Record this rank's error where the other ranks will find it."""
+        """Record this rank's error where the other ranks will find it.
+
+        Args:
+            exc: the error; its type, message and where it was raised are recorded.
+        """
         self._record(error_text(exc))
 
     def _record(self, text: str) -> None:

@@ -33,7 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 from ..host.processes import exit_now, start_resource_tracker
 from ..transport.liveness import write_error_file
@@ -76,6 +76,7 @@ class Stop:
     speak: bool | Callable[[], bool] = True
     grace: float = GRACE
     unwind: bool = True
+    _: KW_ONLY
     signum: int | None = None
     depth: int = 0  # nesting of deferred sections
     terminal: int | None = None  # the standard error as it was, once silenced

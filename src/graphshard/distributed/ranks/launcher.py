@@ -77,13 +77,29 @@ def launch(
     num_procs: int,
     args: tuple = (),
     host: str = "127.0.0.1",
+    *,
     timeout: float = 300.0,
     lead_only: bool = False,
 ) -> None:
-    """Run ``fn(*args)`` in ``num_procs`` new processes that see torchrun-style environment
-    variables (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``). ``lead_only``: only
-    rank 0 ending ends the run (a service whose rank 0 goes on without a lost rank: ``graphshard serve``);
-    otherwise any rank that fails does."""
+    """Run ``fn(*args)`` in ``num_procs`` new processes that see torchrun-style environment variables.
+
+    The variables are ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT``; this process
+    hosts the rendezvous store on a free port. If a rank fails, the others are stopped. Interrupted (SIGINT,
+    SIGTERM, Ctrl-C), it stops every rank and raises the interruption.
+
+    Args:
+        fn: the function each rank runs (it usually joins the run with `session`).
+        num_procs: the number of ranks, at least 1.
+        args: the arguments of ``fn``.
+        host: the address the rendezvous store listens on (the ranks' ``MASTER_ADDR``).
+        timeout: seconds the store waits for the ranks.
+        lead_only: only rank 0 ending ends the run (a service whose rank 0 goes on without a lost rank:
+            ``graphshard serve``); otherwise any rank that fails does.
+
+    Raises:
+        DistError: ``num_procs`` is below 1, or a rank failed; names the rank that caused it (one that
+            recorded its own error, else one that exited without a word).
+    """
     refuse_spawn_reimport()
     import torch.distributed as dist
     import torch.multiprocessing as mp
@@ -174,7 +190,12 @@ def _kill_after(processes: list, grace: float) -> None:
 
 
 def run_script(path: str, argv: list[str]) -> None:
-    """Run a Python file as ``__main__`` with ``sys.argv = [path, *argv]`` (one rank of ``graphshard launch``)."""
+    """Run a Python file as ``__main__`` with ``sys.argv = [path, *argv]`` (one rank of ``graphshard launch``).
+
+    Args:
+        path: the Python file to run.
+        argv: its command-line arguments.
+    """
     import runpy
     import sys
 

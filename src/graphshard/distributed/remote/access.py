@@ -41,7 +41,7 @@ def _expand_args(key: str, ids: np.ndarray, w: np.ndarray, fan_t: torch.Tensor, 
 
 
 def expected_reads(
-    group: RpcGroup, local: SamplingGraph, book: RangePartitionBook, seeds: np.ndarray, fanouts: np.ndarray
+    group: RpcGroup, local: SamplingGraph, book: RangePartitionBook, seeds: np.ndarray, *, fanouts: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Distinct global homogeneous IDs read by batches of ``seeds`` (this rank's, homogeneous IDs) sampled
     with ``fanouts`` (a ``(hops, edge types)`` table), and each one's expected reads per epoch. Every member
@@ -56,9 +56,9 @@ def expected_reads(
             book.nid2partid(ids).numpy(),
             book.num_partitions(),
             partial(_expand_local, local, ids, w, hop_fanouts),
-            _expand_remote,
-            partial(_expand_args, local.key, ids, w, fan_t),
-            "access estimate",
+            remote=_expand_remote,
+            args=partial(_expand_args, local.key, ids, w, fan_t),
+            what="access estimate",
         )
         got = [tuple(np.asarray(a) for a in res) for _, res in pieces]
         if not got:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 import numpy as np
 import torch
@@ -27,14 +27,24 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class FeatureCache:
-    """Cached rows: ``ids[ntype]`` (sorted per-type IDs) and ``rows[(ntype, name)]`` in that order;
-    ``counts[ntype]``: nodes of the type (a slot map of 4 bytes a node up to ``DENSE_SLOT_NODES``, else a
-    search). ``stats``: ``lookups`` (rows of other partitions asked for) = ``hits`` + ``misses``; ``bytes_saved``."""
+    """One rank's cache of the node-feature rows of other partitions its batches read most.
+
+    Made by `build_cache`; a `DistFeatureStore` serves the rows it holds from it (``attach_cache``).
+
+    Attributes:
+        ids: node type → the cached nodes, sorted per-type IDs.
+        rows: ``(node type, feature name)`` → the cached rows, in the order of ``ids``.
+        counts: node type → its number of nodes (a slot map of 4 bytes a node up to ``DENSE_SLOT_NODES``,
+            else a search of ``ids``).
+        build_s: seconds the cache took to build.
+        stats: ``lookups`` (rows of other partitions asked for) = ``hits`` + ``misses``; ``bytes_saved``.
+    """
 
     ids: dict[str, np.ndarray]
     rows: dict[tuple[str, str], torch.Tensor]
     counts: dict[str, int]
     build_s: float = 0.0
+    _: KW_ONLY
     stats: Counts = field(default_factory=lambda: Counts("lookups", "hits", "misses", "bytes_saved"))
     _slots: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
@@ -70,9 +80,19 @@ class FeatureCache:
     def split(
         self, ntype: str, name: str, ids: np.ndarray, remote: np.ndarray
     ) -> tuple[np.ndarray, torch.Tensor | None, np.ndarray | None]:
-        """For a lookup of ``ids`` of which ``remote`` (bool) belong to other partitions: positions served
-        here, their rows, and the positions still to fetch (local rows and misses) in ascending order, or
-        None when that is every position (nothing was served here)."""
+        """Split a lookup of ``ids`` into the rows this cache serves and those still to fetch.
+
+        Args:
+            ntype: the node type of ``ids``.
+            name: the feature's name.
+            ids: per-type node IDs of the lookup.
+            remote: True where the ID belongs to another partition (only those are served here).
+
+        Returns:
+            ``(hit positions, their rows, positions to fetch)``: the positions served here and their rows
+            (None when none is), and the positions still to fetch (local rows and misses) in ascending order,
+            or None when that is every position (nothing was served here).
+        """
         rows = self.rows.get((ntype, name))
         asked = int(remote.sum())
         hit_pos = np.zeros(0, np.int64)
@@ -110,18 +130,37 @@ def cache_budget(ratio: float, megabytes: float, inner_nodes: int, row_bytes: in
 
 
 def build_cache(
-    g, seeds: dict[str, np.ndarray], fanouts, names: list[str], ratio: float = 0.0, megabytes: float = 0.0
+    g, seeds: dict[str, np.ndarray], fanouts, names: list[str], *, ratio: float = 0.0, megabytes: float = 0.0
 ) -> FeatureCache | None:
-    """Choose and fetch the cache of this rank of ``g`` (a :class:`DistGraph`) for training on ``seeds``
-    (per-type IDs) with ``fanouts``: the rows of feature ``names`` of the remote nodes with the most
-    expected reads, as many as the budget allows (see :func:`cache_budget`). Collective over ``g``'s
-    group (every member calls it, with its own seeds); None when the budget is zero."""
+    """Choose and fetch the remote-feature cache of this rank of ``g``.
+
+    The cache holds the rows of feature ``names`` of the remote nodes that training on ``seeds`` with
+    ``fanouts`` is expected to read most, as many as the budget allows (``ratio`` × the partition's nodes or
+    ``megabytes`` of rows; see `graphshard.distributed.remote.cache.cache_budget`). Collective over ``g``'s
+    group (every member calls it, with its own seeds).
+
+    Args:
+        g (DistGraph): the distributed graph.
+        seeds: node type → this rank's training seeds, per-type IDs.
+        fanouts (list[int] | dict): the fanout of each hop, as the loaders' ``num_neighbors``.
+        names: the node features to cache (CSR features are never cached).
+        ratio: cache up to this many times the partition's nodes; give this or ``megabytes``.
+        megabytes: cache up to this many megabytes of rows.
+
+    Returns:
+        The cache, or None when the budget is zero.
+
+    Raises:
+        InputError: both ``ratio`` and ``megabytes`` given, or a negative one.
+    """
     start = time.perf_counter()
     # CSR features are fetched as their non-zeros, far smaller than the dense rows a cache would hold
     present = {t: [n for n in names if g.features.has(t, n) and not g.features.is_sparse(t, n)] for t in g.ntypes}
     row_bytes = max((sum(g.features.row_nbytes(t, n) for n in present[t]) for t in g.ntypes if present[t]), default=0)
     budget = cache_budget(ratio, megabytes, g.sampling_graph.count, row_bytes) if row_bytes else 0
-    cache_ids, read, share = most_read(g, seeds, fanouts, [t for t in g.ntypes if present[t]], budget, remote=True)
+    cache_ids, read, share = most_read(
+        g, seeds, fanouts, [t for t in g.ntypes if present[t]], budget=budget, remote=True
+    )
     rows = {(t, n): g.features.lookup(t, n, cache_ids[t]) for t in cache_ids for n in present[t]}
     g.group.barrier("remote-feature caches built")
     if budget == 0:
@@ -140,7 +179,7 @@ def build_cache(
 
 
 def most_read(
-    g, seeds: dict[str, np.ndarray], fanouts, types: list[str], budget: int, remote: bool
+    g, seeds: dict[str, np.ndarray], fanouts, types: list[str], *, budget: int, remote: bool
 ) -> tuple[dict[str, np.ndarray], int, float]:
     """The ``budget`` nodes of ``types`` that training on ``seeds`` (per-type IDs) with ``fanouts`` is expected
     to read most (by :func:`.access.expected_reads`; ``remote``: of other processes' partitions only), as sorted
@@ -155,7 +194,9 @@ def most_read(
         for t, ids in seeds.items()
     ]
     ids = np.concatenate(homo) if homo else np.zeros(0, np.int64)
-    reads_ids, reads = expected_reads(g.group, g.sampling_graph, book, ids, fanout_table(fanouts, g.canonical_etypes))
+    reads_ids, reads = expected_reads(
+        g.group, g.sampling_graph, book, ids, fanouts=fanout_table(fanouts, g.canonical_etypes)
+    )
     if remote:
         far = g.features.remote(book.nid2partid(reads_ids).numpy())  # co-located partitions are read in-process
         reads_ids, reads = reads_ids[far], reads[far]

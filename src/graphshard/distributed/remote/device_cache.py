@@ -21,20 +21,39 @@ def build_device_cache(
     seeds: dict[str, np.ndarray],
     fanouts,
     name: str,
+    *,
     device: torch.device,
     ratio: float = 0.0,
     megabytes: float = 0.0,
 ) -> DeviceRowCache | None:
-    """The device cache of this rank of ``g`` (a :class:`~.graph.DistGraph`) for training on ``seeds`` (per-type
-    IDs) with ``fanouts``: rows of the dense feature ``name`` of the nodes with the most expected reads, on
-    ``device``, as many as ``ratio`` × the partition's nodes or ``megabytes`` hold (see
-    :func:`~.cache.cache_budget`). Collective over ``g``'s group (every member takes part in the estimate);
-    None with no budget or no dense feature of that name."""
+    """Choose and load the device feature cache of this rank of ``g``.
+
+    The cache holds rows of the dense feature ``name`` of the nodes that training on ``seeds`` with
+    ``fanouts`` is expected to read most (its own partition's and others' alike), on ``device``, as many as
+    ``ratio`` × the partition's nodes or ``megabytes`` hold (see
+    `graphshard.distributed.remote.cache.cache_budget`). Collective over ``g``'s group (every member takes
+    part in the estimate).
+
+    Args:
+        g (DistGraph): the distributed graph.
+        seeds: node type → this rank's training seeds, per-type IDs.
+        fanouts (list[int] | dict): the fanout of each hop, as the loaders' ``num_neighbors``.
+        name: the dense node feature to cache.
+        device: the device the rows are copied to.
+        ratio: cache up to this many times the partition's nodes; give this or ``megabytes``.
+        megabytes: cache up to this many megabytes of rows.
+
+    Returns:
+        The cache (a `DeviceRowCache`), or None with no budget or no dense feature of that name.
+
+    Raises:
+        InputError: both ``ratio`` and ``megabytes`` given, or a negative one.
+    """
     start = time.perf_counter()
     present = [t for t in g.ntypes if g.features.has(t, name) and not g.features.is_sparse(t, name)]
     row_bytes = max((g.features.row_nbytes(t, name) for t in present), default=0)
     budget = cache_budget(ratio, megabytes, g.sampling_graph.count, row_bytes) if row_bytes else 0
-    cache_ids, _, share = most_read(g, seeds, fanouts, present, budget, remote=False)
+    cache_ids, _, share = most_read(g, seeds, fanouts, present, budget=budget, remote=False)
     rows = {t: g.features.lookup(t, name, cache_ids[t]).to(device) for t in cache_ids}
     g.group.barrier("device feature caches built")
     if budget == 0:

@@ -21,9 +21,24 @@ from .tensor import DistTensor, local_shard, shard
 
 
 class DistEmbedding:
-    """``num_embeddings × dim`` embeddings for the nodes of ``ntype`` (initialised uniformly in
-    ``±1/sqrt(dim)`` from ``seed``). Calling it with IDs returns rows that record their gradient for
-    :class:`SparseAdagrad`."""
+    """Learnable ``num_embeddings × dim`` embeddings for the nodes of ``ntype``, sharded like them.
+
+    Calling it with IDs returns rows that record their gradient for `SparseAdagrad`. The rows live in a
+    `DistTensor`; construction is collective over ``group``.
+
+    Args:
+        group: the RPC group whose members hold the partitions (a session's ``group``).
+        book: the graph's partition book.
+        num_embeddings: the number of rows: the number of nodes of ``ntype``.
+        dim: the size of each embedding; rows are initialised uniformly in ``±1/sqrt(dim)``.
+        name: the name of the underlying `DistTensor`, unique in the process.
+        ntype: the node type the rows belong to; None: every node (homogeneous IDs).
+        seed: the random seed of the initial rows.
+
+    Raises:
+        InputError: ``num_embeddings`` is not the number of nodes of ``ntype``, or a tensor of that name
+            exists already.
+    """
 
     def __init__(
         self,
@@ -31,6 +46,7 @@ class DistEmbedding:
         book: RangePartitionBook,
         num_embeddings: int,
         dim: int,
+        *,
         name: str,
         ntype: str | None = None,
         seed: int = 0,
@@ -41,7 +57,7 @@ class DistEmbedding:
         def init(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
             return torch.empty(shape, dtype=dtype).uniform_(-bound, bound, generator=gen)
 
-        self.weight = DistTensor(group, book, (num_embeddings, dim), torch.float32, name, ntype=ntype, init=init)
+        self.weight = DistTensor(group, book, (num_embeddings, dim), torch.float32, name=name, ntype=ntype, init=init)
         self.name, self.dim = name, dim
         self._trace: list[tuple[np.ndarray, torch.Tensor]] = []
 
@@ -98,9 +114,19 @@ def _stage_args(
 
 
 class SparseAdagrad:
-    """Adagrad on the rows of :class:`DistEmbedding` s that received gradients (state lives with each
-    row's owner). Call :meth:`step` after ``backward`` on every rank of the group (it is collective);
-    there is nothing to zero."""
+    """Adagrad on the rows of `DistEmbedding` objects that received gradients.
+
+    The optimiser state lives with each row's owner. Call `step` after ``backward`` on every rank of the
+    group (it is collective); there is nothing to zero.
+
+    Args:
+        embeddings: the embeddings to optimise.
+        lr: the learning rate, positive.
+        eps: added to the root of the summed squared gradients before dividing.
+
+    Raises:
+        InputError: ``lr`` is not positive.
+    """
 
     def __init__(self, embeddings: list[DistEmbedding], lr: float, eps: float = 1e-10):
         if lr <= 0:
@@ -119,9 +145,9 @@ class SparseAdagrad:
                 w.owners(ids),
                 w.book.num_partitions(),
                 None,
-                _stage,
-                partial(_stage_args, w.name, group.rank, ids, grads),
-                f"embedding {w.name!r} gradients",
+                remote=_stage,
+                args=partial(_stage_args, w.name, group.rank, ids, grads),
+                what=f"embedding {w.name!r} gradients",
             )
         group.barrier("sparse gradients sent")
         for emb in self.embeddings:

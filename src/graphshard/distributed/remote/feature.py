@@ -6,7 +6,7 @@ remote ranks are always served stored data (see :class:`DistFeatureStore`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from functools import partial
 from typing import Any
 
@@ -49,26 +49,31 @@ def _serve_many(key: str, items: list[tuple[Any, str, torch.Tensor, bool]], wire
 
 
 class DistFeatureStore(StoredFeatureStore):
-    """Feature rows of the whole graph, served by the processes holding each partition; a PyG
-    ``FeatureStore`` whose ``index`` is the global per-type ID (``None``/slices: every row of the graph).
+    """Feature rows of the whole graph, served by the processes holding each partition.
 
-    Node groups are node types; edge groups are canonical edge types (``None``/``(None, None)`` in a
-    single-type graph, as in :class:`LocalFeatureStore`, whose names and rules it shares). Construction
-    is collective over ``group``: no member sends a request before every member has registered its
-    local store. ``key`` tells stores of different graphs in one process apart (the same on every member).
+    A PyG ``FeatureStore`` whose ``index`` is the global per-type ID (``None``/slices: every row of the
+    graph). Node groups are node types; edge groups are canonical edge types (``None``/``(None, None)`` in a
+    single-type graph, as in `LocalFeatureStore`, whose names and rules it shares). Construction is
+    collective over ``group``: no member sends a request before every member has registered its local store.
 
-    Writes go to this object's in-memory overlay (:class:`StoredFeatureStore`), in whole-graph rows: a put
-    of every row (``index=None``, one row per node or edge of the type in the whole graph) is held in this
-    process and every read through this object (``get_tensor``, :meth:`lookup`, :meth:`lookup_many`, hence
-    graphshard's loaders over it) serves all its rows locally, with no request; updated rows of a stored
-    tensor are served from the overlay, the others as stored. Other ranks never see this overlay: their
-    requests are answered from the stored data (their own reads see their own overlay only), and the
-    ``LocalFeatureStore`` given here is served as stored too, whatever its own overlay holds. So when
-    every rank needs, say, a placeholder ``x`` for a featureless type or a ``time`` attribute, every rank
-    puts it (each holding all rows); nothing is sent, and the partition files are never written.
+    Writes go to this object's in-memory overlay (`StoredFeatureStore`), in whole-graph rows: a put of every
+    row (``index=None``, one row per node or edge of the type in the whole graph) is held in this process and
+    every read through this object (``get_tensor``, `lookup`, `lookup_many`, hence graphshard's loaders over
+    it) serves all its rows locally, with no request; updated rows of a stored tensor are served from the
+    overlay, the others as stored. Other ranks never see this overlay: their requests are answered from the
+    stored data (their own reads see their own overlay only), and the ``LocalFeatureStore`` given here is
+    served as stored too, whatever its own overlay holds. So when every rank needs, say, a placeholder ``x``
+    for a featureless type or a ``time`` attribute, every rank puts it (each holding all rows); nothing is
+    sent, and the partition files are never written.
 
-    ``near``: stores of other partitions this process reads itself (co-located, see :mod:`.colocated`),
-    by runtime partition: their stored rows are read in-process, as the owner would serve them.
+    Args:
+        group: the RPC group whose members hold the partitions (a session's ``group``).
+        local: the feature store of this process's partition, served to the other members.
+        book: the graph's partition book.
+        key: tells stores of different graphs in one process apart (the same on every member).
+        near: stores of other partitions this process reads itself (co-located, see
+            `graphshard.distributed.remote.colocated`), by runtime partition: their stored rows are read
+            in-process, as the owner would serve them.
     """
 
     def __init__(
@@ -77,6 +82,7 @@ class DistFeatureStore(StoredFeatureStore):
         local: LocalFeatureStore,
         book: RangePartitionBook,
         key: str = "",
+        *,
         near: dict[int, LocalFeatureStore] | None = None,
     ):
         counts = {t: book.num_nodes(t) for t in book.ntypes} | {et: book.num_edges(et) for et in book.canonical_etypes}
@@ -90,16 +96,38 @@ class DistFeatureStore(StoredFeatureStore):
         group.barrier("feature stores registered")
 
     def attach_cache(self, cache: FeatureCache | None) -> None:
-        """Serve the rows ``cache`` holds from it (read-only node data; see :mod:`.cache`)."""
+        """Serve the rows ``cache`` holds from it (read-only node data).
+
+        Args:
+            cache: the cache of remote rows (see `build_cache`); None: no cache from now on.
+        """
         self.cache = cache
 
     def row_nbytes(self, group: Any, name: str) -> int:
-        """Bytes of one row of ``group``/``name``."""
+        """Bytes of one row of ``group``/``name``.
+
+        Args:
+            group: a node type, canonical edge type, or PyG's ``None``/``(None, None)``.
+            name: the tensor's name.
+
+        Returns:
+            The size of one row in bytes.
+
+        Raises:
+            KeyError: no such group or tensor.
+        """
         dtype, shape = self._spec(self._key(TensorAttr(group, name)))
         return int(np.prod(shape, dtype=np.int64)) * torch.empty((), dtype=dtype).element_size()
 
     def remote(self, parts: np.ndarray) -> np.ndarray:
-        """Which of the owning partitions ``parts`` are read over RPC (neither this process's nor co-located)."""
+        """Which of the owning partitions ``parts`` are read over RPC (neither this process's nor co-located).
+
+        Args:
+            parts: runtime partitions, one per row.
+
+        Returns:
+            A boolean mask: True where the row is read over RPC.
+        """
         far = parts != self.part_id
         return far & ~np.isin(parts, list(self.near)) if self.near else far
 
@@ -109,6 +137,15 @@ class DistFeatureStore(StoredFeatureStore):
         return self.book.nid2partid(ids, group).numpy()
 
     def has(self, group: Any, name: str) -> bool:
+        """Whether this store holds tensor ``group``/``name``.
+
+        Args:
+            group: a node type, canonical edge type, or PyG's ``None``/``(None, None)``.
+            name: the tensor's name.
+
+        Returns:
+            True when the tensor can be read.
+        """
         return self.get_tensor_size(group, name) is not None
 
     def _read(self, group: Group, name: str, rows: Rows) -> torch.Tensor:
@@ -118,14 +155,43 @@ class DistFeatureStore(StoredFeatureStore):
         return got[0] if isinstance(rows, int) else got
 
     def is_sparse(self, group: Any, name: str) -> bool:
-        """Whether node feature ``group``/``name`` is held as CSR (the same in every partition) and not
-        written in this object's overlay."""
+        """Whether node feature ``group``/``name`` is held as CSR and not written in this object's overlay.
+
+        A feature is CSR in every partition or in none.
+
+        Args:
+            group: a node type, or PyG's ``None``.
+            name: the feature's name.
+
+        Returns:
+            True when reads of it can use `lookup_nonzeros`.
+
+        Raises:
+            KeyError: no such group or tensor.
+        """
         key = self._key(TensorAttr(group, name))
         return key not in self._written and self.local.stored_is_sparse(*key)
 
     def lookup_nonzeros(self, group: Any, name: str, ids: Any) -> CSRRows:
-        """The rows of a CSR node feature for global per-type ``ids``, in the order asked, as CSR: only
-        their non-zeros are read and sent (the remote-feature cache, which holds dense rows, is not used)."""
+        """The rows of a CSR node feature for global per-type ``ids``, in the order asked, as CSR.
+
+        Only their non-zeros are read and sent (the remote-feature cache, which holds dense rows, is not
+        used).
+
+        Args:
+            group: a node type, or PyG's ``None``.
+            name: the feature's name.
+            ids: global per-type node IDs (tensor, array or list).
+
+        Returns:
+            The rows as CSR.
+
+        Raises:
+            KeyError: no such group or tensor.
+            InputError: the feature was written in this object's overlay (read it dense, with `lookup`), or
+                IDs that are not integers.
+            IDRangeError: an ID out of range.
+        """
         group, name = self._key(TensorAttr(group, name))
         if (group, name) in self._written:
             raise InputError(f"{group!r}/{name!r} was written in this store's overlay: read its rows dense (lookup)")
@@ -142,10 +208,10 @@ class DistFeatureStore(StoredFeatureStore):
             parts,
             self.book.num_partitions(),
             read,
-            _serve_nonzeros,
-            lambda pos: (self.key, group, name, torch.from_numpy(ids_np[pos])),
-            f"feature {group!r}/{name!r}",
-            {p: partial(read, store=s) for p, s in self.near.items()},
+            remote=_serve_nonzeros,
+            args=lambda pos: (self.key, group, name, torch.from_numpy(ids_np[pos])),
+            what=f"feature {group!r}/{name!r}",
+            near={p: partial(read, store=s) for p, s in self.near.items()},
         )
         for pos, got in pieces:
             self._count_received(pos, parts, got)
@@ -162,20 +228,51 @@ class DistFeatureStore(StoredFeatureStore):
             self.stats.add(remote_rows=int(pos.size), bytes_received=sum(t.numel() * t.element_size() for t in tensors))
 
     def lookup(self, group: Any, name: str, ids: Any, wire: str = STORED) -> torch.Tensor:
-        """Rows of feature ``name`` of ``group`` for global per-type ``ids``, in the order asked. ``wire``:
-        how dense rows from other processes travel (``float16``/``bfloat16``: floats rounded to half
-        precision on the way, integers narrowed exactly; see :mod:`.wire`); rows of this process and CSR
-        features are read as stored."""
+        """Rows of feature ``name`` of ``group`` for global per-type ``ids``, in the order asked.
+
+        Args:
+            group: a node type, canonical edge type, or PyG's ``None``/``(None, None)``.
+            name: the feature's name.
+            ids: global per-type IDs (tensor, array or list).
+            wire: how dense rows from other processes travel: ``stored``, or ``float16``/``bfloat16``
+                (floats rounded to half precision on the way, integers narrowed exactly; see
+                `graphshard.distributed.transport.wire`); rows of this process and CSR features are read as
+                stored.
+
+        Returns:
+            The rows, dense, in the stored dtype.
+
+        Raises:
+            KeyError: no such group or tensor.
+            InputError: an unknown ``wire``, or IDs that are not integers.
+            IDRangeError: an ID out of range.
+        """
         return self.lookup_many([(group, name, ids)], wire)[0]
 
     def lookup_many(
         self, asks: list[tuple[Any, str, Any]], wire: str = STORED, allocate: Allocate | None = None
     ) -> list[torch.Tensor]:
-        """:meth:`lookup` of every ``(group, name, ids)`` of ``asks`` (any groups and names), with one
-        request per owning partition for all of them together: a batch's features and labels of every
-        node type cost one round trip per owner. Tensors written in this object's overlay are read from it.
-        ``allocate(shape, dtype)``: where dense rows are gathered (default: new tensors), e.g. reused pinned
-        buffers of a batch bound for a GPU (see :mod:`graphshard.device.buffers`)."""
+        """`lookup` of every ``(group, name, ids)`` of ``asks``, with one request per owning partition.
+
+        The asks may be of any groups and names: a batch's features and labels of every node type cost one
+        round trip per owner for all of them together. Tensors written in this object's overlay are read
+        from it.
+
+        Args:
+            asks: ``(group, name, ids)`` triples, as the arguments of `lookup`.
+            wire: how dense rows from other processes travel (as for `lookup`).
+            allocate: ``allocate(shape, dtype)`` gives the tensor dense rows are gathered in, e.g. reused
+                pinned buffers of a batch bound for a GPU (see `graphshard.device.buffers`); None: new
+                tensors.
+
+        Returns:
+            The rows of each ask, in the order of ``asks``.
+
+        Raises:
+            KeyError: no such group or tensor.
+            InputError: an unknown ``wire``, or IDs that are not integers.
+            IDRangeError: an ID out of range.
+        """
         check_wire(wire)
         keys = [self._key(TensorAttr(group, name)) for group, name, _ in asks]
         stored = iter(
@@ -225,7 +322,14 @@ class DistFeatureStore(StoredFeatureStore):
         what = ", ".join(f"{p.group!r}/{p.name!r}" for p in plans)
         near = {p: partial(local, store=s) for p, s in self.near.items()}
         pieces = by_owner(
-            self.group, parts, self.book.num_partitions(), local, _serve_many, args, f"feature {what}", near
+            self.group,
+            parts,
+            self.book.num_partitions(),
+            local,
+            remote=_serve_many,
+            args=args,
+            what=f"feature {what}",
+            near=near,
         )
         got: list[list[tuple[np.ndarray, Any]]] = [[] for _ in plans]
         for pos, answers in pieces:
@@ -239,7 +343,7 @@ class DistFeatureStore(StoredFeatureStore):
         ids_np = as_id_array(ids, f"IDs of {group!r}")
         parts = self._owner_parts(group, ids_np)
         self.stats.add(rows=int(ids_np.shape[0]))
-        ask = _Ask(group, name, ids_np, parts, self.local.stored_is_sparse(group, name))
+        ask = _Ask(group, name, ids_np, parts, sparse=self.local.stored_is_sparse(group, name))
         if self.cache is not None and not isinstance(group, tuple):
             hit_pos, hit_rows, todo = self.cache.split(group, name, ids_np, self.remote(parts))
             ask.served = [(hit_pos, hit_rows)] if hit_pos.size else []
@@ -258,7 +362,7 @@ class DistFeatureStore(StoredFeatureStore):
         """A CSR feature's non-zeros; dense rows go straight to their places in ``out`` (returns None)."""
         if out is None:
             return store.nonzeros_from_global_id(ask.group, ask.name, ask.asked[sub])
-        store.stored_into(ask.group, ask.name, ask.asked[sub], out, sub if ask.todo is None else ask.todo[sub])
+        store.stored_into(ask.group, ask.name, ask.asked[sub], out, at=sub if ask.todo is None else ask.todo[sub])
         return None
 
     def _assemble(self, ask: _Ask, pieces: list[tuple[np.ndarray, Any]], out: torch.Tensor | None) -> torch.Tensor:
@@ -296,6 +400,7 @@ class _Ask:
     name: str
     ids: np.ndarray
     parts: np.ndarray
+    _: KW_ONLY
     sparse: bool
     asked: np.ndarray = None  # type: ignore[assignment]
     todo: np.ndarray | None = None

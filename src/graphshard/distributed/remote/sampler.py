@@ -44,7 +44,9 @@ def _sample_remote(
 ) -> tuple[torch.Tensor, ...]:
     budget_this_thread()  # an RPC worker thread: numba's setting is per thread
     st = None if seed_time is None else seed_time.numpy()
-    out = registered(f"{SAMPLING_GRAPH}/{served}").sample(gids.numpy(), fanouts.numpy(), replace, key, st, time_attr)
+    out = registered(f"{SAMPLING_GRAPH}/{served}").sample(
+        gids.numpy(), fanouts.numpy(), replace, key, seed_time=st, time_attr=time_attr
+    )
     return tuple(torch.from_numpy(a) for a in out)
 
 
@@ -73,11 +75,26 @@ DENSE_SLOT_NODES = 1 << 22
 
 
 class DistNeighborSampler:
-    """Layer-wise sampling over all partitions (in-edges; fanout ``-1`` = all). ``disjoint`` gives every
-    seed its own subtree; temporal sampling (``seed_time`` with ``time_attr``, a node attribute) keeps
-    only neighbours not newer than their seed and implies disjoint mode. Every member of ``group`` must
-    serve its partition (:func:`serve_sampling`) before requests start. ``near``: sampling graphs of other
-    partitions this process reads itself (co-located, see :mod:`.colocated`), by runtime partition."""
+    """Layer-wise sampling of in-edges over all partitions, in global homogeneous new IDs.
+
+    Every member of ``group`` must serve its partition (`serve_sampling`) before requests start.
+
+    Args:
+        group: the RPC group whose members serve the partitions.
+        local: the sampling graph of this process's partition.
+        book: the graph's partition book.
+        num_neighbors: the fanout of each hop (``-1``: every in-edge), one list for all edge types, or a
+            list per edge type (types not named are not sampled).
+        replace: sample neighbours with replacement.
+        disjoint: give every seed its own subtree.
+        time_attr: the node attribute holding each node's time: temporal sampling (``seed_time`` of
+            `sample`) keeps only neighbours not newer than their seed and implies disjoint mode.
+        near: sampling graphs of other partitions this process reads itself (co-located, see
+            `graphshard.distributed.remote.colocated`), by runtime partition.
+
+    Raises:
+        InputError: ``num_neighbors`` names unknown edge types, or its lists differ in length.
+    """
 
     def __init__(
         self,
@@ -85,6 +102,7 @@ class DistNeighborSampler:
         local: SamplingGraph,
         book: RangePartitionBook,
         num_neighbors: list[int] | dict[Any, list[int]],
+        *,
         replace: bool = False,
         disjoint: bool = False,
         time_attr: str | None = None,
@@ -106,7 +124,12 @@ class DistNeighborSampler:
 
         def local(pos: np.ndarray, graph: SamplingGraph = self.local):
             return graph.sample(
-                ids[pos], fanouts, self.replace, key, None if times is None else times[pos], self.time_attr
+                ids[pos],
+                fanouts,
+                self.replace,
+                key,
+                seed_time=None if times is None else times[pos],
+                time_attr=self.time_attr,
             )
 
         def args(pos: np.ndarray) -> tuple:
@@ -114,7 +137,16 @@ class DistNeighborSampler:
             return (self.local.key, torch.from_numpy(ids[pos]), fan_t, self.replace, key, at, self.time_attr)
 
         near = {p: partial(local, graph=g) for p, g in self.near.items()}
-        pieces = by_owner(self.group, parts, self.book.num_partitions(), local, _sample_remote, args, "sampling", near)
+        pieces = by_owner(
+            self.group,
+            parts,
+            self.book.num_partitions(),
+            local,
+            remote=_sample_remote,
+            args=args,
+            what="sampling",
+            near=near,
+        )
         blocks = []
         for pos, res in pieces:
             res = tuple(a.numpy() if isinstance(a, torch.Tensor) else a for a in res)
@@ -132,8 +164,22 @@ class DistNeighborSampler:
         return assemble(ids.shape[0], blocks)
 
     def sample(self, seeds: Any, seed: int = 0, seed_time: Any = None) -> SamplerOutput:
-        """Sample ``len(fanouts)`` hops of in-neighbours of global homogeneous ``seeds`` (seeds first;
-        de-duplicated unless disjoint). Deterministic for a given ``seed``, whatever the partitioning."""
+        """Sample ``len(fanouts)`` hops of in-neighbours of global homogeneous ``seeds``.
+
+        Deterministic for a given ``seed``, whatever the partitioning.
+
+        Args:
+            seeds: global homogeneous node IDs.
+            seed: the random seed.
+            seed_time: each seed's time (temporal sampling; needs the sampler's ``time_attr``).
+
+        Returns:
+            The sampled nodes (seeds first; de-duplicated unless disjoint) and edges, in global homogeneous
+            IDs.
+
+        Raises:
+            InputError: ``seed_time`` without the sampler's ``time_attr``, or of another shape than ``seeds``.
+        """
         budget_this_thread()  # the caller may be any thread (a loader's, a service's)
         seeds = np.asarray(seeds, dtype=np.int64)
         times = None
@@ -148,18 +194,41 @@ class DistNeighborSampler:
         def layer(ids, owner, hop_fanouts, hop):
             return self._layer(ids, None if times is None else times[owner], hop_fanouts, seed * 1_000_003 + hop)
 
-        return expand_hops(seeds, list(self.fanouts), layer, self.book.num_nodes(), None if disjoint else self._slot)
+        return expand_hops(
+            seeds, list(self.fanouts), layer, self.book.num_nodes(), slot=None if disjoint else self._slot
+        )
 
     def in_neighbours(self, ids: np.ndarray, etype: int, k: int, key: int) -> tuple[np.ndarray, np.ndarray]:
-        """Up to ``k`` random in-neighbours along edge type ``etype`` (its index) of each of the global homogeneous
-        ``ids``: ``(counts, neighbours)``, the neighbours listed node by node (one hop, as :meth:`sample`'s)."""
+        """Up to ``k`` random in-neighbours along one edge type of each of the global homogeneous ``ids``.
+
+        One hop, as `sample`'s.
+
+        Args:
+            ids: global homogeneous node IDs.
+            etype: the edge type, by its index in the book's edge types.
+            k: the most neighbours of each node.
+            key: the random key of the draw.
+
+        Returns:
+            ``(counts, neighbours)``: how many neighbours each node got, and the neighbours listed node by
+            node.
+        """
         fanouts = np.zeros(len(self.book.canonical_etypes), dtype=np.int64)
         fanouts[etype] = k
         counts, nbrs, _ = self._layer(np.asarray(ids, dtype=np.int64), None, fanouts, key)
         return counts, nbrs
 
     def to_hetero(self, out: SamplerOutput) -> HeteroSamplerOutput:
-        """``out`` regrouped by node and edge type (per-type IDs)."""
+        """``out`` regrouped by node and edge type (per-type IDs).
+
+        Args:
+            out: an output of `sample`.
+
+        Returns:
+            The same sample by node and edge type.
+        """
         ntype, nid = (t.numpy() for t in self.book.map_to_per_ntype(out.node))
         etype, eid = (t.numpy() for t in self.book.map_to_per_etype(out.edge))
-        return to_hetero(out, self.book.ntypes, ntype, nid, self.book.canonical_etypes, etype, eid)
+        return to_hetero(
+            out, self.book.ntypes, ntype, nid, etypes=self.book.canonical_etypes, edge_type=etype, edge_id=eid
+        )

@@ -105,6 +105,7 @@ class LocalSamplingGraph:
         fanouts: np.ndarray,
         replace: bool,
         key: int,
+        *,
         seed_time: np.ndarray | None = None,
         time_attr: str | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -121,7 +122,9 @@ class LocalSamplingGraph:
         if seed_time is not None:
             assert time_attr is not None, "seed times come with their attribute (the sampler checks it)"
             node_time, slot_time = self.node_time(time_attr), np.asarray(seed_time, dtype=np.float64)[node_idx]
-        counts, pos = sample_ranges(starts, ends, self.indices, slot_fanouts, replace, key, node_time, slot_time)
+        counts, pos = sample_ranges(
+            starts, ends, self.indices, slot_fanouts, replace=replace, key=key, node_time=node_time, slot_time=slot_time
+        )
         if self.etype is None:  # one range per node, in node order
             per_node = np.asarray(counts, dtype=np.int64)
         else:
@@ -167,6 +170,7 @@ class ServedSamplingGraph:
         fanouts: np.ndarray,
         replace: bool,
         key: int,
+        *,
         seed_time: np.ndarray | None = None,
         time_attr: str | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -177,7 +181,17 @@ class ServedSamplingGraph:
                 f"[{self.start}, {self.start + self.count}))"
             )
         blocks = [
-            (pos, g.sample(gids[pos], fanouts, replace, key, None if seed_time is None else seed_time[pos], time_attr))
+            (
+                pos,
+                g.sample(
+                    gids[pos],
+                    fanouts,
+                    replace,
+                    key,
+                    seed_time=None if seed_time is None else seed_time[pos],
+                    time_attr=time_attr,
+                ),
+            )
             for g, pos in self._split(gids)
             if pos.size
         ]

@@ -27,7 +27,7 @@ class Serving:
 
 
 def start_serving(
-    group: RpcGroup, served: Served, near: dict[int, Served], key: str = "", cache: FeatureCache | None = None
+    group: RpcGroup, served: Served, near: dict[int, Served], key: str = "", *, cache: FeatureCache | None = None
 ) -> Serving:
     """Build what ``served`` (and the co-located ``near``) need to answer, and register the sampling graph
     under ``key``; ``cache``: rows of other partitions held here (see :mod:`.cache`)."""
@@ -36,7 +36,7 @@ def start_serving(
         LocalFeatureStore(served, served.part_id),
         served.book,
         key,
-        {p: LocalFeatureStore(n, p) for p, n in near.items()},
+        near={p: LocalFeatureStore(n, p) for p, n in near.items()},
     )
     features.attach_cache(cache)
     times = feature_times(features.lookup, features.has, served.book)

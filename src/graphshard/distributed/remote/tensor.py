@@ -61,10 +61,25 @@ def _write(name: str, ids: torch.Tensor, values: torch.Tensor) -> None:
 
 
 class DistTensor:
-    """Rows of ``shape[0]`` = number of nodes of ``ntype`` (or edges of ``etype``), sharded like them.
+    """A tensor of one row per node of ``ntype`` (or edge of ``etype``), sharded like them.
 
+    Any process reads (``t[ids]``) and writes (``t[ids] = values``) any rows by global per-type ID.
     Construction is collective over ``group`` (every member creates the same tensor, in the same order).
-    ``init(shape, dtype)`` makes each shard's initial rows (zeros by default).
+
+    Args:
+        group: the RPC group whose members hold the partitions (a session's ``group``).
+        book: the graph's partition book.
+        shape: the tensor's shape; ``shape[0]`` is the number of nodes of ``ntype`` (or edges of
+            ``etype``).
+        dtype: the rows' dtype.
+        name: the tensor's name, unique in the process (requests name it).
+        ntype: the node type the rows belong to; None: every node (homogeneous IDs).
+        etype: an edge type: rows belong to its edges instead of to nodes.
+        init: ``init(shape, dtype)`` makes each shard's initial rows; None: zeros.
+
+    Raises:
+        InputError: ``shape[0]`` is not the number of nodes (edges) of the type, or a tensor of that name
+            exists already.
     """
 
     def __init__(
@@ -73,6 +88,7 @@ class DistTensor:
         book: RangePartitionBook,
         shape: tuple[int, ...],
         dtype: torch.dtype,
+        *,
         name: str,
         ntype: str | None = None,
         etype: Any = None,
@@ -110,7 +126,17 @@ class DistTensor:
         return self.book.nid2localnid(ids, p, self.ntype).numpy()
 
     def owners(self, ids: np.ndarray) -> np.ndarray:
-        """The partition that owns each of ``ids`` (rows of this tensor)."""
+        """The partition that owns each of ``ids`` (rows of this tensor).
+
+        Args:
+            ids: row IDs: per-type IDs of the tensor's node (edge) type.
+
+        Returns:
+            The owning partition of each row.
+
+        Raises:
+            IDRangeError: an ID out of range.
+        """
         if self.etype is not None:
             return self.book.eid2partid(ids, self.etype).numpy()
         return self.book.nid2partid(ids, self.ntype).numpy()
@@ -122,7 +148,9 @@ class DistTensor:
         return as_id_array(ids, f"row IDs of DistTensor {self.name!r}")
 
     def _route(self, ids: np.ndarray, remote: Callable[..., Any], args: Callable[[np.ndarray], tuple], what: str):
-        return by_owner(self.group, self.owners(ids), self.book.num_partitions(), None, remote, args, what)
+        return by_owner(
+            self.group, self.owners(ids), self.book.num_partitions(), None, remote=remote, args=args, what=what
+        )
 
     def __getitem__(self, ids: Any) -> torch.Tensor:
         ids_np = self._ids(ids)

@@ -117,15 +117,29 @@ def _original_piece(key: str, kind: str, type_name: str, part_id: int) -> torch.
 
 
 class DistGraph:
-    """The graph ``graph_name`` partitioned as described by ``part_config``, served by the members of
-    ``group`` (the current RPC group by default). Partition ``p`` is served by members
-    ``p*T ... p*T+T-1``; they share its memory-mapped files. With fewer members than partitions, each
-    serves ``P/W`` consecutive partitions as one (:mod:`~graphshard.distributed.stores.partitions`): the book then
-    counts ``W`` partitions. Construction is collective. ``verify``: first check the files of the partitions
-    served against the config's sha256 checksums (a run stops, naming the host and file, before corrupt data is
-    used; the hashing reads each file once: about 0.6 s per GB from the page cache, 2 s from disk here).
-    ``colocated``: read the partitions of other processes of this host that hold the same files in-process
-    (sampling and stored features; see :mod:`.colocated`) instead of over RPC."""
+    """A partitioned graph, served by the members of an RPC group.
+
+    Partition ``p`` is served by members ``p*T ... p*T+T-1``; they share its memory-mapped files. With fewer
+    members than partitions, each serves ``P/W`` consecutive partitions as one
+    (`graphshard.distributed.stores.partitions`): the book then counts ``W`` partitions. Construction is
+    collective.
+
+    Args:
+        graph_name: the graph's name, as its config records it.
+        part_config: the path of the partition config (``<graph_name>.json``), or the config already loaded.
+        group: the RPC group whose members serve the partitions; None: the current RPC group (a session's).
+        verify: first check the files of the partitions served against the config's sha256 checksums (a
+            run stops, naming the host and file, before corrupt data is used; the hashing reads each file
+            once: about 0.6 s per GB from the page cache, 2 s from disk here).
+        colocated: read the partitions of other processes of this host that hold the same files in-process
+            (sampling and stored features; see `graphshard.distributed.remote.colocated`) instead of over RPC.
+
+    Raises:
+        FormatError: the config is missing or invalid, or a partition file is corrupt.
+        InputError: the config holds another graph, or a host lacks a partition it must serve, or one of
+            its files does not match its checksum; names the host and file.
+        DistError: no RPC group is given and none is initialised in this process.
+    """
 
     def __init__(
         self,
@@ -133,6 +147,7 @@ class DistGraph:
         part_config: str | os.PathLike | PartitionConfig,
         group: RpcGroup | None = None,
         verify: bool = True,
+        *,
         colocated: bool = True,
     ):
         self.group = group if group is not None else current_group()
@@ -172,7 +187,7 @@ class DistGraph:
                 owner,
                 _original_piece,
                 (self.key, kind, type_name, p),
-                f"original {kind} IDs of partition {p}",
+                what=f"original {kind} IDs of partition {p}",
             ).numpy()
 
         return original_ids(cfg, kind, type_name, piece)
@@ -191,7 +206,10 @@ class DistGraph:
         register(f"{_DEGREES}/{self.key}", deg)
         self.group.barrier("degree tables registered")
         if self.group.rank % self.group.per_part(self.book.num_partitions()) == 0:  # one contribution per partition
-            counted = [source_counts(ip, g.indices.numpy(), et, n, g.num_nodes, R) for g, ip, et, n in graphs]
+            counted = [
+                source_counts(ip, g.indices.numpy(), et, n, num_nodes=g.num_nodes, num_etypes=R)
+                for g, ip, et, n in graphs
+            ]
             src = np.concatenate([g.ndata["_ID"].numpy()[c[0]] for (g, *_), c in zip(graphs, counted)])
             et = np.concatenate([c[1] for c in counted])
             counts = np.concatenate([c[2] for c in counted])
@@ -200,14 +218,14 @@ class DistGraph:
                 self.book.nid2partid(src).numpy(),
                 self.book.num_partitions(),
                 lambda pos: deg.add_out(src[pos], et[pos], counts[pos]),
-                _add_out,
-                lambda pos: (
+                remote=_add_out,
+                args=lambda pos: (
                     self.key,
                     torch.from_numpy(src[pos]),
                     torch.from_numpy(et[pos]),
                     torch.from_numpy(counts[pos]),
                 ),
-                "out-degree count",
+                what="out-degree count",
             )
         self.group.barrier("out-degrees counted")
 
@@ -225,9 +243,31 @@ class DistGraph:
         return [et[1] for et in self.book.canonical_etypes]
 
     def num_nodes(self, ntype: str | None = None) -> int:
+        """The number of nodes of the graph.
+
+        Args:
+            ntype: count only the nodes of this type; None: every node.
+
+        Returns:
+            The node count.
+
+        Raises:
+            InputError: ``ntype`` is not a node type of the graph.
+        """
         return self.book.num_nodes(ntype)
 
     def num_edges(self, etype: Any = None) -> int:
+        """The number of edges of the graph.
+
+        Args:
+            etype: count only the edges of this type (as `canonical_etype` takes it); None: every edge.
+
+        Returns:
+            The edge count.
+
+        Raises:
+            InputError: ``etype`` is unknown or ambiguous.
+        """
         return self.book.num_edges(self.canonical_etype(etype) if etype is not None else None)
 
     def get_partition_book(self):
@@ -284,13 +324,34 @@ class DistGraph:
         return _EdgeTypes(self)
 
     def local_edges(self, etype: Any = None) -> tuple[np.ndarray, np.ndarray]:
-        """Source and destination (per-type IDs) of the edges of ``etype`` this partition owns (those
-        into its inner nodes); together over all partitions, every edge once."""
+        """Source and destination of the edges of ``etype`` this partition owns (those into its inner nodes).
+
+        Together over all partitions, every edge once.
+
+        Args:
+            etype: the edge type (as `canonical_etype` takes it); None on a graph of a single edge type.
+
+        Returns:
+            ``(src, dst)``: per-type node IDs of the edges' ends.
+
+        Raises:
+            InputError: the edge type is unknown or ambiguous, or None on a graph of several edge types.
+        """
         src, dst, _ = self.local_edge_ids(etype)
         return src, dst
 
     def local_edge_ids(self, etype: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`local_edges` and, third, each edge's per-type edge ID (what ``edges[etype].data`` reads)."""
+        """`local_edges` and, third, each edge's per-type edge ID (what ``edges[etype].data`` reads).
+
+        Args:
+            etype: the edge type (as `canonical_etype` takes it); None on a graph of a single edge type.
+
+        Returns:
+            ``(src, dst, eid)``: per-type node IDs of the edges' ends and their per-type edge IDs.
+
+        Raises:
+            InputError: the edge type is unknown or ambiguous, or None on a graph of several edge types.
+        """
         et = self.canonical_etype(etype)
         srcs, dsts, ids = [], [], []
         for g in self.local_graphs:
@@ -308,12 +369,39 @@ class DistGraph:
 
     # -- degrees ----------------------------------------------------------------------------------
     def in_degrees(self, ids: Any, etype: Any = None) -> torch.Tensor:
-        """In-degrees of nodes ``ids`` (per-type IDs of ``etype``'s destination type; all edge types
-        of a single-type graph when ``etype`` is None)."""
+        """In-degrees of nodes ``ids``.
+
+        Args:
+            ids: per-type IDs of ``etype``'s destination type (tensor, array, list or scalar).
+            etype: the edge type (as `canonical_etype` takes it); None: the edge type of a graph of a single
+                edge type.
+
+        Returns:
+            The in-degree of each node along ``etype``.
+
+        Raises:
+            InputError: the edge type is unknown or ambiguous, or None on a graph of several edge types;
+                IDs that are not integers.
+            IDRangeError: an ID out of range.
+        """
         return self._degrees("in", ids, etype)
 
     def out_degrees(self, ids: Any, etype: Any = None) -> torch.Tensor:
-        """Out-degrees of nodes ``ids`` (per-type IDs of ``etype``'s source type)."""
+        """Out-degrees of nodes ``ids``.
+
+        Args:
+            ids: per-type IDs of ``etype``'s source type (tensor, array, list or scalar).
+            etype: the edge type (as `canonical_etype` takes it); None: the edge type of a graph of a single
+                edge type.
+
+        Returns:
+            The out-degree of each node along ``etype``.
+
+        Raises:
+            InputError: the edge type is unknown or ambiguous, or None on a graph of several edge types;
+                IDs that are not integers.
+            IDRangeError: an ID out of range.
+        """
         return self._degrees("out", ids, etype)
 
     def _degrees(self, kind: str, ids: Any, etype: Any) -> torch.Tensor:
@@ -329,9 +417,9 @@ class DistGraph:
             self.book.nid2partid(gids).numpy(),
             self.book.num_partitions(),
             None,
-            _degrees,
-            lambda pos: (self.key, kind, torch.from_numpy(gids[pos]), r),
-            f"{kind}-degree",
+            remote=_degrees,
+            args=lambda pos: (self.key, kind, torch.from_numpy(gids[pos]), r),
+            what=f"{kind}-degree",
         )
         out = torch.empty(gids.shape[0], dtype=torch.int64)
         for pos, got in pieces:

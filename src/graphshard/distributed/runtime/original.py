@@ -51,7 +51,7 @@ class OriginalIds:
             book,
             (self.count,),
             torch.int64,
-            f"original-ids{next(_MAPS)}/{ntype}#{g.key}",
+            name=f"original-ids{next(_MAPS)}/{ntype}#{g.key}",
             ntype=ntype,
             init=lambda shape, dtype: torch.full(shape, -1, dtype=dtype),
         )
@@ -62,7 +62,7 @@ class OriginalIds:
                 for i, p in enumerate(g.served.stored_ids):
                     orig = _stored_original(g, i, ntype)
                     lo, hi = g.served.stored_book.node_range(p, ntype)
-                    _check_piece(g, p, ntype, orig, self.count)
+                    _check_piece(g, p, ntype, orig, count=self.count)
                     self.table[orig] = torch.arange(lo, hi, dtype=torch.int64)
             except FormatError as exc:
                 problem = str(exc)
@@ -110,7 +110,7 @@ def _stored_original(g: DistGraph, i: int, ntype: str) -> np.ndarray:
     return ndata["orig_id"][lo - base : hi - base].numpy().astype(np.int64)
 
 
-def _check_piece(g: DistGraph, p: int, ntype: str, orig: np.ndarray, count: int) -> None:
+def _check_piece(g: DistGraph, p: int, ntype: str, orig: np.ndarray, *, count: int) -> None:
     bad = (orig < 0) | (orig >= count)
     if bad.any():
         raise FormatError(

@@ -27,20 +27,39 @@ def node_split(
     book: RangePartitionBook,
     ntype: str | None = None,
     rank: int | None = None,
+    *,
     world_size: int | None = None,
     force_even: bool = True,
 ) -> torch.Tensor:
-    """IDs of the nodes selected by ``mask`` (boolean, one entry per node of ``ntype`` — homogeneous
-    when None — in new-ID order) that rank ``rank`` of ``world_size`` should process.
+    """IDs of the nodes selected by ``mask`` that rank ``rank`` of ``world_size`` should process.
 
-    ``force_even=True``: sizes differ by at most one across ranks; each rank first takes nodes of its
-    own partition (as many as its share allows), the rest are dealt to ranks short of their share.
-    ``force_even=False``: each rank gets only its own partition's selected nodes, split evenly among
-    that partition's trainers. Either way the pieces are disjoint and together cover the selection.
-    Returned IDs are per-type new IDs of ``ntype`` (homogeneous IDs when None), ascending.
+    Every rank computes the same split and keeps its piece; the pieces are disjoint and together cover the
+    selection. Ranks ``r`` belong to partition ``r // T`` with ``T = world_size / P`` ranks per partition.
+
+    Args:
+        mask: boolean, one entry per node of ``ntype`` (every node when None), in new-ID order.
+        book: the graph's partition book.
+        ntype: the node type; None: homogeneous IDs.
+        rank: the rank whose piece to return; None (with ``world_size`` None): this process's rank in the
+            initialised process group.
+        world_size: the number of ranks; None: the process group's.
+        force_even: True: sizes differ by at most one across ranks; each rank first takes nodes of its own
+            partition (as many as its share allows), the rest are dealt to ranks short of their share.
+            False: each rank gets only its own partition's selected nodes, split evenly among that
+            partition's trainers.
+
+    Returns:
+        The rank's node IDs, ascending: per-type new IDs of ``ntype`` (homogeneous IDs when None).
+
+    Raises:
+        InputError: ``mask`` does not have one entry per node; no ``rank``/``world_size`` outside an
+            initialised process group; ``rank`` outside ``[0, world_size)``; ``world_size`` not a multiple of
+            the number of partitions; an unknown ``ntype``.
     """
     ids = np.flatnonzero(_bool_mask(mask, book.num_nodes(ntype), "node"))
-    return _split(ids, to_numpy(book.nid2partid(ids, ntype)), book.num_partitions(), rank, world_size, force_even)
+    return _split(
+        ids, to_numpy(book.nid2partid(ids, ntype)), book.num_partitions(), rank, world=world_size, force_even=force_even
+    )
 
 
 def edge_split(
@@ -48,12 +67,36 @@ def edge_split(
     book: RangePartitionBook,
     etype: Any = None,
     rank: int | None = None,
+    *,
     world_size: int | None = None,
     force_even: bool = True,
 ) -> torch.Tensor:
-    """As :func:`node_split`, for edges (an edge belongs to its destination's partition)."""
+    """IDs of the edges selected by ``mask`` that rank ``rank`` of ``world_size`` should process.
+
+    As `node_split`, for edges: an edge belongs to its destination's partition.
+
+    Args:
+        mask: boolean, one entry per edge of ``etype`` (every edge when None), in new-ID order.
+        book: the graph's partition book.
+        etype: the edge type (canonical tuple or ``src:rel:dst``, or a relation name that names one type);
+            None: homogeneous IDs.
+        rank: the rank whose piece to return; None (with ``world_size`` None): this process's rank in the
+            initialised process group.
+        world_size: the number of ranks; None: the process group's.
+        force_even: as for `node_split`.
+
+    Returns:
+        The rank's edge IDs, ascending: per-type new IDs of ``etype`` (homogeneous IDs when None).
+
+    Raises:
+        InputError: ``mask`` does not have one entry per edge; no ``rank``/``world_size`` outside an
+            initialised process group; ``rank`` outside ``[0, world_size)``; ``world_size`` not a multiple of
+            the number of partitions; an unknown ``etype``.
+    """
     ids = np.flatnonzero(_bool_mask(mask, book.num_edges(etype), "edge"))
-    return _split(ids, to_numpy(book.eid2partid(ids, etype)), book.num_partitions(), rank, world_size, force_even)
+    return _split(
+        ids, to_numpy(book.eid2partid(ids, etype)), book.num_partitions(), rank, world=world_size, force_even=force_even
+    )
 
 
 def _bool_mask(mask: Any, count: int, kind: str) -> np.ndarray:
@@ -127,7 +170,7 @@ def _pieces(p: int, a: int, b: int, starts: np.ndarray) -> list[Piece]:
 
 
 def _split(
-    ids: np.ndarray, part: np.ndarray, num_parts: int, rank: int | None, world: int | None, force_even: bool
+    ids: np.ndarray, part: np.ndarray, num_parts: int, rank: int | None, *, world: int | None, force_even: bool
 ) -> torch.Tensor:
     import torch
 
@@ -139,7 +182,7 @@ def _split(
 
 
 def split_owned(
-    ctx: DistContext, selected: np.ndarray, num_parts: int, force_even: bool = True, what: str = "split"
+    ctx: DistContext, selected: np.ndarray, num_parts: int, force_even: bool = True, *, what: str = "split"
 ) -> np.ndarray:
     """This rank's piece of a selection, the same as :func:`node_split` deals from the whole mask, when each
     rank knows only its own partition's selected IDs (``selected``, ascending; the same on every trainer of

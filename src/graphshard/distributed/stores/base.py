@@ -49,8 +49,11 @@ def own_ranges(book: Any, part_id: int) -> dict[Group, OwnRange]:
 
 
 class ReadOnlyStoreError(InputError):
-    """A write to a read-only feature store. graphshard's stores take writes in memory (see
-    :class:`StoredFeatureStore`) and no longer raise it; kept for code that catches it."""
+    """A write to a read-only feature store.
+
+    graphshard's stores take writes in memory (see `StoredFeatureStore`) and no longer raise it; kept for
+    code that catches it.
+    """
 
 
 class TypeNames:

@@ -9,7 +9,7 @@ store object only (an in-memory overlay), never the partition's files.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import torch
@@ -32,12 +32,15 @@ class _Entry:
     is_sorted: bool
     size: tuple[int, int] | None
     edge_ids: torch.Tensor | None = None  # feature row of each edge, in this layout's order
+    _: KW_ONLY
     stored: bool = False  # the partition's own CSC (the only entries with a COO view)
     coo_col: torch.Tensor | None = None  # the stored CSC's destinations, one per edge: its COO view (on request)
 
 
 class LocalGraphStore(GraphStore):
-    """Per canonical edge type, the partition's edges whose two ends are its own nodes, in the layout the
+    """One partition's edges among its own nodes, a PyG ``GraphStore``.
+
+    Per canonical edge type, the partition's edges whose two ends are its own nodes, in the layout the
     partition stores them: CSC (``(row, colptr)``, sorted by destination, served from the
     memory-mapped arrays without conversion; zero-copy for one partition of a single-type graph),
     ``size`` = the partition's own (source, destination) node counts. A single-type graph's edge type is
@@ -46,16 +49,23 @@ class LocalGraphStore(GraphStore):
     ``get_edge_index(edge_type, "coo")`` of an edge type whose stored CSC is held (and no COO was put)
     returns its **COO view**, made on request and kept: ``(row, col)`` in the CSC's order (sorted by
     destination), so edge ``i`` of the view is edge ``i`` of the CSC and ``edge_ids(edge_type, "coo")``
-    gives the same feature rows; :meth:`get_all_edge_attrs` lists what is held, not this view. ``coo()``
+    gives the same feature rows; `get_all_edge_attrs` lists what is held, not this view. ``coo()``
     returns the same arrays with those rows as ``perm``. CSR is converted by PyG's ``csr()`` (with ``perm``).
 
     Puts (any layout, e.g. PyG's ``csr(store=True)``) and removes are an in-memory overlay: they change this
     object only, never the partition's files nor other processes' stores; removing a stored edge type's
     CSC hides it (and its COO view) from this object. Several layouts are kept per edge type; a layout or
-    type not held raises ``KeyError``. Puts are checked (:class:`InputError` naming the edge type): two
+    type not held raises ``KeyError``. Puts are checked (`InputError` naming the edge type): two
     1-D integer tensors, pointers that start at 0, never decrease and end at the edge count, and for an
     edge type of the graph, node IDs and ``size`` within the partition's own node counts (every node of
-    a batch must have feature rows). ``is_sorted`` is the truth (checked on put)."""
+    a batch must have feature rows). ``is_sorted`` is the truth (checked on put).
+
+    Args:
+        part: the loaded partition (`load_partition`).
+
+    Raises:
+        InputError: the partition's CSC arrays are malformed or not aligned with its node and edge data.
+    """
 
     def __init__(self, part: Partition):
         super().__init__()
@@ -119,8 +129,18 @@ class LocalGraphStore(GraphStore):
             return edge_type
 
     def edge_ids(self, edge_type: Any, layout: str | EdgeLayout = "csc") -> torch.Tensor | None:
-        """The edge-feature row (``LocalFeatureStore`` edge index) of each edge of a stored layout (or the
-        COO view), in that layout's order; None for edges put by the user."""
+        """The edge-feature row (``LocalFeatureStore`` edge index) of each edge of a stored layout, in its order.
+
+        Args:
+            edge_type: the edge type (``None`` in a single-type graph).
+            layout: the layout: ``"csc"``, ``"coo"`` (the COO view) or ``"csr"``.
+
+        Returns:
+            The feature row of each edge; None for edges put by the user.
+
+        Raises:
+            KeyError: no such edge type or layout held.
+        """
         key = (self._type_key(edge_type, True), EdgeLayout(layout))
         self._get_edge_index(EdgeAttr(edge_type, key[1]))
         if key not in self._entries:  # the COO view: the CSC's edges, in its order

@@ -31,17 +31,23 @@ __all__ = ["LocalFeatureStore", "LocalGraphStore", "ReadOnlyStoreError"]
 
 
 class LocalFeatureStore(StoredFeatureStore):
-    """Node and edge features of partition ``part_id``'s own nodes and edges (memory-mapped, never copied
-    whole). ``index`` is a row of the partition (see the module doc); :meth:`get_tensor_from_global_id`
-    takes global per-type IDs. Groups: node types and canonical edge types, ``None``/``(None, None)``
-    in a single-type graph. ``pyg_names`` renames node data for PyG (default ``feat``→``x``,
-    ``label``→``y``; both names read). A missing group or tensor raises ``KeyError``.
+    """Node and edge features of one partition's own nodes and edges, a PyG ``FeatureStore``.
 
-    Writes (PyG's ``put_tensor``/``update_tensor``/``remove_tensor``) change this object's in-memory
-    overlay only, never the partition's files (see :class:`StoredFeatureStore`): e.g.
+    Memory-mapped, never copied whole. ``index`` is a row of the partition (see the module doc);
+    `get_tensor_from_global_id` takes global per-type IDs. Groups: node types and canonical edge types,
+    ``None``/``(None, None)`` in a single-type graph. A missing group or tensor raises ``KeyError``.
+
+    Writes (PyG's ``put_tensor``/``update_tensor``/``remove_tensor``) change this object's in-memory overlay
+    only, never the partition's files (see `StoredFeatureStore`): e.g.
     ``fs.put_tensor(torch.zeros(n, 1), "venue", "x", index=None)`` gives a featureless node type the
-    placeholder PyG's heterogeneous loaders need. A :class:`~graphshard.distributed.remote.feature.DistFeatureStore`
-    serving this partition to other ranks serves its stored data, never this overlay."""
+    placeholder PyG's heterogeneous loaders need. A `DistFeatureStore` serving this partition to other ranks
+    serves its stored data, never this overlay.
+
+    Args:
+        part: the loaded partition (`load_partition`), or several stored partitions served as one.
+        part_id: the partition's ID (in the book of ``part``).
+        pyg_names: renames node data for PyG; None: ``feat``→``x``, ``label``→``y`` (both names read).
+    """
 
     def __init__(self, part: Partition | Served, part_id: int, pyg_names: Mapping[str, str] | None = None):
         node_feats: Mapping[str, StoredTensor]
@@ -70,11 +76,34 @@ class LocalFeatureStore(StoredFeatureStore):
         )
 
     def id_offset(self, group: Any) -> int:
-        """Global per-type ID of row 0 of ``group`` (node type, edge type, or PyG's ``None`` names)."""
+        """Global per-type ID of row 0 of ``group``.
+
+        Args:
+            group: a node type, canonical edge type, or PyG's ``None``/``(None, None)``.
+
+        Returns:
+            The ID of the partition's first item of the type.
+
+        Raises:
+            KeyError: no such group.
+        """
         return self.ranges[self.types.group(group)].start
 
     def to_rows(self, group: Any, ids: Any) -> torch.Tensor:
-        """Rows of global per-type ``ids`` of ``group``; :class:`IDRangeError` for IDs owned elsewhere."""
+        """Rows of global per-type ``ids`` of ``group``.
+
+        Args:
+            group: a node type, canonical edge type, or PyG's ``None``/``(None, None)``.
+            ids: global per-type IDs this partition owns (tensor, array, list or scalar).
+
+        Returns:
+            The partition's row of each ID (int64).
+
+        Raises:
+            KeyError: no such group.
+            InputError: IDs that are not integers.
+            IDRangeError: an ID owned by another partition.
+        """
         g = self.types.group(group)
         start, count, _ = self.ranges[g]
         arr = as_id_array(ids, f"IDs of {g!r}")
@@ -88,17 +117,59 @@ class LocalFeatureStore(StoredFeatureStore):
         return torch.from_numpy(rows)
 
     def get_tensor_from_global_id(self, group: Any, attr_name: str, ids: Any) -> torch.Tensor:
-        """Rows of ``group``/``attr_name`` for global per-type ``ids`` this partition owns."""
+        """Rows of ``group``/``attr_name`` for global per-type ``ids`` this partition owns.
+
+        Args:
+            group: a node type, canonical edge type, or PyG's ``None``/``(None, None)``.
+            attr_name: the tensor's name.
+            ids: global per-type IDs this partition owns (tensor, array, list or scalar).
+
+        Returns:
+            The rows, as ``get_tensor`` reads them (the overlay first).
+
+        Raises:
+            KeyError: no such group or tensor.
+            InputError: IDs that are not integers.
+            IDRangeError: an ID owned by another partition.
+        """
         return self.get_tensor(group, attr_name, index=self.to_rows(group, ids))
 
     def stored_from_global_id(self, group: Any, attr_name: str, ids: Any) -> torch.Tensor:
-        """Rows of the *stored* tensor ``group``/``attr_name`` for global per-type ``ids`` this partition owns,
-        whatever this object's overlay holds (what other ranks are served)."""
+        """Rows of the *stored* tensor ``group``/``attr_name`` for global per-type ``ids`` this partition owns.
+
+        Whatever this object's overlay holds: what other ranks are served.
+
+        Args:
+            group: a node type, canonical edge type, or PyG's ``None``/``(None, None)``.
+            attr_name: the tensor's name.
+            ids: global per-type IDs this partition owns (tensor, array, list or scalar).
+
+        Returns:
+            The stored rows.
+
+        Raises:
+            KeyError: no such group or stored tensor.
+            InputError: IDs that are not integers.
+            IDRangeError: an ID owned by another partition.
+        """
         return self._read(*self._stored_key(group, attr_name), self.to_rows(group, ids))
 
-    def stored_into(self, group: Any, attr_name: str, ids: np.ndarray, out: torch.Tensor, at: np.ndarray) -> None:
-        """:meth:`stored_from_global_id` of dense rows, written to ``out[at]`` (in one pass from a plain stored
-        tensor: no intermediate copy)."""
+    def stored_into(self, group: Any, attr_name: str, ids: np.ndarray, out: torch.Tensor, *, at: np.ndarray) -> None:
+        """`stored_from_global_id` of dense rows, written to ``out[at]``.
+
+        In one pass from a plain stored tensor: no intermediate copy.
+
+        Args:
+            group: a node type, canonical edge type, or PyG's ``None``/``(None, None)``.
+            attr_name: the tensor's name.
+            ids: global per-type IDs this partition owns.
+            out: the tensor the rows are written to.
+            at: the row of ``out`` each ID's row goes to.
+
+        Raises:
+            KeyError: no such group or stored tensor.
+            IDRangeError: an ID owned by another partition.
+        """
         key = self._stored_key(group, attr_name)
         rows = self.to_rows(group, ids)
         tensor = self._tensors[key]
@@ -118,19 +189,52 @@ class LocalFeatureStore(StoredFeatureStore):
         return key
 
     def is_sparse(self, group: Any, name: str) -> bool:
-        """Whether ``group``/``name`` is read from a CSR tensor (:mod:`graphshard.sparse`; rows are still read
-        dense): False once the overlay holds writes to it."""
+        """Whether ``group``/``name`` is read from a CSR tensor (`graphshard.sparse`; rows are still read dense).
+
+        Args:
+            group: a node type, canonical edge type, or PyG's ``None``/``(None, None)``.
+            name: the tensor's name.
+
+        Returns:
+            True for a stored CSR tensor; False once the overlay holds writes to it.
+
+        Raises:
+            KeyError: no such group or tensor.
+        """
         key = self._key(TensorAttr(group, name))
         return key not in self._written and self.stored_is_sparse(group, name)
 
     def stored_is_sparse(self, group: Any, name: str) -> bool:
-        """Whether the stored tensor ``group``/``name`` is held as CSR, whatever the overlay holds."""
+        """Whether the stored tensor ``group``/``name`` is held as CSR, whatever the overlay holds.
+
+        Args:
+            group: a node type, canonical edge type, or PyG's ``None``/``(None, None)``.
+            name: the tensor's name.
+
+        Returns:
+            True for a stored CSR tensor.
+
+        Raises:
+            KeyError: no such group or stored tensor.
+        """
         t = self._tensors[self._stored_key(group, name)]
         return isinstance(t, CSRRows) or (isinstance(t, Stacked) and isinstance(t.pieces[0], CSRRows))
 
     def nonzeros_from_global_id(self, group: Any, name: str, ids: Any) -> tuple[torch.Tensor, ...]:
-        """The non-zeros of a stored CSR feature's rows for global per-type ``ids`` (see
-        :meth:`CSRRows.nonzeros`; the overlay is not read)."""
+        """The non-zeros of a stored CSR feature's rows for global per-type ``ids`` (the overlay is not read).
+
+        Args:
+            group: a node type, canonical edge type, or PyG's ``None``/``(None, None)``.
+            name: the feature's name.
+            ids: global per-type IDs this partition owns (tensor, array, list or scalar).
+
+        Returns:
+            ``(count per row, columns, values)`` tensors, as `CSRRows.nonzeros` gives them.
+
+        Raises:
+            KeyError: no such group or stored tensor.
+            IDRangeError: an ID owned by another partition.
+        """
         rows = self.to_rows(group, ids).numpy()
         t = self._tensors[self._stored_key(group, name)]
         assert isinstance(t, (CSRRows, Stacked)), "asked only of CSR features (see stored_is_sparse)"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import numpy as np
@@ -52,6 +52,7 @@ class Served:
     book: RangePartitionBook
     stored_book: RangePartitionBook
     part_id: int
+    _: KW_ONLY
     first: int
 
     @property
@@ -113,7 +114,7 @@ def load_served(part_config: str | os.PathLike | PartitionConfig, world_size: in
     parts = [load_partition(cfg, p) for p in stored]
     stored_book = parts[0].partition_book if group == 1 else book_from_config(cfg)
     book = stored_book if group == 1 else stored_book.grouped(group, part_id)
-    return Served(parts, book, stored_book, part_id, first)
+    return Served(parts, book, stored_book, part_id, first=first)
 
 
 class Stacked:

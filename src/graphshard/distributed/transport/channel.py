@@ -104,7 +104,7 @@ def _send(sock: socket.socket, bufs: list[memoryview]) -> None:
 class _Server:
     """Accepts connections on ``listener``; a thread per connection answers its requests in turn."""
 
-    def __init__(self, listener: socket.socket, who: str, timeout: float, key: bytes, tls: Tls | None):
+    def __init__(self, listener: socket.socket, who: str, timeout: float, key: bytes, *, tls: Tls | None):
         self.listener, self.who, self.timeout, self.key, self.tls = listener, who, timeout, key, tls
         self.handshaking: dict[str, int] = {}  # connections proving themselves, by host
         self.refused: set[str] = set()  # hosts named in the log
@@ -308,7 +308,7 @@ class Channels:
         self.priority = request_priority()
         listener = listen_socket(host, 0)
         self.address: tuple[str, int] = listener.getsockname()[:2]
-        self._server = _Server(listener, who, timeout, key, tls)
+        self._server = _Server(listener, who, timeout, key, tls=tls)
         self._idle_socks: dict[int, list[socket.socket]] = {}
         self._addresses: dict[int, tuple[str, int]] = {}
         self._lock = threading.Lock()

@@ -36,7 +36,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 from ...errors import InputError
 from .handshake import job_key
@@ -85,6 +85,7 @@ class Peer:
     address: tuple[str, int]
     nonce: bytes
     last: float
+    _: KW_ONLY
     doing: str = "starting"
     gone: bool = False  # said it left (done or failed): never lost
     quiet: bool = False  # said it was told to stop and silenced itself (see .interrupt)
@@ -102,7 +103,13 @@ class Heartbeat:
     by default :func:`stop_process`."""
 
     def __init__(
-        self, rank: int, world_size: int, address: str, lost_after: float, on_lost: Callable[[str], None] | None = None
+        self,
+        rank: int,
+        world_size: int,
+        address: str,
+        lost_after: float,
+        *,
+        on_lost: Callable[[str], None] | None = None,
     ):
         self.rank, self.world_size, self.address, self.lost_after = rank, world_size, address, lost_after
         self.interval = lost_after / INTERVAL_FRACTION

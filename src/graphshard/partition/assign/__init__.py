@@ -71,6 +71,7 @@ def assign(
     method: str | Any,
     num_parts: int,
     trainers: int = 1,
+    *,
     balance_ntypes: np.ndarray | None = None,
     balance_edges: bool = False,
     objtype: str = "cut",
@@ -79,7 +80,9 @@ def assign(
     """Compute the node assignment with ``method`` (a name in :data:`METHODS` or an explicit array)."""
     balance_ntypes = balance_classes(balance_ntypes, view.num_nodes)
     if not isinstance(method, str):
-        return Assignment(_explicit(view, method, num_parts, trainers, balance_ntypes, balance_edges), None)
+        return Assignment(
+            _explicit(view, method, num_parts, trainers, classes=balance_ntypes, balance_edges=balance_edges), None
+        )
     if method not in METHODS:
         raise InputError(f"unknown partition method {method!r}; choose one of {list(METHODS)} or pass an array")
     fine_parts = num_parts * trainers
@@ -99,14 +102,14 @@ def assign(
             view.num_nodes,
             int(csr.adjncy.shape[0]),
             fine_parts,
-            balance_ntypes,
-            in_degree,
+            classes=balance_ntypes,
+            weights=in_degree,
         ).astype(np.int64)
         return Assignment(fine // trainers, fine if trainers > 1 else None)
     if method == "metis":
         csr = undirected_csr(view.src, view.dst, view.num_nodes)
         start = time.perf_counter()
-        fine = metis_kway(csr, fine_parts, metis_weights(balance_ntypes, in_degree), objtype, seed)
+        fine = metis_kway(csr, fine_parts, metis_weights(balance_ntypes, in_degree), objtype, seed=seed)
     else:
         start = time.perf_counter()
         fine = kaminpar_partition(
@@ -136,7 +139,7 @@ def metis_weights(classes: np.ndarray | None, in_degree: np.ndarray | None) -> n
 
 
 def _explicit(
-    view: HomoView, parts: Any, num_parts: int, trainers: int, classes: Any, balance_edges: bool
+    view: HomoView, parts: Any, num_parts: int, trainers: int, *, classes: Any, balance_edges: bool
 ) -> np.ndarray:
     if trainers > 1 or classes is not None or balance_edges:
         raise InputError(

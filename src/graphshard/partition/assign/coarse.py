@@ -66,6 +66,7 @@ def coarse_parts(
     adjncy: np.ndarray,
     weights: np.ndarray,
     sizes: np.ndarray,
+    *,
     k: int,
     cap: int,
     num_nodes: int,

@@ -20,11 +20,11 @@ _HEADER = 24
 
 def write_parhip(path: str, csr: UndirectedCSR, node_weights: np.ndarray | None = None) -> None:
     """Write ``csr`` as a ParHIP binary graph (version bits: no edge weights; node weights if given)."""
-    write_parhip_blocks(path, csr.num_nodes, [csr.xadj], [csr.adjncy], node_weights)
+    write_parhip_blocks(path, csr.num_nodes, [csr.xadj], [csr.adjncy], node_weights=node_weights)
 
 
 def write_parhip_blocks(
-    path: str, num_nodes: int, xadj_chunks, adjncy_chunks, node_weights: np.ndarray | None = None
+    path: str, num_nodes: int, xadj_chunks, adjncy_chunks, *, node_weights: np.ndarray | None = None
 ) -> None:
     """Write a ParHIP binary graph from pieces (for adjacency held on disk): ``xadj_chunks`` yields
     consecutive pieces of ``xadj`` (n + 1 entries in all, int64), ``adjncy_chunks`` of ``adjncy``."""
@@ -44,7 +44,7 @@ def write_parhip_blocks(
 
 
 def kaminpar_from_file(
-    path: str, num_nodes: int, num_parts: int, seed: int = 0, imbalance: float = 0.03, num_threads: int | None = None
+    path: str, num_nodes: int, num_parts: int, seed: int = 0, *, imbalance: float = 0.03, num_threads: int | None = None
 ) -> np.ndarray:
     """Partition the ParHIP graph file ``path`` (loaded compressed) into ``num_parts`` blocks."""
     import kaminpar
@@ -62,6 +62,7 @@ def kaminpar_partition(
     num_parts: int,
     node_weights: np.ndarray | None = None,
     seed: int = 0,
+    *,
     imbalance: float = 0.03,
     num_threads: int | None = None,
 ) -> np.ndarray:
@@ -71,7 +72,7 @@ def kaminpar_partition(
     with tempfile.TemporaryDirectory(prefix="graphshard-kaminpar-") as tmp:
         path = os.path.join(tmp, "graph.parhip")
         n = _write_csr(path, make_csr(), node_weights)
-        return kaminpar_from_file(path, n, num_parts, seed, imbalance, num_threads)
+        return kaminpar_from_file(path, n, num_parts, seed, imbalance=imbalance, num_threads=num_threads)
 
 
 def _write_csr(path: str, csr: UndirectedCSR, node_weights: np.ndarray | None) -> int:

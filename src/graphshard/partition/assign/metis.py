@@ -58,6 +58,7 @@ def metis_kway(
     num_parts: int,
     vwgt: np.ndarray | None = None,
     objtype: str = "cut",
+    *,
     seed: int = 0,
 ) -> np.ndarray:
     """Partition ``csr`` into ``num_parts`` with METIS k-way; ``vwgt`` is (N, ncon) int64 or None.

@@ -42,6 +42,7 @@ def stream_partition(
     num_nodes: int,
     num_entries: int,
     num_parts: int,
+    *,
     classes: np.ndarray | None = None,
     weights: np.ndarray | None = None,
     passes: int = DEFAULT_PASSES,
@@ -68,7 +69,7 @@ def stream_partition(
     if seeding == "auto":
         seeding = "clusters" if has_locality(blocks, num_nodes, num_entries, k) else "none"
     if seeding == "clusters":
-        cap = max(cap, _seed_from_clusters(blocks, num_nodes, k, parts, cls, w, state, cap))
+        cap = max(cap, _seed_from_clusters(blocks, num_nodes, k, parts, cls=cls, w=w, state=state, cap=cap))
         cls_caps = np.maximum(cls_caps, state[1].max(axis=1))  # dealt clusters may overfill a part a little
         wcap = max(wcap, int(state[2].max())) if w.size else wcap
     for _ in range(max(1, passes)):
@@ -149,6 +150,7 @@ def _seed_from_clusters(
     n: int,
     k: int,
     parts: np.ndarray,
+    *,
     cls: np.ndarray,
     w: np.ndarray,
     state: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -175,7 +177,7 @@ def _seed_from_clusters(
     if graph is None:  # clusters too loosely joined to contract in O(nodes): dealt in stream order instead
         _deal(cluster, size, parts, k)
     else:
-        parts[:] = coarse_parts(*graph, size[present], k, cap, n)[cid]
+        parts[:] = coarse_parts(*graph, size[present], k=k, cap=cap, num_nodes=n)[cid]
     sizes, cls_sizes, wsizes = state
     sizes[:] = np.bincount(parts, minlength=k)
     np.add.at(cls_sizes, (cls, parts), 1)

@@ -31,7 +31,11 @@ def feature_bytes(state: DispatchState, plan: EdgePlan) -> np.ndarray:
 def predicted_peaks(state: DispatchState, plan: EdgePlan) -> list[Estimate]:
     """Each rank's :class:`~graphshard.memory.Estimate` from the counted edges and the assignment's nodes."""
     return dispatch_estimates(
-        state.num_nodes, plan.counts.sum(axis=1), feature_bytes(state, plan), state.ctx.world_size, state.opts.num_hops
+        state.num_nodes,
+        plan.counts.sum(axis=1),
+        feature_bytes(state, plan),
+        state.ctx.world_size,
+        num_hops=state.opts.num_hops,
     )
 
 
@@ -63,11 +67,11 @@ def check_disk_space(state: DispatchState, plan: EdgePlan) -> None:
         state.num_nodes,
         int(state.edge_off[-1]),
         nodes[mine].tolist(),
-        edges[mine].tolist(),
-        int(feature_bytes(state, plan)[mine].sum()),
-        state.opts.num_hops,
-        state.opts.save_orig_nids,
-        state.opts.save_orig_eids,
+        part_edges=edges[mine].tolist(),
+        feature_bytes=int(feature_bytes(state, plan)[mine].sum()),
+        num_hops=state.opts.num_hops,
+        orig_nids=state.opts.save_orig_nids,
+        orig_eids=state.opts.save_orig_eids,
     )
     check_disk(need, hint=" (--out)")
 

@@ -42,7 +42,7 @@ FEATURE_COPIES = 1.0  # a phase's node and edge rows, as received
 
 
 def dispatch_estimates(
-    num_nodes: int, part_edges: np.ndarray, part_feature_bytes: np.ndarray, world: int, num_hops: int = 1
+    num_nodes: int, part_edges: np.ndarray, part_feature_bytes: np.ndarray, world: int, *, num_hops: int = 1
 ) -> list[Estimate]:
     """One estimate per rank (``method`` = ``"rank r"``) of dispatching partitions with ``part_edges``
     edges and ``part_feature_bytes`` bytes of node and edge data each, on ``world`` ranks."""
@@ -79,6 +79,7 @@ def dispatch_disk(
     num_nodes: int,
     num_edges: int,
     part_nodes: Sequence[int],
+    *,
     part_edges: Sequence[int],
     feature_bytes: int,
     num_hops: int = 1,
@@ -87,12 +88,21 @@ def dispatch_disk(
 ) -> DiskNeed:
     """The predicted peak of disk of dispatch writing the partitions with ``part_nodes`` inner nodes and
     ``part_edges`` in-edges (and ``feature_bytes`` of their rows) into ``out``."""
-    parts = partitions_disk(num_nodes, num_edges, part_nodes, part_edges, feature_bytes, num_hops, orig_nids, orig_eids)
+    parts = partitions_disk(
+        num_nodes,
+        num_edges,
+        part_nodes,
+        part_edges,
+        feature_bytes=feature_bytes,
+        num_hops=num_hops,
+        orig_nids=orig_nids,
+        orig_eids=orig_eids,
+    )
     return DiskNeed("dispatch", Path(out).expanduser().absolute(), {f"partitions' {k}": v for k, v in parts.items()})
 
 
 def counted_estimates(
-    in_dir: str, assignment: str | None, num_parts: int, world: int, num_hops: int = 1
+    in_dir: str, assignment: str | None, num_parts: int, world: int, *, num_hops: int = 1
 ) -> tuple[list[Estimate], bool]:
     """Per-rank estimates for dispatching the chunked graph at ``in_dir``: with an ``assignment`` directory,
     every partition's edges are counted (one pass over the edges, as dispatch's own first pass); without
@@ -105,11 +115,13 @@ class PartCounts:
     """Each partition's inner nodes, in-edges and bytes of feature rows, counted from an assignment (one pass
     over the edges, as dispatch's own first pass) or assumed evenly shared (``counted`` False)."""
 
-    def __init__(self, num_nodes: int, nodes: np.ndarray, edges: np.ndarray, feats: np.ndarray, counted: bool) -> None:
+    def __init__(
+        self, num_nodes: int, nodes: np.ndarray, edges: np.ndarray, feats: np.ndarray, *, counted: bool
+    ) -> None:
         self.num_nodes, self.nodes, self.edges, self.feats, self.counted = num_nodes, nodes, edges, feats, counted
 
     def estimates(self, world: int, num_hops: int = 1) -> list[Estimate]:
-        return dispatch_estimates(self.num_nodes, self.edges, self.feats, world, num_hops)
+        return dispatch_estimates(self.num_nodes, self.edges, self.feats, world, num_hops=num_hops)
 
     def disk(
         self, out: str | os.PathLike, num_hops: int = 1, orig_nids: bool = False, orig_eids: bool = False
@@ -120,11 +132,11 @@ class PartCounts:
             self.num_nodes,
             int(self.edges.sum()),
             self.nodes.tolist(),
-            self.edges.tolist(),
-            int(self.feats.sum()),
-            num_hops,
-            orig_nids,
-            orig_eids,
+            part_edges=self.edges.tolist(),
+            feature_bytes=int(self.feats.sum()),
+            num_hops=num_hops,
+            orig_nids=orig_nids,
+            orig_eids=orig_eids,
         )
 
 
@@ -141,7 +153,9 @@ def count_partitions(in_dir: str, assignment: str | None, num_parts: int) -> Par
             even_split(meta.num_edges[et] * edge_row[et], num_parts) for et in meta.etypes
         )
         zero = np.zeros(num_parts, np.int64)
-        return PartCounts(total, np.asarray(nodes) + zero, np.asarray(edges) + zero, np.asarray(feats) + zero, False)
+        return PartCounts(
+            total, np.asarray(nodes) + zero, np.asarray(edges) + zero, np.asarray(feats) + zero, counted=False
+        )
     per_type, num_parts = read_assignment(assignment, meta.num_nodes)
     nodes, edges, feats = (np.zeros(num_parts, np.int64) for _ in range(3))
     for t in meta.ntypes:
@@ -153,4 +167,4 @@ def count_partitions(in_dir: str, assignment: str | None, num_parts: int) -> Par
             counted = np.bincount(per_type[et[2]][read_edges(meta.edges[et], i)[1]], minlength=num_parts)
             edges += counted
             feats += counted * edge_row[et]
-    return PartCounts(total, nodes, edges, feats, True)
+    return PartCounts(total, nodes, edges, feats, counted=True)

@@ -35,7 +35,7 @@ def split_by_rank(dest: np.ndarray, blocks: list[np.ndarray], world: int) -> lis
     return out
 
 
-def place_block(e: PartEdges, triples: np.ndarray, feats: dict[str, np.ndarray], at: int, feat_at: int) -> None:
+def place_block(e: PartEdges, triples: np.ndarray, feats: dict[str, np.ndarray], at: int, *, feat_at: int) -> None:
     """Put received ``(eid, src, dst)`` rows at ``at`` in ``e``, and their feature rows at ``feat_at``."""
     n = triples.shape[0]
     e.orig[at : at + n], e.src[at : at + n], e.dst[at : at + n] = triples[:, 0], triples[:, 1], triples[:, 2]
@@ -51,19 +51,35 @@ def gather_edges(state: DispatchState, plan: EdgePlan, reader: EdgeReader, phase
     in_phase = state.in_phase(phase)
     world, rank = state.ctx.world_size, state.ctx.rank
     for r, et in enumerate(state.meta.etypes):
-        empty = _empty_blocks(state, plan, et, r, edges)
+        empty = _empty_blocks(state, plan, et, r, edges=edges)
         by_rank = [[j for j, pc in enumerate(plan.pieces[r]) if pc[3] == w] for w in range(world)]
         for k in range(max(len(b) for b in by_rank)):  # round k: every rank sends its k-th piece (or nothing)
             if k < len(by_rank[rank]):
                 send = _route_piece(
-                    state, plan, reader, r, et, by_rank[rank][k], in_phase, [b.shape[1:] for b in empty[1:]]
+                    state,
+                    plan,
+                    reader,
+                    r,
+                    et=et,
+                    j=by_rank[rank][k],
+                    in_phase=in_phase,
+                    row_shapes=[b.shape[1:] for b in empty[1:]],
                 )
             else:
                 send = [list(empty) for _ in range(world)]
             got = [exchange(state.ctx, [s[i] for s in send], f"edges of {etype_str(et)!r}") for i in range(len(empty))]
             for sender in range(world):
                 if k < len(by_rank[sender]):
-                    _place(state, plan, r, et, by_rank[sender][k], [g[sender] for g in got], edges, base_of)
+                    _place(
+                        state,
+                        plan,
+                        r,
+                        et,
+                        j=by_rank[sender][k],
+                        blocks=[g[sender] for g in got],
+                        edges=edges,
+                        base_of=base_of,
+                    )
     return edges
 
 
@@ -78,7 +94,7 @@ def _allocate(state: DispatchState, plan: EdgePlan, mine: list[int]) -> dict[int
 
 
 def _empty_blocks(
-    state: DispatchState, plan: EdgePlan, et: EType, r: int, edges: dict[int, PartEdges]
+    state: DispatchState, plan: EdgePlan, et: EType, r: int, *, edges: dict[int, PartEdges]
 ) -> list[np.ndarray]:
     """Zero-row blocks [triples, feature rows...] of ``et`` (sent when this rank has no piece in a round);
     allocates the feature buffers of ``et`` in ``edges`` on the way."""
@@ -97,6 +113,7 @@ def _route_piece(
     plan: EdgePlan,
     reader: EdgeReader,
     r: int,
+    *,
     et: EType,
     j: int,
     in_phase: np.ndarray,
@@ -105,7 +122,7 @@ def _route_piece(
     """Per destination rank: [triples (eid, src, dst), feature rows...] of piece ``j``'s edges in the phase
     (``row_shapes``: of each edge data, in order)."""
     c, lo, hi, _ = plan.pieces[r][j]
-    src, dst = reader.rows(r, et, c, lo, hi)
+    src, dst = reader.rows(r, et, c, lo, hi=hi)
     part = state.parts[dst]
     keep = np.flatnonzero(in_phase[part])
     start = plan.chunk_rows[r][c]
@@ -122,6 +139,7 @@ def _place(
     plan: EdgePlan,
     r: int,
     et: EType,
+    *,
     j: int,
     blocks: list[np.ndarray],
     edges: dict[int, PartEdges],
@@ -137,4 +155,6 @@ def _place(
         sel = np.flatnonzero(part == p)
         if sel.size:
             fat = int(plan.piece_base[r][j, p])
-            place_block(e, triples[sel], {k: b[sel] for k, b in zip(keys, blocks[1:])}, int(base_of[p][r]) + fat, fat)
+            place_block(
+                e, triples[sel], {k: b[sel] for k, b in zip(keys, blocks[1:])}, int(base_of[p][r]) + fat, feat_at=fat
+            )

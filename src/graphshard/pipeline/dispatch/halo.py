@@ -27,10 +27,14 @@ def own_structure(state: DispatchState, p: int, e: PartEdges, edge_base: int) ->
     m = e.orig.shape[0]
     if state.opts.num_hops == 1:
         small = np.int32 if max(m, state.num_nodes) < 2**31 else np.int64
-        indptr, pos, new_src = range_in_edges(None, e.src, e.dst, state.old2new, lo, hi, 0, m, small)
+        indptr, pos, new_src = range_in_edges(
+            None, e.src, e.dst, state.old2new, node_lo=lo, node_hi=hi, edge_lo=0, edge_hi=m, out_dtype=small
+        )
         e.src = e.dst = np.zeros(0, dtype=e.src.dtype)  # free them (a [:0] view would keep the buffer)
         return OwnInEdges(indptr, pos, new_src, eid_base=edge_base), None
-    indptr, pos, new_src = range_in_edges(None, e.src, e.dst, state.old2new, lo, hi, 0, m)
+    indptr, pos, new_src = range_in_edges(
+        None, e.src, e.dst, state.old2new, node_lo=lo, node_hi=hi, edge_lo=0, edge_hi=m
+    )
     return OwnInEdges(indptr, pos + edge_base, new_src), e.orig[pos]
 
 
@@ -85,12 +89,21 @@ def fetch_in_edges(state: DispatchState, own: dict[int, Own], nodes: np.ndarray)
 def halo_edges(state: DispatchState, own: dict[int, Own]) -> dict[int, Halo]:
     """HALO in-edges of every partition in ``own`` (a collective when ``num_hops > 1``)."""
     return expand_halo(
-        own, state.node_bounds, state.num_nodes, state.opts.num_hops, lambda nodes: fetch_in_edges(state, own, nodes)
+        own,
+        state.node_bounds,
+        state.num_nodes,
+        state.opts.num_hops,
+        fetch=lambda nodes: fetch_in_edges(state, own, nodes),
     )
 
 
 def expand_halo(
-    own: dict[int, Own], node_bounds: np.ndarray, num_nodes: int, num_hops: int, fetch: Callable[[np.ndarray], Lookup]
+    own: dict[int, Own],
+    node_bounds: np.ndarray,
+    num_nodes: int,
+    num_hops: int,
+    *,
+    fetch: Callable[[np.ndarray], Lookup],
 ) -> dict[int, Halo]:
     """Breadth-first over in-edges: hop by hop, the in-edges of the sources not seen yet, from ``fetch``
     (called ``num_hops - 1`` times on every rank, even one owning no partition)."""

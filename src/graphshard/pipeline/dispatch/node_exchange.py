@@ -27,13 +27,13 @@ def gather_node_feats(state: DispatchState, plans: NodeDataPlans, phase: list[in
             by_rank = [[pc for pc in pieces if pc[3] == w] for w in range(world)]
             for k in range(max(len(b) for b in by_rank)):
                 piece = by_rank[rank][k] if k < len(by_rank[rank]) else None
-                ids, rows = _read_piece(state, spec, offsets, piece, ti, in_phase, sample)
+                ids, rows = _read_piece(state, spec, offsets, piece, ti=ti, in_phase=in_phase, sample=sample)
                 dest = state.owner_rank(state.parts[ids])
                 sel = [np.flatnonzero(dest == d) for d in range(world)]
                 got_ids = exchange(state.ctx, [ids[s] for s in sel], f"node IDs of {t}/{name}")
                 got_rows = exchange(state.ctx, [rows[s] for s in sel], f"node data {t}/{name}")
                 for gi, gr in zip(got_ids, got_rows):
-                    _place(state, out, f"{t}/{name}", ti, gi, gr)
+                    _place(state, out, f"{t}/{name}", ti, ids=gi, rows=gr)
     return out
 
 
@@ -42,6 +42,7 @@ def _read_piece(
     spec: FileSpec,
     offsets: np.ndarray,
     piece: Piece | None,
+    *,
     ti: int,
     in_phase: np.ndarray,
     sample: np.ndarray,
@@ -56,7 +57,7 @@ def _read_piece(
 
 
 def _place(
-    state: DispatchState, out: dict[int, dict[str, np.ndarray]], key: str, ti: int, ids: np.ndarray, rows: np.ndarray
+    state: DispatchState, out: dict[int, dict[str, np.ndarray]], key: str, ti: int, *, ids: np.ndarray, rows: np.ndarray
 ) -> None:
     """Store received rows of nodes ``ids`` (homogeneous original IDs, of type ``ti``) by new ID."""
     part = state.parts[ids]

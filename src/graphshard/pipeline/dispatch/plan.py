@@ -53,14 +53,14 @@ def piece_starts(per_piece: np.ndarray) -> np.ndarray:
 
 
 def chunk_offsets(
-    state: DispatchState, spec: FileSpec, total: int, what: str, declared: list[int] | None = None
+    state: DispatchState, spec: FileSpec, total: int, what: str, *, declared: list[int] | None = None
 ) -> np.ndarray:
     """Row offsets of all chunks of ``spec``: each rank counts its own share, then the counts are summed."""
     counts = np.zeros(len(spec.paths), dtype=np.int64)
     for i in state.my_chunks(len(spec.paths)):
         counts[i] = count_rows(spec, i)
     counts = all_reduce_sum(state.ctx, counts, f"row counts of {spec.where}")
-    return checked_offsets(spec, counts.tolist(), total, declared, what)
+    return checked_offsets(spec, counts.tolist(), total, declared, what=what)
 
 
 @dataclass
@@ -79,13 +79,15 @@ def plan_edges(state: DispatchState, reader: EdgeReader) -> EdgePlan:
     plan = EdgePlan({}, {}, {}, np.zeros((state.num_parts, len(meta.etypes)), dtype=np.int64))
     for r, et in enumerate(meta.etypes):
         declared = meta.edge_chunk_counts[et] if meta.edge_chunk_counts else None
-        offsets = chunk_offsets(state, meta.edges[et], meta.num_edges[et], f"edges of type {etype_str(et)!r}", declared)
+        offsets = chunk_offsets(
+            state, meta.edges[et], meta.num_edges[et], f"edges of type {etype_str(et)!r}", declared=declared
+        )
         width = EDGE_ROW_BYTES + sum(row_bytes(f) for f in meta.edge_data.get(et, {}).values())
         pieces = split_pieces(offsets, world, piece_rows(width))
         per_piece = np.zeros((len(pieces), state.num_parts), dtype=np.int64)
         for j, (c, lo, hi, owner) in enumerate(pieces):
             if owner == rank:
-                _, dst = reader.rows(r, et, c, lo, hi)
+                _, dst = reader.rows(r, et, c, lo, hi=hi)
                 per_piece[j] = np.bincount(state.parts[dst], minlength=state.num_parts)
         per_piece = all_reduce_sum(state.ctx, per_piece, f"edge counts of {etype_str(et)!r}")
         plan.chunk_rows[r], plan.pieces[r], plan.piece_base[r] = offsets, pieces, piece_starts(per_piece)

@@ -20,7 +20,7 @@ class EdgeReader:
         self._ntype = {t: i for i, t in enumerate(meta.ntypes)}
         self._cache: tuple = (None, None)
 
-    def rows(self, r: int, et: EType, c: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    def rows(self, r: int, et: EType, c: int, lo: int, *, hi: int) -> tuple[np.ndarray, np.ndarray]:
         """Rows ``[lo, hi)`` of chunk ``c`` of edge type ``et`` (index ``r``), with homogeneous node IDs."""
         so, do = self.node_off[self._ntype[et[0]]], self.node_off[self._ntype[et[2]]]
         if self.meta.edges[et].format == "numpy":

@@ -52,8 +52,8 @@ def dispatch(opts: DispatchOptions, ctx: DistContext) -> Path:
             state.new2old,
             state.old2new,
             np.zeros(0, np.int64),
-            state.node_bounds,
-            edge_bounds_from_counts(plan.counts),
+            node_bounds=state.node_bounds,
+            edge_bounds=edge_bounds_from_counts(plan.counts),
         )
         writer = PartWriter(state, resume, config_template(state, rl, config_path))
         node_plans = NodeDataPlans(state)
@@ -65,7 +65,7 @@ def dispatch(opts: DispatchOptions, ctx: DistContext) -> Path:
                 node_feats = gather_node_feats(state, node_plans, phase)
             doing(f"dispatch: building and writing partitions (phase {n} of {len(phases)})")
             with timer.phase(f"rank {ctx.rank} build + write"):
-                _build_and_write(state, writer, rl, edges, node_feats)
+                _build_and_write(state, writer, rl, edges, node_feats=node_feats)
         doing("dispatch: waiting for every partition to be written")
         with timer.phase(f"rank {ctx.rank} wait for all partitions"):
             barrier(ctx, "partitions written")
@@ -99,6 +99,7 @@ def _build_and_write(
     writer: PartWriter,
     rl: Relabelling,
     edges: dict[int, PartEdges],
+    *,
     node_feats: dict[int, dict[str, np.ndarray]],
 ) -> None:
     """Write the partitions of one phase (those finished by an earlier run are kept), releasing their data."""
@@ -109,10 +110,12 @@ def _build_and_write(
         node_feats.clear()
         own = {p: own_structure(state, p, edges[p], int(rl.edge_bounds[p, 0])) for p in edges}  # deeper HALOs serve all
         halo = halo_edges(state, own)  # collective: fails at once when a peer failed
-        view = HomoView(state.num_nodes, state.node_off, state.edge_off, np.zeros(0, np.int64), np.zeros(0, np.int64))
+        view = HomoView(
+            state.num_nodes, state.node_off, state.edge_off, np.zeros(0, np.int64), dst=np.zeros(0, np.int64)
+        )
         for p in sorted(edges):
             if p not in skip:
-                writer.write_structure(p, edges[p], rl, view, own.pop(p), halo.pop(p), sums[p])
+                writer.write_structure(p, edges[p], rl, view, own=own.pop(p), halo=halo.pop(p), sums=sums[p])
             log.info("rank %d: partition %d ready", rank, p)
     except BaseException:  # half-written partitions of this phase are not left behind (finished ones are kept)
         for p in edges:
@@ -132,6 +135,7 @@ def run_dispatch(
     num_procs: int | None = None,
     timeout: float = 300.0,
     host: str = "127.0.0.1",
+    *,
     heartbeat_timeout: float | None = None,
 ) -> Path:
     """Run dispatch: start ``num_procs`` local ranks, or (None) join as one rank of a torchrun (or srun, or

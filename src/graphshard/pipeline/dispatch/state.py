@@ -3,7 +3,7 @@ assignment and renumbering (O(N) integers), and which rank owns which partition.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +24,7 @@ class DispatchOptions:
     partitions_dir: Path
     out_dir: Path
     num_hops: int = 1
+    _: KW_ONLY
     save_orig_nids: bool = False
     save_orig_eids: bool = False
     overwrite: bool = False
@@ -63,6 +64,7 @@ class DispatchState:
     ctx: DistContext
     meta: ChunkedMeta
     num_parts: int
+    _: KW_ONLY
     parts: np.ndarray  # original homogeneous node ID -> partition
     node_off: np.ndarray  # first homogeneous node ID of each node type (NT + 1)
     edge_off: np.ndarray  # first homogeneous edge ID of each edge type (ET + 1)
@@ -82,7 +84,18 @@ class DispatchState:
         new2old, old2new, node_bounds = relabel_nodes(parts, num_parts, ids.node_offsets)
         if int(ids.node_offsets[-1]) < 2**31:  # every rank holds these three: keep them narrow
             parts, new2old, old2new = (a.astype(np.int32) for a in (parts, new2old, old2new))
-        return cls(opts, ctx, meta, num_parts, parts, ids.node_offsets, ids.edge_offsets, new2old, old2new, node_bounds)
+        return cls(
+            opts,
+            ctx,
+            meta,
+            num_parts,
+            parts=parts,
+            node_off=ids.node_offsets,
+            edge_off=ids.edge_offsets,
+            new2old=new2old,
+            old2new=old2new,
+            node_bounds=node_bounds,
+        )
 
     @property
     def name(self) -> str:

@@ -49,11 +49,11 @@ class PartWriter:
         return sums
 
     def write_structure(
-        self, p: int, e: PartEdges, rl: Relabelling, view: HomoView, own: Own, halo: Halo, sums: dict[str, str]
+        self, p: int, e: PartEdges, rl: Relabelling, view: HomoView, *, own: Own, halo: Halo, sums: dict[str, str]
     ) -> None:
         """Stage ``graph.safetensors`` of partition ``p``, then finish it in the resume area with its marker."""
         lo, hi = self.state.part_nodes(p)
-        local = local_structure(lo, hi, own[0], halo[0], np.empty(self.state.num_nodes, dtype=np.int64))
+        local = local_structure(lo, hi, own[0], halo[0], scratch=np.empty(self.state.num_nodes, dtype=np.int64))
         if own[1] is None:  # compact: local.eids are positions into the received (sorted) arrays
 
             def orig(a: int, b: int) -> np.ndarray:
