@@ -120,7 +120,7 @@ def main() -> None:
         a.nbytes for f in g.node_feats.values() for a in f.values()
     )
     if not (args.chunked / "metadata.json").is_file():
-        chunk_graph(g, args.chunked, args.chunks, "numpy", "bench")
+        chunk_graph(g, args.chunked, args.chunks, "numpy", graph_name="bench")
     n_edges = g.total_edges
     del g, ds
     results = {

@@ -82,7 +82,7 @@ def one(work: Path, scale: int, parts: int, procs: int) -> list[dict]:
             *(["--eval-fanouts", "5,5"] if sampled else []),
         ]
         measured = peak_private(cmd)
-        predicted = train_estimates(cfg, procs, feature_width(cfg), 64, not sampled)
+        predicted = train_estimates(cfg, procs, feature_width(cfg), 64, layerwise=not sampled)
         rows.append(
             {
                 "step": "train" + (" (sampled eval)" if sampled else ""),

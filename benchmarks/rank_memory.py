@@ -57,12 +57,12 @@ def main() -> None:
             [*GS, "train", "--part-config", str(cfg.path), "--num-procs", str(args.procs), "--epochs", "1"]
             + ["--fanouts", "10,10", "--batch-size", "1024", "--eval-fanouts", "10,10"]
             + ["--num-classes", str(args.num_classes), "--checkpoint", str(ckpt)],
-            train_estimates(cfg, args.procs, width, 64, False),
+            train_estimates(cfg, args.procs, width, 64, layerwise=False),
         ),
         "embed": (
             [*GS, "embed", "--part-config", str(cfg.path), "--checkpoint", str(ckpt), "--num-procs", str(args.procs)]
             + ["--out", str(out)],
-            train_estimates(cfg, args.procs, width, 64, True, 2, args.num_classes),
+            train_estimates(cfg, args.procs, width, 64, layerwise=True, layers=2, outputs=args.num_classes),
         ),
     }
     print(f"{'step':<6} {'rank':>4} {'measured GiB':>13} {'predicted GiB':>14} {'ratio':>6}")

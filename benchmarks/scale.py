@@ -72,7 +72,7 @@ def prepare(name: str, work: Path) -> Path | None:
     from graphshard.chunked.writer import chunk_graph
     from graphshard.datasets import load_dataset
 
-    chunk_graph(load_dataset(src).graph, out, 4, "numpy", name)
+    chunk_graph(load_dataset(src).graph, out, 4, "numpy", graph_name=name)
     return out
 
 
@@ -218,7 +218,10 @@ def predictions(w: Path, data: Path, scale: int, procs: int, dispatch_procs: int
         out["train"] = [e.peak_bytes for e in per]
         out["train_mapped"] = [e.mapped_bytes for e in per]
         # embed: layer-wise inference of both layers, the last one CLASSES wide (as train's --num-classes says)
-        out["embed"] = [e.peak_bytes for e in train_estimates(cfg, procs, feature_width(cfg), 64, True, 2, CLASSES)]
+        out["embed"] = [
+            e.peak_bytes
+            for e in train_estimates(cfg, procs, feature_width(cfg), 64, layerwise=True, layers=2, outputs=CLASSES)
+        ]
     return out
 
 
