@@ -201,7 +201,8 @@ def test_every_code_block_is_run_or_marked():
 
 
 def test_module_map_names_every_module_of_the_packages_it_walks_through() -> None:
-    """docs/modules.md walks through partition/, pipeline/dispatch/, prepare/, distributed/ and cli/ by hand:
+    """docs/modules.md walks through partition/, pipeline/dispatch/, prepare/, distributed/, tasks/, train/ and
+    cli/ by hand:
     every module there is named (a new module must be placed in the walk)."""
     text = (DOCS / "modules.md").read_text()
     walk = text.split("Within a package", 1)[1].split("## Modules of", 1)[0]
@@ -209,7 +210,7 @@ def test_module_map_names_every_module_of_the_packages_it_walks_through() -> Non
     package = Path(graphshard.__file__).parent
     missing = [
         str(p.relative_to(package))
-        for top in ("partition", "pipeline/dispatch", "prepare", "distributed", "cli")
+        for top in ("partition", "pipeline/dispatch", "prepare", "distributed", "tasks", "train", "cli")
         for p in sorted((package / top).rglob("*.py"))
         if p.stem not in ("__init__", "__main__") and p.stem not in words
     ]

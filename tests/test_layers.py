@@ -34,8 +34,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("prepare", "partition"),  # users' tables into a chunked graph; assign → relabel → build, in memory
     ("datasets", "distributed"),  # input datasets and generators; the runtime (see WINGS)
     ("pipeline", "infer"),  # out-of-core assign and dispatch, run as distributed jobs; layer-wise inference
-    ("train",),  # training, its evaluation, embeddings from checkpoints
-    ("serve", "plan"),  # online inference over HTTP; the planner: predicted memory of every step
+    ("tasks",),  # what is learnt: options, tasks, the loop, checkpoints, restoring a run
+    ("train", "serve"),  # the commands that start runs (train, embed); online inference over HTTP
+    ("plan",),  # the planner: predicted memory of every step (uses train's cost models)
     ("cli",),  # the command line
 )
 

@@ -1,7 +1,8 @@
 """Size limits that keep the code readable at once, counted without docstrings (the public API's Google-style
 docstrings are documentation, not code to hold in one's head): no module of ``src/graphshard`` over 400 lines,
-and no function over 60 lines (from its ``def`` to its last line) except those docs/design.md names (each with its reason), so that the list there is
-exact: a function that grows past the limit, or one that shrank back under it, fails here."""
+and no function over 60 lines (from its ``def`` to its last line) except those docs/design.md names (each with
+its reason), so that the list there is exact: a function that grows past the limit, or one that shrank back
+under it, fails here."""
 
 from __future__ import annotations
 

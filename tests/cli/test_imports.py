@@ -9,7 +9,7 @@ import sys
 
 def test_the_command_line_and_the_options_import_no_pyg():
     code = (
-        "import sys, graphshard.cli, graphshard.train.options, graphshard.models.registry\n"
+        "import sys, graphshard.cli, graphshard.tasks.options, graphshard.models.registry\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch_geometric'))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

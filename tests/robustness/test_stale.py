@@ -263,7 +263,7 @@ def _agree(ckpt, identity):
     from types import SimpleNamespace
 
     from graphshard.distributed.ranks.context import DistContext
-    from graphshard.train.loop import _agree_on_resume
+    from graphshard.tasks.loop import _agree_on_resume
 
     with DistContext.from_env(timeout=30) as ctx:
         _agree_on_resume(SimpleNamespace(ctx=ctx), f"{ckpt}/rank{ctx.rank}", identity)
@@ -281,7 +281,7 @@ def test_ranks_check_each_other_before_loading(trained):
     import shutil
     import time
 
-    from graphshard.train.checkpoint import run_identity
+    from graphshard.tasks.checkpoint import run_identity
     from graphshard.train.contract import resolve_data
 
     tmp, opts = trained

@@ -10,8 +10,8 @@ import pytest
 from graphshard.datasets import community_graph, save_dataset
 from graphshard.distributed.ranks.context import DistError
 from graphshard.errors import InputError
+from graphshard.tasks.checks import num_classes_of
 from graphshard.train import TrainOptions, train
-from graphshard.train.checks import num_classes_of
 
 KW = dict(epochs=1, fanouts=[3, 3], batch_size=64, hidden=16, progress=False, timeout=60)
 

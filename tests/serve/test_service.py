@@ -71,7 +71,7 @@ def test_answers_are_what_embed_writes(served):
 def _whole_graph_outputs(tmp, g, feat: np.ndarray, ins: list[int], outs: list[int]) -> np.ndarray:
     """The model's output for a node added to the whole graph (last row), with PyG's SAGEConv layers."""
     from graphshard.models import GraphSAGE
-    from graphshard.train.checkpoint import read_weights
+    from graphshard.tasks.checkpoint import read_weights
 
     _, weights, _ = read_weights(tmp / "ckpt" / "rank0")
     x = torch.from_numpy(np.vstack([g.node_feats["_N"]["feat"], feat[None]])).float()

@@ -13,8 +13,8 @@ from graphshard import partition_graph
 from graphshard.cli import main
 from graphshard.datasets import community_graph
 from graphshard.models.edge import edge_decoder
+from graphshard.tasks.checkpoint import read_weights
 from graphshard.train import TrainOptions, train
-from graphshard.train.checkpoint import read_weights
 from tests.serve.service import running
 
 

@@ -14,8 +14,8 @@ import torch
 from graphshard.datasets import community_graph, hetero_graph, save_dataset
 from graphshard.errors import InputError
 from graphshard.models.edge import edge_decoder
+from graphshard.tasks.checkpoint import read_weights
 from graphshard.train import TrainOptions, train
-from graphshard.train.checkpoint import read_weights
 from tests.train.plain_pyg import full_batch_edges, scores
 
 KW = dict(fanouts=[10, 10], batch_size=256, epochs=15, progress=False, task="edge")  # ~210 steps

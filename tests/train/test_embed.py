@@ -84,7 +84,7 @@ def test_hidden_embeddings_are_the_layer_before_the_output_on_the_whole_graph(tm
     import torch
 
     from graphshard.models import GraphSAGE
-    from graphshard.train.checkpoint import read_state, read_weights
+    from graphshard.tasks.checkpoint import read_state, read_weights
 
     g = small_homo()
     partition_graph(g, "s", 2, tmp_path / "p", part_method="metis")

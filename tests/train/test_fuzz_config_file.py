@@ -14,8 +14,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from graphshard.errors import InputError
+from graphshard.tasks.fields import Spec, coerce
 from graphshard.train.config_file import build_options, option_specs, read_config_file
-from graphshard.train.fields import Spec, coerce
 from tests.fuzz_helpers import FUZZ, HUGE, assert_named_error, damaged, json_values, near_misses, nested, no_writes
 
 yaml = pytest.importorskip("yaml")

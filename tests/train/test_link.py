@@ -13,8 +13,7 @@ from safetensors.torch import save_file
 from graphshard.datasets import community_graph, save_dataset
 from graphshard.errors import FormatError
 from graphshard.format.load import load_partition
-from graphshard.train import TrainOptions, train
-from graphshard.train.link_split import (
+from graphshard.tasks.link_split import (
     LinkSplit,
     load_link_split,
     open_link_split,
@@ -22,6 +21,7 @@ from graphshard.train.link_split import (
     save_link_split,
     split_edges,
 )
+from graphshard.train import TrainOptions, train
 from graphshard.train.run import partition_dataset
 from tests.graphs import shared_dataset
 from tests.train.torchrun import torchrun_train

@@ -15,7 +15,7 @@ import numpy as np
 
 from graphshard import Graph, partition_graph
 from graphshard.distributed.ranks.launcher import launch
-from graphshard.train.link_split import LinkSplit, save_link_split
+from graphshard.tasks.link_split import LinkSplit, save_link_split
 from tests.memory import needs_peak_reset, peak_rss, restart_peak
 
 OWN, OWN_EDGES, HELD = 20_000, 60_000, 9_000  # partition 0: random edges, HELD of them validation, HELD test
@@ -47,11 +47,11 @@ def _worker(config: str, split: str, out: str) -> None:
 
     from graphshard.distributed.runtime.original import OriginalIds
     from graphshard.distributed.runtime.session import session
-    from graphshard.train.inputs import ModelInputs
-    from graphshard.train.link import LinkEvaluator, link_model
-    from graphshard.train.link_split import open_link_split
-    from graphshard.train.loop import open_graph
-    from graphshard.train.options import TrainOptions
+    from graphshard.tasks.inputs import ModelInputs
+    from graphshard.tasks.link import LinkEvaluator, link_model
+    from graphshard.tasks.link_split import open_link_split
+    from graphshard.tasks.loop import open_graph
+    from graphshard.tasks.options import TrainOptions
 
     opts = TrainOptions(
         part_config=config, task="link", link_split=split, filtered=True, hidden=4, eval_negatives=20, progress=False

@@ -27,7 +27,7 @@ from graphshard.distributed.ranks.launcher import launch
 from graphshard.format.load import load_partition_book
 from graphshard.graph import with_reverse_edges
 from graphshard.models import DotDecoder
-from graphshard.train.link_split import LinkSplit, save_link_split, split_edges
+from graphshard.tasks.link_split import LinkSplit, save_link_split, split_edges
 
 CHUNK, NEGATIVES, HITS, SEED = 64, 40, 5, 3
 
@@ -61,16 +61,16 @@ def _cases(root: Path) -> dict[str, dict]:
 
 
 def _worker(root: str, names: list[str]) -> None:
-    import graphshard.train.link as link
-    import graphshard.train.link_metrics as link_metrics
+    import graphshard.tasks.link as link
+    import graphshard.tasks.link_metrics as link_metrics
     from graphshard.distributed.runtime.original import OriginalIds
     from graphshard.distributed.runtime.session import session
     from graphshard.errors import FormatError
-    from graphshard.train.embeddings import save_tables
-    from graphshard.train.inputs import ModelInputs
-    from graphshard.train.link_split import open_link_split
-    from graphshard.train.loop import open_graph
-    from graphshard.train.options import TrainOptions
+    from graphshard.tasks.embeddings import save_tables
+    from graphshard.tasks.inputs import ModelInputs
+    from graphshard.tasks.link_split import open_link_split
+    from graphshard.tasks.loop import open_graph
+    from graphshard.tasks.options import TrainOptions
 
     link._CHUNK = CHUNK  # several blocks per list, and ranks with different numbers of them
     link_metrics.BUILD_EDGES = 300  # the known edges are sharded in several rounds, of different sizes per rank

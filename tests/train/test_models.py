@@ -32,8 +32,8 @@ HETEROGENEOUS = {"rsage": {}, "rgcn": {}, "rgat": {"heads": 2}, "hgt": {"heads":
 
 def _rank(runs: list[tuple[str, str, TrainOptions]], out: str) -> None:
     from graphshard.distributed.runtime.session import session
-    from graphshard.train.link import train_link
-    from graphshard.train.node import train_node
+    from graphshard.tasks.link import train_link
+    from graphshard.tasks.node import train_node
 
     with session(timeout=120) as s:
         results: dict[str, dict[str, dict]] = {}

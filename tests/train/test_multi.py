@@ -15,10 +15,10 @@ from sklearn import metrics as sk
 from graphshard.cli import main
 from graphshard.distributed.loaders.batch import BatchRequest, stretched
 from graphshard.errors import InputError
+from graphshard.tasks.checkpoint import read_weights
+from graphshard.tasks.multi_model import MultiLoader
 from graphshard.train import TrainOptions, train
-from graphshard.train.checkpoint import read_weights
 from graphshard.train.config_file import build_options, dump_config, read_config_file
-from graphshard.train.multi_model import MultiLoader
 from tests.graphs import shared_dataset
 from tests.serve.service import running
 

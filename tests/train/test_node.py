@@ -96,7 +96,7 @@ def _embedding_worker(config, path):
 
     from graphshard.distributed.runtime.graph import DistGraph
     from graphshard.distributed.runtime.session import session
-    from graphshard.train.embeddings import write_embeddings
+    from graphshard.tasks.embeddings import write_embeddings
 
     with session(timeout=60) as s:
         g = DistGraph("s", config)

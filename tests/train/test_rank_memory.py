@@ -40,10 +40,10 @@ def _graph(other: int, out: Path) -> tuple[str, dict[str, int]]:
 
 def _worker(config: str, out: str) -> None:
     from graphshard.distributed.runtime.session import session
-    from graphshard.train.embeddings import my_share
-    from graphshard.train.loop import open_graph
-    from graphshard.train.node import node_task
-    from graphshard.train.options import TrainOptions
+    from graphshard.tasks.embeddings import my_share
+    from graphshard.tasks.loop import open_graph
+    from graphshard.tasks.node import node_task
+    from graphshard.tasks.options import TrainOptions
 
     opts = TrainOptions(part_config=config, progress=False)
     with session(timeout=60) as s:

@@ -10,10 +10,10 @@ import pytest
 
 from graphshard import InputError
 from graphshard.datasets import community_graph, save_dataset
+from graphshard.tasks.checkpoint import read_state
+from graphshard.tasks.loop import best_epoch
+from graphshard.tasks.runlog import RunLog, scalars
 from graphshard.train import TrainOptions, train
-from graphshard.train.checkpoint import read_state
-from graphshard.train.loop import best_epoch
-from graphshard.train.runlog import RunLog, scalars
 
 # a noisy graph on which validation accuracy peaks before the last epoch (seeded, so always alike)
 KW = dict(fanouts=[4, 4], batch_size=128, lr=0.05, hidden=16, progress=False)
@@ -158,7 +158,7 @@ def test_log_dir_is_never_a_users_directory(data, tmp_path):
 
 
 def test_csv_alone_without_tensorboard(tmp_path, monkeypatch):
-    import graphshard.train.runlog as runlog
+    import graphshard.tasks.runlog as runlog
 
     monkeypatch.setattr(runlog, "tensorboard_available", lambda: False)
     log = RunLog(str(tmp_path / "log"), start_epoch=0)

@@ -12,7 +12,7 @@ from .common import cluster_flags, command
 
 def run_launch(args: argparse.Namespace) -> None:
     from ..distributed.ranks.launcher import launch, run_script
-    from ..train.compiled import warm_up
+    from ..tasks.compiled import warm_up
 
     if not Path(args.script).is_file():
         raise FileNotFoundError(f"{args.script}: no such script")

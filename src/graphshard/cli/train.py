@@ -26,7 +26,7 @@ class _GivenBool(argparse.BooleanOptionalAction):
 
 
 def _flag_type(spec: Any) -> Any:
-    from ..train.fields import coerce
+    from ..tasks.fields import coerce
 
     def parse(text: str) -> Any:
         try:
@@ -39,7 +39,7 @@ def _flag_type(spec: Any) -> Any:
 
 def option_flags(p: argparse.ArgumentParser, names: list[str], defaults: dict[str, Any] | None = None) -> None:
     """One flag per option in ``names``, typed, checked and documented by its spec (see
-    :mod:`graphshard.train.options`); the flags given are recorded in ``args.given``."""
+    :mod:`graphshard.tasks.options`); the flags given are recorded in ``args.given``."""
     from ..train.config_file import option_defaults, option_specs
 
     specs, values = option_specs(), option_defaults() | (defaults or {})
@@ -93,8 +93,8 @@ def node_result(m: dict[str, Any], at: str, where: str) -> str:
 def print_metrics(m: dict, epochs: bool = False) -> None:
     """The test result and where the time went (and the per-epoch lines with ``epochs``: rank 0 prints
     them as the epochs end)."""
-    from ..train.report import epoch_line, hits_text
-    from ..train.timing import describe
+    from ..tasks.report import epoch_line, hits_text
+    from ..tasks.timing import describe
 
     link = m.get("task") == "link"
     for e in m["epochs"] if epochs else []:
@@ -214,7 +214,7 @@ def run_train(args: argparse.Namespace) -> None:
 
 def interrupted_line(args: argparse.Namespace) -> str:
     """What an interrupted ``train`` says: the epoch the same command resumes after, or that nothing was kept."""
-    from ..train.checkpoint import read_state
+    from ..tasks.checkpoint import read_state
 
     opts, launch = options(args)
     if not opts.checkpoint:
@@ -262,8 +262,8 @@ def run_demo(args: argparse.Namespace) -> None:
 
 
 def register(sub: Any) -> None:
-    from ..train.fields import specs
-    from ..train.options import LaunchOptions, TrainOptions
+    from ..tasks.fields import specs
+    from ..tasks.options import LaunchOptions, TrainOptions
 
     tr = command(
         sub,

@@ -116,7 +116,7 @@ def _node_ids(path: Path, ids: np.ndarray, n: int, what: str) -> np.ndarray:
 
 def _labels(path: Path, n: int, item: str = "node") -> np.ndarray:
     """The labels in ``path``: one row per node (``n``; or edge) — an integer class, a float target, a row of 0/1
-    labels or of float targets (see :mod:`graphshard.train.labels`) — or an :class:`InputError` naming the file."""
+    labels or of float targets (see :mod:`graphshard.tasks.labels`) — or an :class:`InputError` naming the file."""
     labels = np.asarray(_load(path))
     numeric = np.issubdtype(labels.dtype, np.number) or labels.dtype == bool
     if labels.ndim not in (1, 2) or labels.shape[0] != n or not (numeric or labels.size == 0):

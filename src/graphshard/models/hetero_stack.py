@@ -108,7 +108,7 @@ def compact(
 
 class HeteroStack(nn.Module):
     """``forward(x_dict, edge_index_dict, hops=None)`` wants every node and edge type present (empty where a
-    batch has none — see :class:`graphshard.train.inputs.ModelInputs`) and returns the ``outputs`` types (all
+    batch has none — see :class:`graphshard.tasks.inputs.ModelInputs`) and returns the ``outputs`` types (all
     by default). With ``hops = (num_sampled_nodes per type, num_sampled_edges per edge type)`` of a batch
     ordered by hop, layer ``i`` computes rows only for the nodes later layers need (hops ``0 .. L-1-i`` of
     each type) from the edges into them, and the output has rows for the seeds only, equal to the untrimmed

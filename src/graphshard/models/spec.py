@@ -16,7 +16,7 @@ class ModelSpec:
     type without features); ``out_dim``: output width of the ``outputs`` node types (the types the loss
     reads: the target type of node classification, both ends of the predicted edge type for links);
     ``edge_dims``: width of the edge features of the edge types that carry the run's edge feature (empty:
-    the model gets none); ``options``: the run's :class:`~graphshard.train.options.TrainOptions` (or None).
+    the model gets none); ``options``: the run's :class:`~graphshard.tasks.options.TrainOptions` (or None).
     """
 
     in_dims: dict[str, int]

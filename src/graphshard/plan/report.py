@@ -17,9 +17,9 @@ from ..memory import Estimate, gib
 from ..partition.cost import dataset_counts, dataset_data_bytes, partition_disk, partition_estimates
 from ..pipeline.assign_cost import assign_disk, choose, estimates
 from ..pipeline.dispatch.cost import count_partitions
+from ..tasks.options import TrainOptions
 from ..train.cost import feature_width, train_estimates
 from ..train.device_cost import DeviceNeed, device_need
-from ..train.options import TrainOptions
 
 DEVICE_PARTS = [f for f in DeviceNeed.__dataclass_fields__]
 

@@ -34,8 +34,8 @@ from ..errors import FormatError
 from ..format.npyfile import read_npy
 from ..models.contract import layerwise_traits
 from ..models.stack import ConvStack
-from ..train.checkpoint_embed import Restored
-from ..train.inputs import rows_of
+from ..tasks.inputs import rows_of
+from ..tasks.restore import Restored
 from .queries import NewNode, Query, RequestError
 
 WHOLE_MAP_NODES = 1 << 24  # original-ID maps held whole by the serving rank: this many nodes together (128 MiB)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ..format.config import read_config
-from ..train.options import TrainOptions
+from ..tasks.options import TrainOptions
 
 HIDDEN_MODELS = ("sage", "gcn", "gat", "gin")  # the homogeneous stacks: their hidden layer is served
 
@@ -21,7 +21,7 @@ def check_servable(opts: TrainOptions, embedding_layer: str, checkpoint: str, he
             raise InputError(f"--head {head}: {checkpoint} is a checkpoint of one task (--task {opts.task})")
         _check_task(opts, checkpoint)
         return
-    from ..train.multitask import main_task, task_specs  # a multi-task checkpoint: its tasks' options
+    from ..tasks.multitask import main_task, task_specs  # a multi-task checkpoint: its tasks' options
 
     tasks = task_specs(opts)
     names = [t.name for t in tasks]

@@ -30,9 +30,9 @@ from ..distributed.transport.channel import handler
 from ..distributed.transport.liveness import DEFAULT_LOST_AFTER, doing
 from ..distributed.transport.network import LOOPBACK
 from ..errors import DistError, InputError
-from ..train.checkpoint_embed import Restored, checkpoint_run, restore
-from ..train.multi_serving import head_view
-from ..train.options import TrainOptions
+from ..tasks.multi_serving import head_view
+from ..tasks.options import TrainOptions
+from ..tasks.restore import Restored, checkpoint_run, restore
 from .answer import Answerer, HiddenLayer, hidden_layer, open_stale
 from .queries import GraphFacts, Limits, Query
 from .servable import check_servable
@@ -207,7 +207,7 @@ def serve(
         _rank(opts, options, token, listener)
         return
     from ..distributed.ranks.launcher import launch
-    from ..train.compiled import warm_up
+    from ..tasks.compiled import warm_up
 
     warm_up()  # compiled here once (first run only), loaded from the cache by every rank
     served = replace(options, port=listener.getsockname()[1]) if listener is not None else options

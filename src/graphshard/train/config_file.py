@@ -15,8 +15,8 @@ from typing import Any
 
 from ..errors import InputError
 from ..format.textconfig import read_config_text
-from .fields import coerce, shown, specs
-from .options import LaunchOptions, TrainOptions
+from ..tasks.fields import coerce, shown, specs
+from ..tasks.options import LaunchOptions, TrainOptions
 
 
 def option_specs() -> dict[str, Any]:

@@ -14,12 +14,12 @@ from ..errors import InputError
 from ..format.config import PartitionConfig, read_config
 from ..graph import etype_str, parse_etype
 from ..models.registry import BUILTIN, check_kind, is_custom, load_factory, reads_edge_features
-from .labels import kind_of
-from .link_split import open_link_split, require_link_split
-from .losses import chosen_loss
-from .metrics import chosen_metrics
-from .multitask import task_specs, with_tasks
-from .options import TrainOptions
+from ..tasks.labels import kind_of
+from ..tasks.link_split import open_link_split, require_link_split
+from ..tasks.losses import chosen_loss
+from ..tasks.metrics import chosen_metrics
+from ..tasks.multitask import task_specs, with_tasks
+from ..tasks.options import TrainOptions
 
 notice = logging.getLogger("graphshard.notice")  # shown at the default log level
 FEATURE_NAMES = ("feat", "x")
@@ -204,17 +204,21 @@ def check_model(opts: TrainOptions, cfg: PartitionConfig) -> None:
         )
 
 
-def resolve_data(opts: TrainOptions, world_size: int, announce: bool = True) -> TrainOptions:
+def resolve_data(
+    opts: TrainOptions, world_size: int, announce: bool = True, cfg: PartitionConfig | None = None
+) -> TrainOptions:
     """``opts`` with the data names resolved and checked against its partitions (see the module docstring);
     raises :class:`InputError` naming the file and what it holds. ``announce``: log featureless types. A
     multi-task run's tasks are each resolved as a run of their own."""
     if opts.task == "multi":
         tasks = task_specs(opts)
-        done = [replace(t, opts=resolve_data(t.opts, world_size, announce and i == 0)) for i, t in enumerate(tasks)]
+        done = [
+            replace(t, opts=resolve_data(t.opts, world_size, announce and i == 0, cfg)) for i, t in enumerate(tasks)
+        ]
         return with_tasks(replace(opts, feat=done[0].opts.feat), done)
     if opts.part_config is None:
         raise InputError("no partitions to train on: give part_config (--part-config) or a dataset (--dataset)")
-    cfg = read_config(opts.part_config)
+    cfg = read_config(opts.part_config) if cfg is None else cfg  # the caller's, loaded once
     try:
         stored_per_process(cfg.num_parts, world_size)
     except InputError:

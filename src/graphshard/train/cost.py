@@ -27,7 +27,7 @@ from ..errors import InputError
 from ..format.config import PartitionConfig
 from ..format.tensorfile import read_header
 from ..memory import Estimate, gib
-from .options import TrainOptions
+from ..tasks.options import TrainOptions
 
 TRAIN_BASE = 275 << 20  # a training process: torch, PyG, RPC agent, model (measured 273 MiB on a tiny graph)
 BATCHES = 600  # per node of the graph, up to BATCHES_CAP: mini-batches in flight (they stop growing with the graph)

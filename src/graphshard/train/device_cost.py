@@ -20,8 +20,8 @@ from ..errors import InputError
 from ..format.config import PartitionConfig
 from ..infer.plan import EDGES_PER_CHUNK
 from ..memory import gib
+from ..tasks.options import TrainOptions
 from .cost import feature_width
-from .options import TrainOptions
 
 CONTEXT = 600 << 20  # the CUDA context, torch's kernels and the caching allocator's slack, per process
 IN_FLIGHT = 3  # batches on the device at once: one computed, one copied ahead, one the allocator keeps

@@ -21,29 +21,29 @@ from ..distributed.ranks.launcher import launch
 from ..distributed.runtime.session import session
 from ..distributed.transport.liveness import now_doing
 from ..fingerprint import tree_fingerprint
-from ..format.config import read_config
+from ..format.config import PartitionConfig, read_config
 from ..format.outputs import prepare_output_dir
 from ..graph import parse_etype, with_reverse_edges
 from ..memory import allowed
 from ..partition.api import partition_graph
 from ..partition.cost import check_partition_fits
-from . import timing
-from .checkpoint import check_checkpoints, run_identity
-from .compiled import warm_up
+from ..tasks import timing
+from ..tasks.checkpoint import check_checkpoints, run_identity
+from ..tasks.compiled import warm_up
+from ..tasks.edge import train_edge
+from ..tasks.embeddings import check_embeddings_target
+from ..tasks.link import train_link
+from ..tasks.link_split import save_link_split, split_edges
+from ..tasks.metrics import load_library
+from ..tasks.multi import train_multi
+from ..tasks.multitask import link_part
+from ..tasks.node import train_node
+from ..tasks.options import TrainOptions
+from ..tasks.report import write_json
+from ..tasks.runlog import KIND, check_log_dir
 from .contract import resolve_data
 from .cost import check_train_fits, evaluated
 from .device_cost import check_devices_fit
-from .edge import train_edge
-from .embeddings import check_embeddings_target
-from .link import train_link
-from .link_split import save_link_split, split_edges
-from .metrics import load_library
-from .multi import train_multi
-from .multitask import link_part
-from .node import train_node
-from .options import TrainOptions
-from .report import write_json
-from .runlog import KIND, check_log_dir
 
 log = logging.getLogger(__name__)
 notice = logging.getLogger("graphshard.notice")  # shown at the default log level
@@ -68,11 +68,14 @@ def _rank_main(
     dataset: PartitionJob | None = None,
     log_level: int | None = None,
     launched_at: float | None = None,
+    *,
+    cfg: PartitionConfig | None = None,
 ) -> dict[str, Any]:
     """One rank. ``dataset``: ``partition_dataset`` arguments, run by the first process of each host
     (``LOCAL_RANK`` 0) while the others wait at a barrier (torchrun with ``--dataset``). ``log_level``: the
     launching process's (``graphshard -v``); default: this process's. ``launched_at``: the launcher's
-    ``time.time()`` when it began preparing the processes (for the time account)."""
+    ``time.time()`` when it began preparing the processes (for the time account). ``cfg``: the partition
+    config this process already loaded (a rank that is its own launcher, under torchrun)."""
     timing.reset()
     spawn_s = time.time() - launched_at if launched_at is not None else None
     rank = os.environ.get("RANK", "0")
@@ -85,20 +88,23 @@ def _rank_main(
     with session(timeout=opts.timeout, heartbeat_timeout=opts.heartbeat_timeout) as s:
         if opts.log_dir:
             rank_log(s, opts.log_dir)
+        # read once in this process: given, here with a dataset, or else by open_graph
         if dataset is not None:
             start = time.perf_counter()
             if os.environ.get("LOCAL_RANK", "0") == "0":
                 _partition_announced(dataset, announce=s.rank == 0)
             s.group.barrier("dataset partitioned on every host")
-            opts = resolve_data(_with_partitions(opts, dataset), s.world_size, announce=s.rank == 0)
+            opts = _with_partitions(opts, dataset)
+            assert opts.part_config is not None  # the partitions just made or found
+            cfg = read_config(opts.part_config)
+            opts = resolve_data(opts, s.world_size, announce=s.rank == 0, cfg=cfg)
             timing.add("partition_s", time.perf_counter() - start)
         device = rank_device(opts.device).device
         if opts.task != "link":  # its metrics are its own sums
             load_library()
         with named_out_of_memory(s.rank, device, now_doing):
-            metrics = {"link": train_link, "edge": train_edge, "node": train_node, "multi": train_multi}[opts.task](
-                s, opts
-            )
+            trainer = {"link": train_link, "edge": train_edge, "node": train_node, "multi": train_multi}[opts.task]
+            metrics = trainer(s, opts, cfg)
         assert opts.part_config is not None  # checked by resolve_data
         metrics["part_config"] = str(Path(opts.part_config).resolve())  # what embed (or another run) needs
         metrics["time"] = timing.rank_account() | ({"spawn_s": spawn_s} if spawn_s is not None else {})
@@ -316,14 +322,15 @@ def _train(
             _partition_announced(job, memory=allowed(memory))
         opts = _with_partitions(opts, job)
     # the data's names, the partition count and the held-out edges: checked before starting any process
+    cfg = read_config(opts.part_config) if opts.part_config else None  # this process's one read of it
     opts = resolve_data(
         opts,
         num_procs or int(os.environ.get("WORLD_SIZE", "1")),
         announce=bool(num_procs) or os.environ.get("RANK", "0") == "0",
+        cfg=cfg,
     )
     if num_procs:
-        assert opts.part_config is not None  # checked by resolve_data
-        cfg = read_config(opts.part_config)  # read once for both checks
+        assert cfg is not None  # resolve_data refuses a run without partitions
         # predicted not to fit this machine: refused now, with the numbers
         layers, outputs = evaluated(cfg, opts)
         budget, layerwise = allowed(memory), opts.eval_fanouts is None
@@ -343,7 +350,7 @@ def _train(
         if opts.checkpoint:  # a checkpoint of another run, or ranks at different epochs: say so now
             check_checkpoints(opts.checkpoint, run_identity(cfg, opts, num_procs), num_procs)
     if not num_procs:
-        return _rank_main(opts, None), launcher
+        return _rank_main(opts, None, cfg=cfg), launcher
     with timing.phase("compile_s", launcher):
         warm_up()  # compiled once here (first run only), loaded from the cache by every rank
     with tempfile.TemporaryDirectory() as tmp:

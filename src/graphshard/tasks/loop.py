@@ -29,7 +29,7 @@ from ..distributed.ranks.interrupt import atomic, deferred
 from ..distributed.runtime.graph import DistGraph
 from ..distributed.runtime.session import Session
 from ..distributed.transport.liveness import doing
-from ..format.config import read_config
+from ..format.config import PartitionConfig, read_config
 from . import timing
 from .checkpoint import (
     STAGED,
@@ -71,11 +71,19 @@ BATCH_COUNTS = (
 _SUMS = ("wall_s", "wait_s", "sample_s", "fetch_s", "copy_s", "compute_s", "comm_s", "loss", *BATCH_COUNTS)
 
 
-def open_graph(opts: TrainOptions) -> DistGraph:
-    """The partitioned graph of ``opts.part_config`` (collective): its config is read once, here, and the
-    loaded object is what the graph, its partitions and the checkpoints' identity use."""
+def open_graph(opts: TrainOptions, cfg: PartitionConfig | None = None) -> DistGraph:
+    """The partitioned graph of ``opts.part_config`` (collective).
+
+    Args:
+        opts: The run's options.
+        cfg: The partition config, as this process loaded it once; None: read here (once), and the loaded
+            object is what the graph, its partitions and the checkpoints' identity use.
+
+    Returns:
+        The graph.
+    """
     assert opts.part_config is not None  # checked by resolve_data, set by checkpoint_options
-    cfg = read_config(opts.part_config)
+    cfg = read_config(opts.part_config) if cfg is None else cfg
     return DistGraph(cfg.graph_name, cfg, verify=opts.verify, colocated=opts.colocated)
 
 

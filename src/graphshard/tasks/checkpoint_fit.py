@@ -42,7 +42,7 @@ def model_unfit(tensors: dict[str, torch.Tensor], model: torch.nn.Module) -> str
 
 def check_weights(directory: str | os.PathLike, weights: dict[str, torch.Tensor], model: torch.nn.Module) -> None:
     """:class:`FormatError` naming ``directory`` unless ``weights`` (of
-    :func:`~graphshard.train.checkpoint.read_weights`) are exactly the model's tensors: the same names, shapes and
+    :func:`~graphshard.tasks.checkpoint.read_weights`) are exactly the model's tensors: the same names, shapes and
     dtypes (checked when a run resumes, not when it ends)."""
     own = model.state_dict()
     missing, extra = sorted(set(own) - set(weights)), sorted(set(weights) - set(own))

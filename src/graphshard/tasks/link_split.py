@@ -76,7 +76,7 @@ def require_link_split(opts: TrainOptions) -> str:
     if not opts.link_split:
         raise InputError(
             "link prediction on a partition config needs its held-out edges: pass --link-split "
-            "FILE (see graphshard.train.link_split), or train from --dataset (which holds edges "
+            "FILE (see graphshard.tasks.link_split), or train from --dataset (which holds edges "
             "out before partitioning)"
         )
     return opts.link_split

@@ -13,7 +13,7 @@ PROBE = """
 import importlib, json, pkgutil
 import graphshard
 from numba.core.registry import CPUDispatcher
-from graphshard.train.compiled import warm_up
+from graphshard.tasks.compiled import warm_up
 
 names = ["graphshard.ranges"]
 for package in ("sampling", "distributed", "models", "infer"):

@@ -9,8 +9,8 @@ import pytest
 
 from graphshard.cli import main
 from graphshard.datasets import community_graph, save_dataset
+from graphshard.tasks.timing import PHASES, closing_account, describe
 from graphshard.train import TrainOptions, train
-from graphshard.train.timing import PHASES, closing_account, describe
 
 
 def test_closing_account_adds_up():

@@ -14,9 +14,9 @@ from sklearn.preprocessing import label_binarize
 
 from graphshard.distributed.ranks.launcher import launch
 from graphshard.errors import InputError
-from graphshard.train.labels import kind_of, problem
-from graphshard.train.loop import best_epoch
-from graphshard.train.metrics import chosen_metrics, compute, exact_metrics, higher_is_better, rows_needed
+from graphshard.tasks.labels import kind_of, problem
+from graphshard.tasks.loop import best_epoch
+from graphshard.tasks.metrics import chosen_metrics, compute, exact_metrics, higher_is_better, rows_needed
 
 N, C = 400, 5
 

@@ -23,6 +23,7 @@ from ..distributed.runtime.graph import DistGraph
 from ..distributed.runtime.session import Session
 from ..distributed.runtime.split import rank_partition, split_owned
 from ..errors import InputError
+from ..format.config import PartitionConfig
 from . import timing
 from .checks import (
     check_finite_features,
@@ -215,10 +216,10 @@ def node_loader(
     )
 
 
-def train_node(s: Session, opts: TrainOptions) -> dict[str, Any]:
+def train_node(s: Session, opts: TrainOptions, cfg: PartitionConfig | None = None) -> dict[str, Any]:
     """Train and evaluate; returns the metrics (the same on every rank)."""
     torch.manual_seed(opts.seed)
-    g = open_graph(opts)
+    g = open_graph(opts, cfg)
     task = node_task(s, g, opts)
     target, classes, split, world = task.target, task.classes, task.split, s.world_size
     if not opts.allow_nonfinite:

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from graphshard.datasets import community_graph, save_dataset
+from graphshard.tasks.link_metrics import figures, is_known, rank_sums
 from graphshard.train import TrainOptions, train
-from graphshard.train.link_metrics import figures, is_known, rank_sums
 
 
 def _reference(pos, negs, keep, k):

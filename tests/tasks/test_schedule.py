@@ -11,9 +11,9 @@ from safetensors.torch import load_file
 from graphshard.cli import main
 from graphshard.datasets import community_graph, save_dataset
 from graphshard.errors import InputError
+from graphshard.tasks.checkpoint import RESUME_OPTIONS
+from graphshard.tasks.schedule import lr_at
 from graphshard.train import TrainOptions, train
-from graphshard.train.checkpoint import RESUME_OPTIONS
-from graphshard.train.schedule import lr_at
 
 
 def test_schedules_by_definition():

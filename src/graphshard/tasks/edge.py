@@ -25,6 +25,7 @@ from ..distributed.ranks.collectives import all_gather_bytes
 from ..distributed.runtime.graph import DistGraph
 from ..distributed.runtime.session import Session
 from ..errors import InputError
+from ..format.config import PartitionConfig
 from ..graph import EType
 from ..models.edge import EdgeModel, edge_decoder
 from . import timing
@@ -194,10 +195,10 @@ def decode_edges(
     return torch.cat(pieces) if pieces else torch.zeros((0, task.classes))
 
 
-def train_edge(s: Session, opts: TrainOptions) -> dict[str, Any]:
+def train_edge(s: Session, opts: TrainOptions, cfg: PartitionConfig | None = None) -> dict[str, Any]:
     """Train and evaluate; returns the metrics (the same on every rank)."""
     torch.manual_seed(opts.seed)
-    g = open_graph(opts)
+    g = open_graph(opts, cfg)
     task = edge_task(s, g, opts)
     et, train_part = task.etype, task.split["train"]
     if not opts.allow_nonfinite:

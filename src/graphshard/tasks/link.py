@@ -31,6 +31,7 @@ from ..distributed.runtime.graph import DistGraph
 from ..distributed.runtime.original import OriginalIds
 from ..distributed.runtime.session import Session
 from ..errors import FormatError, InputError
+from ..format.config import PartitionConfig
 from ..graph import EType
 from ..models import DistMultDecoder, DotDecoder, LinkModel, MLPDecoder
 from . import timing
@@ -211,11 +212,11 @@ def link_loader(
     )
 
 
-def train_link(s: Session, opts: TrainOptions) -> dict[str, Any]:
+def train_link(s: Session, opts: TrainOptions, cfg: PartitionConfig | None = None) -> dict[str, Any]:
     """Train and evaluate; returns the metrics (the same on every rank)."""
     held = open_link_split(require_link_split(opts))
     torch.manual_seed(opts.seed)
-    g = open_graph(opts)
+    g = open_graph(opts, cfg)
     et = g.canonical_etype(held.etype)
     if not opts.allow_nonfinite:
         check_finite_features(g, opts.feat or "feat")

@@ -21,6 +21,7 @@ import torch
 
 from ..distributed.runtime.graph import DistGraph
 from ..distributed.runtime.session import Session
+from ..format.config import PartitionConfig
 from ..models import LinkModel
 from ..models.edge import edge_decoder
 from . import timing
@@ -209,10 +210,10 @@ def build_multi(
     return model, runners
 
 
-def train_multi(s: Session, opts: TrainOptions) -> dict[str, Any]:
+def train_multi(s: Session, opts: TrainOptions, cfg: PartitionConfig | None = None) -> dict[str, Any]:
     """Train and evaluate; returns the metrics (the same on every rank)."""
     torch.manual_seed(opts.seed)
-    g = open_graph(opts)
+    g = open_graph(opts, cfg)
     inputs = ModelInputs(g, opts)
     model, runners = build_multi(s, g, inputs, opts)
     outputs = runners[0].sh.outputs

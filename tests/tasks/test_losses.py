@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from sklearn.utils.class_weight import compute_class_weight
 
 from graphshard.errors import InputError
-from graphshard.train.losses import chosen_loss, class_weights, loss_function
+from graphshard.tasks.losses import chosen_loss, class_weights, loss_function
 
 
 class _Alone:
@@ -19,7 +19,7 @@ class _Alone:
 
 @pytest.fixture
 def one_rank(monkeypatch):
-    monkeypatch.setattr("graphshard.train.losses.all_reduce_sum", lambda ctx, a, what: a)
+    monkeypatch.setattr("graphshard.tasks.losses.all_reduce_sum", lambda ctx, a, what: a)
     return _Alone()
 
 

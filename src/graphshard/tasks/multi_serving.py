@@ -9,12 +9,12 @@ import torch
 
 from ..models import LinkModel
 from ..models.edge import EdgeModel
-from .checkpoint_embed import Restored
 from .inputs import rows_of
 from .multi import EdgeRunner, NodeRunner
 from .multi_model import NodeHead
 from .multitask import main_task, task_specs
 from .options import TrainOptions
+from .restore import Restored
 
 
 class HeadedEncoder(torch.nn.Module):

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from graphshard.errors import FormatError
-from graphshard.train.checkpoint import check_checkpoints, load_checkpoint, rank_status, read_weights, save_checkpoint
-from graphshard.train.link_split import LinkSplit, load_link_split, save_link_split
+from graphshard.tasks.checkpoint import check_checkpoints, load_checkpoint, rank_status, read_weights, save_checkpoint
+from graphshard.tasks.link_split import LinkSplit, load_link_split, save_link_split
 
 
 def _saved(tmp_path):
@@ -126,7 +126,7 @@ def test_a_flipped_data_byte_is_found_by_the_recorded_sha256(tmp_path):
 def test_a_save_cut_between_its_two_files_is_completed_on_resume(tmp_path):
     """Epoch 1's tensors moved into place, its state still staged (a crash between the two moves): the next
     read completes the save instead of pairing epoch 1's weights with epoch 0's record."""
-    from graphshard.train.checkpoint import STAGED
+    from graphshard.tasks.checkpoint import STAGED
 
     model, opt, path = _saved(tmp_path)
     with torch.no_grad():
@@ -142,7 +142,7 @@ def test_a_save_cut_between_its_two_files_is_completed_on_resume(tmp_path):
 
 
 def test_best_weights_of_another_model_are_refused_when_read(tmp_path):
-    from graphshard.train.checkpoint_fit import check_weights
+    from graphshard.tasks.checkpoint_fit import check_weights
 
     model, _, path = _saved(tmp_path)
     epoch, weights, _ = read_weights(path.parent)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from graphshard.datasets import community_graph, save_dataset
-from graphshard.train.report import epoch_line, write_json
+from graphshard.tasks.report import epoch_line, write_json
 
 
 def test_epoch_line_shows_loss_validation_and_split():

@@ -9,8 +9,8 @@ import torch
 
 from graphshard.datasets import community_graph, save_dataset
 from graphshard.errors import InputError
+from graphshard.tasks.negatives import link_loss, negative_pairs
 from graphshard.train import TrainOptions, train
-from graphshard.train.negatives import link_loss, negative_pairs
 from tests.graphs import shared_dataset
 
 
@@ -136,7 +136,7 @@ def test_edge_weights_and_their_checks(graph, tmp_path):
     # save_dataset keeps only an edge type's label and splits: the weights go in through the partitions
     from graphshard import partition_graph
     from graphshard.datasets import load_dataset
-    from graphshard.train.link_split import save_link_split, split_edges
+    from graphshard.tasks.link_split import save_link_split, split_edges
 
     g = load_dataset(graph / "data").graph
     w = np.abs(g.edge_feats[("_N", "_E", "_N")]["label"]).astype(np.float32)

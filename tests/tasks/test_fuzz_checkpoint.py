@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from graphshard.errors import FormatError, InputError
 from graphshard.models.sage import GraphSAGE
-from graphshard.train.checkpoint import (
+from graphshard.tasks.checkpoint import (
     STATE,
     TENSORS,
     check_checkpoints,
