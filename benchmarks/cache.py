@@ -34,7 +34,7 @@ def _rank(config: str, fanouts: list[int], batch: int, out: str) -> None:
     from graphshard.distributed.runtime.graph import DistGraph
     from graphshard.distributed.runtime.session import session
     from graphshard.distributed.runtime.split import node_split
-    from graphshard.train.loop import graph_name
+    from graphshard.tasks.loop import graph_name
 
     with session(timeout=1200) as s:
         g = DistGraph(graph_name(config), config)

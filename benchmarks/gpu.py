@@ -42,9 +42,9 @@ def _samplers(config: str, fanouts: list[int], batch: int, epochs: int, out: str
     import numpy as np
 
     from graphshard.distributed import DistNeighborLoader, session
+    from graphshard.tasks.loop import open_graph
+    from graphshard.tasks.node import node_task
     from graphshard.train import TrainOptions
-    from graphshard.train.loop import open_graph
-    from graphshard.train.node import node_task
 
     with session(timeout=300) as s:
         opts = TrainOptions(part_config=config)
