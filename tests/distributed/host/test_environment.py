@@ -42,6 +42,22 @@ def _srun(**extra: str) -> dict[str, str]:
     } | extra
 
 
+def test_ntasks_per_node_is_one_count_for_every_node():
+    """``srun --ntasks-per-node=1`` on 2 nodes sets SLURM_NTASKS_PER_NODE=1 (not a per-node list): the task on
+    the second node has one local rank, as Slurm documents, instead of failing on node index 1."""
+    env = _srun(SLURM_PROCID="1", SLURM_NTASKS="2", SLURM_LOCALID="0", SLURM_NODEID="1", SLURM_NTASKS_PER_NODE="1")
+    del env["SLURM_TASKS_PER_NODE"]
+    adopt_launcher_env(env)
+    assert (env["RANK"], env["WORLD_SIZE"], env["LOCAL_WORLD_SIZE"], env["GROUP_RANK"]) == ("1", "2", "1", "1")
+    both = _srun(SLURM_NTASKS_PER_NODE="3")  # the per-node list wins where Slurm sets both
+    adopt_launcher_env(both)
+    assert both["LOCAL_WORLD_SIZE"] == "2"
+    bad = _srun(SLURM_NTASKS_PER_NODE="x")
+    del bad["SLURM_TASKS_PER_NODE"]
+    with pytest.raises(DistError, match="SLURM_NTASKS_PER_NODE"):
+        adopt_launcher_env(bad)
+
+
 def test_srun_environment_becomes_torchruns():
     env = _srun()
     assert adopt_launcher_env(env) == "slurm"

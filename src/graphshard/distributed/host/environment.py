@@ -4,7 +4,8 @@
 Everything downstream reads torchrun's names. Under ``srun`` (``SLURM_PROCID`` set, ``RANK`` not),
 :func:`adopt_launcher_env` fills them in from Slurm's: ``RANK`` from ``SLURM_PROCID``, ``WORLD_SIZE`` from
 ``SLURM_NTASKS``, ``LOCAL_RANK`` from ``SLURM_LOCALID``, ``GROUP_RANK`` from ``SLURM_NODEID``,
-``LOCAL_WORLD_SIZE`` from ``SLURM_TASKS_PER_NODE``; ``MASTER_ADDR`` stays as given, else the first host
+``LOCAL_WORLD_SIZE`` from ``SLURM_TASKS_PER_NODE`` (a count per node, such as ``2(x3),1``) or else from
+``SLURM_NTASKS_PER_NODE`` (``--ntasks-per-node``: one count for every node); ``MASTER_ADDR`` stays as given, else the first host
 of ``SLURM_JOB_NODELIST``; ``MASTER_PORT`` stays as given, else one derived from ``SLURM_JOB_ID`` (the same
 on every task of the job).
 """
@@ -49,12 +50,14 @@ def adopt_launcher_env(env: MutableMapping[str, str] | None = None) -> str:
         "LOCAL_RANK": str(_slurm_int(env, "SLURM_LOCALID", default="0")),
         "GROUP_RANK": str(node),
     }
-    per_node = env.get("SLURM_TASKS_PER_NODE") or env.get("SLURM_NTASKS_PER_NODE")
+    per_node = env.get("SLURM_TASKS_PER_NODE")
     if per_node:
         counts = tasks_per_node(per_node)
         if node >= len(counts):
             raise DistError(f"SLURM_TASKS_PER_NODE={per_node!r} lists {len(counts)} nodes; SLURM_NODEID is {node}")
         values["LOCAL_WORLD_SIZE"] = str(counts[node])
+    elif env.get("SLURM_NTASKS_PER_NODE"):  # one count for every node, not a list
+        values["LOCAL_WORLD_SIZE"] = str(_number("SLURM_NTASKS_PER_NODE", env["SLURM_NTASKS_PER_NODE"]))
     if "MASTER_ADDR" not in env:
         nodes = env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST")
         if not nodes:
