@@ -155,3 +155,23 @@ def test_unknown_feat_dtype_is_refused(tmp_path):
 
     with pytest.raises(InputError, match="feat_dtype 'float8'"):
         partition_graph(small_homo(), "h", 2, tmp_path, part_method="random", feat_dtype="float8")
+
+
+def test_float16_storage_refuses_a_feature_beyond_its_range(tmp_path):
+    """float16's largest finite value is 65504: a feature holding 1e6 would be stored as inf (and training would
+    later blame the data). Refused before any work, naming the feature, its largest magnitude and bfloat16;
+    bfloat16 (float32's range) stores the same feature, and an inf already in the data is no overflow."""
+    from graphshard import InputError
+
+    g = small_homo()
+    feat = np.asarray(g.node_feats["_N"]["feat"], dtype=np.float32).copy()
+    feat[3, 1] = -1.0e6
+    feat[4, 0] = np.inf
+    g.node_feats["_N"]["feat"] = feat
+    with pytest.raises(InputError, match=r"feature '_N/feat' holds values up to 1e\+06.*bfloat16"):
+        partition_graph(g, "h", 2, tmp_path / "half", part_method="random", feat_dtype="float16")
+    assert not (tmp_path / "half").exists()
+    partition_graph(g, "h", 2, tmp_path / "b", part_method="random", feat_dtype="bfloat16")
+    feat[3, 1] = 6.0e4  # within float16's range: stored
+    partition_graph(g, "h", 2, tmp_path / "f", part_method="random", feat_dtype="float16")
+    assert json.loads((tmp_path / "f" / "h.json").read_text())["feat_dtype"] == "float16"

@@ -161,3 +161,16 @@ def test_runs_unchanged_under_torchrun(tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     _compare(tmp_path / "local", tmp_path / "tr", "g")
     shutil.rmtree(tmp_path / "tr")
+
+
+def test_float16_features_beyond_its_range_are_refused(tmp_path):
+    """Out of core as in memory: a feature float16 cannot hold (1e6 > 65504) is refused naming the feature and
+    bfloat16, and nothing is published."""
+    g = small_homo()
+    g.node_feats["_N"]["feat"] = np.asarray(g.node_feats["_N"]["feat"], dtype=np.float32) * 1.0e6
+    chunk_graph(g, tmp_path / "c", 2, "numpy", graph_name="g")
+    assign_chunked(tmp_path / "c", tmp_path / "a", 2, "random")
+    opts = DispatchOptions(tmp_path / "c", tmp_path / "a", tmp_path / "out", feat_dtype="float16")
+    with pytest.raises(Exception, match=r"feature '_N/feat' holds values up to .*bfloat16"):
+        run_dispatch(opts, num_procs=2, timeout=60)
+    assert not (tmp_path / "out" / "g.json").exists()

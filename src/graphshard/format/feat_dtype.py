@@ -21,6 +21,8 @@ from .tensorfile import BFLOAT16, Lazy
 
 CONFIG_KEY = "feat_dtype"
 FEAT_DTYPES = {"float16": np.dtype(np.float16), "bfloat16": BFLOAT16}
+FLOAT16_MAX = float(np.finfo(np.float16).max)  # 65504: a finite value beyond it is stored as inf
+_BLOCK_ROWS = 1 << 18  # rows scanned at a time for the largest magnitude
 
 
 def check_feat_dtype(feat_dtype: str | None) -> str | None:
@@ -58,12 +60,52 @@ def narrow(values: np.ndarray, feat_dtype: str) -> np.ndarray:
     return rounded.view(BFLOAT16)
 
 
+def largest_magnitude(values: Any) -> float:
+    """The largest absolute finite value of a floating-point array (0.0 when it has none), a block of rows at a
+    time (never a whole copy of a large feature)."""
+    largest = 0.0
+    for lo in range(0, len(values), _BLOCK_ROWS):
+        block = np.abs(np.asarray(values[lo : lo + _BLOCK_ROWS]))
+        finite = block[np.isfinite(block)]
+        if finite.size:
+            largest = max(largest, float(finite.max()))
+    return largest
+
+
+def check_fits(feats: dict[str, Any], feat_dtype: str | None) -> None:
+    """Refuse to narrow a feature whose finite values float16 cannot hold: stored as float16 they would become
+    ``inf`` and training would fail later, blaming the data.
+
+    Args:
+        feats: Feature arrays by name (``"<type>/<name>"``); CSR features and integers are not narrowed.
+        feat_dtype: The storage type asked for; only ``"float16"`` has a narrower range than float32.
+
+    Raises:
+        InputError: A feature holds a finite value beyond float16's largest (65504); names the feature, its
+            largest magnitude and ``bfloat16`` (float32's range in 2 bytes) as the way out.
+    """
+    if feat_dtype != "float16":
+        return
+    for name, v in feats.items():
+        if isinstance(v, (CSRRows, Lazy)) or not narrows(v.dtype, feat_dtype):
+            continue
+        largest = largest_magnitude(v)
+        if largest > FLOAT16_MAX:
+            raise InputError(
+                f"feature {name!r} holds values up to {largest:.6g} in magnitude, beyond float16's largest "
+                f"({FLOAT16_MAX:g}): stored as float16 they would become inf. Use feat_dtype bfloat16 "
+                "(--feat-dtype bfloat16: float32's range in 2 bytes), scale the feature, or store it as given"
+            )
+
+
 def narrow_feats(feats: dict[str, Any], feat_dtype: str | None) -> dict[str, Any]:
     """One partition's feature arrays (``"<type>/<name>"`` → array) as written under ``feat_dtype``: dense
     floating-point features converted a block of rows at a time while the file is written (never whole in
-    memory twice), the others (integers, CSR features) as they are."""
+    memory twice), the others (integers, CSR features) as they are. Raises :class:`InputError` as
+    :func:`check_fits` does, before anything is written."""
     if feat_dtype is None:
         return feats
+    check_fits(feats, feat_dtype)
     fd: str = feat_dtype
     out: dict[str, Any] = {}
     for k, v in feats.items():

@@ -14,7 +14,7 @@ from tqdm.auto import tqdm
 from ..disk import check_disk as disk_guard
 from ..errors import InputError
 from ..format.config import PartitionConfig, check_graph_name, feature_schema
-from ..format.feat_dtype import check_feat_dtype, feat_dtype_entry, narrow_feats, stored_dtype
+from ..format.feat_dtype import check_feat_dtype, check_fits, feat_dtype_entry, narrow_feats, stored_dtype
 from ..format.outputs import check_output_dir, claim_for_graph
 from ..format.sparse import sparse_entry
 from ..format.write import PartitionWriter
@@ -98,6 +98,7 @@ def partition_graph(
     g = g if isinstance(g, Graph) else Graph.from_pyg(g)
     _check_args(g, graph_name, num_parts, num_hops, trainers=num_trainers_per_machine, seed=seed)
     check_feat_dtype(feat_dtype)
+    check_fits(_named_feats(g), feat_dtype)  # a feature float16 cannot hold: refused before any work
     if isinstance(part_method, str):  # predicted not to fit: refused before any work
         refuse_unfit({e.method: e for e in graph_estimates(g.total_nodes, g.total_edges)}, part_method, allowed(memory))
     if check_disk:
@@ -172,6 +173,12 @@ def partition_graph(
         timer.close()
     log.info("wrote %d partitions of %r to %s", num_parts, graph_name, cfg.path)
     return _mapping(g, view, rl) if return_mapping else None
+
+
+def _named_feats(g: Graph) -> dict[str, Any]:
+    """Every feature array of ``g`` by ``"<type>/<name>"`` (edge types spelled ``src:rel:dst``)."""
+    nodes = {f"{t}/{n}": a for t, feats in g.node_feats.items() for n, a in feats.items()}
+    return nodes | {f"{etype_str(et)}/{n}": a for et, feats in g.edge_feats.items() for n, a in feats.items()}
 
 
 def _check_args(g: Graph, name: str, num_parts: int, num_hops: int, *, trainers: int, seed: int) -> None:

@@ -48,6 +48,18 @@ def test_floats_travel_as_asked(wire, sent, tol):
     assert pack(torch.ones(3, dtype=torch.bool), "float16").dtype == torch.bool
 
 
+def test_float16_refuses_rows_beyond_its_range():
+    """A finite value beyond 65504 would arrive as inf and the run would stop on a NaN loss blamed on --lr:
+    refused naming the feature, the largest magnitude and bfloat16; an inf stored as such travels as is."""
+    rows = torch.tensor([[1.0, -2.5e6], [3.0, 4.0]])
+    with pytest.raises(InputError, match=r"feature 'paper/feat' holds values up to 2\.5e\+06.*bfloat16"):
+        pack(rows, "float16", name="paper/feat")
+    carried = unpack(pack(rows, "bfloat16"), torch.float32)  # float32's range, 8 bits of precision
+    assert torch.allclose(carried, rows, rtol=2**-8, atol=0)
+    fine = torch.tensor([[65504.0, float("inf")], [-1.0, 0.5]])
+    assert torch.equal(unpack(pack(fine, "float16", name="x"), torch.float32), fine)
+
+
 def test_an_unknown_wire_type_is_refused():
     from graphshard.distributed.loaders.batch import BatchSpec
 
@@ -63,6 +75,7 @@ def _graph() -> Graph:
         "feat": rng.standard_normal((n, 16)).astype(np.float32),
         "label": rng.integers(0, 5, n),
         "big": rng.integers(-(2**40), 2**40, n),
+        "huge": np.full((n, 2), 1.0e6, dtype=np.float32),
     }
     return Graph({"_N": n}, {("_N", "_E", "_N"): (src, dst)}, {"_N": feats})
 
@@ -92,6 +105,8 @@ def _worker(config: str) -> None:
             assert got.dtype == want.dtype
             assert torch.allclose(got, want, rtol=tol, atol=0) if tol else torch.equal(got, want), (name, wire)
             assert store.stats["bytes_received"] - before == remote * row_bytes, (name, wire)
+        with pytest.raises(Exception, match=r"'_N/huge' holds values up to 1e\+06.*bfloat16"):
+            store.lookup(None, "huge", ids, "float16")  # its remote rows cannot travel as float16
 
 
 def test_remote_rows_arrive_as_stored_in_fewer_bytes(tmp_path):

@@ -5,9 +5,9 @@ Everything downstream reads torchrun's names. Under ``srun`` (``SLURM_PROCID`` s
 :func:`adopt_launcher_env` fills them in from Slurm's: ``RANK`` from ``SLURM_PROCID``, ``WORLD_SIZE`` from
 ``SLURM_NTASKS``, ``LOCAL_RANK`` from ``SLURM_LOCALID``, ``GROUP_RANK`` from ``SLURM_NODEID``,
 ``LOCAL_WORLD_SIZE`` from ``SLURM_TASKS_PER_NODE`` (a count per node, such as ``2(x3),1``) or else from
-``SLURM_NTASKS_PER_NODE`` (``--ntasks-per-node``: one count for every node); ``MASTER_ADDR`` stays as given, else the first host
-of ``SLURM_JOB_NODELIST``; ``MASTER_PORT`` stays as given, else one derived from ``SLURM_JOB_ID`` (the same
-on every task of the job).
+``SLURM_NTASKS_PER_NODE`` (``--ntasks-per-node``: one count for every node); ``MASTER_ADDR`` stays as
+given, else the first host of ``SLURM_JOB_NODELIST``; ``MASTER_PORT`` stays as given, else one derived from
+``SLURM_JOB_ID`` (the same on every task of the job).
 """
 
 from __future__ import annotations

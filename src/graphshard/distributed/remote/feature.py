@@ -43,7 +43,9 @@ def _serve_many(key: str, items: list[tuple[Any, str, torch.Tensor, bool]], wire
     feature's non-zeros."""
     store = registered(f"{_STORE}/{key}")
     return [
-        store.nonzeros_from_global_id(g, n, ids) if sparse else pack(store.stored_from_global_id(g, n, ids), wire)
+        store.nonzeros_from_global_id(g, n, ids)
+        if sparse
+        else pack(store.stored_from_global_id(g, n, ids), wire, name=f"{g}/{n}" if g else n)
         for g, n, ids, sparse in items
     ]
 
