@@ -89,3 +89,14 @@ def test_readme_command_line_path_trains(tmp_path):
         )
         assert done.returncode == 0, f"graphshard {name} {' '.join(argv)}:\n{done.stderr[-3000:]}"
     assert "test accuracy" in done.stdout, done.stdout
+
+
+def test_what_the_readme_writes_is_ignored_by_git():
+    """Run in the checkout, the README's examples leave nothing untracked: every top-level path they write
+    (``--out``, ``--checkpoint``, ``--save-embeddings``, ``out_path=``, ``--plot``) is in .gitignore."""
+    text = README.read_text()
+    written = re.findall(r"(?:--out|--checkpoint|--save-embeddings|--plot|--log-dir) ([\w./-]+)", text)
+    written += re.findall(r"out_path=\"([\w./-]+)\"", text)
+    tops = {w.split("/")[0] for w in written if w and not w.startswith("-")}
+    ignored = set(re.findall(r"^/([\w.-]+)/?$", (README.parent / ".gitignore").read_text(), re.M))
+    assert tops and tops - ignored == set(), f"written by the README but not ignored: {sorted(tops - ignored)}"

@@ -279,3 +279,17 @@ def test_inspect_plot_and_metrics_plot(tmp_path, capsys):
     (tmp_path / "bad.json").write_text(json.dumps({"epochs": [{"epoch": 0}]}))
     assert main(["plot", str(tmp_path / "bad.json"), "--out", str(tmp_path / "bad.png")]) == 2
     assert "bad.json" in capsys.readouterr().err and not (tmp_path / "bad.png").exists()
+
+
+def test_inspect_names_what_it_verified_and_the_config_inside_a_directory(tmp_path, capsys):
+    """`inspect --verify` says what it checked when all is well (it printed nothing of it), and `inspect DIR`
+    names the config inside the directory instead of calling the config missing."""
+    assert main(["generate", "rmat", "--scale", "8", "--edge-factor", "4", "--out", str(tmp_path / "d")]) == 0
+    assert main(["partition", "--dataset", str(tmp_path / "d"), "--num-parts", "2", "--out", str(tmp_path / "p")]) == 0
+    capsys.readouterr()
+    config = next((tmp_path / "p").glob("*.json"))
+    files = json.loads(config.read_text())["checksums"]
+    assert main(["inspect", str(config), "--verify"]) == 0
+    assert f"verified: {len(files)} files" in capsys.readouterr().out
+    assert main(["inspect", str(tmp_path / "p")]) == 2
+    assert f"graphshard inspect {config}" in capsys.readouterr().err

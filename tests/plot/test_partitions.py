@@ -175,3 +175,22 @@ def test_missing_matplotlib_is_a_clear_error(tmp_path, monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(InputError, match=r"matplotlib.*graphshard\[plot\]"):
         plot_partitions(tmp_path / "absent.json", tmp_path / "x.png")
+
+
+def test_the_bar_legends_cover_no_bar():
+    """The legend of the stacked bars once sat over them ("lower right"): drawn, no legend box meets a bar."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from graphshard.plot.partitions import _stacked
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    inner, halo = np.array([900, 1000, 950, 980]), np.array([300, 250, 320, 280])
+    _stacked(ax, inner, halo, "nodes", title="nodes per partition")
+    fig.canvas.draw()
+    legend = ax.get_legend().get_window_extent()
+    bars = [p.get_window_extent() for p in ax.patches]
+    assert bars and not any(legend.overlaps(b) for b in bars)
+    plt.close(fig)

@@ -182,3 +182,22 @@ def test_neighbour_ids_computes_inner_ids_as_it_would_read_them(index_type):
             np.testing.assert_array_equal(nbrs, want[0][:n])
             np.testing.assert_array_equal(edges, want[1][:n])
     assert (indices[pos] >= inner).any() and (indices[pos] < inner).any()  # both kinds were asked for
+
+
+def test_cscgraph_takes_the_tensors_load_partition_returns(tmp_path):
+    """A partition's in-adjacency as `load_partition` returns it (torch tensors, compact int32) samples as the
+    same arrays in NumPy do."""
+    import torch
+
+    from graphshard import load_partition, partition_graph
+    from tests.graphs import small_homo
+
+    partition_graph(small_homo(), "h", 2, tmp_path, part_method="random")
+    pg = load_partition(tmp_path / "h.json", 0).graph
+    assert isinstance(pg.indptr, torch.Tensor)
+    from_tensors = CSCGraph(pg.indptr, pg.indices)
+    from_arrays = CSCGraph(pg.indptr.numpy(), pg.indices.numpy())
+    seeds = np.arange(min(8, from_arrays.num_nodes))
+    a = sample_neighbors(from_tensors, seeds, [3, 2], seed=5)
+    b = sample_neighbors(from_arrays, seeds, [3, 2], seed=5)
+    assert all(np.array_equal(getattr(a, f), getattr(b, f)) for f in ("row", "col", "node"))

@@ -249,3 +249,13 @@ def test_pyg_names_are_found_and_featureless_types_announced(tmp_path, caplog):
         "node types without feature 'x' get learnt 32-d input embeddings (sparse Adagrad, lr 0.05): author"
         in caplog.text
     )
+
+
+def test_a_graph_without_labels_points_to_link_prediction(tmp_path, capsys, no_spawn):
+    """A graph with no labels can still be learnt from: the error names --label and --task link."""
+    g = community_graph(num_nodes=400, seed=1).graph
+    g.node_feats = {t: {k: v for k, v in f.items() if k != "label"} for t, f in g.node_feats.items()}
+    partition_graph(g, "n", 2, tmp_path, part_method="random")
+    assert main(["train", "--part-config", str(tmp_path / "n.json"), "--num-procs", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "has no 'label'" in err and "--label" in err and "--task link" in err, err

@@ -78,3 +78,23 @@ def test_a_run_accounts_for_its_time(tmp_path, capsys):
     )
     out = capsys.readouterr().out
     assert "s end to end = " in out and "training epochs" in out and "feature cache" in out
+
+
+def test_the_summary_and_the_time_account_show_one_figure_for_the_epochs(capsys):
+    """The closing lines once read "training epochs 1.1" (the account) and "training epochs 0.9 s" (the sum of
+    the epochs' own walls) in one run: the summary now shows the account's figure, the rest as "other"."""
+    from graphshard.cli.train import print_metrics
+
+    epoch = {"epoch": 0, "wall_s": 0.9, "wait_s": 0.3, "sample_s": 0.2, "fetch_s": 0.1, "compute_s": 0.5}
+    m = {
+        "epochs": [epoch | {"comm_s": 0.1}],
+        "world_size": 2,
+        "num_parts": 2,
+        "test_acc": 0.9,
+        "val_acc": 0.9,
+        "time": {"total_s": 3.0, "epochs_s": 1.1, "startup_s": 1.9},
+    }
+    print_metrics(m)
+    out = capsys.readouterr().out
+    assert "+ training epochs 1.1 +" in out, out  # the time account
+    assert "training epochs 1.1 s = " in out and "other 0.2;" in out, out  # 1.1 - 0.3 - 0.5 - 0.1

@@ -90,14 +90,36 @@ def _declared_classes(value: Any, dataset: str) -> int | None:
 
 
 def run_inspect(args: argparse.Namespace) -> None:
+    from ..format.config import read_config
     from ..stats import format_stats, partitioning_stats
 
-    st = partitioning_stats(args.config, verify=args.verify)
-    print(json.dumps(st.to_dict(), indent=1) if args.json else format_stats(st))
+    config = _config_of(Path(args.config))
+    st = partitioning_stats(config, verify=args.verify)
+    checked = read_config(config).checksums if args.verify else {}
+    if args.json:
+        print(json.dumps(st.to_dict() | ({"checksums_verified": len(checked)} if args.verify else {}), indent=1))
+    else:
+        print(format_stats(st))
+        if args.verify:
+            size = sum((config.parent / rel).stat().st_size for rel in checked)
+            print(f"verified: {len(checked)} files ({size / 1e6:,.1f} MB) match the sha256 in {config.name}")
     if args.plot:
         from ..plot import plot_partitions
 
-        print(f"wrote {plot_partitions(Path(args.config), Path(args.plot))}")
+        print(f"wrote {plot_partitions(config, Path(args.plot))}")
+
+
+def _config_of(path: Path) -> Path:
+    """The partition config ``inspect`` was given; a directory is refused naming the config(s) inside it."""
+    if not path.is_dir():
+        return path
+    inside = sorted(p.name for p in path.glob("*.json")) if (path / "part0").is_dir() else []
+    if not inside:
+        raise InputError(f"{path} is a directory with no partition config (NAME.json) in it")
+    raise InputError(
+        f"{path} is a directory; give its partition config: "
+        + " or ".join(f"graphshard inspect {path / name}" for name in inside)
+    )
 
 
 def register(sub: Any) -> None:

@@ -118,6 +118,9 @@ def print_metrics(m: dict, epochs: bool = False) -> None:
     first = m.get("start_epoch", 0)  # > 0: resumed; the epochs before came from the checkpoint
     ran = [e for e in m["epochs"] if e["epoch"] >= first]  # this run's: what its time account covers
     total = {k: sum(e.get(k, 0) for e in ran) for k in keys}
+    # the same figure as the time account's "training epochs" (its phase holds the epochs and what lies between
+    # them), so that one run does not show two; what the parts do not cover is "other"
+    total["wall_s"] = m.get("time", {}).get("epochs_s", total["wall_s"])
     other = max(0.0, total["wall_s"] - total["wait_s"] - total["copy_s"] - total["compute_s"] - total["comm_s"])
     where = f"on {m['world_size']} processes x {m['num_parts']} partitions"
     at = f"epoch {m['best_epoch']} (best validation)" if "best_epoch" in m else "the last epoch"

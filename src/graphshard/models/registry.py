@@ -3,6 +3,7 @@ user's own, named ``package.module:factory`` (see :mod:`.custom`)."""
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import re
 from collections.abc import Callable
@@ -88,8 +89,11 @@ def check_name(name: str) -> None:
     """:class:`InputError` unless ``name`` is a built-in model or reads ``package.module:factory``."""
     if name in BUILTIN or FACTORY_NAME.fullmatch(name):
         return
+    close = difflib.get_close_matches(name.lower(), list(BUILTIN), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise InputError(
-        f"unknown model {name!r}: give one of {', '.join(BUILTIN)}, or your own factory as package.module:function"
+        f"unknown model {name!r}{hint}: give one of {', '.join(BUILTIN)}, or your own factory as "
+        "package.module:function"
     )
 
 

@@ -137,7 +137,9 @@ def _stacked(ax: Any, inner: np.ndarray, halo: np.ndarray, what: str, *, title: 
     ax.bar(x, halo, bottom=inner, label=f"HALO {what}", color="tab:orange")
     ax.set(title=title, xlabel="partition", ylabel=what)
     integer_ticks(ax.xaxis)
-    ax.legend(loc="lower right")
+    top = float((inner + halo).max()) if len(inner) else 1.0
+    ax.set_ylim(0, 1.3 * max(top, 1.0))  # headroom above the tallest bar: the legend sits there, over no bar
+    ax.legend(loc="upper center", ncols=2, frameon=False)
 
 
 def _cut_heatmap(fig: Any, ax: Any, matrix: np.ndarray) -> None:

@@ -14,13 +14,15 @@ from dataclasses import KW_ONLY, dataclass
 import numpy as np
 
 from ..errors import InputError
+from ..graph import is_tensor, to_numpy
 from .kernels import relabel_dense, relabel_hashed, sample_layer
 
 
 @dataclass(frozen=True)
 class CSCGraph:
     """In-adjacency: in-edges of node ``v`` are ``indices[indptr[v]:indptr[v+1]]`` (sources) with IDs
-    ``edge_ids`` (positions by default). ``node_time`` (optional) enables temporal sampling."""
+    ``edge_ids`` (positions by default). ``node_time`` (optional) enables temporal sampling. NumPy arrays or
+    torch tensors (as ``load_partition`` returns them): tensors are seen as NumPy arrays, without a copy."""
 
     indptr: np.ndarray
     indices: np.ndarray
@@ -28,6 +30,10 @@ class CSCGraph:
     node_time: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        for name in ("indptr", "indices", "edge_ids", "node_time"):
+            value = getattr(self, name)
+            if value is not None and is_tensor(value):
+                object.__setattr__(self, name, to_numpy(value))  # frozen: set once, here
         check_csc(self.indptr, self.indices, "CSCGraph")
         for name in ("edge_ids", "node_time"):
             arr = getattr(self, name)

@@ -61,9 +61,9 @@ def _target(opts: TrainOptions, cfg: PartitionConfig, held: Held, label: str | N
     names = [label] if label else list(LABEL_NAMES)
     labelled = [t for t in types if any(n in held[t] for n in names)]
     if len(labelled) != 1:
+        way = "choose one with --target" if labelled else "name the labels with --label, or use --task link"
         raise InputError(
-            f"{cfg.path}: node types with labels {names}: {labelled}; choose one with --target "
-            f"(the partitions hold {describe(held)})"
+            f"{cfg.path}: node types with labels {names}: {labelled}; {way} (the partitions hold {describe(held)})"
         )
     return labelled[0]
 
@@ -75,7 +75,7 @@ def _check_node_data(opts: TrainOptions, cfg: PartitionConfig, held: Held, targe
         raise InputError(
             f"{cfg.path}: node type {target!r} has no {', '.join(map(repr, missing))} (it holds "
             f"{describe(held, [target]).split(': ', 1)[1]}); name its data with --label and "
-            "--split-masks"
+            "--split-masks, or learn from the edges alone with --task link (link prediction needs no labels)"
         )
     code, shape = have[label]
     _label_kind(opts, f"{cfg.path}: label {label!r} of {target!r} ({code} of row shape {list(shape)})", have[label])
