@@ -102,3 +102,58 @@ def test_a_module_that_does_not_import_is_named_before_any_process_starts(graph,
     assert main(["train", "--part-config", config, "--num-procs", "2", "--model", "no_such_package.models:build"]) == 2
     err = capfd.readouterr().err
     assert "cannot import no_such_package.models: ModuleNotFoundError" in err and "Traceback" not in err, err
+
+
+def _installed_graphshard():
+    import sys
+    from pathlib import Path
+
+    script = Path(sys.executable).with_name("graphshard")
+    if not script.exists():
+        pytest.skip("the graphshard console script is not installed next to this Python")
+    return str(script)
+
+
+def test_the_installed_command_imports_the_users_module_from_the_working_directory(graph, tmp_path):
+    """As the README shows it: my_models.py beside the user, the installed `graphshard` command (not
+    `python -m`, whose path starts at the working directory) finds it; an import that fails is named
+    before partitioning (--dataset) or starting a rank."""
+    import re
+    import subprocess
+    from pathlib import Path
+
+    from graphshard.datasets.layout import save_dataset
+
+    config, _ = graph
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if b.startswith("# my_models.py"))
+    (tmp_path / "my_models.py").write_text(block)
+    command = [_installed_graphshard(), "train", "--part-config", config, "--num-procs", "2", "--epochs", "1"]
+    run = subprocess.run(
+        [*command, "--model", "my_models:gat", "--checkpoint", "ckpt"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0 and "test accuracy" in run.stdout, run.stderr[-2000:]
+    elsewhere = tmp_path / "elsewhere"  # embed where my_models.py is not: named before any rank starts
+    elsewhere.mkdir()
+    embed_cmd = [_installed_graphshard(), "embed", "--part-config", config, "--checkpoint", str(tmp_path / "ckpt")]
+    lost = subprocess.run(
+        [*embed_cmd, "--out", "emb.npy", "--num-procs", "2"], cwd=elsewhere, capture_output=True, text=True, timeout=120
+    )
+    assert lost.returncode != 0 and "cannot import my_models" in lost.stderr, lost.stderr[-2000:]
+    assert "Traceback" not in lost.stderr and "TensorPipe" not in lost.stderr, lost.stderr[-2000:]
+    (tmp_path / "broken.py").write_text("import no_such_package_here\n")
+    data = tmp_path / "data"
+    save_dataset(community_graph(num_nodes=200, seed=1), data)
+    bad = subprocess.run(
+        [_installed_graphshard(), "train", "--dataset", str(data), "--num-procs", "2", "--model", "broken:f"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert bad.returncode != 0 and "cannot import broken" in bad.stderr, bad.stderr[-2000:]
+    assert "Traceback" not in bad.stderr and not (tmp_path / "out").exists(), "partitioned before the check"

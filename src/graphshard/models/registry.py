@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import os
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
@@ -68,8 +70,15 @@ BUILTIN: dict[str, Builtin] = {
 
 
 def load_factory(name: str) -> Any:
-    """The callable ``package.module:factory`` names; :class:`InputError` naming it when it cannot be had."""
+    """The callable ``package.module:factory`` names; :class:`InputError` naming it when it cannot be had.
+
+    The module is looked for where ``python -m`` would look, the working directory first: the installed
+    ``graphshard`` command (whose ``sys.path`` starts at its own script's directory) finds a ``my_models.py``
+    beside the user as ``python -m graphshard.cli`` does."""
     module_name, _, attr = name.partition(":")
+    here = os.getcwd()
+    if "" not in sys.path and here not in sys.path:
+        sys.path.insert(0, here)
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # any failure of the user's import is reported, not raised

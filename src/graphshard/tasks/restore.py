@@ -19,6 +19,7 @@ from ..distributed.transport.liveness import DEFAULT_LOST_AFTER
 from ..errors import InputError
 from ..format.config import PartitionConfig
 from ..graph import EType
+from ..models.registry import is_custom, load_factory
 from .checkpoint import LATER_OPTIONS, RESUME_OPTIONS, load_checkpoint, read_state, run_identity
 from .edge import EdgeRows, edge_model, edge_task
 from .inputs import ModelInputs, build_model
@@ -93,6 +94,8 @@ def checkpoint_run(
     if ranks != world:
         raise InputError(f"{checkpoint}: the checkpoint was written by {world} ranks; run it on {world} (got {ranks})")
     check_device(device, num_procs or local_ranks())
+    if is_custom(opts.model):  # the user's module imports here before any rank starts (embed, serve)
+        load_factory(opts.model)
     return replace(opts, verify=verify, colocated=colocated, device=device)
 
 

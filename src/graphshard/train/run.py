@@ -25,6 +25,7 @@ from ..format.config import PartitionConfig, read_config
 from ..format.outputs import prepare_output_dir
 from ..graph import parse_etype, with_reverse_edges
 from ..memory import allowed
+from ..models.registry import is_custom, load_factory
 from ..partition.api import partition_graph
 from ..partition.cost import check_partition_fits
 from ..tasks import timing
@@ -307,6 +308,8 @@ def _train(
         check_embeddings_target(opts.save_embeddings)
     if opts.log_dir and (num_procs or os.environ.get("RANK", "0") == "0"):
         check_log_dir(opts.log_dir)
+    if is_custom(opts.model):  # the user's module imports: checked before partitioning or starting a rank
+        load_factory(opts.model)
     if dataset:
         parts = num_procs or int(os.environ.get("WORLD_SIZE", "1"))
         out = f"{work_dir}/{parts}parts-{part_method}"
