@@ -37,6 +37,8 @@ def run_serve(args: argparse.Namespace) -> None:
         max_edges=args.max_nodes,
         max_body=args.max_body_mb << 20,
         request_timeout=args.request_timeout,
+        read_timeout=args.read_timeout,
+        max_client_connections=args.max_client_connections,
         embedding_layer=args.embedding_layer,
         device=args.device,
         head=args.head,
@@ -142,6 +144,18 @@ def register(sub: Any) -> None:
         type=positive_float,
         default=30.0,
         help="seconds a request may wait for its answer before it is answered 503",
+    )
+    p.add_argument(
+        "--read-timeout",
+        type=positive_float,
+        default=10.0,
+        help="seconds a connection has to send a request's header and body; slower ones get 408 and are closed",
+    )
+    p.add_argument(
+        "--max-client-connections",
+        type=positive_int,
+        default=64,
+        help="connections one client address may hold at once; more get 503 and are closed at once",
     )
     partition_flags(p)
     device_flag(p)

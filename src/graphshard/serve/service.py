@@ -65,6 +65,8 @@ class ServeOptions:
         max_edges: edges per new node of a request at most.
         max_body: bytes of a request's body at most.
         request_timeout: seconds a request may wait.
+        read_timeout: seconds a connection has to deliver a request's header and body (else 408 and closed).
+        max_client_connections: connections one client address may hold at once (more: 503 and closed).
         embedding_layer: what ``/v1/embed`` answers: the model's ``output`` or the ``hidden`` layer its last
             layer reads.
         device: what the model computes on (``cpu``, ``cuda``, ``auto``; batches are sampled on the CPU).
@@ -86,6 +88,8 @@ class ServeOptions:
     max_edges: int = 10_000
     max_body: int = 4 << 20
     request_timeout: float = 30.0
+    read_timeout: float = 10.0
+    max_client_connections: int = 64
     embedding_layer: str = "output"
     device: str = "cpu"
     head: str | None = None  # a multi-task checkpoint's task to answer for (default: its main task)
@@ -106,6 +110,11 @@ class ServeOptions:
             raise InputError(f"--fanouts {self.fanouts}: give {layers} counts (one per layer), each > 0 or -1 (all)")
         if self.embedding_layer not in ("output", "hidden"):
             raise InputError(f"--embedding-layer {self.embedding_layer!r}: 'output' or 'hidden'")
+        if not self.read_timeout > 0 or self.max_client_connections < 1:
+            raise InputError(
+                f"--read-timeout {self.read_timeout} and --max-client-connections {self.max_client_connections}: "
+                "expected a positive number of seconds and at least 1 connection"
+            )
         if not 0 <= self.port < 65536:
             raise InputError(f"--port {self.port}: expected 0..65535 (0: any free port)")
         if self.token_file is None and not _is_loopback(self.host):
@@ -279,6 +288,7 @@ def _lead(
 
     from .app import Service, build_app
     from .batching import MicroBatcher
+    from .door import guarded_protocol
     from .metrics import Metrics
     from .names import NodeNames
 
@@ -333,6 +343,7 @@ def _lead(
             lifespan="off",
             timeout_graceful_shutdown=2,
             limit_concurrency=CONNECTIONS_PER_QUEUED * options.max_queue,  # beyond: 503 at once
+            http=guarded_protocol(options.read_timeout, options.max_client_connections),
         )
     )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="graphshard-http", daemon=True)
