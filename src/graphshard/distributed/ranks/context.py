@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
-from ...errors import DistError
+from ...errors import DistError, GraphshardError
 from ..host.environment import adopt_launcher_env
 from ..host.processes import is_quiet
 from ..transport.liveness import RECORDERS, Heartbeat, lost_after_default
@@ -222,10 +222,12 @@ def _stopped_text(signum: int) -> str:
 
 
 def error_text(exc: BaseException) -> str:
-    """One line for an exception: its type and message, and where it was raised."""
+    """One line for an exception: its type and message, and where it was raised unless it is a user's error
+    (`InputError`, `FormatError`: their message names the file, key or ID at fault; graphshard's own source
+    line would only distract)."""
     text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     frames = traceback.extract_tb(exc.__traceback__)
-    if frames:
+    if frames and not isinstance(exc, GraphshardError):
         text += f" (at {frames[-1].filename}:{frames[-1].lineno})"
     return text
 
