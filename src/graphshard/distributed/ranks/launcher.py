@@ -108,6 +108,7 @@ def launch(
         raise DistError(f"num_procs must be >= 1, got {num_procs}")
     store = host_store(host, 0, num_procs, timeout)  # listens on ``host`` only (see .network)
     procs = None
+    ended_first: dict[int, int] = {}  # the ranks that failed first, by themselves, and their exit codes
     try:
         with interrupt.longer_grace(STOP_GRACE + 1.5):  # time to stop the ranks before this process ends
             try:
@@ -126,29 +127,35 @@ def launch(
                 finally:
                     if forget is not None:
                         forget()
-                _supervise(procs, lead_only)
+                _supervise(procs, lead_only, ended_first=ended_first)
             except KeyboardInterrupt:  # Interrupted (SIGINT, SIGTERM) or Ctrl-C without graphshard's handlers
                 if procs is not None:
                     _stop(procs.processes)
                 raise
     except (mp.ProcessRaisedException, mp.ProcessExitedException) as exc:
         assert procs is not None, "raised by its join, in _supervise"
-        raise DistError(_root_cause(dist.PrefixStore("graphshard/", store), procs.processes, exc)) from None
+        raise DistError(
+            _root_cause(dist.PrefixStore("graphshard/", store), procs.processes, exc, ended_first=ended_first)
+        ) from None
     finally:
         # The error's traceback keeps this frame (and the cycle through ``exc``) until the garbage collector
         # runs: the store would go on listening after ``launch`` returned. Drop it now.
         del store
 
 
-def _supervise(procs: Any, lead_only: bool = False) -> None:
+def _supervise(procs: Any, lead_only: bool = False, *, ended_first: dict[int, int] | None = None) -> None:
     """Wait for every rank to end; after a failure, stop the others (torch's join raises it). With ``lead_only``,
-    the ranks but the first may end (fail) while it runs."""
+    the ranks but the first may end (fail) while it runs. ``ended_first`` receives the ranks that failed
+    before any was stopped here, with their exit codes (a signal's is negative)."""
     while True:
         running = [p for p in procs.processes if p.exitcode is None]
         ended = wait([p.sentinel for p in running]) if running else []  # until a rank ends
         for p in running:
             if p.sentinel in ended:
                 p.join(5)  # its sentinel closes just before it can be reaped: its exit code, not a guess
+        if ended_first is not None and not ended_first:
+            first = {r: p.exitcode for r, p in enumerate(procs.processes) if p in running and p.exitcode}
+            ended_first.update({r: code for r, code in first.items() if code is not None})
         if lead_only and procs.processes[0].exitcode is None:
             continue  # another rank ended: rank 0 goes on without it, and says so
         _stop_all_after_a_failure(procs.processes)  # before torch's join, which would wait 30 s on a stopped rank
@@ -209,7 +216,17 @@ def mp_exceptions() -> tuple[type[ProcessRaisedException], type[ProcessExitedExc
     return mp.ProcessRaisedException, mp.ProcessExitedException
 
 
-def _root_cause(store: Any, processes: list, exc: ProcessException) -> str:
+def _ending(code: int) -> str:
+    """How a process ended, from its exit code: a signal by its name (never an empty reason)."""
+    if code < 0:
+        try:
+            return f"died by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"died by signal {-code}"
+    return f"exited with code {code}"
+
+
+def _root_cause(store: Any, processes: list, exc: ProcessException, *, ended_first: dict[int, int]) -> str:
     reports = {}
     for r in range(len(processes)):
         key = f"{ERROR_KEY}{r}"
@@ -225,7 +242,7 @@ def _root_cause(store: Any, processes: list, exc: ProcessException) -> str:
             code = processes[rank].exitcode if rank < len(processes) else None
             stopped = code == -signal.SIGTERM or rank in reports  # by us, or by itself on a peer's failure
             if code is not None and not stopped:  # the rank itself ended
-                return f"rank {rank} exited with code {code} mid-run; seen by rank {r}: {text}"
+                return f"rank {rank} {_ending(code)} mid-run; seen by rank {r}: {text}"
             who = f"sampler worker {gone.group(2)} of rank {rank}" if gone.group(2) else f"rank {rank}"
             return f"{who} died (its connection closed); seen by rank {r}: {text}"
     for r, text in reports.items():  # a survivor's heartbeat found a rank lost: its line says it all
@@ -234,9 +251,12 @@ def _root_cause(store: Any, processes: list, exc: ProcessException) -> str:
             line = text.split(f"{PEER_FAILURE} ", 1)[-1]
             lost = int(found.group(1)) if found.group(1) else None
             code = processes[lost].exitcode if lost is not None and lost < len(processes) else None
-            if code is not None and code >= 0:  # it ended by itself, without a word (we only kill)
-                return f"rank {lost} exited with code {code} mid-run; seen by rank {r}: {line}"
+            if code is not None and (code >= 0 or lost in ended_first):  # it ended by itself, without a word
+                return f"rank {lost} {_ending(code)} mid-run; seen by rank {r}: {line}"
             return line
+    signalled = [(r, code) for r, code in ended_first.items() if code < 0 and r not in reports]
+    if signalled:  # died by a signal of its own (an abort, a crash in native code), before we stopped anyone
+        return f"rank {signalled[0][0]} {_ending(signalled[0][1])} without reporting an error"
     if isinstance(exc, mp_exceptions()[0]):  # raised without a DistContext: torch sends the traceback
         lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
         return f"rank {exc.error_index} failed: {lines[-1] if lines else exc}"
