@@ -157,3 +157,80 @@ def test_wildcard_and_unresolvable_addresses_are_refused():
         assert sock.getsockname()[0] == "127.0.0.1"
     finally:
         sock.close()
+
+
+FLOOD = 1000  # connections opened and closed at once on every TCP port of the job
+
+
+def _probed_rank(config: str, up, done) -> None:
+    """A rank with everything that listens up (store, gloo, channels, heartbeats, sampler workers); once the
+    test has thrown junk at every port, it trains on: another pass of the loader, then a barrier."""
+    from graphshard.distributed.loaders.loader import DistNeighborLoader
+    from graphshard.distributed.runtime.graph import DistGraph
+    from graphshard.distributed.runtime.session import session
+
+    with session(timeout=60) as s:
+        dg = DistGraph("s", config)
+        seeds = dg.get_partition_book().partid2nids(s.rank).numpy()
+        with DistNeighborLoader(dg, [3, 3], seeds, batch_size=8, num_workers=1) as loader:
+            first = sum(b.num_nodes for b in loader)
+            s.group.barrier("all listening")
+            if s.rank == 0:
+                up.set()
+            assert done.wait(120), "the test never finished probing the ports"
+            assert sum(b.num_nodes for b in loader) > 0 and first > 0  # the loader still serves whole epochs
+            s.group.barrier("probed, and still a job")
+
+
+def _junk(host: str, port: int) -> None:
+    """Random bytes, a frame cut short, and a flood of connections that close at once."""
+    for payload in (os.urandom(64 << 10), b'\x00\x00\x01\x00{"k":', b"\xff" * 7):
+        try:
+            with socket.create_connection((host, port), timeout=2) as c:
+                c.sendall(payload)
+        except OSError:
+            pass  # refused or reset: the port defended itself, which is what the test wants to see
+    opened = []
+    try:
+        for _ in range(FLOOD):
+            try:
+                opened.append(socket.create_connection((host, port), timeout=2))
+            except OSError:
+                break
+    finally:
+        for c in opened:
+            c.close()
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux's /proc socket table")
+def test_no_bytes_from_outside_kill_a_run(tmp_path):
+    """Random bytes, a short frame and a 1,000-connection flood on every TCP port a 2-rank job listens on, and
+    random datagrams on its UDP (heartbeat) ports: the run goes on and ends with its normal result."""
+    partition_graph(small_homo(), "s", 2, tmp_path / "p", part_method="random")
+    ctx = multiprocessing.get_context("spawn")
+    up, done = ctx.Event(), ctx.Event()
+    probed: list = []
+
+    def probe() -> None:
+        try:
+            if up.wait(120):
+                ports = [p for p in listening({os.getpid()} | descendants(os.getpid())) if p not in before]
+                for _, addr, port in ports:
+                    if any(port == q for _, _, q in probed):
+                        continue
+                    probed.append((None, addr, port))
+                    _junk(addr, port)
+                udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                for _, addr, port in ports:
+                    for _ in range(20):
+                        udp.sendto(os.urandom(64), (addr, port))  # to a TCP port too: nothing listens there
+                udp.close()
+        finally:
+            done.set()
+
+    before = set(listening({os.getpid()}))
+    prober = threading.Thread(target=probe, daemon=True)
+    prober.start()
+    launch(_probed_rank, 2, (str(tmp_path / "p" / "s.json"), up, done), host="127.0.0.1", timeout=60)
+    prober.join(10)
+    assert len(probed) >= 4, f"too few ports probed: {probed}"
