@@ -459,3 +459,60 @@ def test_homogeneous_loader_collates_a_put_attribute(homo_part):
     data = loader.filter_fn(SamplerOutput(nodes, inv[10:], inv[owner], pos, metadata=(torch.arange(10), None)))
     assert _equal(data.score, score[data.n_id]) and "w2" not in data
     check_node_data(g, book, 0, "_N", data, data.n_id)
+
+
+# -- PyG's types at the store boundary ---------------------------------------------------------------
+def test_edge_indices_reach_pyg_as_int64(tmp_path):
+    """Compact partitions store int32; every edge index PyG reads back is int64 (its samplers and ``perm``
+    indexing want it), the stored CSC, its COO view, PyG's CSR conversion and what a put gave as int32."""
+    _, _, gs = stores(small_hetero(), tmp_path, "g", 2)
+    et = ("paper", "cites", "paper")
+    for layout in ("csc", "coo"):
+        assert [t.dtype for t in gs.get_edge_index(edge_type=et, layout=layout)] == [torch.int64, torch.int64]
+    assert gs.edge_ids(et).dtype == torch.int64
+    rows, cols, perms = gs.csr(edge_types=[et])
+    assert rows[et].dtype == cols[et].dtype == torch.int64
+    put = (torch.tensor([0, 1], dtype=torch.int32), torch.tensor([1, 0], dtype=torch.int32))
+    gs.put_edge_index(put, edge_type=("paper", "again", "paper"), layout="coo", size=(31, 31))
+    got = gs.get_edge_index(edge_type=("paper", "again", "paper"), layout="coo")
+    assert [t.dtype for t in got] == [torch.int64, torch.int64] and [t.tolist() for t in got] == [[0, 1], [1, 0]]
+
+
+def test_a_numpy_index_reads_as_a_tensor_index(tmp_path):
+    """PyG's ``TensorAttr`` compares its index with an "unset" marker, which a NumPy array answers element by
+    element ("truth value ... is ambiguous"): the stores take a NumPy index as the same rows."""
+    _, fs, _ = stores(small_homo(), tmp_path, "h", 2)
+    rows = np.array([3, 0, 2])
+    want = fs[None, "feat", torch.from_numpy(rows)]
+    assert torch.equal(fs[None, "feat", rows], want)
+    assert torch.equal(fs.get_tensor(group_name=None, attr_name="feat", index=rows), want)
+    assert fs.get_tensor_size(group_name=None, attr_name="feat", index=rows)[0] == 3
+
+
+def test_pygs_remote_backend_size_helpers_on_heterogeneous_stores(tmp_path):
+    """``torch_geometric.data.remote_backend_utils`` (what PyG's samplers ask a (feature, graph) store pair)
+    gives each type's own node count of the partition, as its partition book says. (On a single-type graph
+    its edge type is None, which those helpers cannot read: PyG's own LocalGraphStore fails the same way,
+    and PyG's source marks it as not supported yet.)"""
+    from torch_geometric.data import remote_backend_utils as remote
+
+    book, fs, gs = stores(small_hetero(), tmp_path, "g", 2)
+    own = {t: book.partid2nids(0, t).numel() for t in book.ntypes}
+    for t in ("paper", "author"):
+        assert remote.num_nodes(fs, gs, t) == own[t]
+    assert remote.size(fs, gs, ("author", "writes", "paper")) == (own["author"], own["paper"])
+
+
+def test_two_layouts_of_one_edge_type_side_by_side(tmp_path):
+    """As PyG's ``GraphStore`` allows: a COO and a CSR put for one edge type are both held, listed and read
+    back, beside the stored CSC of another."""
+    _, _, gs = stores(small_hetero(), tmp_path, "g", 2)
+    et = ("paper", "again", "paper")
+    coo = (torch.tensor([0, 1, 2]), torch.tensor([1, 2, 0]))
+    csr = (torch.tensor([0, 1, 2, 3]), torch.tensor([1, 2, 0]))
+    gs.put_edge_index(coo, edge_type=et, layout="coo", size=(31, 31))
+    gs.put_edge_index(csr, edge_type=et, layout="csr", size=(31, 31))
+    held = {a.layout.value for a in gs.get_all_edge_attrs() if a.edge_type == et}
+    assert held == {"coo", "csr"}
+    assert [t.tolist() for t in gs.get_edge_index(edge_type=et, layout="coo")] == [t.tolist() for t in coo]
+    assert [t.tolist() for t in gs.get_edge_index(edge_type=et, layout="csr")] == [t.tolist() for t in csr]

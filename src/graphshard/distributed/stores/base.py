@@ -10,6 +10,7 @@ in-memory overlay of each store object and never to the stored data (see :class:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
 import numpy as np
@@ -140,6 +141,26 @@ def _check(ids: np.ndarray, count: int, what: str) -> None:
 Key = tuple[Any, Any]  # (group, name): a stored tensor's, or one written in memory
 
 
+@dataclass(eq=False, repr=False)
+class _TensorAttr(TensorAttr):
+    """PyG's ``TensorAttr`` that also takes a NumPy index (as a tensor, without a copy): PyG's own compares
+    the index with its "unset" marker, which a NumPy array answers element by element. It equals, and prints
+    as, the ``TensorAttr`` of the same fields (PyG's views compare them)."""
+
+    def __post_init__(self) -> None:
+        index: Any = vars(self)["index"]  # PyG's field (untyped for mypy: PyG ships no stubs)
+        if isinstance(index, np.ndarray):
+            self.index = torch.from_numpy(index)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TensorAttr):
+            return NotImplemented
+        return (self.group_name, self.attr_name, self.index) == (other.group_name, other.attr_name, other.index)
+
+    def __repr__(self) -> str:
+        return f"TensorAttr(group_name={self.group_name!r}, attr_name={self.attr_name!r}, index={self.index!r})"
+
+
 class StoredFeatureStore(FeatureStore):
     """Base of graphshard's feature stores: PyG's ``FeatureStore`` over stored tensors of a fixed schema,
     with an in-memory overlay that takes writes.
@@ -171,7 +192,7 @@ class StoredFeatureStore(FeatureStore):
         counts: Mapping[Group, int],
         pyg_names: Mapping[str, str] | None = None,
     ):
-        super().__init__()
+        super().__init__(tensor_attr_cls=_TensorAttr)
         self.types, self.schema, self.counts = types, dict(schema), dict(counts)
         self.pyg_names = renames = dict(PYG_NAMES if pyg_names is None else pyg_names)
         self._alias: dict[tuple[Group, str], str] = {}  # (group, PyG name) → stored name

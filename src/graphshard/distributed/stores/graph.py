@@ -42,7 +42,8 @@ class LocalGraphStore(GraphStore):
 
     Per canonical edge type, the partition's edges whose two ends are its own nodes, in the layout the
     partition stores them: CSC (``(row, colptr)``, sorted by destination, served from the
-    memory-mapped arrays without conversion; zero-copy for one partition of a single-type graph),
+    memory-mapped arrays as int64, which PyG's samplers want: zero-copy for one partition of a single-type
+    graph stored in int64, converted once where a compact partition stores int32),
     ``size`` = the partition's own (source, destination) node counts. A single-type graph's edge type is
     ``None``, as PyG expects.
 
@@ -111,10 +112,13 @@ class LocalGraphStore(GraphStore):
         return src[keep] - lo_s, csum[ptr - a], eid[keep] - e_range.homo
 
     def _value(self, key: tuple[Any, EdgeLayout]) -> Pair:
+        """The edge index of ``key`` as PyG takes it: int64 (compact partitions store int32; PyG's samplers
+        and ``perm`` indexing want int64), converted once and kept."""
         entry = self._entries[key]
         if entry.value is None:
-            row, colptr, entry.edge_ids = self._native(key[0])
-            entry.value = (row, colptr)
+            row, colptr, ids = self._native(key[0])
+            entry.edge_ids = ids.to(torch.int64)
+            entry.value = (row.to(torch.int64), colptr.to(torch.int64))
         return entry.value
 
     def _type_key(self, edge_type: Any, stored_only: bool) -> Any:
@@ -195,7 +199,8 @@ class LocalGraphStore(GraphStore):
             )
         is_sorted = layout == EdgeLayout.CSC or (layout == EdgeLayout.COO and bool((col[1:] >= col[:-1]).all()))
         size = tuple(edge_attr.size) if edge_attr.size is not None else None
-        self._entries[(et, layout)] = _Entry((row, col), is_sorted, size)
+        pair = (row.to(torch.int64), col.to(torch.int64))  # what PyG reads back is int64, whatever was put
+        self._entries[(et, layout)] = _Entry(pair, is_sorted, size)
         return True
 
     def _get_edge_index(self, edge_attr: EdgeAttr) -> Pair:
