@@ -215,3 +215,25 @@ def test_module_map_names_every_module_of_the_packages_it_walks_through() -> Non
         if p.stem not in ("__init__", "__main__") and p.stem not in words
     ]
     assert not missing, "modules docs/modules.md does not name:\n" + "\n".join(missing)
+
+
+def test_the_site_check_finds_what_a_reader_opening_a_file_would_trip_over(tmp_path):
+    """docs/_hooks/check_site.py (run by make docs): a link to a folder (what the site opened from disk once
+    showed as a directory listing), a raw Sphinx role and a test marker in a code block are found; a clean
+    page is not."""
+    sys.path.insert(0, str(DOCS / "_hooks"))
+    try:
+        from check_site import problems
+    finally:
+        sys.path.pop(0)
+    (tmp_path / "search").mkdir()
+    (tmp_path / "search" / "search_index.json").write_text("{}")
+    (tmp_path / "guide").mkdir()
+    (tmp_path / "guide" / "a.html").write_text('<a href="../index.html">home</a><p><code># not run: x</code></p>')
+    (tmp_path / "index.html").write_text(
+        '<a href="guide/">guide</a><p>see :class:`Graph`</p><pre><code># not run: needs a GPU\nx</code></pre>'
+    )
+    found = problems(tmp_path)
+    assert len(found) == 3 and all(f.startswith("index.html: ") for f in found), found
+    (tmp_path / "index.html").write_text('<a href="guide/a.html">guide</a><pre><code>graphshard --help</code></pre>')
+    assert problems(tmp_path) == []

@@ -10,6 +10,8 @@
   ``<!-- benchmark-map -->`` likewise lists the scripts in ``benchmarks/``.
 - ``design.md`` is written by the project's design page owner; until it exists a stand-in page keeps the
   navigation and the links to it valid.
+- Readers see no test markers: the first line ``# not run: REASON`` of a code block (which the tests need) is
+  left out of the page. Sphinx roles left in docstrings (``:class:`X```, ``:func:`~a.b.X```) render as code.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ SRC = ROOT / "src" / "graphshard"
 API = re.compile(r"^<!-- api: (.+?) -->$", re.M)
 MODULE_MAP = re.compile(r"^<!-- module-map -->$", re.M)  # markers stand alone on their line
 BENCHMARK_MAP = re.compile(r"^<!-- benchmark-map -->$", re.M)
+NOT_RUN_LINE = re.compile(r"^([ \t]*```[a-z]*\n(?:[ \t]*#!.*\n)?)[ \t]*# not run(?: as written)?: .*\n", re.M)
+SPHINX_ROLE = re.compile(r":(?:class|func|meth|mod|attr|data|exc|obj):`~?\.?([^`]+)`")
 
 
 def _where(obj: object) -> str:
@@ -107,6 +111,15 @@ def on_files(files, config):
 
 
 def on_page_markdown(markdown, page, config, files):
+    markdown = NOT_RUN_LINE.sub(r"\1", markdown)  # the tests' marker, not the reader's business
     markdown = API.sub(_api, markdown)
     markdown = MODULE_MAP.sub(lambda _: _module_map(), markdown)
     return BENCHMARK_MAP.sub(lambda _: _benchmark_map(), markdown)
+
+
+def on_page_content(html, page, config, files):
+    """Sphinx roles that docstrings still carry, rendered as code (mkdocstrings' Google style does not read
+    them): ``:class:`~graphshard.book.RangePartitionBook``` becomes ``RangePartitionBook`` in code."""
+    return SPHINX_ROLE.sub(
+        lambda m: f"<code>{m.group(1).rsplit('.', 1)[-1] if '~' in m.group(0) else m.group(1)}</code>", html
+    )
