@@ -227,7 +227,7 @@ def test_the_site_check_finds_what_a_reader_opening_a_file_would_trip_over(tmp_p
     finally:
         sys.path.pop(0)
     (tmp_path / "search").mkdir()
-    (tmp_path / "search" / "search_index.json").write_text("{}")
+    (tmp_path / "search" / "search_index.js").write_text("var __index = {}")
     (tmp_path / "guide").mkdir()
     (tmp_path / "guide" / "a.html").write_text('<a href="../index.html">home</a><p><code># not run: x</code></p>')
     (tmp_path / "index.html").write_text(
