@@ -101,7 +101,8 @@ def _returns_something(obj: Any) -> bool:
 def _sections(doc: str) -> dict[str, list[Any]]:
     """Kind of section (``parameters``, ``attributes``, ``returns``, ...) → its sections, by griffe's Google
     parser."""
-    griffe = pytest.importorskip("griffe")
+    import griffe  # the test extra's griffelib: the parser the site renders these docstrings with
+
     out: dict[str, list[Any]] = {}
     for section in griffe.Docstring(doc, parser="google").parse():
         out.setdefault(section.kind.value, []).append(section)
