@@ -7,8 +7,8 @@ API pages in docs/api render them with mkdocstrings): a one-line summary, every 
 (``:class:`X```), which mkdocstrings does not render, and no module cites DESIGN.md, a file outside the
 repository (docs/format.md and docs/design.md hold what it says).
 
-The sections are read with griffe's Google parser (griffe comes with mkdocstrings, the ``docs`` extra); the
-checks that need it are skipped where it is not installed."""
+The sections are read with griffe's Google parser, the one mkdocstrings renders them with (``griffelib``, in the
+``test`` extra)."""
 
 from __future__ import annotations
 
