@@ -154,3 +154,26 @@ def _shared_worker(config):
 def test_two_trainers_share_one_partition(tmp_path):
     partition_graph(small_homo(), "s", 1, tmp_path)
     launch(_shared_worker, 2, (str(tmp_path / "s.json"),), timeout=90)
+
+
+def _open_my_graph(configs: list[str], names: list[str]) -> None:
+    import os
+
+    from graphshard.distributed.runtime.graph import DistGraph
+    from graphshard.distributed.runtime.session import session
+
+    rank = int(os.environ["RANK"])
+    with session(timeout=30):
+        DistGraph(names[rank], configs[rank])
+
+
+def test_ranks_given_different_graphs_are_told_so(tmp_path):
+    """Each rank given another partitioned graph (a copy-paste slip across hosts): the run stops at once with one
+    line naming both graphs, not later on a request one rank cannot answer."""
+    from graphshard.errors import DistError
+
+    partition_graph(small_homo(), "a", 2, tmp_path / "a", part_method="random")
+    partition_graph(small_hetero(), "b", 2, tmp_path / "b", part_method="random")
+    configs = [str(tmp_path / "a" / "a.json"), str(tmp_path / "b" / "b.json")]
+    with pytest.raises(DistError, match=r"the ranks were given different graphs: .*'a' .*'b' .*same partition config"):
+        launch(_open_my_graph, 2, (configs, ["a", "b"]), timeout=60)

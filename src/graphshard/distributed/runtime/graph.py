@@ -89,14 +89,15 @@ def _check_partition_files(cfg: Any, group: RpcGroup, verify: bool) -> None:
     """Every member checks that its host holds the files of the partitions it serves and (``verify``) that
     they match the config's checksums, and every member learns the result (collective): a missing or corrupt
     partition file stops the run on every host before its data is trusted, with one line naming the host,
-    the partition and the file."""
+    the partition and the file. Members given different graphs (another config) are told so first."""
     lost = missing_files(cfg, group.world_size, group.lanes, group.rank)
     corrupt = None if lost or not verify else verify_served(cfg, group.world_size, group.lanes, group.rank)
-    mine = json.dumps(
-        {"host": own_address(os.environ.get("MASTER_ADDR", "127.0.0.1")), "missing": lost[:1], "corrupt": corrupt}
-    )
-    for member, raw in enumerate(group.all_gather(mine.encode(), "partition files checked")):
-        seen = json.loads(raw)
+    graph = [cfg.graph_name, cfg.num_nodes, cfg.num_edges, cfg.num_parts, str(cfg.path)]
+    host = own_address(os.environ.get("MASTER_ADDR", "127.0.0.1"))
+    mine = json.dumps({"host": host, "missing": lost[:1], "corrupt": corrupt, "graph": graph})
+    everyone = [json.loads(raw) for raw in group.all_gather(mine.encode(), "partition files checked")]
+    _check_same_graph(everyone, group.names)
+    for member, seen in enumerate(everyone):
         where = f"host {seen['host']} ({group.names[member]})"
         if seen["missing"]:
             part, path = seen["missing"][0]
@@ -107,6 +108,23 @@ def _check_partition_files(cfg: Any, group: RpcGroup, verify: bool) -> None:
         if seen["corrupt"]:
             raise InputError(
                 f"{where}: {seen['corrupt']}; copy the file again or re-partition (--no-verify skips this check)"
+            )
+
+
+def _check_same_graph(everyone: list[dict[str, Any]], names: list[str]) -> None:
+    """Every member must open the same partitioned graph: otherwise one line naming two members, their hosts
+    and the graphs they were given (rather than a failure later, when one asks another for data it lacks)."""
+
+    def said(m: int) -> str:
+        g = everyone[m]["graph"]
+        where = f"{names[m]} on host {everyone[m]['host']}"
+        return f"{where} opened {g[0]!r} ({g[1]:,} nodes, {g[2]:,} edges, {g[3]} partitions) from {g[4]}"
+
+    for member, seen in enumerate(everyone):
+        if seen["graph"][:4] != everyone[0]["graph"][:4]:
+            raise InputError(
+                f"the ranks were given different graphs: {said(0)}; {said(member)}. "
+                "Give every rank the same partition config"
             )
 
 
