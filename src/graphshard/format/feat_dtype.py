@@ -72,7 +72,7 @@ def largest_magnitude(values: Any) -> float:
     return largest
 
 
-def check_fits(feats: dict[str, Any], feat_dtype: str | None) -> None:
+def check_in_range(feats: dict[str, Any], feat_dtype: str | None) -> None:
     """Refuse to narrow a feature whose finite values float16 cannot hold: stored as float16 they would become
     ``inf`` and training would fail later, blaming the data.
 
@@ -101,11 +101,10 @@ def check_fits(feats: dict[str, Any], feat_dtype: str | None) -> None:
 def narrow_feats(feats: dict[str, Any], feat_dtype: str | None) -> dict[str, Any]:
     """One partition's feature arrays (``"<type>/<name>"`` → array) as written under ``feat_dtype``: dense
     floating-point features converted a block of rows at a time while the file is written (never whole in
-    memory twice), the others (integers, CSR features) as they are. Raises :class:`InputError` as
-    :func:`check_fits` does, before anything is written."""
+    memory twice), the others (integers, CSR features) as they are. Its callers check the features'
+    range first (:func:`check_in_range`)."""
     if feat_dtype is None:
         return feats
-    check_fits(feats, feat_dtype)
     fd: str = feat_dtype
     out: dict[str, Any] = {}
     for k, v in feats.items():

@@ -14,7 +14,7 @@ from tqdm.auto import tqdm
 from ..disk import check_disk as disk_guard
 from ..errors import InputError
 from ..format.config import PartitionConfig, check_graph_name, feature_schema
-from ..format.feat_dtype import check_feat_dtype, check_fits, feat_dtype_entry, narrow_feats, stored_dtype
+from ..format.feat_dtype import check_feat_dtype, check_in_range, feat_dtype_entry, narrow_feats, stored_dtype
 from ..format.outputs import check_output_dir, claim_for_graph
 from ..format.sparse import sparse_entry
 from ..format.write import PartitionWriter
@@ -98,7 +98,7 @@ def partition_graph(
     g = g if isinstance(g, Graph) else Graph.from_pyg(g)
     _check_args(g, graph_name, num_parts, num_hops, trainers=num_trainers_per_machine, seed=seed)
     check_feat_dtype(feat_dtype)
-    check_fits(_named_feats(g), feat_dtype)  # a feature float16 cannot hold: refused before any work
+    check_in_range(_named_feats(g), feat_dtype)  # a feature float16 cannot hold: refused before any work
     if isinstance(part_method, str):  # predicted not to fit: refused before any work
         refuse_unfit({e.method: e for e in graph_estimates(g.total_nodes, g.total_edges)}, part_method, allowed(memory))
     if check_disk:

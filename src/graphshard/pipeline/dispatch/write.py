@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ...format.config import PartitionConfig
-from ...format.feat_dtype import narrow_feats
+from ...format.feat_dtype import check_in_range, narrow_feats
 from ...format.outputs import write_failure
 from ...format.tensorfile import write_tensors
 from ...format.write import FILE_NAMES
@@ -36,6 +36,7 @@ class PartWriter:
         """Stage partition ``p``'s feature (and original-ID) files, releasing ``e``'s features; returns their
         checksums keyed ``part<p>/<file>``."""
         fd = self.state.opts.feat_dtype
+        check_in_range(node_feats | e.feats, fd)  # refused before this partition's files are written
         files = {
             "node_feats": narrow_feats(node_feats, fd),
             "edge_feats": narrow_feats(e.feats, fd),
