@@ -9,6 +9,10 @@ import logging
 import os
 import sys
 
+# torch's C++ side logs warnings with a native stack trace (a store's peer gone, say) before graphshard turns
+# the error into one line; the command shows that line only. Read once, when torch loads: set before it does.
+os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+
 from .. import __version__
 from ..distributed.host import processes
 from ..distributed.ranks import interrupt
@@ -16,6 +20,7 @@ from ..errors import GraphshardError
 from . import data, infer, launch, partition, pipeline, plot, prepare, serve, train
 from .common import HelpFormatter, Parser, apply_security
 
+JOINING = ("train", "embed", "dispatch", "serve")  # commands whose process, without --num-procs, is a run's rank
 NOTICE_LOGGER = "graphshard.notice"  # one-line notices shown at the default level (e.g. kernel compilation)
 
 
@@ -73,6 +78,8 @@ def _run(argv: list[str] | None) -> int:
         try:
             args = _parse(argv)
             if isinstance(args, int):
+                if args and Parser.last_error:  # a usage error: a rank of a run tells its peers
+                    _tell_peers(argv, Parser.last_error, None)
                 return args
             configure_logging(getattr(args, "verbose", False))
             apply_security(args)
@@ -91,8 +98,22 @@ def _run(argv: list[str] | None) -> int:
 
             print(f"graphshard: error: {exc}", file=sys.stderr)  # OSError names its path (permissions, ...)
             write_error_file(str(exc))  # under torchrun: its summary names this, not "no error file"
+            _tell_peers(argv, str(exc), args if isinstance(args, argparse.Namespace) else None)
             return 2
     return 0
+
+
+def _tell_peers(argv: list[str] | None, error: str, args: argparse.Namespace | None) -> None:
+    """A rank of a run started by torchrun, srun or a PyTorchJob that fails before joining tells its peers
+    (see :mod:`graphshard.distributed.ranks.startup`), so they stop in seconds naming it."""
+    words = sys.argv[1:] if argv is None else argv
+    command = args.command if args is not None else next((w for w in words if not w.startswith("-")), None)
+    local = getattr(args, "num_procs", None) if args is not None else "--num-procs" in words
+    if command not in JOINING or local:
+        return
+    from ..distributed.ranks import startup
+
+    startup.tell(error, timeout=min(float(getattr(args, "timeout", None) or startup.LINGER_S), startup.LINGER_S))
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace | int:

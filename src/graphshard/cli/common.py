@@ -7,7 +7,7 @@ import difflib
 import re
 import sys
 from collections.abc import Iterable
-from typing import Any, NoReturn, TypeVar, overload
+from typing import Any, ClassVar, NoReturn, TypeVar, overload
 
 from ..distributed.transport.liveness import DEFAULT_LOST_AFTER
 from ..partition.methods import METHODS
@@ -54,6 +54,8 @@ class Parser(argparse.ArgumentParser):
     knows is reported by the command it was given to (``graphshard train: error: unknown flag --epohcs (did
     you mean --epochs?)``), not as the top-level usage."""
 
+    last_error: ClassVar[str | None] = None  # the latest usage error, ``PROG: error: MESSAGE`` (told to peers)
+
     def short_usage(self) -> str:
         """``usage: graphshard train [options]; see graphshard train --help`` (positionals named)."""
         fmt = self._get_formatter()
@@ -68,6 +70,7 @@ class Parser(argparse.ArgumentParser):
         if message.startswith(("the following arguments are required", "one of the arguments")):  # misspelt?
             unknown = [a for a in getattr(self, "_given", []) if self._is_unknown_flag(a)]
             message = self._unknown(unknown) if unknown else message
+        Parser.last_error = f"{self.prog}: error: {message}"
         self.exit(2, f"{self.short_usage()}\n{self.prog}: error: {message}\n")
 
     @overload

@@ -9,6 +9,7 @@ heartbeat (:mod:`.liveness`) finds a rank that stops answering within seconds an
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
 import os
@@ -24,7 +25,7 @@ from ..host.environment import adopt_launcher_env
 from ..host.processes import is_quiet
 from ..transport.liveness import RECORDERS, Heartbeat, lost_after_default
 from ..transport.network import LOOPBACK, gloo_options, host_store, own_address
-from . import interrupt
+from . import interrupt, startup
 
 log = logging.getLogger(__name__)
 
@@ -100,31 +101,39 @@ class DistContext:
                 f"environment variable {exc.args[0]} is not set (launch with torchrun, srun, "
                 "graphshard's --num-procs, or set MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE)"
             ) from None
+        if not 0 <= rank < world:
+            raise DistError(f"RANK={rank} is not in [0, WORLD_SIZE={world}): each rank's RANK is below WORLD_SIZE")
         delta = datetime.timedelta(seconds=timeout)
         address = own_address(host)
         lost_after = lost_after_default() if heartbeat_timeout is None else heartbeat_timeout
         beat = Heartbeat(rank, world, address, lost_after) if lost_after > 0 and world > 1 else None
-        agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
-        is_master = rank == 0 and not agent_store and os.environ.get("GRAPHSHARD_STORE_HOSTED") != "1"
-        if is_master:
-            store = host_store(host, port, world, timeout)  # listens on MASTER_ADDR only
-        else:
-            store = dist.TCPStore(host, port, world, is_master=False, timeout=delta)
-        store = dist.PrefixStore("graphshard/", store)
-        if beat is not None:
-            store.set(f"{LIVENESS_KEY}{rank}", beat.open())
-        store.set(f"{PROCESS_KEY}{rank}", f"{address} {os.getpid()}")
-        # gloo listens on this host's address on the run's network (MASTER_ADDR on the host that holds it),
-        # unless the user named an interface
-        pg_options = None if os.environ.get("GLOO_SOCKET_IFNAME") else gloo_options(address)
-        dist.init_process_group(
-            "gloo",
-            store=dist.PrefixStore("pg/", store),
-            rank=rank,
-            world_size=world,
-            timeout=delta,
-            pg_options=pg_options,
-        )
+        hosting = startup.hosts_store(rank)
+        store = dist.PrefixStore("graphshard/", _store(host, port, world, hosting=hosting, timeout=timeout))
+        startup.begin()  # from here on, a failure of this rank is told to its peers below
+        start = startup.scope(store)
+        try:
+            startup.arrive(start, rank, world, name=startup.who(rank, address), timeout=timeout, where=f"{host}:{port}")
+            _publish(store, rank, address, beat)
+            # gloo listens on this host's address on the run's network (MASTER_ADDR on the host that holds it),
+            # unless the user named an interface
+            pg_options = None if os.environ.get("GLOO_SOCKET_IFNAME") else gloo_options(address)
+            dist.init_process_group(
+                "gloo",
+                store=dist.PrefixStore("pg/", store),
+                rank=rank,
+                world_size=world,
+                timeout=delta,
+                pg_options=pg_options,
+            )
+        except BaseException as exc:
+            if not isinstance(exc, startup.PeerStartupError):
+                with contextlib.suppress(Exception):
+                    startup.record(start, f"{startup.who(rank, address)} failed at start-up: {error_text(exc)}")
+                if hosting:  # until the peers that arrived have read why
+                    startup.linger(start, startup.arrived(start) - 1, min(timeout, startup.LINGER_S))
+            if beat is not None:
+                beat.leave(None)
+            raise
         reporter = dist.PrefixStore("graphshard/", dist.TCPStore(host, port, world, is_master=False, timeout=delta))
         ctx = cls(rank, world, store, timeout, address=address, reporter=reporter)
         # every rank published before joining the group, so these reads do not wait
@@ -213,6 +222,26 @@ class DistContext:
             except Exception:
                 return None
         return None
+
+
+def _store(host: str, port: int, world: int, *, hosting: bool, timeout: float) -> Any:
+    """The run's store: hosted here on ``host:port`` (rank 0's), or a client of it."""
+    if not hosting:
+        return startup.client_store(host, port, world, timeout=timeout)
+    try:
+        return host_store(host, port, world, timeout)  # listens on MASTER_ADDR only
+    except OSError as exc:
+        raise DistError(
+            f"rank 0 cannot host the run's store on {host}:{port}: {exc.strerror} (is another process, "
+            "or another rank 0, using MASTER_PORT?)"
+        ) from None
+
+
+def _publish(store: Any, rank: int, address: str, beat: Heartbeat | None) -> None:
+    """Publish this rank's heartbeat address and process, which its peers read once the group is formed."""
+    if beat is not None:
+        store.set(f"{LIVENESS_KEY}{rank}", beat.open())
+    store.set(f"{PROCESS_KEY}{rank}", f"{address} {os.getpid()}")
 
 
 def _stopped_text(signum: int) -> str:
