@@ -98,3 +98,29 @@ def test_the_summary_and_the_time_account_show_one_figure_for_the_epochs(capsys)
     out = capsys.readouterr().out
     assert "+ training epochs 1.1 +" in out, out  # the time account
     assert "training epochs 1.1 s = " in out and "other 0.2;" in out, out  # 1.1 - 0.3 - 0.5 - 0.1
+
+
+def test_the_command_accounts_from_its_own_start(tmp_path):
+    """Run as the ``graphshard`` command, the account starts when the process did: the interpreter's start and
+    the imports (``starting the command``) are counted, so the total is the command's wall time but for the
+    interpreter's own exit after the summary (torch's and PyG's teardown, about a second here)."""
+    import json
+    import subprocess
+    import sys
+
+    from graphshard import partition_graph
+
+    partition_graph(community_graph(num_nodes=600, seed=3).graph, "g", 2, tmp_path / "parts")
+    cmd = [sys.executable, "-m", "graphshard.cli", "train", "--part-config", str(tmp_path / "parts" / "g.json")]
+    cmd += ["--num-procs", "2", "--epochs", "1", "--fanouts", "5,5", "--metrics-out", str(tmp_path / "m.json")]
+    with open(tmp_path / "out.txt", "w") as out:  # a file, not a pipe: the wait ends with this process, not the
+        start = time.perf_counter()  # fork server it leaves behind, which ends after it
+        code = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT).wait(timeout=300)
+        wall = time.perf_counter() - start
+    printed = (tmp_path / "out.txt").read_text()
+    assert code == 0, printed
+    t = json.loads((tmp_path / "m.json").read_text())["time"]
+    assert t["command_s"] > 0.3  # at least the imports of torch
+    assert 0.6 * wall < t["total_s"] <= wall, (t, wall)  # without command_s: under half the wall time here
+    assert sum(t[k] for k in PHASES if k in t) + t["other_s"] == pytest.approx(t["total_s"])
+    assert f"{t['total_s']:.1f} s end to end = starting the command " in printed

@@ -17,10 +17,20 @@ from .. import __version__
 from ..distributed.host import processes
 from ..distributed.ranks import interrupt
 from ..errors import GraphshardError
+from ..tasks import timing
 from . import data, infer, launch, partition, pipeline, plot, prepare, serve, train
 from .common import HelpFormatter, Parser, apply_security
 
 JOINING = ("train", "embed", "dispatch", "serve")  # commands whose process, without --num-procs, is a run's rank
+# commands that start ranks here (with --num-procs; demo always), and the module of what their ranks run
+LAUNCHING = {
+    "train": "graphshard.train.run",
+    "demo": "graphshard.train.run",
+    "embed": "graphshard.train.checkpoint_embed",
+    "dispatch": "graphshard.pipeline.dispatch.run",
+    "serve": "graphshard.serve.service",
+    "launch": None,
+}
 NOTICE_LOGGER = "graphshard.notice"  # one-line notices shown at the default level (e.g. kernel compilation)
 
 
@@ -66,6 +76,8 @@ def _quiet_broken_pipe() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; returns the exit code (2: an error, printed as one line naming its cause)."""
+    if argv is None:  # this process is the command: its time account starts when the process did
+        timing.command_started()
     try:
         return _run(argv)
     except BrokenPipeError:
@@ -83,6 +95,7 @@ def _run(argv: list[str] | None) -> int:
                 return args
             configure_logging(getattr(args, "verbose", False))
             apply_security(args)
+            _start_ranks_early(args)
             args.func(args)
             sys.stdout.flush()
         except BaseException as exc:
@@ -101,6 +114,15 @@ def _run(argv: list[str] | None) -> int:
             _tell_peers(argv, str(exc), args if isinstance(args, argparse.Namespace) else None)
             return 2
     return 0
+
+
+def _start_ranks_early(args: argparse.Namespace) -> None:
+    """A command about to start ranks on this machine starts their fork server before its own imports and
+    checks, which then overlap the server's (see :func:`graphshard.distributed.ranks.forkserver.start_early`)."""
+    if args.command in LAUNCHING and (args.command == "demo" or getattr(args, "num_procs", None)):
+        from ..distributed.ranks import forkserver
+
+        forkserver.start_early(LAUNCHING[args.command])
 
 
 def _tell_peers(argv: list[str] | None, error: str, args: argparse.Namespace | None) -> None:

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 PHASES = (
+    "command_s",
     "partition_s",
     "compile_s",
     "spawn_s",
@@ -23,6 +24,7 @@ PHASES = (
     "shutdown_s",
 )
 LABELS = {
+    "command_s": "starting the command",
     "partition_s": "partitioning",
     "compile_s": "kernel compilation",
     "spawn_s": "starting processes",
@@ -36,6 +38,33 @@ LABELS = {
 
 _SPENT: dict[str, float] = {}
 _STARTED: list[float] = []
+_COMMAND: list[float] = []  # perf_counter's reading when this process started, if it is the graphshard command
+
+
+def command_started() -> None:
+    """Note that this process is the ``graphshard`` command (called first thing): its account then starts
+    when the process did, so the interpreter's start and the imports are counted (``command_s``)."""
+    age = process_age()
+    if age is not None:
+        _COMMAND[:] = [time.perf_counter() - age]
+
+
+def since_command(now: float) -> float | None:
+    """Seconds from this process's start to ``now`` (a perf_counter reading), if it is the command."""
+    return now - _COMMAND[0] if _COMMAND else None
+
+
+def process_age() -> float | None:
+    """Seconds since this process started (Linux: its start time in ``/proc``, against the boot clock), or
+    None where that cannot be read."""
+    import os
+    from pathlib import Path
+
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])  # field 22: starttime
+        return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
 
 
 def reset() -> None:
@@ -72,8 +101,8 @@ def rank_account() -> dict[str, float]:
 
 
 def closing_account(rank: dict[str, float], total: float, **launcher: float | None) -> dict[str, float]:
-    """The whole run's account: the launcher's phases (``partition_s``, ``compile_s``, ``spawn_s``,
-    ``shutdown_s``) and rank 0's; ``other_s`` is what no phase accounts for."""
+    """The whole run's account: the launcher's phases (``command_s``, ``partition_s``, ``compile_s``,
+    ``spawn_s``, ``shutdown_s``) and rank 0's; ``other_s`` is what no phase accounts for."""
     account = {k: float(v) for k, v in launcher.items() if v is not None}
     account.update({k: float(v) for k, v in rank.items() if k in PHASES})
     account["total_s"] = total

@@ -274,12 +274,14 @@ def train(
     if not num_procs:  # one rank of a job: torchrun's variables, or Slurm's under srun
         adopt_launcher_env()
     started = time.perf_counter()
+    command_s = timing.since_command(started)  # the graphshard command: its start and imports, before this
     metrics, launcher = _train(opts, num_procs, dataset, work_dir, part_method=part_method, host=host, memory=memory)
     rank = metrics.pop("time", {})
     if "finished_at" in rank and num_procs:
         launcher["shutdown_s"] = time.time() - rank.pop("finished_at")
     rank.pop("finished_at", None)
-    metrics["time"] = timing.closing_account(rank, time.perf_counter() - started, **launcher)
+    total = time.perf_counter() - started + (command_s or 0.0)
+    metrics["time"] = timing.closing_account(rank, total, command_s=command_s, **launcher)
     metrics["complete"] = True
     if opts.metrics_out and (num_procs or os.environ.get("RANK", "0") == "0"):
         write_json(opts.metrics_out, metrics)

@@ -22,6 +22,7 @@ from ..groups.rpc import join_group, shutdown_rpc
 from ..host.lifetime import UNGUARDED_EXIT, die_with_parent, refuse_spawn_reimport, unguarded_message
 from ..host.processes import is_quiet
 from ..ranks.context import DistError
+from ..ranks.forkserver import helper_context
 from ..ranks.interrupt import handled, starting_children, when_signalled
 from ..remote.colocated import load_colocated
 from ..remote.services import start_serving
@@ -126,7 +127,7 @@ class WorkerPool:
         colocated: bool = True,
     ):
         import torch
-        import torch.multiprocessing as mp
+        import torch.multiprocessing
 
         refuse_spawn_reimport()
         if spec.sparse_x:  # sparse batch tensors are rebuilt here from checked partition data: say so, once,
@@ -134,7 +135,7 @@ class WorkerPool:
         self.rank, self.timeout, self.prefetch = rank, timeout, max(1, prefetch)
         host, port = os.environ["MASTER_ADDR"], _store_port()
         key = f"sampler-pool/{next(_POOLS)}"
-        mp_ctx = mp.get_context("spawn")
+        mp_ctx = helper_context(__name__)  # forked from a fork server of this rank: torch imported once
         self.requests = [mp_ctx.Queue() for _ in range(num_workers)]
         self.results = mp_ctx.Queue()
         self.procs = []

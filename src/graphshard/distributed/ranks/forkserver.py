@@ -27,12 +27,56 @@ PRELOAD = ("torch", "torch_geometric")
 SERVER_END_WAIT = 5.0  # seconds a killed server may take to end
 
 
+def start_early(module: str | None = None) -> bool:
+    """Start this process's fork server now, so that it imports :data:`PRELOAD` (and graphshard's ``module``,
+    the ranks' code) while this process does its own imports and checks; returns whether it started one.
+
+    A command that will launch ranks calls this first: its ranks then fork from a server that is ready (on two
+    cores the two imports overlap) instead of waiting for a server started at the launch. Without a fork
+    server (not Linux), nothing happens. Once it runs, :func:`start_method` changes nothing about it.
+    """
+    from multiprocessing import forkserver
+
+    from . import interrupt
+
+    if not sys.platform.startswith("linux") or "forkserver" not in multiprocessing.get_all_start_methods():
+        return False
+    multiprocessing.get_context("forkserver").set_forkserver_preload([*PRELOAD, *([module] if module else [])])
+    with interrupt.starting_children():  # the server begins with the signals blocked, as at a launch
+        forkserver.ensure_running()
+    # told to stop before the launch, the command kills the server (busy importing, with the signals blocked, it
+    # would end seconds later); the launch takes over (see start_method)
+    _EARLY.append(interrupt.when_signalled(stop_server))
+    return True
+
+
+_EARLY: list[Callable[[], None]] = []  # the unhook of start_early's stop_server, until a launch takes over
+
+
+def _launch_takes_over() -> None:
+    while _EARLY:
+        _EARLY.pop()()
+
+
+def helper_context(module: str) -> Any:
+    """The multiprocessing context for the helper processes a rank starts (sampler workers): forked from a fork
+    server of this process that imported :data:`PRELOAD` and graphshard's ``module`` once (started by the
+    first helper), rather than each helper spawned as an interpreter that imports them again (~3 s each);
+    ``spawn`` where there is no fork server (not Linux)."""
+    if not sys.platform.startswith("linux") or "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([*PRELOAD, module])  # no effect once it runs (a launcher's: it preloaded those)
+    return context
+
+
 def start_method(fn: Callable[..., Any]) -> str:
     """``"forkserver"`` on Linux, its server told (before it starts) to import :data:`PRELOAD` and, if it is
     graphshard's, ``fn``'s module (a user's module is imported by each rank, as under spawn: its import-time
     code never runs in the server); else ``"spawn"``."""
     if not sys.platform.startswith("linux") or "forkserver" not in multiprocessing.get_all_start_methods():
         return "spawn"
+    _launch_takes_over()  # the launch stops the server itself while its ranks start, and not after
     module = getattr(fn, "__module__", None) or ""
     preload = [*PRELOAD, *([module] if module.startswith("graphshard.") else [])]
     multiprocessing.get_context("forkserver").set_forkserver_preload(preload)  # no effect once it runs

@@ -107,7 +107,7 @@ def launch(
     if num_procs < 1:
         raise DistError(f"num_procs must be >= 1, got {num_procs}")
     store = host_store(host, 0, num_procs, timeout)  # listens on ``host`` only (see .network)
-    procs = None
+    procs, method = None, None
     ended_first: dict[int, int] = {}  # the ranks that failed first, by themselves, and their exit codes
     try:
         with interrupt.longer_grace(STOP_GRACE + 1.5):  # time to stop the ranks before this process ends
@@ -131,6 +131,8 @@ def launch(
             except KeyboardInterrupt:  # Interrupted (SIGINT, SIGTERM) or Ctrl-C without graphshard's handlers
                 if procs is not None:
                     _stop(procs.processes)
+                if method == "forkserver":  # ended now rather than by its lifeline, after its own slow teardown
+                    stop_server()
                 raise
     except (mp.ProcessRaisedException, mp.ProcessExitedException) as exc:
         assert procs is not None, "raised by its join, in _supervise"
