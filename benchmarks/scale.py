@@ -214,13 +214,23 @@ def predictions(w: Path, data: Path, scale: int, procs: int, dispatch_procs: int
     config = w / "parts" / f"rmat{scale}.json"
     if config.is_file():
         cfg = read_config(config)
-        per = train_estimates(cfg, procs, feature_width(cfg), 64, layerwise=False)
+        per = train_estimates(cfg, procs, feature_width(cfg), 64, layerwise=False, host_ranks=procs)  # as its guard
         out["train"] = [e.peak_bytes for e in per]
         out["train_mapped"] = [e.mapped_bytes for e in per]
         # embed: layer-wise inference of both layers, the last one CLASSES wide (as train's --num-classes says)
-        out["embed"] = [
+        out["embed"] = [  # as embed's guard counts them: co-located ranks, layer-wise inference alone
             e.peak_bytes
-            for e in train_estimates(cfg, procs, feature_width(cfg), 64, layerwise=True, layers=2, outputs=CLASSES)
+            for e in train_estimates(
+                cfg,
+                procs,
+                feature_width(cfg),
+                64,
+                layerwise=True,
+                layers=2,
+                outputs=CLASSES,
+                host_ranks=procs,
+                training=False,
+            )
         ]
     return out
 

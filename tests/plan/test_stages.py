@@ -66,7 +66,7 @@ def dispatched(graphs) -> dict[int, int]:
     return {s: _dispatch(data, assignment, root / f"p{s}") for s, (data, assignment) in paths.items()}
 
 
-def _train(config: Path, sampled: bool) -> int:
+def _train(config: Path, sampled: bool, checkpoint: Path | None = None) -> int:
     return _peak_private(
         [
             *GS,
@@ -82,6 +82,7 @@ def _train(config: Path, sampled: bool) -> int:
             "--batch-size",
             "1024",
             *(["--eval-fanouts", "5,5"] if sampled else []),
+            *(["--checkpoint", str(checkpoint)] if checkpoint else []),
         ]
     )
 
@@ -107,6 +108,28 @@ def test_dispatch_and_training_predictions_bound_what_the_graph_adds(graphs, dis
             )  # co-located
             predicted[s] = max(e.peak_bytes for e in estimates)
         _within(trained[18] - trained[10], predicted[18] - predicted[10])
+
+
+def test_embed_predictions_bound_what_the_graph_adds(graphs, dispatched):
+    """``embed`` is counted as layer-wise inference alone (none of training's terms), and that bounds it."""
+    paths, root = graphs
+    measured, predicted = {}, {}
+    for s in paths:
+        cfg = read_config(root / f"p{s}" / f"rmat{s}.json")
+        ckpt = root / f"ckpt{s}"
+        _train(cfg.path, sampled=True, checkpoint=ckpt)
+        out = root / f"emb{s}.npy"
+        cmd = [*GS, "embed", "--part-config", str(cfg.path), "--checkpoint", str(ckpt), "--num-procs", "2"]
+        measured[s] = _peak_private([*cmd, "--out", str(out)])
+        estimates = train_estimates(
+            cfg, 2, feature_width(cfg), 64, layerwise=True, layers=2, outputs=4, host_ranks=2, training=False
+        )
+        predicted[s] = max(e.peak_bytes for e in estimates)
+        assert predicted[s] < max(
+            e.peak_bytes
+            for e in train_estimates(cfg, 2, feature_width(cfg), 64, layerwise=True, layers=2, outputs=4, host_ranks=2)
+        )
+    _within(measured[18] - measured[10], predicted[18] - predicted[10])
 
 
 def test_runs_predicted_not_to_fit_are_refused_before_they_start(graphs, dispatched, capsys):

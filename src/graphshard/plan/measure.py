@@ -36,20 +36,32 @@ def private_bytes(pid: int) -> int:
     return 0
 
 
-def peak_private(cmd: list[str], interval: float = 0.01) -> dict[int, int]:
+def peak_private(cmd: list[str], interval: float = 0.01, parents: dict[int, int] | None = None) -> dict[int, int]:
     """Run ``cmd`` and return the peak private memory of each process it started (the command's own process
-    included), sampled every ``interval`` seconds (a shorter spike can be missed). Raises
-    :class:`InputError` with its error output when the command fails."""
+    included), sampled every ``interval`` seconds (a shorter spike can be missed); ``parents``, when given,
+    is filled with each process's parent. Raises :class:`InputError` with its error output when the command
+    fails."""
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     peaks: dict[int, int] = {}
     while proc.poll() is None:
         for pid in process_tree(proc.pid):
             try:
                 peaks[pid] = max(peaks.get(pid, 0), private_bytes(pid))
-            except OSError:
+                if parents is not None and pid not in parents:
+                    parents[pid] = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
                 continue
         time.sleep(interval)
     if proc.returncode:
         assert proc.stderr is not None  # opened with stderr=PIPE
         raise InputError(f"{' '.join(cmd)} failed: {proc.stderr.read().strip()[-2000:]}")
     return peaks
+
+
+def leaf_peaks(cmd: list[str], least: int = 100 << 20) -> list[int]:
+    """The peaks of :func:`peak_private` of the processes that started no other (a launcher's ranks, not the
+    launcher nor its fork server), at least ``least`` bytes (not multiprocessing's helpers), in start order."""
+    parents: dict[int, int] = {}
+    peaks = peak_private(cmd, parents=parents)
+    started = set(parents.values())
+    return [peaks[p] for p in sorted(peaks) if p not in started and peaks[p] >= least]

@@ -14,7 +14,11 @@ Coefficients from R-MAT scale 16-21 (64-d features, hidden 64, 2 and 4 partition
 ``benchmarks/plan_calibration.py``) and R-MAT 25 (4 partitions of 4.7-938 M edges, 9.6-16.5 M local nodes,
 ``benchmarks/scale.py --big --scale 25``; its skewed partition set the per-edge and per-local-node start-up
 terms), fitted as an upper bound. Parts that stop growing with the graph
-(mini-batches, start-up work in bounded blocks, a chunk of a layer's edges) are capped terms.
+(mini-batches, start-up work in bounded blocks, a chunk of a layer's edges) are capped terms. Training also
+holds its evaluated nodes' outputs and metric rows (rank 0 every rank's rows: the metrics are exact); ``embed``
+(layer-wise inference alone) holds none of the training terms. Recalibrated on 2026-11-29 against the R-MAT 25
+run's measured peaks (``benchmarks/rank_memory.py``): embed 4.59 / 5.96 / 4.66 / 6.76 GiB per rank, 21.97
+together, predicted 22.8 (within 1-4 % per rank, each above); training 2.09-2.74 GiB.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from ..format.tensorfile import read_header
 from ..memory import Estimate, gib
 from ..tasks.options import TrainOptions
 
-TRAIN_BASE = 275 << 20  # a training process: torch, PyG, RPC agent, model (measured 273 MiB on a tiny graph)
+TRAIN_BASE = 350 << 20  # a process: torch, PyG, torchmetrics, model (348 MiB training, 280 embed, on 2,000 nodes)
 BATCHES = 600  # per node of the graph, up to BATCHES_CAP: mini-batches in flight (they stop growing with the graph)
 BATCHES_CAP = 40 << 20
 SETUP = 160  # per node of the graph, up to SETUP_CAP: start-up work in bounded blocks (validation, degrees)
@@ -41,7 +45,9 @@ PER_EDGE = 1  # per stored edge of every partition served (measured at R-MAT 25:
 LAYERWISE_CHUNK = 60  # per edge of a partition, up to LAYERWISE_CHUNK_CAP: one chunk of a layer's edges
 LAYERWISE_CHUNK_CAP = 120 << 20  # (graphshard.infer.plan.EDGES_PER_CHUNK)
 LAYERWISE_PLAN = 48  # per local node of the partition being computed: its plan (needed rows, types, positions)
-LAYERWISE_ROWS = 1.1  # x the float32 rows a layer holds at its peak (inputs and outputs: see _layer_rows)
+LAYERWISE_ROWS = 1.0  # x the float32 rows a layer holds at its peak (inputs and outputs: see _layer_rows)
+EVAL_PER_INNER = 64  # per inner node served, training: the evaluated nodes' outputs and metric rows (R-MAT 25)
+GATHER_PER_NODE = 24  # per node of the graph, rank 0 of a training run: every rank's metric rows and their metrics
 LAYERWISE_SEGMENT = 64 << 20  # serving several partitions: their plans and rows held together (measured 3-110 MiB)
 
 
@@ -55,12 +61,14 @@ def train_estimates(
     layers: int = 2,
     outputs: int | None = None,
     host_ranks: int = 1,
+    training: bool = True,
 ) -> list[Estimate]:
     """One estimate per process (``method`` = ``"rank r"``) of training on ``cfg``'s partitions with
     ``world`` processes; ``feat_width``: input columns; ``layerwise``: evaluation by layer-wise inference
     (the default) rather than sampled batches; ``layers``: the layers evaluated, ``outputs``: the last one's
     width (default ``hidden``); ``host_ranks``: consecutive ranks per host that read each other's partitions
-    in-process (co-located; 1: none)."""
+    in-process (co-located; 1: none); ``training``: False for ``embed`` (layer-wise inference alone: no
+    mini-batches, no sampler, no per-edge start-up work of training, no evaluation metrics)."""
     group = stored_per_process(cfg.num_parts, world)
     sharing = max(1, world // cfg.num_parts)
     inner = [sum(int(r[p, 1] - r[p, 0]) for r in cfg.node_map.values()) for p in range(cfg.num_parts)]
@@ -74,13 +82,18 @@ def train_estimates(
         near = {p for r in host for p in served_range(cfg.num_parts, world, 1, r)[1]} - set(served)
         peak = (
             TRAIN_BASE
-            + min(BATCHES_CAP, BATCHES * n)
             + min(SETUP_CAP, SETUP * n)
-            + SLOT * min(n, DENSE_SLOT_NODES)
             + PER_LOCAL * sum(local[p] for p in served)
             + NEAR_LOCAL * sum(local[p] for p in near)
-            + PER_EDGE * sum(stored[p] for p in served)
         )
+        if training:
+            peak += (
+                min(BATCHES_CAP, BATCHES * n)
+                + SLOT * min(n, DENSE_SLOT_NODES)
+                + PER_EDGE * sum(stored[p] for p in served)
+                + EVAL_PER_INNER * sum(inner[p] for p in served)
+                + GATHER_PER_NODE * n * (rank == 0)
+            )
         phase = "training"
         if layerwise:
             edges = max(stored[p] for p in served) // sharing
@@ -169,7 +182,15 @@ def check_train_fits(
     width = feature_width(cfg) or hidden
     host_ranks = local if colocated else 1
     per = train_estimates(
-        cfg, world, width, hidden, layerwise=layerwise, layers=layers, outputs=outputs, host_ranks=host_ranks
+        cfg,
+        world,
+        width,
+        hidden,
+        layerwise=layerwise,
+        layers=layers,
+        outputs=outputs,
+        host_ranks=host_ranks,
+        training=step == "training",
     )[:local]
     need = sum(e.peak_bytes for e in per)
     if budget and need > budget:
