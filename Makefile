@@ -38,6 +38,7 @@ $(VENV)/.docs-installed: pyproject.toml $(VENV)/.installed
 docs: $(VENV)/.docs-installed
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 	$(PY) docs/_hooks/check_site.py site
+	$(PY) docs/_hooks/browser_check.py site
 
 $(VENV)/.lint-installed: pyproject.toml $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[lint]" "$(TORCH_PIN)"

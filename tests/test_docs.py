@@ -14,6 +14,7 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -227,7 +228,7 @@ def test_the_site_check_finds_what_a_reader_opening_a_file_would_trip_over(tmp_p
     finally:
         sys.path.pop(0)
     (tmp_path / "search").mkdir()
-    (tmp_path / "search" / "search_index.js").write_text("var __index = {}")
+    (tmp_path / "search" / "search_index.json").write_text("{}")
     (tmp_path / "guide").mkdir()
     (tmp_path / "guide" / "a.html").write_text('<a href="../index.html">home</a><p><code># not run: x</code></p>')
     (tmp_path / "index.html").write_text(
@@ -237,3 +238,31 @@ def test_the_site_check_finds_what_a_reader_opening_a_file_would_trip_over(tmp_p
     assert len(found) == 3 and all(f.startswith("index.html: ") for f in found), found
     (tmp_path / "index.html").write_text('<a href="guide/a.html">guide</a><pre><code>graphshard --help</code></pre>')
     assert problems(tmp_path) == []
+
+
+def test_the_browser_check_sees_what_a_reader_would(tmp_path):
+    """docs/_hooks/browser_check.py (run by make docs when Chromium is installed) opens pages in headless
+    Chromium: a navigation link to a folder renders the browser's directory listing, a raw role shows in the
+    rendered text, a page without Material's article is no page; a clean page is none of these."""
+    sys.path.insert(0, str(DOCS / "_hooks"))
+    try:
+        import browser_check
+    finally:
+        sys.path.pop(0)
+    exe = browser_check.browser()
+    if exe is None:
+        pytest.skip("no Chromium installed (apt-get install chromium)")
+    (tmp_path / "guide").mkdir()
+    (tmp_path / "index.html").write_text(
+        '<nav><a class="md-nav__link" href="guide/">guide</a></nav>'
+        '<article class="md-content__inner"><p>see :class:`Graph`</p></article>'
+    )
+    with tempfile.TemporaryDirectory() as profile:
+        home = browser_check.render(exe, (tmp_path / "index.html").as_uri(), profile)
+        assert home.article and home.nav == ["guide/"]
+        assert browser_check.ROLE.search("".join(home.text))
+        folder = browser_check.render(exe, (tmp_path / "guide").as_uri() + "/", profile)
+        assert folder.listing and not folder.article
+        (tmp_path / "index.html").write_text('<article class="md-content__inner"><p>see Graph</p></article>')
+        clean = browser_check.render(exe, (tmp_path / "index.html").as_uri(), profile)
+        assert clean.article and not clean.listing and not browser_check.ROLE.search("".join(clean.text))

@@ -44,8 +44,8 @@ class _Page(HTMLParser):
 def problems(site: Path) -> list[str]:
     """What a reader would trip over in the built ``site``."""
     found = []
-    if not (site / "search" / "search_index.js").is_file():
-        found.append("search/search_index.js is missing: opened from disk, the search box has nothing to search")
+    if not (site / "search" / "search_index.json").is_file():
+        found.append("search/search_index.json is missing: the search box has nothing to search")
     for page in sorted(site.rglob("*.html")):
         if page.name == "404.html":  # a web server's page (its links are absolute): never opened from disk
             continue
