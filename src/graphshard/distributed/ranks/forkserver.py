@@ -27,9 +27,10 @@ PRELOAD = ("torch", "torch_geometric")
 SERVER_END_WAIT = 5.0  # seconds a killed server may take to end
 
 
-def start_early(module: str | None = None) -> bool:
-    """Start this process's fork server now, so that it imports :data:`PRELOAD` (and graphshard's ``module``,
-    the ranks' code) while this process does its own imports and checks; returns whether it started one.
+def start_early(modules: tuple[str, ...] = ()) -> bool:
+    """Start this process's fork server now, so that it imports :data:`PRELOAD` (and ``modules``: the ranks'
+    code, and what they import at their start) while this process does its own imports and checks; returns
+    whether it started one.
 
     A command that will launch ranks calls this first: its ranks then fork from a server that is ready (on two
     cores the two imports overlap) instead of waiting for a server started at the launch. Without a fork
@@ -41,7 +42,7 @@ def start_early(module: str | None = None) -> bool:
 
     if not sys.platform.startswith("linux") or "forkserver" not in multiprocessing.get_all_start_methods():
         return False
-    multiprocessing.get_context("forkserver").set_forkserver_preload([*PRELOAD, *([module] if module else [])])
+    multiprocessing.get_context("forkserver").set_forkserver_preload([*PRELOAD, *modules])
     with interrupt.starting_children():  # the server begins with the signals blocked, as at a launch
         forkserver.ensure_running()
     # told to stop before the launch, the command kills the server (busy importing, with the signals blocked, it
