@@ -8,12 +8,11 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from graphshard.chunked.writer import chunk_graph
 from graphshard.datasets import community_graph
 from graphshard.pipeline.assign import assign_chunked
-from tests.ranks import alive, rank_processes
+from tests.ranks import alive, children, rank_processes
 from tests.robustness.test_network import descendants
 
 
@@ -91,8 +90,8 @@ def _rank_losing_its_worker(config: str) -> None:
         with DistNeighborLoader(dg, [3, 3], seeds, batch_size=4, num_workers=1) as loader:
             for b, _ in enumerate(loader):
                 if s.rank == 1 and b == 0:
-                    for pid in descendants(os.getpid()):
-                        if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text():
+                    for pid in descendants(os.getpid()):  # the worker: forked by the rank's fork server, it
+                        if not children(pid):  # started no process (the server did: the worker)
                             os.kill(pid, signal.SIGKILL)
 
 
