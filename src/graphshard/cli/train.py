@@ -236,6 +236,7 @@ def run_demo(args: argparse.Namespace) -> None:
     from ..datasets import community_graph
     from ..partition.api import partition_graph
     from ..stats import format_stats, partitioning_stats
+    from ..tasks import timing
     from ..train import train
     from .partition import dataset_balance
 
@@ -260,6 +261,7 @@ def run_demo(args: argparse.Namespace) -> None:
     print(f"partitioned into 2 parts with METIS ({time.perf_counter() - start:.1f} s) -> {out / 'demo.json'}")
     print(format_stats(partitioning_stats(out / "demo.json", verify=True)))
     print("training GraphSAGE on 2 local processes ...")
+    timing.forget_command()  # the account is training's: generating and partitioning are printed above
     m = train(opts, num_procs=2, host=args.host)
     print_metrics(m)
 

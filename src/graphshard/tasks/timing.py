@@ -49,6 +49,12 @@ def command_started() -> None:
         _COMMAND[:] = [time.perf_counter() - age]
 
 
+def forget_command() -> None:
+    """Start the account at ``train()`` after all: the command did work of its own first, which it reports
+    itself (``demo``: generating and partitioning its graph)."""
+    _COMMAND.clear()
+
+
 def since_command(now: float) -> float | None:
     """Seconds from this process's start to ``now`` (a perf_counter reading), if it is the command."""
     return now - _COMMAND[0] if _COMMAND else None
