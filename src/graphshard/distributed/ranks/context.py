@@ -24,7 +24,7 @@ from ...errors import DistError, GraphshardError
 from ..host.environment import adopt_launcher_env
 from ..host.processes import is_quiet
 from ..transport.liveness import RECORDERS, Heartbeat, lost_after_default
-from ..transport.network import LOOPBACK, gloo_options, host_store, own_address
+from ..transport.network import LOOPBACK, gloo_options, own_address
 from . import interrupt, startup
 
 log = logging.getLogger(__name__)
@@ -130,7 +130,7 @@ class DistContext:
                 with contextlib.suppress(Exception):
                     startup.record(start, f"{startup.who(rank, address)} failed at start-up: {error_text(exc)}")
                 if hosting:  # until the peers that arrived have read why
-                    startup.linger(start, startup.arrived(start) - 1, min(timeout, startup.LINGER_S))
+                    startup.linger(start, startup.peers_arrived(start, rank), min(timeout, startup.LINGER_S))
             if beat is not None:
                 beat.leave(None)
             raise
@@ -225,11 +225,9 @@ class DistContext:
 
 
 def _store(host: str, port: int, world: int, *, hosting: bool, timeout: float) -> Any:
-    """The run's store: hosted here on ``host:port`` (rank 0's), or a client of it."""
-    if not hosting:
-        return startup.client_store(host, port, world, timeout=timeout)
+    """The run's store (see :func:`.startup.open_store`), a taken port named as rank 0's trouble."""
     try:
-        return host_store(host, port, world, timeout)  # listens on MASTER_ADDR only
+        return startup.open_store(host, port, world, hosting=hosting, timeout=timeout)
     except OSError as exc:
         raise DistError(
             f"rank 0 cannot host the run's store on {host}:{port}: {exc.strerror} (is another process, "

@@ -31,7 +31,8 @@ TOLD = "told"  # how many peers have read it (rank 0, hosting the store, waits f
 ARRIVED = "arrived"  # how many ranks have arrived
 WORLD = "world"  # ``WORLD_SIZE|NAME`` of the first rank to arrive
 LINGER_S = 30.0  # at most this long a failed rank 0 keeps the store up for its peers to read why
-POLL_S = 0.02  # how often an arriving rank looks at the store while it waits for the others
+POLL_S = 0.02  # how often an arriving rank first looks at the store while it waits for the others ...
+POLL_MAX_S = 0.25  # ... and at most, however long it waits (hundreds of ranks poll one store)
 
 _joining = False  # whether this process has begun to join a run (its failures from then on are told there)
 
@@ -44,11 +45,6 @@ def begin() -> None:
     """Note that this process is joining a run: from here on :func:`from_env`'s own path tells its peers."""
     global _joining
     _joining = True
-
-
-def joining() -> bool:
-    """Whether this process has begun to join a run."""
-    return _joining
 
 
 def scope(store: Any) -> Any:
@@ -86,8 +82,9 @@ def arrive(store: Any, rank: int, world: int, *, name: str, timeout: float, wher
         first, _, first_name = store.compare_set(WORLD, "", f"{world}|{name}").decode(errors="replace").partition("|")
         if first != str(world):
             _refuse(store, f"WORLD_SIZE differs: {first} on {first_name}, {world} on {name}")
+        store.set(f"in/{rank}", "1")  # counted below (a failed rank 0 then waits for one peer fewer)
         store.add(ARRIVED, 1)
-        deadline = time.monotonic() + timeout
+        deadline, pause = time.monotonic() + timeout, POLL_S
         while store.add(ARRIVED, 0) < world:
             _check_failed(store)
             if time.monotonic() > deadline:
@@ -96,7 +93,8 @@ def arrive(store: Any, rank: int, world: int, *, name: str, timeout: float, wher
                     f"{'rank' if len(missing) == 1 else 'ranks'} {_listed(missing)} of {world} did not reach the "
                     f"run's store at {where} within {timeout:.0f} s"
                 )
-            time.sleep(POLL_S)  # polling the store against a deadline
+            time.sleep(pause)  # polling the store against a deadline, less often the longer it waits
+            pause = min(POLL_MAX_S, pause * 1.5)
         _check_failed(store)
     except (PeerStartupError, DistError):
         raise
@@ -196,11 +194,16 @@ def hosts_store(rank: int) -> bool:
     return rank == 0 and not agent and os.environ.get("GRAPHSHARD_STORE_HOSTED") != "1"
 
 
+def open_store(host: str, port: int, world: int, *, hosting: bool, timeout: float) -> Any:
+    """The run's store (unprefixed): hosted here on ``host:port`` (listening on ``host`` only; an ``OSError``
+    when the port is taken), or a client of it (see :func:`client_store`)."""
+    return host_store(host, port, world, timeout) if hosting else client_store(host, port, world, timeout=timeout)
+
+
 def _store(host: str, port: int, world: int, *, hosts: bool, timeout: float) -> Any:
     import torch.distributed as dist
 
-    raw = host_store(host, port, world, timeout) if hosts else client_store(host, port, world, timeout=timeout)
-    return scope(dist.PrefixStore("graphshard/", raw))
+    return scope(dist.PrefixStore("graphshard/", open_store(host, port, world, hosting=hosts, timeout=timeout)))
 
 
 def client_store(host: str, port: int, world: int, *, timeout: float) -> Any:
@@ -220,9 +223,9 @@ def client_store(host: str, port: int, world: int, *, timeout: float) -> Any:
         ) from None
 
 
-def arrived(store: Any) -> int:
-    """How many ranks have arrived (0 when the store cannot say)."""
+def peers_arrived(store: Any, rank: int) -> int:
+    """How many ranks other than ``rank`` have arrived (0 when the store cannot say)."""
     try:
-        return int(store.add(ARRIVED, 0))
+        return int(store.add(ARRIVED, 0)) - int(store.check([f"in/{rank}"]))
     except RuntimeError:
         return 0
