@@ -1,15 +1,18 @@
 """The heartbeat on loopback: a silent peer is named (rank, host, what it was doing) within its bound; a
 peer that leaves is never taken for a lost one; a failed peer is named after the grace; datagrams of
-another run are ignored; a rank held up itself does not blame its peers; torchrun reads the error file."""
+another run are ignored; a rank held up itself (in a read, or stopped with its peer) does not blame its
+peers; torchrun reads the error file."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
 import json
+import select
 import socket
 import threading
 import time
+import types
 
 import pytest
 
@@ -122,6 +125,37 @@ def test_a_rank_held_up_itself_does_not_blame_its_peers():
         time.sleep(4.0)  # past the stall (a wait that must pass)
         assert held.is_set() and p.a._thread is not None and p.a._thread.is_alive()  # it stalled, and goes on
         assert p.lines == []
+    finally:
+        p.close()
+
+
+def test_a_rank_stopped_in_its_wait_together_with_its_peer_does_not_blame_it(monkeypatch):
+    """The whole process stops (SIGSTOP, swapping, a starved machine) while rank 0's thread waits for
+    datagrams: rank 1 sends nothing meanwhile, and on waking rank 0 must not take that silence for rank 1's."""
+    p = Pair(lost_after=1.0)
+    try:
+        held, thawed = threading.Event(), threading.Event()
+        send = p.b._send_all  # rank 1 stops at the same instant: nothing sent after rank 0's wait began
+        p.b._send_all = lambda kind, text: None if held.is_set() and not thawed.is_set() else send(kind, text)
+
+        def wait(r, w, x, timeout):  # both heartbeat threads stop in their wait, as a stopped process's do
+            if threading.current_thread() is p.a._thread and not held.is_set():
+                held.set()
+                p.a._read(p.a._sock)  # what rank 1 sent before it stopped is read now, as a running process would
+                time.sleep(2.0)  # 2 x lost_after without a beat either way
+                thawed.set()
+                return [], [], []
+            if threading.current_thread() is p.b._thread and held.is_set() and not thawed.is_set():
+                thawed.wait(5)
+                return [], [], []
+            return select.select(r, w, x, timeout)
+
+        monkeypatch.setattr(liveness, "select", types.SimpleNamespace(select=wait))
+        time.sleep(3.0)  # past the stop and a lost_after more (a wait that must pass)
+        assert held.is_set() and p.a._thread is not None and p.a._thread.is_alive()
+        assert p.lines == []
+        p.b._stop.set()  # and a peer silent after that is still found
+        assert p.got.wait(5) and p.lines[0][1].startswith("lost rank 1")
     finally:
         p.close()
 

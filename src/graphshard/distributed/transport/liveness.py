@@ -17,8 +17,8 @@ error for the launcher (in the rendezvous store, bounded), writes torchrun's err
 
 The heartbeat is a Python thread: a kernel that holds the GIL for longer than ``lost_after`` would silence
 it, so graphshard's compiled kernels release the GIL (:mod:`graphshard.jit`). A rank whose own thread was
-held up that long (the process was stopped, or starved) does not blame its peers for the silence: it
-re-reads them first.
+held up (the process was stopped, or starved, anywhere in its loop) does not blame its peers for that
+silence: it reads what they sent meanwhile and does not count the time it was away against them.
 """
 
 from __future__ import annotations
@@ -203,23 +203,29 @@ class Heartbeat:
     def _run(self) -> None:
         sock = self._sock
         assert sock is not None, "start() follows open()"
-        last_loop = next_beat = time.monotonic()
+        next_beat = checked = time.monotonic()
         while not self._stop.is_set():
             now = time.monotonic()
-            if now - last_loop > self.lost_after / 2:  # this thread was held up: the silence may be ours
-                self._read(sock)
-                for p in self.peers.values():
-                    p.last = max(p.last, now)
-            last_loop = now
             if now >= next_beat:
                 self._send_all(BEAT, now_doing())
                 next_beat = now + self.interval
+            wait = max(0.0, min(0.1, next_beat - now))
             try:
-                select.select([sock], [], [], max(0.0, min(0.1, next_beat - now)))
+                select.select([sock], [], [], wait)
             except (OSError, ValueError):  # closed under us by leave()
                 return
             self._read(sock)
-            self._check(time.monotonic())
+            previous, checked = checked, time.monotonic()
+            self._credit(checked, held=checked - previous - wait)
+            self._check(checked)
+
+    def _credit(self, now: float, *, held: float) -> None:
+        """This thread came back ``held`` seconds later than its own wait asked (the process was stopped, or
+        starved, in the wait, in a read or between loops): that silence may be ours, so it is not counted
+        against the peers (whose beats meanwhile, if any, were read just before)."""
+        if held > self.lost_after / 10:
+            for p in self.peers.values():
+                p.last = min(p.last + held, now)
 
     def _read(self, sock: socket.socket) -> None:
         while True:
