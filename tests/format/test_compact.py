@@ -1,5 +1,7 @@
 """Compact partitions: structure tensors in the smallest integer type that holds their values (int32 IDs, int8
-type IDs), int64 partitions of older runs still loading; features stored as float16 or bfloat16 on request."""
+type IDs) but the per-node ``indptr`` and ``node/_ID``, stored int64 so that they are mapped, not widened into
+each process's memory; int64 and int32-indptr partitions of older runs still loading; features stored as
+float16 or bfloat16 on request."""
 
 from __future__ import annotations
 
@@ -14,9 +16,11 @@ from graphshard import load_partition, load_partition_feats, partition_graph
 from graphshard.format import dtypes
 from graphshard.format.tensorfile import read_header
 from graphshard.limits import smallest_int
+from graphshard.partition import build
 from tests.graphs import small_hetero, small_homo
 
-ID_KEYS = ("indptr", "indices", "node/_ID", "node/orig_id", "edge/_ID", "edge/orig_id")
+ID_KEYS = ("indices", "node/orig_id", "edge/_ID", "edge/orig_id")
+WIDE_KEYS = ("indptr", "node/_ID")  # read as int64 by every consumer: stored so
 SMALL_KEYS = ("node/part_id", "node/_TYPE", "edge/_TYPE")
 
 
@@ -36,6 +40,28 @@ def test_writer_chooses_int32_ids_and_int8_types(tmp_path):
     for t in _structure(tmp_path, 3):
         assert {str(t[k].dtype) for k in ID_KEYS} == {"int32"}
         assert {str(t[k].dtype) for k in SMALL_KEYS} == {"int8"}
+        assert {str(t[k].dtype) for k in WIDE_KEYS} == {"int64"}
+
+
+def _mapping_of(address: int) -> str | None:
+    """The file mapped at ``address`` in this process (from /proc/self/maps), or None for anonymous memory."""
+    for line in open("/proc/self/maps"):
+        fields = line.split(maxsplit=5)
+        lo, hi = (int(x, 16) for x in fields[0].split("-"))
+        if lo <= address < hi:
+            return fields[5].strip() if len(fields) == 6 and fields[5].startswith("/") else None
+    return None
+
+
+def test_loaded_structure_is_mapped_from_the_file_not_copied(tmp_path):
+    """What a process holds of a partition's structure is the file's pages (shared by every process of the
+    host through the page cache), not a private copy: the per-node tensors too, which readers need as int64."""
+    partition_graph(small_homo(), "h", 2, tmp_path, part_method="random")
+    gr = load_partition(tmp_path / "h.json", 1).graph
+    want = str(tmp_path / "part1" / "graph.safetensors")
+    tensors = {"indptr": gr.indptr, "indices": gr.indices, **{f"node/{k}": v for k, v in gr.ndata.items()}}
+    for key, t in tensors.items():
+        assert _mapping_of(t.data_ptr()) == want, key
 
 
 def test_writer_chooses_int64_where_values_do_not_fit(tmp_path, monkeypatch):
@@ -46,10 +72,10 @@ def test_writer_chooses_int64_where_values_do_not_fit(tmp_path, monkeypatch):
     monkeypatch.setattr("graphshard.limits.INT32_MAX", 40)
     partition_graph(g, "s", 3, tmp_path / "wide", part_method="random", num_hops=2)
     for t in _structure(tmp_path / "wide", 3):
-        n_local, m_local = t["node/_ID"].shape[0], t["indices"].shape[0]
+        n_local = t["node/_ID"].shape[0]
         assert t["node/_ID"].dtype == np.int64  # 88 nodes: IDs up to 87
         assert t["edge/_ID"].dtype == np.int64
-        assert t["indptr"].dtype == (np.int32 if m_local <= 40 else np.int64)
+        assert t["indptr"].dtype == np.int64  # always
         assert t["indices"].dtype == (np.int32 if n_local <= 41 else np.int64)
         assert t["node/_TYPE"].dtype == np.int8
     monkeypatch.undo()
@@ -72,6 +98,13 @@ def _all_int64(lo, hi, least=np.int8):
     return np.dtype(np.int64)
 
 
+def _int32_per_node(choose):
+    def narrow(*args, **kwargs):
+        return choose(*args, **kwargs) | {"indptr": np.dtype(np.int32), "node/_ID": np.dtype(np.int32)}
+
+    return narrow
+
+
 def test_int64_partitions_of_older_runs_still_load(tmp_path, monkeypatch):
     """Partitions written with every ID int64 (as before compact structure) load, validate and hold the
     original graph's edges; and the loaded structure keeps the stored (compact) types memory-mapped."""
@@ -82,14 +115,20 @@ def test_int64_partitions_of_older_runs_still_load(tmp_path, monkeypatch):
     assert {str(v.dtype) for v in _structure(tmp_path / "old", 2)[0].values()} == {"int64", "bool"}
     partition_graph(g, "h", 2, tmp_path / "new", part_method="random", save_orig_ids=True)
     _same_partitions(tmp_path / "old" / "h.json", tmp_path / "new" / "h.json", 2)
+    # and partitions with int32 indptr and node IDs, as written before they were stored int64
+    monkeypatch.setattr(build, "structure_dtypes", _int32_per_node(build.structure_dtypes))
+    partition_graph(g, "h", 2, tmp_path / "int32", part_method="random", save_orig_ids=True)
+    monkeypatch.undo()
+    assert _structure(tmp_path / "int32", 2)[0]["indptr"].dtype == np.int32
+    _same_partitions(tmp_path / "int32" / "h.json", tmp_path / "new" / "h.json", 2)
     src, dst = next(iter(g.edges.values()))
     want = sorted(zip(src.tolist(), dst.tolist()))
-    for root in ("old", "new"):
+    for root in ("old", "int32", "new"):
         got = []
         for p in range(2):
             part = load_partition(tmp_path / root / "h.json", p)
             gr = part.graph
-            if root == "new":
+            if root != "old":
                 assert gr.indices.dtype == torch.int32 and gr.edata["_TYPE"].dtype == torch.int8
                 assert gr.indptr.dtype == torch.int64  # per-node: widened for offset arithmetic
             inner = gr.edata["inner_edge"].numpy()

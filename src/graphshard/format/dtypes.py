@@ -2,9 +2,15 @@
 its values, decided from the counts the values lie below (so both writers, in memory and dispatch, choose
 alike, and the choice needs no pass over the data).
 
-IDs (``indptr``, ``indices``, ``_ID``, ``orig_id``) are int32 when every value fits (< 2**31), else int64;
-type IDs (``_TYPE``) and ``node/part_id`` are int8, int16 or int32, the smallest that holds the counts.
-Readers accept these and int64 (partitions written before compact structure)."""
+Edge-sized IDs (``indices``, ``edge/_ID``, ``edge/orig_id``) and ``node/orig_id`` are int32 when every value
+fits (< 2**31), else int64; type IDs (``_TYPE``) and ``node/part_id`` are int8, int16 or int32, the smallest
+that holds the counts. ``indptr`` and ``node/_ID`` are always int64: every reader needs them as int64 (offset
+arithmetic that must not overflow, see :func:`graphshard.format.load.widen_nodes`), and a narrower file would
+make every process that opens the partition hold its own widened copy — the partition's owner and each rank of
+its host that reads it co-located (16 bytes per local node each, 0.2 GiB a rank on R-MAT 23's four
+partitions) — where the int64 file is mapped once, shared through the page cache. They are per node, so they
+cost little disk beside the per-edge tensors. Readers accept int32 ones too (partitions written before this)
+and the int64 of partitions written before compact structure."""
 
 from __future__ import annotations
 
@@ -43,9 +49,9 @@ def structure_dtypes(
         return smallest_int(0, max(below - 1, 0), np.int8)
 
     return {
-        "indptr": smallest_int(0, num_local_edges, np.int32),
+        "indptr": np.dtype(np.int64),  # read as int64 everywhere: stored so, it is mapped, not copied
         "indices": ids(num_local_nodes),
-        "node/_ID": ids(num_nodes),
+        "node/_ID": np.dtype(np.int64),
         "node/orig_id": ids(type_nodes),
         "node/part_id": small(num_parts),
         "node/_TYPE": small(num_ntypes),

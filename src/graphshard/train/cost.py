@@ -2,14 +2,16 @@
 the partitions each process serves, their local node counts read from the file headers) and the model's
 widths, plus the partition files it memory-maps (counted apart: page cache the kernel can drop).
 
-A process holds what grows with the partitions it serves (their widened ``indptr`` and node IDs, degree
-tables, its split nodes' labels and masks: per local node), the sampler's slot table (one per node of the
+A process holds what grows with the partitions it serves (degree tables, its split nodes' labels and masks;
+``indptr`` and node IDs widened to int64 when the files store them narrower, as partitions written before
+2026-11-29 do: per local node), the sampler's slot table (one per node of the
 graph up to ``DENSE_SLOT_NODES``, then a hash of the batch), mini-batches, and at evaluation either sampled
 batches (``--eval-fanouts``) or the layer-wise inference's rows: the plan and inputs of every local node of
 one stored partition at a time and the outputs of the nodes it serves (with one partition per process the
 outputs are the first rows of the next layer's inputs: one row per needed node). Nothing grows with the
-other partitions, except where ranks of one host read each other's partitions in-process (co-located): then a
-rank also holds the widened ``indptr`` and node IDs of those partitions (the files are shared page cache).
+other partitions, except where ranks of one host read each other's partitions in-process (co-located) from
+such older files: then a rank also holds its own widened copy of their ``indptr`` and node IDs (int64 files are
+mapped: shared page cache).
 Coefficients from R-MAT scale 16-21 (64-d features, hidden 64, 2 and 4 partitions on 2 processes,
 ``benchmarks/plan_calibration.py``) and R-MAT 25 (4 partitions of 4.7-938 M edges, 9.6-16.5 M local nodes,
 ``benchmarks/scale.py --big --scale 25``; its skewed partition set the per-edge and per-local-node start-up
@@ -18,7 +20,9 @@ terms), fitted as an upper bound. Parts that stop growing with the graph
 holds its evaluated nodes' outputs and metric rows (rank 0 every rank's rows: the metrics are exact); ``embed``
 (layer-wise inference alone) holds none of the training terms. Recalibrated on 2026-11-29 against the R-MAT 25
 run's measured peaks (``benchmarks/rank_memory.py``): embed 4.59 / 5.96 / 4.66 / 6.76 GiB per rank, 21.97
-together, predicted 22.8 (within 1-4 % per rank, each above); training 2.09-2.74 GiB.
+together, predicted 22.8 (within 1-4 % per rank, each above); training 2.09-2.74 GiB. On R-MAT 23 (four
+stream partitions, 2.5-4.4 M local nodes) the same figures were 2-3 % under ``embed``'s light ranks: the
+start-up cap rose by 80 MiB (the gap did not grow with the graph: R-MAT 25's light ranks were over).
 """
 
 from __future__ import annotations
@@ -37,10 +41,10 @@ TRAIN_BASE = 350 << 20  # a process: torch, PyG, torchmetrics, model (348 MiB tr
 BATCHES = 600  # per node of the graph, up to BATCHES_CAP: mini-batches in flight (they stop growing with the graph)
 BATCHES_CAP = 40 << 20
 SETUP = 160  # per node of the graph, up to SETUP_CAP: start-up work in bounded blocks (validation, degrees)
-SETUP_CAP = 200 << 20
+SETUP_CAP = 280 << 20  # 200 until R-MAT 23's embed measured 1.51 / 1.43 GiB on its light ranks against 1.47 / 1.47
 SLOT = 8  # per node of the graph up to DENSE_SLOT_NODES: the sampler's slot table (int64)
-PER_LOCAL = 60  # per local node of every stored partition served: widened indptr and IDs, degrees, labels, masks
-NEAR_LOCAL = 16  # per local node of every co-located partition read in-process: its widened indptr and node IDs
+PER_LOCAL = 44  # per local node of every stored partition served: degrees, labels, masks
+WIDENED = 8  # per local node, for each of indptr and node/_ID a partition file stores narrower than int64
 PER_EDGE = 1  # per stored edge of every partition served (measured at R-MAT 25: 938 M edges added ~0.9 GiB)
 LAYERWISE_CHUNK = 60  # per edge of a partition, up to LAYERWISE_CHUNK_CAP: one chunk of a layer's edges
 LAYERWISE_CHUNK_CAP = 120 << 20  # (graphshard.infer.plan.EDGES_PER_CHUNK)
@@ -73,6 +77,7 @@ def train_estimates(
     sharing = max(1, world // cfg.num_parts)
     inner = [sum(int(r[p, 1] - r[p, 0]) for r in cfg.node_map.values()) for p in range(cfg.num_parts)]
     local = [_local_nodes(cfg, p) for p in range(cfg.num_parts)]
+    widened = [_widened_per_node(cfg, p) for p in range(cfg.num_parts)]
     stored = [sum(int(r[p, 1] - r[p, 0]) for r in cfg.edge_map.values()) for p in range(cfg.num_parts)]
     n = cfg.num_nodes
     out = []
@@ -83,8 +88,8 @@ def train_estimates(
         peak = (
             TRAIN_BASE
             + min(SETUP_CAP, SETUP * n)
-            + PER_LOCAL * sum(local[p] for p in served)
-            + NEAR_LOCAL * sum(local[p] for p in near)
+            + sum((PER_LOCAL + widened[p]) * local[p] for p in served)
+            + sum(widened[p] * local[p] for p in near)
         )
         if training:
             peak += (
@@ -150,6 +155,13 @@ def _local_nodes(cfg: PartitionConfig, part: int) -> int:
     """Inner and HALO nodes of a stored partition, from its file header (no data read)."""
     spec = read_header(cfg.part_path(part, "part_graph")).get("node/_ID", {})
     return int(spec.get("shape", [0])[0])
+
+
+def _widened_per_node(cfg: PartitionConfig, part: int) -> int:
+    """Bytes per local node a reader allocates to widen a stored partition's ``indptr`` and ``node/_ID`` to
+    int64 (:func:`graphshard.format.load.widen_nodes`): 0 for files that store them int64, from the header."""
+    header = read_header(cfg.part_path(part, "part_graph"))
+    return sum(WIDENED for key in ("indptr", "node/_ID") if header.get(key, {}).get("dtype", "I64") != "I64")
 
 
 def feature_width(cfg: PartitionConfig, names: tuple[str, ...] = ("feat", "x")) -> int:
