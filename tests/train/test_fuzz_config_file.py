@@ -10,7 +10,7 @@ import json
 import math
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from graphshard.errors import InputError
@@ -130,13 +130,12 @@ def test_random_documents(where, doc, suffix):
 
 @FUZZ
 @given(st.sampled_from(KEYS).flatmap(near_misses), st.sampled_from(SUFFIXES))
+@example("\x85llow_nonfinite", ".yaml")  # found by CI: PyYAML reads this key back as " llow_nonfinite"
 def test_misspelt_keys_are_named(where, key, suffix):
-    got = _read(
-        where,
-        suffix,
-        _dump({key: 1}, suffix),
-        mentions=() if key.replace("-", "_") in SPECS else ("unknown key", repr(key)),
-    )
+    data = _dump({key: 1}, suffix)
+    # the key as the format itself reads it back (YAML folds a NEL, U+0085, into a space: the file holds that)
+    key = next(iter(json.loads(data) if suffix == ".json" else yaml.safe_load(data)))
+    got = _read(where, suffix, data, mentions=() if key.replace("-", "_") in SPECS else ("unknown key", repr(key)))
     assert got is None or key.replace("-", "_") in SPECS
 
 

@@ -77,7 +77,7 @@ def train_estimates(
     sharing = max(1, world // cfg.num_parts)
     inner = [sum(int(r[p, 1] - r[p, 0]) for r in cfg.node_map.values()) for p in range(cfg.num_parts)]
     local = [_local_nodes(cfg, p) for p in range(cfg.num_parts)]
-    widened = [_widened_per_node(cfg, p) for p in range(cfg.num_parts)]
+    widened = [_widened_per_node(cfg, p) * local[p] for p in range(cfg.num_parts)]  # bytes of int64 copies
     stored = [sum(int(r[p, 1] - r[p, 0]) for r in cfg.edge_map.values()) for p in range(cfg.num_parts)]
     n = cfg.num_nodes
     out = []
@@ -85,12 +85,8 @@ def train_estimates(
         served = served_range(cfg.num_parts, world, 1, rank)[1]
         host = range(rank - rank % host_ranks, min(world, rank - rank % host_ranks + host_ranks))
         near = {p for r in host for p in served_range(cfg.num_parts, world, 1, r)[1]} - set(served)
-        peak = (
-            TRAIN_BASE
-            + min(SETUP_CAP, SETUP * n)
-            + sum((PER_LOCAL + widened[p]) * local[p] for p in served)
-            + sum(widened[p] * local[p] for p in near)
-        )
+        peak = TRAIN_BASE + min(SETUP_CAP, SETUP * n) + sum(PER_LOCAL * local[p] + widened[p] for p in served)
+        peak += sum(widened[p] for p in near)
         if training:
             peak += (
                 min(BATCHES_CAP, BATCHES * n)
