@@ -19,6 +19,7 @@ import numpy as np
 from ..limits import smallest_int
 
 ID_KEYS = ("indptr", "indices", "node/_ID", "node/orig_id", "edge/_ID", "edge/orig_id")
+WIDE_KEYS = ("indptr", "node/_ID")  # per node, needed as int64 by every reader: always stored int64
 SMALL_KEYS = ("node/part_id", "node/_TYPE", "edge/_TYPE")
 ID_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 SMALL_DTYPES = (np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32), np.dtype(np.int64))
@@ -26,8 +27,6 @@ SMALL_DTYPES = (np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32), np.dt
 
 def structure_dtypes(
     num_local_nodes: int,
-    num_local_edges: int,
-    num_nodes: int,
     num_edges: int,
     *,
     type_nodes: int,
@@ -38,9 +37,9 @@ def structure_dtypes(
 ) -> dict[str, np.dtype]:
     """The dtype of every integer tensor of one partition's ``graph.safetensors``.
 
-    ``num_local_nodes``/``num_local_edges``: the partition's local counts; ``num_nodes``/``num_edges``: the
-    graph's; ``type_nodes``/``type_edges``: the most nodes (edges) of one type (original per-type IDs lie
-    below); ``num_parts``, ``num_ntypes``, ``num_etypes``: the counts part and type IDs lie below."""
+    ``num_local_nodes``: the partition's inner and HALO nodes; ``num_edges``: the graph's;
+    ``type_nodes``/``type_edges``: the most nodes (edges) of one type (original per-type IDs lie below);
+    ``num_parts``, ``num_ntypes``, ``num_etypes``: the counts part and type IDs lie below."""
 
     def ids(below: int) -> np.dtype:
         return smallest_int(0, max(below - 1, 0), np.int32)
@@ -49,13 +48,12 @@ def structure_dtypes(
         return smallest_int(0, max(below - 1, 0), np.int8)
 
     return {
-        "indptr": np.dtype(np.int64),  # read as int64 everywhere: stored so, it is mapped, not copied
         "indices": ids(num_local_nodes),
-        "node/_ID": np.dtype(np.int64),
         "node/orig_id": ids(type_nodes),
         "node/part_id": small(num_parts),
         "node/_TYPE": small(num_ntypes),
         "edge/_ID": ids(num_edges),
         "edge/orig_id": ids(type_edges),
         "edge/_TYPE": small(num_etypes),
+        **dict.fromkeys(WIDE_KEYS, np.dtype(np.int64)),  # read as int64 everywhere: stored so, mapped, not copied
     }

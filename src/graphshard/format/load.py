@@ -16,6 +16,7 @@ from ..errors import FormatError
 from ..graph import EType, parse_etype
 from ..sparse import CSRRows
 from .config import PartitionConfig, as_config
+from .dtypes import WIDE_KEYS
 from .sparse import assemble, logical_schema, sparse_widths
 from .tensorfile import header_schema, read_header, read_tensors, sha256_file
 from .validate import check_dtypes, check_structure
@@ -274,7 +275,7 @@ def widen_nodes(t: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     overflow. Everything else stays as stored, memory-mapped: ``indices`` and ``edge/...`` may be int32,
     ``_TYPE`` and ``part_id`` int8 (see :mod:`.dtypes`)."""
     out = dict(t)
-    for key in ("indptr", "node/_ID"):
+    for key in WIDE_KEYS:
         out[key] = out[key].long()  # the tensor itself when it already is int64
     return out
 

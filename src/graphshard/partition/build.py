@@ -51,8 +51,6 @@ def structure_arrays(
     starts = rl.part_starts()
     dt = structure_dtypes(
         n[0],
-        m[0],
-        view.num_nodes,
         int(view.edge_offsets[-1]),
         type_nodes=int(np.diff(view.node_offsets).max(initial=0)),
         type_edges=int(np.diff(view.edge_offsets).max(initial=0)),

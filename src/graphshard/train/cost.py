@@ -33,6 +33,7 @@ from ..distributed.remote.sampler import DENSE_SLOT_NODES
 from ..distributed.stores.partitions import served_range, stored_per_process
 from ..errors import InputError
 from ..format.config import PartitionConfig
+from ..format.dtypes import WIDE_KEYS
 from ..format.tensorfile import read_header
 from ..memory import Estimate, gib
 from ..tasks.options import TrainOptions
@@ -76,8 +77,9 @@ def train_estimates(
     group = stored_per_process(cfg.num_parts, world)
     sharing = max(1, world // cfg.num_parts)
     inner = [sum(int(r[p, 1] - r[p, 0]) for r in cfg.node_map.values()) for p in range(cfg.num_parts)]
-    local = [_local_nodes(cfg, p) for p in range(cfg.num_parts)]
-    widened = [_widened_per_node(cfg, p) * local[p] for p in range(cfg.num_parts)]  # bytes of int64 copies
+    headers = [read_header(cfg.part_path(p, "part_graph")) for p in range(cfg.num_parts)]  # no data read
+    local = [_local_nodes(h) for h in headers]
+    widened = [_widened_per_node(h) * n_local for h, n_local in zip(headers, local)]  # bytes of int64 copies
     stored = [sum(int(r[p, 1] - r[p, 0]) for r in cfg.edge_map.values()) for p in range(cfg.num_parts)]
     n = cfg.num_nodes
     out = []
@@ -147,17 +149,15 @@ def evaluated(cfg: PartitionConfig, opts: TrainOptions, embedding_layer: str = "
     return opts.num_layers, (classes or opts.hidden) if opts.task == "node" else opts.hidden
 
 
-def _local_nodes(cfg: PartitionConfig, part: int) -> int:
-    """Inner and HALO nodes of a stored partition, from its file header (no data read)."""
-    spec = read_header(cfg.part_path(part, "part_graph")).get("node/_ID", {})
-    return int(spec.get("shape", [0])[0])
+def _local_nodes(header: dict) -> int:
+    """Inner and HALO nodes of a stored partition, from the header of its structure file."""
+    return int(header.get("node/_ID", {}).get("shape", [0])[0])
 
 
-def _widened_per_node(cfg: PartitionConfig, part: int) -> int:
-    """Bytes per local node a reader allocates to widen a stored partition's ``indptr`` and ``node/_ID`` to
-    int64 (:func:`graphshard.format.load.widen_nodes`): 0 for files that store them int64, from the header."""
-    header = read_header(cfg.part_path(part, "part_graph"))
-    return sum(WIDENED for key in ("indptr", "node/_ID") if header.get(key, {}).get("dtype", "I64") != "I64")
+def _widened_per_node(header: dict) -> int:
+    """Bytes per local node a reader allocates to widen a stored partition's per-node tensors to int64
+    (:func:`graphshard.format.load.widen_nodes`), from the header of its structure file: 0 when stored int64."""
+    return sum(WIDENED for key in WIDE_KEYS if header.get(key, {}).get("dtype", "I64") != "I64")
 
 
 def feature_width(cfg: PartitionConfig, names: tuple[str, ...] = ("feat", "x")) -> int:
